@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# install.sh — set up this machine (Debian 12) to build and test herd:
+# install the Debian packages that are missing, then configure and build
+# into build/. Used by the README's two commands and by CI. Idempotent.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+build=${HERD_BUILD_DIR:-$repo/build}
+
+packages=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin           # MPI: ranks, barriers, gathers
+  libhdf5-openmpi-dev hdf5-tools       # results file (and h5dump)
+  zlib1g-dev                           # HDF5 deflate filter
+  libssl-dev openssl                   # MD5 (EVP); openssl speed for bench/
+  libinih-dev                          # job files (INI)
+  libcmocka-dev                        # unit tests
+  python3-h5py python3-numpy python3-pandas python3-matplotlib python3-pytest
+  xfsprogs e2fsprogs util-linux        # loop-mounted test file systems
+  fio                                  # bench/ peer
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install.sh: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "install.sh: built $build/herd" >&2

@@ -1,0 +1,16 @@
+/* backend.c — the list of backends built into this herd. */
+#include "backend.h"
+
+#include <string.h>
+
+static const struct backend_ops *const backends[] = {
+    &backend_posix,
+};
+
+const struct backend_ops *backend_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}

@@ -1,0 +1,44 @@
+/* backend.h — the I/O interface every workload uses (like fio's
+ * ioengine_ops or IOR's aiori). One static ops struct per backend.
+ *
+ * Every call returns 0 (or a byte count) on success and a negative errno on
+ * failure; nothing else signals errors. Paths are relative to the target
+ * root the backend was connected to; a backend never reaches outside it. */
+#ifndef HERD_BACKEND_H
+#define HERD_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct backend_file; /* opaque, backend-specific */
+
+enum backend_open { BACKEND_READ = 1, BACKEND_WRITE = 2, BACKEND_CREATE = 4,
+                    BACKEND_DIRECT = 8 };
+
+struct backend_ops {
+    const char *name;
+    /* Connect to target (a directory path or URL). *ctx is the backend's. */
+    int (*connect)(const char *target, void **ctx);
+    void (*disconnect)(void *ctx);
+    int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);
+    ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len,
+                     uint64_t offset);
+    ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf,
+                      size_t len, uint64_t offset);
+    int (*fsync)(void *ctx, struct backend_file *f);
+    int (*close)(void *ctx, struct backend_file *f);
+    int (*stat)(void *ctx, const char *path, struct stat *st);
+    int (*unlink)(void *ctx, const char *path);
+    int (*mkdir)(void *ctx, const char *path);
+    int (*rmdir)(void *ctx, const char *path);
+    int (*rename)(void *ctx, const char *from, const char *to);
+};
+
+/* The backend called `name`, or NULL. */
+const struct backend_ops *backend_find(const char *name);
+
+extern const struct backend_ops backend_posix;
+
+#endif

@@ -1,0 +1,94 @@
+/* errtab.c — per-rank error table: one entry per (op, errno) holding a
+ * count and where and when that failure was first seen. Grows as needed;
+ * if memory runs out the failure still counts in the total. */
+#include "errtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ERRTAB_FIRST_CAP 16
+
+void errtab_init(struct errtab *t)
+{
+    t->entries = NULL;
+    t->n = 0;
+    t->cap = 0;
+    t->total = 0;
+}
+
+void errtab_free(struct errtab *t)
+{
+    free(t->entries);
+    errtab_init(t);
+}
+
+void errtab_clear(struct errtab *t)
+{
+    t->n = 0;
+    t->total = 0;
+}
+
+static int32_t errtab_norm(int err)
+{
+    if (err >= 0)
+        return err;
+    return err == INT32_MIN ? INT32_MAX : -err;
+}
+
+static struct err_entry *errtab_find(const struct errtab *t, enum op op,
+                                     int32_t err)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->entries[i].op == (int32_t)op && t->entries[i].err == err)
+            return &t->entries[i];
+    return NULL;
+}
+
+static int errtab_grow(struct errtab *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : ERRTAB_FIRST_CAP;
+    struct err_entry *e;
+
+    if (cap < t->cap || cap > SIZE_MAX / sizeof(*e))
+        return -1;
+    e = realloc(t->entries, cap * sizeof(*e));
+    if (!e)
+        return -1;
+    t->entries = e;
+    t->cap = cap;
+    return 0;
+}
+
+void errtab_add(struct errtab *t, int rank, enum op op, int err,
+                const char *path, double when)
+{
+    int32_t e = errtab_norm(err);
+    struct err_entry *ent = errtab_find(t, op, e);
+
+    t->total++;
+    if (ent) {
+        ent->count++;
+        return;
+    }
+    if (t->n == t->cap && errtab_grow(t) != 0)
+        return;
+    ent = &t->entries[t->n++];
+    memset(ent, 0, sizeof(*ent));
+    ent->rank = rank;
+    ent->op = (int32_t)op;
+    ent->err = e;
+    ent->count = 1;
+    ent->first_time = when;
+    if (path) {
+        size_t len = strnlen(path, ERRTAB_PATH_MAX - 1);
+        memcpy(ent->first_path, path, len);
+        ent->first_path[len] = '\0';
+    }
+}
+
+uint64_t errtab_count(const struct errtab *t, enum op op, int err)
+{
+    const struct err_entry *ent = errtab_find(t, op, errtab_norm(err));
+
+    return ent ? ent->count : 0;
+}

@@ -1,0 +1,38 @@
+/* errtab.h — per-rank error accounting: one entry per (op, errno) with a
+ * count and the first failing path and time. Nothing here aborts. */
+#ifndef HERD_ERRTAB_H
+#define HERD_ERRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+#define ERRTAB_PATH_MAX 256
+
+struct err_entry {
+    int32_t rank;
+    int32_t op;      /* enum op */
+    int32_t err;     /* positive errno value */
+    int32_t pad;
+    uint64_t count;
+    double first_time; /* common clock, seconds */
+    char first_path[ERRTAB_PATH_MAX];
+};
+
+struct errtab {
+    struct err_entry *entries;
+    size_t n, cap;
+    uint64_t total;
+};
+
+void errtab_init(struct errtab *t);
+void errtab_free(struct errtab *t);
+void errtab_clear(struct errtab *t);
+/* Count one failure; err may be given negative or positive. */
+void errtab_add(struct errtab *t, int rank, enum op op, int err,
+                const char *path, double when);
+/* Count of failures recorded for (op, err); 0 if none. */
+uint64_t errtab_count(const struct errtab *t, enum op op, int err);
+
+#endif

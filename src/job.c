@@ -1,0 +1,621 @@
+/* job.c — job files: parse the INI text with libinih, resolve [global]
+ * defaults and --set overrides into phases, and validate them.
+ *
+ * Every key is one row of job_keys[]; parsing, defaults, `herd check`
+ * output and the results file's phase attributes all come from that table.
+ * Errors are one line: "FILE:LINE: key 'K': what is wrong". */
+#include "job.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "units.h"
+
+#define FIELD(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
+
+static const char *const kind_choices[] = {"write", "read", "md5", NULL};
+static const char *const sharing_choices[] = {"unique", "shared", NULL};
+static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
+static const char *const read_from_choices[] = {"self", "neighbor", NULL};
+
+const struct job_key job_keys[] = {
+    {"target", KEY_STRING, FIELD(target), NULL, NULL,
+     "directory herd works in (it creates and uses only target/herd-<run id>/)"},
+    {"backend", KEY_STRING, FIELD(backend), NULL, "posix",
+     "I/O backend: posix (any mounted file system)"},
+    {"kind", KEY_ENUM, FIELD(kind), kind_choices, NULL,
+     "what the phase does: write | read | md5"},
+    {"sharing", KEY_ENUM, FIELD(sharing), sharing_choices, "unique",
+     "unique (one file per rank) | shared (one file for all ranks)"},
+    {"shared_mode", KEY_ENUM, FIELD(shared_mode), shared_mode_choices, "same-content",
+     "for shared files: same-content (every rank moves the whole file) | "
+     "segmented (each rank its own contiguous region)"},
+    {"file_size", KEY_SIZE, FIELD(file_size), NULL, "16M",
+     "bytes per file (per rank's region when segmented); K/M/G suffixes"},
+    {"block_size", KEY_SIZE, FIELD(block_size), NULL, "1M",
+     "bytes per read or write call"},
+    {"iterations", KEY_INT, FIELD(iterations), NULL, "1",
+     "times each rank repeats the phase's work, back to back"},
+    {"fsync", KEY_BOOL, FIELD(fsync), NULL, "yes",
+     "write phases: fsync before close, inside the timed region"},
+    {"direct", KEY_BOOL, FIELD(direct), NULL, "no",
+     "open with O_DIRECT (block_size and file_size multiples of 4K)"},
+    {"verify", KEY_BOOL, FIELD(verify), NULL, "no",
+     "read phases: compare every byte with the expected pattern"},
+    {"keep", KEY_BOOL, FIELD(keep), NULL, "no",
+     "[global] only: leave the run directory in place at the end"},
+    {"read_from", KEY_ENUM, FIELD(read_from), read_from_choices, "self",
+     "read/md5: self | neighbor (a file written by a rank on another host)"},
+    {"pattern", KEY_PATTERN, FIELD(pattern), NULL, "random",
+     "data written: random | zero | compressible:PERCENT (zero bytes per 4K)"},
+    {"seed", KEY_INT, FIELD(seed), NULL, "1",
+     "seed of the data pattern; read phases must use the writer's"},
+    {"fileset", KEY_STRING, FIELD(fileset), NULL, "",
+     "name of the set of files (default <sharing>-<file_size>); read and md5 "
+     "phases find the files a write phase made through it"},
+    {"run_id", KEY_STRING, FIELD(run_id), NULL, "",
+     "[global] only: fixed run id, so a later run works in the same directory "
+     "target/herd-<run_id> (e.g. write, remount, then read in a second run)"},
+    {"deadline", KEY_DURATION, FIELD(deadline), NULL, "0",
+     "stop issuing operations this long after the phase start (0 = none)"},
+};
+const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
+
+const char *job_kind_name(enum phase_kind kind)
+{
+    return kind_choices[kind];
+}
+
+/* Parsing state handed to libinih's callbacks. */
+struct parse_state {
+    FILE *file;
+    const char *path;
+    int line;             /* line most recently handed to libinih */
+    int header_line;      /* line of the most recent [section] header */
+    char header[JOB_NAME_MAX]; /* first section header that had no keys yet */
+    int empty_line;
+    struct job *job;
+    /* Raw "key = value" lines per section, resolved after parsing so that a
+     * global key may appear after a phase without surprising anyone. */
+    struct raw {
+        char section[JOB_NAME_MAX];
+        char key[64];
+        char value[JOB_PATH_MAX];
+        int line;
+    } *raws;
+    size_t nraws, capraws;
+    char sections[128][JOB_NAME_MAX];
+    int section_lines[128];
+    int nsections;
+    char *err;
+    size_t errlen;
+    bool failed;
+};
+
+static void fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
+{
+    if (st->failed)
+        return;
+    st->failed = true;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (line > 0 && key)
+        snprintf(st->err, st->errlen, "%s:%d: key '%s': %s", st->path, line, key, msg);
+    else if (line > 0)
+        snprintf(st->err, st->errlen, "%s:%d: %s", st->path, line, msg);
+    else if (key)
+        snprintf(st->err, st->errlen, "%s: key '%s': %s", st->path, key, msg);
+    else
+        snprintf(st->err, st->errlen, "%s: %s", st->path, msg);
+}
+
+static int section_index(struct parse_state *st, const char *section)
+{
+    for (int i = 0; i < st->nsections; i++)
+        if (strcmp(st->sections[i], section) == 0)
+            return i;
+    return -1;
+}
+
+/* fgets-style reader that also counts lines, since Debian's libinih is
+ * built without line numbers in the handler. */
+static char *reader_next_line(char *str, int num, void *stream)
+{
+    struct parse_state *st = stream;
+    char *s = fgets(str, num, st->file);
+    if (s) {
+        st->line++;
+        const char *p = s + strspn(s, " \t");
+        if (*p == '[') {
+            /* A header with no keys before the next one is never reported
+             * by libinih: remember it to say so. */
+            if (st->header_line && !st->empty_line &&
+                section_index(st, st->header) < 0)
+                st->empty_line = st->header_line;
+            st->header_line = st->line;
+            size_t len = strcspn(p + 1, "]");
+            snprintf(st->header, sizeof st->header, "%.*s", (int)len, p + 1);
+        }
+        size_t n = strlen(s);
+        if (n == (size_t)num - 1 && s[n - 1] != '\n' && !feof(st->file))
+            fail(st, st->line, NULL, "line longer than %d characters", num - 2);
+    }
+    return s;
+}
+
+static const struct job_key *key_lookup(const char *name)
+{
+    for (size_t i = 0; i < job_nkeys; i++)
+        if (strcmp(job_keys[i].name, name) == 0)
+            return &job_keys[i];
+    return NULL;
+}
+
+static bool section_name_ok(const char *s)
+{
+    if (!*s || strlen(s) >= JOB_NAME_MAX)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+            return false;
+    return true;
+}
+
+
+/* Remember one "key = value" of a section (or replace it when it exists). */
+static void raw_append(struct parse_state *st, const char *section, const char *key,
+                       const char *value, int line)
+{
+    size_t i;
+    for (i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, key) == 0)
+            break;
+    if (i == st->nraws) {
+        if (st->nraws == st->capraws) {
+            size_t cap = st->capraws ? st->capraws * 2 : 32;
+            void *p = realloc(st->raws, cap * sizeof *st->raws);
+            if (!p) {
+                fail(st, line, NULL, "out of memory");
+                return;
+            }
+            st->raws = p;
+            st->capraws = cap;
+        }
+        st->nraws++;
+    }
+    struct raw *r = &st->raws[i];
+    snprintf(r->section, sizeof r->section, "%s", section);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    snprintf(r->value, sizeof r->value, "%s", value);
+    r->line = line;
+}
+
+static int handle_key(void *user, const char *section, const char *name, const char *value)
+{
+    struct parse_state *st = user;
+    if (st->failed)
+        return 1;
+    if (!*section) {
+        fail(st, st->line, name, "appears before any [section]");
+        return 1;
+    }
+    int idx = section_index(st, section);
+    if (idx < 0) {
+        if (!section_name_ok(section)) {
+            fail(st, st->header_line, NULL,
+                 "section name '%s' must be 1-%d letters, digits, '_' or '-'",
+                 section, JOB_NAME_MAX - 1);
+            return 1;
+        }
+        if (st->nsections == (int)(sizeof st->sections / sizeof st->sections[0])) {
+            fail(st, st->line, NULL, "too many sections");
+            return 1;
+        }
+        idx = st->nsections++;
+        snprintf(st->sections[idx], JOB_NAME_MAX, "%s", section);
+        st->section_lines[idx] = st->header_line;
+    } else if (idx != st->nsections - 1) {
+        fail(st, st->header_line, NULL, "section [%s] appears twice", section);
+        return 1;
+    }
+    if (!key_lookup(name)) {
+        fail(st, st->line, name, "unknown key (see `herd keys`)");
+        return 1;
+    }
+    if (strlen(value) >= JOB_PATH_MAX) {
+        fail(st, st->line, name, "value too long");
+        return 1;
+    }
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, name) == 0) {
+            fail(st, st->line, name, "given twice in [%s] (first on line %d)", section,
+                 st->raws[i].line);
+            return 1;
+        }
+    raw_append(st, section, name, value, st->line);
+    return 1;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return *out = true, 0;
+        if (strcasecmp(v, no[i]) == 0)
+            return *out = false, 0;
+    }
+    return -1;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < 0)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_pattern(const char *v, struct phase *ph)
+{
+    if (strcmp(v, "random") == 0) {
+        ph->pattern = PATTERN_RANDOM;
+        ph->zero_percent = 0;
+        return 0;
+    }
+    if (strcmp(v, "zero") == 0) {
+        ph->pattern = PATTERN_ZERO;
+        ph->zero_percent = 100;
+        return 0;
+    }
+    int64_t pct;
+    if (strncmp(v, "compressible:", 13) == 0 && parse_int(v + 13, &pct) == 0 && pct <= 100) {
+        ph->pattern = PATTERN_COMPRESSIBLE;
+        ph->zero_percent = pct;
+        return 0;
+    }
+    return -1;
+}
+
+/* Set one key of ph from text; returns NULL or what is wrong with it. */
+static const char *key_assign(const struct job_key *k, struct phase *ph, const char *v,
+                              char *why, size_t whylen)
+{
+    void *field = (char *)ph + k->offset;
+    switch (k->type) {
+    case KEY_STRING:
+        if (strlen(v) >= k->size) {
+            snprintf(why, whylen, "longer than %zu characters", k->size - 1);
+            return why;
+        }
+        snprintf(field, k->size, "%s", v);
+        return NULL;
+    case KEY_SIZE:
+        if (units_parse_size(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a size (e.g. 4096, 64K, 16M, 1G)", v);
+            return why;
+        }
+        return NULL;
+    case KEY_INT:
+        if (parse_int(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a non-negative integer", v);
+            return why;
+        }
+        return NULL;
+    case KEY_BOOL:
+        if (parse_bool(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not yes or no", v);
+            return why;
+        }
+        return NULL;
+    case KEY_DURATION:
+        if (units_parse_duration(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a duration (e.g. 30, 30s, 250ms, 2m)", v);
+            return why;
+        }
+        return NULL;
+    case KEY_PATTERN:
+        if (parse_pattern(v, ph) != 0) {
+            snprintf(why, whylen, "'%s' is not random, zero or compressible:PERCENT (0-100)", v);
+            return why;
+        }
+        return NULL;
+    case KEY_ENUM:
+        for (int i = 0; k->choices[i]; i++)
+            if (strcmp(v, k->choices[i]) == 0) {
+                *(int *)field = i;
+                return NULL;
+            }
+        {
+            size_t off = (size_t)snprintf(why, whylen, "'%s' is not one of", v);
+            for (int i = 0; k->choices[i] && off < whylen; i++)
+                off += (size_t)snprintf(why + off, whylen - off, "%s %s", i ? " |" : "",
+                                        k->choices[i]);
+        }
+        return why;
+    }
+    return "internal: unknown key type";
+}
+
+void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, size_t len)
+{
+    const void *field = (const char *)ph + k->offset;
+    switch (k->type) {
+    case KEY_STRING:
+        snprintf(buf, len, "%s", (const char *)field);
+        break;
+    case KEY_SIZE:
+        units_format_size(*(const uint64_t *)field, buf, len);
+        break;
+    case KEY_INT:
+        snprintf(buf, len, "%lld", (long long)*(const int64_t *)field);
+        break;
+    case KEY_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)field ? "yes" : "no");
+        break;
+    case KEY_DURATION:
+        snprintf(buf, len, "%gs", *(const double *)field);
+        break;
+    case KEY_PATTERN:
+        if (ph->pattern == PATTERN_COMPRESSIBLE)
+            snprintf(buf, len, "compressible:%lld", (long long)ph->zero_percent);
+        else
+            snprintf(buf, len, "%s", ph->pattern == PATTERN_ZERO ? "zero" : "random");
+        break;
+    case KEY_ENUM:
+        snprintf(buf, len, "%s", k->choices[*(const int *)field]);
+        break;
+    }
+}
+
+/* Keys that describe the run as a whole, not one phase. */
+static bool key_global_only(const struct job_key *k)
+{
+    return strcmp(k->name, "keep") == 0 || strcmp(k->name, "target") == 0 ||
+           strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0;
+}
+
+/* Apply the raw lines of one section (and, for phases, global first). */
+static void section_apply(struct parse_state *st, const char *section, struct phase *ph,
+                          bool global_only_check)
+{
+    char why[256];
+    for (size_t i = 0; i < st->nraws && !st->failed; i++) {
+        struct raw *r = &st->raws[i];
+        if (strcmp(r->section, section) != 0)
+            continue;
+        const struct job_key *k = key_lookup(r->key);
+        if (global_only_check && key_global_only(k)) {
+            fail(st, r->line, r->key, "can only be set in [global]");
+            return;
+        }
+        const char *bad = key_assign(k, ph, r->value, why, sizeof why);
+        if (bad)
+            fail(st, r->line, r->key, "%s", bad);
+    }
+}
+
+static int line_of(struct parse_state *st, const char *section, const char *key)
+{
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, key) == 0)
+            return st->raws[i].line;
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, "global") == 0 && strcmp(st->raws[i].key, key) == 0)
+            return st->raws[i].line;
+    return 0;
+}
+
+/* Combinations that cannot work; one message naming the offending key. */
+static void phase_validate(struct parse_state *st, const struct phase *ph)
+{
+#define BAD(key, ...) fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
+    if (!ph->target[0])
+        BAD("target", "missing: set it in [global] or in [%s]", ph->name);
+    else if (!backend_find(ph->backend))
+        BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
+    else if (ph->file_size == 0)
+        BAD("file_size", "must be greater than 0");
+    else if (ph->block_size == 0)
+        BAD("block_size", "must be greater than 0");
+    else if (ph->block_size > ph->file_size)
+        BAD("block_size", "is larger than file_size");
+    else if (ph->block_size > (1u << 30))
+        BAD("block_size", "must be at most 1G");
+    else if (ph->iterations < 1)
+        BAD("iterations", "must be at least 1");
+    else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
+        BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
+    else if (ph->verify && ph->kind != KIND_READ)
+        BAD("verify", "applies to read phases only (md5 phases always check)");
+    else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
+        BAD("read_from", "applies to read and md5 phases only");
+    else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&
+             ph->shared_mode == SHARED_SAME_CONTENT)
+        BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
+                         "(with same-content every rank reads the same bytes)");
+    else if (ph->deadline < 0)
+        BAD("deadline", "must not be negative");
+    else if (strchr(ph->fileset, '/') || strcmp(ph->fileset, "..") == 0 ||
+             strcmp(ph->fileset, ".") == 0)
+        BAD("fileset", "must be a plain name without '/'");
+#undef BAD
+}
+
+int job_read_text(const char *path, char **text)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -errno;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n < cap - 1)
+            break;
+        cap *= 2;
+        char *p = realloc(buf, cap);
+        if (!p) {
+            free(buf);
+            buf = NULL;
+        }
+        buf = p;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return -ENOMEM;
+    if (bad) {
+        free(buf);
+        return -EIO;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) { /* a NUL byte: not a text file */
+        free(buf);
+        return -EILSEQ;
+    }
+    *text = buf;
+    return 0;
+}
+
+int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job, char *err,
+             size_t errlen)
+{
+    memset(job, 0, sizeof *job);
+    snprintf(job->path, sizeof job->path, "%s", path);
+    struct parse_state st = {.path = path, .job = job, .err = err, .errlen = errlen};
+    err[0] = '\0';
+
+    int rc = text ? ((job->text = strdup(text)) ? 0 : -ENOMEM) : job_read_text(path, &job->text);
+    if (rc < 0) {
+        fail(&st, 0, NULL, "cannot read job file: %s", strerror(-rc));
+        return -1;
+    }
+    st.file = fmemopen(job->text, strlen(job->text), "r");
+    if (!st.file) {
+        fail(&st, 0, NULL, "cannot parse job file: %s", strerror(errno));
+        job_free(job);
+        return -1;
+    }
+    ini_max_line = 4096;
+    ini_allow_multiline = false; /* keeps reported line numbers exact */
+    rc = ini_parse_stream(reader_next_line, &st, handle_key, &st);
+    fclose(st.file);
+    if (rc > 0)
+        fail(&st, rc, NULL, "syntax error (expected [section] or key = value)");
+    if (st.header_line && !st.empty_line && section_index(&st, st.header) < 0)
+        st.empty_line = st.header_line;
+    if (st.empty_line)
+        fail(&st, st.empty_line, NULL, "section has no keys (a phase needs at least kind)");
+    else if (rc < 0)
+        fail(&st, 0, NULL, "cannot parse job file");
+
+    /* Command-line overrides replace [global] values. */
+    for (int i = 0; i < nsets && !st.failed; i++) {
+        const char *eq = strchr(sets[i], '=');
+        char key[64];
+        if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof key) {
+            snprintf(err, errlen, "--set %s: expected key=value", sets[i]);
+            st.failed = true;
+            break;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (!key_lookup(key)) {
+            snprintf(err, errlen, "--set %s: unknown key '%s'", sets[i], key);
+            st.failed = true;
+            break;
+        }
+        if (section_index(&st, "global") < 0 && st.nsections < 128) {
+            snprintf(st.sections[st.nsections], JOB_NAME_MAX, "global");
+            st.section_lines[st.nsections++] = 0;
+        }
+        if (strlen(eq + 1) >= JOB_PATH_MAX) {
+            snprintf(err, errlen, "--set %s: value too long", key);
+            st.failed = true;
+            break;
+        }
+        raw_append(&st, "global", key, eq + 1, 0);
+    }
+
+    /* Defaults, then [global], then each phase. */
+    struct phase global;
+    memset(&global, 0, sizeof global);
+    char why[256];
+    for (size_t i = 0; i < job_nkeys && !st.failed; i++)
+        if (job_keys[i].fallback && key_assign(&job_keys[i], &global, job_keys[i].fallback,
+                                               why, sizeof why))
+            fail(&st, 0, job_keys[i].name, "internal: bad default");
+    if (!st.failed)
+        section_apply(&st, "global", &global, false);
+    job->keep = global.keep;
+    snprintf(job->run_id, sizeof job->run_id, "%s", global.run_id);
+    for (const char *p = global.run_id; *p && !st.failed; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+            fail(&st, line_of(&st, "global", "run_id"), "run_id",
+                 "'%s' may hold only letters, digits, '_', '.' and '-'", global.run_id);
+
+    int nphases = 0;
+    for (int i = 0; i < st.nsections; i++)
+        nphases += strcmp(st.sections[i], "global") != 0;
+    if (!st.failed && nphases == 0)
+        fail(&st, 0, NULL, "no phases: add a section such as [write] with kind = write");
+    job->phases = calloc(nphases ? nphases : 1, sizeof *job->phases);
+    if (!job->phases && !st.failed)
+        fail(&st, 0, NULL, "out of memory");
+    for (int i = 0; i < st.nsections && !st.failed; i++) {
+        if (strcmp(st.sections[i], "global") == 0)
+            continue;
+        struct phase *ph = &job->phases[job->nphases++];
+        *ph = global;
+        snprintf(ph->name, sizeof ph->name, "%s", st.sections[i]);
+        ph->line = st.section_lines[i];
+        section_apply(&st, st.sections[i], ph, true);
+        if (st.failed)
+            break;
+        if (!line_of(&st, ph->name, "kind")) {
+            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5", ph->name);
+            break;
+        }
+        if (!ph->fileset[0]) {
+            char size[32];
+            units_format_size(ph->file_size, size, sizeof size);
+            snprintf(ph->fileset, sizeof ph->fileset, "%s-%s",
+                     ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size);
+        }
+        phase_validate(&st, ph);
+    }
+    free(st.raws);
+    if (st.failed) {
+        job_free(job);
+        return -1;
+    }
+    return 0;
+}
+
+void job_free(struct job *job)
+{
+    free(job->text);
+    free(job->phases);
+    job->text = NULL;
+    job->phases = NULL;
+    job->nphases = 0;
+}
+
+uint64_t job_phase_bytes_per_rank(const struct phase *ph)
+{
+    return ph->file_size * (uint64_t)ph->iterations;
+}

@@ -1,0 +1,97 @@
+/* job.h — a job file (INI, parsed with libinih) resolved into phases.
+ *
+ * [global] holds defaults; every other section is a phase, run in file
+ * order, inheriting every global key and overriding any. All keys are
+ * described once, in the key table in job.c: parsing, validation,
+ * `herd check` output and the results file's phase attributes all read it. */
+#ifndef HERD_JOB_H
+#define HERD_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pattern.h"
+
+#define JOB_NAME_MAX 64
+#define JOB_PATH_MAX 1024
+#define JOB_ERR_MAX 1536
+
+enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5 };
+enum sharing { SHARING_UNIQUE, SHARING_SHARED };
+enum shared_mode { SHARED_SAME_CONTENT, SHARED_SEGMENTED };
+enum read_from { READ_SELF, READ_NEIGHBOR };
+
+/* One phase with every key resolved (globals inherited, overrides applied). */
+struct phase {
+    char name[JOB_NAME_MAX];
+    int line;                 /* line of the [section] header */
+    char target[JOB_PATH_MAX];
+    char backend[16];
+    enum phase_kind kind;
+    enum sharing sharing;
+    enum shared_mode shared_mode;
+    uint64_t file_size;       /* bytes each rank moves per iteration */
+    uint64_t block_size;
+    int64_t iterations;
+    bool fsync;
+    bool direct;
+    bool verify;
+    bool keep;
+    enum read_from read_from;
+    enum pattern_kind pattern;
+    int64_t zero_percent;     /* for pattern = compressible:P */
+    int64_t seed;
+    char fileset[JOB_NAME_MAX]; /* names the files; default <sharing>-<file_size> */
+    double deadline;          /* seconds, 0 = none */
+    char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
+};
+
+struct job {
+    char path[JOB_PATH_MAX];
+    char *text;               /* the job file as read */
+    struct phase *phases;
+    int nphases;
+    bool keep;                /* global keep: leave the run directory */
+    char run_id[JOB_NAME_MAX];/* global run_id: reuse target/herd-<run_id> */
+};
+
+enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
+
+struct job_key {
+    const char *name;
+    enum key_type type;
+    size_t offset;               /* into struct phase */
+    size_t size;                 /* of the field, for strings */
+    const char *const *choices;  /* KEY_ENUM: NULL-terminated, index = value */
+    const char *fallback;        /* default as text; NULL = required */
+    const char *help;
+};
+
+extern const struct job_key job_keys[];
+extern const size_t job_nkeys;
+
+/* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
+int job_read_text(const char *path, char **text);
+
+/* Load and validate a job file. text is the file's content, or NULL to read
+ * it from path (path also names the file in messages). `sets` are
+ * "key=value" strings that
+ * replace [global] values. On error returns -1 and writes one line
+ * "FILE:LINE: key 'K': what is wrong" (or without key/line where none
+ * applies) into err. */
+int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,
+             char *err, size_t errlen);
+void job_free(struct job *job);
+
+/* Canonical text of one key's value in a phase ("16M", "yes", "unique"). */
+void job_key_format(const struct job_key *key, const struct phase *ph,
+                    char *buf, size_t len);
+
+/* Bytes one rank moves in a phase (all iterations), and the whole phase
+ * for nranks ranks. */
+uint64_t job_phase_bytes_per_rank(const struct phase *ph);
+
+const char *job_kind_name(enum phase_kind kind);
+
+#endif

@@ -1,0 +1,233 @@
+/* main.c — the herd command line: run, check, keys, --help, --version.
+ * `run` needs MPI; `check` and the rest do not start it. */
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "runner.h"
+#include "units.h"
+
+#define MAX_SETS 64
+
+static const char usage[] =
+    "usage: herd run JOB.ini [-o RESULTS.h5] [--force] [--set KEY=VALUE]...\n"
+    "       herd check JOB.ini [-n RANKS] [--set KEY=VALUE]...\n"
+    "       herd keys\n"
+    "       herd --help | --version\n"
+    "\n"
+    "herd loads a shared file system (NFS, or any mount) from many MPI ranks at\n"
+    "once: phases of write, read and md5 work on unique or shared files, all ranks\n"
+    "starting each phase at one instant. Per-rank timings, errors by errno and\n"
+    "latency histograms go into one HDF5 results file.\n"
+    "\n"
+    "  run     run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5\n"
+    "          (default output herd-<run id>.h5; an existing file is kept\n"
+    "          unless --force). --set replaces a [global] key's value.\n"
+    "  check   validate the job without MPI and print the resolved phases with\n"
+    "          the bytes each moves, per rank and for RANKS ranks (default 1).\n"
+    "  keys    list every job-file key with its default.\n"
+    "\n"
+    "exit codes: 0 clean; 2 bad input; 3 the run completed with I/O errors or\n"
+    "verify failures; 128+N stopped by signal N (results kept); 1 internal.\n";
+
+struct args {
+    const char *command;
+    const char *job;
+    const char *output;
+    bool force;
+    long ranks;
+    char *sets[MAX_SETS];
+    int nsets;
+};
+
+/* Parse argv; returns 0, or 2 after printing one line. */
+static int args_parse(int argc, char **argv, struct args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->ranks = 1;
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    a->command = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        bool has_next = i + 1 < argc;
+        if ((strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) && has_next) {
+            a->output = argv[++i];
+        } else if (strcmp(s, "--force") == 0) {
+            a->force = true;
+        } else if (strcmp(s, "--set") == 0 && has_next) {
+            if (a->nsets == MAX_SETS) {
+                fprintf(stderr, "herd: too many --set options (at most %d)\n", MAX_SETS);
+                return 2;
+            }
+            a->sets[a->nsets++] = argv[++i];
+        } else if ((strcmp(s, "-n") == 0 || strcmp(s, "--ranks") == 0) && has_next) {
+            char *end;
+            a->ranks = strtol(argv[++i], &end, 10);
+            if (*end || a->ranks < 1 || a->ranks > 10000000) {
+                fprintf(stderr, "herd: -n %s: expected a number of ranks\n", argv[i]);
+                return 2;
+            }
+        } else if (s[0] == '-') {
+            fprintf(stderr, "herd: unknown or incomplete option '%s' (see herd --help)\n", s);
+            return 2;
+        } else if (!a->job) {
+            a->job = s;
+        } else {
+            fprintf(stderr, "herd: unexpected argument '%s' (see herd --help)\n", s);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static void print_keys(void)
+{
+    printf("%-12s %-14s %s\n", "key", "default", "meaning");
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        printf("%-12s %-14s %s\n", k->name,
+               k->fallback ? (k->fallback[0] ? k->fallback : "(derived)") : "(required)",
+               k->help);
+    }
+}
+
+static int command_check(const struct args *a)
+{
+    struct job job;
+    char err[JOB_ERR_MAX];
+    if (job_load(a->job, NULL, a->sets, a->nsets, &job, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 2;
+    }
+    const struct phase *first = &job.phases[0];
+    printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
+           job.nphases == 1 ? "" : "s", first->target, first->backend,
+           job.keep ? ", run directory kept" : "");
+    printf("%-3s %-18s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
+           "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank",
+           "all ranks");
+    uint64_t grand = 0;
+    for (int i = 0; i < job.nphases; i++) {
+        const struct phase *ph = &job.phases[i];
+        char file[32], block[32], per[32], all[32];
+        units_format_size(ph->file_size, file, sizeof file);
+        units_format_size(ph->block_size, block, sizeof block);
+        uint64_t bytes = job_phase_bytes_per_rank(ph);
+        grand += bytes * (uint64_t)a->ranks;
+        units_format_human((double)bytes, per, sizeof per);
+        units_format_human((double)bytes * (double)a->ranks, all, sizeof all);
+        printf("%-3d %-18s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
+               job_kind_name(ph->kind), ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
+               ph->sharing == SHARING_UNIQUE ? "-"
+               : ph->shared_mode == SHARED_SEGMENTED ? "segmented"
+                                                     : "same-content",
+               ph->fileset, file, block, (long long)ph->iterations, per, all);
+    }
+    char total[32];
+    units_format_human((double)grand, total, sizeof total);
+    printf("total for %ld rank%s: %s\n", a->ranks, a->ranks == 1 ? "" : "s", total);
+    job_free(&job);
+    return 0;
+}
+
+static char *join_argv(int argc, char **argv)
+{
+    size_t len = 1;
+    for (int i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    char *s = calloc(1, len);
+    for (int i = 0; s && i < argc; i++) {
+        if (i)
+            strcat(s, " ");
+        strcat(s, argv[i]);
+    }
+    return s;
+}
+
+/* Rank 0 reads the job file and sends its text to everyone, so that only
+ * rank 0's node needs to see the file. */
+static char *broadcast_job_text(int rank, const char *path, int *read_error)
+{
+    char *text = NULL;
+    long len = 0;
+    if (rank == 0) {
+        int rc = job_read_text(path, &text);
+        len = rc < 0 ? rc : (long)strlen(text);
+    }
+    MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (len < 0) {
+        *read_error = (int)-len;
+        return NULL;
+    }
+    if (rank != 0)
+        text = calloc(1, (size_t)len + 1);
+    MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
+    *read_error = 0;
+    return text;
+}
+
+static int command_run(int argc, char **argv, const struct args *a)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int read_error, code;
+    char *text = broadcast_job_text(rank, a->job, &read_error);
+    struct job job;
+    char err[JOB_ERR_MAX];
+    if (!text) {
+        if (rank == 0)
+            fprintf(stderr, "herd: %s: cannot read job file: %s\n", a->job,
+                    read_error == EILSEQ ? "not a text file" : strerror(read_error));
+        code = 2;
+    } else if (job_load(a->job, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
+        if (rank == 0)
+            fprintf(stderr, "herd: %s\n", err);
+        code = 2;
+    } else {
+        char *cmd = join_argv(argc, argv);
+        struct runner_opts opts = {.output = a->output, .force = a->force,
+                                   .command_line = cmd ? cmd : ""};
+        code = runner_run(&job, &opts);
+        free(cmd);
+        job_free(&job);
+    }
+    free(text);
+    MPI_Finalize();
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    struct args a;
+    if (args_parse(argc, argv, &a) != 0)
+        return 2;
+    if (strcmp(a.command, "--help") == 0 || strcmp(a.command, "-h") == 0 ||
+        strcmp(a.command, "help") == 0) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (strcmp(a.command, "--version") == 0 || strcmp(a.command, "-V") == 0) {
+        printf("herd %s\n", HERD_VERSION);
+        return 0;
+    }
+    if (strcmp(a.command, "keys") == 0) {
+        print_keys();
+        return 0;
+    }
+    if (strcmp(a.command, "check") == 0 || strcmp(a.command, "run") == 0) {
+        if (!a.job) {
+            fprintf(stderr, "herd: %s needs a job file (see herd --help)\n", a.command);
+            return 2;
+        }
+        return strcmp(a.command, "check") == 0 ? command_check(&a) : command_run(argc, argv, &a);
+    }
+    fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", a.command);
+    return 2;
+}

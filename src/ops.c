@@ -1,0 +1,14 @@
+/* ops.c — names of the operations in ops.h. */
+#include "ops.h"
+
+static const char *const op_names[OP_COUNT] = {
+    [OP_OPEN] = "open",     [OP_READ] = "read",     [OP_WRITE] = "write",
+    [OP_FSYNC] = "fsync",   [OP_CLOSE] = "close",   [OP_MD5] = "md5",
+    [OP_MKDIR] = "mkdir",   [OP_UNLINK] = "unlink", [OP_RMDIR] = "rmdir",
+    [OP_STAT] = "stat",     [OP_RENAME] = "rename", [OP_LOCK] = "lock",
+};
+
+const char *op_name(enum op op)
+{
+    return (op >= 0 && op < OP_COUNT) ? op_names[op] : "unknown";
+}

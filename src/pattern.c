@@ -1,0 +1,313 @@
+/* pattern.c — the bytes herd writes and checks, a pure function of
+ * (kind, seed, file key, offset); see pattern.h for the layout.
+ *
+ * The table holds `period` seeded random bytes twice over (plus one more
+ * chunk), so any run of up to `period` bytes starting below `period` is
+ * contiguous. Chunk c of file `key` is a 16-byte tag followed by the table
+ * bytes at rot(key) + c*4096 + 16 (mod period). The fast path writes the
+ * tags into the table's tag slots (the first 16 bytes of each 4 KiB-aligned
+ * table chunk), which are never part of any chunk's body, and returns a
+ * pointer into the table; it serves any 4 KiB-aligned offset (a short last
+ * chunk's tag still lands in its own tag slot). Unaligned offsets are built
+ * chunk by chunk in scratch. */
+#include "pattern.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "md5.h"
+
+#define GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+
+/* One splitmix64 output for state x (the state is advanced first). */
+static inline uint64_t pattern_mix(uint64_t x)
+{
+    x += GOLDEN;
+    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return x ^ (x >> 31);
+}
+
+/* The 16-byte tag of chunk `chunk` of file `key`. */
+static inline void pattern_tag(const struct pattern *p, uint64_t key,
+                               uint64_t chunk, unsigned char tag[PATTERN_TAG])
+{
+    uint64_t t0 = pattern_mix(p->seed ^ key ^ (chunk * GOLDEN));
+    uint64_t t1 = pattern_mix(t0);
+
+    t0 = htole64(t0);
+    t1 = htole64(t1);
+    memcpy(tag, &t0, 8);
+    memcpy(tag + 8, &t1, 8);
+}
+
+/* The file's rotation into the table: a multiple of PATTERN_CHUNK. */
+static inline size_t pattern_rot(const struct pattern *p, uint64_t key)
+{
+    return (size_t)(pattern_mix(key ^ p->seed) % (p->period / PATTERN_CHUNK)) *
+           PATTERN_CHUNK;
+}
+
+/* Table position (4 KiB aligned, < period) of the chunk starting at file
+ * offset `chunk_start` (a multiple of PATTERN_CHUNK). */
+static inline size_t pattern_pos(const struct pattern *p, size_t rot,
+                                 uint64_t chunk_start)
+{
+    return (size_t)((rot + (size_t)(chunk_start % p->period)) % p->period);
+}
+
+static size_t round_up(size_t v, size_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent,
+                 uint64_t seed, size_t max_block)
+{
+    size_t period, size;
+
+    memset(p, 0, sizeof(*p));
+    if (kind != PATTERN_RANDOM && kind != PATTERN_ZERO &&
+        kind != PATTERN_COMPRESSIBLE)
+        return -EINVAL;
+    if (kind == PATTERN_COMPRESSIBLE && (zero_percent < 0 || zero_percent > 100))
+        return -EINVAL;
+    if (max_block > (SIZE_MAX - 2 * PATTERN_CHUNK) / 4)
+        return -ENOMEM;
+    period = round_up(max_block, PATTERN_CHUNK);
+    if (period < PATTERN_TABLE)
+        period = PATTERN_TABLE;
+    size = 2 * period + PATTERN_CHUNK;
+
+    p->kind = kind;
+    p->zero_percent = kind == PATTERN_COMPRESSIBLE ? zero_percent : 0;
+    p->seed = seed;
+    p->period = period;
+    p->max_block = max_block;
+    p->table = aligned_alloc(PATTERN_CHUNK, size);
+    p->scratch = aligned_alloc(PATTERN_CHUNK,
+                               round_up(max_block ? max_block : 1, PATTERN_CHUNK));
+    if (!p->table || !p->scratch) {
+        pattern_free(p);
+        return -ENOMEM;
+    }
+
+    if (kind == PATTERN_ZERO) {
+        memset(p->table, 0, size);
+        return 0;
+    }
+
+    /* One period of splitmix64 output (from a state unrelated to the tags),
+     * then doubled: table[i] == table[i + period] for i < period + CHUNK. */
+    uint64_t state = pattern_mix(seed ^ UINT64_C(0x5EED7AB1E0DA7A00));
+    for (size_t i = 0; i < period; i += 8) {
+        uint64_t w = htole64(pattern_mix(state));
+        state += GOLDEN;
+        memcpy(p->table + i, &w, 8);
+    }
+    memcpy(p->table + period, p->table, period);
+    memcpy(p->table + 2 * period, p->table, PATTERN_CHUNK);
+
+    if (kind == PATTERN_COMPRESSIBLE) {
+        size_t zeros = (size_t)zero_percent * (PATTERN_CHUNK - PATTERN_TAG) / 100;
+        for (size_t c = 0; c < size; c += PATTERN_CHUNK)
+            memset(p->table + c + PATTERN_CHUNK - zeros, 0, zeros);
+    }
+    return 0;
+}
+
+void pattern_free(struct pattern *p)
+{
+    free(p->table);
+    free(p->scratch);
+    p->table = NULL;
+    p->scratch = NULL;
+}
+
+uint64_t pattern_file_key(const char *fileset, uint64_t index)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a 64 */
+
+    for (const unsigned char *s = (const unsigned char *)(fileset ? fileset : "");
+         *s; s++) {
+        h ^= *s;
+        h *= UINT64_C(0x100000001b3);
+    }
+    return pattern_mix(h ^ pattern_mix(index));
+}
+
+/* Write the expected bytes [offset, offset+len) of file `key` into dst. */
+static void pattern_fill(const struct pattern *p, uint64_t key, uint64_t offset,
+                         unsigned char *dst, size_t len)
+{
+    size_t rot;
+
+    if (p->kind == PATTERN_ZERO) {
+        memset(dst, 0, len);
+        return;
+    }
+    rot = pattern_rot(p, key);
+    while (len > 0) {
+        uint64_t chunk = offset / PATTERN_CHUNK;
+        size_t in = (size_t)(offset % PATTERN_CHUNK);
+        size_t n = PATTERN_CHUNK - in;
+        const unsigned char *src = p->table + pattern_pos(p, rot, offset - in);
+
+        if (n > len)
+            n = len;
+        if (in < PATTERN_TAG) {
+            unsigned char tag[PATTERN_TAG];
+            size_t t = PATTERN_TAG - in < n ? PATTERN_TAG - in : n;
+            pattern_tag(p, key, chunk, tag);
+            memcpy(dst, tag + in, t);
+            memcpy(dst + t, src + in + t, n - t);
+        } else {
+            memcpy(dst, src + in, n);
+        }
+        dst += n;
+        offset += n;
+        len -= n;
+    }
+}
+
+const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
+                          size_t len)
+{
+    if (len > p->max_block)
+        return NULL;
+    if (p->kind == PATTERN_ZERO)
+        return p->table; /* all zero, at least period >= max_block bytes */
+    if (offset % PATTERN_CHUNK == 0) {
+        /* In place: p0 + len <= 2 * period, and a short last chunk's tag
+         * still lies in its table chunk's tag slot (never a body byte). */
+        size_t rot = pattern_rot(p, key);
+        size_t p0 = pattern_pos(p, rot, offset);
+        unsigned char *block = p->table + p0;
+        uint64_t chunk = offset / PATTERN_CHUNK;
+
+        for (size_t at = 0; at < len; at += PATTERN_CHUNK)
+            pattern_tag(p, key, chunk++, block + at);
+        return block;
+    }
+    pattern_fill(p, key, offset, p->scratch, len);
+    return p->scratch;
+}
+
+/* Index of the first byte where a and b differ within n bytes (n > 0 and
+ * they are known to differ). */
+static size_t first_diff(const unsigned char *a, const unsigned char *b,
+                         size_t n)
+{
+    size_t i = 0;
+
+    while (i + 8 <= n) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            break;
+        i += 8;
+    }
+    while (i < n && a[i] == b[i])
+        i++;
+    return i;
+}
+
+int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
+                        const void *buf, size_t len)
+{
+    const unsigned char *b = buf;
+    size_t rot, done = 0;
+
+    if (p->kind == PATTERN_ZERO) {
+        /* The table is all zero: compare in runs of up to a period. */
+        while (done < len) {
+            size_t n = len - done < p->period ? len - done : p->period;
+            if (memcmp(b + done, p->table, n) != 0)
+                return (int64_t)(offset + done + first_diff(b + done, p->table, n));
+            done += n;
+        }
+        return -1;
+    }
+    rot = pattern_rot(p, key);
+    while (done < len) {
+        uint64_t at = offset + done;
+        size_t in = (size_t)(at % PATTERN_CHUNK);
+        size_t n = PATTERN_CHUNK - in;
+        const unsigned char *src = p->table + pattern_pos(p, rot, at - in);
+        const unsigned char *cur = b + done;
+
+        if (n > len - done)
+            n = len - done;
+        if (in < PATTERN_TAG) {
+            unsigned char tag[PATTERN_TAG];
+            size_t t = PATTERN_TAG - in < n ? PATTERN_TAG - in : n;
+            pattern_tag(p, key, at / PATTERN_CHUNK, tag);
+            if (memcmp(cur, tag + in, t) != 0)
+                return (int64_t)(at + first_diff(cur, tag + in, t));
+            if (memcmp(cur + t, src + in + t, n - t) != 0)
+                return (int64_t)(at + t +
+                                 first_diff(cur + t, src + in + t, n - t));
+        } else if (memcmp(cur, src + in, n) != 0) {
+            return (int64_t)(at + first_diff(cur, src + in, n));
+        }
+        done += n;
+    }
+    return -1;
+}
+
+int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
+                uint64_t len, unsigned char digest[16])
+{
+    struct md5 m;
+    size_t step = p->max_block >= PATTERN_CHUNK
+                      ? p->max_block / PATTERN_CHUNK * PATTERN_CHUNK
+                      : p->max_block;
+
+    if (md5_begin(&m) != 0)
+        return -1;
+    if (step == 0 && len > 0) {
+        md5_end(&m, digest);
+        return -1;
+    }
+    while (len > 0) {
+        size_t n = len < step ? (size_t)len : step;
+        size_t in = (size_t)(offset % PATTERN_CHUNK);
+        const void *data;
+
+        /* An unaligned start costs one short piece, then all are aligned. */
+        if (in != 0 && n > PATTERN_CHUNK - in)
+            n = PATTERN_CHUNK - in;
+        data = pattern_block(p, key, offset, n);
+        if (!data || md5_update(&m, data, n) != 0) {
+            md5_end(&m, digest);
+            return -1;
+        }
+        offset += n;
+        len -= n;
+    }
+    return md5_end(&m, digest);
+}
+
+void pattern_format(const struct pattern *p, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return;
+    switch (p->kind) {
+    case PATTERN_RANDOM:
+        snprintf(buf, len, "random");
+        break;
+    case PATTERN_ZERO:
+        snprintf(buf, len, "zero");
+        break;
+    case PATTERN_COMPRESSIBLE:
+        snprintf(buf, len, "compressible:%d", p->zero_percent);
+        break;
+    default:
+        snprintf(buf, len, "unknown");
+        break;
+    }
+}

@@ -1,0 +1,66 @@
+/* pattern.h — the data herd writes: bytes are a pure function of
+ * (kind, seed, file key, offset), so any rank can produce or check the
+ * content (and MD5) of any file without reading it.
+ *
+ * Layout: a file is a sequence of 4 KiB chunks. For `random`, chunk c of a
+ * file is a 16-byte tag (derived from seed, file key and c, so no two chunks
+ * anywhere are equal and block dedup gets nothing) followed by 4080 bytes of
+ * a seeded random table of PATTERN_TABLE bytes, read at a file-dependent
+ * rotation. The table period defeats LZ-window compressors (gzip, LZO, lz4,
+ * all windows <= 64 KiB). `compressible:P` zeroes the last P % of every
+ * chunk (after the tag). `zero` is all zero bytes, as dd if=/dev/zero.
+ *
+ * Fast path: for 4 KiB-aligned offset and length, pattern_block() returns a
+ * pointer into an internal table (no copy: only the tags are rewritten), so
+ * generating data costs almost nothing next to the write itself. */
+#ifndef HERD_PATTERN_H
+#define HERD_PATTERN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PATTERN_CHUNK 4096u
+#define PATTERN_TAG 16u
+#define PATTERN_TABLE (1u << 20) /* minimum table period in bytes */
+
+enum pattern_kind { PATTERN_RANDOM, PATTERN_ZERO, PATTERN_COMPRESSIBLE };
+
+struct pattern {
+    enum pattern_kind kind;
+    int zero_percent;   /* compressible only: 0..100 */
+    uint64_t seed;
+    size_t period;      /* table period: multiple of PATTERN_CHUNK, >= max block */
+    unsigned char *table; /* 2*period + PATTERN_CHUNK bytes, 4 KiB aligned */
+    unsigned char *scratch; /* max_block bytes, 4 KiB aligned, for the slow path */
+    size_t max_block;
+};
+
+/* Prepare a pattern for blocks of at most max_block bytes.
+ * Returns 0 or -ENOMEM. */
+int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent,
+                 uint64_t seed, size_t max_block);
+void pattern_free(struct pattern *p);
+
+/* Key that names a file's content: hash of a file-set name and an index. */
+uint64_t pattern_file_key(const char *fileset, uint64_t index);
+
+/* Pointer to the len (<= max_block) bytes of file `key` at `offset`.
+ * Valid until the next call on p. 4 KiB aligned when offset is. */
+const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
+                          size_t len);
+
+/* Compare buf with the expected bytes; returns -1 when equal, else the file
+ * offset of the first differing byte. Does not disturb pattern_block's
+ * returned pointer contract (may use the same internal table). */
+int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
+                        const void *buf, size_t len);
+
+/* MD5 of the len bytes of file `key` starting at offset (usually 0).
+ * Returns 0, or -1 if the digest could not be computed. */
+int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
+                uint64_t len, unsigned char digest[16]);
+
+/* "random", "zero" or "compressible:P" into buf. */
+void pattern_format(const struct pattern *p, char *buf, size_t len);
+
+#endif

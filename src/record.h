@@ -1,0 +1,23 @@
+/* record.h — what one rank measured in one iteration of a phase; one row of
+ * /phases/<name>/ranks in results.h5. Times are on the common clock. */
+#ifndef HERD_RECORD_H
+#define HERD_RECORD_H
+
+#include <stdint.h>
+
+struct rank_record {
+    int32_t rank;
+    int32_t iteration;
+    int32_t host;       /* index into /hosts */
+    int32_t completed;  /* 1 if the iteration ran to its end */
+    int32_t file_rank;  /* whose file this rank worked on (read_from) */
+    int32_t pad;
+    double t_start, t_end;   /* common clock */
+    double t_open, t_io, t_fsync, t_close, t_md5; /* seconds spent */
+    uint64_t bytes;
+    uint64_t ops;
+    uint64_t errors;
+    uint64_t verify_failures;
+};
+
+#endif

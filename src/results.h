@@ -1,0 +1,84 @@
+/* results.h — the results file (HDF5, chunked + deflate). Only this module
+ * knows HDF5. Rank 0 creates the file at start, appends each phase as soon
+ * as it ends and flushes, so a crash loses at most the running phase.
+ * Layout: docs/results-format.md. */
+#ifndef HERD_RESULTS_H
+#define HERD_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errtab.h"
+#include "hist.h"
+#include "job.h"
+#include "record.h"
+
+#define RESULTS_HOST_MAX 256
+
+struct run_info {
+    const char *version;
+    const char *run_id;
+    const char *command_line;
+    const char *job_path;
+    const char *job_text;
+    const char *start_utc;     /* ISO 8601 */
+    double epoch_unix;         /* wall-clock time (s since 1970) of common t=0 */
+    const char *mpi_version;
+    const char *target;
+    int nranks;
+    int nhosts;
+    double clock_sync_seconds; /* time spent estimating offsets */
+};
+
+struct host_info {
+    char hostname[RESULTS_HOST_MAX];
+    char mount_source[RESULTS_HOST_MAX];
+    char mount_point[RESULTS_HOST_MAX];
+    char fstype[32];
+    char mount_options[512];
+};
+
+struct rank_info {
+    int32_t rank;
+    int32_t host;       /* index into hosts */
+    int32_t pid;
+    int32_t pad;
+    double clock_offset; /* local monotonic minus common clock, s */
+    double clock_error;  /* bound on the offset's error, s */
+};
+
+/* What the runner knows of a phase as a whole. */
+struct phase_summary {
+    int index;             /* 0-based order in the job */
+    double t_start;        /* the common instant all ranks were told */
+    double t_end;          /* after the closing barrier */
+    double start_skew;     /* max - min of the ranks' achieved starts */
+    const char *status;    /* ok | errors | interrupted | deadline */
+};
+
+struct results;
+
+/* Create (truncate) path; writes root attributes with status "partial",
+ * /hosts and /ranks. Returns NULL and writes one line into err on failure. */
+struct results *results_create(const char *path, const struct run_info *run,
+                               const struct host_info *hosts, int nhosts,
+                               const struct rank_info *ranks, int nranks,
+                               char *err, size_t errlen);
+
+/* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
+ * t_end, start_skew and every job key's resolved value), the ranks table
+ * (nrows rows), the errors table and the latency histograms (OP_COUNT
+ * histograms merged over ranks; ops with no samples may be skipped).
+ * Flushes the file. Returns 0 or -1 (with err). */
+int results_write_phase(struct results *r, const struct phase *ph,
+                        const struct phase_summary *sum,
+                        const struct rank_record *rows, size_t nrows,
+                        const struct err_entry *errors, size_t nerrors,
+                        const struct hist *hists, char *err, size_t errlen);
+
+/* Set root attributes status (complete | interrupted | partial), end_utc
+ * and exit_code, flush and close. Returns 0 or -1. */
+int results_close(struct results *r, const char *status, const char *end_utc,
+                  int exit_code, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,448 @@
+/* runner.c — the phase engine. Sets up the run (id, common clock, hosts,
+ * results file), then for each phase: prepare, barrier, timed start at a
+ * common instant, the workload, closing barrier, gather to rank 0 and
+ * append the phase to results.h5. Only the runner (and results) call MPI
+ * collectives; no I/O error ends the run. */
+#include "runner.h"
+
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clocksync.h"
+#include "hosts.h"
+#include "signals.h"
+#include "summary.h"
+#include "workload.h"
+
+#define CLOCKSYNC_ROUNDS 10
+
+/* Everything one rank knows about the run as a whole. */
+struct run {
+    const struct job *job;
+    const struct runner_opts *opts;
+    int rank, size;
+    char run_id[64];
+    char rundir[96];
+    struct clock clock;
+    double start_margin;   /* seconds between announcing and starting a phase */
+    int host;              /* this rank's host index */
+    int *rank_host;        /* host index of every rank */
+    int nhosts;
+    const struct backend_ops *be;
+    void *be_ctx;
+    char output[1100];       /* results file path */
+    struct results *results; /* rank 0 only */
+    struct summary_line *lines;
+    int nlines;
+    uint64_t total_errors, total_verify;
+};
+
+static void utc_now(char *buf, size_t len)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, len - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
+}
+
+/* Rank 0 names the run; everyone learns the name. */
+static void run_make_id(struct run *r)
+{
+    if (r->job->run_id[0]) {
+        snprintf(r->run_id, sizeof r->run_id, "%s", r->job->run_id);
+    } else if (r->rank == 0) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        char stamp[32];
+        strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned tag = (unsigned)(ts.tv_nsec ^ (getpid() << 8)) & 0xffffu;
+        snprintf(r->run_id, sizeof r->run_id, "%s-%04x", stamp, tag);
+    }
+    MPI_Bcast(r->run_id, sizeof r->run_id, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(r->rundir, sizeof r->rundir, "herd-%s", r->run_id);
+}
+
+/* Every rank learns every rank's host index (hosts numbered in order of
+ * their lowest rank); rank 0 also gets the host and rank tables. */
+static int run_map_hosts(struct run *r, struct host_info **hosts_out,
+                         struct rank_info **ranks_out)
+{
+    struct host_info me;
+    hosts_describe(r->job->phases[0].target, &me);
+    char *names = calloc((size_t)r->size, RESULTS_HOST_MAX);
+    r->rank_host = calloc((size_t)r->size, sizeof *r->rank_host);
+    struct host_info *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
+    if (!names || !r->rank_host || (r->rank == 0 && !all))
+        return -ENOMEM;
+    MPI_Allgather(me.hostname, RESULTS_HOST_MAX, MPI_CHAR, names, RESULTS_HOST_MAX, MPI_CHAR,
+                  MPI_COMM_WORLD);
+    MPI_Gather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
+    r->nhosts = 0;
+    int *first_rank = calloc((size_t)r->size, sizeof *first_rank);
+    if (!first_rank)
+        return -ENOMEM;
+    for (int i = 0; i < r->size; i++) {
+        int h;
+        for (h = 0; h < r->nhosts; h++)
+            if (strcmp(names + (size_t)first_rank[h] * RESULTS_HOST_MAX,
+                       names + (size_t)i * RESULTS_HOST_MAX) == 0)
+                break;
+        if (h == r->nhosts)
+            first_rank[r->nhosts++] = i;
+        r->rank_host[i] = h;
+    }
+    r->host = r->rank_host[r->rank];
+
+    struct rank_info ri = {.rank = r->rank, .host = r->host, .pid = (int32_t)getpid(),
+                           .clock_offset = r->clock.base, .clock_error = r->clock.error};
+    struct rank_info *ranks = r->rank == 0 ? calloc((size_t)r->size, sizeof *ranks) : NULL;
+    MPI_Gather(&ri, sizeof ri, MPI_BYTE, ranks, sizeof ri, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (r->rank == 0) {
+        /* Offsets relative to rank 0's clock: base_r - base_0. */
+        for (int i = 0; i < r->size; i++)
+            ranks[i].clock_offset -= r->clock.base;
+        for (int h = 0; h < r->nhosts; h++)
+            all[h] = all[first_rank[h]];
+        *hosts_out = all;
+        *ranks_out = ranks;
+    }
+    free(first_rank);
+    free(names);
+    return 0;
+}
+
+/* The rank whose file this rank reads with read_from = neighbor: the rank
+ * with the same position on the next host (IOR's -C with tasks per node),
+ * or the next rank when every rank shares one host. */
+static int run_neighbor(const struct run *r)
+{
+    if (r->nhosts <= 1)
+        return (r->rank + 1) % r->size;
+    int pos = 0;
+    for (int i = 0; i < r->rank; i++)
+        pos += r->rank_host[i] == r->host;
+    for (int step = 1; step < r->nhosts; step++) {
+        int h = (r->host + step) % r->nhosts, seen = 0, last = -1;
+        for (int i = 0; i < r->size; i++)
+            if (r->rank_host[i] == h) {
+                if (seen++ == pos)
+                    return i;
+                last = i;
+            }
+        if (last >= 0)
+            return last; /* fewer ranks there: its last one */
+    }
+    return (r->rank + 1) % r->size;
+}
+
+/* Gather what every rank measured and, on rank 0, write the phase. */
+static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
+                        struct phase_summary *sum, double started, int *status_flags)
+{
+    int n = (int)ph->iterations;
+    double *starts = r->rank == 0 ? malloc((size_t)r->size * sizeof *starts) : NULL;
+    MPI_Gather(&started, 1, MPI_DOUBLE, starts, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+
+    size_t rowbytes = (size_t)n * sizeof(struct rank_record);
+    struct rank_record *rows = r->rank == 0 ? malloc(rowbytes * (size_t)r->size) : NULL;
+    MPI_Gather(c->records, (int)rowbytes, MPI_BYTE, rows, (int)rowbytes, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+
+    int nerr = (int)c->errors->n;
+    int *counts = r->rank == 0 ? calloc((size_t)r->size, sizeof *counts) : NULL;
+    int *displs = r->rank == 0 ? calloc((size_t)r->size, sizeof *displs) : NULL;
+    int errbytes = nerr * (int)sizeof(struct err_entry);
+    MPI_Gather(&errbytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int total = 0;
+    if (r->rank == 0)
+        for (int i = 0; i < r->size; i++) {
+            displs[i] = total;
+            total += counts[i];
+        }
+    struct err_entry *errs = r->rank == 0 ? malloc(total ? (size_t)total : 1) : NULL;
+    MPI_Gatherv(c->errors->entries, errbytes, MPI_BYTE, errs, counts, displs, MPI_BYTE, 0,
+                MPI_COMM_WORLD);
+
+    struct hist *merged = r->rank == 0 ? calloc(OP_COUNT, sizeof *merged) : NULL;
+    MPI_Reduce(c->hist, merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0,
+               MPI_COMM_WORLD);
+
+    /* Agree on how the phase ended: 1 = signal, 2 = deadline cut work short. */
+    int mine = 0;
+    if (signals_caught())
+        mine |= 1;
+    for (int i = 0; i < n; i++)
+        if (!c->records[i].completed && c->deadline_at > 0 &&
+            c->records[i].t_end >= c->deadline_at)
+            mine |= 2;
+    MPI_Allreduce(&mine, status_flags, 1, MPI_INT, MPI_BOR, MPI_COMM_WORLD);
+
+    if (r->rank == 0) {
+        double lo = 1e300, hi = -1e300;
+        for (int i = 0; i < r->size; i++) {
+            lo = starts[i] < lo ? starts[i] : lo;
+            hi = starts[i] > hi ? starts[i] : hi;
+        }
+        sum->start_skew = hi - lo;
+        size_t nrows = (size_t)n * (size_t)r->size;
+        size_t nerrs = (size_t)total / sizeof(struct err_entry);
+        uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
+        for (size_t i = 0; i < nerrs; i++)
+            errors += errs[i].count;
+        for (size_t i = 0; i < nrows; i++)
+            verify += rows[i].verify_failures;
+        r->total_errors += errors;
+        r->total_verify += verify;
+        sum->status = (*status_flags & 1) ? "interrupted"
+                      : (*status_flags & 2) ? "deadline"
+                      : (errors || verify) ? "errors"
+                                           : "ok";
+        char err[512];
+        if (r->results && results_write_phase(r->results, ph, sum, rows, nrows, errs, nerrs,
+                                              merged, err, sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+        summary_compute(ph, sum, rows, nrows, &r->lines[r->nlines++]);
+        fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
+                sum->status, sum->t_end - sum->t_start, sum->start_skew * 1e6);
+    }
+    free(starts);
+    free(rows);
+    free(counts);
+    free(displs);
+    free(errs);
+    free(merged);
+}
+
+/* Run one phase on every rank. Returns the agreed status flags. */
+static int run_phase(struct run *r, int index)
+{
+    const struct phase *ph = &r->job->phases[index];
+    const struct workload_ops *wl = workload_find(ph->kind);
+    struct errtab errors;
+    errtab_init(&errors);
+    struct phase_ctx c = {
+        .ph = ph, .rank = r->rank, .nranks = r->size, .host = r->host,
+        .peer = ph->read_from == READ_NEIGHBOR ? run_neighbor(r) : r->rank,
+        .be = r->be, .be_ctx = r->be_ctx, .rundir = r->rundir, .clock = &r->clock,
+        .records = calloc((size_t)ph->iterations, sizeof(struct rank_record)),
+        .errors = &errors, .hist = calloc(OP_COUNT, sizeof(struct hist)),
+    };
+    struct progress progress;
+    if (r->rank == 0)
+        c.progress = &progress;
+    int prep = (c.records && c.hist) ? wl->prepare(&c) : -ENOMEM;
+    for (int64_t i = 0; c.records && i < ph->iterations; i++) {
+        c.records[i].rank = r->rank;
+        c.records[i].iteration = (int32_t)i;
+        c.records[i].host = r->host;
+    }
+    if (prep < 0) {
+        fprintf(stderr, "herd: rank %d: phase %s: cannot prepare: %s\n", r->rank, ph->name,
+                strerror(-prep));
+        errtab_add(&errors, r->rank, OP_OPEN, prep, "(prepare)", clock_now(&r->clock));
+    }
+
+    struct phase_summary sum = {.index = index};
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t_start = 0;
+    if (r->rank == 0)
+        t_start = clock_now(&r->clock) + r->start_margin;
+    MPI_Bcast(&t_start, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    sum.t_start = t_start;
+    c.deadline_at = ph->deadline > 0 ? t_start + ph->deadline : 0;
+    clock_sleep_until(&r->clock, t_start);
+    double started = clock_now(&r->clock);
+    if (c.progress)
+        progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
+    if (prep == 0 && c.records)
+        wl->run(&c);
+    if (c.progress)
+        progress_end(c.progress);
+    wl->finish(&c);
+    MPI_Barrier(MPI_COMM_WORLD);
+    sum.t_end = clock_now(&r->clock);
+
+    int flags = 0;
+    if (c.records && c.hist)
+        run_collect(r, ph, &c, &sum, started, &flags);
+    free(c.records);
+    free(c.hist);
+    errtab_free(&errors);
+    return flags;
+}
+
+/* rmdir that explains itself; a directory still holding files that are
+ * not this run's (a reused run_id) is left alone quietly. */
+static void run_remove_dir(struct run *r, const char *path)
+{
+    int rc = r->be->rmdir(r->be_ctx, path);
+    if (rc < 0 && rc != -ENOENT && rc != -ENOTEMPTY && rc != -EEXIST)
+        fprintf(stderr, "herd: cannot remove %s: %s\n", path, strerror(-rc));
+}
+
+/* Remove what this run made, unless asked to keep it: each rank its own
+ * unique files, rank 0 the shared files and the directories. Only names
+ * herd made are removed; a directory someone else filled stays. */
+static void run_cleanup(struct run *r)
+{
+    const struct job *job = r->job;
+    char path[1200];
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        if (ph->kind != KIND_WRITE)
+            continue;
+        struct phase_ctx c = {.ph = ph, .rundir = r->rundir};
+        int index = ph->sharing == SHARING_UNIQUE ? r->rank : -1;
+        if (index < 0 && r->rank != 0)
+            continue;
+        workload_file_path(&c, index, path, sizeof path);
+        r->be->unlink(r->be_ctx, path); /* may already be gone: earlier phase */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (r->rank != 0)
+        return;
+    for (int i = 0; i < job->nphases; i++) {
+        struct phase_ctx c = {.ph = &job->phases[i], .rundir = r->rundir};
+        workload_fileset_dir(&c, path, sizeof path);
+        run_remove_dir(r, path);
+    }
+    run_remove_dir(r, r->rundir);
+}
+
+/* Time a barrier + broadcast so that phase starts are announced early
+ * enough for the slowest rank to hear in time. */
+static double run_measure_margin(void)
+{
+    double worst = 0, dummy = 0;
+    for (int k = 0; k < 3; k++) {
+        double t0 = clock_mono();
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Bcast(&dummy, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        double t = clock_mono() - t0;
+        worst = t > worst ? t : worst;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return 0.02 + 3 * worst;
+}
+
+int runner_run(const struct job *job, const struct runner_opts *opts)
+{
+    struct run r = {.job = job, .opts = opts};
+    MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &r.size);
+    signals_install();
+    const struct phase *first = &job->phases[0];
+
+    char start_utc[40];
+    utc_now(start_utc, sizeof start_utc);
+    run_make_id(&r);
+    if (opts->output)
+        snprintf(r.output, sizeof r.output, "%s", opts->output);
+    else
+        snprintf(r.output, sizeof r.output, "herd-%s.h5", r.run_id);
+    double t0 = clock_mono();
+    clocksync_run(MPI_COMM_WORLD, CLOCKSYNC_ROUNDS, &r.clock);
+    double sync_seconds = clock_mono() - t0;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    double epoch_unix = (double)wall.tv_sec + wall.tv_nsec * 1e-9 - clock_now(&r.clock);
+    MPI_Bcast(&epoch_unix, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    r.start_margin = run_measure_margin();
+
+    struct host_info *hosts = NULL;
+    struct rank_info *ranks = NULL;
+    int bad = run_map_hosts(&r, &hosts, &ranks) < 0;
+
+    /* Every rank must reach the target; otherwise nothing can run. */
+    r.be = backend_find(first->backend);
+    int rc = r.be->connect(first->target, &r.be_ctx);
+    int failed_rank = rc < 0 ? r.rank : r.size;
+    MPI_Allreduce(MPI_IN_PLACE, &failed_rank, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (failed_rank < r.size) {
+        if (r.rank == failed_rank)
+            fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, strerror(-rc),
+                    r.rank);
+        if (rc == 0)
+            r.be->disconnect(r.be_ctx);
+        return 2;
+    }
+
+    int create_failed = 0;
+    if (r.rank == 0) {
+        char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len;
+        MPI_Get_library_version(mpi_version, &len);
+        char *nl = strchr(mpi_version, '\n');
+        if (nl)
+            *nl = '\0';
+        struct run_info info = {
+            .version = HERD_VERSION, .run_id = r.run_id, .command_line = opts->command_line,
+            .job_path = job->path, .job_text = job->text, .start_utc = start_utc,
+            .epoch_unix = epoch_unix, .mpi_version = mpi_version, .target = first->target,
+            .nranks = r.size, .nhosts = r.nhosts, .clock_sync_seconds = sync_seconds,
+        };
+        char err[512];
+        if (bad)
+            snprintf(err, sizeof err, "out of memory");
+        else if (!opts->force && access(r.output, F_OK) == 0)
+            snprintf(err, sizeof err, "exists; choose another -o or add --force");
+        else
+            r.results = results_create(r.output, &info, hosts, r.nhosts, ranks, r.size, err,
+                                       sizeof err);
+        if (!r.results) {
+            fprintf(stderr, "herd: %s: %s\n", r.output, err);
+            create_failed = 1;
+        } else {
+            fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s/%s, results %s\n",
+                    r.run_id, r.size, r.nhosts, first->target, r.rundir, r.output);
+        }
+        r.lines = calloc((size_t)job->nphases, sizeof *r.lines);
+    }
+    free(hosts);
+    free(ranks);
+    MPI_Bcast(&create_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (create_failed) {
+        r.be->disconnect(r.be_ctx);
+        free(r.rank_host);
+        return 2;
+    }
+
+    int flags = 0;
+    for (int i = 0; i < job->nphases && !(flags & 1); i++)
+        flags |= run_phase(&r, i);
+    if (!job->keep)
+        run_cleanup(&r);
+    r.be->disconnect(r.be_ctx);
+
+    int exit_code = 0;
+    if (r.rank == 0) {
+        int sig = signals_caught();
+        exit_code = (flags & 1) ? 128 + (sig ? sig : 15)
+                    : (r.total_errors || r.total_verify) ? 3 : 0;
+        char end_utc[40], err[512];
+        utc_now(end_utc, sizeof end_utc);
+        const char *status = (flags & 1) ? "interrupted" : "complete";
+        if (results_close(r.results, status, end_utc, exit_code, err, sizeof err) < 0) {
+            fprintf(stderr, "herd: results: %s\n", err);
+            exit_code = 1;
+        }
+        summary_print(stdout, r.lines, r.nlines);
+        printf("\nresults: %s (status %s)\n", r.output, status);
+        fflush(stdout);
+        free(r.lines);
+    }
+    MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    free(r.rank_host);
+    return exit_code;
+}

@@ -1,0 +1,74 @@
+/* summary.c — compute and print the end-of-run table (see summary.h). */
+#include "summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "units.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void summary_compute(const struct phase *ph, const struct phase_summary *sum,
+                     const struct rank_record *rows, size_t nrows, struct summary_line *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", ph->name);
+    snprintf(out->kind, sizeof out->kind, "%s", job_kind_name(ph->kind));
+    char size[32];
+    units_format_size(ph->file_size, size, sizeof size);
+    snprintf(out->layout, sizeof out->layout, "%s %s%s",
+             ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
+             ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
+    snprintf(out->status, sizeof out->status, "%s", sum->status);
+    out->rows = (int)nrows;
+    if (nrows == 0)
+        return;
+    double *t = malloc(nrows * sizeof *t);
+    uint64_t bytes = 0;
+    size_t nt = 0; /* rows that did any work: an interrupted phase has idle ones */
+    double first = 1e300, last = -1e300;
+    for (size_t i = 0; i < nrows; i++) {
+        const struct rank_record *r = &rows[i];
+        if (r->ops == 0)
+            continue;
+        if (t)
+            t[nt++] = r->t_end - r->t_start;
+        bytes += r->bytes;
+        out->errors += r->errors;
+        out->verify_failures += r->verify_failures;
+        if (r->t_end < first)
+            first = r->t_end;
+        if (r->t_end > last)
+            last = r->t_end;
+    }
+    if (t && nt) {
+        qsort(t, nt, sizeof *t, cmp_double);
+        out->t_min = t[0];
+        out->t_max = t[nt - 1];
+        out->t_median = nt % 2 ? t[nt / 2] : (t[nt / 2 - 1] + t[nt / 2]) / 2;
+    }
+    free(t);
+    if (nt == 0)
+        return;
+    out->first_done = first - sum->t_start;
+    out->last_done = last - sum->t_start;
+    out->mib_per_s = out->last_done > 0 ? (double)bytes / 1048576.0 / out->last_done : 0;
+}
+
+void summary_print(FILE *out, const struct summary_line *lines, int n)
+{
+    fprintf(out, "\n%-18s %-5s %-18s %5s %9s %9s %9s %9s %10s %7s %7s %s\n", "phase", "kind",
+            "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "errors",
+            "verify", "status");
+    for (int i = 0; i < n; i++) {
+        const struct summary_line *l = &lines[i];
+        fprintf(out, "%-18s %-5s %-18s %5d %9.3f %9.3f %9.3f %9.3f %10.1f %7llu %7llu %s\n",
+                l->name, l->kind, l->layout, l->rows, l->t_min, l->t_median, l->t_max,
+                l->last_done, l->mib_per_s, (unsigned long long)l->errors,
+                (unsigned long long)l->verify_failures, l->status);
+    }
+}

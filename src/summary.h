@@ -1,0 +1,31 @@
+/* summary.h — the end-of-run table rank 0 prints, one line per phase, in
+ * the shape of the seed's hand-made tables: per-rank time min / median /
+ * max, first and last rank done, aggregate MiB/s, errors, verify failures. */
+#ifndef HERD_SUMMARY_H
+#define HERD_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "job.h"
+#include "record.h"
+#include "results.h"
+
+struct summary_line {
+    char name[JOB_NAME_MAX];
+    char kind[8];
+    char layout[48];        /* "unique 16M", "shared 32M segmented" */
+    int rows;
+    double t_min, t_median, t_max;   /* per rank and iteration, seconds */
+    double first_done, last_done;    /* since the phase start, seconds */
+    double mib_per_s;                /* all bytes / (last done - start) */
+    uint64_t errors, verify_failures;
+    char status[16];
+};
+
+void summary_compute(const struct phase *ph, const struct phase_summary *sum,
+                     const struct rank_record *rows, size_t nrows,
+                     struct summary_line *out);
+void summary_print(FILE *out, const struct summary_line *lines, int n);
+
+#endif

@@ -1,0 +1,141 @@
+/* units.c — parsing and printing of byte counts ("16M", binary multiples)
+ * and durations ("250ms"), strict about what they accept: no signs, no
+ * spaces, no trailing garbage. */
+#include "units.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Shift (power of two) for a size suffix, or -1 if it is not one:
+ * "", "B", or one of K M G T (either case) optionally followed by "iB". */
+static int units_size_shift(const char *s)
+{
+    int shift;
+
+    if (*s == '\0' || strcmp(s, "B") == 0)
+        return 0;
+    switch (*s) {
+    case 'K': case 'k': shift = 10; break;
+    case 'M': case 'm': shift = 20; break;
+    case 'G': case 'g': shift = 30; break;
+    case 'T': case 't': shift = 40; break;
+    default: return -1;
+    }
+    s++;
+    if (*s != '\0' && strcmp(s, "iB") != 0)
+        return -1;
+    return shift;
+}
+
+int units_parse_size(const char *text, uint64_t *bytes)
+{
+    const char *s = text;
+    uint64_t v = 0;
+    int shift;
+
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    shift = units_size_shift(s);
+    if (shift < 0)
+        return -1;
+    if (shift > 0 && v > (UINT64_MAX >> shift))
+        return -1;
+    *bytes = v << shift;
+    return 0;
+}
+
+int units_parse_duration(const char *text, double *seconds)
+{
+    static const struct {
+        const char *name;
+        double scale;
+    } units[] = {
+        {"", 1.0},     {"s", 1.0},      {"ms", 1e-3}, {"us", 1e-6},
+        {"ns", 1e-9},  {"m", 60.0},     {"h", 3600.0},
+    };
+    const char *s = text;
+    size_t digits = 0, len;
+    char num[64];
+    double v;
+
+    if (!s)
+        return -1;
+    /* [0-9]* ( '.' [0-9]* )? with at least one digit; strtod never sees
+     * signs, spaces, hex, exponents, "inf" or "nan". */
+    for (; *s >= '0' && *s <= '9'; s++)
+        digits++;
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            digits++;
+    len = (size_t)(s - text);
+    if (digits == 0 || len >= sizeof(num))
+        return -1;
+    memcpy(num, text, len);
+    num[len] = '\0';
+    v = strtod(num, NULL);
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(s, units[i].name) == 0) {
+            v *= units[i].scale;
+            if (!isfinite(v) || v < 0.0)
+                return -1;
+            *seconds = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void units_format_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const char suffix[] = "TGMK";
+    static const int shifts[] = {40, 30, 20, 10};
+
+    if (!buf || len == 0)
+        return;
+    if (bytes != 0) {
+        for (int i = 0; i < 4; i++) {
+            uint64_t unit = UINT64_C(1) << shifts[i];
+            if (bytes % unit == 0) {
+                snprintf(buf, len, "%llu%c",
+                         (unsigned long long)(bytes >> shifts[i]), suffix[i]);
+                return;
+            }
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)bytes);
+}
+
+void units_format_human(double bytes, char *buf, size_t len)
+{
+    static const char *const names[] = {"B",   "KiB", "MiB", "GiB",
+                                        "TiB", "PiB", "EiB"};
+    const int last = (int)(sizeof(names) / sizeof(names[0])) - 1;
+    double v = bytes, mag = fabs(bytes);
+    int i = 0;
+
+    if (!buf || len == 0)
+        return;
+    if (!isfinite(bytes)) {
+        snprintf(buf, len, "%g B", bytes);
+        return;
+    }
+    if (round(mag) < 1024.0) {
+        snprintf(buf, len, "%.0f B", v);
+        return;
+    }
+    /* Step up while the value, rounded to one decimal, would print >= 1024. */
+    do {
+        mag /= 1024.0;
+        v /= 1024.0;
+        i++;
+    } while (i < last && round(mag * 10.0) / 10.0 >= 1024.0);
+    snprintf(buf, len, "%.1f %s", v, names[i]);
+}

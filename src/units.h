@@ -1,0 +1,24 @@
+/* units.h — parsing and printing of sizes ("16M") and durations ("1ms"). */
+#ifndef HERD_UNITS_H
+#define HERD_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parse a byte count: a decimal integer with an optional binary suffix
+ * K, M, G, T (also KiB/MiB/GiB/TiB, k/m/g/t; "B" alone allowed).
+ * Returns 0, or -1 on anything else (empty, negative, fractional,
+ * trailing garbage, overflow). */
+int units_parse_size(const char *text, uint64_t *bytes);
+
+/* Parse a duration: a non-negative decimal number with an optional unit
+ * ns, us, ms, s (default), m, h. Returns 0, or -1 on bad input. */
+int units_parse_duration(const char *text, double *seconds);
+
+/* Format bytes as the shortest exact suffix form ("16M", "1536K", "12345"). */
+void units_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* Format bytes for humans with one decimal ("15.3 GiB"). */
+void units_format_human(double bytes, char *buf, size_t len);
+
+#endif

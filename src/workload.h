@@ -1,0 +1,56 @@
+/* workload.h — a phase kind (write, read, md5, ...) as seen by the runner:
+ * prepare (untimed), then run one rank's share of the phase into records.
+ * Workloads know backends only through backend.h and never call MPI. */
+#ifndef HERD_WORKLOAD_H
+#define HERD_WORKLOAD_H
+
+#include <stdbool.h>
+
+#include "backend.h"
+#include "clock.h"
+#include "errtab.h"
+#include "hist.h"
+#include "job.h"
+#include "progress.h"
+#include "record.h"
+
+struct phase_ctx {
+    const struct phase *ph;
+    int rank, nranks;
+    int peer;             /* the rank whose file this rank reads */
+    int host;
+    const struct backend_ops *be;
+    void *be_ctx;
+    const char *rundir;   /* relative to the target: "herd-<run id>" */
+    const struct clock *clock;
+    double deadline_at;   /* common clock; 0 = none */
+    struct rank_record *records; /* ph->iterations rows, filled by run */
+    struct errtab *errors;
+    struct hist *hist;    /* OP_COUNT histograms */
+    struct progress *progress; /* rank 0 only, else NULL */
+    void *state;          /* the workload's, between prepare/run/finish */
+};
+
+struct workload_ops {
+    enum phase_kind kind;
+    int (*prepare)(struct phase_ctx *c);  /* untimed; errors go to c->errors */
+    void (*run)(struct phase_ctx *c);     /* timed; never aborts */
+    void (*finish)(struct phase_ctx *c);  /* frees state */
+};
+
+const struct workload_ops *workload_find(enum phase_kind kind);
+
+/* True when the rank must stop issuing operations: a signal or the phase
+ * deadline. */
+bool workload_should_stop(const struct phase_ctx *c);
+
+/* Count a failed call (err < 0) for this rank. */
+void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
+
+/* Path of a data file: "<rundir>/<fileset>/<name>" for file index `index`
+ * (a rank, or -1 for the shared file). */
+void workload_file_path(const struct phase_ctx *c, int index, char *buf,
+                        size_t len);
+void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,226 @@
+/* workload_io.c — the bandwidth workloads: write, read and md5 of unique
+ * or shared files, the seed's `dd` and `md5sum` runs. One rank's share of
+ * a phase: for each iteration open, move file_size bytes block by block,
+ * (fsync,) close, and for md5 digest what was read and compare it with the
+ * digest the pattern predicts. A failing call is counted and ends only the
+ * iteration it happened in. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "md5.h"
+#include "pattern.h"
+#include "workload.h"
+
+struct io_state {
+    struct pattern pattern;
+    unsigned char *buf;       /* read buffer, 4 KiB aligned */
+    uint64_t key;             /* pattern key of the file */
+    uint64_t offset, length;  /* this rank's region of the file */
+    int file_index;           /* rank whose file, or -1 for the shared file */
+    unsigned char expected[16];
+    char path[1200];
+};
+
+/* Elapsed nanoseconds between two clock_mono() readings. */
+static uint64_t ns_between(double t0, double t1)
+{
+    return t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0;
+}
+
+static int io_prepare(struct phase_ctx *c)
+{
+    const struct phase *ph = c->ph;
+    struct io_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    c->state = s;
+    int owner = ph->kind == KIND_WRITE ? c->rank : c->peer;
+    s->file_index = ph->sharing == SHARING_UNIQUE ? owner : -1;
+    s->length = ph->file_size;
+    s->offset = (ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED)
+                    ? (uint64_t)owner * ph->file_size
+                    : 0;
+    s->key = pattern_file_key(ph->fileset, s->file_index < 0 ? UINT64_MAX
+                                                            : (uint64_t)s->file_index);
+    workload_file_path(c, s->file_index, s->path, sizeof s->path);
+    for (int64_t i = 0; i < ph->iterations; i++)
+        c->records[i].file_rank = s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1)
+                                                    : s->file_index;
+
+    int rc = pattern_init(&s->pattern, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed,
+                          ph->block_size);
+    if (rc < 0)
+        return rc;
+    if (ph->kind != KIND_WRITE) {
+        size_t size = (ph->block_size + 4095) / 4096 * 4096;
+        s->buf = aligned_alloc(4096, size);
+        if (!s->buf)
+            return -ENOMEM;
+    }
+    if (ph->kind == KIND_MD5 &&
+        pattern_md5(&s->pattern, s->key, s->offset, s->length, s->expected) < 0)
+        return -EIO;
+    if (ph->kind == KIND_WRITE) {
+        /* Every writer makes sure the directories exist, so a read-only or
+         * full target shows up in every rank's record. */
+        char dir[1200];
+        rc = c->be->mkdir(c->be_ctx, c->rundir);
+        if (rc < 0 && rc != -EEXIST)
+            workload_error(c, OP_MKDIR, rc, c->rundir);
+        workload_fileset_dir(c, dir, sizeof dir);
+        rc = c->be->mkdir(c->be_ctx, dir);
+        if (rc < 0 && rc != -EEXIST)
+            workload_error(c, OP_MKDIR, rc, dir);
+    }
+    return 0;
+}
+
+/* Record a failed call in the iteration's row and the error table. */
+static void io_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err)
+{
+    struct io_state *s = c->state;
+    r->errors++;
+    workload_error(c, op, err, s->path);
+}
+
+/* One iteration: returns true if it ran to its end without error. */
+static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
+{
+    struct io_state *s = c->state;
+    const struct phase *ph = c->ph;
+    const struct backend_ops *be = c->be;
+    struct hist *h = c->hist;
+    int flags = ph->kind == KIND_WRITE ? BACKEND_WRITE | BACKEND_CREATE : BACKEND_READ;
+    if (ph->direct)
+        flags |= BACKEND_DIRECT;
+
+    struct backend_file *f = NULL;
+    double t0 = clock_mono();
+    int rc = be->open(c->be_ctx, s->path, flags, &f);
+    double t1 = clock_mono();
+    r->t_open += t1 - t0;
+    r->ops++;
+    hist_add(&h[OP_OPEN], ns_between(t0, t1));
+    if (rc < 0) {
+        io_fail(c, r, OP_OPEN, rc);
+        return false;
+    }
+
+    bool ok = true, mismatch = false;
+    struct md5 md5;
+    if (ph->kind == KIND_MD5 && md5_begin(&md5) < 0) {
+        io_fail(c, r, OP_MD5, -ENOMEM);
+        ok = false;
+    }
+    bool digesting = ok && ph->kind == KIND_MD5;
+    enum op io_op = ph->kind == KIND_WRITE ? OP_WRITE : OP_READ;
+    uint64_t end = s->offset + s->length;
+    for (uint64_t off = s->offset; ok && off < end;) {
+        if (workload_should_stop(c)) {
+            ok = false;
+            break;
+        }
+        size_t n = (size_t)(end - off < ph->block_size ? end - off : ph->block_size);
+        ssize_t got;
+        if (ph->kind == KIND_WRITE) {
+            const void *data = pattern_block(&s->pattern, s->key, off, n);
+            t0 = clock_mono();
+            got = be->pwrite(c->be_ctx, f, data, n, off);
+        } else {
+            t0 = clock_mono();
+            got = be->pread(c->be_ctx, f, s->buf, n, off);
+        }
+        t1 = clock_mono();
+        r->t_io += t1 - t0;
+        r->ops++;
+        hist_add(&h[io_op], ns_between(t0, t1));
+        if (got < 0) {
+            io_fail(c, r, io_op, (int)got);
+            ok = false;
+            break;
+        }
+        r->bytes += (uint64_t)got;
+        if (c->progress)
+            progress_add(c->progress, (uint64_t)got);
+        if ((size_t)got < n) {
+            /* The file is shorter than the phase expects. */
+            io_fail(c, r, io_op, -ENODATA);
+            mismatch = ph->kind == KIND_MD5 || ph->verify;
+            ok = false;
+            break;
+        }
+        if (ph->kind == KIND_READ && ph->verify && !mismatch &&
+            pattern_compare(&s->pattern, s->key, off, s->buf, n) >= 0)
+            mismatch = true;
+        if (digesting) {
+            t0 = clock_mono();
+            md5_update(&md5, s->buf, n);
+            r->t_md5 += clock_mono() - t0;
+        }
+        off += n;
+    }
+    if (digesting) {
+        unsigned char digest[16];
+        t0 = clock_mono();
+        md5_end(&md5, digest);
+        t1 = clock_mono();
+        r->t_md5 += t1 - t0;
+        if (ok) {
+            hist_add(&h[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
+            mismatch = memcmp(digest, s->expected, sizeof digest) != 0;
+        }
+    }
+
+    if (ph->kind == KIND_WRITE && ph->fsync && ok) {
+        t0 = clock_mono();
+        rc = be->fsync(c->be_ctx, f);
+        t1 = clock_mono();
+        r->t_fsync += t1 - t0;
+        r->ops++;
+        hist_add(&h[OP_FSYNC], ns_between(t0, t1));
+        if (rc < 0) {
+            io_fail(c, r, OP_FSYNC, rc);
+            ok = false;
+        }
+    }
+    t0 = clock_mono();
+    rc = be->close(c->be_ctx, f);
+    t1 = clock_mono();
+    r->t_close += t1 - t0;
+    r->ops++;
+    hist_add(&h[OP_CLOSE], ns_between(t0, t1));
+    if (rc < 0) {
+        io_fail(c, r, OP_CLOSE, rc);
+        ok = false;
+    }
+    if (mismatch)
+        r->verify_failures++;
+    return ok;
+}
+
+static void io_run(struct phase_ctx *c)
+{
+    for (int64_t i = 0; i < c->ph->iterations; i++) {
+        struct rank_record *r = &c->records[i];
+        r->t_start = clock_now(c->clock);
+        if (!workload_should_stop(c))
+            r->completed = io_iteration(c, r);
+        r->t_end = clock_now(c->clock);
+    }
+}
+
+static void io_finish(struct phase_ctx *c)
+{
+    struct io_state *s = c->state;
+    if (!s)
+        return;
+    pattern_free(&s->pattern);
+    free(s->buf);
+    free(s);
+    c->state = NULL;
+}
+
+const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish};
+const struct workload_ops workload_read = {KIND_READ, io_prepare, io_run, io_finish};
+const struct workload_ops workload_md5 = {KIND_MD5, io_prepare, io_run, io_finish};
