@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include <hdf5.h>
 
@@ -31,6 +32,7 @@
 #define OP_NAME_LEN 16
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
+#define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
 
 struct results {
     hid_t file;
@@ -108,7 +110,7 @@ static void msg_prefix(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)
         return;
-    char head[JOB_NAME_MAX + 320];
+    char head[JOB_PATH_MAX + JOB_NAME_MAX + 64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(head, sizeof head, fmt, ap);
@@ -122,10 +124,8 @@ static void msg_prefix(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- errno names ---- */
 
-#define ERRNO_ENTRY(e)                                                                             \
-    {                                                                                              \
-        e, #e                                                                                      \
-    }
+/* clang-format off */
+#define ERRNO_ENTRY(e) {e, #e}
 static const struct {
     int value;
     const char *name;
@@ -150,6 +150,7 @@ static const struct {
     ERRNO_ENTRY(EREMOTEIO),
 #endif
 };
+/* clang-format on */
 
 /* "EROFS" for 30; "E<n>" for a value nobody names. */
 static void errno_name(int e, char *buf, size_t len)
@@ -222,10 +223,10 @@ struct field {
     size_t len; /* FIELD_STR: bytes, terminating NUL included */
 };
 
-#define FIELD(name, type, member, kind)                                                            \
-    {                                                                                              \
-        name, offsetof(type, member), kind, sizeof(((type *)0)->member)                            \
-    }
+/* clang-format off */
+#define FIELD(name, type, member, kind) \
+    {name, offsetof(type, member), kind, sizeof(((type *)0)->member)}
+/* clang-format on */
 
 /* Memory type: the C struct's layout. */
 static hid_t compound_create(const struct field *f, size_t nf, size_t size)
@@ -321,7 +322,25 @@ static int attr_f64(hid_t loc, const char *name, double v, char *err, size_t err
     return attr_set(loc, name, H5T_NATIVE_DOUBLE, &v, err, errlen);
 }
 
-/* ---- datasets ---- */
+/* ---- groups and datasets ---- */
+
+/* Readers list members and attributes in the order they were written
+ * (phases in job order, keys in job_keys order), not alphabetically. */
+#define CRT_ORDER (H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED)
+
+static hid_t group_create(hid_t loc, const char *name, char *err, size_t errlen)
+{
+    hid_t g = H5I_INVALID_HID;
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    if (gcpl < 0 || H5Pset_link_creation_order(gcpl, CRT_ORDER) < 0 ||
+        H5Pset_attr_creation_order(gcpl, CRT_ORDER) < 0)
+        h5_fail(err, errlen, "cannot set up group '%s'", name);
+    else if ((g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)) < 0)
+        h5_fail(err, errlen, "cannot create group '%s'", name);
+    if (gcpl >= 0)
+        H5Pclose(gcpl);
+    return g;
+}
 
 /* Create the 1-D dataset name (n elements of ftype, chunked, shuffle +
  * deflate, unlimited so it may be empty or grow) and write buf (n elements
@@ -344,7 +363,8 @@ static hid_t dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, s
     }
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
-        H5Pset_deflate(dcpl, RESULTS_DEFLATE_LEVEL) < 0) {
+        H5Pset_deflate(dcpl, RESULTS_DEFLATE_LEVEL) < 0 ||
+        H5Pset_attr_creation_order(dcpl, CRT_ORDER) < 0) {
         h5_fail(err, errlen, "cannot set up chunking and deflate for '%s'", name);
         goto out;
     }
@@ -398,15 +418,36 @@ static int table_write(hid_t loc, const char *name, const struct field *f, size_
     return rc;
 }
 
-/* Copy the C string src (at most srclen bytes) into dst, NUL-padded. */
+/* HDF5 before 1.14.1 cannot close a file after a failed metadata write:
+ * the close fails and the library crashes when it shuts down (at exit or in
+ * MPI_Finalize). A full disk, the likely cause, is therefore caught before
+ * writing: refuse when the file system holding path has less than need
+ * bytes free. Quotas are not seen here; an unknown answer lets the write go. */
+static int space_check(const char *path, uint64_t need, char *err, size_t errlen)
+{
+    struct statvfs st;
+    if (statvfs(path, &st) != 0)
+        return 0;
+    uint64_t avail = (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
+    if (avail >= need)
+        return 0;
+    return msg_fail(err, errlen, "not written: %llu KiB free on its file system, %llu KiB needed",
+                    (unsigned long long)(avail >> 10), (unsigned long long)(need >> 10));
+}
+
+/* Copy the C string src (at most srclen bytes) into dst, NUL-padded,
+ * shortened to fit if need be. */
 static void str_copy(char *dst, size_t dstlen, const char *src, size_t srclen)
 {
     memset(dst, 0, dstlen);
     if (src == NULL)
         return;
     size_t n = strnlen(src, srclen);
-    if (n >= dstlen)
+    if (n >= dstlen) {
         n = dstlen - 1;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
+            n--; /* cut before a UTF-8 character, not inside it */
+    }
     memcpy(dst, src, n);
 }
 
@@ -530,23 +571,49 @@ static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
     return rc;
 }
 
+/* Room for the root attributes, /hosts and /ranks in the directory that
+ * will hold path. */
+static int create_space_check(const char *path, const struct run_info *run, int nhosts, int nranks,
+                              char *err, size_t errlen)
+{
+    char dir[JOB_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir ? 1 : 0] = '\0'; /* "/x.h5" -> "/" */
+    uint64_t need = (uint64_t)(nhosts > 0 ? nhosts : 0) * sizeof(struct host_row) +
+                    (uint64_t)(nranks > 0 ? nranks : 0) * sizeof(struct rank_row) +
+                    (run->job_text ? strlen(run->job_text) : 0) +
+                    (run->command_line ? strlen(run->command_line) : 0);
+    return space_check(dir, 2 * need + SPACE_MARGIN, err, errlen);
+}
+
 static hid_t file_create(const char *path, hid_t fcpl, char *err, size_t errlen)
 {
+    errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    int e = errno; /* HDF5 leaves the failing call's errno in place */
     if (f >= 0)
         return f;
     h5_fail(err, errlen, "cannot create the results file");
 #if H5_VERSION_GE(1, 10, 7)
-    /* HDF5 locks the file; on NFS without a working lock manager that
-     * fails (ENOLCK). Only rank 0 ever opens this file, so try once more
-     * without the lock before giving up. */
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
-        f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
-    if (fapl >= 0)
-        H5Pclose(fapl);
+    /* HDF5 locks the file it creates. Where the file system cannot lock
+     * (NFS without a lock manager: ENOLCK), try once more without the lock:
+     * only rank 0 opens this file. A lock held by someone else (EAGAIN)
+     * is still an error. */
+    if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == ENOTSUP) {
+        hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+        if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
+            f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+        if (fapl >= 0)
+            H5Pclose(fapl);
+    }
+#else
+    (void)e;
 #endif
-    return f; /* err keeps the first attempt's account */
+    return f; /* on failure err keeps the first attempt's account */
 }
 
 static void results_free(struct results *r)
@@ -583,15 +650,10 @@ struct results *results_create(const char *path, const struct run_info *run,
     r->broken = false;
     memcpy(r->path, path, plen + 1);
 
-    /* Track creation order so readers list attributes and phases in the
-     * order they were written (job order), not alphabetically. */
-    unsigned order = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
     int rc = -1;
-    if (fcpl < 0 || gcpl < 0 || H5Pset_link_creation_order(fcpl, order) < 0 ||
-        H5Pset_attr_creation_order(fcpl, order) < 0 ||
-        H5Pset_link_creation_order(gcpl, order) < 0) {
+    if (fcpl < 0 || H5Pset_link_creation_order(fcpl, CRT_ORDER) < 0 ||
+        H5Pset_attr_creation_order(fcpl, CRT_ORDER) < 0) {
         h5_fail(err, errlen, "cannot set up file properties");
         goto out;
     }
@@ -601,6 +663,8 @@ struct results *results_create(const char *path, const struct run_info *run,
         h5_fail(err, errlen, "cannot build string and bool types");
         goto out;
     }
+    if (create_space_check(path, run, nhosts, nranks, err, errlen) < 0)
+        goto out;
     r->file = file_create(path, fcpl, err, errlen);
     if (r->file < 0)
         goto out;
@@ -608,24 +672,23 @@ struct results *results_create(const char *path, const struct run_info *run,
         hosts_write(r->file, hosts, nhosts, err, errlen) < 0 ||
         ranks_write(r->file, ranks, nranks, hosts, nhosts, err, errlen) < 0)
         goto out;
-    r->phases = H5Gcreate2(r->file, "phases", H5P_DEFAULT, gcpl, H5P_DEFAULT);
-    if (r->phases < 0) {
-        h5_fail(err, errlen, "cannot create group /phases");
+    r->phases = group_create(r->file, "phases", err, errlen);
+    if (r->phases < 0)
         goto out;
-    }
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
         h5_fail(err, errlen, "cannot flush");
         goto out;
     }
     rc = 0;
 out:
-    if (gcpl >= 0)
-        H5Pclose(gcpl);
     if (fcpl >= 0)
         H5Pclose(fcpl);
     if (rc < 0) {
         msg_prefix(err, errlen, "%s", path);
+        bool created = r->file >= 0;
         results_free(r);
+        if (created) /* a half-made file would only block the next run */
+            remove(path);
         return NULL;
     }
     return r;
@@ -783,9 +846,9 @@ static int latency_op_write(hid_t g, const char *name, const struct hist *h, cha
 
 static int latency_write(hid_t g, const struct hist *hists, char *err, size_t errlen)
 {
-    hid_t lat = H5Gcreate2(g, "latency", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t lat = group_create(g, "latency", err, errlen);
     if (lat < 0)
-        return h5_fail(err, errlen, "cannot create group 'latency'");
+        return -1;
     uint64_t bounds[HIST_BUCKETS];
     int rc = attr_i32(lat, "sub_bits", HIST_SUB_BITS, err, errlen);
     if (rc == 0)
@@ -858,18 +921,15 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     if (exists > 0)
         return msg_fail(err, errlen, "%s: phase '%s' is already in the file", r->path, name);
 
-    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-    hid_t g = H5I_INVALID_HID;
-    if (gcpl < 0 ||
-        H5Pset_attr_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0) {
-        h5_fail(err, errlen, "cannot set up the group");
-    } else {
-        g = H5Gcreate2(r->phases, name, H5P_DEFAULT, gcpl, H5P_DEFAULT);
-        if (g < 0)
-            h5_fail(err, errlen, "cannot create the group");
+    uint64_t need = (uint64_t)nrows * sizeof(struct rank_record) +
+                    (uint64_t)nerrors * sizeof(struct error_row) +
+                    (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
+    if (space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
+        msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
+        return -1;
     }
-    if (gcpl >= 0)
-        H5Pclose(gcpl);
+
+    hid_t g = group_create(r->phases, name, err, errlen);
     if (g < 0) {
         msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
         return -1;
@@ -882,6 +942,8 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
         /* A phase group in the file is a whole one: drop the half-written
          * group (best effort; the message already says what failed). */
         H5Ldelete(r->phases, name, H5P_DEFAULT);
+        if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
+            r->broken = true;
     } else if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
         rc = h5_fail(err, errlen, "cannot flush");
         r->broken = true;
@@ -891,19 +953,34 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     return rc;
 }
 
+/* Root status, end_utc and exit_code, flushed. Without room for them the
+ * file is left as it is (status partial): with nothing left to write, its
+ * close still succeeds. */
+static int final_attrs(const struct results *r, const char *status, const char *end_utc,
+                       int exit_code, char *err, size_t errlen)
+{
+    if (r->broken)
+        return msg_fail(err, errlen, "final status not recorded: an earlier write failed");
+    if (space_check(r->path, SPACE_MARGIN, err, errlen) < 0) {
+        msg_prefix(err, errlen, "final status");
+        return -1;
+    }
+    if (attr_str(r, r->file, "status", status ? status : "partial", err, errlen) < 0 ||
+        attr_str(r, r->file, "end_utc", end_utc, err, errlen) < 0 ||
+        attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0)
+        return -1;
+    if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
+        return h5_fail(err, errlen, "cannot flush");
+    return 0;
+}
+
 int results_close(struct results *r, const char *status, const char *end_utc, int exit_code,
                   char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL)
         return msg_fail(err, errlen, "results: no file to close");
-    int rc = 0;
-    if (attr_str(r, r->file, "status", status != NULL ? status : "partial", err, errlen) < 0 ||
-        attr_str(r, r->file, "end_utc", end_utc, err, errlen) < 0 ||
-        attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0)
-        rc = -1;
-    if (rc == 0 && H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
-        rc = h5_fail(err, errlen, "cannot flush");
+    int rc = final_attrs(r, status, end_utc, exit_code, err, errlen);
     H5Gclose(r->phases);
     r->phases = H5I_INVALID_HID;
     H5Tclose(r->str);
