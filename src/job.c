@@ -98,6 +98,9 @@ struct parse_state {
     bool failed;
 };
 
+/* Line number of a value that came from --set rather than the file. */
+#define LINE_SET (-1)
+
 static void fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
 {
     if (st->failed)
@@ -108,7 +111,9 @@ static void fail(struct parse_state *st, int line, const char *key, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (line > 0 && key)
+    if (line == LINE_SET)
+        snprintf(st->err, st->errlen, "%s: --set %s: %s", st->path, key ? key : "", msg);
+    else if (line > 0 && key)
         snprintf(st->err, st->errlen, "%s:%d: key '%s': %s", st->path, line, key, msg);
     else if (line > 0)
         snprintf(st->err, st->errlen, "%s:%d: %s", st->path, line, msg);
@@ -144,6 +149,8 @@ static char *reader_next_line(char *str, int num, void *stream)
             st->header_line = st->line;
             size_t len = strcspn(p + 1, "]");
             snprintf(st->header, sizeof st->header, "%.*s", (int)len, p + 1);
+            if (section_index(st, st->header) >= 0)
+                fail(st, st->line, NULL, "section [%s] appears twice", st->header);
         }
         size_t n = strlen(s);
         if (n == (size_t)num - 1 && s[n - 1] != '\n' && !feof(st->file))
@@ -408,6 +415,8 @@ static void section_apply(struct parse_state *st, const char *section, struct ph
     }
 }
 
+/* Where a phase's value of key came from: its own line, the [global] line
+ * (LINE_SET when --set gave it), or 0 when it is the default. */
 static int line_of(struct parse_state *st, const char *section, const char *key)
 {
     for (size_t i = 0; i < st->nraws; i++)
@@ -502,7 +511,8 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
 
     int rc = text ? ((job->text = strdup(text)) ? 0 : -ENOMEM) : job_read_text(path, &job->text);
     if (rc < 0) {
-        fail(&st, 0, NULL, "cannot read job file: %s", strerror(-rc));
+        fail(&st, 0, NULL, "cannot read job file: %s",
+             rc == -EILSEQ ? "not a text file" : strerror(-rc));
         return -1;
     }
     st.file = fmemopen(job->text, strlen(job->text), "r");
@@ -529,14 +539,12 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         const char *eq = strchr(sets[i], '=');
         char key[64];
         if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof key) {
-            snprintf(err, errlen, "--set %s: expected key=value", sets[i]);
-            st.failed = true;
+            fail(&st, 0, NULL, "--set %s: expected key=value", sets[i]);
             break;
         }
         snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (!key_lookup(key)) {
-            snprintf(err, errlen, "--set %s: unknown key '%s'", sets[i], key);
-            st.failed = true;
+            fail(&st, LINE_SET, key, "unknown key (see `herd keys`)");
             break;
         }
         if (section_index(&st, "global") < 0 && st.nsections < 128) {
@@ -544,11 +552,10 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
             st.section_lines[st.nsections++] = 0;
         }
         if (strlen(eq + 1) >= JOB_PATH_MAX) {
-            snprintf(err, errlen, "--set %s: value too long", key);
-            st.failed = true;
+            fail(&st, LINE_SET, key, "value too long");
             break;
         }
-        raw_append(&st, "global", key, eq + 1, 0);
+        raw_append(&st, "global", key, eq + 1, LINE_SET);
     }
 
     /* Defaults, then [global], then each phase. */

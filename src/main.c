@@ -152,7 +152,7 @@ static char *join_argv(int argc, char **argv)
 
 /* Rank 0 reads the job file and sends its text to everyone, so that only
  * rank 0's node needs to see the file. */
-static char *broadcast_job_text(int rank, const char *path, int *read_error)
+static char *broadcast_job_text(int rank, const char *path)
 {
     char *text = NULL;
     long len = 0;
@@ -161,14 +161,11 @@ static char *broadcast_job_text(int rank, const char *path, int *read_error)
         len = rc < 0 ? rc : (long)strlen(text);
     }
     MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    if (len < 0) {
-        *read_error = (int)-len;
+    if (len < 0)
         return NULL;
-    }
     if (rank != 0)
         text = calloc(1, (size_t)len + 1);
     MPI_Bcast(text, (int)len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    *read_error = 0;
     return text;
 }
 
@@ -177,14 +174,14 @@ static int command_run(int argc, char **argv, const struct args *a)
     MPI_Init(&argc, &argv);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int read_error, code;
-    char *text = broadcast_job_text(rank, a->job, &read_error);
+    int code;
+    char *text = broadcast_job_text(rank, a->job);
     struct job job;
     char err[JOB_ERR_MAX];
     if (!text) {
-        if (rank == 0)
-            fprintf(stderr, "herd: %s: cannot read job file: %s\n", a->job,
-                    read_error == EILSEQ ? "not a text file" : strerror(read_error));
+        /* Let job_load word the failure, so run and check say the same. */
+        if (rank == 0 && job_load(a->job, NULL, a->sets, a->nsets, &job, err, sizeof err) < 0)
+            fprintf(stderr, "herd: %s\n", err);
         code = 2;
     } else if (job_load(a->job, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
         if (rank == 0)

@@ -212,7 +212,7 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
         if (r->results && results_write_phase(r->results, ph, sum, rows, nrows, errs, nerrs,
                                               merged, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
-        summary_compute(ph, sum, rows, nrows, &r->lines[r->nlines++]);
+        summary_compute(ph, sum, rows, nrows, errors, &r->lines[r->nlines++]);
         fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
                 sum->status, sum->t_end - sum->t_start, sum->start_skew * 1e6);
     }
@@ -287,7 +287,7 @@ static int run_phase(struct run *r, int index)
 static void run_remove_dir(struct run *r, const char *path)
 {
     int rc = r->be->rmdir(r->be_ctx, path);
-    if (rc < 0 && rc != -ENOENT && rc != -ENOTEMPTY && rc != -EEXIST)
+    if (rc < 0 && rc != -ENOENT && rc != -ENOTEMPTY && rc != -EEXIST && rc != -EROFS)
         fprintf(stderr, "herd: cannot remove %s: %s\n", path, strerror(-rc));
 }
 
@@ -392,16 +392,16 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
             .epoch_unix = epoch_unix, .mpi_version = mpi_version, .target = first->target,
             .nranks = r.size, .nhosts = r.nhosts, .clock_sync_seconds = sync_seconds,
         };
-        char err[512];
+        char err[1600];
         if (bad)
-            snprintf(err, sizeof err, "out of memory");
+            snprintf(err, sizeof err, "%s: out of memory", r.output);
         else if (!opts->force && access(r.output, F_OK) == 0)
-            snprintf(err, sizeof err, "exists; choose another -o or add --force");
+            snprintf(err, sizeof err, "%s: exists; choose another -o or add --force", r.output);
         else
             r.results = results_create(r.output, &info, hosts, r.nhosts, ranks, r.size, err,
                                        sizeof err);
         if (!r.results) {
-            fprintf(stderr, "herd: %s: %s\n", r.output, err);
+            fprintf(stderr, "herd: %s\n", err);
             create_failed = 1;
         } else {
             fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s/%s, results %s\n",

@@ -13,7 +13,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
-                     const struct rank_record *rows, size_t nrows, struct summary_line *out)
+                     const struct rank_record *rows, size_t nrows, uint64_t errors,
+                     struct summary_line *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", ph->name);
@@ -25,6 +26,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
              ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
     snprintf(out->status, sizeof out->status, "%s", sum->status);
     out->rows = (int)nrows;
+    out->errors = errors;
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
@@ -38,7 +40,6 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         if (t)
             t[nt++] = r->t_end - r->t_start;
         bytes += r->bytes;
-        out->errors += r->errors;
         out->verify_failures += r->verify_failures;
         if (r->t_end < first)
             first = r->t_end;

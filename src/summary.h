@@ -19,13 +19,14 @@ struct summary_line {
     double t_min, t_median, t_max;   /* per rank and iteration, seconds */
     double first_done, last_done;    /* since the phase start, seconds */
     double mib_per_s;                /* all bytes / (last done - start) */
-    uint64_t errors, verify_failures;
+    uint64_t errors;          /* every failed call, set-up ones included */
+    uint64_t verify_failures;
     char status[16];
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows,
-                     struct summary_line *out);
+                     uint64_t errors, struct summary_line *out);
 void summary_print(FILE *out, const struct summary_line *lines, int n);
 
 #endif

@@ -15,7 +15,9 @@ packages=(
   libinih-dev                          # job files (INI)
   libcmocka-dev                        # unit tests
   python3-h5py python3-numpy python3-pandas python3-matplotlib python3-pytest
-  xfsprogs e2fsprogs util-linux        # loop-mounted test file systems
+  xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
+  nfs-ganesha nfs-ganesha-vfs rpcbind  # the embedded userspace NFS server
+  libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces
   fio                                  # bench/ peer
 )
 

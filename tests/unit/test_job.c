@@ -126,10 +126,16 @@ static void test_set_errors(void **state)
     struct job job;
     char *bad_key[] = {"nosuch=1"};
     assert_int_equal(load("[global]\ntarget=/x\n[w]\nkind=write\n", bad_key, 1, &job), -1);
-    assert_non_null(strstr(err, "unknown key 'nosuch'"));
+    assert_non_null(strstr(err, "test.ini: --set nosuch: unknown key"));
     char *no_eq[] = {"file_size"};
     assert_int_equal(load("[global]\ntarget=/x\n[w]\nkind=write\n", no_eq, 1, &job), -1);
     assert_non_null(strstr(err, "expected key=value"));
+    char *too_big[] = {"block_size=32M"};
+    assert_int_equal(load("[global]\ntarget=/x\nfile_size=1M\n[w]\nkind=write\n", too_big, 1, &job),
+                     -1);
+    assert_non_null(strstr(err, "test.ini: --set block_size: is larger than file_size"));
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\n[w]\nseed = 2\n",
+                 "test.ini:5: section [w] appears twice");
 }
 
 static void test_pattern_and_format(void **state)

@@ -1,0 +1,332 @@
+#!/usr/bin/env bash
+# core_vs_fio.sh — herd's core data path against reference tools, side by
+# side on a private tmpfs:
+#   * sequential write then read, 64 KiB blocks, file per process, 1 and 2
+#     ranks: herd vs fio (psync engine, numjobs = ranks, group_reporting);
+#   * herd's md5 phase (1 rank, file in page cache) vs `openssl speed -evp
+#     md5` on one core.
+# Each configuration runs REPEAT times (herd and its peer alternate, and
+# the order flips every round); the table shows medians, herd/peer and
+# PASS/FAIL against TARGET. See bench/README.md. Needs root (it mounts a
+# tmpfs); exits 0 whatever the results, 2 when a tool is missing.
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+
+REPEAT=${REPEAT:-5}             # measured rounds per configuration
+WARMUP=${WARMUP:-1}             # unmeasured rounds first (page allocator, caches)
+SIZE=${SIZE:-2G}                # bytes per rank/job for write and read
+READ_LOOPS=${READ_LOOPS:-4}     # times each rank/job reads its file (>= ~1 s)
+MD5_SIZE=${MD5_SIZE:-1G}        # file digested by the md5 phase
+BS=${BS:-64K}                   # block size of every read/write call
+RANKS=${RANKS:-"1 2"}           # rank (fio job) counts for write/read
+FSYNC=${FSYNC:-yes}             # herd fsync = yes <=> fio --end_fsync=1
+OPENSSL_SECONDS=${OPENSSL_SECONDS:-3}
+TARGET=${TARGET:-0.9}           # herd/peer must be >= TARGET
+OUT=${OUT:-./bench-results}
+HERD=${HERD:-$ROOT/build/herd}
+MPIRUN_ARGS=${MPIRUN_ARGS:-}    # extra mpirun options, e.g. "--bind-to none"
+SETTLE=${SETTLE:-3}             # seconds to wait after deleting files, before a write
+
+say() { printf '%s\n' "$*"; }
+warn() { printf 'core_vs_fio: %s\n' "$*" >&2; }
+
+# Bytes of a size with an optional K/M/G/T suffix (powers of 1024, as herd
+# and fio, whose kb_base defaults to 1024, both read them).
+to_bytes() {
+    local v=${1^^} mult=1
+    case $v in
+    *K) mult=1024 ;; *M) mult=1048576 ;; *G) mult=1073741824 ;; *T) mult=1099511627776 ;;
+    esac
+    v=${v%[KMGT]}
+    [[ $v =~ ^[0-9]+$ ]] || { warn "bad size '$1'"; exit 2; }
+    echo $((v * mult))
+}
+
+# ---- preconditions --------------------------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+    say "SKIP: core_vs_fio.sh needs root: it mounts (and unmounts) a private tmpfs."
+    say "      Run it as root, e.g.: sudo REPEAT=5 bench/core_vs_fio.sh"
+    exit 0
+fi
+
+missing=()
+for t in fio:fio openssl:openssl mpirun:openmpi-bin mount:mount umount:mount; do
+    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
+done
+PY=
+for p in ${PYTHON:-} /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
+        PY=$p
+        break
+    fi
+done
+[ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
+[ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
+if [ ${#missing[@]} -gt 0 ]; then
+    warn "cannot run, missing:"
+    for m in "${missing[@]}"; do warn "  - $m"; done
+    exit 2
+fi
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
+[[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
+[[ $SETTLE =~ ^[0-9]+$ ]] || { warn "SETTLE must be a non-negative integer"; exit 2; }
+[[ $READ_LOOPS =~ ^[1-9][0-9]*$ ]] || { warn "READ_LOOPS must be a positive integer"; exit 2; }
+case $FSYNC in yes | no) ;; *) warn "FSYNC must be yes or no"; exit 2 ;; esac
+
+SIZE_B=$(to_bytes "$SIZE")
+MD5_B=$(to_bytes "$MD5_SIZE")
+BS_B=$(to_bytes "$BS")
+UTIL="$PY $HERE/bench_util.py"
+MAXR=1
+for n in $RANKS; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { warn "bad RANKS entry '$n'"; exit 2; }
+    [ "$n" -gt "$MAXR" ] && MAXR=$n
+done
+
+# The tmpfs holds one run's files at a time (files are deleted between runs).
+need=$((MAXR * SIZE_B > MD5_B ? MAXR * SIZE_B : MD5_B))
+TMPFS_B=$((need + 256 * 1048576))
+avail_b=$(($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) * 1024))
+if [ "$TMPFS_B" -gt $((avail_b * 8 / 10)) ]; then
+    warn "tmpfs of $((TMPFS_B >> 20)) MiB would not fit in 80% of available memory" \
+        "($((avail_b >> 20)) MiB); lower SIZE or RANKS"
+    exit 2
+fi
+
+mkdir -p "$OUT" || { warn "cannot create $OUT"; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+RAW=$OUT/raw.csv
+CSV=$OUT/results.csv
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/herd-bench.XXXXXX")
+MNT=$WORK/mnt
+mkdir -p "$MNT"
+MOUNTED=0
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ "$MOUNTED" = 1 ]; then
+        rm -rf "${MNT:?}"/* 2>/dev/null
+        if ! umount "$MNT" 2>/dev/null; then
+            sleep 1
+            umount "$MNT" 2>/dev/null || umount -l "$MNT" ||
+                warn "could not unmount $MNT"
+        fi
+    fi
+    rm -rf "$WORK"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'warn interrupted; exit 130' INT
+trap 'warn terminated; exit 143' TERM
+
+mount -t tmpfs -o "size=$TMPFS_B,mode=0755" herd-bench "$MNT" ||
+    { warn "mount of tmpfs on $MNT failed"; exit 2; }
+MOUNTED=1
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+wipe() { rm -rf "${MNT:?}"/* 2>/dev/null; }
+
+# Delete the last run's files and let the memory they freed settle before a
+# write run starts, so herd (whose mpirun start-up takes ~1 s) and fio (that
+# starts in ~0.1 s) find the page allocator in the same state. On VMs whose
+# virtio-balloon reports free pages to the host, freed memory is handed
+# back about 2 s after it is freed and costs a host fault when touched
+# again: without the pause the tool that starts faster writes into memory
+# that is still backed and looks several times faster.
+fresh() {
+    wipe
+    sync
+    sleep "$SETTLE"
+}
+
+# ---- one measurement of each tool ------------------------------------------
+# Each prints "MIB_S[ MIB_S]" on stdout, or nothing on failure (logged).
+
+# herd write+read of SIZE per rank with N ranks: prints "write_mib read_mib".
+herd_rw() {
+    local n=$1 tag=$2 job=$WORK/rw.ini h5=$WORK/rw.h5 log=$LOGS/herd-rw-np$1-$2.log
+    cat >"$job" <<EOF
+[global]
+target = $MNT
+sharing = unique
+pattern = random
+file_size = $SIZE_B
+block_size = $BS_B
+
+[write]
+kind = write
+fsync = $FSYNC
+
+[read]
+kind = read
+iterations = $READ_LOOPS
+EOF
+    fresh
+    # shellcheck disable=SC2086
+    if ! mpirun --oversubscribe -np "$n" $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force \
+        >"$log" 2>&1; then
+        warn "herd failed (np=$n), see $log"
+        wipe
+        return
+    fi
+    local w r
+    w=$($UTIL herd "$h5" write $((n * SIZE_B)) 2>>"$log") &&
+        r=$($UTIL herd "$h5" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log") &&
+        echo "$w $r" || warn "herd results unusable (np=$n), see $log"
+    wipe
+}
+
+# fio write then read of SIZE per job with N jobs: prints "write_mib read_mib".
+fio_rw() {
+    local n=$1 tag=$2 log=$LOGS/fio-rw-np$1-$2
+    local common=(--name=bench --directory="$MNT" --ioengine=psync --bs="$BS_B"
+        --size="$SIZE_B" --numjobs="$n" --group_reporting --fallocate=none
+        --invalidate=0 --output-format=json)
+    local sync=()
+    [ "$FSYNC" = yes ] && sync=(--end_fsync=1)
+    fresh
+    if ! fio "${common[@]}" --rw=write "${sync[@]}" --output="$log-write.json" \
+        >"$log-write.err" 2>&1; then
+        warn "fio write failed (np=$n), see $log-write.*"
+        wipe
+        return
+    fi
+    if ! fio "${common[@]}" --rw=read --loops="$READ_LOOPS" --output="$log-read.json" \
+        >"$log-read.err" 2>&1; then
+        warn "fio read failed (np=$n), see $log-read.*"
+        wipe
+        return
+    fi
+    local w r
+    w=$($UTIL fio "$log-write.json" write $((n * SIZE_B)) 2>>"$log-write.err") &&
+        r=$($UTIL fio "$log-read.json" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log-read.err") &&
+        echo "$w $r" || warn "fio results unusable (np=$n), see $log-*"
+    wipe
+}
+
+# herd md5 phase, 1 rank, over a file a write phase of the same run made
+# (so it is in tmpfs's page cache); the expected digest is computed in the
+# phase's untimed prepare step.
+herd_md5() {
+    local tag=$1 job=$WORK/md5.ini h5=$WORK/md5.h5 log=$LOGS/herd-md5-$1.log
+    cat >"$job" <<EOF
+[global]
+target = $MNT
+sharing = unique
+pattern = random
+file_size = $MD5_B
+block_size = $BS_B
+
+[write]
+kind = write
+fsync = no
+
+[md5]
+kind = md5
+EOF
+    wipe
+    # shellcheck disable=SC2086
+    if ! mpirun --oversubscribe -np 1 $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force \
+        >"$log" 2>&1; then
+        warn "herd md5 failed, see $log"
+        wipe
+        return
+    fi
+    $UTIL herd "$h5" md5 "$MD5_B" 2>>"$log" || warn "herd md5 results unusable, see $log"
+    wipe
+}
+
+openssl_md5() {
+    local log=$LOGS/openssl-md5-$1.txt
+    if ! openssl speed -evp md5 -seconds "$OPENSSL_SECONDS" >"$log" 2>"$log.err"; then
+        warn "openssl speed failed, see $log.err"
+        return
+    fi
+    $UTIL openssl "$log" md5 2>>"$log.err" || warn "openssl output unusable, see $log"
+}
+
+# ---- the rounds -------------------------------------------------------------
+echo "config,tool,round,mib_s" >"$RAW"
+record() { echo "$1,$2,$3,$4" >>"$RAW"; }
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -n) kernel $(uname -r)"
+    echo "cpu: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) online"
+    echo "mem: $(awk '/^MemTotal:/ {print $2 " kB"}' /proc/meminfo)"
+    echo "herd: $HERD ($("$HERD" --version 2>&1 | head -1))"
+    echo "fio: $(fio --version)"
+    echo "openssl: $(openssl version)"
+    echo "mpirun: $(mpirun --version 2>&1 | head -1)"
+    echo "params: REPEAT=$REPEAT WARMUP=$WARMUP SIZE=$SIZE_B READ_LOOPS=$READ_LOOPS" \
+        "MD5_SIZE=$MD5_B BS=$BS_B RANKS='$RANKS' FSYNC=$FSYNC TARGET=$TARGET" \
+        "SETTLE=$SETTLE MPIRUN_ARGS='$MPIRUN_ARGS'"
+    echo "tmpfs: $MNT size=$TMPFS_B"
+} >"$OUT/env.txt"
+cat "$OUT/env.txt"
+say ""
+say "write/read: $((SIZE_B >> 20)) MiB per rank, ${BS_B}-byte blocks, fsync=$FSYNC," \
+    "read $READ_LOOPS x from page cache; md5: $((MD5_B >> 20)) MiB file"
+say "rounds: $WARMUP warm-up + $REPEAT measured; herd and peer alternate, order flips per round"
+say ""
+
+total=$((WARMUP + REPEAT))
+for ((round = 1; round <= total; round++)); do
+    if [ "$round" -le "$WARMUP" ]; then
+        label=warmup$round
+        rec=0
+    else
+        label=$((round - WARMUP))
+        rec=1
+    fi
+    # Odd rounds herd first, even rounds the peer first.
+    if ((round % 2)); then order="herd peer"; else order="peer herd"; fi
+    line="round $label:"
+    for n in $RANKS; do
+        for who in $order; do
+            if [ "$who" = herd ]; then
+                res=$(herd_rw "$n" "$label")
+                tool=herd
+            else
+                res=$(fio_rw "$n" "$label")
+                tool=fio
+            fi
+            w=${res%% *}
+            r=${res##* }
+            [ -n "$res" ] || { w=; r=; }
+            if [ "$rec" = 1 ]; then
+                record "write np=$n" "$tool" "$label" "$w"
+                record "read np=$n" "$tool" "$label" "$r"
+            fi
+            line+=" $tool np=$n w=${w:-ERR} r=${r:-ERR};"
+        done
+    done
+    for who in $order; do
+        if [ "$who" = herd ]; then
+            m=$(herd_md5 "$label")
+            tool=herd
+        else
+            m=$(openssl_md5 "$label")
+            tool=openssl
+        fi
+        [ "$rec" = 1 ] && record "md5 np=1" "$tool" "$label" "$m"
+        line+=" $tool md5=${m:-ERR};"
+    done
+    say "$line"
+done
+
+say ""
+say "medians of $REPEAT rounds (MiB/s = 2^20 bytes/s):"
+$UTIL table "$RAW" "$CSV" "$TARGET" || warn "could not build the table from $RAW"
+say ""
+say "herd: sum(bytes) / (last rank's end - common phase start); fio: io_bytes / group"
+say "runtime (slowest job). Both include open, every write/read, fsync (write) and close."
+say "Reads are served from tmpfs page cache in both. openssl: 16384-byte blocks, k = 1000 B."
+say "results: $CSV (raw samples: $RAW, logs: $LOGS)"
+exit 0

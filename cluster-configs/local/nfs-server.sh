@@ -1,0 +1,657 @@
+#!/usr/bin/env bash
+# nfs-server.sh — a throwaway userspace NFS server for herd's tests and
+# local runs: nfs-ganesha (FSAL VFS) plus rpcbind, inside a private network
+# and mount namespace, exporting a plain directory or a loop-mounted xfs,
+# ext4 or btrfs image. Everything it makes lives in one state directory;
+# `stop` removes every process, mount and loop device it made. No kernel
+# NFS is needed: clients reach the server with libnfs (nfs:// URLs) from
+# inside the namespace (`exec`). See README.md beside this file.
+#
+#   nfs-server.sh start --state DIR [--fs dir|xfs|ext4|btrfs] [--size 2G]
+#                       [--workers N] [--sync|--async|--sync-writes]
+#       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
+#   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
+#   nfs-server.sh restart-ganesha --state DIR      stdout: the new PID
+#   nfs-server.sh status --state DIR
+#   nfs-server.sh stop --state DIR [--purge]
+#
+# Needs root, util-linux (unshare, nsenter, losetup), iproute2, rpcbind,
+# nfs-ganesha, nfs-ganesha-vfs, libnfs-utils (nfs-ls, to see the server
+# answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems and
+# /usr/bin/python3 for --async.
+set -euo pipefail
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+HERE=$(dirname "$SELF")
+TEMPLATE=$HERE/ganesha.conf.in
+MARKER=.herd-nfs-server
+PYTHON=/usr/bin/python3
+
+# --async: run ganesha under a seccomp filter that makes fsync, fdatasync,
+# sync, syncfs, sync_file_range and msync return success without doing
+# anything, then exec it (argv[1:]). ganesha's COMMIT and stable WRITEs then
+# reply before anything is flushed, as a kernel export with `async` does.
+# (LD_PRELOAD tricks such as eatmydata do not work: ganesha loads its FSAL
+# with RTLD_DEEPBIND, so the FSAL's fsync binds to libc directly.)
+NOSYNC_PY='
+import ctypes, os, platform, struct, sys
+ARCH = {"x86_64": (0xC000003E, [74, 75, 162, 306, 277, 26]),
+        "aarch64": (0xC00000B7, [82, 83, 81, 267, 84, 227])}
+if platform.machine() not in ARCH:
+    sys.exit("--async: no syscall table for " + platform.machine())
+audit, nrs = ARCH[platform.machine()]
+def ins(code, jt, jf, k):
+    return struct.pack("HBBI", code, jt, jf, k)
+LD_W_ABS, JEQ_K, RET_K = 0x20, 0x15, 0x06
+ALLOW, ERRNO_0 = 0x7FFF0000, 0x00050000
+# A = arch; another arch: jump to ALLOW. A = nr; a listed nr: jump to
+# ERRNO_0 (the syscall is skipped and returns 0); else fall through to ALLOW.
+prog = [ins(LD_W_ABS, 0, 0, 4), ins(JEQ_K, 0, len(nrs) + 1, audit), ins(LD_W_ABS, 0, 0, 0)]
+for i, nr in enumerate(nrs):
+    prog.append(ins(JEQ_K, len(nrs) - i, 0, nr))
+prog += [ins(RET_K, 0, 0, ALLOW), ins(RET_K, 0, 0, ERRNO_0)]
+buf = ctypes.create_string_buffer(b"".join(prog))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(prog), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+if libc.prctl(38, 1, None, 0, 0) != 0:       # PR_SET_NO_NEW_PRIVS
+    sys.exit("--async: PR_SET_NO_NEW_PRIVS failed")
+if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:   # PR_SET_SECCOMP, FILTER
+    sys.exit("--async: seccomp filter refused, errno %d" % ctypes.get_errno())
+os.execvp(sys.argv[1], sys.argv[1:])
+'
+
+START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must answer
+STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
+
+log() { printf 'nfs-server.sh: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+usage() {
+    sed -n '/^#   nfs-server.sh start/,/^#   nfs-server.sh stop/p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# ------------------------------------------------------------------ processes
+
+# Start time (clock ticks since boot) of PID, from /proc/PID/stat field 22;
+# with the PID it names one process for good, so a recycled PID is never
+# mistaken for ours.
+proc_start() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    # shellcheck disable=SC2086
+    set -- $s
+    printf '%s\n' "${20}"
+}
+
+proc_state() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    printf '%s\n' "${s%% *}"
+}
+
+# record NAME PID: remember PID (and its start time) as STATE/pid/NAME.
+record() {
+    local start
+    start=$(proc_start "$2") || start=0
+    printf '%s %s\n' "$2" "$start" >"$STATE/pid/$1.tmp"
+    mv -f "$STATE/pid/$1.tmp" "$STATE/pid/$1"
+}
+
+# recorded NAME: print the PID recorded as NAME (empty if none).
+recorded() {
+    local pid start
+    [ -r "$STATE/pid/$1" ] || return 0
+    read -r pid start <"$STATE/pid/$1" || true
+    printf '%s\n' "${pid:-}"
+}
+
+# alive NAME: the process recorded as NAME exists (same PID and start time)
+# and is not a zombie.
+alive() {
+    local pid start now st
+    [ -r "$STATE/pid/$1" ] || return 1
+    read -r pid start <"$STATE/pid/$1" || return 1
+    [ -n "${pid:-}" ] || return 1
+    now=$(proc_start "$pid") || return 1
+    [ "$now" = "$start" ] || return 1
+    st=$(proc_state "$pid") || return 1
+    [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# wait_gone NAME SECONDS: wait until NAME is no longer alive.
+wait_gone() {
+    local i n=$(($2 * 20))
+    for ((i = 0; i < n; i++)); do
+        alive "$1" || return 0
+        sleep 0.05
+    done
+    ! alive "$1"
+}
+
+# terminate NAME: SIGTERM (and SIGCONT, in case a test stopped it), then
+# SIGKILL after STOP_TIMEOUT; only the process recorded as NAME.
+terminate() {
+    local pid
+    alive "$1" || return 0
+    pid=$(recorded "$1")
+    log "stopping $1 (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    kill -CONT "$pid" 2>/dev/null || true
+    wait_gone "$1" "$STOP_TIMEOUT" && return 0
+    log "$1 (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT}s; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_gone "$1" 5 || log "$1 (pid $pid) is still there after SIGKILL"
+}
+
+# ------------------------------------------------------------------ state dir
+
+# set_state DIR: absolute, canonical STATE; refuse odd characters (the path
+# goes into ganesha.conf and into the URL).
+set_state() {
+    [ -n "${1:-}" ] || die "--state DIR is required"
+    STATE=$(realpath -m -- "$1")
+    case "$STATE" in
+        / | /bin* | /boot* | /dev* | /etc* | /lib* | /proc* | /run | /sbin* | /sys* | /usr* | /var)
+            die "refusing state directory $STATE" ;;
+    esac
+    [[ "$STATE" =~ ^/[A-Za-z0-9._/+-]+$ ]] ||
+        die "state directory $STATE: use only letters, digits and ._/+- in its path"
+    EXPORT=$STATE/export
+    IMAGE=$STATE/image.img
+}
+
+is_ours() { [ -f "$STATE/$MARKER" ]; }
+
+load_settings() {
+    FS=dir MODE=sync WORKERS=200
+    # shellcheck disable=SC1091
+    [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
+    return 0
+}
+
+url() { printf 'nfs://127.0.0.1%s?version=3\n' "$EXPORT"; }
+
+# mounts_under DIR: mount points at or below DIR in this mount namespace,
+# deepest first.
+mounts_under() {
+    awk -v d="$1" '{ mp = $5; gsub(/\\040/, " ", mp);
+                     if (mp == d || index(mp, d "/") == 1) print length(mp), mp }' \
+        /proc/self/mountinfo | sort -rn | cut -d' ' -f2-
+}
+
+loops_of() { losetup -j "$1" 2>/dev/null | cut -d: -f1; }
+
+log_tail() {
+    local f
+    for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log"; do
+        [ -s "$f" ] || continue
+        printf -- '--- last lines of %s\n' "$f" >&2
+        tail -n 25 "$f" >&2
+    done
+}
+
+# ------------------------------------------------------------------ client side
+
+# in_netns COMMAND...: run COMMAND in the server's network namespace.
+in_netns() {
+    local sup
+    sup=$(recorded supervisor)
+    nsenter --net="/proc/$sup/ns/net" -- "$@"
+}
+
+# wait_ready SECONDS: until nfs-ls of the export answers; fails early when
+# ganesha or the supervisor dies.
+wait_ready() {
+    local deadline=$((SECONDS + $1))
+    while ((SECONDS < deadline)); do
+        alive supervisor || { log "the namespace supervisor died"; return 1; }
+        alive ganesha || { log "ganesha.nfsd exited"; return 1; }
+        if in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.05
+    done
+    log "the server did not answer within $1 s"
+    return 1
+}
+
+# ------------------------------------------------------------------ supervisor
+
+# Runs as `unshare --net --mount --propagation private -- nfs-server.sh
+# _supervise --state DIR`: the process that holds the namespaces, starts and
+# reaps rpcbind and ganesha, and tears everything down on SIGTERM.
+# SIGUSR1 asks it to start ganesha again (restart-ganesha).
+supervise() {
+    load_settings
+    local want_stop="" want_start="" ganesha_pid="" rpcbind_pid="" loopdev="" cmd st i
+    trap 'want_stop=1' TERM INT HUP
+    trap 'want_start=1' USR1
+
+    sup_log() { printf '%s supervisor: %s\n' "$(date '+%F %T')" "$*"; }
+
+    sup_cleanup() {
+        local i
+        trap '' TERM INT HUP USR1
+        # alive (PID + start time), not kill -0: bash reaps its children at
+        # once, so a bare PID could already belong to someone else.
+        if [ -n "$ganesha_pid" ] && alive ganesha; then
+            sup_log "SIGTERM ganesha $ganesha_pid"
+            kill -TERM "$ganesha_pid" 2>/dev/null || true
+            kill -CONT "$ganesha_pid" 2>/dev/null || true
+            for ((i = 0; i < STOP_TIMEOUT * 20; i++)); do
+                alive ganesha || break
+                sleep 0.05
+            done
+            if alive ganesha; then kill -KILL "$ganesha_pid" 2>/dev/null || true; fi
+        fi
+        if [ -n "$ganesha_pid" ]; then wait "$ganesha_pid" 2>/dev/null || true; fi
+        if [ -n "$rpcbind_pid" ] && alive rpcbind; then
+            kill -TERM "$rpcbind_pid" 2>/dev/null || true
+            for ((i = 0; i < 100; i++)); do
+                alive rpcbind || break
+                sleep 0.05
+            done
+            if alive rpcbind; then kill -KILL "$rpcbind_pid" 2>/dev/null || true; fi
+            wait "$rpcbind_pid" 2>/dev/null || true
+        fi
+        if [ "$FS" != dir ] && mountpoint -q "$EXPORT"; then
+            sync -f "$EXPORT" 2>/dev/null || true
+            for ((i = 0; i < 40; i++)); do
+                umount "$EXPORT" 2>/dev/null && break
+                sleep 0.25
+            done
+            mountpoint -q "$EXPORT" && { sup_log "umount $EXPORT busy; lazy"; umount -l "$EXPORT" || true; }
+        fi
+        if [ -n "$loopdev" ]; then
+            losetup -d "$loopdev" 2>/dev/null || sup_log "losetup -d $loopdev failed"
+        fi
+        sup_log "stopped"
+    }
+
+    start_ganesha() {
+        local i
+        rm -f "$STATE/run/ganesha.pid"
+        if [ "$MODE" = async ]; then
+            "$PYTHON" -c "$NOSYNC_PY" ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
+                -L "$STATE/log/ganesha.log" -f "$STATE/conf/ganesha.conf" \
+                </dev/null >>"$STATE/log/ganesha.stderr" 2>&1 &
+        else
+            ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
+                -L "$STATE/log/ganesha.log" -f "$STATE/conf/ganesha.conf" \
+                </dev/null >>"$STATE/log/ganesha.stderr" 2>&1 &
+        fi
+        ganesha_pid=$!
+        # /proc/PID/stat exists as soon as fork returns; record it at once.
+        record ganesha "$ganesha_pid"
+        sup_log "started ganesha.nfsd pid $ganesha_pid"
+    }
+
+    fail() { sup_log "FAILED: $*"; printf '%s\n' "$*" >"$STATE/run/failed"; sup_cleanup; exit 1; }
+
+    record supervisor "$$"
+    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS"
+    ip link set lo up || fail "ip link set lo up"
+    # Private /run (rpcbind's socket and lock, ganesha's files) and
+    # /var/lib/nfs: nothing of the host's is touched.
+    mount --bind "$STATE/run" /run || fail "bind $STATE/run over /run"
+    if [ -d /var/lib/nfs ]; then
+        mount --bind "$STATE/lib-nfs" /var/lib/nfs || fail "bind over /var/lib/nfs"
+    fi
+    if [ "$FS" != dir ]; then
+        loopdev=$(losetup --find --show "$IMAGE") || fail "losetup $IMAGE"
+        printf '%s\n' "$loopdev" >"$STATE/run/loopdev"
+        mount -t "$FS" "$loopdev" "$EXPORT" || fail "mount -t $FS $loopdev $EXPORT"
+        chmod 0777 "$EXPORT" || fail "chmod $EXPORT"
+        sup_log "mounted $FS $loopdev on $EXPORT"
+    fi
+    rpcbind -f </dev/null >>"$STATE/log/rpcbind.log" 2>&1 &
+    rpcbind_pid=$!
+    record rpcbind "$rpcbind_pid"
+    for ((i = 0; i < 200; i++)); do
+        [ -S /run/rpcbind.sock ] && break
+        alive rpcbind || fail "rpcbind exited"
+        sleep 0.025
+    done
+    [ -S /run/rpcbind.sock ] || fail "rpcbind did not come up"
+    start_ganesha
+
+    # A FIFO nobody writes: read -t is a fork-free sleep that trapped
+    # signals cut short.
+    mkfifo "$STATE/run/tick"
+    exec 3<>"$STATE/run/tick"
+    while [ -z "$want_stop" ]; do
+        # bash reaps its children itself: a dead ganesha is simply gone.
+        if [ -n "$ganesha_pid" ] && ! alive ganesha; then
+            st=0
+            wait "$ganesha_pid" 2>/dev/null || st=$?
+            sup_log "ganesha $ganesha_pid exited (status $st)"
+            ganesha_pid=""
+        fi
+        if [ -n "$want_start" ]; then
+            want_start=""
+            if [ -n "$ganesha_pid" ]; then
+                sup_log "start requested but ganesha $ganesha_pid is running"
+            else
+                start_ganesha
+            fi
+        fi
+        read -r -t 0.1 -u 3 cmd || true
+    done
+    sup_cleanup
+    exit 0
+}
+
+# ------------------------------------------------------------------ commands
+
+cmd_start() {
+    local fs=dir size=2G workers="" mode=sync
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --fs) fs=${2:-}; shift 2 ;;
+            --fs=*) fs=${1#*=}; shift ;;
+            --size) size=${2:-}; shift 2 ;;
+            --size=*) size=${1#*=}; shift ;;
+            --workers) workers=${2:-}; shift 2 ;;
+            --workers=*) workers=${1#*=}; shift ;;
+            --sync) mode=sync; shift ;;
+            --async) mode=async; shift ;;
+            --sync-writes) mode=sync-writes; shift ;;
+            -h | --help) usage ;;
+            *) log "start: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "start: --state DIR is required"
+    case "$fs" in dir | xfs | ext4 | btrfs) ;; *) die "start: --fs must be dir, xfs, ext4 or btrfs" ;; esac
+    [[ "$size" =~ ^[0-9]+[KMGT]?$ ]] || die "start: --size: a number with an optional K, M, G or T"
+    if [ -n "$workers" ]; then
+        if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
+            die "start: --workers must be 2..131072 (ganesha refuses 1)"
+        fi
+    else
+        workers=200
+    fi
+    [ "$(id -u)" -eq 0 ] || die "start: needs root (namespaces, mounts, loop devices)"
+    local tool
+    for tool in unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
+        command -v "$tool" >/dev/null || die "start: $tool not found (see cluster-configs/local/install.sh)"
+    done
+    [ -r "$TEMPLATE" ] || die "start: $TEMPLATE is missing"
+    [ "$fs" = dir ] || command -v "mkfs.$fs" >/dev/null || die "start: mkfs.$fs not found"
+    if [ "$mode" = async ]; then
+        [ -x "$PYTHON" ] || die "start: --async needs $PYTHON"
+        "$PYTHON" -c "$NOSYNC_PY" true || die "start: --async: cannot install the seccomp filter here"
+    fi
+
+    if [ -e "$STATE" ]; then
+        if is_ours; then
+            if alive supervisor || alive ganesha; then
+                die "start: a server is already running with state $STATE (stop it first)"
+            fi
+            log "cleaning up what an earlier server left in $STATE"
+            do_stop 0 || die "start: could not clean up $STATE"
+        elif [ -n "$(ls -A "$STATE")" ]; then
+            die "start: $STATE exists, is not empty and is not a nfs-server.sh state directory"
+        fi
+    fi
+
+    local t0=$SECONDS
+    mkdir -p "$STATE"
+    : >"$STATE/$MARKER"
+    mkdir -p "$STATE"/{conf,run,lib-nfs,recovery,export,log,pid}
+    chmod 0777 "$EXPORT"
+    cat >"$STATE/conf/settings" <<EOF
+FS=$fs
+SIZE=$size
+WORKERS=$workers
+MODE=$mode
+EOF
+    local commit=false
+    [ "$mode" = sync-writes ] && commit=true
+    sed -e "s|@STATE@|$STATE|g" -e "s|@EXPORT@|$EXPORT|g" \
+        -e "s|@WORKERS@|$workers|g" -e "s|@NFS_COMMIT@|$commit|g" \
+        "$TEMPLATE" >"$STATE/conf/ganesha.conf"
+
+    # From here on a failure undoes everything.
+    trap 'log "start failed"; log_tail; do_stop 0 || true; exit 1' ERR
+    if [ "$fs" != dir ]; then
+        truncate -s "$size" "$IMAGE"
+        case "$fs" in
+            xfs) mkfs.xfs -q -f "$IMAGE" >&2 ;;
+            ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$IMAGE" >&2 ;;
+            btrfs) mkfs.btrfs -q -f "$IMAGE" >&2 ;;
+        esac
+    fi
+    trap - ERR
+
+    setsid unshare --net --mount --propagation private -- \
+        bash "$SELF" _supervise --state "$STATE" \
+        </dev/null >>"$STATE/log/supervisor.log" 2>&1 &
+    local launcher=$!
+    record launcher "$launcher"
+
+    local ok=1 i
+    for ((i = 0; i < START_TIMEOUT * 20; i++)); do
+        [ -e "$STATE/run/failed" ] && { ok=0; break; }
+        # (setsid does not fork here, so the launcher is the supervisor)
+        if ! alive launcher && ! alive supervisor; then ok=0; break; fi
+        alive supervisor && alive ganesha && break
+        sleep 0.05
+    done
+    if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT"; then
+        log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT"
+        url
+        recorded ganesha
+        return 0
+    fi
+    log "start failed"
+    [ -e "$STATE/run/failed" ] && log "supervisor: $(cat "$STATE/run/failed")"
+    log_tail
+    do_stop 0 || true
+    exit 1
+}
+
+# do_stop PURGE: stop and remove everything; returns non-zero if something
+# could not be removed.
+do_stop() {
+    local purge=$1 problems=0 name mp dev i
+    load_settings
+    # The supervisor stops ganesha and rpcbind, unmounts and detaches.
+    if alive supervisor; then
+        if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
+        terminate supervisor
+    fi
+    # Whatever is left (the supervisor was killed, or hung): by recorded PID.
+    for name in ganesha rpcbind supervisor launcher; do
+        terminate "$name"
+    done
+    for name in ganesha rpcbind supervisor launcher; do
+        if alive "$name"; then
+            log "$name (pid $(recorded "$name")) is still running"
+            problems=1
+        fi
+    done
+    # The namespace's mounts went with its last process. Loop devices of our
+    # image: detach what is left (losetup -d on a busy device detaches it
+    # when it is released).
+    if [ -e "$IMAGE" ]; then
+        for ((i = 0; i < 100; i++)); do
+            dev=$(loops_of "$IMAGE")
+            [ -z "$dev" ] && break
+            for d in $dev; do losetup -d "$d" 2>/dev/null || true; done
+            sleep 0.1
+        done
+        dev=$(loops_of "$IMAGE")
+        [ -z "$dev" ] || { log "loop device(s) still attached to $IMAGE: $dev"; problems=1; }
+    fi
+    # Nothing should be mounted under STATE in the caller's namespace; if
+    # something is (a hand-made mount), take it away before deleting.
+    while read -r mp; do
+        [ -n "$mp" ] || continue
+        log "unmounting $mp"
+        umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null || true
+    done < <(mounts_under "$STATE")
+    if [ -n "$(mounts_under "$STATE")" ]; then
+        log "still mounted under $STATE: $(mounts_under "$STATE" | tr '\n' ' ')"
+        return 1
+    fi
+    ((problems)) && return 1
+    if [ "$purge" = 1 ]; then
+        rm -rf --one-file-system -- "$STATE"
+    else
+        rm -rf --one-file-system -- "$STATE"/{conf,run,lib-nfs,recovery,export,pid} "$IMAGE"
+    fi
+    return 0
+}
+
+cmd_stop() {
+    local purge=0
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --purge) purge=1; shift ;;
+            *) log "stop: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "stop: --state DIR is required"
+    if [ ! -e "$STATE" ]; then
+        log "nothing to stop: $STATE does not exist"
+        return 0
+    fi
+    is_ours || die "stop: $STATE is not a nfs-server.sh state directory; not touching it"
+    local t0=$SECONDS
+    if do_stop "$purge"; then
+        log "stopped in $((SECONDS - t0)) s"
+        return 0
+    fi
+    die "stop: something is left (see above)"
+}
+
+cmd_exec() {
+    local server_fs=0
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --server-fs) server_fs=1; shift ;;
+            --) shift; break ;;
+            *) log "exec: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "exec: --state DIR is required"
+    (($#)) || die "exec: no command given (exec --state DIR -- COMMAND...)"
+    if ! is_ours || ! alive supervisor; then die "exec: no server running with state $STATE"; fi
+    local sup
+    sup=$(recorded supervisor)
+    if ((server_fs)); then
+        # Also the server's mount namespace: the export as the server sees it.
+        exec nsenter --net="/proc/$sup/ns/net" --mount="/proc/$sup/ns/mnt" --wd="$PWD" -- "$@"
+    fi
+    exec nsenter --net="/proc/$sup/ns/net" -- "$@"
+}
+
+cmd_restart_ganesha() {
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            *) log "restart-ganesha: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "restart-ganesha: --state DIR is required"
+    if ! is_ours || ! alive supervisor; then
+        die "restart-ganesha: no server namespace with state $STATE (start it)"
+    fi
+    load_settings
+    local old i
+    # What pid/ganesha said before (PID and start time): the new record differs.
+    old=$(cat "$STATE/pid/ganesha" 2>/dev/null || true)
+    terminate ganesha
+    kill -USR1 "$(recorded supervisor)"
+    for ((i = 0; i < START_TIMEOUT * 20; i++)); do
+        if [ "$(cat "$STATE/pid/ganesha" 2>/dev/null || true)" != "$old" ] && alive ganesha; then
+            break
+        fi
+        alive supervisor || break
+        sleep 0.05
+    done
+    if alive ganesha && [ "$(cat "$STATE/pid/ganesha")" != "$old" ] && wait_ready "$START_TIMEOUT"; then
+        log "ganesha restarted"
+        recorded ganesha
+        return 0
+    fi
+    log "restart-ganesha failed"
+    log_tail
+    exit 1
+}
+
+cmd_status() {
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            *) log "status: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "status: --state DIR is required"
+    if [ ! -e "$STATE" ] || ! is_ours || ! [ -e "$STATE/pid/supervisor" ]; then
+        echo "state=stopped"
+        return 3
+    fi
+    load_settings
+    local name answers=no rc
+    printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
+    [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
+    for name in supervisor rpcbind ganesha; do
+        if alive "$name"; then
+            printf '%s=%s running\n' "$name" "$(recorded "$name")"
+        else
+            printf '%s=%s dead\n' "$name" "$(recorded "$name")"
+        fi
+    done
+    if alive supervisor && alive ganesha &&
+        in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
+        answers=yes
+    fi
+    printf 'answers=%s\n' "$answers"
+    local st=stopped
+    rc=3
+    if [ "$answers" = yes ]; then
+        st=running rc=0
+    elif alive supervisor || alive ganesha || alive rpcbind; then
+        st=degraded rc=1
+    fi
+    printf 'state=%s\n' "$st"
+    return $rc
+}
+
+main() {
+    (($#)) || usage
+    local cmd=$1
+    shift
+    case "$cmd" in
+        start) cmd_start "$@" ;;
+        stop) cmd_stop "$@" ;;
+        exec) cmd_exec "$@" ;;
+        restart-ganesha | start-ganesha) cmd_restart_ganesha "$@" ;;
+        status) cmd_status "$@" ;;
+        _supervise)
+            [ "${1:-}" = --state ] || exit 2
+            set_state "$2"
+            load_settings
+            supervise
+            ;;
+        -h | --help | help) usage ;;
+        *) log "unknown command $cmd"; usage ;;
+    esac
+}
+
+main "$@"

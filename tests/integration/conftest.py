@@ -1,0 +1,390 @@
+"""Shared helpers and fixtures of herd's integration tests.
+
+The tests run the real program: `herd check` directly and `herd run` under
+mpirun, against directories in pytest's tmp_path or against file systems
+mounted for the test (tmpfs, and xfs/ext4 on loop devices). Everything a
+test makes is removed in finally blocks, even when the test fails.
+
+HERD_BIN names the program (ctest sets it); without it the tests use
+../../build/herd relative to this directory.
+"""
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+REPO_DIR = TESTS_DIR.parent.parent
+
+MPI_ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    # No network interfaces are needed: every rank is on this host.
+    "OMPI_MCA_btl_base_warn_component_unused": "0",
+}
+
+# Seconds a whole mpirun may take before the test calls it hung.
+RUN_TIMEOUT = 180
+
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+# ---------------------------------------------------------------- program
+
+
+def herd_path():
+    env = os.environ.get("HERD_BIN")
+    path = Path(env) if env else TESTS_DIR / ".." / ".." / "build" / "herd"
+    return path.resolve()
+
+
+@pytest.fixture(scope="session")
+def herd_bin():
+    path = herd_path()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"herd program not found at {path} (build it, or set HERD_BIN)")
+    return str(path)
+
+
+def mpi_env():
+    env = dict(os.environ)
+    env.update(MPI_ENV)
+    return env
+
+
+def _kill_group(proc):
+    """SIGKILL a process started with start_new_session=True, and its group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=30)
+
+
+def run_cmd(args, timeout=RUN_TIMEOUT, env=None, cwd=None):
+    """Run args; returns CompletedProcess (text). A hung command and all its
+    children are killed and the test fails."""
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env if env is not None else mpi_env(), cwd=cwd,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        pytest.fail(f"timed out after {timeout}s: {' '.join(map(str, args))}\n"
+                    f"stdout:\n{out}\nstderr:\n{err}")
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def mpirun_args(herd_bin, nranks, *herd_args, quiet=False):
+    args = ["mpirun", "--oversubscribe", "-np", str(nranks)]
+    if quiet:
+        # -q: no "Primary job terminated normally, but..." banners, so that
+        # stderr holds only what herd itself printed.
+        args.append("-q")
+    return args + [herd_bin] + [str(a) for a in herd_args]
+
+
+def herd_run(herd_bin, nranks, job, output, *extra, quiet=False, timeout=RUN_TIMEOUT,
+             cwd=None):
+    """mpirun -np nranks herd run JOB -o OUTPUT [extra...]"""
+    args = mpirun_args(herd_bin, nranks, "run", job, "-o", output, *extra, quiet=quiet)
+    return run_cmd(args, timeout=timeout, cwd=cwd)
+
+
+def herd_cmd(herd_bin, *args, timeout=60):
+    """herd ARGS... without MPI (check, keys, --help, ...)."""
+    return run_cmd([herd_bin] + [str(a) for a in args], timeout=timeout)
+
+
+def describe(proc):
+    """Text for assertion messages."""
+    return (f"command: {' '.join(map(str, proc.args))}\nexit code: {proc.returncode}\n"
+            f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+
+
+class LineReader:
+    """Collect a pipe's lines in a thread so a test can wait for one."""
+
+    def __init__(self, pipe):
+        self.lines = []
+        self._queue = queue.Queue()
+        self._thread = threading.Thread(target=self._pump, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _pump(self, pipe):
+        for line in pipe:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, predicate, timeout):
+        """Return the first line (new or already seen) satisfying predicate,
+        or None after timeout or at end of stream."""
+        for line in self.lines:
+            if predicate(line):
+                return line
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                line = self._queue.get(timeout=left)
+            except queue.Empty:
+                return None
+            if line is None:
+                self._queue.put(None)
+                return None
+            self.lines.append(line)
+            if predicate(line):
+                return line
+
+    def rest(self, timeout=30):
+        """Everything, once the stream ends."""
+        self._thread.join(timeout)
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if line is not None:
+                self.lines.append(line)
+        return "".join(self.lines)
+
+
+# ---------------------------------------------------------------- job files
+
+
+def write_job(path, global_keys, phases):
+    """Write a job file: global_keys a dict, phases a list of (name, dict).
+    Returns the path."""
+    lines = ["[global]"]
+    lines += [f"{k} = {v}" for k, v in global_keys.items()]
+    for name, keys in phases:
+        lines += ["", f"[{name}]"]
+        lines += [f"{k} = {v}" for k, v in keys.items()]
+    Path(path).write_text("\n".join(lines) + "\n")
+    return Path(path)
+
+
+def parse_size(text):
+    """A job-file size ('4M', '256K', '4096') in bytes."""
+    text = str(text)
+    shifts = {"K": 10, "M": 20, "G": 30, "T": 40}
+    if text[-1].upper() in shifts:
+        return int(text[:-1]) << shifts[text[-1].upper()]
+    return int(text)
+
+
+def format_size(nbytes):
+    """herd's canonical size text (units_format_size): '4M', '256K', '1000'."""
+    for shift, suffix in ((40, "T"), (30, "G"), (20, "M"), (10, "K")):
+        if nbytes and nbytes % (1 << shift) == 0:
+            return f"{nbytes >> shift}{suffix}"
+    return str(nbytes)
+
+
+# ---------------------------------------------------------------- results
+
+
+def _text(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, np.ndarray) and v.shape == () and v.dtype.kind in "SO":
+        return _text(v[()])
+    return v
+
+
+class Phase:
+    def __init__(self, group):
+        self.attrs = {k: _text(v) for k, v in group.attrs.items()}
+        self.attr_order = list(group.attrs.keys())
+        self.ranks = group["ranks"][()]
+        self.errors = group["errors"][()]
+        self.latency = {}
+        for name, obj in group["latency"].items():
+            if name.startswith("bucket_"):
+                continue
+            self.latency[name] = {k: v for k, v in obj.attrs.items()}
+            self.latency[name]["counts"] = obj[()]
+
+    def error_rows(self):
+        """The errors table as a list of dicts with text decoded."""
+        return [{name: _text(row[name]) for name in self.errors.dtype.names}
+                for row in self.errors]
+
+
+class Results:
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            self.attrs = {k: _text(v) for k, v in f.attrs.items()}
+            self.phase_names = list(f["phases"].keys())
+            self.phases = {name: Phase(f["phases"][name]) for name in self.phase_names}
+            self.rank_table = f["ranks"][()]
+            self.hosts = f["hosts"][()]
+
+
+def load_results(path):
+    return Results(path)
+
+
+# ---------------------------------------------------------------- mounts
+
+
+def require_root():
+    if os.geteuid() != 0:
+        pytest.skip("needs root for tmpfs/loop mounts")
+
+
+def _sh(*args, check=True):
+    proc = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, args))} failed ({proc.returncode}): "
+                           f"{proc.stderr.strip()}")
+    return proc
+
+
+def is_mountpoint(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp == path:
+                return True
+    return False
+
+
+def loop_devices_of(image):
+    """Loop devices backed by image (losetup -j), as a list of /dev/loopN."""
+    proc = _sh("losetup", "-j", image, check=False)
+    return [line.split(":", 1)[0] for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _umount(path):
+    if not is_mountpoint(path):
+        return
+    for attempt in range(20):
+        if _sh("umount", path, check=False).returncode == 0:
+            return
+        time.sleep(0.25)
+    _sh("umount", "-l", path, check=False)
+
+
+class Mount:
+    """A mounted file system: path (the mount point), kind, and for loop
+    mounts the image file and its loop device."""
+
+    def __init__(self, kind, path, image=None, loopdev=None):
+        self.kind, self.path, self.image, self.loopdev = kind, Path(path), image, loopdev
+
+    def __repr__(self):
+        return f"Mount({self.kind} at {self.path}, image={self.image}, loop={self.loopdev})"
+
+
+FS_KINDS = ("tmpfs", "xfs", "ext4")
+MKFS = {"xfs": ["mkfs.xfs", "-q", "-f"], "ext4": ["mkfs.ext4", "-q", "-F"]}
+
+
+@contextlib.contextmanager
+def mounted_fs(kind, workdir, *, size="512m", image_size="1G", read_only=False):
+    """Mount a fresh file system of kind (tmpfs, xfs, ext4) at workdir/mnt-<kind>
+    and yield a Mount; unmount, detach the loop device and delete the image
+    afterwards, whatever happens. xfs/ext4 live on a sparse image file in
+    workdir."""
+    require_root()
+    if kind not in FS_KINDS:
+        raise ValueError(f"unknown file system kind {kind!r}")
+    workdir = Path(workdir)
+    mnt = workdir / f"mnt-{kind}"
+    n = 0
+    while mnt.exists():
+        n += 1
+        mnt = workdir / f"mnt-{kind}-{n}"
+    mnt.mkdir(parents=True)
+    image = loopdev = None
+    try:
+        if kind == "tmpfs":
+            opts = f"{'ro,' if read_only else ''}size={size}"
+            _sh("mount", "-t", "tmpfs", "-o", opts, "tmpfs", mnt)
+        else:
+            image = workdir / f"{mnt.name}.img"
+            _sh("truncate", "-s", image_size, image)
+            _sh(*MKFS[kind], image)
+            loopdev = _sh("losetup", "--find", "--show", image).stdout.strip()
+            args = ["mount", "-t", kind]
+            if read_only:
+                args += ["-o", "ro"]
+            _sh(*args, loopdev, mnt)
+        yield Mount(kind, mnt, image, loopdev)
+    finally:
+        try:
+            _umount(mnt)
+        finally:
+            try:
+                if image is not None:
+                    for dev in loop_devices_of(image):
+                        _sh("losetup", "-d", dev, check=False)
+            finally:
+                if image is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        image.unlink()
+                with contextlib.suppress(OSError):
+                    mnt.rmdir()
+
+
+def assert_mount_gone(m):
+    """What mounted_fs made is gone: no mount, no loop device of its image."""
+    assert not is_mountpoint(m.path), f"{m.path} is still mounted"
+    if m.image is not None:
+        # losetup -d may detach asynchronously (autoclear); give it a moment.
+        for _ in range(20):
+            left = loop_devices_of(m.image)
+            if not left:
+                break
+            time.sleep(0.25)
+        assert not left, f"loop device(s) {left} of {m.image} remain"
+        assert not Path(m.image).exists(), f"image {m.image} remains"
+
+
+@pytest.fixture
+def mount_fs(tmp_path):
+    """Factory: mount_fs(kind, **opts) -> Mount, mounted until the test ends.
+    Teardown unmounts everything and checks nothing remains."""
+    mounts = []
+    with contextlib.ExitStack() as stack:
+
+        def make(kind, **opts):
+            m = stack.enter_context(mounted_fs(kind, tmp_path, **opts))
+            mounts.append(m)
+            return m
+
+        yield make
+    for m in mounts:
+        assert_mount_gone(m)
+
+
+@pytest.fixture(params=FS_KINDS)
+def fs_mount(request, mount_fs):
+    """One mounted file system per kind (tmpfs, xfs, ext4)."""
+    return mount_fs(request.param)
+
+
+def tree(path):
+    """Every path under path, relative, sorted (for 'nothing left' checks)."""
+    path = Path(path)
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))

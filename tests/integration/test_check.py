@@ -1,0 +1,164 @@
+"""`herd check`, `herd keys`, --help, --version and a bad command: no MPI."""
+
+import re
+
+import pytest
+
+from conftest import REPO_DIR, describe, format_size, herd_cmd, parse_size, write_job
+
+UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+
+# (name, keys, expected sharing column, shared_mode column, fileset)
+PHASES = [
+    ("write_unique", {"kind": "write", "file_size": "3M", "block_size": "512K",
+                      "iterations": 2}, "unique", "-", "unique-3M"),
+    ("read_seg", {"kind": "read", "sharing": "shared", "shared_mode": "segmented",
+                  "file_size": "512K", "block_size": "128K", "iterations": 3},
+     "shared", "segmented", "shared-512K"),
+    ("md5_same", {"kind": "md5", "sharing": "shared", "fileset": "mine"},
+     "shared", "same-content", "mine"),  # file_size 16M and 1 iteration by default
+]
+DEFAULT_FILE, DEFAULT_BLOCK = 16 << 20, 1 << 20
+
+
+def human(nbytes):
+    """herd's units_format_human, for the expected text."""
+    if nbytes < 1024:
+        return f"{nbytes:.0f} B"
+    v, i = float(nbytes), 0
+    while True:
+        v /= 1024.0
+        i += 1
+        if not (i < len(UNITS) - 1 and round(v * 10.0) / 10.0 >= 1024.0):
+            break
+    return f"{v:.1f} {UNITS[i]}"
+
+
+def from_human(text):
+    value, unit = text.split()
+    return float(value) * 1024 ** UNITS.index(unit)
+
+
+def phase_bytes(keys):
+    return parse_size(keys.get("file_size", DEFAULT_FILE)) * int(keys.get("iterations", 1))
+
+
+@pytest.fixture
+def job(tmp_path):
+    return write_job(tmp_path / "check.ini", {"target": tmp_path},
+                     [(name, keys) for name, keys, *_ in PHASES])
+
+
+@pytest.mark.parametrize("nranks", [20, 1, 7])
+def test_check_prints_phases_and_bytes(herd_bin, tmp_path, job, nranks):
+    args = ["check", job] + (["-n", str(nranks)] if nranks != 1 else [])
+    proc = herd_cmd(herd_bin, *args)
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stderr == "", describe(proc)
+    lines = proc.stdout.splitlines()
+
+    assert lines[0] == (f"job {job}: {len(PHASES)} phases, target {tmp_path} "
+                        f"(backend posix)"), lines[0]
+    rows = [l for l in lines if re.match(r"\d+\s", l)]
+    assert len(rows) == len(PHASES), proc.stdout
+
+    total = 0
+    for i, (row, (name, keys, sharing, mode, fileset)) in enumerate(zip(rows, PHASES)):
+        t = row.split()
+        per_rank = phase_bytes(keys)
+        total += per_rank * nranks
+        assert t[:9] == [str(i + 1), name, keys["kind"], sharing, mode, fileset,
+                         format_size(parse_size(keys.get("file_size", DEFAULT_FILE))),
+                         format_size(parse_size(keys.get("block_size", DEFAULT_BLOCK))),
+                         str(keys.get("iterations", 1))], row
+        per_text, all_text = " ".join(t[9:11]), " ".join(t[11:13])
+        assert len(t) == 13, row
+        assert per_text == human(per_rank), row
+        assert all_text == human(per_rank * nranks), row
+        # the sizes are chosen so that one decimal is exact
+        assert from_human(per_text) == per_rank, row
+        assert from_human(all_text) == per_rank * nranks, row
+
+    want_total = nranks * sum(phase_bytes(keys) for _, keys, *_ in PHASES)
+    assert total == want_total
+    m = re.fullmatch(r"total for (\d+) ranks?: (.+)", lines[-1])
+    assert m, lines[-1]
+    assert int(m.group(1)) == nranks
+    assert from_human(m.group(2)) == want_total, lines[-1]
+    assert m.group(2) == human(want_total)
+
+
+def test_check_total_twenty_ranks_exact(herd_bin, job):
+    """-n 20: per rank 3M*2 + 512K*3 + 16M = 23.5 MiB, all 470.0 MiB."""
+    proc = herd_cmd(herd_bin, "check", job, "-n", "20")
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stdout.splitlines()[-1] == "total for 20 ranks: 470.0 MiB"
+
+
+def test_check_set_overrides_global(herd_bin, tmp_path):
+    job = write_job(tmp_path / "s.ini", {"target": tmp_path, "file_size": "1M"},
+                    [("w", {"kind": "write", "block_size": "256K"})])
+    proc = herd_cmd(herd_bin, "check", job, "-n", "4", "--set", "file_size=2M",
+                    "--set", "iterations=3")
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stdout.splitlines()[-1] == f"total for 4 ranks: {human(4 * 3 * (2 << 20))}"
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "x", "20x"])
+def test_check_bad_rank_count(herd_bin, job, bad):
+    proc = herd_cmd(herd_bin, "check", job, "-n", bad)
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1, describe(proc)
+
+
+def test_version(herd_bin):
+    cmake = (REPO_DIR / "CMakeLists.txt").read_text()
+    version = re.search(r"project\(herd\s+VERSION\s+([0-9.]+)", cmake).group(1)
+    for flag in ("--version", "-V"):
+        proc = herd_cmd(herd_bin, flag)
+        assert proc.returncode == 0, describe(proc)
+        assert proc.stdout == f"herd {version}\n"
+        assert proc.stderr == ""
+
+
+def test_help(herd_bin):
+    for flag in ("--help", "-h", "help"):
+        proc = herd_cmd(herd_bin, flag)
+        assert proc.returncode == 0, describe(proc)
+        assert proc.stdout.startswith("usage: herd run JOB.ini"), proc.stdout
+        for word in ("check", "keys", "--force", "--set", "exit codes"):
+            assert word in proc.stdout
+        assert proc.stderr == ""
+
+
+def test_keys_lists_every_key(herd_bin):
+    proc = herd_cmd(herd_bin, "keys")
+    assert proc.returncode == 0, describe(proc)
+    names = [l.split()[0] for l in proc.stdout.splitlines()[1:] if l.strip()]
+    assert names == ["target", "backend", "kind", "sharing", "shared_mode", "file_size",
+                     "block_size", "iterations", "fsync", "direct", "verify", "keep",
+                     "read_from", "pattern", "seed", "fileset", "run_id", "deadline"]
+
+
+@pytest.mark.parametrize("args", [["frobnicate"], ["frobnicate", "job.ini"], ["--frob"]])
+def test_unknown_command(herd_bin, args):
+    proc = herd_cmd(herd_bin, *args)
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, describe(proc)
+    assert args[0] in lines[0]
+
+
+def test_no_arguments(herd_bin):
+    proc = herd_cmd(herd_bin)
+    assert proc.returncode == 2, describe(proc)
+    assert "usage:" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_command_without_job(herd_bin, command):
+    proc = herd_cmd(herd_bin, command)
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stderr == f"herd: {command} needs a job file (see herd --help)\n"

@@ -1,0 +1,185 @@
+"""A clean run on real file systems: write, read (verify) and md5 of unique
+files, of a shared same-content file and of a segmented shared file, with
+read_from = neighbor and more than one iteration, for 4 and 20 ranks on
+tmpfs, xfs and ext4. Every number in results.h5 is checked against what the
+job file asks for, and the target must be left empty.
+"""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from conftest import (assert_mount_gone, describe, herd_run, load_results,
+                      mounted_fs, parse_size, tree, write_job)
+
+FILE_SIZE = "1M"
+BLOCK_SIZE = "256K"
+
+# (name, keys): the phases in order. Keys not given come from GLOBAL.
+PHASES = [
+    ("w_unique", {"kind": "write", "iterations": 2}),
+    ("r_unique", {"kind": "read", "verify": "yes", "iterations": 2,
+                  "block_size": "384K"}),  # 1M / 384K: the last block is short
+    ("m_unique", {"kind": "md5"}),
+    ("r_neighbor", {"kind": "read", "verify": "yes", "read_from": "neighbor"}),
+    ("m_neighbor", {"kind": "md5", "read_from": "neighbor", "iterations": 2}),
+    ("w_same", {"kind": "write", "sharing": "shared", "shared_mode": "same-content",
+                "fileset": "same"}),
+    ("r_same", {"kind": "read", "sharing": "shared", "shared_mode": "same-content",
+                "fileset": "same", "verify": "yes", "iterations": 2}),
+    ("m_same", {"kind": "md5", "sharing": "shared", "shared_mode": "same-content",
+                "fileset": "same"}),
+    ("w_seg", {"kind": "write", "sharing": "shared", "shared_mode": "segmented",
+               "fileset": "seg", "pattern": "compressible:50", "iterations": 2}),
+    ("r_seg", {"kind": "read", "sharing": "shared", "shared_mode": "segmented",
+               "fileset": "seg", "pattern": "compressible:50", "verify": "yes"}),
+    ("m_seg", {"kind": "md5", "sharing": "shared", "shared_mode": "segmented",
+               "fileset": "seg", "pattern": "compressible:50"}),
+    ("r_seg_neighbor", {"kind": "read", "sharing": "shared", "shared_mode": "segmented",
+                        "fileset": "seg", "pattern": "compressible:50", "verify": "yes",
+                        "read_from": "neighbor", "iterations": 2}),
+]
+
+# docs/results-format.md: phase attributes in this order, status last
+PHASE_ATTR_ORDER = ["kind", "index", "t_start", "t_end", "duration", "start_skew", "target",
+                    "backend", "sharing", "shared_mode", "file_size", "block_size",
+                    "iterations", "fsync", "direct", "verify", "keep", "read_from", "pattern",
+                    "seed", "fileset", "run_id", "deadline", "status"]
+
+GLOBAL = {"file_size": FILE_SIZE, "block_size": BLOCK_SIZE, "fsync": "yes"}
+
+
+def resolved(keys):
+    """A phase's keys with the global values and herd's defaults filled in."""
+    k = {"sharing": "unique", "shared_mode": "same-content", "iterations": 1,
+         "verify": "no", "read_from": "self"}
+    k.update(GLOBAL)
+    k.update(keys)
+    k["file_size"] = parse_size(k["file_size"])
+    k["block_size"] = parse_size(k["block_size"])
+    k["iterations"] = int(k["iterations"])
+    return k
+
+
+def expected_file_rank(k, rank, nranks):
+    owner = (rank + 1) % nranks if k["read_from"] == "neighbor" else rank
+    if k["sharing"] == "shared" and k["shared_mode"] == "same-content":
+        return -1  # the one shared file: nobody's
+    return owner
+
+
+def check_phase(name, k, ph, nranks):
+    rows = ph.ranks
+    iters = k["iterations"]
+    fsize, bsize = k["file_size"], k["block_size"]
+    where = f"phase {name}"
+
+    assert ph.attrs["kind"] == k["kind"], where
+    assert ph.attrs["status"] == "ok", where
+    assert ph.attrs["file_size"] == fsize, where
+    assert ph.attrs["block_size"] == bsize, where
+    assert ph.attrs["iterations"] == iters, where
+    assert ph.attrs["sharing"] == k["sharing"], where
+    assert ph.attrs["read_from"] == k["read_from"], where
+    assert ph.attrs["start_skew"] >= 0, where
+    assert ph.attrs["duration"] == pytest.approx(ph.attrs["t_end"] - ph.attrs["t_start"])
+    assert ph.attr_order == PHASE_ATTR_ORDER, where
+
+    # ranks x iterations rows, each (rank, iteration) exactly once, ordered
+    # by rank, then iteration (docs/results-format.md)
+    assert len(rows) == nranks * iters, where
+    pairs = list(zip(rows["rank"].tolist(), rows["iteration"].tolist()))
+    assert sorted(pairs) == [(r, i) for r in range(nranks) for i in range(iters)], where
+    assert pairs == sorted(pairs), f"{where}: rows not ordered by rank, iteration"
+
+    assert (rows["completed"] == 1).all(), f"{where}: rows not completed: {rows}"
+    assert (rows["errors"] == 0).all(), where
+    assert (rows["verify_failures"] == 0).all(), where
+    assert len(ph.errors) == 0, f"{where}: errors table {ph.error_rows()}"
+
+    # every iteration moved exactly one file's (or region's) bytes
+    assert (rows["bytes"] == fsize).all(), f"{where}: bytes {rows['bytes'].tolist()}"
+    assert int(rows["bytes"].sum()) == nranks * iters * fsize, where
+
+    # ops per iteration: open, one per block, fsync (write phases), close
+    nblocks = math.ceil(fsize / bsize)
+    do_fsync = k["kind"] == "write" and k.get("fsync", "yes") == "yes"
+    assert (rows["ops"] == 1 + nblocks + int(do_fsync) + 1).all(), \
+        f"{where}: ops {rows['ops'].tolist()}"
+    assert (rows["t_end"] >= rows["t_start"]).all(), where
+
+    for row in rows:
+        want = expected_file_rank(k, int(row["rank"]), nranks)
+        assert row["file_rank"] == want, \
+            f"{where}: rank {row['rank']} worked on file_rank {row['file_rank']}, want {want}"
+    if k["read_from"] == "neighbor":
+        assert (rows["file_rank"] != rows["rank"]).all(), where
+
+    # latency histograms count every call
+    n = nranks * iters
+    io_op = "write" if k["kind"] == "write" else "read"
+    want_counts = {"open": n, "close": n, io_op: n * nblocks}
+    if do_fsync:
+        want_counts["fsync"] = n
+    if k["kind"] == "md5":
+        want_counts["md5"] = n
+    got_counts = {op: int(h["count"]) for op, h in ph.latency.items()}
+    assert got_counts == want_counts, where
+    for op, h in ph.latency.items():
+        assert int(np.sum(h["counts"])) == want_counts[op], f"{where}: latency/{op}"
+
+
+@pytest.mark.parametrize("fs", ["tmpfs", "xfs", "ext4"])
+@pytest.mark.parametrize("nranks", [4, 20])
+def test_clean_run(herd_bin, tmp_path, fs, nranks):
+    with mounted_fs(fs, tmp_path) as m:
+        target = m.path / "target"  # ext4 has lost+found at its root
+        target.mkdir()
+        job = write_job(tmp_path / "core.ini", {"target": target, **GLOBAL}, PHASES)
+        out = tmp_path / "results.h5"
+
+        proc = herd_run(herd_bin, nranks, job, out)
+        assert proc.returncode == 0, describe(proc)
+
+        res = load_results(out)
+        assert res.attrs["status"] == "complete"
+        assert res.attrs["nranks"] == nranks
+        assert res.attrs["nhosts"] == 1
+        assert res.attrs["exit_code"] == 0
+        assert res.attrs["target"] == str(target)
+        assert len(res.rank_table) == nranks
+        assert sorted(res.rank_table["rank"].tolist()) == list(range(nranks))
+        assert res.phase_names == [name for name, _ in PHASES]  # job order
+        assert res.attrs["end_utc"] != ""
+        assert res.attrs["tool"] == "herd"
+
+        for name, keys in PHASES:
+            check_phase(name, resolved(keys), res.phases[name], nranks)
+
+        # Nothing of the run is left in the target.
+        run_id = res.attrs["run_id"]
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+", run_id)
+        assert not (target / f"herd-{run_id}").exists()
+        assert tree(target) == [], f"herd left files in the target: {tree(target)}"
+        for line in proc.stderr.splitlines():
+            assert "cannot remove" not in line, describe(proc)
+    assert_mount_gone(m)
+
+
+def test_phase_names_in_job_order(herd_bin, tmp_path):
+    """Phases are listed in results.h5 in the order they ran (creation order)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    phases = [("zz", {"kind": "write"}), ("aa", {"kind": "read", "verify": "yes"}),
+              ("mm", {"kind": "md5"})]
+    job = write_job(tmp_path / "order.ini",
+                    {"target": target, "file_size": "256K", "block_size": "64K",
+                     "fsync": "no"}, phases)
+    out = tmp_path / "order.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    assert [res.phases[n].attrs["index"] for n in ("zz", "aa", "mm")] == [0, 1, 2]
+    assert tree(target) == []

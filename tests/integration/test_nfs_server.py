@@ -1,0 +1,469 @@
+"""The embedded userspace NFS server, cluster-configs/local/nfs-server.sh:
+nfs-ganesha + rpcbind in a private network and mount namespace, exporting a
+plain directory or a loop-mounted xfs/ext4/btrfs image.
+
+For each file system: start, copy a file in and out with libnfs's nfs-cp from
+inside the namespace (`exec`) and compare the bytes, stop, and check that
+nothing is left: no process of the recorded PIDs, no process in the server's
+namespaces, no mount under the state directory, no loop device of the image.
+Also: SIGKILL / SIGSTOP of ganesha and SIGKILL of the namespace holder before
+stop, restart-ganesha after SIGKILL, --workers (ganesha's worker pool), and
+--sync / --sync-writes / --async (seen in the loop device's flush counters).
+
+Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind and libnfs-utils; skips
+with a message otherwise. Run: /usr/bin/python3 -m pytest -q -rs -s
+tests/integration/test_nfs_server.py (-s shows the timings it measures).
+"""
+
+import contextlib
+import filecmp
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+SCRIPT = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
+MIB = 1 << 20
+CMD_TIMEOUT = 120
+SBIN_PATH = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
+
+
+def _why_skip():
+    if os.geteuid() != 0:
+        return "nfs-server.sh needs root (network/mount namespaces, loop devices)"
+    need = {"ganesha.nfsd": "nfs-ganesha", "rpcbind": "rpcbind", "nfs-cp": "libnfs-utils",
+            "nfs-ls": "libnfs-utils", "unshare": "util-linux", "nsenter": "util-linux",
+            "losetup": "util-linux", "ip": "iproute2"}
+    missing = sorted({pkg for tool, pkg in need.items()
+                      if shutil.which(tool, path=SBIN_PATH) is None})
+    if missing:
+        return ("userspace NFS server packages not installed: " + " ".join(missing)
+                + " (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils)")
+    if not list(Path("/usr/lib").glob("*/ganesha/libfsalvfs.so")) and \
+            not Path("/usr/lib/ganesha/libfsalvfs.so").exists():
+        return "nfs-ganesha-vfs (FSAL VFS) not installed"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_skip() is not None, reason=_why_skip() or "")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def sh(*args, timeout=CMD_TIMEOUT, check=False):
+    env = dict(os.environ, PATH=SBIN_PATH)
+    proc = subprocess.run([str(a) for a in args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n"
+                             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def proc_stat(pid):
+    """(state, start time) of pid, or None if there is no such process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[19])
+
+
+def running(pid, start=None):
+    """pid exists, is not a zombie and (if given) started at start."""
+    st = proc_stat(pid)
+    if st is None or st[0] in ("Z", "X"):
+        return False
+    return start is None or st[1] == start
+
+
+def wait_until(predicate, timeout=10.0, step=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+
+
+def mounts_under(path):
+    path = os.path.realpath(path)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == path or mp.startswith(path + "/"):
+                found.append(mp)
+    return found
+
+
+def loops_of(image):
+    out = sh("losetup", "-j", image).stdout
+    return [line.split(":", 1)[0] for line in out.splitlines() if line.strip()]
+
+
+def ns_members(ns_link):
+    """PIDs of live processes whose network namespace is ns_link ('net:[N]')."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if os.readlink(p / "ns" / "net") == ns_link and running(int(p.name)):
+                pids.append(int(p.name))
+    return pids
+
+
+def write_random(path, size):
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 8 * MIB)
+            f.write(os.urandom(n))
+            left -= n
+    return Path(path)
+
+
+class Server:
+    """One nfs-server.sh instance: start() parses its two stdout lines."""
+
+    def __init__(self, state):
+        self.state = Path(state)
+        self.url = self.pid = None
+        self.procs = {}       # name -> (pid, start time), from status
+        self.netns = None
+        self.image = self.state / "image.img"
+        self.start_seconds = self.stop_seconds = None
+
+    def cmd(self, *args, timeout=CMD_TIMEOUT):
+        return sh("bash", SCRIPT, *args, timeout=timeout)
+
+    def start(self, *opts):
+        t0 = time.monotonic()
+        proc = self.cmd("start", "--state", self.state, *opts)
+        self.start_seconds = time.monotonic() - t0
+        assert proc.returncode == 0, f"start failed:\n{proc.stderr}"
+        lines = proc.stdout.splitlines()
+        assert len(lines) == 2, f"start must print exactly two lines, got {proc.stdout!r}"
+        self.url, pid = lines
+        assert re.fullmatch(r"\d+", pid), pid
+        self.pid = int(pid)
+        export = os.path.realpath(self.state / "export")
+        assert self.url == f"nfs://127.0.0.1{export}?version=3"
+        self.base = self.url.split("?", 1)[0]
+        self.refresh()
+        assert self.procs["ganesha"][0] == self.pid
+        self.netns = os.readlink(f"/proc/{self.procs['supervisor'][0]}/ns/net")
+        assert self.netns != os.readlink("/proc/self/ns/net")
+        return self
+
+    def status(self):
+        proc = self.cmd("status", "--state", self.state)
+        kv = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+        return proc.returncode, kv
+
+    def refresh(self):
+        """Remember the PIDs (and start times) the server runs as now."""
+        rc, kv = self.status()
+        for name in ("supervisor", "rpcbind", "ganesha"):
+            if name in kv:
+                pid = int(kv[name].split()[0])
+                st = proc_stat(pid)
+                if st is not None and kv[name].endswith("running"):
+                    self.procs[name] = (pid, st[1])
+        return rc, kv
+
+    def nfs(self, name, version=3):
+        return f"{self.base}/{name}?version={version}"
+
+    def exec(self, *args, timeout=CMD_TIMEOUT):
+        return self.cmd("exec", "--state", self.state, "--", *args, timeout=timeout)
+
+    def put(self, local, name):
+        proc = self.exec("nfs-cp", local, self.nfs(name))
+        assert proc.returncode == 0, f"nfs-cp to the server failed:\n{proc.stdout}{proc.stderr}"
+
+    def get(self, name, local, version=3):
+        proc = self.exec("nfs-cp", self.nfs(name, version), local)
+        assert proc.returncode == 0, f"nfs-cp from the server failed:\n{proc.stdout}{proc.stderr}"
+
+    def answers(self):
+        return self.exec("nfs-ls", self.url, timeout=30).returncode == 0
+
+    def stop(self, check=True):
+        t0 = time.monotonic()
+        proc = self.cmd("stop", "--state", self.state)
+        self.stop_seconds = time.monotonic() - t0
+        if check:
+            assert proc.returncode == 0, f"stop failed:\n{proc.stderr}"
+        return proc
+
+    def assert_clean(self):
+        """Nothing of the server is left."""
+        # Orphans are reaped by PID 1 (here within a couple of seconds); a
+        # zombie is not a running process.
+        for name, (pid, start) in self.procs.items():
+            assert wait_until(lambda: not running(pid, start), 5), \
+                f"{name} (pid {pid}) still running after stop"
+        if self.netns:
+            assert wait_until(lambda: not ns_members(self.netns), 5), \
+                f"processes left in the server's namespace: {ns_members(self.netns)}"
+        assert not mounts_under(self.state), f"mounts left: {mounts_under(self.state)}"
+        assert wait_until(lambda: not loops_of(self.image), 5), \
+            f"loop devices left: {loops_of(self.image)}"
+        rc, kv = self.status()
+        assert rc == 3 and kv.get("state") == "stopped", kv
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Factory: server(*start options) -> a started Server. Teardown stops
+    every server (also after a failed test) and checks nothing is left."""
+    made = []
+
+    def make(*opts, name=None):
+        s = Server(tmp_path / (name or f"nfs{len(made)}"))
+        made.append(s)
+        return s.start(*opts)
+
+    yield make
+    for s in made:
+        s.stop(check=False)
+    for s in made:
+        s.assert_clean()
+
+
+def have_mkfs(fs):
+    return fs == "dir" or shutil.which(f"mkfs.{fs}", path=SBIN_PATH) is not None
+
+
+# ---------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("fs", ["dir", "xfs", "ext4", "btrfs"])
+def test_copy_in_and_out(tmp_path, fs):
+    if not have_mkfs(fs):
+        pytest.skip(f"mkfs.{fs} not installed")
+    s = Server(tmp_path / "state")
+    try:
+        s.start("--fs", fs, "--size", "1G")
+        src = write_random(tmp_path / "src.bin", 32 * MIB)
+        s.put(src, "f32")
+        s.get("f32", tmp_path / "back.bin")
+        assert filecmp.cmp(src, tmp_path / "back.bin", shallow=False), "bytes differ"
+        assert running(s.pid), "ganesha died"
+        rc, kv = s.status()
+        assert rc == 0 and kv["state"] == "running" and kv["fs"] == fs
+        if fs != "dir":
+            assert kv["loopdev"] in loops_of(s.image)
+            # The export is mounted only in the server's mount namespace.
+            assert not mounts_under(s.state)
+            out = s.cmd("exec", "--state", s.state, "--server-fs", "--",
+                        "findmnt", "-n", "-o", "FSTYPE", s.state / "export")
+            assert out.stdout.strip() == fs, out
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+    print(f"\n[{fs}] start {s.start_seconds:.2f} s, stop {s.stop_seconds:.2f} s")
+
+
+def test_exec_exit_code_and_status(server, tmp_path):
+    s = server()
+    assert s.exec("sh", "-c", "exit 7").returncode == 7
+    # exec keeps the caller's mount namespace: the host's files are there.
+    marker = tmp_path / "host-file"
+    marker.write_text("x")
+    assert s.exec("cat", marker).stdout == "x"
+    # ... and the server's network namespace: only lo.
+    out = s.exec("ip", "-o", "link").stdout
+    assert [line.split(":")[1].strip() for line in out.splitlines()] == ["lo"]
+    rc, kv = s.status()
+    assert rc == 0 and kv["answers"] == "yes"
+    # Port options that skip the portmapper work too.
+    assert s.exec("nfs-ls", f"{s.base}?version=3&nfsport=2049&mountport=20048").returncode == 0
+
+
+def test_nfsv4_reads_the_same_path(server, tmp_path):
+    s = server()
+    src = write_random(tmp_path / "src.bin", 4 * MIB)
+    s.put(src, "v3written")
+    s.get("v3written", tmp_path / "back4.bin", version=4)
+    assert filecmp.cmp(src, tmp_path / "back4.bin", shallow=False)
+
+
+def test_sigkill_ganesha_then_stop(server):
+    s = server("--fs", "xfs", "--size", "512M")
+    os.kill(s.pid, signal.SIGKILL)
+    assert wait_until(lambda: not running(s.pid), 5)
+    rc, kv = s.status()
+    assert rc == 1 and kv["state"] == "degraded", kv
+    s.stop()
+    s.assert_clean()
+
+
+def test_sigstop_ganesha_then_stop(server):
+    s = server("--fs", "ext4", "--size", "512M")
+    os.kill(s.pid, signal.SIGSTOP)
+    s.stop()
+    s.assert_clean()
+
+
+def test_killed_namespace_holder_then_stop(server):
+    s = server("--fs", "xfs", "--size", "512M")
+    os.kill(s.procs["supervisor"][0], signal.SIGKILL)
+    s.stop()
+    s.assert_clean()
+
+
+def test_stop_is_idempotent(server):
+    s = server()
+    s.stop()
+    s.stop()
+    s.assert_clean()
+    assert s.cmd("stop", "--state", s.state / "never-made").returncode == 0
+
+
+def test_restart_ganesha_after_sigkill(server, tmp_path):
+    s = server("--fs", "xfs", "--size", "512M")
+    src = write_random(tmp_path / "src.bin", 8 * MIB)
+    s.put(src, "before")
+    old = s.pid
+    os.kill(old, signal.SIGKILL)
+    assert wait_until(lambda: not running(old), 5)
+    assert not s.answers()
+    proc = s.cmd("restart-ganesha", "--state", s.state)
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(r"\d+\n", proc.stdout), proc.stdout
+    s.pid = int(proc.stdout)
+    assert s.pid != old and running(s.pid)
+    s.refresh()
+    assert s.answers()
+    s.get("before", tmp_path / "after.bin")
+    assert filecmp.cmp(src, tmp_path / "after.bin", shallow=False)
+    # restart-ganesha on a running server restarts it.
+    proc = s.cmd("restart-ganesha", "--state", s.state)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) != s.pid and not running(s.pid)
+    s.pid = int(proc.stdout)
+    s.refresh()
+    assert s.answers()
+
+
+def test_refuses_foreign_or_busy_state_dir(server, tmp_path):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious").write_text("keep me")
+    r = sh("bash", SCRIPT, "start", "--state", foreign)
+    assert r.returncode != 0 and "not a nfs-server.sh state directory" in r.stderr
+    r = sh("bash", SCRIPT, "stop", "--state", foreign)
+    assert r.returncode != 0
+    assert (foreign / "precious").read_text() == "keep me"
+    s = server()
+    r = sh("bash", SCRIPT, "start", "--state", s.state)
+    assert r.returncode != 0 and "already running" in r.stderr
+    assert s.answers()
+
+
+def test_failed_start_leaves_nothing(tmp_path):
+    s = Server(tmp_path / "state")
+    proc = s.cmd("start", "--state", s.state, "--fs", "xfs", "--size", "64M")  # too small
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert not loops_of(s.image) and not mounts_under(s.state)
+    assert s.status()[0] == 3
+
+
+def _peak_threads(s, tmp_path, clients=48, size=16 * MIB):
+    """Copy `clients` files at once; the most threads ganesha had meanwhile."""
+    src = write_random(tmp_path / "load.bin", size)
+    peak = [len(os.listdir(f"/proc/{s.pid}/task"))]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                peak[0] = max(peak[0], len(os.listdir(f"/proc/{s.pid}/task")))
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        procs = [subprocess.Popen(["bash", str(SCRIPT), "exec", "--state", str(s.state), "--",
+                                   "nfs-cp", str(src), s.nfs(f"load{i}")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for i in range(clients)]
+        for p in procs:
+            assert p.wait(timeout=CMD_TIMEOUT) == 0
+    finally:
+        done.set()
+        t.join()
+    return peak[0]
+
+
+def test_workers_caps_ganesha_worker_pool(server, tmp_path):
+    """--workers N is RPC_Ioq_ThrdMax: ntirpc's svc_ worker pool grows on
+    demand up to N threads. ganesha has 8 other threads (main + 7)."""
+    capped = server("--workers", "16", name="capped")
+    conf = (capped.state / "conf" / "ganesha.conf").read_text()
+    assert re.search(r"RPC_Ioq_ThrdMax = 16;", conf)
+    peak_capped = _peak_threads(capped, tmp_path)
+    capped.stop()
+    free = server(name="free")          # default: 200
+    peak_free = _peak_threads(free, tmp_path)
+    print(f"\npeak ganesha threads under 48 clients: --workers 16: {peak_capped}, "
+          f"default (200): {peak_free}")
+    assert peak_capped <= 16 + 8, peak_capped
+    assert peak_free > 16 + 8, f"the load did not need more than 16 workers ({peak_free})"
+
+
+def _loop_counters(loopdev):
+    """(sectors written, flush requests) of a block device."""
+    f = Path(f"/sys/block/{Path(loopdev).name}/stat").read_text().split()
+    return int(f[6]), int(f[15])
+
+
+@pytest.mark.parametrize("mode", ["sync", "sync-writes", "async"])
+def test_sync_modes_seen_on_the_loop_device(server, tmp_path, mode):
+    """--sync: COMMIT fsyncs (the data reaches the device at the end of the
+    copy); --sync-writes: every WRITE is made stable (a flush per 1 MiB
+    write); --async: COMMIT and stable writes are not flushed at all."""
+    s = server("--fs", "xfs", "--size", "1G", f"--{mode}")
+    src = write_random(tmp_path / "src.bin", 32 * MIB)
+    loopdev = s.status()[1]["loopdev"]
+    sectors0, flushes0 = _loop_counters(loopdev)
+    s.put(src, "f")
+    sectors1, flushes1 = _loop_counters(loopdev)
+    written, flushes = (sectors1 - sectors0) * 512, flushes1 - flushes0
+    print(f"\n--{mode}: {written / MIB:.1f} MiB written to the device, {flushes} flushes")
+    if mode == "sync":
+        assert written >= 32 * MIB and 1 <= flushes < 32
+    elif mode == "sync-writes":
+        assert written >= 32 * MIB and flushes >= 32
+    else:
+        assert written < 16 * MIB and flushes <= 1
+    s.get("f", tmp_path / "back.bin")
+    assert filecmp.cmp(src, tmp_path / "back.bin", shallow=False)
+
+
+def test_throughput_256m_on_xfs(server, tmp_path):
+    """Not a benchmark gate: checks the bytes and prints MiB/s."""
+    s = server("--fs", "xfs", "--size", "2G")
+    src = write_random(tmp_path / "big.bin", 256 * MIB)
+    t0 = time.monotonic()
+    s.put(src, "big")
+    t1 = time.monotonic()
+    s.get("big", tmp_path / "big.back")
+    t2 = time.monotonic()
+    assert filecmp.cmp(src, tmp_path / "big.back", shallow=False)
+    print(f"\nxfs, 256 MiB over loopback with nfs-cp (NFSv3): write {256 / (t1 - t0):.0f} MiB/s, "
+          f"read {256 / (t2 - t1):.0f} MiB/s (each including nsenter + mount, about 10 ms); "
+          f"start {s.start_seconds:.2f} s")
