@@ -252,8 +252,9 @@ openssl_md5() {
 }
 
 # ---- the rounds -------------------------------------------------------------
-echo "config,tool,round,mib_s" >"$RAW"
-record() { echo "$1,$2,$3,$4" >>"$RAW"; }
+echo "config,tool,round,mib_s,load1" >"$RAW"
+# load1: the 1-minute load average after the run, to spot a busy machine.
+record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
 
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -5,6 +5,9 @@
 
 static const struct backend_ops *const backends[] = {
     &backend_posix,
+#ifdef HERD_HAVE_LIBNFS
+    &backend_libnfs,
+#endif
 };
 
 const struct backend_ops *backend_find(const char *name)

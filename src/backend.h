@@ -13,14 +13,23 @@
 #include <sys/types.h>
 
 struct backend_file; /* opaque, backend-specific */
+struct phase;        /* job.h */
 
 enum backend_open { BACKEND_READ = 1, BACKEND_WRITE = 2, BACKEND_CREATE = 4,
                     BACKEND_DIRECT = 8 };
 
 struct backend_ops {
     const char *name;
-    /* Connect to target (a directory path or URL). *ctx is the backend's. */
-    int (*connect)(const char *target, void **ctx);
+    /* What is wrong with running phase ph on this backend (a job-file key
+     * and why, written into why), or NULL. Called by `herd check` and run
+     * before anything starts. */
+    const char *(*check)(const struct phase *ph, char *why, size_t len);
+    /* Connect to target (a directory path or URL). *ctx is the backend's.
+     * ph is the first phase: run-wide options come from it. */
+    int (*connect)(const char *target, const struct phase *ph, void **ctx);
+    /* Apply a phase's per-phase options (sizes, timeouts) before it runs;
+     * reconnect first if the connection was lost. 0 or -errno. */
+    int (*configure)(void *ctx, const struct phase *ph);
     void (*disconnect)(void *ctx);
     int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);
     ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len,
@@ -40,5 +49,8 @@ struct backend_ops {
 const struct backend_ops *backend_find(const char *name);
 
 extern const struct backend_ops backend_posix;
+#ifdef HERD_HAVE_LIBNFS
+extern const struct backend_ops backend_libnfs;
+#endif
 
 #endif

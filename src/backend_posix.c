@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "job.h"
 
 struct posix_ctx {
     int dirfd;
@@ -29,8 +30,19 @@ static bool posix_path_ok(const char *path)
     return strstr(path, "/../") == NULL;
 }
 
-static int posix_connect(const char *target, void **ctx)
+static const char *posix_check(const struct phase *ph, char *why, size_t len)
 {
+    if (strncmp(ph->target, "nfs://", 6) == 0) {
+        snprintf(why, len, "target is an nfs:// URL: set backend = libnfs, or mount it "
+                           "and give the mount point");
+        return "target";
+    }
+    return NULL;
+}
+
+static int posix_connect(const char *target, const struct phase *ph, void **ctx)
+{
+    (void)ph;
     int fd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -168,7 +180,9 @@ static int posix_rename(void *ctx, const char *from, const char *to)
 
 const struct backend_ops backend_posix = {
     .name = "posix",
+    .check = posix_check,
     .connect = posix_connect,
+    .configure = NULL,
     .disconnect = posix_disconnect,
     .open = posix_open,
     .pread = posix_pread,

@@ -19,7 +19,7 @@
 
 #define FIELD(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
 
-static const char *const kind_choices[] = {"write", "read", "md5", NULL};
+static const char *const kind_choices[] = {"write", "read", "md5", "idle", NULL};
 static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
@@ -28,9 +28,9 @@ const struct job_key job_keys[] = {
     {"target", KEY_STRING, FIELD(target), NULL, NULL,
      "directory herd works in (it creates and uses only target/herd-<run id>/)"},
     {"backend", KEY_STRING, FIELD(backend), NULL, "posix",
-     "I/O backend: posix (any mounted file system)"},
+     "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export)"},
     {"kind", KEY_ENUM, FIELD(kind), kind_choices, NULL,
-     "what the phase does: write | read | md5"},
+     "what the phase does: write | read | md5 | idle (no I/O for `duration`)"},
     {"sharing", KEY_ENUM, FIELD(sharing), sharing_choices, "unique",
      "unique (one file per rank) | shared (one file for all ranks)"},
     {"shared_mode", KEY_ENUM, FIELD(shared_mode), shared_mode_choices, "same-content",
@@ -64,6 +64,18 @@ const struct job_key job_keys[] = {
      "target/herd-<run_id> (e.g. write, remount, then read in a second run)"},
     {"deadline", KEY_DURATION, FIELD(deadline), NULL, "0",
      "stop issuing operations this long after the phase start (0 = none)"},
+    {"duration", KEY_DURATION, FIELD(duration), NULL, "0",
+     "idle phases: how long all ranks wait doing no I/O (a baseline for the "
+     "server's load, or a window to change the server between phases)"},
+    {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
+     "libnfs: give up one operation after this long (whole seconds) and count "
+     "ETIMEDOUT; posix cannot bound a system call and ignores it"},
+    {"nfs_rsize", KEY_SIZE, FIELD(nfs_rsize), NULL, "0",
+     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
+    {"nfs_wsize", KEY_SIZE, FIELD(nfs_wsize), NULL, "0",
+     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum"},
+    {"nfs_version", KEY_INT, FIELD(nfs_version), NULL, "0",
+     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)"},
 };
 const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
 
@@ -392,7 +404,8 @@ void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, 
 static bool key_global_only(const struct job_key *k)
 {
     return strcmp(k->name, "keep") == 0 || strcmp(k->name, "target") == 0 ||
-           strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0;
+           strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0 ||
+           strcmp(k->name, "nfs_version") == 0;
 }
 
 /* Apply the raw lines of one section (and, for phases, global first). */
@@ -448,6 +461,10 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("iterations", "must be at least 1");
     else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
         BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
+    else if (ph->kind == KIND_IDLE && ph->duration <= 0)
+        BAD("duration", "an idle phase needs a duration greater than 0");
+    else if (ph->duration > 0 && ph->kind != KIND_IDLE)
+        BAD("duration", "applies to idle phases only (use deadline to bound I/O phases)");
     else if (ph->verify && ph->kind != KIND_READ)
         BAD("verify", "applies to read phases only (md5 phases always check)");
     else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
@@ -461,6 +478,15 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (strchr(ph->fileset, '/') || strcmp(ph->fileset, "..") == 0 ||
              strcmp(ph->fileset, ".") == 0)
         BAD("fileset", "must be a plain name without '/'");
+    else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
+        BAD("nfs_version", "must be 3 or 4");
+    else {
+        char why[512];
+        const struct backend_ops *be = backend_find(ph->backend);
+        const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
+        if (key)
+            BAD(key, "%s", why);
+    }
 #undef BAD
 }
 
@@ -594,7 +620,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         if (st.failed)
             break;
         if (!line_of(&st, ph->name, "kind")) {
-            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5", ph->name);
+            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5 | idle", ph->name);
             break;
         }
         if (!ph->fileset[0]) {
@@ -624,5 +650,7 @@ void job_free(struct job *job)
 
 uint64_t job_phase_bytes_per_rank(const struct phase *ph)
 {
+    if (ph->kind == KIND_IDLE)
+        return 0;
     return ph->file_size * (uint64_t)ph->iterations;
 }

@@ -17,7 +17,7 @@
 #define JOB_PATH_MAX 1024
 #define JOB_ERR_MAX 1536
 
-enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5 };
+enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE };
 enum sharing { SHARING_UNIQUE, SHARING_SHARED };
 enum shared_mode { SHARED_SAME_CONTENT, SHARED_SEGMENTED };
 enum read_from { READ_SELF, READ_NEIGHBOR };
@@ -44,6 +44,11 @@ struct phase {
     int64_t seed;
     char fileset[JOB_NAME_MAX]; /* names the files; default <sharing>-<file_size> */
     double deadline;          /* seconds, 0 = none */
+    double duration;          /* idle phases: seconds to wait */
+    double op_timeout;        /* seconds per operation where the backend can */
+    uint64_t nfs_rsize;       /* libnfs readmax; 0 = what the server offers */
+    uint64_t nfs_wsize;       /* libnfs writemax; 0 = what the server offers */
+    int64_t nfs_version;      /* 3 or 4; 0 = the URL's or 3 */
     char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
 };
 

@@ -16,6 +16,7 @@ enum op {
     OP_STAT,
     OP_RENAME,
     OP_LOCK,
+    OP_CONNECT, /* (re)connecting a backend to its target */
     OP_COUNT
 };
 

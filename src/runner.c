@@ -6,6 +6,7 @@
 #include "runner.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +242,11 @@ static int run_phase(struct run *r, int index)
     struct progress progress;
     if (r->rank == 0)
         c.progress = &progress;
+    if (r->be->configure) {
+        int rc = r->be->configure(r->be_ctx, ph);
+        if (rc < 0)
+            errtab_add(&errors, r->rank, OP_CONNECT, rc, ph->target, clock_now(&r->clock));
+    }
     int prep = (c.records && c.hist) ? wl->prepare(&c) : -ENOMEM;
     for (int64_t i = 0; c.records && i < ph->iterations; i++) {
         c.records[i].rank = r->rank;
@@ -313,6 +319,11 @@ static void run_cleanup(struct run *r)
     if (r->rank != 0)
         return;
     for (int i = 0; i < job->nphases; i++) {
+        bool seen = false; /* one rmdir per fileset, however many phases use it */
+        for (int j = 0; j < i && !seen; j++)
+            seen = strcmp(job->phases[j].fileset, job->phases[i].fileset) == 0;
+        if (seen)
+            continue;
         struct phase_ctx c = {.ph = &job->phases[i], .rundir = r->rundir};
         workload_fileset_dir(&c, path, sizeof path);
         run_remove_dir(r, path);
@@ -366,7 +377,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
 
     /* Every rank must reach the target; otherwise nothing can run. */
     r.be = backend_find(first->backend);
-    int rc = r.be->connect(first->target, &r.be_ctx);
+    int rc = r.be->connect(first->target, first, &r.be_ctx);
     int failed_rank = rc < 0 ? r.rank : r.size;
     MPI_Allreduce(MPI_IN_PLACE, &failed_rank, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (failed_rank < r.size) {
@@ -404,7 +415,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
             fprintf(stderr, "herd: %s\n", err);
             create_failed = 1;
         } else {
-            fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s/%s, results %s\n",
+            fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s (%s), results %s\n",
                     r.run_id, r.size, r.nhosts, first->target, r.rundir, r.output);
         }
         r.lines = calloc((size_t)job->nphases, sizeof *r.lines);

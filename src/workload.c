@@ -6,12 +6,12 @@
 
 #include "signals.h"
 
-extern const struct workload_ops workload_write, workload_read, workload_md5;
+extern const struct workload_ops workload_write, workload_read, workload_md5, workload_idle;
 
 const struct workload_ops *workload_find(enum phase_kind kind)
 {
     static const struct workload_ops *const all[] = {&workload_write, &workload_read,
-                                                     &workload_md5};
+                                                     &workload_md5, &workload_idle};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->kind == kind)
             return all[i];

@@ -1,0 +1,385 @@
+/* backend_libnfs.c — NFS over the wire from user space with libnfs: no
+ * kernel mount needed, one NFS client (context and TCP connection) per
+ * rank, rsize/wsize and the NFS version chosen per run or phase.
+ *
+ * target = nfs://server/export[?version=3&nfsport=2049&mountport=...]; the
+ * URL's path is the export, herd's relative paths resolve inside it.
+ * rsize/wsize: libnfs 4 has no setter for its readmax/writemax, so this
+ * backend issues one nfs_pread/nfs_pwrite (one READ/WRITE RPC) per
+ * nfs_rsize/nfs_wsize bytes, capped at what the server offers.
+ * A connection that fails (server killed, timed out) is marked broken; the
+ * next open or phase reconnects, so a restarted server serves later work. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/time.h> /* before libnfs.h, which needs struct timeval */
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw-nfs.h>
+#include <nfsc/libnfs-raw-nfs4.h>
+
+#include "backend.h"
+#include "job.h"
+#include "signals.h"
+
+#define LIBNFS_PATH_MAX 1400
+
+struct libnfs_ctx {
+    struct nfs_context *nfs;
+    char target[JOB_PATH_MAX];
+    int version;              /* 0 = the URL's */
+    int timeout_ms;           /* -1 = none */
+    uint64_t server_rmax, server_wmax;
+    uint64_t rchunk, wchunk;  /* bytes per READ / WRITE call (one RPC each) */
+    bool broken;
+};
+
+struct backend_file {
+    struct nfsfh *fh;
+};
+
+/* libnfs reports some failures as a generic error with a message; turn
+ * the ones herd must tell apart into their errno, and notice when the
+ * connection itself is gone. */
+static int libnfs_errno(struct libnfs_ctx *c, int rc)
+{
+    const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
+    int err = rc < 0 ? -rc : EIO;
+    if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
+        err = ETIMEDOUT;
+    else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))
+        err = ECONNRESET; /* the server closed or lost the connection */
+    else if (err == EINTR && !signals_caught())
+        err = ETIMEDOUT; /* libnfs 4.0 reports some RPC timeouts as EINTR */
+    if (err == ETIMEDOUT || err == ENOTCONN || err == ECONNREFUSED || err == ECONNRESET ||
+        err == EPIPE || err == ESHUTDOWN)
+        c->broken = true;
+    return -err;
+}
+
+/* Forget a context. One whose connection died mid-call is not destroyed:
+ * libnfs 4.0 crashes in nfs_destroy_context on it; closing its socket and
+ * leaking its memory (a few KiB per lost connection) is the safe side. */
+static void libnfs_drop(struct libnfs_ctx *c)
+{
+    if (!c->nfs)
+        return;
+    if (c->broken) {
+        int fd = nfs_get_fd(c->nfs);
+        if (fd >= 0)
+            close(fd);
+    } else {
+        nfs_destroy_context(c->nfs);
+    }
+    c->nfs = NULL;
+}
+
+static bool libnfs_path(const char *path, char *buf, size_t len)
+{
+    if (path[0] == '/' || strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0 ||
+        strstr(path, "/../"))
+        return false;
+    return (size_t)snprintf(buf, len, "/%s", path) < len;
+}
+
+static int libnfs_mount(struct libnfs_ctx *c)
+{
+    c->nfs = nfs_init_context();
+    if (!c->nfs)
+        return -ENOMEM;
+    if (c->version)
+        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
+    nfs_set_timeout(c->nfs, c->timeout_ms);
+    /* No silent reconnect loops inside a call: a lost server must surface
+     * as an error here, and herd reconnects between files. */
+    nfs_set_autoreconnect(c->nfs, 0);
+    struct nfs_url *url = nfs_parse_url_dir(c->nfs, c->target);
+    if (!url) {
+        nfs_destroy_context(c->nfs);
+        c->nfs = NULL;
+        return -EINVAL;
+    }
+    int rc = nfs_mount(c->nfs, url->server, url->path);
+    nfs_destroy_url(url);
+    if (rc < 0) {
+        rc = libnfs_errno(c, rc);
+        if (rc == -EIO || rc == -ECONNRESET)
+            rc = -ECONNREFUSED; /* nobody answered the mount */
+        c->broken = rc == -ETIMEDOUT; /* a half-open call is still queued */
+        libnfs_drop(c);
+        c->broken = true;
+        return rc;
+    }
+    c->server_rmax = nfs_get_readmax(c->nfs);
+    c->server_wmax = nfs_get_writemax(c->nfs);
+    c->broken = false;
+    return 0;
+}
+
+static int libnfs_reconnect(struct libnfs_ctx *c)
+{
+    libnfs_drop(c);
+    return libnfs_mount(c);
+}
+
+static int timeout_ms(double seconds)
+{
+    if (seconds <= 0)
+        return -1;
+    int s = (int)(seconds + 0.999); /* libnfs counts whole seconds */
+    return s * 1000;
+}
+
+static bool libnfs_url_says_v4(const char *target)
+{
+    const char *q = strchr(target, '?');
+    return q && (strstr(q, "version=4") != NULL);
+}
+
+static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
+{
+    if (strncmp(ph->target, "nfs://", 6) != 0) {
+        snprintf(why, len, "the libnfs backend needs an nfs://server/export URL, not '%s'",
+                 ph->target);
+        return "target";
+    }
+#ifdef HERD_LIBNFS_V4_WRITE_LIMIT
+    bool v4 = ph->nfs_version == 4 || (ph->nfs_version == 0 && libnfs_url_says_v4(ph->target));
+    uint64_t wchunk = ph->nfs_wsize ? ph->nfs_wsize : ph->block_size;
+    if (v4 && ph->kind == KIND_WRITE && wchunk > HERD_LIBNFS_V4_WRITE_LIMIT) {
+        snprintf(why, len,
+                 "this libnfs (%s) fails NFSv4 WRITEs above %d bytes; set nfs_wsize = 4K, "
+                 "or use NFSv3",
+                 HERD_LIBNFS_VERSION, HERD_LIBNFS_V4_WRITE_LIMIT);
+        return "nfs_wsize";
+    }
+#else
+    (void)libnfs_url_says_v4;
+#endif
+    return NULL;
+}
+
+static int libnfs_connect(const char *target, const struct phase *ph, void **ctx)
+{
+    struct libnfs_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    snprintf(c->target, sizeof c->target, "%s", target);
+    c->version = (int)ph->nfs_version;
+    c->timeout_ms = timeout_ms(ph->op_timeout);
+    int rc = libnfs_mount(c);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    c->rchunk = c->server_rmax;
+    c->wchunk = c->server_wmax;
+    *ctx = c;
+    return 0;
+}
+
+static int libnfs_configure(void *ctx, const struct phase *ph)
+{
+    struct libnfs_ctx *c = ctx;
+    c->timeout_ms = timeout_ms(ph->op_timeout);
+    if (c->broken || !c->nfs) {
+        int rc = libnfs_reconnect(c);
+        if (rc < 0)
+            return rc;
+    }
+    nfs_set_timeout(c->nfs, c->timeout_ms);
+    c->rchunk = ph->nfs_rsize && ph->nfs_rsize < c->server_rmax ? ph->nfs_rsize : c->server_rmax;
+    c->wchunk = ph->nfs_wsize && ph->nfs_wsize < c->server_wmax ? ph->nfs_wsize : c->server_wmax;
+    return 0;
+}
+
+static void libnfs_disconnect(void *ctx)
+{
+    struct libnfs_ctx *c = ctx;
+    if (!c)
+        return;
+    libnfs_drop(c);
+    free(c);
+}
+
+/* A broken connection is retried once per call that names a path. */
+static int libnfs_ready(struct libnfs_ctx *c)
+{
+    if (!c->broken && c->nfs)
+        return 0;
+    return libnfs_reconnect(c);
+}
+
+static int libnfs_open(void *ctx, const char *path, int flags, struct backend_file **f)
+{
+    struct libnfs_ctx *c = ctx;
+    char p[LIBNFS_PATH_MAX];
+    if (!libnfs_path(path, p, sizeof p))
+        return -EINVAL;
+    int rc = libnfs_ready(c);
+    if (rc < 0)
+        return rc;
+    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY)
+                                         : O_RDONLY;
+    if (flags & BACKEND_CREATE)
+        oflags |= O_CREAT;
+    if (flags & BACKEND_DIRECT)
+        oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
+    struct backend_file *bf = malloc(sizeof *bf);
+    if (!bf)
+        return -ENOMEM;
+    rc = nfs_open2(c->nfs, p, oflags, 0644, &bf->fh);
+    if (rc < 0) {
+        free(bf);
+        return libnfs_errno(c, rc);
+    }
+    *f = bf;
+    return 0;
+}
+
+static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
+                            uint64_t offset)
+{
+    struct libnfs_ctx *c = ctx;
+    if (c->broken)
+        return -ENOTCONN;
+    size_t done = 0;
+    while (done < len) {
+        size_t n = len - done < c->rchunk ? len - done : c->rchunk;
+        int rc = nfs_pread(c->nfs, f->fh, offset + done, n, (char *)buf + done);
+        if (rc < 0)
+            return libnfs_errno(c, rc);
+        if (rc == 0)
+            break; /* end of file */
+        done += (size_t)rc;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
+                             uint64_t offset)
+{
+    struct libnfs_ctx *c = ctx;
+    if (c->broken)
+        return -ENOTCONN;
+    size_t done = 0;
+    while (done < len) {
+        size_t n = len - done < c->wchunk ? len - done : c->wchunk;
+        /* libnfs 4.x: (offset, count, buf); 5.x swaps count and buf. */
+        int rc = nfs_pwrite(c->nfs, f->fh, offset + done, n, (char *)buf + done);
+        if (rc < 0)
+            return libnfs_errno(c, rc);
+        if (rc == 0)
+            return -EIO;
+        done += (size_t)rc;
+    }
+    return (ssize_t)done;
+}
+
+static int libnfs_fsync(void *ctx, struct backend_file *f)
+{
+    struct libnfs_ctx *c = ctx;
+    if (c->broken)
+        return -ENOTCONN;
+    int rc = nfs_fsync(c->nfs, f->fh);
+    return rc < 0 ? libnfs_errno(c, rc) : 0;
+}
+
+static int libnfs_close(void *ctx, struct backend_file *f)
+{
+    struct libnfs_ctx *c = ctx;
+    int rc = 0;
+    /* On a broken connection the handle belongs to a dead context: only
+     * free our side. */
+    if (!c->broken && c->nfs) {
+        rc = nfs_close(c->nfs, f->fh);
+        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+    }
+    free(f);
+    return rc;
+}
+
+static int libnfs_stat(void *ctx, const char *path, struct stat *st)
+{
+    struct libnfs_ctx *c = ctx;
+    char p[LIBNFS_PATH_MAX];
+    if (!libnfs_path(path, p, sizeof p))
+        return -EINVAL;
+    int rc = libnfs_ready(c);
+    if (rc < 0)
+        return rc;
+    struct nfs_stat_64 s;
+    rc = nfs_stat64(c->nfs, p, &s);
+    if (rc < 0)
+        return libnfs_errno(c, rc);
+    memset(st, 0, sizeof *st);
+    st->st_dev = s.nfs_dev;
+    st->st_ino = s.nfs_ino;
+    st->st_mode = s.nfs_mode;
+    st->st_nlink = s.nfs_nlink;
+    st->st_uid = s.nfs_uid;
+    st->st_gid = s.nfs_gid;
+    st->st_size = (off_t)s.nfs_size;
+    st->st_blocks = (blkcnt_t)s.nfs_blocks;
+    st->st_mtim.tv_sec = (time_t)s.nfs_mtime;
+    st->st_mtim.tv_nsec = (long)s.nfs_mtime_nsec;
+    return 0;
+}
+
+/* The path-only calls share their shape: check, (re)connect, call, map. */
+#define LIBNFS_PATH_CALL(call)                                                                     \
+    struct libnfs_ctx *c = ctx;                                                                    \
+    char p[LIBNFS_PATH_MAX];                                                                       \
+    if (!libnfs_path(path, p, sizeof p))                                                           \
+        return -EINVAL;                                                                            \
+    int rc = libnfs_ready(c);                                                                      \
+    if (rc < 0)                                                                                    \
+        return rc;                                                                                 \
+    rc = (call);                                                                                   \
+    return rc < 0 ? libnfs_errno(c, rc) : 0;
+
+static int libnfs_unlink(void *ctx, const char *path)
+{
+    LIBNFS_PATH_CALL(nfs_unlink(c->nfs, p))
+}
+
+static int libnfs_mkdir(void *ctx, const char *path)
+{
+    LIBNFS_PATH_CALL(nfs_mkdir2(c->nfs, p, 0755))
+}
+
+static int libnfs_rmdir(void *ctx, const char *path)
+{
+    LIBNFS_PATH_CALL(nfs_rmdir(c->nfs, p))
+}
+
+static int libnfs_rename(void *ctx, const char *from, const char *to)
+{
+    char q[LIBNFS_PATH_MAX];
+    if (!libnfs_path(to, q, sizeof q))
+        return -EINVAL;
+    const char *path = from;
+    LIBNFS_PATH_CALL(nfs_rename(c->nfs, p, q))
+}
+
+const struct backend_ops backend_libnfs = {
+    .name = "libnfs",
+    .check = libnfs_check,
+    .connect = libnfs_connect,
+    .configure = libnfs_configure,
+    .disconnect = libnfs_disconnect,
+    .open = libnfs_open,
+    .pread = libnfs_pread,
+    .pwrite = libnfs_pwrite,
+    .fsync = libnfs_fsync,
+    .close = libnfs_close,
+    .stat = libnfs_stat,
+    .unlink = libnfs_unlink,
+    .mkdir = libnfs_mkdir,
+    .rmdir = libnfs_rmdir,
+    .rename = libnfs_rename,
+};

@@ -1,0 +1,39 @@
+/* workload_idle.c — a phase with no I/O: every rank waits `duration`
+ * seconds (or until stopped). It gives the server's idle load as a
+ * baseline, and a window in which a test or an operator changes the
+ * server between phases. */
+
+#include "workload.h"
+
+#define IDLE_POLL 0.05 /* seconds between stop checks */
+
+static int idle_prepare(struct phase_ctx *c)
+{
+    for (int64_t i = 0; i < c->ph->iterations; i++)
+        c->records[i].file_rank = -1;
+    return 0;
+}
+
+static void idle_run(struct phase_ctx *c)
+{
+    struct rank_record *r = &c->records[0];
+    r->t_start = clock_now(c->clock);
+    double until = r->t_start + c->ph->duration;
+    while (!workload_should_stop(c) && clock_now(c->clock) < until) {
+        double left = until - clock_now(c->clock);
+        double step = left < IDLE_POLL ? left : IDLE_POLL;
+        if (step > 0)
+            clock_sleep_until(c->clock, clock_now(c->clock) + step);
+    }
+    r->t_end = clock_now(c->clock);
+    r->completed = r->t_end >= until;
+    for (int64_t i = 1; i < c->ph->iterations; i++)
+        c->records[i].t_start = c->records[i].t_end = r->t_end;
+}
+
+static void idle_finish(struct phase_ctx *c)
+{
+    (void)c;
+}
+
+const struct workload_ops workload_idle = {KIND_IDLE, idle_prepare, idle_run, idle_finish};
