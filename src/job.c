@@ -70,6 +70,8 @@ const struct job_key job_keys[] = {
     {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
+    {"stuck_after", KEY_DURATION, FIELD(stuck_after), NULL, "10s",
+     "report (stderr, and the phase's stuck table) any call in flight this long"},
     {"nfs_rsize", KEY_SIZE, FIELD(nfs_rsize), NULL, "0",
      "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
     {"nfs_wsize", KEY_SIZE, FIELD(nfs_wsize), NULL, "0",
@@ -473,6 +475,8 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
              ph->shared_mode == SHARED_SAME_CONTENT)
         BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
                          "(with same-content every rank reads the same bytes)");
+    else if (ph->stuck_after <= 0)
+        BAD("stuck_after", "must be greater than 0");
     else if (ph->deadline < 0)
         BAD("deadline", "must not be negative");
     else if (strchr(ph->fileset, '/') || strcmp(ph->fileset, "..") == 0 ||

@@ -46,6 +46,7 @@ struct phase {
     double deadline;          /* seconds, 0 = none */
     double duration;          /* idle phases: seconds to wait */
     double op_timeout;        /* seconds per operation where the backend can */
+    double stuck_after;       /* watchdog: report a call in flight this long */
     uint64_t nfs_rsize;       /* libnfs readmax; 0 = what the server offers */
     uint64_t nfs_wsize;       /* libnfs writemax; 0 = what the server offers */
     int64_t nfs_version;      /* 3 or 4; 0 = the URL's or 3 */

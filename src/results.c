@@ -814,6 +814,44 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
     return rc;
 }
 
+struct stuck_row {
+    int32_t rank;
+    char op[OP_NAME_LEN];
+    char path[ERRTAB_PATH_MAX];
+    double since;
+    double noticed;
+    double returned;
+};
+
+static const struct field stuck_fields[] = {
+    FIELD("rank", struct stuck_row, rank, FIELD_I32),
+    FIELD("op", struct stuck_row, op, FIELD_STR),
+    FIELD("path", struct stuck_row, path, FIELD_STR),
+    FIELD("since", struct stuck_row, since, FIELD_F64),
+    FIELD("noticed", struct stuck_row, noticed, FIELD_F64),
+    FIELD("returned", struct stuck_row, returned, FIELD_F64),
+};
+
+static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char *err,
+                       size_t errlen)
+{
+    struct stuck_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
+    if (rows == NULL)
+        return msg_fail(err, errlen, "out of memory for the stuck table");
+    for (size_t i = 0; i < n; i++) {
+        rows[i].rank = stuck[i].rank;
+        snprintf(rows[i].op, sizeof rows[i].op, "%s", op_name((enum op)stuck[i].op));
+        str_copy(rows[i].path, sizeof rows[i].path, stuck[i].path, sizeof stuck[i].path);
+        rows[i].since = stuck[i].since;
+        rows[i].noticed = stuck[i].noticed;
+        rows[i].returned = stuck[i].returned;
+    }
+    int rc = table_write(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof *rows, rows, n,
+                         err, errlen);
+    free(rows);
+    return rc;
+}
+
 /* One op's histogram with its summary attributes. */
 static int latency_op_write(hid_t g, const char *name, const struct hist *h, char *err,
                             size_t errlen)
@@ -871,7 +909,8 @@ static int latency_write(hid_t g, const struct hist *hists, char *err, size_t er
 
 static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
                       const struct phase_summary *sum, const struct rank_record *rows, size_t nrows,
-                      const struct err_entry *errors, size_t nerrors, const struct hist *hists,
+                      const struct err_entry *errors, size_t nerrors,
+                      const struct stuck_entry *stuck, size_t nstuck, const struct hist *hists,
                       char *err, size_t errlen)
 {
     if (attr_str(r, g, "kind", job_kind_name(ph->kind), err, errlen) < 0 ||
@@ -889,6 +928,7 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
     if (table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
                     err, errlen) < 0 ||
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
+        stuck_write(g, stuck, nstuck, err, errlen) < 0 ||
         latency_write(g, hists, err, errlen) < 0)
         return -1;
     /* Written last: a group without status was cut short while written. */
@@ -897,7 +937,8 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
 
 int results_write_phase(struct results *r, const struct phase *ph, const struct phase_summary *sum,
                         const struct rank_record *rows, size_t nrows,
-                        const struct err_entry *errors, size_t nerrors, const struct hist *hists,
+                        const struct err_entry *errors, size_t nerrors,
+                        const struct stuck_entry *stuck, size_t nstuck, const struct hist *hists,
                         char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -935,7 +976,8 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
         return -1;
     }
 
-    int rc = phase_fill(r, g, ph, sum, rows, nrows, errors, nerrors, hists, err, errlen);
+    int rc = phase_fill(r, g, ph, sum, rows, nrows, errors, nerrors, stuck, nstuck, hists, err,
+                        errlen);
     if (H5Gclose(g) < 0 && rc == 0)
         rc = h5_fail(err, errlen, "cannot close the group");
     if (rc < 0) {

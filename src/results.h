@@ -12,6 +12,7 @@
 #include "hist.h"
 #include "job.h"
 #include "record.h"
+#include "watchdog.h"
 
 #define RESULTS_HOST_MAX 256
 
@@ -54,6 +55,7 @@ struct phase_summary {
     double t_end;          /* after the closing barrier */
     double start_skew;     /* max - min of the ranks' achieved starts */
     const char *status;    /* ok | errors | interrupted | deadline */
+    size_t stuck;          /* operations the watchdogs saw hanging */
 };
 
 struct results;
@@ -68,12 +70,14 @@ struct results *results_create(const char *path, const struct run_info *run,
 /* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
  * t_end, start_skew and every job key's resolved value), the ranks table
  * (nrows rows), the errors table and the latency histograms (OP_COUNT
- * histograms merged over ranks; ops with no samples may be skipped).
+ * histograms merged over ranks; ops with no samples may be skipped) and
+ * the table of operations seen stuck (`stuck`, empty when none).
  * Flushes the file. Returns 0 or -1 (with err). */
 int results_write_phase(struct results *r, const struct phase *ph,
                         const struct phase_summary *sum,
                         const struct rank_record *rows, size_t nrows,
                         const struct err_entry *errors, size_t nerrors,
+                        const struct stuck_entry *stuck, size_t nstuck,
                         const struct hist *hists, char *err, size_t errlen);
 
 /* Set root attributes status (complete | interrupted | partial), end_utc

@@ -18,6 +18,7 @@
 #include "clocksync.h"
 #include "hosts.h"
 #include "signals.h"
+#include "watchdog.h"
 #include "summary.h"
 #include "workload.h"
 
@@ -33,6 +34,7 @@ struct run {
     struct clock clock;
     double start_margin;   /* seconds between announcing and starting a phase */
     int host;              /* this rank's host index */
+    char hostname[RESULTS_HOST_MAX];
     int *rank_host;        /* host index of every rank */
     int nhosts;
     const struct backend_ops *be;
@@ -104,6 +106,7 @@ static int run_map_hosts(struct run *r, struct host_info **hosts_out,
         r->rank_host[i] = h;
     }
     r->host = r->rank_host[r->rank];
+    snprintf(r->hostname, sizeof r->hostname, "%s", me.hostname);
 
     struct rank_info ri = {.rank = r->rank, .host = r->host, .pid = (int32_t)getpid(),
                            .clock_offset = r->clock.base, .clock_error = r->clock.error};
@@ -148,7 +151,30 @@ static int run_neighbor(const struct run *r)
 }
 
 /* Gather what every rank measured and, on rank 0, write the phase. */
+/* Gather every rank's array of n items of `size` bytes to rank 0, which
+ * gets them concatenated in rank order (malloc'd, *total items). */
+static void *run_gather(const struct run *r, const void *mine, size_t n, size_t size,
+                        size_t *total)
+{
+    int bytes = (int)(n * size);
+    int *counts = r->rank == 0 ? calloc((size_t)r->size, sizeof *counts) : NULL;
+    int *displs = r->rank == 0 ? calloc((size_t)r->size, sizeof *displs) : NULL;
+    MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    int sum = 0;
+    for (int i = 0; r->rank == 0 && i < r->size; i++) {
+        displs[i] = sum;
+        sum += counts[i];
+    }
+    void *all = r->rank == 0 ? malloc(sum ? (size_t)sum : 1) : NULL;
+    MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
+    free(counts);
+    free(displs);
+    *total = (size_t)sum / size;
+    return all;
+}
+
 static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
+                        const struct stuck_entry *stuck_mine, size_t nstuck_mine,
                         struct phase_summary *sum, double started, int *status_flags)
 {
     int n = (int)ph->iterations;
@@ -160,20 +186,11 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
     MPI_Gather(c->records, (int)rowbytes, MPI_BYTE, rows, (int)rowbytes, MPI_BYTE, 0,
                MPI_COMM_WORLD);
 
-    int nerr = (int)c->errors->n;
-    int *counts = r->rank == 0 ? calloc((size_t)r->size, sizeof *counts) : NULL;
-    int *displs = r->rank == 0 ? calloc((size_t)r->size, sizeof *displs) : NULL;
-    int errbytes = nerr * (int)sizeof(struct err_entry);
-    MPI_Gather(&errbytes, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int total = 0;
-    if (r->rank == 0)
-        for (int i = 0; i < r->size; i++) {
-            displs[i] = total;
-            total += counts[i];
-        }
-    struct err_entry *errs = r->rank == 0 ? malloc(total ? (size_t)total : 1) : NULL;
-    MPI_Gatherv(c->errors->entries, errbytes, MPI_BYTE, errs, counts, displs, MPI_BYTE, 0,
-                MPI_COMM_WORLD);
+    size_t nerrs = 0, nstuck = 0;
+    struct err_entry *errs = run_gather(r, c->errors->entries, c->errors->n,
+                                        sizeof(struct err_entry), &nerrs);
+    struct stuck_entry *stuck = run_gather(r, stuck_mine, nstuck_mine,
+                                           sizeof(struct stuck_entry), &nstuck);
 
     struct hist *merged = r->rank == 0 ? calloc(OP_COUNT, sizeof *merged) : NULL;
     MPI_Reduce(c->hist, merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0,
@@ -197,7 +214,7 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
         }
         sum->start_skew = hi - lo;
         size_t nrows = (size_t)n * (size_t)r->size;
-        size_t nerrs = (size_t)total / sizeof(struct err_entry);
+        sum->stuck = nstuck;
         uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
         for (size_t i = 0; i < nerrs; i++)
             errors += errs[i].count;
@@ -211,7 +228,7 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
                                            : "ok";
         char err[512];
         if (r->results && results_write_phase(r->results, ph, sum, rows, nrows, errs, nerrs,
-                                              merged, err, sizeof err) < 0)
+                                              stuck, nstuck, merged, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
         summary_compute(ph, sum, rows, nrows, errors, &r->lines[r->nlines++]);
         fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
@@ -219,9 +236,8 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
     }
     free(starts);
     free(rows);
-    free(counts);
-    free(displs);
     free(errs);
+    free(stuck);
     free(merged);
 }
 
@@ -242,6 +258,8 @@ static int run_phase(struct run *r, int index)
     struct progress progress;
     if (r->rank == 0)
         c.progress = &progress;
+    struct watchdog *dog = watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank,
+                                          r->hostname);
     if (r->be->configure) {
         int rc = r->be->configure(r->be_ctx, ph);
         if (rc < 0)
@@ -276,12 +294,16 @@ static int run_phase(struct run *r, int index)
     if (c.progress)
         progress_end(c.progress);
     wl->finish(&c);
+    struct stuck_entry *stuck;
+    size_t nstuck;
+    watchdog_stop(dog, &stuck, &nstuck);
     MPI_Barrier(MPI_COMM_WORLD);
     sum.t_end = clock_now(&r->clock);
 
     int flags = 0;
     if (c.records && c.hist)
-        run_collect(r, ph, &c, &sum, started, &flags);
+        run_collect(r, ph, &c, stuck, nstuck, &sum, started, &flags);
+    free(stuck);
     free(c.records);
     free(c.hist);
     errtab_free(&errors);

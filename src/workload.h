@@ -13,6 +13,7 @@
 #include "job.h"
 #include "progress.h"
 #include "record.h"
+#include "watchdog.h"
 
 struct phase_ctx {
     const struct phase *ph;
@@ -29,7 +30,25 @@ struct phase_ctx {
     struct hist *hist;    /* OP_COUNT histograms */
     struct progress *progress; /* rank 0 only, else NULL */
     void *state;          /* the workload's, between prepare/run/finish */
+    struct inflight inflight; /* the backend call in flight, for the watchdog */
 };
+
+/* Bracket one backend call: mark it in flight and, when it returns, add
+ * its latency to the op's histogram. op_end returns the seconds it took. */
+static inline double op_begin(struct phase_ctx *c, enum op op, const char *path)
+{
+    double t = clock_mono();
+    inflight_begin(&c->inflight, op, path, t);
+    return t;
+}
+
+static inline double op_end(struct phase_ctx *c, enum op op, double t0)
+{
+    double t1 = clock_mono();
+    inflight_end(&c->inflight);
+    hist_add(&c->hist[op], t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0);
+    return t1 - t0;
+}
 
 struct workload_ops {
     enum phase_kind kind;

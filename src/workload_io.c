@@ -22,12 +22,6 @@ struct io_state {
     char path[1200];
 };
 
-/* Elapsed nanoseconds between two clock_mono() readings. */
-static uint64_t ns_between(double t0, double t1)
-{
-    return t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0;
-}
-
 static int io_prepare(struct phase_ctx *c)
 {
     const struct phase *ph = c->ph;
@@ -90,18 +84,15 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
     struct io_state *s = c->state;
     const struct phase *ph = c->ph;
     const struct backend_ops *be = c->be;
-    struct hist *h = c->hist;
     int flags = ph->kind == KIND_WRITE ? BACKEND_WRITE | BACKEND_CREATE : BACKEND_READ;
     if (ph->direct)
         flags |= BACKEND_DIRECT;
 
     struct backend_file *f = NULL;
-    double t0 = clock_mono();
+    double t0 = op_begin(c, OP_OPEN, s->path);
     int rc = be->open(c->be_ctx, s->path, flags, &f);
-    double t1 = clock_mono();
-    r->t_open += t1 - t0;
+    r->t_open += op_end(c, OP_OPEN, t0);
     r->ops++;
-    hist_add(&h[OP_OPEN], ns_between(t0, t1));
     if (rc < 0) {
         io_fail(c, r, OP_OPEN, rc);
         return false;
@@ -125,16 +116,14 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
         ssize_t got;
         if (ph->kind == KIND_WRITE) {
             const void *data = pattern_block(&s->pattern, s->key, off, n);
-            t0 = clock_mono();
+            t0 = op_begin(c, io_op, s->path);
             got = be->pwrite(c->be_ctx, f, data, n, off);
         } else {
-            t0 = clock_mono();
+            t0 = op_begin(c, io_op, s->path);
             got = be->pread(c->be_ctx, f, s->buf, n, off);
         }
-        t1 = clock_mono();
-        r->t_io += t1 - t0;
+        r->t_io += op_end(c, io_op, t0);
         r->ops++;
-        hist_add(&h[io_op], ns_between(t0, t1));
         if (got < 0) {
             io_fail(c, r, io_op, (int)got);
             ok = false;
@@ -164,32 +153,27 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
         unsigned char digest[16];
         t0 = clock_mono();
         md5_end(&md5, digest);
-        t1 = clock_mono();
-        r->t_md5 += t1 - t0;
+        r->t_md5 += clock_mono() - t0;
         if (ok) {
-            hist_add(&h[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
+            hist_add(&c->hist[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
             mismatch = memcmp(digest, s->expected, sizeof digest) != 0;
         }
     }
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
-        t0 = clock_mono();
+        t0 = op_begin(c, OP_FSYNC, s->path);
         rc = be->fsync(c->be_ctx, f);
-        t1 = clock_mono();
-        r->t_fsync += t1 - t0;
+        r->t_fsync += op_end(c, OP_FSYNC, t0);
         r->ops++;
-        hist_add(&h[OP_FSYNC], ns_between(t0, t1));
         if (rc < 0) {
             io_fail(c, r, OP_FSYNC, rc);
             ok = false;
         }
     }
-    t0 = clock_mono();
+    t0 = op_begin(c, OP_CLOSE, s->path);
     rc = be->close(c->be_ctx, f);
-    t1 = clock_mono();
-    r->t_close += t1 - t0;
+    r->t_close += op_end(c, OP_CLOSE, t0);
     r->ops++;
-    hist_add(&h[OP_CLOSE], ns_between(t0, t1));
     if (rc < 0) {
         io_fail(c, r, OP_CLOSE, rc);
         ok = false;

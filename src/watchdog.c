@@ -1,0 +1,117 @@
+/* watchdog.c — the per-rank thread that records operations in flight for
+ * too long (see watchdog.h). */
+#include "watchdog.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WATCHDOG_PERIOD 1.0 /* seconds between looks */
+
+struct watchdog {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    struct inflight *f;
+    const struct clock *clock;
+    double threshold;
+    int rank;
+    char host[64];
+    struct stuck_entry *entries;
+    size_t n, cap;
+    double open_since; /* start of the call last recorded, while in flight */
+};
+
+static void watchdog_look(struct watchdog *w)
+{
+    double since = atomic_load_explicit(&w->f->since, memory_order_acquire);
+    double now = clock_mono();
+    if (w->open_since > 0 && since != w->open_since) {
+        /* The recorded call returned. */
+        w->entries[w->n - 1].returned = now - w->clock->base;
+        w->open_since = 0;
+    }
+    if (since <= 0 || since == w->open_since || now - since < w->threshold)
+        return;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 8;
+        void *p = realloc(w->entries, cap * sizeof *w->entries);
+        if (!p)
+            return;
+        w->entries = p;
+        w->cap = cap;
+    }
+    struct stuck_entry *e = &w->entries[w->n++];
+    memset(e, 0, sizeof *e);
+    e->rank = w->rank;
+    e->op = atomic_load_explicit(&w->f->op, memory_order_relaxed);
+    const char *path = atomic_load_explicit(&w->f->path, memory_order_relaxed);
+    snprintf(e->path, sizeof e->path, "%s", path ? path : "");
+    e->since = since - w->clock->base;
+    e->noticed = now - w->clock->base;
+    e->returned = -1;
+    w->open_since = since;
+    fprintf(stderr, "herd: rank %d on %s: %s of %s stuck for %.0f s\n", w->rank, w->host,
+            op_name(e->op), e->path, now - since);
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct watchdog *w = arg;
+    pthread_mutex_lock(&w->lock);
+    while (!w->stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += (time_t)WATCHDOG_PERIOD;
+        pthread_cond_timedwait(&w->wake, &w->lock, &ts);
+        if (!w->stopping)
+            watchdog_look(w);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock,
+                                double threshold, int rank, const char *host)
+{
+    struct watchdog *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->f = f;
+    w->clock = clock;
+    w->threshold = threshold;
+    w->rank = rank;
+    snprintf(w->host, sizeof w->host, "%s", host);
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void watchdog_stop(struct watchdog *w, struct stuck_entry **entries, size_t *n)
+{
+    *entries = NULL;
+    *n = 0;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_signal(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    if (w->open_since > 0 &&
+        atomic_load_explicit(&w->f->since, memory_order_acquire) != w->open_since)
+        w->entries[w->n - 1].returned = clock_mono() - w->clock->base;
+    *entries = w->entries;
+    *n = w->n;
+    pthread_mutex_destroy(&w->lock);
+    pthread_cond_destroy(&w->wake);
+    free(w);
+}
