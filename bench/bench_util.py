@@ -6,6 +6,8 @@ Subcommands (every rate printed is MiB/s, 1 MiB = 1048576 bytes):
   herd RESULTS.h5 PHASE [EXPECTED_BYTES]
       herd's aggregate throughput of one phase:
       sum(bytes) / (max(t_end) - phase attribute t_start).
+  herd-start RESULTS.h5 PHASE
+      the Unix time at which the phase started (epoch_unix + t_start).
   fio FIO.json read|write [EXPECTED_BYTES]
       fio's group throughput: io_bytes / runtime (group_reporting: the
       runtime of the slowest job, in ms).
@@ -56,7 +58,26 @@ def cmd_herd(path, phase, expected=None):
     secs = float(rows["t_end"].max()) - t_start
     if secs <= 0:
         die("%s: phase %s: non-positive duration" % (path, phase))
+    # Where the time went, per row, on stderr (the caller's log).
+    for x in rows:
+        sys.stderr.write(
+            "bench_util: %s rank %d it %d: start +%.4f s end +%.4f s open %.5f io %.4f"
+            " fsync %.5f close %.5f md5 %.4f bytes %d\n"
+            % (phase, x["rank"], x["iteration"], x["t_start"] - t_start, x["t_end"] - t_start,
+               x["t_open"], x["t_io"], x["t_fsync"], x["t_close"], x["t_md5"], x["bytes"]))
     print("%.1f" % (total / secs / MIB))
+
+
+def cmd_herd_start(path, phase):
+    try:
+        import h5py
+    except ImportError:
+        die("h5py is missing (apt install python3-h5py)")
+    with h5py.File(path, "r") as f:
+        grp = f.get("/phases/%s" % phase)
+        if grp is None:
+            die("%s: no phase %s" % (path, phase))
+        print("%.6f" % (float(f.attrs["epoch_unix"]) + float(grp.attrs["t_start"])))
 
 
 def cmd_fio(path, rw, expected=None):
@@ -158,7 +179,8 @@ def main(argv):
     if len(argv) < 2:
         die(__doc__)
     cmd, args = argv[1], argv[2:]
-    table = {"herd": (cmd_herd, 2, 3), "fio": (cmd_fio, 2, 3),
+    table = {"herd": (cmd_herd, 2, 3), "herd-start": (cmd_herd_start, 2, 2),
+             "fio": (cmd_fio, 2, 3),
              "openssl": (cmd_openssl, 1, 2), "table": (cmd_table, 3, 3)}
     if cmd not in table:
         die("unknown subcommand %s" % cmd)

@@ -3,12 +3,14 @@
 # side on a private tmpfs:
 #   * sequential write then read, 64 KiB blocks, file per process, 1 and 2
 #     ranks: herd vs fio (psync engine, numjobs = ranks, group_reporting);
-#   * herd's md5 phase (1 rank, file in page cache) vs `openssl speed -evp
-#     md5` on one core.
-# Each configuration runs REPEAT times (herd and its peer alternate, and
-# the order flips every round); the table shows medians, herd/peer and
-# PASS/FAIL against TARGET. See bench/README.md. Needs root (it mounts a
-# tmpfs); exits 0 whatever the results, 2 when a tool is missing.
+#   * herd's md5 phase (1 rank, file in page cache) vs `openssl speed
+#     -elapsed -evp md5` on one core.
+# Both sides move the same bytes with the same calls; each configuration
+# runs REPEAT times (herd and its peer alternate, and the order flips every
+# round); the table shows medians, herd/peer and PASS/FAIL against TARGET.
+# See bench/README.md for the method. Needs root (it mounts a tmpfs; as
+# another user it says SKIP and exits 0); exits 0 whatever the results, 2
+# when a tool is missing or a setting is wrong.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,11 +25,12 @@ BS=${BS:-64K}                   # block size of every read/write call
 RANKS=${RANKS:-"1 2"}           # rank (fio job) counts for write/read
 FSYNC=${FSYNC:-yes}             # herd fsync = yes <=> fio --end_fsync=1
 OPENSSL_SECONDS=${OPENSSL_SECONDS:-3}
+OPENSSL_BYTES=${OPENSSL_BYTES:-16384} # openssl speed buffer size (its largest default)
 TARGET=${TARGET:-0.9}           # herd/peer must be >= TARGET
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS:-}    # extra mpirun options, e.g. "--bind-to none"
-SETTLE=${SETTLE:-3}             # seconds to wait after deleting files, before a write
+SETTLE=${SETTLE:-1}             # seconds to wait after deleting files, before a write
 
 say() { printf '%s\n' "$*"; }
 warn() { printf 'core_vs_fio: %s\n' "$*" >&2; }
@@ -71,6 +74,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
+[[ $OPENSSL_BYTES =~ ^[1-9][0-9]*$ ]] || { warn "OPENSSL_BYTES must be a positive integer"; exit 2; }
 [[ $SETTLE =~ ^[0-9]+$ ]] || { warn "SETTLE must be a non-negative integer"; exit 2; }
 [[ $READ_LOOPS =~ ^[1-9][0-9]*$ ]] || { warn "READ_LOOPS must be a positive integer"; exit 2; }
 case $FSYNC in yes | no) ;; *) warn "FSYNC must be yes or no"; exit 2 ;; esac
@@ -132,17 +136,24 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 wipe() { rm -rf "${MNT:?}"/* 2>/dev/null; }
 
-# Delete the last run's files and let the memory they freed settle before a
-# write run starts, so herd (whose mpirun start-up takes ~1 s) and fio (that
-# starts in ~0.1 s) find the page allocator in the same state. On VMs whose
-# virtio-balloon reports free pages to the host, freed memory is handed
-# back about 2 s after it is freed and costs a host fault when touched
-# again: without the pause the tool that starts faster writes into memory
-# that is still backed and looks several times faster.
+# Delete the last run's files before a write run and note when that was.
+#
+# Writing new files to tmpfs allocates fresh pages, and what that costs
+# depends on how long ago the memory was freed: on VMs whose balloon hands
+# freed guest memory back to the host, pages freed a while ago cost a host
+# fault when touched again (measured here: 5.5 GiB/s right after a delete,
+# 2.6-3.3 GiB/s 1.3-4 s after, 1.5-2.5 GiB/s 8 s after). herd starts its
+# phase about 1-2 s after mpirun launches (MPI start, clock sync, results
+# file) while fio starts in ~0.05 s, so run as they are fio would write into
+# still-backed memory and herd would not. To give both the same memory, each
+# herd run records its launch delay (wall time from the delete to the
+# write phase's start) and fio sleeps that long after the delete before it
+# starts (see fio_rw). SETTLE only lets the previous run's teardown finish.
 fresh() {
     wipe
     sync
     sleep "$SETTLE"
+    FRESH_AT=$(date +%s.%N)
 }
 
 # ---- one measurement of each tool ------------------------------------------
@@ -175,7 +186,12 @@ EOF
         wipe
         return
     fi
-    local w r
+    local w r started
+    if started=$($UTIL herd-start "$h5" write 2>>"$log"); then
+        awk -v a="$started" -v b="$FRESH_AT" 'BEGIN { printf "%.3f\n", a - b }' \
+            >"$WORK/delay-np$n"
+        echo "bench: herd write phase started $(cat "$WORK/delay-np$n") s after the delete" >>"$log"
+    fi
     w=$($UTIL herd "$h5" write $((n * SIZE_B)) 2>>"$log") &&
         r=$($UTIL herd "$h5" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log") &&
         echo "$w $r" || warn "herd results unusable (np=$n), see $log"
@@ -190,9 +206,13 @@ fio_rw() {
         --invalidate=0 --output-format=json)
     local sync=()
     [ "$FSYNC" = yes ] && sync=(--end_fsync=1)
+    local delay=1.5 # before any herd run has measured its own
+    [ -s "$WORK/delay-np$n" ] && delay=$(cat "$WORK/delay-np$n")
     fresh
+    sleep "$delay"
+    echo "bench: fio write started after a ${delay} s pause after the delete" >"$log-write.err"
     if ! fio "${common[@]}" --rw=write "${sync[@]}" --output="$log-write.json" \
-        >"$log-write.err" 2>&1; then
+        >>"$log-write.err" 2>&1; then
         warn "fio write failed (np=$n), see $log-write.*"
         wipe
         return
@@ -242,9 +262,15 @@ EOF
     wipe
 }
 
+# openssl speed on one core. -elapsed divides by wall-clock time like herd
+# does (by default openssl speed divides by its user CPU time, which leaves
+# out time the process was preempted or in the kernel and so flatters it on
+# a busy machine); -bytes runs only the one buffer size the table uses
+# (3 s instead of 6 sizes x 3 s).
 openssl_md5() {
     local log=$LOGS/openssl-md5-$1.txt
-    if ! openssl speed -evp md5 -seconds "$OPENSSL_SECONDS" >"$log" 2>"$log.err"; then
+    if ! openssl speed -elapsed -bytes "$OPENSSL_BYTES" -seconds "$OPENSSL_SECONDS" \
+        -evp md5 >"$log" 2>"$log.err"; then
         warn "openssl speed failed, see $log.err"
         return
     fi
@@ -267,7 +293,8 @@ record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
     echo "mpirun: $(mpirun --version 2>&1 | head -1)"
     echo "params: REPEAT=$REPEAT WARMUP=$WARMUP SIZE=$SIZE_B READ_LOOPS=$READ_LOOPS" \
         "MD5_SIZE=$MD5_B BS=$BS_B RANKS='$RANKS' FSYNC=$FSYNC TARGET=$TARGET" \
-        "SETTLE=$SETTLE MPIRUN_ARGS='$MPIRUN_ARGS'"
+        "SETTLE=$SETTLE OPENSSL_SECONDS=$OPENSSL_SECONDS OPENSSL_BYTES=$OPENSSL_BYTES" \
+        "MPIRUN_ARGS='$MPIRUN_ARGS'"
     echo "tmpfs: $MNT size=$TMPFS_B"
 } >"$OUT/env.txt"
 cat "$OUT/env.txt"
@@ -328,6 +355,7 @@ $UTIL table "$RAW" "$CSV" "$TARGET" || warn "could not build the table from $RAW
 say ""
 say "herd: sum(bytes) / (last rank's end - common phase start); fio: io_bytes / group"
 say "runtime (slowest job). Both include open, every write/read, fsync (write) and close."
-say "Reads are served from tmpfs page cache in both. openssl: 16384-byte blocks, k = 1000 B."
+say "Reads are served from tmpfs page cache in both. openssl: speed -elapsed, $OPENSSL_BYTES-byte"
+say "buffers, k = 1000 B; herd md5 = pread of each block + digest (expected digest untimed)."
 say "results: $CSV (raw samples: $RAW, logs: $LOGS)"
 exit 0

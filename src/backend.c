@@ -5,6 +5,7 @@
 
 static const struct backend_ops *const backends[] = {
     &backend_posix,
+    &backend_fault,
 #ifdef HERD_HAVE_LIBNFS
     &backend_libnfs,
 #endif

@@ -7,6 +7,7 @@
 #ifndef HERD_BACKEND_H
 #define HERD_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -17,6 +18,8 @@ struct phase;        /* job.h */
 
 enum backend_open { BACKEND_READ = 1, BACKEND_WRITE = 2, BACKEND_CREATE = 4,
                     BACKEND_DIRECT = 8 };
+
+enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE };
 
 struct backend_ops {
     const char *name;
@@ -43,12 +46,19 @@ struct backend_ops {
     int (*mkdir)(void *ctx, const char *path);
     int (*rmdir)(void *ctx, const char *path);
     int (*rename)(void *ctx, const char *from, const char *to);
+    /* Byte-range lock (POSIX record-lock semantics; len 0 = to the end of
+     * the file). wait: block until granted (-EINTR if a signal cut the wait
+     * short); otherwise -EAGAIN or -EACCES when another holder conflicts.
+     * NULL when the backend cannot lock. */
+    int (*lock)(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
+                uint64_t start, uint64_t len);
 };
 
 /* The backend called `name`, or NULL. */
 const struct backend_ops *backend_find(const char *name);
 
 extern const struct backend_ops backend_posix;
+extern const struct backend_ops backend_fault;
 #ifdef HERD_HAVE_LIBNFS
 extern const struct backend_ops backend_libnfs;
 #endif

@@ -178,6 +178,21 @@ static int posix_rename(void *ctx, const char *from, const char *to)
     return renameat(c->dirfd, from, c->dirfd, to) < 0 ? -errno : 0;
 }
 
+static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
+                      uint64_t start, uint64_t len)
+{
+    (void)ctx;
+    struct flock fl = {
+        .l_type = kind == BACKEND_UNLOCK ? F_UNLCK
+                  : kind == BACKEND_LOCK_SHARED ? F_RDLCK
+                                                : F_WRLCK,
+        .l_whence = SEEK_SET,
+        .l_start = (off_t)start,
+        .l_len = (off_t)len,
+    };
+    return fcntl(f->fd, wait ? F_SETLKW : F_SETLK, &fl) < 0 ? -errno : 0;
+}
+
 const struct backend_ops backend_posix = {
     .name = "posix",
     .check = posix_check,
@@ -194,4 +209,5 @@ const struct backend_ops backend_posix = {
     .mkdir = posix_mkdir,
     .rmdir = posix_rmdir,
     .rename = posix_rename,
+    .lock = posix_lock,
 };

@@ -44,6 +44,11 @@ void hosts_describe(const char *target, struct host_info *out)
     memset(out, 0, sizeof *out);
     if (gethostname(out->hostname, sizeof out->hostname - 1) != 0)
         snprintf(out->hostname, sizeof out->hostname, "unknown");
+    if (strncmp(target, "nfs://", 6) == 0) { /* libnfs: no kernel mount */
+        snprintf(out->mount_source, sizeof out->mount_source, "%s", target);
+        snprintf(out->fstype, sizeof out->fstype, "libnfs");
+        return;
+    }
     char real[PATH_MAX];
     if (realpath(target, real))
         hosts_find_mount("/proc/self/mounts", real, out);

@@ -28,7 +28,8 @@ const struct job_key job_keys[] = {
     {"target", KEY_STRING, FIELD(target), NULL, NULL,
      "directory herd works in (it creates and uses only target/herd-<run id>/)"},
     {"backend", KEY_STRING, FIELD(backend), NULL, "posix",
-     "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export)"},
+     "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export) | "
+     "fault (posix with injected faults, see faults)"},
     {"kind", KEY_ENUM, FIELD(kind), kind_choices, NULL,
      "what the phase does: write | read | md5 | idle (no I/O for `duration`)"},
     {"sharing", KEY_ENUM, FIELD(sharing), sharing_choices, "unique",
@@ -72,6 +73,8 @@ const struct job_key job_keys[] = {
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
     {"stuck_after", KEY_DURATION, FIELD(stuck_after), NULL, "10s",
      "report (stderr, and the phase's stuck table) any call in flight this long"},
+    {"faults", KEY_STRING, FIELD(faults), NULL, "",
+     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop"},
     {"nfs_rsize", KEY_SIZE, FIELD(nfs_rsize), NULL, "0",
      "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
     {"nfs_wsize", KEY_SIZE, FIELD(nfs_wsize), NULL, "0",
@@ -482,6 +485,8 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (strchr(ph->fileset, '/') || strcmp(ph->fileset, "..") == 0 ||
              strcmp(ph->fileset, ".") == 0)
         BAD("fileset", "must be a plain name without '/'");
+    else if (ph->faults[0] && strcmp(ph->backend, "fault") != 0)
+        BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
         BAD("nfs_version", "must be 3 or 4");
     else {

@@ -50,6 +50,7 @@ struct phase {
     uint64_t nfs_rsize;       /* libnfs readmax; 0 = what the server offers */
     uint64_t nfs_wsize;       /* libnfs writemax; 0 = what the server offers */
     int64_t nfs_version;      /* 3 or 4; 0 = the URL's or 3 */
+    char faults[JOB_PATH_MAX];/* backend = fault: injection rules */
     char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
 };
 

@@ -18,6 +18,9 @@ struct rank_record {
     uint64_t ops;
     uint64_t errors;
     uint64_t verify_failures;
+    uint64_t grants;      /* lock: locks granted */
+    uint64_t contended;   /* lock: non-blocking attempts refused (EAGAIN/EACCES) */
+    uint64_t violations;  /* lock: another rank's token seen inside a held range */
 };
 
 #endif

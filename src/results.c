@@ -713,6 +713,9 @@ static const struct field record_fields[] = {
     FIELD("ops", struct rank_record, ops, FIELD_U64),
     FIELD("errors", struct rank_record, errors, FIELD_U64),
     FIELD("verify_failures", struct rank_record, verify_failures, FIELD_U64),
+    FIELD("grants", struct rank_record, grants, FIELD_U64),
+    FIELD("contended", struct rank_record, contended, FIELD_U64),
+    FIELD("violations", struct rank_record, violations, FIELD_U64),
 };
 
 struct error_row {
@@ -907,17 +910,55 @@ static int latency_write(hid_t g, const struct hist *hists, char *err, size_t er
     return rc;
 }
 
-static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
-                      const struct phase_summary *sum, const struct rank_record *rows, size_t nrows,
-                      const struct err_entry *errors, size_t nerrors,
-                      const struct stuck_entry *stuck, size_t nstuck, const struct hist *hists,
-                      char *err, size_t errlen)
+struct op_row {
+    int32_t rank;
+    char op[OP_NAME_LEN];
+    uint64_t count;
+    double seconds;
+};
+
+static const struct field op_fields[] = {
+    FIELD("rank", struct op_row, rank, FIELD_I32),
+    FIELD("op", struct op_row, op, FIELD_STR),
+    FIELD("count", struct op_row, count, FIELD_U64),
+    FIELD("seconds", struct op_row, seconds, FIELD_F64),
+};
+
+/* One row per (rank, op) that a rank issued at least once. */
+static int ops_write(hid_t g, const struct op_stats *ops, size_t nranks, char *err, size_t errlen)
 {
+    struct op_row *rows = calloc(nranks * OP_COUNT + 1, sizeof *rows);
+    if (rows == NULL)
+        return msg_fail(err, errlen, "out of memory for the ops table");
+    size_t n = 0;
+    for (size_t rank = 0; ops && rank < nranks; rank++)
+        for (int op = 0; op < OP_COUNT; op++)
+            if (ops[rank].count[op]) {
+                rows[n].rank = (int32_t)rank;
+                snprintf(rows[n].op, sizeof rows[n].op, "%s", op_name((enum op)op));
+                rows[n].count = ops[rank].count[op];
+                rows[n].seconds = ops[rank].seconds[op];
+                n++;
+            }
+    int rc = table_write(g, "ops", op_fields, NFIELDS(op_fields), sizeof *rows, rows, n, err,
+                         errlen);
+    free(rows);
+    return rc;
+}
+
+static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
+                      const struct phase_summary *sum, const struct phase_data *d, char *err,
+                      size_t errlen)
+{
+    const struct rank_record *rows = d->rows;
+    size_t nrows = d->nrows;
+    const struct err_entry *errors = d->errors;
+    size_t nerrors = d->nerrors;
     if (attr_str(r, g, "kind", job_kind_name(ph->kind), err, errlen) < 0 ||
         attr_i32(g, "index", sum->index, err, errlen) < 0 ||
         attr_f64(g, "t_start", sum->t_start, err, errlen) < 0 ||
         attr_f64(g, "t_end", sum->t_end, err, errlen) < 0 ||
-        attr_f64(g, "duration", sum->t_end - sum->t_start, err, errlen) < 0 ||
+        attr_f64(g, "elapsed", sum->t_end - sum->t_start, err, errlen) < 0 ||
         attr_f64(g, "start_skew", sum->start_skew, err, errlen) < 0 ||
         key_attrs(r, g, ph, err, errlen) < 0)
         return -1;
@@ -928,18 +969,16 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
     if (table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
                     err, errlen) < 0 ||
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
-        stuck_write(g, stuck, nstuck, err, errlen) < 0 ||
-        latency_write(g, hists, err, errlen) < 0)
+        stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
+        ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
+        latency_write(g, d->hists, err, errlen) < 0)
         return -1;
     /* Written last: a group without status was cut short while written. */
     return attr_str(r, g, "status", sum->status, err, errlen);
 }
 
 int results_write_phase(struct results *r, const struct phase *ph, const struct phase_summary *sum,
-                        const struct rank_record *rows, size_t nrows,
-                        const struct err_entry *errors, size_t nerrors,
-                        const struct stuck_entry *stuck, size_t nstuck, const struct hist *hists,
-                        char *err, size_t errlen)
+                        const struct phase_data *d, char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL || ph == NULL || sum == NULL)
@@ -962,8 +1001,10 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     if (exists > 0)
         return msg_fail(err, errlen, "%s: phase '%s' is already in the file", r->path, name);
 
-    uint64_t need = (uint64_t)nrows * sizeof(struct rank_record) +
-                    (uint64_t)nerrors * sizeof(struct error_row) +
+    uint64_t need = (uint64_t)d->nrows * sizeof(struct rank_record) +
+                    (uint64_t)d->nerrors * sizeof(struct error_row) +
+                    (uint64_t)d->nstuck * sizeof(struct stuck_row) +
+                    (uint64_t)d->nranks * sizeof(struct op_stats) +
                     (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
     if (space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
         msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
@@ -976,8 +1017,7 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
         return -1;
     }
 
-    int rc = phase_fill(r, g, ph, sum, rows, nrows, errors, nerrors, stuck, nstuck, hists, err,
-                        errlen);
+    int rc = phase_fill(r, g, ph, sum, d, err, errlen);
     if (H5Gclose(g) < 0 && rc == 0)
         rc = h5_fail(err, errlen, "cannot close the group");
     if (rc < 0) {

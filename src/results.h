@@ -67,18 +67,32 @@ struct results *results_create(const char *path, const struct run_info *run,
                                const struct rank_info *ranks, int nranks,
                                char *err, size_t errlen);
 
+/* One rank's calls per op in a phase: the /phases/<name>/ops table. */
+struct op_stats {
+    uint64_t count[OP_COUNT];
+    double seconds[OP_COUNT];
+};
+
+/* Everything gathered from the ranks for one phase (rank 0's view). */
+struct phase_data {
+    const struct rank_record *rows;   /* nranks x iterations */
+    size_t nrows;
+    const struct err_entry *errors;
+    size_t nerrors;
+    const struct stuck_entry *stuck;  /* calls the watchdogs saw hanging */
+    size_t nstuck;
+    const struct op_stats *ops;       /* one per rank */
+    size_t nranks;
+    const struct hist *hists;         /* OP_COUNT histograms merged over ranks */
+};
+
 /* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
- * t_end, start_skew and every job key's resolved value), the ranks table
- * (nrows rows), the errors table and the latency histograms (OP_COUNT
- * histograms merged over ranks; ops with no samples may be skipped) and
- * the table of operations seen stuck (`stuck`, empty when none).
- * Flushes the file. Returns 0 or -1 (with err). */
+ * t_end, start_skew and every job key's resolved value), the ranks,
+ * errors, stuck and ops tables and the latency histograms (ops with no
+ * samples skipped). Flushes the file. Returns 0 or -1 (with err). */
 int results_write_phase(struct results *r, const struct phase *ph,
-                        const struct phase_summary *sum,
-                        const struct rank_record *rows, size_t nrows,
-                        const struct err_entry *errors, size_t nerrors,
-                        const struct stuck_entry *stuck, size_t nstuck,
-                        const struct hist *hists, char *err, size_t errlen);
+                        const struct phase_summary *sum, const struct phase_data *d,
+                        char *err, size_t errlen);
 
 /* Set root attributes status (complete | interrupted | partial), end_utc
  * and exit_code, flush and close. Returns 0 or -1. */

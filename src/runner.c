@@ -192,6 +192,13 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
     struct stuck_entry *stuck = run_gather(r, stuck_mine, nstuck_mine,
                                            sizeof(struct stuck_entry), &nstuck);
 
+    struct op_stats mine_ops;
+    memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
+    memcpy(mine_ops.seconds, c->op_seconds, sizeof mine_ops.seconds);
+    struct op_stats *ops = r->rank == 0 ? calloc((size_t)r->size, sizeof *ops) : NULL;
+    MPI_Gather(&mine_ops, sizeof mine_ops, MPI_BYTE, ops, sizeof mine_ops, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+
     struct hist *merged = r->rank == 0 ? calloc(OP_COUNT, sizeof *merged) : NULL;
     MPI_Reduce(c->hist, merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0,
                MPI_COMM_WORLD);
@@ -227,8 +234,13 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
                       : (errors || verify) ? "errors"
                                            : "ok";
         char err[512];
-        if (r->results && results_write_phase(r->results, ph, sum, rows, nrows, errs, nerrs,
-                                              stuck, nstuck, merged, err, sizeof err) < 0)
+        struct phase_data data = {
+            .rows = rows, .nrows = nrows, .errors = errs, .nerrors = nerrs,
+            .stuck = stuck, .nstuck = nstuck, .ops = ops, .nranks = (size_t)r->size,
+            .hists = merged,
+        };
+        if (r->results &&
+            results_write_phase(r->results, ph, sum, &data, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
         summary_compute(ph, sum, rows, nrows, errors, &r->lines[r->nlines++]);
         fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
@@ -238,7 +250,14 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
     free(rows);
     free(errs);
     free(stuck);
+    free(ops);
     free(merged);
+}
+
+static void run_sync(struct phase_ctx *c)
+{
+    (void)c;
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Run one phase on every rank. Returns the agreed status flags. */
@@ -254,13 +273,14 @@ static int run_phase(struct run *r, int index)
         .be = r->be, .be_ctx = r->be_ctx, .rundir = r->rundir, .clock = &r->clock,
         .records = calloc((size_t)ph->iterations, sizeof(struct rank_record)),
         .errors = &errors, .hist = calloc(OP_COUNT, sizeof(struct hist)),
+        .sync = run_sync,
     };
     struct progress progress;
     if (r->rank == 0)
         c.progress = &progress;
     struct watchdog *dog = watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank,
                                           r->hostname);
-    if (r->be->configure) {
+    if (r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches the target */
         int rc = r->be->configure(r->be_ctx, ph);
         if (rc < 0)
             errtab_add(&errors, r->rank, OP_CONNECT, rc, ph->target, clock_now(&r->clock));

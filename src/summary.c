@@ -21,7 +21,10 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     snprintf(out->kind, sizeof out->kind, "%s", job_kind_name(ph->kind));
     char size[32];
     units_format_size(ph->file_size, size, sizeof size);
-    snprintf(out->layout, sizeof out->layout, "%s %s%s",
+    if (ph->kind == KIND_IDLE)
+        snprintf(out->layout, sizeof out->layout, "-");
+    else
+        snprintf(out->layout, sizeof out->layout, "%s %s%s",
              ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
              ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
     snprintf(out->status, sizeof out->status, "%s", sum->status);

@@ -31,6 +31,12 @@ struct phase_ctx {
     struct progress *progress; /* rank 0 only, else NULL */
     void *state;          /* the workload's, between prepare/run/finish */
     struct inflight inflight; /* the backend call in flight, for the watchdog */
+    uint64_t op_count[OP_COUNT];  /* calls per op, this rank */
+    double op_seconds[OP_COUNT];  /* seconds in each op, this rank */
+    /* Wait until every rank gets here (the runner's barrier): lets a
+     * workload run steps that all ranks finish before the next begins.
+     * Every rank must call it the same number of times. */
+    void (*sync)(struct phase_ctx *c);
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add
@@ -47,6 +53,8 @@ static inline double op_end(struct phase_ctx *c, enum op op, double t0)
     double t1 = clock_mono();
     inflight_end(&c->inflight);
     hist_add(&c->hist[op], t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0);
+    c->op_count[op]++;
+    c->op_seconds[op] += t1 - t0;
     return t1 - t0;
 }
 

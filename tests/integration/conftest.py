@@ -388,3 +388,16 @@ def tree(path):
     """Every path under path, relative, sorted (for 'nothing left' checks)."""
     path = Path(path)
     return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def job_keys_in_order(herd_bin):
+    """Job key names in job_keys[] order, from `herd keys`."""
+    out = subprocess.run([herd_bin, "keys"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+
+
+def phase_attr_order(herd_bin):
+    """docs/results-format.md: kind, index, times, every job key (in job_keys[]
+    order, except kind, written first), status last."""
+    fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew"]
+    return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + ["status"]

@@ -1,0 +1,268 @@
+/* backend_fault.c — the POSIX backend with faults injected on demand, to
+ * prove that herd's error accounting, deadlines, watchdog and checks are
+ * real. The phase key `faults` lists rules "op=action", comma separated:
+ *
+ *   write=EIO@0.01    fail 1 % of writes with EIO (no @P: every call)
+ *   open=delay:200ms  sleep before every open (a slow server)
+ *   lock=noop         report every lock as granted without locking (a
+ *                     broken lock manager: the lock check must catch it)
+ *
+ * op is one of open read write fsync close stat unlink mkdir rmdir rename
+ * lock, or `all`. Failures draw from a per-rank seeded generator. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "job.h"
+#include "ops.h"
+#include "units.h"
+
+enum fault_kind { FAULT_NONE, FAULT_ERRNO, FAULT_DELAY, FAULT_NOOP };
+
+struct fault_rule {
+    enum fault_kind kind;
+    int err;          /* FAULT_ERRNO */
+    double chance;    /* FAULT_ERRNO: 0..1 */
+    double seconds;   /* FAULT_DELAY */
+};
+
+struct fault_ctx {
+    void *inner;                      /* the posix backend's context */
+    struct fault_rule rules[OP_COUNT];
+    uint64_t rng;
+};
+
+static const struct {
+    const char *name;
+    int err;
+} fault_errnos[] = {
+    {"EIO", EIO},         {"ENOENT", ENOENT},   {"ESTALE", ESTALE},     {"ENOSPC", ENOSPC},
+    {"EACCES", EACCES},   {"EAGAIN", EAGAIN},   {"ETIMEDOUT", ETIMEDOUT}, {"ENOLCK", ENOLCK},
+    {"EDEADLK", EDEADLK}, {"EINTR", EINTR},     {"EROFS", EROFS},       {"EDQUOT", EDQUOT},
+    {"ECONNRESET", ECONNRESET}, {"EBADF", EBADF},
+};
+
+/* Parse spec into rules; returns NULL or what is wrong. */
+static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUNT], char *why,
+                               size_t len)
+{
+    memset(rules, 0, OP_COUNT * sizeof *rules);
+    char buf[JOB_PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        while (*item == ' ')
+            item++;
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            snprintf(why, len, "'%s' is not op=action", item);
+            return why;
+        }
+        *eq = '\0';
+        const char *action = eq + 1;
+        int op = -1;
+        for (int i = 0; i < OP_COUNT; i++)
+            if (strcmp(item, op_name((enum op)i)) == 0)
+                op = i;
+        if (op < 0 && strcmp(item, "all") != 0) {
+            snprintf(why, len, "'%s' is not an operation (open, read, write, lock, all...)", item);
+            return why;
+        }
+        struct fault_rule rule = {0};
+        double secs;
+        if (strcmp(action, "noop") == 0) {
+            if (op != OP_LOCK) {
+                snprintf(why, len, "noop applies to lock only");
+                return why;
+            }
+            rule.kind = FAULT_NOOP;
+        } else if (strncmp(action, "delay:", 6) == 0 && units_parse_duration(action + 6, &secs) == 0) {
+            rule.kind = FAULT_DELAY;
+            rule.seconds = secs;
+        } else {
+            char name[32];
+            double chance = 1.0;
+            const char *at = strchr(action, '@');
+            snprintf(name, sizeof name, "%.*s", at ? (int)(at - action) : (int)strlen(action),
+                     action);
+            if (at) {
+                char *end;
+                chance = strtod(at + 1, &end);
+                if (*end || chance < 0 || chance > 1) {
+                    snprintf(why, len, "'%s': probability must be 0..1", action);
+                    return why;
+                }
+            }
+            for (size_t i = 0; i < sizeof fault_errnos / sizeof fault_errnos[0]; i++)
+                if (strcmp(name, fault_errnos[i].name) == 0)
+                    rule.err = fault_errnos[i].err;
+            if (!rule.err) {
+                snprintf(why, len, "'%s' is not noop, delay:DURATION or ERRNO[@P] (EIO, "
+                                   "ESTALE, ENOSPC, ...)", action);
+                return why;
+            }
+            rule.kind = FAULT_ERRNO;
+            rule.chance = chance;
+        }
+        for (int i = 0; i < OP_COUNT; i++)
+            if (i == op || op < 0)
+                rules[i] = rule;
+    }
+    return NULL;
+}
+
+/* xorshift64*: uniform in [0, 1). */
+static double fault_random(struct fault_ctx *c)
+{
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return (double)((c->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+/* Apply op's rule before the real call: 0 = go on, else the errno to fail with. */
+static int fault_apply(struct fault_ctx *c, enum op op)
+{
+    const struct fault_rule *r = &c->rules[op];
+    if (r->kind == FAULT_DELAY) {
+        struct timespec ts = {(time_t)r->seconds,
+                              (long)((r->seconds - (double)(time_t)r->seconds) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    } else if (r->kind == FAULT_ERRNO && fault_random(c) < r->chance) {
+        return -r->err;
+    }
+    return 0;
+}
+
+static const char *fault_check(const struct phase *ph, char *why, size_t len)
+{
+    struct fault_rule rules[OP_COUNT];
+    if (backend_posix.check(ph, why, len))
+        return "target";
+    return fault_parse(ph->faults, rules, why, len) ? "faults" : NULL;
+}
+
+static int fault_connect(const char *target, const struct phase *ph, void **ctx)
+{
+    struct fault_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = backend_posix.connect(target, ph, &c->inner);
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    c->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)getpid() << 17) ^ (uint64_t)ph->seed;
+    *ctx = c;
+    return 0;
+}
+
+static int fault_configure(void *ctx, const struct phase *ph)
+{
+    struct fault_ctx *c = ctx;
+    char why[256];
+    return fault_parse(ph->faults, c->rules, why, sizeof why) ? -EINVAL : 0;
+}
+
+static void fault_disconnect(void *ctx)
+{
+    struct fault_ctx *c = ctx;
+    backend_posix.disconnect(c->inner);
+    free(c);
+}
+
+/* Every call: the rule first, then the POSIX backend. */
+#define FAULT_CALL(op, call)                                                                       \
+    struct fault_ctx *c = ctx;                                                                     \
+    int injected = fault_apply(c, op);                                                             \
+    if (injected < 0)                                                                              \
+        return injected;                                                                           \
+    return backend_posix.call;
+
+static int fault_open(void *ctx, const char *path, int flags, struct backend_file **f)
+{
+    FAULT_CALL(OP_OPEN, open(c->inner, path, flags, f))
+}
+
+static ssize_t fault_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
+                           uint64_t offset)
+{
+    FAULT_CALL(OP_READ, pread(c->inner, f, buf, len, offset))
+}
+
+static ssize_t fault_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
+                            uint64_t offset)
+{
+    FAULT_CALL(OP_WRITE, pwrite(c->inner, f, buf, len, offset))
+}
+
+static int fault_fsync(void *ctx, struct backend_file *f)
+{
+    FAULT_CALL(OP_FSYNC, fsync(c->inner, f))
+}
+
+static int fault_close(void *ctx, struct backend_file *f)
+{
+    struct fault_ctx *c = ctx;
+    int injected = fault_apply(c, OP_CLOSE);
+    int rc = backend_posix.close(c->inner, f); /* always release the descriptor */
+    return injected < 0 ? injected : rc;
+}
+
+static int fault_stat(void *ctx, const char *path, struct stat *st)
+{
+    FAULT_CALL(OP_STAT, stat(c->inner, path, st))
+}
+
+static int fault_unlink(void *ctx, const char *path)
+{
+    FAULT_CALL(OP_UNLINK, unlink(c->inner, path))
+}
+
+static int fault_mkdir(void *ctx, const char *path)
+{
+    FAULT_CALL(OP_MKDIR, mkdir(c->inner, path))
+}
+
+static int fault_rmdir(void *ctx, const char *path)
+{
+    FAULT_CALL(OP_RMDIR, rmdir(c->inner, path))
+}
+
+static int fault_rename(void *ctx, const char *from, const char *to)
+{
+    FAULT_CALL(OP_RENAME, rename(c->inner, from, to))
+}
+
+static int fault_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
+                      uint64_t start, uint64_t len)
+{
+    if (((struct fault_ctx *)ctx)->rules[OP_LOCK].kind == FAULT_NOOP)
+        return 0;
+    FAULT_CALL(OP_LOCK, lock(c->inner, f, kind, wait, start, len))
+}
+
+const struct backend_ops backend_fault = {
+    .name = "fault",
+    .check = fault_check,
+    .connect = fault_connect,
+    .configure = fault_configure,
+    .disconnect = fault_disconnect,
+    .open = fault_open,
+    .pread = fault_pread,
+    .pwrite = fault_pwrite,
+    .fsync = fault_fsync,
+    .close = fault_close,
+    .stat = fault_stat,
+    .unlink = fault_unlink,
+    .mkdir = fault_mkdir,
+    .rmdir = fault_rmdir,
+    .rename = fault_rename,
+    .lock = fault_lock,
+};

@@ -1,0 +1,644 @@
+"""herd over NFS: the libnfs backend against the embedded userspace NFS
+server (cluster-configs/local/nfs-server.sh: nfs-ganesha in a private
+network and mount namespace, exporting a loop-mounted xfs image).
+
+1. The core checks of test_core.py over NFSv3 at 4 and 20 ranks, and the
+   export is left empty.
+2. ganesha SIGKILLed in the middle of a long write phase: connection errnos
+   on every rank, the run ends soon after, exit code 3, a complete results
+   file.
+3. ganesha SIGSTOPped for longer than op_timeout: ETIMEDOUT is counted, no
+   call hangs past op_timeout, and a phase after SIGCONT is clean.
+4. ganesha killed and restarted in an idle phase between write and read:
+   the later phases find the files.
+5. The seed-000 rsize sweep (jobs/seed000.ini) at 1 and 4 ranks; prints the
+   MiB/s per rsize.
+6. NFSv4: `herd check` refuses writes libnfs cannot send; v4 reads of files
+   written over v3; a v4 write with the wsize herd suggests.
+
+Every test starts its own server and stops it in the fixture's teardown,
+even when the test fails, then checks that nothing is left (no process of
+the recorded PIDs, none in the server's namespace, no mount under the state
+directory, no loop device of the image).
+
+Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind, libnfs-utils and a herd
+built with libnfs; skips with a message otherwise. Run:
+/usr/bin/python3 -m pytest -q -rsx tests/integration/test_nfs.py (add -s for
+the numbers the tests print).
+"""
+
+import errno
+import math
+import os
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe, herd_path,
+                      load_results, mpi_env, mpirun_args, parse_size, phase_attr_order,
+                      run_cmd, write_job)
+from test_core import GLOBAL as CORE_GLOBAL
+from test_core import PHASES as CORE_PHASES
+from test_core import expected_file_rank, resolved
+from test_nfs_server import SBIN_PATH, SCRIPT, Server, _why_skip, running, wait_until
+
+
+def _why_skip_nfs():
+    why = _why_skip()  # root, ganesha, rpcbind, libnfs-utils, FSAL VFS
+    if why:
+        return why
+    herd = herd_path()
+    if not (herd.is_file() and os.access(herd, os.X_OK)):
+        return None  # the herd_bin fixture fails the test with a message
+    proc = subprocess.run([str(herd), "keys"], capture_output=True, text=True, timeout=30)
+    if "libnfs" not in proc.stdout:
+        return f"{herd} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)"
+    return None
+
+
+_WHY = _why_skip_nfs()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+# Seconds an mpirun may take before the test calls it hung.
+RUN_TIMEOUT = 120
+# errnos of a lost server: the call's connection dropped, the reconnect refused,
+# no answer within op_timeout, or libnfs's generic failure.
+CONNECTION_ERRNOS = {errno.ECONNRESET, errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EIO}
+
+
+def ns_env():
+    env = mpi_env()
+    env["PATH"] = SBIN_PATH
+    return env
+
+
+def ns_args(server, *args):
+    return ["bash", str(SCRIPT), "exec", "--state", str(server.state), "--"] + \
+        [str(a) for a in args]
+
+
+def herd_run_nfs(server, herd_bin, nranks, job, out, *extra, timeout=RUN_TIMEOUT):
+    """mpirun -np nranks herd run JOB -o OUT inside the server's namespace."""
+    args = ns_args(server, *mpirun_args(herd_bin, nranks, "run", job, "-o", out, *extra))
+    return run_cmd(args, timeout=timeout, env=ns_env())
+
+
+class Background:
+    """herd run under mpirun in the server's namespace, in the background,
+    with its stderr lines collected so that a test can act on them."""
+
+    def __init__(self, server, herd_bin, nranks, job, out):
+        self.args = ns_args(server, *mpirun_args(herd_bin, nranks, "run", job, "-o", out))
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=ns_env(), start_new_session=True)
+        self.err = LineReader(self.proc.stderr)
+        self.out = LineReader(self.proc.stdout)
+
+    def wait_line(self, pattern, timeout=60):
+        line = self.err.wait_for(lambda s: re.search(pattern, s) is not None, timeout)
+        if line is None:
+            self.kill()
+            pytest.fail(f"herd never printed /{pattern}/ on stderr:\n{self.err.rest(5)}")
+        return line
+
+    def wait(self, timeout=RUN_TIMEOUT):
+        """Wait for the end; returns (CompletedProcess, monotonic end time)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"timed out after {timeout}s: {' '.join(self.args)}\n"
+                        f"stderr:\n{self.err.rest(5)}")
+        ended = time.monotonic()
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, self.out.rest(),
+                                           self.err.rest()), ended
+
+    def kill(self):
+        if self.proc.poll() is None:
+            _kill_group(self.proc)
+
+
+@pytest.fixture
+def nfs(tmp_path):
+    """A started embedded server exporting a fresh 1G xfs image. Teardown stops
+    it (also after a failed test) and checks that nothing of it is left,
+    including every ganesha a test killed and restarted."""
+    s = Server(tmp_path / "nfs")
+    s.ganeshas = []  # (pid, start time) of every ganesha it ran as
+    try:
+        s.start("--fs", "xfs", "--size", "1G")
+        s.ganeshas.append(s.procs["ganesha"])
+        yield s
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+    for pid, start in s.ganeshas:
+        assert wait_until(lambda: not running(pid, start), 5), f"ganesha {pid} still runs"
+
+
+def signal_ganesha(s, sig):
+    """Send sig to the ganesha `start` (or restart-ganesha) printed, after
+    making sure the PID still is that process."""
+    pid, start = s.procs["ganesha"]
+    assert pid == s.pid and running(pid, start), f"ganesha {pid} is not running"
+    os.kill(pid, sig)
+
+
+def kill_ganesha(s):
+    signal_ganesha(s, signal.SIGKILL)
+    pid = s.pid
+    assert wait_until(lambda: not running(pid), 5), f"ganesha {pid} survived SIGKILL"
+
+
+def restart_ganesha(s):
+    proc = s.cmd("restart-ganesha", "--state", s.state)
+    assert proc.returncode == 0, f"restart-ganesha failed:\n{proc.stderr}"
+    assert re.fullmatch(r"\d+\n", proc.stdout), proc.stdout
+    s.pid = int(proc.stdout)
+    s.refresh()
+    assert s.procs["ganesha"][0] == s.pid
+    s.ganeshas.append(s.procs["ganesha"])
+
+
+def export_dir(s):
+    return os.path.realpath(s.state / "export")
+
+
+def export_listing(s):
+    """Every path under the export, as the server sees it (its mount namespace)."""
+    fstype = s.cmd("exec", "--state", s.state, "--server-fs", "--",
+                   "findmnt", "-n", "-o", "FSTYPE", export_dir(s))
+    assert fstype.stdout.strip() == "xfs", f"the export is not the xfs image: {fstype}"
+    proc = s.cmd("exec", "--state", s.state, "--server-fs", "--",
+                 "find", export_dir(s), "-mindepth", "1")
+    assert proc.returncode == 0, proc.stderr
+    return sorted(proc.stdout.split())
+
+
+def server_file_sizes(s, pattern):
+    """Sizes of the files under the export matching the glob pattern, as the
+    server sees them, in name order."""
+    proc = s.cmd("exec", "--state", s.state, "--server-fs", "--", "sh", "-c",
+                 f'cd "$1" && for f in {pattern}; do [ -f "$f" ] && stat -c "%n %s" "$f"; done',
+                 "sh", export_dir(s))
+    return [int(line.rsplit(" ", 1)[1]) for line in sorted(proc.stdout.splitlines())]
+
+
+def common_time(res, unix_time):
+    """A time.time() reading on herd's common clock."""
+    return unix_time - res.attrs["epoch_unix"]
+
+
+def errnos_by_rank(ph):
+    """{rank: {(op, errno name): count}} from a phase's errors table."""
+    out = {}
+    for row in ph.error_rows():
+        out.setdefault(int(row["rank"]), {})[(row["op"], row["errno_name"])] = int(row["count"])
+    return out
+
+
+def check_error_names(ph, where):
+    for row in ph.error_rows():
+        assert row["errno_name"] == errno.errorcode.get(int(row["errno"])), f"{where}: {row}"
+        assert row["count"] >= 1, f"{where}: {row}"
+
+
+def check_clean_phase(name, k, ph, nranks, url, attr_order, where=None):
+    """test_core.check_phase over libnfs: every number the job asks for."""
+    rows = ph.ranks
+    iters = k["iterations"]
+    fsize, bsize = k["file_size"], k["block_size"]
+    where = where or f"phase {name}"
+
+    assert ph.attrs["kind"] == k["kind"], where
+    assert ph.attrs["status"] == "ok", f"{where}: errors {ph.error_rows()}"
+    assert ph.attrs["target"] == url, where
+    assert ph.attrs["backend"] == "libnfs", where
+    assert ph.attrs["file_size"] == fsize, where
+    assert ph.attrs["block_size"] == bsize, where
+    assert ph.attrs["iterations"] == iters, where
+    assert ph.attrs["sharing"] == k["sharing"], where
+    assert ph.attrs["read_from"] == k["read_from"], where
+    assert ph.attrs["start_skew"] >= 0, where
+    assert ph.attrs["elapsed"] == pytest.approx(ph.attrs["t_end"] - ph.attrs["t_start"])
+    assert ph.attr_order == attr_order, where
+
+    assert len(rows) == nranks * iters, where
+    pairs = list(zip(rows["rank"].tolist(), rows["iteration"].tolist()))
+    assert pairs == [(r, i) for r in range(nranks) for i in range(iters)], where
+
+    assert (rows["completed"] == 1).all(), f"{where}: rows not completed: {rows}"
+    assert (rows["errors"] == 0).all(), where
+    assert (rows["verify_failures"] == 0).all(), where
+    assert len(ph.errors) == 0, f"{where}: errors table {ph.error_rows()}"
+
+    assert (rows["bytes"] == fsize).all(), f"{where}: bytes {rows['bytes'].tolist()}"
+    assert int(rows["bytes"].sum()) == nranks * iters * fsize, where
+
+    # open, one call per block (libnfs splits a block into RPCs inside the call), fsync, close
+    nblocks = math.ceil(fsize / bsize)
+    do_fsync = k["kind"] == "write" and str(k.get("fsync", "yes")) == "yes"
+    assert (rows["ops"] == 1 + nblocks + int(do_fsync) + 1).all(), \
+        f"{where}: ops {rows['ops'].tolist()}"
+    assert (rows["t_end"] >= rows["t_start"]).all(), where
+
+    for row in rows:
+        want = expected_file_rank(k, int(row["rank"]), nranks)
+        assert row["file_rank"] == want, \
+            f"{where}: rank {row['rank']} worked on file_rank {row['file_rank']}, want {want}"
+
+    n = nranks * iters
+    io_op = "write" if k["kind"] == "write" else "read"
+    want_counts = {"open": n, "close": n, io_op: n * nblocks}
+    if do_fsync:
+        want_counts["fsync"] = n
+    if k["kind"] == "md5":
+        want_counts["md5"] = n
+    got_counts = {op: int(h["count"]) for op, h in ph.latency.items()}
+    assert got_counts == want_counts, where
+    for op, h in ph.latency.items():
+        assert int(np.sum(h["counts"])) == want_counts[op], f"{where}: latency/{op}"
+
+
+def check_run(res, nranks, url, exit_code, phase_names):
+    assert res.attrs["status"] == "complete"
+    assert res.attrs["exit_code"] == exit_code
+    assert res.attrs["nranks"] == nranks
+    assert res.attrs["target"] == url
+    assert res.attrs["end_utc"] != ""
+    assert len(res.rank_table) == nranks
+    assert res.phase_names == phase_names
+    for name in phase_names:
+        assert "status" in res.phases[name].attrs, f"phase {name} has no status"
+
+
+# ---------------------------------------------------------------- 1. core
+
+
+@pytest.mark.parametrize("nranks", [4, 20])
+def test_core_over_nfs(nfs, herd_bin, tmp_path, nranks):
+    url = nfs.url
+    global_keys = {"backend": "libnfs", "target": url, "op_timeout": 10, **CORE_GLOBAL}
+    job = write_job(tmp_path / "core.ini", global_keys, CORE_PHASES)
+    out = tmp_path / "results.h5"
+
+    proc = herd_run_nfs(nfs, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+
+    res = load_results(out)
+    check_run(res, nranks, url, 0, [name for name, _ in CORE_PHASES])
+    assert res.attrs["nhosts"] == 1
+    assert sorted(res.rank_table["rank"].tolist()) == list(range(nranks))
+    order = phase_attr_order(herd_bin)
+    for name, keys in CORE_PHASES:
+        k = resolved(keys)
+        ph = res.phases[name]
+        check_clean_phase(name, k, ph, nranks, url, order)
+        assert ph.attrs["op_timeout"] == 10.0, name
+        assert ph.attrs["nfs_rsize"] == 0 and ph.attrs["nfs_wsize"] == 0, name
+
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+", res.attrs["run_id"])
+    left = export_listing(nfs)
+    assert left == [], f"herd left files on the export: {left}"
+    for line in proc.stderr.splitlines():
+        assert "cannot remove" not in line, describe(proc)
+
+
+# ---------------------------------------------------------------- 2. kill
+
+
+def test_server_killed_during_write(nfs, herd_bin, tmp_path):
+    nranks, iters, fsize, deadline = 4, 200, 64 * MIB, 20
+    job = write_job(tmp_path / "kill.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "64M",
+                     "block_size": "1M", "op_timeout": 2},
+                    [("write", {"kind": "write", "iterations": iters, "deadline": deadline}),
+                     ("read", {"kind": "read", "verify": "yes"}),
+                     ("md5", {"kind": "md5"})])
+    out = tmp_path / "kill.h5"
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(r"^herd: run \S+: 4 ranks")
+        # In the middle of the write phase: every rank's file has reached its
+        # full size on the server (its first iteration is done or nearly).
+        assert wait_until(lambda: server_file_sizes(nfs, "herd-*/unique-64M/r*.dat") ==
+                          [fsize] * nranks, timeout=60, step=0.1), \
+            f"the files never reached 64M: {server_file_sizes(nfs, 'herd-*/unique-64M/r*.dat')}"
+        time.sleep(1.0)
+        kill_unix = time.time()
+        killed = time.monotonic()
+        kill_ganesha(nfs)
+        proc, ended = run.wait()
+    finally:
+        run.kill()
+    after_kill = ended - killed
+    print(f"\nrun ended {after_kill:.2f} s after the SIGKILL; exit code {proc.returncode}")
+
+    assert after_kill <= deadline + 15, describe(proc)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    check_run(res, nranks, nfs.url, 3, ["write", "read", "md5"])
+    kill_t = common_time(res, kill_unix)
+
+    w = res.phases["write"]
+    print("errors seen (phase, rank, op, errno, count):")
+    for name in res.phase_names:
+        for row in res.phases[name].error_rows():
+            print(f"  {name} rank {row['rank']} {row['op']} {row['errno_name']} "
+                  f"({row['errno']}) x{row['count']}")
+
+    assert w.attrs["status"] in ("errors", "deadline"), w.attrs["status"]
+    assert w.attrs["t_start"] < kill_t < w.attrs["t_end"], (w.attrs, kill_t)
+    assert w.attrs["t_end"] <= kill_t + deadline + 15
+    check_error_names(w, "write")
+    by_rank = errnos_by_rank(w)
+    assert sorted(by_rank) == list(range(nranks)), f"ranks without errors: {by_rank}"
+    for row in w.error_rows():
+        assert row["errno"] in CONNECTION_ERRNOS, f"not a connection errno: {row}"
+        assert row["first_time"] >= kill_t - 0.05, f"an error before the kill: {row}"
+    rows = w.ranks
+    assert len(rows) == nranks * iters
+    for r in range(nranks):
+        mine = rows[rows["rank"] == r]
+        table = sum(by_rank[r].values())
+        assert int(mine["errors"].sum()) == table, f"rank {r}: rows vs errors table"
+    done = rows[rows["completed"] == 1]
+    assert sorted(set(done["rank"].tolist())) == list(range(nranks)), \
+        "some rank wrote no whole file before the kill"
+    assert (done["bytes"] == fsize).all() and (done["errors"] == 0).all()
+    assert (done["t_end"] <= kill_t + 0.25).all(), "an iteration completed after the kill"
+    # An iteration ends at its first failed call (close on a lost connection
+    # only frees the handle): exactly one error, unless the deadline cut it.
+    deadline_at = w.attrs["t_start"] + deadline
+    for row in rows[rows["completed"] == 0]:
+        assert row["errors"] == 1 or (row["errors"] == 0 and row["t_end"] >= deadline_at), row
+
+    for name in ("read", "md5"):
+        ph = res.phases[name]
+        assert ph.attrs["status"] == "errors", name
+        assert ph.attrs["t_start"] >= w.attrs["t_end"], name
+        check_error_names(ph, name)
+        assert sorted(errnos_by_rank(ph)) == list(range(nranks)), f"{name}: {ph.error_rows()}"
+        for row in ph.error_rows():
+            assert row["errno"] in CONNECTION_ERRNOS, f"{name}: {row}"
+        assert (ph.ranks["completed"] == 0).all() and (ph.ranks["bytes"] == 0).all(), name
+
+
+# ---------------------------------------------------------------- 3. freeze
+
+
+def test_server_frozen_longer_than_op_timeout(nfs, herd_bin, tmp_path):
+    nranks, op_timeout, freeze = 4, 2, 5.0
+    job = write_job(tmp_path / "freeze.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
+                     "block_size": "1M", "op_timeout": op_timeout},
+                    [("write", {"kind": "write", "iterations": 1000, "deadline": 10}),
+                     ("read", {"kind": "read", "verify": "yes"}),
+                     ("md5", {"kind": "md5"})])
+    out = tmp_path / "freeze.h5"
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(r"^herd: run \S+: 4 ranks")
+        time.sleep(1.5)
+        stop_unix = time.time()
+        signal_ganesha(nfs, signal.SIGSTOP)
+        try:
+            time.sleep(freeze)
+        finally:
+            cont_unix = time.time()
+            os.kill(nfs.pid, signal.SIGCONT)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    check_run(res, nranks, nfs.url, 3, ["write", "read", "md5"])
+    stop_t, cont_t = common_time(res, stop_unix), common_time(res, cont_unix)
+    w = res.phases["write"]
+    assert w.attrs["t_start"] < stop_t and cont_t < w.attrs["t_end"], (w.attrs, stop_t, cont_t)
+    assert w.attrs["status"] == "deadline", w.attrs["status"]
+
+    rows = w.error_rows()
+    print(f"\nfrozen {stop_t:.2f}..{cont_t:.2f} s (common clock); errors:")
+    for row in rows:
+        print(f"  rank {row['rank']} {row['op']} {row['errno_name']} x{row['count']} "
+              f"first at {row['first_time']:.2f}")
+    check_error_names(w, "write")
+    assert rows, "no call failed while the server was frozen"
+    assert {r["errno"] for r in rows} == {errno.ETIMEDOUT}, rows
+    n_timeouts = sum(int(r["count"]) for r in rows)
+    assert n_timeouts >= nranks, rows  # every rank had a call in flight
+    assert int(w.ranks["errors"].sum()) == n_timeouts
+    for row in rows:
+        # no answer for op_timeout: it fails about op_timeout after the freeze
+        assert stop_t + op_timeout - 1.0 <= row["first_time"] <= cont_t + 0.5, row
+    # No call waited much longer than op_timeout (it did not sit out the freeze).
+    for op, h in w.latency.items():
+        assert h["max_ns"] <= (op_timeout + 1.0) * 1.0625e9, (op, h["max_ns"])
+    # Work resumed after SIGCONT within the same phase.
+    done = w.ranks[w.ranks["completed"] == 1]
+    assert (done["t_start"] > cont_t).any(), "no file written after SIGCONT"
+    assert (done["bytes"] == 16 * MIB).all()
+
+    for name, k in (("read", {"kind": "read", "verify": "yes"}), ("md5", {"kind": "md5"})):
+        assert res.phases[name].attrs["t_start"] > cont_t
+        check_clean_phase(name, resolved({**k, "file_size": "16M", "block_size": "1M"}),
+                          res.phases[name], nranks, nfs.url, phase_attr_order(herd_bin))
+
+
+# ---------------------------------------------------------------- 4. restart
+
+
+def test_server_restarted_between_phases(nfs, herd_bin, tmp_path):
+    nranks = 4
+    gl = {"backend": "libnfs", "target": nfs.url, "file_size": "4M", "block_size": "1M",
+          "op_timeout": 2}
+    phases = [("write", {"kind": "write", "iterations": 2}),
+              ("idle", {"kind": "idle", "duration": 4}),
+              ("read", {"kind": "read", "verify": "yes"}),
+              ("md5", {"kind": "md5"})]
+    job = write_job(tmp_path / "restart.ini", gl, phases)
+    out = tmp_path / "restart.h5"
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(r"^herd: phase write: ok")
+        kill_unix = time.time()
+        kill_ganesha(nfs)
+        restart_ganesha(nfs)
+        restarted_unix = time.time()
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    res = load_results(out)
+    check_run(res, nranks, nfs.url, proc.returncode, [name for name, _ in phases])
+    order = phase_attr_order(herd_bin)
+    check_clean_phase("write", resolved({**gl, **phases[0][1]}), res.phases["write"], nranks,
+                      nfs.url, order)
+    idle = res.phases["idle"]
+    kill_t, restarted_t = common_time(res, kill_unix), common_time(res, restarted_unix)
+    print(f"\nidle {idle.attrs['t_start']:.2f}..{idle.attrs['t_end']:.2f}, "
+          f"SIGKILL at {kill_t:.2f}, restarted at {restarted_t:.2f}")
+    # "phase write: ok" comes after the write phase's closing barrier, just
+    # before the idle phase's announced start: the server is changed after
+    # the write phase and before the idle phase ends.
+    assert res.phases["write"].attrs["t_end"] < kill_t < restarted_t < idle.attrs["t_end"], \
+        "the restart was not between the write phase and the end of the idle phase"
+    assert idle.attrs["status"] == "ok" and len(idle.errors) == 0
+    assert idle.attrs["duration"] >= 4.0
+    assert (idle.ranks["completed"] == 1).all() and (idle.ranks["bytes"] == 0).all()
+    assert (idle.ranks["ops"] == 0).all()
+
+    for name, k in phases[2:]:
+        check_clean_phase(name, resolved({**gl, **k}), res.phases[name], nranks, nfs.url,
+                          order)
+    assert proc.returncode == 0, describe(proc)
+    assert res.attrs["exit_code"] == 0
+    assert export_listing(nfs) == []
+
+
+# ---------------------------------------------------------------- 5. rsize
+
+
+RSIZES = ["1K", "2K", "4K", "8K", "12K", "16K", "64K", "1M"]
+
+
+@pytest.mark.parametrize("nranks", [1, 4])
+def test_rsize_sweep_seed000(nfs, herd_bin, tmp_path, nranks):
+    job = REPO_DIR / "jobs" / "seed000.ini"
+    out = tmp_path / "rsize.h5"
+    proc = herd_run_nfs(nfs, herd_bin, nranks, job, out, "--set", f"target={nfs.url}",
+                        "--set", "file_size=4M")
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    names = ["write"] + [f"read-rsize-{r}" for r in RSIZES]
+    check_run(res, nranks, nfs.url, 0, names)
+    fsize = 4 * MIB
+    w = res.phases["write"]
+    assert w.attrs["status"] == "ok" and w.attrs["file_size"] == fsize
+    assert w.attrs["nfs_rsize"] == 0
+
+    mibs = {}
+    for r in RSIZES:
+        name = f"read-rsize-{r}"
+        ph = res.phases[name]
+        rows = ph.ranks
+        assert ph.attrs["kind"] == "read", name
+        assert ph.attrs["status"] == "ok", f"{name}: {ph.error_rows()}"
+        assert ph.attrs["nfs_rsize"] == parse_size(r), name
+        assert ph.attrs["file_size"] == fsize and ph.attrs["block_size"] == MIB, name
+        assert ph.attrs["sharing"] == "shared" and ph.attrs["fileset"] == "rsize-file", name
+        assert ph.attrs["iterations"] == 3, name
+        assert len(rows) == nranks * 3, name
+        assert len(ph.errors) == 0 and (rows["errors"] == 0).all(), name
+        assert (rows["completed"] == 1).all() and (rows["bytes"] == fsize).all(), name
+        assert (rows["file_rank"] == -1).all(), name
+        assert int(ph.latency["read"]["count"]) == nranks * 3 * 4, name
+        assert ph.attrs["elapsed"] > 0, name
+        mibs[r] = int(rows["bytes"].sum()) / ph.attrs["elapsed"] / MIB
+        assert mibs[r] > 0, name
+    print(f"\nrsize sweep, {nranks} rank(s), 4M file (aggregate MiB/s): " +
+          ", ".join(f"{r} {v:.1f}" for r, v in mibs.items()))
+    # 1024 READ RPCs per 1M call at rsize 1K against 1 at 1M: if nfs_rsize
+    # did anything, 1K is far slower than 1M over loopback.
+    assert mibs["1K"] * 4 < mibs["1M"], f"nfs_rsize seems to have no effect: {mibs}"
+
+
+# ---------------------------------------------------------------- 6. NFSv4
+
+
+def _libnfs_version():
+    proc = subprocess.run(["pkg-config", "--modversion", "libnfs"], capture_output=True,
+                          text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _old_libnfs():
+    v = _libnfs_version()
+    return bool(v) and int(v.split(".")[0]) < 5
+
+
+V4_REFUSAL = re.compile(r"key 'nfs_version': this libnfs \(\S+\) cannot write over NFSv4")
+
+
+@pytest.mark.skipif(not _old_libnfs(), reason="libnfs >= 5 (or unknown) has no NFSv4 write "
+                    f"limit to refuse (pkg-config says {_libnfs_version() or 'nothing'})")
+def test_check_refuses_large_nfsv4_writes(herd_bin, tmp_path):
+    """libnfs 4.0 cannot write over NFSv4 (its WRITE COMPOUND fails to encode
+    above ~3.9 KiB, depending on the file handle): herd check refuses every
+    NFSv4 write phase, names nfs_version and offers NFSv3."""
+    base = {"backend": "libnfs", "target": "nfs://127.0.0.1/export?version=4",
+            "file_size": "1M", "block_size": "1M"}
+    job = write_job(tmp_path / "v4w.ini", base, [("w", {"kind": "write"})])
+    proc = run_cmd([herd_bin, "check", job, "-n", "4"])
+    assert proc.returncode == 2, describe(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, describe(proc)
+    assert V4_REFUSAL.search(lines[0]), describe(proc)
+    assert f"{job}:" in lines[0], "the message must name the file and line"
+    assert "nfs_version = 3" in lines[0], "the message must offer NFSv3"
+
+    # Refused as well: small writes (no size is safe), nfs_version = 4 with
+    # a v3 URL.
+    for gl in ({**base, "nfs_wsize": "4K", "block_size": "4K"},
+               {**base, "target": "nfs://127.0.0.1/export?version=3", "nfs_version": 4}):
+        j = write_job(tmp_path / "refused.ini", gl, [("w", {"kind": "write"})])
+        p = run_cmd([herd_bin, "check", j, "-n", "1"])
+        assert p.returncode == 2 and V4_REFUSAL.search(p.stderr), describe(p)
+    # Accepted: a v4 read-only job, a v3 write, and the refused job with
+    # what the message suggests.
+    ok = [write_job(tmp_path / "v4r.ini", base, [("r", {"kind": "read"}), ("m", {"kind": "md5"})]),
+          write_job(tmp_path / "v3w.ini", {**base, "target": "nfs://127.0.0.1/export?version=3"},
+                    [("w", {"kind": "write"})])]
+    for j in ok:
+        p = run_cmd([herd_bin, "check", j, "-n", "4"])
+        assert p.returncode == 0, describe(p)
+    p = run_cmd([herd_bin, "check", job, "-n", "4", "--set", "nfs_version=3"])
+    assert p.returncode == 0, describe(p)
+
+
+def _write_v3_keep(nfs, herd_bin, tmp_path, run_id):
+    """Write unique and segmented files over NFSv3 and keep them."""
+    gl = {"backend": "libnfs", "target": nfs.url, "file_size": "1M", "block_size": "256K",
+          "run_id": run_id, "keep": "yes"}
+    phases = [("w", {"kind": "write"}),
+              ("ws", {"kind": "write", "sharing": "shared", "shared_mode": "segmented"})]
+    job = write_job(tmp_path / "v3write.ini", gl, phases)
+    proc = herd_run_nfs(nfs, herd_bin, 4, job, tmp_path / "v3write.h5")
+    assert proc.returncode == 0, describe(proc)
+    assert sorted(p for p in export_listing(nfs) if p.endswith(".dat")) == sorted(
+        [f"{export_dir(nfs)}/herd-{run_id}/unique-1M/r{r:06d}.dat" for r in range(4)] +
+        [f"{export_dir(nfs)}/herd-{run_id}/shared-1M/shared.dat"])
+    return gl
+
+
+def test_nfsv4_reads_files_written_over_v3(nfs, herd_bin, tmp_path):
+    run_id = "v4-reads"
+    gl = _write_v3_keep(nfs, herd_bin, tmp_path, run_id)
+    # Outside herd, v4 reads of these files work (libnfs's own client).
+    f0 = f"{nfs.base}/herd-{run_id}/unique-1M/r000000.dat?version=4"
+    cp = nfs.exec("nfs-cp", f0, tmp_path / "r0.v4")
+    if cp.returncode != 0:
+        pytest.skip(f"NFSv4 reads fail outside herd (nfs-cp): {cp.stdout}{cp.stderr}")
+    assert (tmp_path / "r0.v4").stat().st_size == MIB
+
+    url4 = nfs.url.replace("?version=3", "?version=4")
+    gl4 = {**gl, "target": url4, "keep": "no"}
+    phases = [("r", {"kind": "read", "verify": "yes"}),
+              ("rs", {"kind": "read", "verify": "yes", "sharing": "shared",
+                      "shared_mode": "segmented"}),
+              ("m", {"kind": "md5", "read_from": "neighbor"}),
+              ("r64k", {"kind": "read", "verify": "yes", "nfs_rsize": "64K"})]
+    job = write_job(tmp_path / "v4read.ini", gl4, phases)
+    out = tmp_path / "v4read.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 4, job, out)
+    res = load_results(out)
+    check_run(res, 4, url4, proc.returncode, [n for n, _ in phases])
+    for name, k in phases:
+        kk = resolved({**gl4, **k})
+        check_clean_phase(name, kk, res.phases[name], 4, url4, phase_attr_order(herd_bin))
+    assert proc.returncode == 0, describe(proc)
