@@ -19,7 +19,13 @@
 
 #define FIELD(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
 
-static const char *const kind_choices[] = {"write", "read", "md5", "idle", NULL};
+static const char *const kind_choices[] = {"write", "read", "md5", "idle",
+                                           "lock",  "storm", "meta", NULL};
+static const char *const lock_mode_choices[] = {"exclusive", "shared", "mixed", NULL};
+static const char *const lock_range_choices[] = {"whole", "block", "overlap", NULL};
+static const char *const lock_wait_choices[] = {"blocking", "nonblocking", NULL};
+static const char *const meta_step_names[META_STEPS] = {"create", "stat", "rename", "unlink",
+                                                        "rmdir"};
 static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
@@ -31,7 +37,7 @@ const struct job_key job_keys[] = {
      "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export) | "
      "fault (posix with injected faults, see faults)"},
     {"kind", KEY_ENUM, FIELD(kind), kind_choices, NULL,
-     "what the phase does: write | read | md5 | idle (no I/O for `duration`)"},
+     "what the phase does: write | read | md5 | lock | storm | meta | idle"},
     {"sharing", KEY_ENUM, FIELD(sharing), sharing_choices, "unique",
      "unique (one file per rank) | shared (one file for all ranks)"},
     {"shared_mode", KEY_ENUM, FIELD(shared_mode), shared_mode_choices, "same-content",
@@ -66,8 +72,30 @@ const struct job_key job_keys[] = {
     {"deadline", KEY_DURATION, FIELD(deadline), NULL, "0",
      "stop issuing operations this long after the phase start (0 = none)"},
     {"duration", KEY_DURATION, FIELD(duration), NULL, "0",
-     "idle phases: how long all ranks wait doing no I/O (a baseline for the "
-     "server's load, or a window to change the server between phases)"},
+     "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
+     "instead of `count` attempts"},
+    {"count", KEY_INT, FIELD(count), NULL, "100",
+     "lock, storm: attempts per rank"},
+    {"lock_mode", KEY_ENUM, FIELD(lock_mode), lock_mode_choices, "exclusive",
+     "lock: exclusive | shared | mixed (alternating exclusive and shared)"},
+    {"lock_range", KEY_ENUM, FIELD(lock_range), lock_range_choices, "whole",
+     "lock: whole (all ranks contend for the file) | block (each rank its own "
+     "block_size range) | overlap (ranges of two blocks: neighbours overlap)"},
+    {"lock_wait", KEY_ENUM, FIELD(lock_wait), lock_wait_choices, "blocking",
+     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)"},
+    {"lock_hold", KEY_DURATION, FIELD(lock_hold), NULL, "1ms",
+     "lock: how long a granted lock is held (an exclusive holder writes its token, "
+     "sleeps, reads it back)"},
+    {"lock_timeout", KEY_DURATION, FIELD(lock_timeout), NULL, "0",
+     "lock: a blocking lock not granted in this long is given up, counted "
+     "ETIMEDOUT (0 = wait forever)"},
+    {"dirs", KEY_INT, FIELD(dirs), NULL, "10",
+     "meta: directories in each tree"},
+    {"files", KEY_INT, FIELD(files), NULL, "100",
+     "meta: files each rank creates, spread over the directories"},
+    {"meta_ops", KEY_STRING, FIELD(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
+     "meta: steps in order, all ranks finishing one before the next: "
+     "create,stat,rename,unlink,rmdir or a subset (split them over phases to time each)"},
     {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
@@ -87,6 +115,35 @@ const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
 const char *job_kind_name(enum phase_kind kind)
 {
     return kind_choices[kind];
+}
+
+const char *job_meta_step_name(enum meta_step step)
+{
+    return meta_step_names[step];
+}
+
+int job_meta_steps(const char *text)
+{
+    int set = 0;
+    const char *p = text;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int step = -1;
+        for (int i = 0; i < META_STEPS; i++)
+            if (strlen(meta_step_names[i]) == n && strncmp(p, meta_step_names[i], n) == 0)
+                step = i;
+        if (step < 0)
+            return -1;
+        set |= 1 << step;
+        p += n + (p[n] == ',');
+    }
+    return set;
+}
+
+/* Kinds that move file data in blocks (file_size, block_size apply). */
+static bool kind_moves_data(enum phase_kind k)
+{
+    return k == KIND_WRITE || k == KIND_READ || k == KIND_MD5;
 }
 
 /* Parsing state handed to libinih's callbacks. */
@@ -446,6 +503,16 @@ static int line_of(struct parse_state *st, const char *section, const char *key)
     return 0;
 }
 
+/* Whether the phase's own section sets any lock_* key (global ones are
+ * defaults for lock phases and fine elsewhere). */
+static bool phase_sets_lock_key(struct parse_state *st, const char *section)
+{
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, section) == 0 && strncmp(st->raws[i].key, "lock_", 5) == 0)
+            return true;
+    return false;
+}
+
 /* Combinations that cannot work; one message naming the offending key. */
 static void phase_validate(struct parse_state *st, const struct phase *ph)
 {
@@ -454,11 +521,11 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("target", "missing: set it in [global] or in [%s]", ph->name);
     else if (!backend_find(ph->backend))
         BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
-    else if (ph->file_size == 0)
+    else if (ph->file_size == 0 && ph->kind != KIND_META)
         BAD("file_size", "must be greater than 0");
     else if (ph->block_size == 0)
         BAD("block_size", "must be greater than 0");
-    else if (ph->block_size > ph->file_size)
+    else if (ph->block_size > ph->file_size && kind_moves_data(ph->kind))
         BAD("block_size", "is larger than file_size");
     else if (ph->block_size > (1u << 30))
         BAD("block_size", "must be at most 1G");
@@ -468,8 +535,24 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
     else if (ph->kind == KIND_IDLE && ph->duration <= 0)
         BAD("duration", "an idle phase needs a duration greater than 0");
-    else if (ph->duration > 0 && ph->kind != KIND_IDLE)
-        BAD("duration", "applies to idle phases only (use deadline to bound I/O phases)");
+    else if (ph->duration > 0 && ph->kind != KIND_IDLE && ph->kind != KIND_LOCK &&
+             ph->kind != KIND_STORM)
+        BAD("duration", "applies to idle, lock and storm phases (use deadline to bound others)");
+    else if (line_of(st, ph->name, "count") && ph->kind != KIND_LOCK && ph->kind != KIND_STORM)
+        BAD("count", "applies to lock and storm phases only");
+    else if (ph->count < 1)
+        BAD("count", "must be at least 1");
+    else if (ph->kind != KIND_LOCK && phase_sets_lock_key(st, ph->name))
+        BAD("kind", "lock_* keys set in [%s], which is not a lock phase", ph->name);
+    else if (ph->kind == KIND_LOCK && ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0)
+        BAD("lock_timeout", "applies to lock_wait = blocking only");
+    else if (ph->kind == KIND_META && ph->iterations != 1)
+        BAD("iterations", "meta phases run their steps once; use several phases");
+    else if (ph->kind == KIND_META && (ph->dirs < 1 || ph->files < 0))
+        BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
+    else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
+        BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
+            ph->meta_ops);
     else if (ph->verify && ph->kind != KIND_READ)
         BAD("verify", "applies to read phases only (md5 phases always check)");
     else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
@@ -489,6 +572,8 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
         BAD("nfs_version", "must be 3 or 4");
+    else if (ph->kind == KIND_LOCK && !backend_find(ph->backend)->lock)
+        BAD("kind", "lock is not supported by the %s backend", ph->backend);
     else {
         char why[512];
         const struct backend_ops *be = backend_find(ph->backend);
@@ -629,7 +714,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         if (st.failed)
             break;
         if (!line_of(&st, ph->name, "kind")) {
-            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5 | idle", ph->name);
+            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
             break;
         }
         if (!ph->fileset[0]) {
@@ -659,7 +744,7 @@ void job_free(struct job *job)
 
 uint64_t job_phase_bytes_per_rank(const struct phase *ph)
 {
-    if (ph->kind == KIND_IDLE)
+    if (!kind_moves_data(ph->kind))
         return 0;
     return ph->file_size * (uint64_t)ph->iterations;
 }

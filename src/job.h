@@ -17,7 +17,12 @@
 #define JOB_PATH_MAX 1024
 #define JOB_ERR_MAX 1536
 
-enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE };
+enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
+enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
+enum lock_range { LOCK_WHOLE, LOCK_BLOCK, LOCK_OVERLAP };
+enum lock_wait { LOCK_BLOCKING, LOCK_NONBLOCKING };
+/* Steps of a meta phase, run in this order (each a subset may skip). */
+enum meta_step { META_CREATE, META_STAT, META_RENAME, META_UNLINK, META_RMDIR, META_STEPS };
 enum sharing { SHARING_UNIQUE, SHARING_SHARED };
 enum shared_mode { SHARED_SAME_CONTENT, SHARED_SEGMENTED };
 enum read_from { READ_SELF, READ_NEIGHBOR };
@@ -51,6 +56,15 @@ struct phase {
     uint64_t nfs_wsize;       /* libnfs writemax; 0 = what the server offers */
     int64_t nfs_version;      /* 3 or 4; 0 = the URL's or 3 */
     char faults[JOB_PATH_MAX];/* backend = fault: injection rules */
+    int64_t count;            /* lock, storm: attempts per rank */
+    enum lock_mode lock_mode;
+    enum lock_range lock_range;
+    enum lock_wait lock_wait;
+    double lock_hold;         /* seconds a granted lock is held */
+    double lock_timeout;      /* blocking lock: give up after; 0 = never */
+    int64_t dirs;             /* meta: directories per tree */
+    int64_t files;            /* meta: files per rank */
+    char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
     char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
 };
 
@@ -100,5 +114,10 @@ void job_key_format(const struct job_key *key, const struct phase *ph,
 uint64_t job_phase_bytes_per_rank(const struct phase *ph);
 
 const char *job_kind_name(enum phase_kind kind);
+
+/* The meta steps named in text ("create,stat,..."), as a bit set of
+ * 1 << enum meta_step; -1 if a name is unknown. */
+int job_meta_steps(const char *text);
+const char *job_meta_step_name(enum meta_step step);
 
 #endif

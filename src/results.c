@@ -910,6 +910,15 @@ static int latency_write(hid_t g, const struct hist *hists, char *err, size_t er
     return rc;
 }
 
+static const struct field hold_fields[] = {
+    FIELD("rank", struct hold, rank, FIELD_I32),
+    FIELD("exclusive", struct hold, exclusive, FIELD_I32),
+    FIELD("granted", struct hold, granted, FIELD_F64),
+    FIELD("released", struct hold, released, FIELD_F64),
+    FIELD("start", struct hold, start, FIELD_U64),
+    FIELD("len", struct hold, len, FIELD_U64),
+};
+
 struct op_row {
     int32_t rank;
     char op[OP_NAME_LEN];
@@ -971,6 +980,13 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
+        (ph->kind == KIND_LOCK &&
+         (table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
+                      d->nholds, err, errlen) < 0 ||
+          attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
+          attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err,
+                   errlen) < 0 ||
+          attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
         latency_write(g, d->hists, err, errlen) < 0)
         return -1;
     /* Written last: a group without status was cut short while written. */
@@ -1004,6 +1020,7 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     uint64_t need = (uint64_t)d->nrows * sizeof(struct rank_record) +
                     (uint64_t)d->nerrors * sizeof(struct error_row) +
                     (uint64_t)d->nstuck * sizeof(struct stuck_row) +
+                    (uint64_t)d->nholds * sizeof(struct hold) +
                     (uint64_t)d->nranks * sizeof(struct op_stats) +
                     (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
     if (space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {

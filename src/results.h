@@ -10,6 +10,7 @@
 
 #include "errtab.h"
 #include "hist.h"
+#include "holds.h"
 #include "job.h"
 #include "record.h"
 #include "watchdog.h"
@@ -56,6 +57,7 @@ struct phase_summary {
     double start_skew;     /* max - min of the ranks' achieved starts */
     const char *status;    /* ok | errors | interrupted | deadline */
     size_t stuck;          /* operations the watchdogs saw hanging */
+    struct holds_overlap overlap; /* lock phases: holds of all ranks together */
 };
 
 struct results;
@@ -81,6 +83,8 @@ struct phase_data {
     size_t nerrors;
     const struct stuck_entry *stuck;  /* calls the watchdogs saw hanging */
     size_t nstuck;
+    const struct hold *holds;         /* lock phases: every granted lock */
+    size_t nholds;
     const struct op_stats *ops;       /* one per rank */
     size_t nranks;
     const struct hist *hists;         /* OP_COUNT histograms merged over ranks */
@@ -88,8 +92,8 @@ struct phase_data {
 
 /* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
  * t_end, start_skew and every job key's resolved value), the ranks,
- * errors, stuck and ops tables and the latency histograms (ops with no
- * samples skipped). Flushes the file. Returns 0 or -1 (with err). */
+ * errors, stuck and ops tables, for lock phases the holds table and its
+ * overlap, and the latency histograms (ops with no samples skipped). Flushes the file. Returns 0 or -1 (with err). */
 int results_write_phase(struct results *r, const struct phase *ph,
                         const struct phase_summary *sum, const struct phase_data *d,
                         char *err, size_t errlen);

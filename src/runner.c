@@ -33,6 +33,7 @@ struct run {
     char rundir[96];
     struct clock clock;
     double start_margin;   /* seconds between announcing and starting a phase */
+    double clock_error_max; /* largest offset error bound of any rank */
     int host;              /* this rank's host index */
     char hostname[RESULTS_HOST_MAX];
     int *rank_host;        /* host index of every rank */
@@ -191,6 +192,8 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
                                         sizeof(struct err_entry), &nerrs);
     struct stuck_entry *stuck = run_gather(r, stuck_mine, nstuck_mine,
                                            sizeof(struct stuck_entry), &nstuck);
+    size_t nholds = 0;
+    struct hold *holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &nholds);
 
     struct op_stats mine_ops;
     memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
@@ -222,11 +225,13 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
         sum->start_skew = hi - lo;
         size_t nrows = (size_t)n * (size_t)r->size;
         sum->stuck = nstuck;
+        /* Holds closer than the clocks' error bound are not called overlapping. */
+        holds_overlap(holds, nholds, 2 * r->clock_error_max, &sum->overlap);
         uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
         for (size_t i = 0; i < nerrs; i++)
             errors += errs[i].count;
         for (size_t i = 0; i < nrows; i++)
-            verify += rows[i].verify_failures;
+            verify += rows[i].verify_failures + rows[i].violations; /* both: wrong data */
         r->total_errors += errors;
         r->total_verify += verify;
         sum->status = (*status_flags & 1) ? "interrupted"
@@ -236,7 +241,8 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
         char err[512];
         struct phase_data data = {
             .rows = rows, .nrows = nrows, .errors = errs, .nerrors = nerrs,
-            .stuck = stuck, .nstuck = nstuck, .ops = ops, .nranks = (size_t)r->size,
+            .stuck = stuck, .nstuck = nstuck, .holds = holds, .nholds = nholds,
+            .ops = ops, .nranks = (size_t)r->size,
             .hists = merged,
         };
         if (r->results &&
@@ -250,6 +256,7 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
     free(rows);
     free(errs);
     free(stuck);
+    free(holds);
     free(ops);
     free(merged);
 }
@@ -297,6 +304,10 @@ static int run_phase(struct run *r, int index)
         errtab_add(&errors, r->rank, OP_OPEN, prep, "(prepare)", clock_now(&r->clock));
     }
 
+    /* Workloads may sync inside run: either every rank runs, or none. */
+    int prep_failed = prep < 0, any_failed = 0;
+    MPI_Allreduce(&prep_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+
     struct phase_summary sum = {.index = index};
     MPI_Barrier(MPI_COMM_WORLD);
     double t_start = 0;
@@ -309,7 +320,7 @@ static int run_phase(struct run *r, int index)
     double started = clock_now(&r->clock);
     if (c.progress)
         progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
-    if (prep == 0 && c.records)
+    if (!any_failed)
         wl->run(&c);
     if (c.progress)
         progress_end(c.progress);
@@ -326,6 +337,7 @@ static int run_phase(struct run *r, int index)
     free(stuck);
     free(c.records);
     free(c.hist);
+    holds_free(&c.holds);
     errtab_free(&errors);
     return flags;
 }
@@ -346,18 +358,16 @@ static void run_cleanup(struct run *r)
 {
     const struct job *job = r->job;
     char path[1200];
-    for (int i = 0; i < job->nphases; i++) {
-        const struct phase *ph = &job->phases[i];
-        if (ph->kind != KIND_WRITE)
-            continue;
-        struct phase_ctx c = {.ph = ph, .rundir = r->rundir};
-        int index = ph->sharing == SHARING_UNIQUE ? r->rank : -1;
-        if (index < 0 && r->rank != 0)
-            continue;
-        workload_file_path(&c, index, path, sizeof path);
-        r->be->unlink(r->be_ctx, path); /* may already be gone: earlier phase */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < job->nphases; i++) {
+            const struct workload_ops *wl = workload_find(job->phases[i].kind);
+            struct phase_ctx c = {.ph = &job->phases[i], .rank = r->rank, .nranks = r->size,
+                                  .rundir = r->rundir, .be = r->be, .be_ctx = r->be_ctx};
+            if (wl->remove)
+                wl->remove(&c, pass);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
     }
-    MPI_Barrier(MPI_COMM_WORLD);
     if (r->rank != 0)
         return;
     for (int i = 0; i < job->nphases; i++) {
@@ -412,6 +422,8 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     double epoch_unix = (double)wall.tv_sec + wall.tv_nsec * 1e-9 - clock_now(&r.clock);
     MPI_Bcast(&epoch_unix, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     r.start_margin = run_measure_margin();
+    r.clock_error_max = r.clock.error;
+    MPI_Allreduce(MPI_IN_PLACE, &r.clock_error_max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 
     struct host_info *hosts = NULL;
     struct rank_info *ranks = NULL;

@@ -1,29 +1,61 @@
-/* signals.c — turn SIGINT/SIGTERM into a flag polled between operations.
- * The flag is the one piece of process-wide mutable state herd keeps. */
+/* signals.c — turn SIGINT/SIGTERM into a flag polled between operations,
+ * and SIGALRM into EINTR for a blocking call with a time limit. These flags
+ * are the only process-wide mutable state herd keeps. */
 #include "signals.h"
 
 #include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 
 static volatile sig_atomic_t caught_signal;
+static volatile sig_atomic_t alarm_fired;
 
 static void signals_on_stop(int sig)
 {
     caught_signal = sig;
 }
 
-void signals_install(void)
+static void signals_on_alarm(int sig)
+{
+    (void)sig;
+    alarm_fired = 1;
+}
+
+/* No SA_RESTART: a blocked read, lock or sleep returns EINTR. */
+static void signals_handle(int sig, void (*handler)(int))
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = signals_on_stop;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: a blocked read returns EINTR */
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    sigaction(sig, &sa, NULL);
+}
+
+void signals_install(void)
+{
+    signals_handle(SIGINT, signals_on_stop);
+    signals_handle(SIGTERM, signals_on_stop);
+    signals_handle(SIGALRM, signals_on_alarm);
 }
 
 int signals_caught(void)
 {
     return caught_signal;
+}
+
+void signals_alarm_arm(double seconds)
+{
+    alarm_fired = 0;
+    struct itimerval it = {{0, 0}, {(time_t)seconds,
+                                    (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
+    if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
+        it.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+bool signals_alarm_disarm(void)
+{
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    return alarm_fired != 0;
 }

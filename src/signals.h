@@ -1,9 +1,17 @@
 /* signals.h — SIGINT/SIGTERM become a flag that workloads poll between
- * operations, so a stop request ends the run cleanly with results kept. */
+ * operations, so a stop request ends the run cleanly with results kept;
+ * and a one-shot alarm that cuts a blocking call short (lock_timeout). */
 #ifndef HERD_SIGNALS_H
 #define HERD_SIGNALS_H
 
+#include <stdbool.h>
+
 void signals_install(void);
-int signals_caught(void); /* the signal number caught, or 0 */
+int signals_caught(void); /* the stop signal number caught, or 0 */
+
+/* Interrupt the calling process's next blocking call (it returns EINTR)
+ * after `seconds`; disarm returns whether the alarm went off. */
+void signals_alarm_arm(double seconds);
+bool signals_alarm_disarm(void);
 
 #endif

@@ -23,6 +23,17 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     units_format_size(ph->file_size, size, sizeof size);
     if (ph->kind == KIND_IDLE)
         snprintf(out->layout, sizeof out->layout, "-");
+    else if (ph->kind == KIND_LOCK)
+        snprintf(out->layout, sizeof out->layout, "%s %s %s",
+                 ph->lock_mode == LOCK_EXCLUSIVE ? "excl" : ph->lock_mode == LOCK_SHARED ? "shared" : "mixed",
+                 ph->lock_range == LOCK_WHOLE ? "whole" : ph->lock_range == LOCK_BLOCK ? "block" : "overlap",
+                 ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
+    else if (ph->kind == KIND_META)
+        snprintf(out->layout, sizeof out->layout, "%s %lldf/%lldd %s",
+                 ph->sharing == SHARING_UNIQUE ? "unique" : "shared", (long long)ph->files,
+                 (long long)ph->dirs, size);
+    else if (ph->kind == KIND_STORM)
+        snprintf(out->layout, sizeof out->layout, "shared x%lld", (long long)ph->count);
     else
         snprintf(out->layout, sizeof out->layout, "%s %s%s",
              ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
@@ -33,7 +44,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, ops = 0;
     size_t nt = 0; /* rows that did any work: an interrupted phase has idle ones */
     double first = 1e300, last = -1e300;
     for (size_t i = 0; i < nrows; i++) {
@@ -43,7 +54,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         if (t)
             t[nt++] = r->t_end - r->t_start;
         bytes += r->bytes;
+        ops += r->ops;
         out->verify_failures += r->verify_failures;
+        out->violations += r->violations;
         if (r->t_end < first)
             first = r->t_end;
         if (r->t_end > last)
@@ -61,18 +74,20 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->first_done = first - sum->t_start;
     out->last_done = last - sum->t_start;
     out->mib_per_s = out->last_done > 0 ? (double)bytes / 1048576.0 / out->last_done : 0;
+    out->ops_per_s = out->last_done > 0 ? (double)ops / out->last_done : 0;
 }
 
 void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
-    fprintf(out, "\n%-18s %-5s %-18s %5s %9s %9s %9s %9s %10s %7s %7s %s\n", "phase", "kind",
-            "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "errors",
-            "verify", "status");
+    fprintf(out, "\n%-18s %-5s %-22s %5s %8s %8s %8s %8s %9s %9s %7s %6s %5s %s\n", "phase",
+            "kind", "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "ops/s",
+            "errors", "verify", "viol", "status");
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
-        fprintf(out, "%-18s %-5s %-18s %5d %9.3f %9.3f %9.3f %9.3f %10.1f %7llu %7llu %s\n",
+        fprintf(out, "%-18s %-5s %-22s %5d %8.3f %8.3f %8.3f %8.3f %9.1f %9.0f %7llu %6llu %5llu %s\n",
                 l->name, l->kind, l->layout, l->rows, l->t_min, l->t_median, l->t_max,
-                l->last_done, l->mib_per_s, (unsigned long long)l->errors,
-                (unsigned long long)l->verify_failures, l->status);
+                l->last_done, l->mib_per_s, l->ops_per_s, (unsigned long long)l->errors,
+                (unsigned long long)l->verify_failures, (unsigned long long)l->violations,
+                l->status);
     }
 }

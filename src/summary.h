@@ -14,13 +14,15 @@
 struct summary_line {
     char name[JOB_NAME_MAX];
     char kind[8];
-    char layout[48];        /* "unique 16M", "shared 32M segmented" */
+    char layout[64];        /* "unique 16M", "shared 32M segmented" */
     int rows;
     double t_min, t_median, t_max;   /* per rank and iteration, seconds */
     double first_done, last_done;    /* since the phase start, seconds */
     double mib_per_s;                /* all bytes / (last done - start) */
+    double ops_per_s;                /* all timed calls / (last done - start) */
     uint64_t errors;          /* every failed call, set-up ones included */
     uint64_t verify_failures;
+    uint64_t violations;             /* lock: mutual exclusion broken */
     char status[16];
 };
 

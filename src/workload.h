@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "errtab.h"
 #include "hist.h"
+#include "holds.h"
 #include "job.h"
 #include "progress.h"
 #include "record.h"
@@ -31,6 +32,7 @@ struct phase_ctx {
     struct progress *progress; /* rank 0 only, else NULL */
     void *state;          /* the workload's, between prepare/run/finish */
     struct inflight inflight; /* the backend call in flight, for the watchdog */
+    struct holds holds;           /* lock phases: when this rank held the lock */
     uint64_t op_count[OP_COUNT];  /* calls per op, this rank */
     double op_seconds[OP_COUNT];  /* seconds in each op, this rank */
     /* Wait until every rank gets here (the runner's barrier): lets a
@@ -63,6 +65,11 @@ struct workload_ops {
     int (*prepare)(struct phase_ctx *c);  /* untimed; errors go to c->errors */
     void (*run)(struct phase_ctx *c);     /* timed; never aborts */
     void (*finish)(struct phase_ctx *c);  /* frees state */
+    /* At the end of the run (keep = no): quietly remove what this rank made
+     * in such a phase; pass 0 files, then after a barrier pass 1
+     * directories. NULL when the kind leaves nothing. Only ph, rank,
+     * nranks, rundir, be and be_ctx are set. */
+    void (*remove)(struct phase_ctx *c, int pass);
 };
 
 const struct workload_ops *workload_find(enum phase_kind kind);

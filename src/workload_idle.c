@@ -36,4 +36,4 @@ static void idle_finish(struct phase_ctx *c)
     (void)c;
 }
 
-const struct workload_ops workload_idle = {KIND_IDLE, idle_prepare, idle_run, idle_finish};
+const struct workload_ops workload_idle = {KIND_IDLE, idle_prepare, idle_run, idle_finish, NULL};

@@ -205,6 +205,17 @@ static void io_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish};
-const struct workload_ops workload_read = {KIND_READ, io_prepare, io_run, io_finish};
-const struct workload_ops workload_md5 = {KIND_MD5, io_prepare, io_run, io_finish};
+/* A write phase leaves its files: each rank its own, rank 0 the shared one. */
+static void io_remove(struct phase_ctx *c, int pass)
+{
+    int index = c->ph->sharing == SHARING_UNIQUE ? c->rank : -1;
+    if (pass != 0 || (index < 0 && c->rank != 0))
+        return;
+    char path[1200];
+    workload_file_path(c, index, path, sizeof path);
+    c->be->unlink(c->be_ctx, path); /* an earlier phase may have removed it */
+}
+
+const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish, io_remove};
+const struct workload_ops workload_read = {KIND_READ, io_prepare, io_run, io_finish, NULL};
+const struct workload_ops workload_md5 = {KIND_MD5, io_prepare, io_run, io_finish, NULL};

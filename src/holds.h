@@ -1,0 +1,42 @@
+/* holds.h — lock hold intervals (rank, granted, released on the common
+ * clock) and what they show when all ranks' are put together: how long
+ * two or more ranks held the lock at once, and whether an exclusive hold
+ * ever overlapped another (a violation seen from the clock, independent of
+ * the token check). */
+#ifndef HERD_HOLDS_H
+#define HERD_HOLDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hold {
+    int32_t rank;
+    int32_t exclusive;  /* 1 exclusive (write) lock, 0 shared (read) lock */
+    double granted;     /* common clock, s */
+    double released;    /* common clock, s */
+    uint64_t start;     /* locked byte range; len 0 = to the end of the file */
+    uint64_t len;
+};
+
+struct holds {
+    struct hold *v;
+    size_t n, cap;
+};
+
+void holds_add(struct holds *h, int rank, int exclusive, double granted, double released,
+               uint64_t start, uint64_t len);
+void holds_free(struct holds *h);
+
+struct holds_overlap {
+    double together;        /* seconds with two or more holders */
+    double exclusive_clash; /* seconds an exclusive hold overlapped another rank's
+                               hold on an overlapping byte range */
+    int max_holders;        /* most holders at one instant */
+};
+
+/* Overlap of n intervals (any order). Intervals of different ranks that
+ * meet closer than `slack` seconds (the clocks' error) are not counted as
+ * overlapping. */
+void holds_overlap(const struct hold *h, size_t n, double slack, struct holds_overlap *out);
+
+#endif

@@ -1,0 +1,108 @@
+/* workload_storm.c — every rank, from the same instant, opens, stats,
+ * reads and closes the same file `count` times (or for `duration`): the
+ * seed's "300 nodes asking to see one file at the same time". Each call is
+ * timed into the latency histograms; a missing file is one ENOENT per rank
+ * per attempt (the stat fails and the attempt ends), never a crash.
+ * The file is the fileset's shared file: write it first with a write
+ * phase using sharing = shared and the same fileset. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workload.h"
+
+struct storm_state {
+    unsigned char *buf;
+    size_t len;
+    char path[1200];
+};
+
+static int storm_prepare(struct phase_ctx *c)
+{
+    struct storm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    c->state = s;
+    s->len = c->ph->block_size < c->ph->file_size ? c->ph->block_size : c->ph->file_size;
+    s->buf = aligned_alloc(4096, (s->len + 4095) / 4096 * 4096);
+    if (!s->buf)
+        return -ENOMEM;
+    workload_file_path(c, -1, s->path, sizeof s->path);
+    for (int64_t i = 0; i < c->ph->iterations; i++)
+        c->records[i].file_rank = -1;
+    return 0;
+}
+
+/* One attempt: stat, open, read the first block, close. */
+static void storm_attempt(struct phase_ctx *c, struct rank_record *r)
+{
+    struct storm_state *s = c->state;
+    struct stat st;
+    double t0 = op_begin(c, OP_STAT, s->path);
+    int rc = c->be->stat(c->be_ctx, s->path, &st);
+    op_end(c, OP_STAT, t0);
+    r->ops++;
+    if (rc < 0) {
+        r->errors++;
+        workload_error(c, OP_STAT, rc, s->path);
+        return;
+    }
+    struct backend_file *f;
+    t0 = op_begin(c, OP_OPEN, s->path);
+    rc = c->be->open(c->be_ctx, s->path, BACKEND_READ, &f);
+    r->t_open += op_end(c, OP_OPEN, t0);
+    r->ops++;
+    if (rc < 0) {
+        r->errors++;
+        workload_error(c, OP_OPEN, rc, s->path);
+        return;
+    }
+    t0 = op_begin(c, OP_READ, s->path);
+    ssize_t n = c->be->pread(c->be_ctx, f, s->buf, s->len, 0);
+    r->t_io += op_end(c, OP_READ, t0);
+    r->ops++;
+    if (n < 0) {
+        r->errors++;
+        workload_error(c, OP_READ, (int)n, s->path);
+    } else {
+        r->bytes += (uint64_t)n;
+    }
+    t0 = op_begin(c, OP_CLOSE, s->path);
+    rc = c->be->close(c->be_ctx, f);
+    r->t_close += op_end(c, OP_CLOSE, t0);
+    r->ops++;
+    if (rc < 0) {
+        r->errors++;
+        workload_error(c, OP_CLOSE, rc, s->path);
+    }
+}
+
+static void storm_run(struct phase_ctx *c)
+{
+    const struct phase *ph = c->ph;
+    for (int64_t i = 0; i < ph->iterations; i++) {
+        struct rank_record *r = &c->records[i];
+        r->t_start = clock_now(c->clock);
+        double until = ph->duration > 0 ? r->t_start + ph->duration : 0;
+        for (int64_t k = 0; !workload_should_stop(c); k++) {
+            if (until > 0 ? clock_now(c->clock) >= until : k >= ph->count)
+                break;
+            storm_attempt(c, r);
+        }
+        r->completed = !workload_should_stop(c);
+        r->t_end = clock_now(c->clock);
+    }
+}
+
+static void storm_finish(struct phase_ctx *c)
+{
+    struct storm_state *s = c->state;
+    if (!s)
+        return;
+    free(s->buf);
+    free(s);
+    c->state = NULL;
+}
+
+const struct workload_ops workload_storm = {KIND_STORM, storm_prepare, storm_run, storm_finish,
+                                            NULL};
