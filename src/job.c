@@ -744,6 +744,13 @@ void job_free(struct job *job)
 
 uint64_t job_phase_bytes_per_rank(const struct phase *ph)
 {
+    if (ph->kind == KIND_META)
+        return (job_meta_steps(ph->meta_ops) & (1 << META_CREATE))
+                   ? ph->file_size * (uint64_t)ph->files
+                   : 0;
+    if (ph->kind == KIND_STORM)
+        return (ph->block_size < ph->file_size ? ph->block_size : ph->file_size) *
+               (uint64_t)ph->count * (uint64_t)ph->iterations;
     if (!kind_moves_data(ph->kind))
         return 0;
     return ph->file_size * (uint64_t)ph->iterations;

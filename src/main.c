@@ -109,7 +109,7 @@ static int command_check(const struct args *a)
     printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
            job.nphases == 1 ? "" : "s", first->target, first->backend,
            job.keep ? ", run directory kept" : "");
-    printf("%-3s %-18s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
+    printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
            "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank",
            "all ranks");
     uint64_t grand = 0;
@@ -122,7 +122,7 @@ static int command_check(const struct args *a)
         grand += bytes * (uint64_t)a->ranks;
         units_format_human((double)bytes, per, sizeof per);
         units_format_human((double)bytes * (double)a->ranks, all, sizeof all);
-        printf("%-3d %-18s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
+        printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
                job_kind_name(ph->kind), ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
                ph->sharing == SHARING_UNIQUE ? "-"
                : ph->shared_mode == SHARED_SEGMENTED ? "segmented"
