@@ -31,6 +31,7 @@ OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS:-}    # extra mpirun options, e.g. "--bind-to none"
 SETTLE=${SETTLE:-1}             # seconds to wait after deleting files, before a write
+PRIME=${PRIME:-yes}             # touch and free the memory a write run will get first
 
 say() { printf '%s\n' "$*"; }
 warn() { printf 'core_vs_fio: %s\n' "$*" >&2; }
@@ -78,6 +79,7 @@ fi
 [[ $SETTLE =~ ^[0-9]+$ ]] || { warn "SETTLE must be a non-negative integer"; exit 2; }
 [[ $READ_LOOPS =~ ^[1-9][0-9]*$ ]] || { warn "READ_LOOPS must be a positive integer"; exit 2; }
 case $FSYNC in yes | no) ;; *) warn "FSYNC must be yes or no"; exit 2 ;; esac
+case $PRIME in yes | no) ;; *) warn "PRIME must be yes or no"; exit 2 ;; esac
 
 SIZE_B=$(to_bytes "$SIZE")
 MD5_B=$(to_bytes "$MD5_SIZE")
@@ -136,23 +138,34 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 wipe() { rm -rf "${MNT:?}"/* 2>/dev/null; }
 
-# Delete the last run's files before a write run and note when that was.
+# Prepare the memory a write run will get, and note when it was ready.
 #
-# Writing new files to tmpfs allocates fresh pages, and what that costs
-# depends on how long ago the memory was freed: on VMs whose balloon hands
-# freed guest memory back to the host, pages freed a while ago cost a host
-# fault when touched again (measured here: 5.5 GiB/s right after a delete,
-# 2.6-3.3 GiB/s 1.3-4 s after, 1.5-2.5 GiB/s 8 s after). herd starts its
-# phase about 1-2 s after mpirun launches (MPI start, clock sync, results
-# file) while fio starts in ~0.05 s, so run as they are fio would write into
-# still-backed memory and herd would not. To give both the same memory, each
-# herd run records its launch delay (wall time from the delete to the
-# write phase's start) and fio sleeps that long after the delete before it
-# starts (see fio_rw). SETTLE only lets the previous run's teardown finish.
+# Writing new files to tmpfs allocates pages, and on a VM what that costs
+# depends on the history of the guest memory the allocator hands out: on a
+# VM whose balloon hands freed memory back to the host (free page
+# reporting), memory freed a while ago costs a host fault when it is
+# touched again. Measured here: 5.5 GiB/s right after a delete, 2.6-3.3
+# GiB/s 1.3-4 s later, 1.5-2.5 GiB/s 8 s later; and a run's speed depended
+# on how much the run before it had just freed (herd/fio swung from 0.3 to
+# 1.45 between identical invocations). So, before every write run:
+#   1. delete the last run's files, let its teardown finish (SETTLE);
+#   2. PRIME=yes: write a ballast file as large as the run will write and
+#      delete it, so the allocator's free lists start with that much
+#      just-touched memory, the same for herd and fio;
+#   3. note the time (FRESH_AT). herd's write phase starts ~0.3 s later
+#      (mpirun, MPI start, clock sync, results file), fio in ~0.05 s; each
+#      herd run records its delay and fio waits as long (see fio_rw), so
+#      both start writing equally long after the memory was freed.
 fresh() {
+    local bytes=$1
     wipe
     sync
     sleep "$SETTLE"
+    if [ "$PRIME" = yes ] && [ "$bytes" -gt 0 ]; then
+        dd if=/dev/zero of="$MNT/.prime" bs=1M count=$(((bytes + 1048575) >> 20)) \
+            status=none 2>/dev/null
+        rm -f "$MNT/.prime"
+    fi
     FRESH_AT=$(date +%s.%N)
 }
 
@@ -178,7 +191,7 @@ fsync = $FSYNC
 kind = read
 iterations = $READ_LOOPS
 EOF
-    fresh
+    fresh $((n * SIZE_B))
     # shellcheck disable=SC2086
     if ! mpirun --oversubscribe -np "$n" $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force \
         >"$log" 2>&1; then
@@ -208,7 +221,7 @@ fio_rw() {
     [ "$FSYNC" = yes ] && sync=(--end_fsync=1)
     local delay=1.5 # before any herd run has measured its own
     [ -s "$WORK/delay-np$n" ] && delay=$(cat "$WORK/delay-np$n")
-    fresh
+    fresh $((n * SIZE_B))
     sleep "$delay"
     echo "bench: fio write started after a ${delay} s pause after the delete" >"$log-write.err"
     if ! fio "${common[@]}" --rw=write "${sync[@]}" --output="$log-write.json" \
@@ -293,7 +306,7 @@ record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
     echo "mpirun: $(mpirun --version 2>&1 | head -1)"
     echo "params: REPEAT=$REPEAT WARMUP=$WARMUP SIZE=$SIZE_B READ_LOOPS=$READ_LOOPS" \
         "MD5_SIZE=$MD5_B BS=$BS_B RANKS='$RANKS' FSYNC=$FSYNC TARGET=$TARGET" \
-        "SETTLE=$SETTLE OPENSSL_SECONDS=$OPENSSL_SECONDS OPENSSL_BYTES=$OPENSSL_BYTES" \
+        "SETTLE=$SETTLE PRIME=$PRIME OPENSSL_SECONDS=$OPENSSL_SECONDS OPENSSL_BYTES=$OPENSSL_BYTES" \
         "MPIRUN_ARGS='$MPIRUN_ARGS'"
     echo "tmpfs: $MNT size=$TMPFS_B"
 } >"$OUT/env.txt"
