@@ -31,7 +31,8 @@ struct backend_ops {
      * ph is the first phase: run-wide options come from it. */
     int (*connect)(const char *target, const struct phase *ph, void **ctx);
     /* Apply a phase's per-phase options (sizes, timeouts) before it runs;
-     * reconnect first if the connection was lost. 0 or -errno. */
+     * reconnect first if the connection was lost. ph NULL: no phase runs
+     * (the run's clean-up): defaults. 0 or -errno. NULL if nothing to do. */
     int (*configure)(void *ctx, const struct phase *ph);
     void (*disconnect)(void *ctx);
     int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);

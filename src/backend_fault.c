@@ -130,10 +130,12 @@ static int fault_apply(struct fault_ctx *c, enum op op)
 {
     const struct fault_rule *r = &c->rules[op];
     if (r->kind == FAULT_DELAY) {
+        /* A slow call: a signal (stop request, lock_timeout alarm) cuts it
+         * short as it would a real blocked call. */
         struct timespec ts = {(time_t)r->seconds,
                               (long)((r->seconds - (double)(time_t)r->seconds) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
+        if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+            return -EINTR;
     } else if (r->kind == FAULT_ERRNO && fault_random(c) < r->chance) {
         return -r->err;
     }
@@ -167,6 +169,10 @@ static int fault_configure(void *ctx, const struct phase *ph)
 {
     struct fault_ctx *c = ctx;
     char why[256];
+    if (!ph) { /* between phases (clean-up): no faults */
+        memset(c->rules, 0, sizeof c->rules);
+        return 0;
+    }
     return fault_parse(ph->faults, c->rules, why, sizeof why) ? -EINVAL : 0;
 }
 

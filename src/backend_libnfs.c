@@ -191,7 +191,8 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
 static int libnfs_configure(void *ctx, const struct phase *ph)
 {
     struct libnfs_ctx *c = ctx;
-    c->timeout_ms = timeout_ms(ph->op_timeout);
+    if (ph)
+        c->timeout_ms = timeout_ms(ph->op_timeout);
     if (c->broken || !c->nfs) {
         int rc = libnfs_reconnect(c);
         if (rc < 0)
@@ -208,8 +209,9 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
             return rc;
         nfs_set_timeout(c->nfs, c->timeout_ms);
     }
-    c->rchunk = ph->nfs_rsize && ph->nfs_rsize < c->server_rmax ? ph->nfs_rsize : c->server_rmax;
-    c->wchunk = ph->nfs_wsize && ph->nfs_wsize < c->server_wmax ? ph->nfs_wsize : c->server_wmax;
+    uint64_t rsize = ph ? ph->nfs_rsize : 0, wsize = ph ? ph->nfs_wsize : 0;
+    c->rchunk = rsize && rsize < c->server_rmax ? rsize : c->server_rmax;
+    c->wchunk = wsize && wsize < c->server_wmax ? wsize : c->server_wmax;
     return 0;
 }
 

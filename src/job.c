@@ -94,8 +94,8 @@ const struct job_key job_keys[] = {
     {"files", KEY_INT, FIELD(files), NULL, "100",
      "meta: files each rank creates, spread over the directories"},
     {"meta_ops", KEY_STRING, FIELD(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
-     "meta: steps in order, all ranks finishing one before the next: "
-     "create,stat,rename,unlink,rmdir or a subset (split them over phases to time each)"},
+     "meta: which steps to run, always in the order create, stat, rename, unlink, "
+     "rmdir, all ranks finishing one before the next (split them over phases to time each)"},
     {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
@@ -544,6 +544,9 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("count", "must be at least 1");
     else if (ph->kind != KIND_LOCK && phase_sets_lock_key(st, ph->name))
         BAD("kind", "lock_* keys set in [%s], which is not a lock phase", ph->name);
+    else if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
+        BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
+                          "use block_size >= 16");
     else if (ph->kind == KIND_LOCK && ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0)
         BAD("lock_timeout", "applies to lock_wait = blocking only");
     else if (ph->kind == KIND_META && ph->iterations != 1)

@@ -486,8 +486,11 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     int flags = 0;
     for (int i = 0; i < job->nphases && !(flags & 1); i++)
         flags |= run_phase(&r, i);
-    if (!job->keep)
+    if (!job->keep) {
+        if (r.be->configure)
+            r.be->configure(r.be_ctx, NULL); /* no phase's faults or sizes */
         run_cleanup(&r);
+    }
     r.be->disconnect(r.be_ctx);
 
     int exit_code = 0;

@@ -43,14 +43,25 @@ int signals_caught(void)
     return caught_signal;
 }
 
+/* After the first alarm, it repeats every ALARM_REPEAT_US until disarmed:
+ * an alarm that fires before the call starts to block (the rank was
+ * preempted in between) must not let the call wait forever. */
+#define ALARM_REPEAT_US 10000
+
 void signals_alarm_arm(double seconds)
 {
     alarm_fired = 0;
-    struct itimerval it = {{0, 0}, {(time_t)seconds,
-                                    (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
+    struct itimerval it = {{0, ALARM_REPEAT_US},
+                           {(time_t)seconds,
+                            (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
     if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
         it.it_value.tv_usec = 1;
     setitimer(ITIMER_REAL, &it, NULL);
+}
+
+bool signals_alarm_fired(void)
+{
+    return alarm_fired != 0;
 }
 
 bool signals_alarm_disarm(void)

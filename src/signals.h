@@ -13,5 +13,6 @@ int signals_caught(void); /* the stop signal number caught, or 0 */
  * after `seconds`; disarm returns whether the alarm went off. */
 void signals_alarm_arm(double seconds);
 bool signals_alarm_disarm(void);
+bool signals_alarm_fired(void); /* the armed alarm went off (still armed) */
 
 #endif

@@ -33,7 +33,10 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                  ph->sharing == SHARING_UNIQUE ? "unique" : "shared", (long long)ph->files,
                  (long long)ph->dirs, size);
     else if (ph->kind == KIND_STORM)
-        snprintf(out->layout, sizeof out->layout, "shared x%lld", (long long)ph->count);
+        if (ph->duration > 0)
+            snprintf(out->layout, sizeof out->layout, "shared for %gs", ph->duration);
+        else
+            snprintf(out->layout, sizeof out->layout, "shared x%lld", (long long)ph->count);
     else
         snprintf(out->layout, sizeof out->layout, "%s %s%s",
              ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,

@@ -179,7 +179,7 @@ static void lock_run(struct phase_ctx *c)
                 break;
             lock_attempt(c, r, attempt++);
         }
-        r->completed = ok && !workload_should_stop(c);
+        r->completed = ok && r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
 }

@@ -89,7 +89,7 @@ static void storm_run(struct phase_ctx *c)
                 break;
             storm_attempt(c, r);
         }
-        r->completed = !workload_should_stop(c);
+        r->completed = r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
 }

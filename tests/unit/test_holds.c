@@ -1,0 +1,313 @@
+/* test_holds.c — unit tests for holds.c: the overlap of lock hold
+ * intervals on hand-made timelines. Disjoint holds never overlap; shared
+ * holds overlap without clashing; an exclusive hold clashes with another
+ * rank's hold only where their byte ranges meet (len 0 = to the end of the
+ * file) and never with the same rank's; the clock slack shrinks every
+ * hold; max_holders is the most holders at one instant (a release and a
+ * grant at the same instant do not meet); holds_add grows and holds_free
+ * empties. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "holds.h"
+
+#define EPS 1e-9
+#define assert_near(a, b) assert_true(fabs((double)(a) - (double)(b)) < EPS)
+
+/* A hold: rank, exclusive, granted, released, start, len. */
+#define H(rank, excl, t0, t1, start, len) {(rank), (excl), (t0), (t1), (start), (len)}
+
+static struct holds_overlap overlap(const struct hold *h, size_t n, double slack)
+{
+    /* Poison the output: holds_overlap must set every field. */
+    struct holds_overlap o = {-1.0, -1.0, -1};
+    holds_overlap(h, n, slack, &o);
+    return o;
+}
+
+static void test_none(void **state)
+{
+    (void)state;
+    struct holds_overlap o = overlap(NULL, 0, 0);
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 0);
+}
+
+static void test_single(void **state)
+{
+    (void)state;
+    const struct hold h[] = {H(0, 1, 1.0, 2.0, 0, 0)};
+    struct holds_overlap o = overlap(h, 1, 0);
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 1);
+}
+
+/* Holds one after the other, exclusive on the whole file: nothing together. */
+static void test_disjoint(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 1, 0.0, 1.0, 0, 0),
+        H(1, 1, 2.0, 3.0, 0, 0),
+        H(2, 1, 1.5, 1.75, 0, 0),
+        H(3, 0, 4.0, 5.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 4, 0);
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 1);
+}
+
+/* A release and a grant at the same instant: releases go first. */
+static void test_back_to_back(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(1, 1, 1.0, 2.0, 0, 0),
+        H(0, 1, 0.0, 1.0, 0, 0),
+        H(2, 1, 2.0, 3.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 3, 0);
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 1);
+}
+
+/* Two shared holds on the whole file: together for the overlap, no clash. */
+static void test_shared_overlap(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 0, 0.0, 2.0, 0, 0),
+        H(1, 0, 1.5, 3.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 2, 0);
+    assert_near(o.together, 0.5);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 2);
+}
+
+/* An exclusive hold meeting another rank's shared hold on overlapping byte
+ * ranges: clash for exactly the overlap. */
+static void test_exclusive_clash(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 1, 0.0, 2.0, 0, 100),
+        H(1, 0, 1.25, 3.0, 50, 100),
+    };
+    struct holds_overlap o = overlap(h, 2, 0);
+    assert_near(o.together, 0.75);
+    assert_near(o.exclusive_clash, 0.75);
+    assert_int_equal(o.max_holders, 2);
+
+    /* Both exclusive, given in the other order: the same. */
+    const struct hold g[] = {
+        H(1, 1, 1.25, 3.0, 50, 100),
+        H(0, 1, 0.0, 2.0, 0, 100),
+    };
+    o = overlap(g, 2, 0);
+    assert_near(o.together, 0.75);
+    assert_near(o.exclusive_clash, 0.75);
+    assert_int_equal(o.max_holders, 2);
+}
+
+/* len 0 runs to the end of the file: it meets any range from its start on. */
+static void test_whole_file_meets(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 1, 0.0, 1.0, 0, 0),
+        H(1, 0, 0.5, 1.5, 1u << 30, 4096),
+    };
+    struct holds_overlap o = overlap(h, 2, 0);
+    assert_near(o.exclusive_clash, 0.5);
+    assert_near(o.together, 0.5);
+
+    /* An open-ended hold from 8192 on does not meet [0, 4096). */
+    const struct hold g[] = {
+        H(0, 1, 0.0, 1.0, 8192, 0),
+        H(1, 1, 0.5, 1.5, 0, 4096),
+    };
+    o = overlap(g, 2, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_near(o.together, 0.5);
+}
+
+/* Exclusive holds on disjoint byte ranges (lock_range = block): together,
+ * but no clash; ranges that only touch (end == start) do not meet. */
+static void test_exclusive_disjoint_ranges(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 1, 0.0, 2.0, 0, 4096),
+        H(1, 1, 1.0, 3.0, 4096, 4096),
+        H(2, 1, 0.5, 2.5, 8192, 4096),
+    };
+    struct holds_overlap o = overlap(h, 3, 0);
+    assert_near(o.exclusive_clash, 0);
+    /* two or more holders from 0.5 to 2.5 */
+    assert_near(o.together, 2.0);
+    assert_int_equal(o.max_holders, 3);
+}
+
+/* The same rank overlapping itself (POSIX locks of one process merge) is
+ * never a clash. */
+static void test_same_rank_no_clash(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(3, 1, 0.0, 2.0, 0, 0),
+        H(3, 1, 1.0, 3.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 2, 0);
+    assert_near(o.exclusive_clash, 0);
+
+    /* ... but another rank's in the middle is, for its own length. */
+    const struct hold g[] = {
+        H(3, 1, 0.0, 2.0, 0, 0),
+        H(3, 1, 1.0, 3.0, 0, 0),
+        H(4, 0, 1.5, 1.75, 0, 0),
+    };
+    o = overlap(g, 3, 0);
+    assert_near(o.exclusive_clash, 0.25);
+    assert_int_equal(o.max_holders, 3);
+}
+
+/* Shared holds together with an exclusive one: only the time the
+ * exclusive hold meets another rank's is a clash. */
+static void test_mixed(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 0, 0.0, 4.0, 0, 0),
+        H(1, 0, 1.0, 3.0, 0, 0),
+        H(2, 1, 2.5, 5.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 3, 0);
+    /* 1..4 two or more holders (1..2.5 two shared, 2.5..3 three, 3..4 two) */
+    assert_near(o.together, 3.0);
+    /* exclusive rank 2 meets rank 0 from 2.5 to 4 */
+    assert_near(o.exclusive_clash, 1.5);
+    assert_int_equal(o.max_holders, 3);
+
+    /* Two shared holds on one range while an exclusive one holds another:
+     * the shared pair is no clash, the exclusive one meets neither. */
+    const struct hold g[] = {
+        H(0, 0, 0.0, 2.0, 0, 100),
+        H(1, 0, 0.0, 2.0, 50, 100),
+        H(2, 1, 0.0, 2.0, 200, 100),
+    };
+    o = overlap(g, 3, 0);
+    assert_near(o.together, 2.0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 3);
+}
+
+/* slack shrinks each hold by slack/2 at both ends: overlaps shrink by
+ * slack, those shorter than slack vanish, and so do holds shorter than it. */
+static void test_slack(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(0, 1, 0.0, 1.0, 0, 0),
+        H(1, 1, 0.75, 2.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 2, 0);
+    assert_near(o.together, 0.25);
+    assert_near(o.exclusive_clash, 0.25);
+    assert_int_equal(o.max_holders, 2);
+
+    o = overlap(h, 2, 0.125);
+    assert_near(o.together, 0.125);
+    assert_near(o.exclusive_clash, 0.125);
+    assert_int_equal(o.max_holders, 2);
+
+    o = overlap(h, 2, 0.25); /* they just touch */
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 1);
+
+    o = overlap(h, 2, 0.5);
+    assert_near(o.together, 0);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.max_holders, 1);
+
+    /* A hold no longer than the slack is gone entirely. */
+    const struct hold g[] = {H(0, 1, 0.0, 0.25, 0, 0)};
+    o = overlap(g, 1, 0.25);
+    assert_int_equal(o.max_holders, 0);
+    assert_near(o.together, 0);
+}
+
+/* max_holders: the most at one instant, whatever the order given. */
+static void test_max_holders(void **state)
+{
+    (void)state;
+    const struct hold h[] = {
+        H(4, 0, 10.0, 11.0, 0, 0),
+        H(0, 0, 0.0, 3.0, 0, 0),
+        H(1, 0, 1.0, 4.0, 0, 0),
+        H(2, 0, 2.0, 5.0, 0, 0),
+        H(3, 0, 3.0, 6.0, 0, 0), /* granted as rank 0 releases */
+        H(5, 0, 10.5, 12.0, 0, 0),
+    };
+    struct holds_overlap o = overlap(h, 6, 0);
+    assert_int_equal(o.max_holders, 3);
+    /* 1..5 and 10.5..11 */
+    assert_near(o.together, 4.5);
+    assert_near(o.exclusive_clash, 0);
+}
+
+static void test_add_free(void **state)
+{
+    (void)state;
+    struct holds hs = {0};
+    for (int i = 0; i < 1000; i++)
+        holds_add(&hs, i % 7, i % 2, (double)i, (double)i + 0.5, (uint64_t)i * 10, 10);
+    assert_int_equal(hs.n, 1000);
+    assert_true(hs.cap >= 1000);
+    assert_int_equal(hs.v[999].rank, 999 % 7);
+    assert_int_equal(hs.v[999].exclusive, 1);
+    assert_near(hs.v[999].granted, 999.0);
+    assert_near(hs.v[999].released, 999.5);
+    assert_int_equal(hs.v[999].start, 9990);
+    assert_int_equal(hs.v[999].len, 10);
+    assert_int_equal(hs.v[0].exclusive, 0);
+    struct holds_overlap o = overlap(hs.v, hs.n, 0);
+    assert_int_equal(o.max_holders, 1);
+    assert_near(o.together, 0);
+    holds_free(&hs);
+    assert_null(hs.v);
+    assert_int_equal(hs.n, 0);
+    assert_int_equal(hs.cap, 0);
+    holds_free(&hs); /* twice is harmless */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_none),
+        cmocka_unit_test(test_single),
+        cmocka_unit_test(test_disjoint),
+        cmocka_unit_test(test_back_to_back),
+        cmocka_unit_test(test_shared_overlap),
+        cmocka_unit_test(test_exclusive_clash),
+        cmocka_unit_test(test_whole_file_meets),
+        cmocka_unit_test(test_exclusive_disjoint_ranges),
+        cmocka_unit_test(test_same_rank_no_clash),
+        cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_slack),
+        cmocka_unit_test(test_max_holders),
+        cmocka_unit_test(test_add_free),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
