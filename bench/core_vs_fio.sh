@@ -112,6 +112,7 @@ MNT=$WORK/mnt
 mkdir -p "$MNT"
 MOUNTED=0
 
+# shellcheck disable=SC2317 # reached through the traps
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
@@ -124,7 +125,7 @@ cleanup() {
         fi
     fi
     rm -rf "$WORK"
-    exit $rc
+    exit "$rc"
 }
 trap cleanup EXIT
 trap 'warn interrupted; exit 130' INT
@@ -174,7 +175,7 @@ fresh() {
 
 # herd write+read of SIZE per rank with N ranks: prints "write_mib read_mib".
 herd_rw() {
-    local n=$1 tag=$2 job=$WORK/rw.ini h5=$WORK/rw.h5 log=$LOGS/herd-rw-np$1-$2.log
+    local n=$1 job=$WORK/rw.ini h5=$WORK/rw.h5 log=$LOGS/herd-rw-np$1-$2.log
     cat >"$job" <<EOF
 [global]
 target = $MNT
@@ -203,17 +204,21 @@ EOF
     if started=$($UTIL herd-start "$h5" write 2>>"$log"); then
         awk -v a="$started" -v b="$FRESH_AT" 'BEGIN { printf "%.3f\n", a - b }' \
             >"$WORK/delay-np$n"
-        echo "bench: herd write phase started $(cat "$WORK/delay-np$n") s after the delete" >>"$log"
+        echo "bench: herd write phase started $(cat "$WORK/delay-np$n") s after FRESH_AT" >>"$log"
     fi
-    w=$($UTIL herd "$h5" write $((n * SIZE_B)) 2>>"$log") &&
-        r=$($UTIL herd "$h5" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log") &&
-        echo "$w $r" || warn "herd results unusable (np=$n), see $log"
+    cp "$h5" "$LOGS/herd-rw-np$n-$2.h5" 2>/dev/null
+    if w=$($UTIL herd "$h5" write $((n * SIZE_B)) 2>>"$log") &&
+        r=$($UTIL herd "$h5" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log"); then
+        echo "$w $r"
+    else
+        warn "herd results unusable (np=$n), see $log"
+    fi
     wipe
 }
 
 # fio write then read of SIZE per job with N jobs: prints "write_mib read_mib".
 fio_rw() {
-    local n=$1 tag=$2 log=$LOGS/fio-rw-np$1-$2
+    local n=$1 log=$LOGS/fio-rw-np$1-$2
     local common=(--name=bench --directory="$MNT" --ioengine=psync --bs="$BS_B"
         --size="$SIZE_B" --numjobs="$n" --group_reporting --fallocate=none
         --invalidate=0 --output-format=json)
@@ -223,7 +228,7 @@ fio_rw() {
     [ -s "$WORK/delay-np$n" ] && delay=$(cat "$WORK/delay-np$n")
     fresh $((n * SIZE_B))
     sleep "$delay"
-    echo "bench: fio write started after a ${delay} s pause after the delete" >"$log-write.err"
+    echo "bench: fio write started after a ${delay} s pause after FRESH_AT" >"$log-write.err"
     if ! fio "${common[@]}" --rw=write "${sync[@]}" --output="$log-write.json" \
         >>"$log-write.err" 2>&1; then
         warn "fio write failed (np=$n), see $log-write.*"
@@ -237,9 +242,12 @@ fio_rw() {
         return
     fi
     local w r
-    w=$($UTIL fio "$log-write.json" write $((n * SIZE_B)) 2>>"$log-write.err") &&
-        r=$($UTIL fio "$log-read.json" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log-read.err") &&
-        echo "$w $r" || warn "fio results unusable (np=$n), see $log-*"
+    if w=$($UTIL fio "$log-write.json" write $((n * SIZE_B)) 2>>"$log-write.err") &&
+        r=$($UTIL fio "$log-read.json" read $((n * SIZE_B * READ_LOOPS)) 2>>"$log-read.err"); then
+        echo "$w $r"
+    else
+        warn "fio results unusable (np=$n), see $log-*"
+    fi
     wipe
 }
 
@@ -247,7 +255,7 @@ fio_rw() {
 # (so it is in tmpfs's page cache); the expected digest is computed in the
 # phase's untimed prepare step.
 herd_md5() {
-    local tag=$1 job=$WORK/md5.ini h5=$WORK/md5.h5 log=$LOGS/herd-md5-$1.log
+    local job=$WORK/md5.ini h5=$WORK/md5.h5 log=$LOGS/herd-md5-$1.log
     cat >"$job" <<EOF
 [global]
 target = $MNT
@@ -271,6 +279,7 @@ EOF
         wipe
         return
     fi
+    cp "$h5" "$LOGS/herd-md5-$1.h5" 2>/dev/null
     $UTIL herd "$h5" md5 "$MD5_B" 2>>"$log" || warn "herd md5 results unusable, see $log"
     wipe
 }

@@ -171,7 +171,9 @@ static char *broadcast_job_text(int rank, const char *path)
 
 static int command_run(int argc, char **argv, const struct args *a)
 {
-    MPI_Init(&argc, &argv);
+    /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int code;

@@ -10,6 +10,7 @@
 
 #include "md5.h"
 #include "pattern.h"
+#include "prefetch.h"
 #include "workload.h"
 
 struct io_state {
@@ -46,7 +47,7 @@ static int io_prepare(struct phase_ctx *c)
                           ph->block_size);
     if (rc < 0)
         return rc;
-    if (ph->kind != KIND_WRITE) {
+    if (ph->kind == KIND_READ) { /* md5 reads into its read-ahead ring */
         size_t size = (ph->block_size + 4095) / 4096 * 4096;
         s->buf = aligned_alloc(4096, size);
         if (!s->buf)
@@ -78,6 +79,86 @@ static void io_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int 
     workload_error(c, op, err, s->path);
 }
 
+/* Write or read the rank's range block by block (read: verify if asked).
+ * Returns true if every block moved; *mismatch when the data was wrong. */
+static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
+                        bool *mismatch)
+{
+    struct io_state *s = c->state;
+    const struct phase *ph = c->ph;
+    enum op op = ph->kind == KIND_WRITE ? OP_WRITE : OP_READ;
+    uint64_t end = s->offset + s->length;
+    for (uint64_t off = s->offset; off < end;) {
+        if (workload_should_stop(c))
+            return false;
+        size_t n = (size_t)(end - off < ph->block_size ? end - off : ph->block_size);
+        ssize_t got;
+        double t0;
+        if (ph->kind == KIND_WRITE) {
+            const void *data = pattern_block(&s->pattern, s->key, off, n);
+            t0 = op_begin(c, op, s->path);
+            got = c->be->pwrite(c->be_ctx, f, data, n, off);
+        } else {
+            t0 = op_begin(c, op, s->path);
+            got = c->be->pread(c->be_ctx, f, s->buf, n, off);
+        }
+        r->t_io += op_end(c, op, t0);
+        r->ops++;
+        if (got < 0) {
+            io_fail(c, r, op, (int)got);
+            return false;
+        }
+        r->bytes += (uint64_t)got;
+        if (c->progress)
+            progress_add(c->progress, (uint64_t)got);
+        if ((size_t)got < n) { /* the file is shorter than the phase expects */
+            io_fail(c, r, op, -ENODATA);
+            *mismatch = ph->verify;
+            return false;
+        }
+        if (ph->kind == KIND_READ && ph->verify && !*mismatch &&
+            pattern_compare(&s->pattern, s->key, off, s->buf, n) >= 0)
+            *mismatch = true;
+        off += n;
+    }
+    return true;
+}
+
+/* Read the rank's range ahead in a second thread while digesting it here,
+ * then compare the MD5 with the pattern's. Returns true if all was read. */
+static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
+                      bool *mismatch)
+{
+    struct io_state *s = c->state;
+    struct md5 md5;
+    if (md5_begin(&md5) < 0) {
+        io_fail(c, r, OP_MD5, -ENOMEM);
+        return false;
+    }
+    struct prefetch *p = prefetch_start(c, f, r, s->path, s->offset, s->length);
+    ssize_t n = -ENOMEM;
+    const void *data;
+    while (p && (n = prefetch_next(p, &data)) > 0) {
+        double t0 = clock_mono();
+        md5_update(&md5, data, (size_t)n);
+        r->t_md5 += clock_mono() - t0;
+    }
+    prefetch_finish(p);
+    unsigned char digest[16];
+    double t0 = clock_mono();
+    md5_end(&md5, digest);
+    r->t_md5 += clock_mono() - t0;
+    if (!p)
+        io_fail(c, r, OP_READ, -ENOMEM);
+    if (n < 0) {
+        *mismatch = n == -ENODATA; /* too short: its digest cannot match */
+        return false;
+    }
+    hist_add(&c->hist[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
+    *mismatch = memcmp(digest, s->expected, sizeof digest) != 0;
+    return true;
+}
+
 /* One iteration: returns true if it ran to its end without error. */
 static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
 {
@@ -98,67 +179,9 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
         return false;
     }
 
-    bool ok = true, mismatch = false;
-    struct md5 md5;
-    if (ph->kind == KIND_MD5 && md5_begin(&md5) < 0) {
-        io_fail(c, r, OP_MD5, -ENOMEM);
-        ok = false;
-    }
-    bool digesting = ok && ph->kind == KIND_MD5;
-    enum op io_op = ph->kind == KIND_WRITE ? OP_WRITE : OP_READ;
-    uint64_t end = s->offset + s->length;
-    for (uint64_t off = s->offset; ok && off < end;) {
-        if (workload_should_stop(c)) {
-            ok = false;
-            break;
-        }
-        size_t n = (size_t)(end - off < ph->block_size ? end - off : ph->block_size);
-        ssize_t got;
-        if (ph->kind == KIND_WRITE) {
-            const void *data = pattern_block(&s->pattern, s->key, off, n);
-            t0 = op_begin(c, io_op, s->path);
-            got = be->pwrite(c->be_ctx, f, data, n, off);
-        } else {
-            t0 = op_begin(c, io_op, s->path);
-            got = be->pread(c->be_ctx, f, s->buf, n, off);
-        }
-        r->t_io += op_end(c, io_op, t0);
-        r->ops++;
-        if (got < 0) {
-            io_fail(c, r, io_op, (int)got);
-            ok = false;
-            break;
-        }
-        r->bytes += (uint64_t)got;
-        if (c->progress)
-            progress_add(c->progress, (uint64_t)got);
-        if ((size_t)got < n) {
-            /* The file is shorter than the phase expects. */
-            io_fail(c, r, io_op, -ENODATA);
-            mismatch = ph->kind == KIND_MD5 || ph->verify;
-            ok = false;
-            break;
-        }
-        if (ph->kind == KIND_READ && ph->verify && !mismatch &&
-            pattern_compare(&s->pattern, s->key, off, s->buf, n) >= 0)
-            mismatch = true;
-        if (digesting) {
-            t0 = clock_mono();
-            md5_update(&md5, s->buf, n);
-            r->t_md5 += clock_mono() - t0;
-        }
-        off += n;
-    }
-    if (digesting) {
-        unsigned char digest[16];
-        t0 = clock_mono();
-        md5_end(&md5, digest);
-        r->t_md5 += clock_mono() - t0;
-        if (ok) {
-            hist_add(&c->hist[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
-            mismatch = memcmp(digest, s->expected, sizeof digest) != 0;
-        }
-    }
+    bool mismatch = false;
+    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, &mismatch)
+                                   : io_transfer(c, r, f, &mismatch);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
         t0 = op_begin(c, OP_FSYNC, s->path);

@@ -1,0 +1,158 @@
+/* prefetch.c — a reader thread feeding a ring of buffers (see prefetch.h). */
+#include "prefetch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define PREFETCH_DEPTH 3 /* buffers: one being digested, up to two read ahead */
+
+struct slot {
+    unsigned char *buf;
+    ssize_t len;         /* bytes in it */
+};
+
+struct prefetch {
+    struct phase_ctx *c;
+    struct backend_file *f;
+    struct rank_record *r;
+    const char *path;
+    uint64_t offset, end;
+    size_t block;
+
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct slot slots[PREFETCH_DEPTH];
+    unsigned filled;      /* slots written by the reader, in total */
+    unsigned taken;       /* slots handed to the consumer, in total */
+    bool done;            /* the reader has finished (end, error or stop) */
+    int status;           /* 0, or -errno why it finished early */
+    bool cancel;          /* the consumer wants it to stop */
+};
+
+static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, size_t n,
+                         ssize_t *got)
+{
+    struct phase_ctx *c = p->c;
+    struct rank_record *r = p->r;
+    double t0 = op_begin(c, OP_READ, p->path);
+    *got = c->be->pread(c->be_ctx, p->f, buf, n, off);
+    r->t_io += op_end(c, OP_READ, t0);
+    r->ops++;
+    if (*got < 0) {
+        r->errors++;
+        workload_error(c, OP_READ, (int)*got, p->path);
+        return (int)*got;
+    }
+    r->bytes += (uint64_t)*got;
+    if (c->progress)
+        progress_add(c->progress, (uint64_t)*got);
+    if ((size_t)*got < n) { /* the file is shorter than the phase expects */
+        r->errors++;
+        workload_error(c, OP_READ, -ENODATA, p->path);
+        return -ENODATA;
+    }
+    return 0;
+}
+
+static void *prefetch_main(void *arg)
+{
+    struct prefetch *p = arg;
+    int status = 0;
+    for (uint64_t off = p->offset; off < p->end && status == 0;) {
+        pthread_mutex_lock(&p->lock);
+        /* The block handed out last is still being used: keep one slot. */
+        while (p->filled - p->taken >= PREFETCH_DEPTH - 1 && !p->cancel)
+            pthread_cond_wait(&p->changed, &p->lock);
+        bool cancel = p->cancel;
+        struct slot *s = &p->slots[p->filled % PREFETCH_DEPTH];
+        pthread_mutex_unlock(&p->lock);
+        if (cancel || workload_should_stop(p->c)) {
+            status = -EINTR;
+            break;
+        }
+        size_t n = (size_t)(p->end - off < p->block ? p->end - off : p->block);
+        ssize_t got;
+        status = prefetch_read(p, s->buf, off, n, &got);
+        pthread_mutex_lock(&p->lock);
+        s->len = got > 0 ? got : 0;
+        if (status == 0 || got > 0)
+            p->filled++; /* a short block is still handed over: it is data */
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        off += n;
+    }
+    pthread_mutex_lock(&p->lock);
+    p->done = true;
+    p->status = status;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
+                                struct rank_record *r, const char *path, uint64_t offset,
+                                uint64_t length)
+{
+    struct prefetch *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    *p = (struct prefetch){.c = c, .f = f, .r = r, .path = path, .offset = offset,
+                           .end = offset + length, .block = c->ph->block_size};
+    size_t size = (p->block + 4095) / 4096 * 4096;
+    for (int i = 0; i < PREFETCH_DEPTH; i++) {
+        p->slots[i].buf = aligned_alloc(4096, size);
+        if (!p->slots[i].buf) {
+            for (int j = 0; j < i; j++)
+                free(p->slots[j].buf);
+            free(p);
+            return NULL;
+        }
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->changed, NULL);
+    if (pthread_create(&p->thread, NULL, prefetch_main, p) != 0) {
+        for (int i = 0; i < PREFETCH_DEPTH; i++)
+            free(p->slots[i].buf);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+ssize_t prefetch_next(struct prefetch *p, const void **data)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->filled == p->taken && !p->done)
+        pthread_cond_wait(&p->changed, &p->lock);
+    ssize_t len;
+    if (p->filled > p->taken) {
+        struct slot *s = &p->slots[p->taken % PREFETCH_DEPTH];
+        *data = s->buf;
+        len = s->len;
+        p->taken++; /* frees the block handed out before this one */
+        pthread_cond_broadcast(&p->changed);
+    } else {
+        len = p->status; /* 0 at the end */
+    }
+    pthread_mutex_unlock(&p->lock);
+    return len;
+}
+
+void prefetch_finish(struct prefetch *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->cancel = true;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+    for (int i = 0; i < PREFETCH_DEPTH; i++)
+        free(p->slots[i].buf);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->changed);
+    free(p);
+}

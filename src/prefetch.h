@@ -1,0 +1,35 @@
+/* prefetch.h — read a file range ahead of its consumer in a second
+ * thread, so that digesting block i overlaps reading block i+1 (the md5
+ * phase then costs about max(read, digest) instead of their sum, and over
+ * NFS the network wait hides behind the digest).
+ *
+ * The reader thread does the backend calls exactly as the workload would:
+ * each read is timed into the phase's histograms and the row, failures are
+ * counted, the watchdog sees them in flight. The consumer only takes filled
+ * buffers in file order. While a prefetch runs, only its thread may use
+ * the backend context. */
+#ifndef HERD_PREFETCH_H
+#define HERD_PREFETCH_H
+
+#include <sys/types.h>
+
+#include "workload.h"
+
+struct prefetch;
+
+/* Start reading [offset, offset + length) of f in blocks of ph->block_size,
+ * counting into row r. NULL if the thread cannot start (ENOMEM). */
+struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
+                                struct rank_record *r, const char *path,
+                                uint64_t offset, uint64_t length);
+
+/* The next block in file order: its bytes in *data, its length returned;
+ * 0 at the end, or -errno when reading stopped early (a failed or short
+ * read, already counted; or a stop request: -EINTR). The block stays valid
+ * until the next call. */
+ssize_t prefetch_next(struct prefetch *p, const void **data);
+
+/* Stop reading (if not done), wait for the thread, free everything. */
+void prefetch_finish(struct prefetch *p);
+
+#endif
