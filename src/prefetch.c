@@ -7,6 +7,8 @@
 #include <stdlib.h>
 
 #define PREFETCH_DEPTH 3 /* buffers: one being digested, up to two read ahead */
+#define PREFETCH_SLOT (1u << 20) /* a slot holds whole blocks, about this much:
+                                    one hand-over per MiB, not per block */
 
 struct slot {
     unsigned char *buf;
@@ -20,6 +22,7 @@ struct prefetch {
     const char *path;
     uint64_t offset, end;
     size_t block;
+    size_t slot;          /* bytes per slot: a multiple of block */
 
     pthread_t thread;
     pthread_mutex_t lock;
@@ -57,32 +60,48 @@ static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, s
     return 0;
 }
 
+/* Fill one slot with consecutive blocks from off; returns 0 or -errno
+ * (the bytes read before a failure are still in the slot). */
+static int prefetch_fill(struct prefetch *p, struct slot *s, uint64_t off)
+{
+    s->len = 0;
+    size_t want = (size_t)(p->end - off < p->slot ? p->end - off : p->slot);
+    while ((size_t)s->len < want) {
+        if (workload_should_stop(p->c))
+            return -EINTR;
+        size_t n = want - (size_t)s->len < p->block ? want - (size_t)s->len : p->block;
+        ssize_t got;
+        int rc = prefetch_read(p, s->buf + s->len, off + (uint64_t)s->len, n, &got);
+        s->len += got > 0 ? got : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static void *prefetch_main(void *arg)
 {
     struct prefetch *p = arg;
     int status = 0;
     for (uint64_t off = p->offset; off < p->end && status == 0;) {
         pthread_mutex_lock(&p->lock);
-        /* The block handed out last is still being used: keep one slot. */
+        /* The slot handed out last is still being used: keep it. */
         while (p->filled - p->taken >= PREFETCH_DEPTH - 1 && !p->cancel)
             pthread_cond_wait(&p->changed, &p->lock);
         bool cancel = p->cancel;
         struct slot *s = &p->slots[p->filled % PREFETCH_DEPTH];
         pthread_mutex_unlock(&p->lock);
-        if (cancel || workload_should_stop(p->c)) {
+        if (cancel) {
             status = -EINTR;
             break;
         }
-        size_t n = (size_t)(p->end - off < p->block ? p->end - off : p->block);
-        ssize_t got;
-        status = prefetch_read(p, s->buf, off, n, &got);
+        status = prefetch_fill(p, s, off);
         pthread_mutex_lock(&p->lock);
-        s->len = got > 0 ? got : 0;
-        if (status == 0 || got > 0)
-            p->filled++; /* a short block is still handed over: it is data */
+        if (s->len > 0)
+            p->filled++; /* a partly filled slot is still handed over: it is data */
         pthread_cond_broadcast(&p->changed);
         pthread_mutex_unlock(&p->lock);
-        off += n;
+        off += (uint64_t)s->len;
     }
     pthread_mutex_lock(&p->lock);
     p->done = true;
@@ -101,7 +120,8 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
         return NULL;
     *p = (struct prefetch){.c = c, .f = f, .r = r, .path = path, .offset = offset,
                            .end = offset + length, .block = c->ph->block_size};
-    size_t size = (p->block + 4095) / 4096 * 4096;
+    p->slot = p->block >= PREFETCH_SLOT ? p->block : PREFETCH_SLOT / p->block * p->block;
+    size_t size = (p->slot + 4095) / 4096 * 4096;
     for (int i = 0; i < PREFETCH_DEPTH; i++) {
         p->slots[i].buf = aligned_alloc(4096, size);
         if (!p->slots[i].buf) {

@@ -23,9 +23,10 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
                                 struct rank_record *r, const char *path,
                                 uint64_t offset, uint64_t length);
 
-/* The next block in file order: its bytes in *data, its length returned;
+/* The next piece in file order (whole blocks, about 1 MiB): its bytes in
+ * *data, its length returned;
  * 0 at the end, or -errno when reading stopped early (a failed or short
- * read, already counted; or a stop request: -EINTR). The block stays valid
+ * read, already counted; or a stop request: -EINTR). The piece stays valid
  * until the next call. */
 ssize_t prefetch_next(struct prefetch *p, const void **data);
 
