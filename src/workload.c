@@ -2,6 +2,7 @@
  * stop test, error counting and the naming of data files. */
 #include "workload.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "signals.h"
@@ -43,4 +44,16 @@ void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t 
         snprintf(buf, len, "%s/%s/shared.dat", c->rundir, c->ph->fileset);
     else
         snprintf(buf, len, "%s/%s/r%06d.dat", c->rundir, c->ph->fileset, index);
+}
+
+void workload_make_dirs(struct phase_ctx *c)
+{
+    char dir[1200];
+    int rc = c->be->mkdir(c->be_ctx, c->rundir);
+    if (rc < 0 && rc != -EEXIST)
+        workload_error(c, OP_MKDIR, rc, c->rundir);
+    workload_fileset_dir(c, dir, sizeof dir);
+    rc = c->be->mkdir(c->be_ctx, dir);
+    if (rc < 0 && rc != -EEXIST)
+        workload_error(c, OP_MKDIR, rc, dir);
 }

@@ -87,4 +87,9 @@ void workload_file_path(const struct phase_ctx *c, int index, char *buf,
                         size_t len);
 void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len);
 
+/* Make the run and fileset directories (untimed; an existing one is fine).
+ * Every rank that will create files calls it, so a read-only or full
+ * target shows up in every rank's errors. */
+void workload_make_dirs(struct phase_ctx *c);
+
 #endif

@@ -56,18 +56,8 @@ static int io_prepare(struct phase_ctx *c)
     if (ph->kind == KIND_MD5 &&
         pattern_md5(&s->pattern, s->key, s->offset, s->length, s->expected) < 0)
         return -EIO;
-    if (ph->kind == KIND_WRITE) {
-        /* Every writer makes sure the directories exist, so a read-only or
-         * full target shows up in every rank's record. */
-        char dir[1200];
-        rc = c->be->mkdir(c->be_ctx, c->rundir);
-        if (rc < 0 && rc != -EEXIST)
-            workload_error(c, OP_MKDIR, rc, c->rundir);
-        workload_fileset_dir(c, dir, sizeof dir);
-        rc = c->be->mkdir(c->be_ctx, dir);
-        if (rc < 0 && rc != -EEXIST)
-            workload_error(c, OP_MKDIR, rc, dir);
-    }
+    if (ph->kind == KIND_WRITE)
+        workload_make_dirs(c);
     return 0;
 }
 

@@ -36,15 +36,8 @@ static int lock_prepare(struct phase_ctx *c)
     for (int64_t i = 0; i < c->ph->iterations; i++)
         c->records[i].file_rank = -1;
     /* Every rank makes sure the file exists; opening it is not timed. */
-    char dir[1200];
-    int rc = c->be->mkdir(c->be_ctx, c->rundir);
-    if (rc < 0 && rc != -EEXIST)
-        workload_error(c, OP_MKDIR, rc, c->rundir);
-    workload_fileset_dir(c, dir, sizeof dir);
-    rc = c->be->mkdir(c->be_ctx, dir);
-    if (rc < 0 && rc != -EEXIST)
-        workload_error(c, OP_MKDIR, rc, dir);
-    rc = c->be->open(c->be_ctx, s->path, BACKEND_READ | BACKEND_WRITE | BACKEND_CREATE, &s->f);
+    workload_make_dirs(c);
+    int rc = c->be->open(c->be_ctx, s->path, BACKEND_READ | BACKEND_WRITE | BACKEND_CREATE, &s->f);
     if (rc < 0) {
         workload_error(c, OP_OPEN, rc, s->path);
         s->f = NULL;

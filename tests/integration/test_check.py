@@ -133,12 +133,19 @@ def test_help(herd_bin):
 
 
 def test_keys_lists_every_key(herd_bin):
+    """`herd keys` and the job-file reference (docs/job-file.md) name the
+    same keys: a key added to the program must be documented, and back."""
     proc = herd_cmd(herd_bin, "keys")
     assert proc.returncode == 0, describe(proc)
     names = [l.split()[0] for l in proc.stdout.splitlines()[1:] if l.strip()]
-    assert names == ["target", "backend", "kind", "sharing", "shared_mode", "file_size",
-                     "block_size", "iterations", "fsync", "direct", "verify", "keep",
-                     "read_from", "pattern", "seed", "fileset", "run_id", "deadline"]
+    doc = (REPO_DIR / "docs" / "job-file.md").read_text().split("## Phase kinds")[0]
+    documented = re.findall(r"^\| `([a-z_0-9]+)` \|", doc, flags=re.M)
+    assert len(names) == len(set(names)), names
+    assert sorted(names) == sorted(set(documented)), (
+        f"only in herd keys: {sorted(set(names) - set(documented))}; "
+        f"only in docs: {sorted(set(documented) - set(names))}")
+    for key in ("target", "kind", "sharing", "file_size", "lock_mode", "meta_ops", "nfs_rsize"):
+        assert key in names
 
 
 @pytest.mark.parametrize("args", [["frobnicate"], ["frobnicate", "job.ini"], ["--frob"]])
