@@ -87,6 +87,10 @@ echo "config,tool,round,mib_s" >"$raw"
 for round in $(seq 1 "$REPEAT"); do
     if [ $((round % 2)) -eq 1 ]; then order="herd nfscp posix"; else order="nfscp herd posix"; fi
     for who in $order; do
+        # Start every measurement with no dirty pages on the host: the
+        # export's writes otherwise land in whatever writeback throttling
+        # the previous tool left behind (bimodal rates, 5x apart).
+        sync
         case $who in
         herd) read -r w r < <(herd_run libnfs "$work/libnfs.ini") || exit 1
               echo "write-${SIZE_MB}M,herd,$round,$w" >>"$raw"; echo "read-${SIZE_MB}M,herd,$round,$r" >>"$raw" ;;

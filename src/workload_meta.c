@@ -254,11 +254,16 @@ static void meta_remove(struct phase_ctx *c, int pass)
     workload_fileset_dir(c, dir, sizeof dir);
     snprintf(s.base, sizeof s.base, meta_shared(c) ? "%s/shared" : "%s/r%06d", dir, c->rank);
     if (pass == 0) {
-        for (char tree = 'a'; tree <= 'b'; tree++)
+        struct stat st;
+        for (char tree = 'a'; tree <= 'b'; tree++) {
+            snprintf(s.path, sizeof s.path, "%s/%c", s.base, tree);
+            if (c->be->stat(c->be_ctx, s.path, &st) != 0)
+                continue; /* gone (removed by its phase or an earlier clean-up) */
             for (int64_t i = 0; i < c->ph->files; i++) {
                 meta_file(c, tree, i, s.path, sizeof s.path);
                 c->be->unlink(c->be_ctx, s.path);
             }
+        }
     } else if (!meta_shared(c) || c->rank == 0) {
         for (char tree = 'a'; tree <= 'b'; tree++) {
             for (int64_t d = 0; d < c->ph->dirs; d++) {

@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# locks.sh — herd's lock workload (kind = lock) on a private tmpfs: how many
+# exclusive whole-file locks all ranks together get per second, with 2, 8
+# and 20 ranks (RANKS), and how that scales with the rank count:
+#   * blocking:    lock_wait = blocking (F_SETLKW), every attempt a grant;
+#   * nonblocking: lock_wait = nonblocking (F_SETLK) for NB_DURATION; a
+#     refused attempt counts as contention, so the contention ratio is
+#     refused / attempts. (By time, not count: a rank that is refused burns
+#     a count in milliseconds and leaves the others to lock alone.)
+# Exclusive, whole file, lock_hold = 0 (the smallest allowed). Every grant
+# also writes and reads back herd's 16-byte token (the mutual-exclusion
+# check). No peer tool for this exists in Debian, so there is no ratio and
+# no PASS/FAIL: the table shows the medians of REPEAT runs and the scaling
+# against the smallest rank count. See bench/README.md. Needs root (it
+# mounts a tmpfs; as another user it says SKIP and exits 0); exits 0
+# whatever the results, 2 when a tool is missing or a setting is wrong.
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+
+REPEAT=${REPEAT:-5}             # measured runs per rank count
+WARMUP=${WARMUP:-1}             # unmeasured runs first; they also size COUNT (see MIN_SECONDS)
+RANKS=${RANKS:-"2 8 20"}        # rank counts
+GRANTS=${GRANTS:-20000}         # blocking: grants, all ranks together (count = GRANTS / ranks)
+MIN_SECONDS=${MIN_SECONDS:-1}   # after the warm-up, raise the count so it lasts >= 1.5 x this
+NB_DURATION=${NB_DURATION:-2}   # nonblocking: seconds every rank keeps trying
+LOCK_HOLD=${LOCK_HOLD:-0}       # herd lock_hold
+OUT=${OUT:-./bench-results/locks}
+HERD=${HERD:-$ROOT/build/herd}
+MPIRUN_ARGS=${MPIRUN_ARGS-"--bind-to none"} # mpirun pins ranks only when np <= cores: never pin
+
+say() { printf '%s\n' "$*"; }
+warn() { printf 'locks: %s\n' "$*" >&2; }
+
+# ---- preconditions --------------------------------------------------------
+if [ "$(id -u)" -ne 0 ]; then
+    say "SKIP: locks.sh needs root: it mounts (and unmounts) a private tmpfs."
+    say "      Run it as root, e.g.: sudo REPEAT=5 bench/locks.sh"
+    exit 0
+fi
+
+missing=()
+for t in mpirun:openmpi-bin mount:mount umount:mount; do
+    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
+done
+PY=
+for p in ${PYTHON:-} /usr/bin/python3 python3; do
+    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
+        PY=$p
+        break
+    fi
+done
+[ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
+[ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
+if [ ${#missing[@]} -gt 0 ]; then
+    warn "cannot run, missing:"
+    for m in "${missing[@]}"; do warn "  - $m"; done
+    exit 2
+fi
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
+[[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
+[[ $GRANTS =~ ^[1-9][0-9]*$ ]] || { warn "GRANTS must be a positive integer"; exit 2; }
+[[ $MIN_SECONDS =~ ^[0-9]+([.][0-9]+)?$ ]] || { warn "MIN_SECONDS must be a number"; exit 2; }
+[[ $NB_DURATION =~ ^[0-9]+([.][0-9]+)?$ ]] || { warn "NB_DURATION must be a number"; exit 2; }
+for n in $RANKS; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { warn "bad RANKS entry '$n'"; exit 2; }
+done
+
+mkdir -p "$OUT" || { warn "cannot create $OUT"; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+RAW=$OUT/raw.csv
+CSV=$OUT/results.csv
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/herd-bench-locks.XXXXXX")
+MNT=$WORK/mnt
+mkdir -p "$MNT"
+MOUNTED=0
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ "$MOUNTED" = 1 ]; then
+        if ! umount "$MNT" 2>/dev/null; then
+            sleep 1
+            umount "$MNT" 2>/dev/null || umount -l "$MNT" || warn "could not unmount $MNT"
+        fi
+    fi
+    rm -rf "$WORK"
+    exit $rc
+}
+trap cleanup EXIT
+trap 'warn interrupted; exit 130' INT
+trap 'warn terminated; exit 143' TERM
+
+mount -t tmpfs -o "size=64M,mode=0755" herd-bench-locks "$MNT" ||
+    { warn "mount of tmpfs on $MNT failed"; exit 2; }
+MOUNTED=1
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+UTIL=$WORK/lock_util.py
+cat >"$UTIL" <<'PYEOF'
+"""Helpers for locks.sh."""
+import csv
+import statistics
+import sys
+
+
+def die(msg):
+    sys.stderr.write("lock_util: %s\n" % msg)
+    sys.exit(1)
+
+
+def s(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+# herd RESULTS.h5 PHASE NRANKS COUNT: prints
+#   grants_s attempts_s contention seconds hold_us lock_us
+# grants_s = sum(grants) / (max(t_end) - phase t_start); contention =
+# refused / attempts; hold_us = mean of the holds table's released -
+# granted; lock_us = mean seconds per lock/unlock call (ops table).
+def cmd_herd(path, phase, nranks, count):
+    import h5py
+    nranks, count = int(nranks), int(count)
+    with h5py.File(path, "r") as f:
+        g = f.get("/phases/%s" % phase)
+        if g is None:
+            die("%s: no phase %s" % (path, phase))
+        status = s(g.attrs.get("status", ""))
+        rows = g["ranks"][()]
+        errors, viol = int(rows["errors"].sum()), int(rows["violations"].sum())
+        if status != "ok" or errors or viol:
+            die("%s: %s: status %s, %d errors, %d violations" % (path, phase, status, errors,
+                                                                 viol))
+        if len(rows) != nranks:
+            die("%s: %s: %d rows, expected %d" % (path, phase, len(rows), nranks))
+        t0 = float(g.attrs["t_start"])
+        secs = float(rows["t_end"].max()) - t0
+        grants = int(rows["grants"].sum())
+        contended = int(rows["contended"].sum())
+        attempts = grants + contended
+        if count and attempts != nranks * count:
+            die("%s: %s: %d attempts, expected %d" % (path, phase, attempts, nranks * count))
+        if secs <= 0 or grants == 0:
+            die("%s: %s: no grants or non-positive duration" % (path, phase))
+        holds = g["holds"][()]
+        hold = float((holds["released"] - holds["granted"]).mean()) if len(holds) else 0.0
+        lk_n, lk_s = 0, 0.0
+        for r in g["ops"][()]:
+            if s(r["op"]) == "lock":
+                lk_n += int(r["count"])
+                lk_s += float(r["seconds"])
+        ends = sorted(float(x) - t0 for x in rows["t_end"])
+        sys.stderr.write("lock_util: %s: %d grants, %d refused, %.4f s; rank ends +%.4f .. +%.4f"
+                         " (median %.4f); mean hold %.1f us; %d lock calls, mean %.1f us;"
+                         " max_holders %s\n" % (
+                             phase, grants, contended, secs, ends[0], ends[-1],
+                             statistics.median(ends), hold * 1e6, lk_n,
+                             lk_s / lk_n * 1e6 if lk_n else 0, g.attrs.get("max_holders", "?")))
+        print("%.1f %.1f %.4f %.4f %.1f %.1f" % (
+            grants / secs, attempts / secs, contended / attempts, secs, hold * 1e6,
+            lk_s / lk_n * 1e6 if lk_n else 0.0))
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def cmd_table(raw, out):
+    order, data = [], {}
+    with open(raw) as fh:
+        for r in csv.DictReader(fh):
+            n = int(r["ranks"])
+            if n not in data:
+                order.append(n)
+                data[n] = {}
+            for k, v in r.items():
+                if k in ("ranks", "round", "count") or v == "":
+                    continue
+                try:
+                    data[n].setdefault(k, []).append(float(v))
+                except ValueError:
+                    pass
+            data[n]["count"] = r["count"]
+    base = None
+    rows = []
+    for n in order:
+        d = data[n]
+        g = med(d.get("blk_grants_s", []))
+        if base is None and g:
+            base = (n, g)
+        row = {
+            "ranks": n,
+            "count_per_rank": d.get("count", ""),
+            "blocking_grants_s": "" if g is None else "%.0f" % g,
+            "scaling_vs_np%d" % order[0]: "" if not (g and base) else "%.2f" % (g / base[1]),
+            "blocking_seconds": "%.3f" % med(d["blk_seconds"]) if d.get("blk_seconds") else "",
+            "blocking_hold_us": "%.1f" % med(d["blk_hold_us"]) if d.get("blk_hold_us") else "",
+            "blocking_range": "" if not d.get("blk_grants_s") else "%.0f-%.0f" % (
+                min(d["blk_grants_s"]), max(d["blk_grants_s"])),
+            "nonblocking_grants_s": "%.0f" % med(d["nb_grants_s"]) if d.get("nb_grants_s") else "",
+            "nonblocking_attempts_s": "%.0f" % med(d["nb_attempts_s"])
+            if d.get("nb_attempts_s") else "",
+            "contention_ratio": "%.3f" % med(d["nb_contention"]) if d.get("nb_contention") else "",
+            "nonblocking_seconds": "%.3f" % med(d["nb_seconds"]) if d.get("nb_seconds") else "",
+            "nonblocking_hold_us": "%.1f" % med(d["nb_hold_us"]) if d.get("nb_hold_us") else "",
+            "n": len(d.get("blk_grants_s", [])),
+        }
+        rows.append(row)
+    fields = list(rows[0].keys()) if rows else ["ranks"]
+    with open(out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    sc = "scaling_vs_np%d" % order[0] if order else ""
+    fmt = "%5s %7s | %10s %7s %6s %8s %13s | %10s %11s %10s %8s %6s | %s"
+    print(fmt % ("ranks", "count", "grants/s", "x np%s" % (order[0] if order else ""),
+                 "secs", "hold us", "range", "nb grant/s", "nb tries/s", "contention",
+                 "nb hold us", "nb s", "n"))
+    print("-" * 120)
+    for r in rows:
+        print(fmt % (r["ranks"], r["count_per_rank"], r["blocking_grants_s"] or "-",
+                     r[sc] or "-", r["blocking_seconds"] or "-", r["blocking_hold_us"] or "-",
+                     r["blocking_range"] or "-", r["nonblocking_grants_s"] or "-",
+                     r["nonblocking_attempts_s"] or "-", r["contention_ratio"] or "-",
+                     r["nonblocking_hold_us"] or "-", r["nonblocking_seconds"] or "-", r["n"]))
+
+
+def main(argv):
+    cmds = {"herd": (cmd_herd, 4), "table": (cmd_table, 2)}
+    if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
+        die("usage: herd H5 PHASE NRANKS COUNT | table RAW OUT")
+    try:
+        cmds[argv[1]][0](*argv[2:])
+    except (KeyError, OSError, ValueError) as e:
+        die("%s: %s" % (argv[1], e))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
+PYEOF
+U() { "$PY" "$UTIL" "$@"; }
+
+# One herd run with N ranks: a blocking phase of BC attempts per rank, then
+# a nonblocking one of NB_DURATION. Prints "BLOCKING_FIELDS|NONBLOCKING_FIELDS".
+herd_locks() {
+    local n=$1 bc=$2 job=$WORK/locks.ini h5=$WORK/locks.h5
+    local log=$LOGS/herd-np$1-$3.log b nb
+    cat >"$job" <<EOF
+[global]
+target = $MNT
+run_id = bench
+sharing = shared
+file_size = 4K
+block_size = 4K
+lock_mode = exclusive
+lock_range = whole
+lock_hold = $LOCK_HOLD
+
+[blocking]
+kind = lock
+lock_wait = blocking
+count = $bc
+
+[nonblocking]
+kind = lock
+lock_wait = nonblocking
+duration = $NB_DURATION
+EOF
+    rm -rf "${MNT:?}"/* 2>/dev/null
+    # shellcheck disable=SC2086
+    if ! mpirun --oversubscribe -np "$n" $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force \
+        >"$log" 2>&1; then
+        warn "herd failed (np=$n), see $log"
+        return
+    fi
+    b=$(U herd "$h5" blocking "$n" "$bc" 2>>"$log") &&
+        nb=$(U herd "$h5" nonblocking "$n" 0 2>>"$log") &&
+        echo "$b|$nb" || warn "herd results unusable (np=$n), see $log"
+}
+
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -n) kernel $(uname -r)"
+    echo "cpu: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) online"
+    echo "mem: $(awk '/^MemTotal:/ {print $2 " kB"}' /proc/meminfo)"
+    echo "herd: $HERD ($("$HERD" --version 2>&1 | head -1))"
+    echo "mpirun: $(mpirun --version 2>&1 | head -1)"
+    echo "params: REPEAT=$REPEAT WARMUP=$WARMUP RANKS='$RANKS' GRANTS=$GRANTS" \
+        "MIN_SECONDS=$MIN_SECONDS NB_DURATION=$NB_DURATION LOCK_HOLD=$LOCK_HOLD MPIRUN_ARGS='$MPIRUN_ARGS'"
+    echo "tmpfs: $MNT"
+    echo "load at start: $(cat /proc/loadavg)"
+} >"$OUT/env.txt"
+cat "$OUT/env.txt"
+say ""
+say "exclusive whole-file locks on one shared file, lock_hold = $LOCK_HOLD;" \
+    "blocking then nonblocking phase per run"
+say "runs: $WARMUP warm-up + $REPEAT measured per rank count"
+say ""
+
+echo "ranks,round,count,blk_grants_s,blk_seconds,blk_hold_us,blk_lock_us,nb_grants_s,nb_attempts_s,nb_contention,nb_seconds,nb_hold_us,load1" >"$RAW"
+
+declare -A BC
+for n in $RANKS; do
+    BC[$n]=$(((GRANTS + n - 1) / n))
+done
+
+# Count for a phase that took SECS with COUNT attempts per rank: at least
+# 1.5 x MIN_SECONDS long, never smaller than before.
+resize() {
+    awk -v c="$1" -v s="$2" -v m="$MIN_SECONDS" 'BEGIN {
+        want = (s > 0 && s < 1.5 * m) ? int(c * 1.5 * m / s) + 1 : c
+        print (want > c ? want : c) }'
+}
+
+total=$((WARMUP + REPEAT))
+for ((round = 1; round <= total; round++)); do
+    if [ "$round" -le "$WARMUP" ]; then label=warmup$round; else label=$((round - WARMUP)); fi
+    line="round $label:"
+    for n in $RANKS; do
+        res=$(herd_locks "$n" "${BC[$n]}" "$label")
+        if [ -z "$res" ]; then
+            line+=" np=$n ERR;"
+            [ "$round" -gt "$WARMUP" ] && echo "$n,$label,${BC[$n]},,,,,,,,,,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"
+            continue
+        fi
+        read -r bg _ _ bs bh bl <<<"${res%%|*}"
+        read -r ng na nr ns nh _ <<<"${res##*|}"
+        line+=" np=$n ${bg%.*} grants/s (nb ${ng%.*}/s, contention $nr);"
+        if [ "$round" -le "$WARMUP" ]; then
+            # The warm-up sizes the measured runs (>= 1.5 x MIN_SECONDS each).
+            BC[$n]=$(resize "${BC[$n]}" "$bs")
+        else
+            echo "$n,$label,${BC[$n]},$bg,$bs,$bh,$bl,$ng,$na,$nr,$ns,$nh,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"
+        fi
+    done
+    say "$line"
+    if [ "$round" -eq "$WARMUP" ]; then
+        c=""
+        for n in $RANKS; do c+=" np=$n ${BC[$n]}"; done
+        say "blocking count per rank after the warm-up:$c"
+    fi
+done
+
+say ""
+say "medians of $REPEAT runs (grants/s: all ranks together):"
+U table "$RAW" "$CSV" || warn "could not build the table from $RAW"
+say ""
+say "grants/s = sum(grants) / (last rank's end - common phase start); x np: against the first rank"
+say "count. hold us: mean time from grant to release (token write, sleep lock_hold, token read)."
+say "Nonblocking (every rank tries for $NB_DURATION s): tries/s = attempts / time, contention ="
+say "refused attempts / attempts; nb hold us as hold us, for the nonblocking grants."
+say "results: $CSV (raw samples: $RAW, logs: $LOGS)"
+exit 0
