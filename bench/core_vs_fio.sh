@@ -29,7 +29,7 @@ OPENSSL_BYTES=${OPENSSL_BYTES:-16384} # openssl speed buffer size (its largest d
 TARGET=${TARGET:-0.9}           # herd/peer must be >= TARGET
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
-MPIRUN_ARGS=${MPIRUN_ARGS:-}    # extra mpirun options, e.g. "--bind-to none"
+MPIRUN_ARGS=${MPIRUN_ARGS:---bind-to none} # fio is not pinned either; herd md5 reads ahead in a 2nd thread
 SETTLE=${SETTLE:-1}             # seconds to wait after deleting files, before a write
 PRIME=${PRIME:-yes}             # touch and free the memory a write run will get first
 

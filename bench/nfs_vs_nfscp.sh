@@ -87,9 +87,10 @@ echo "config,tool,round,mib_s" >"$raw"
 for round in $(seq 1 "$REPEAT"); do
     if [ $((round % 2)) -eq 1 ]; then order="herd nfscp posix"; else order="nfscp herd posix"; fi
     for who in $order; do
-        # Start every measurement with no dirty pages on the host: the
-        # export's writes otherwise land in whatever writeback throttling
-        # the previous tool left behind (bimodal rates, 5x apart).
+        # Start every measurement from an empty export and no dirty pages:
+        # a write otherwise lands in the previous tool's writeback (rates
+        # 5x apart depending on who went first).
+        "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
         sync
         case $who in
         herd) read -r w r < <(herd_run libnfs "$work/libnfs.ini") || exit 1
@@ -100,8 +101,6 @@ for round in $(seq 1 "$REPEAT"); do
               echo "posix-write-${SIZE_MB}M,herd,$round,$w" >>"$raw"; echo "posix-read-${SIZE_MB}M,herd,$round,$r" >>"$raw" ;;
         esac
     done
-    # Free the export between rounds: every tool starts from an empty file system.
-    "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
 done
 
 echo "herd (libnfs) vs nfs-cp, same ganesha server on loop xfs, ${SIZE_MB} MiB file, 1 MiB calls, median of $REPEAT"
