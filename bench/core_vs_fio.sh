@@ -33,46 +33,13 @@ MPIRUN_ARGS=${MPIRUN_ARGS:---bind-to none} # fio is not pinned either; herd md5 
 SETTLE=${SETTLE:-1}             # seconds to wait after deleting files, before a write
 PRIME=${PRIME:-yes}             # touch and free the memory a write run will get first
 
-say() { printf '%s\n' "$*"; }
-warn() { printf 'core_vs_fio: %s\n' "$*" >&2; }
-
-# Bytes of a size with an optional K/M/G/T suffix (powers of 1024, as herd
-# and fio, whose kb_base defaults to 1024, both read them).
-to_bytes() {
-    local v=${1^^} mult=1
-    case $v in
-    *K) mult=1024 ;; *M) mult=1048576 ;; *G) mult=1073741824 ;; *T) mult=1099511627776 ;;
-    esac
-    v=${v%[KMGT]}
-    [[ $v =~ ^[0-9]+$ ]] || { warn "bad size '$1'"; exit 2; }
-    echo $((v * mult))
-}
+BENCH=core_vs_fio
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 # ---- preconditions --------------------------------------------------------
-if [ "$(id -u)" -ne 0 ]; then
-    say "SKIP: core_vs_fio.sh needs root: it mounts (and unmounts) a private tmpfs."
-    say "      Run it as root, e.g.: sudo REPEAT=5 bench/core_vs_fio.sh"
-    exit 0
-fi
-
-missing=()
-for t in fio:fio openssl:openssl mpirun:openmpi-bin mount:mount umount:mount; do
-    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
-done
-PY=
-for p in ${PYTHON:-} /usr/bin/python3 python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
-        PY=$p
-        break
-    fi
-done
-[ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
-[ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
-if [ ${#missing[@]} -gt 0 ]; then
-    warn "cannot run, missing:"
-    for m in "${missing[@]}"; do warn "  - $m"; done
-    exit 2
-fi
+bench_require_root "it mounts (and unmounts) a private tmpfs."
+bench_require fio:fio openssl:openssl mpirun:openmpi-bin mount:mount umount:mount
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
 [[ $OPENSSL_BYTES =~ ^[1-9][0-9]*$ ]] || { warn "OPENSSL_BYTES must be a positive integer"; exit 2; }

@@ -30,34 +30,13 @@ OUT=${OUT:-./bench-results/locks}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS-"--bind-to none"} # mpirun pins ranks only when np <= cores: never pin
 
-say() { printf '%s\n' "$*"; }
-warn() { printf 'locks: %s\n' "$*" >&2; }
+BENCH=locks
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 # ---- preconditions --------------------------------------------------------
-if [ "$(id -u)" -ne 0 ]; then
-    say "SKIP: locks.sh needs root: it mounts (and unmounts) a private tmpfs."
-    say "      Run it as root, e.g.: sudo REPEAT=5 bench/locks.sh"
-    exit 0
-fi
-
-missing=()
-for t in mpirun:openmpi-bin mount:mount umount:mount; do
-    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
-done
-PY=
-for p in ${PYTHON:-} /usr/bin/python3 python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
-        PY=$p
-        break
-    fi
-done
-[ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
-[ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
-if [ ${#missing[@]} -gt 0 ]; then
-    warn "cannot run, missing:"
-    for m in "${missing[@]}"; do warn "  - $m"; done
-    exit 2
-fi
+bench_require_root "it mounts (and unmounts) a private tmpfs."
+bench_require mpirun:openmpi-bin mount:mount umount:mount
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
 [[ $GRANTS =~ ^[1-9][0-9]*$ ]] || { warn "GRANTS must be a positive integer"; exit 2; }

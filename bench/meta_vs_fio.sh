@@ -34,50 +34,13 @@ HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS-"--bind-to none"} # mpirun pins ranks when np <= cores, fio does not pin
 SETTLE=${SETTLE:-1}             # seconds to wait after deleting a run's files
 
-say() { printf '%s\n' "$*"; }
-warn() { printf 'meta_vs_fio: %s\n' "$*" >&2; }
-
-to_bytes() {
-    local v=${1^^} mult=1
-    case $v in
-    *K) mult=1024 ;; *M) mult=1048576 ;; *G) mult=1073741824 ;; *T) mult=1099511627776 ;;
-    esac
-    v=${v%[KMGT]}
-    [[ $v =~ ^[0-9]+$ ]] || { warn "bad size '$1'"; exit 2; }
-    echo $((v * mult))
-}
+BENCH=meta_vs_fio
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
 # ---- preconditions --------------------------------------------------------
-if [ "$(id -u)" -ne 0 ]; then
-    say "SKIP: meta_vs_fio.sh needs root: it mounts a private tmpfs and a loop-mounted xfs."
-    say "      Run it as root, e.g.: sudo REPEAT=5 bench/meta_vs_fio.sh"
-    exit 0
-fi
-
-missing=()
-for t in fio:fio mpirun:openmpi-bin mount:mount umount:mount losetup:mount \
-    mkfs.xfs:xfsprogs; do
-    command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
-done
-if command -v fio >/dev/null 2>&1; then
-    for e in filecreate filestat filedelete; do
-        fio --enghelp 2>/dev/null | grep -qw "$e" || missing+=("fio ioengine $e (fio >= 3.19)")
-    done
-fi
-PY=
-for p in ${PYTHON:-} /usr/bin/python3 python3; do
-    if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
-        PY=$p
-        break
-    fi
-done
-[ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
-[ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
-if [ ${#missing[@]} -gt 0 ]; then
-    warn "cannot run, missing:"
-    for m in "${missing[@]}"; do warn "  - $m"; done
-    exit 2
-fi
+bench_require_root "it mounts a private tmpfs and a loop-mounted xfs."
+bench_require fio:fio mpirun:openmpi-bin mount:mount umount:mount losetup:mount mkfs.xfs:xfsprogs
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
 [[ $WARMUP =~ ^[0-9]+$ ]] || { warn "WARMUP must be a non-negative integer"; exit 2; }
 [[ $FILES =~ ^[1-9][0-9]*$ ]] || { warn "FILES must be a positive integer"; exit 2; }

@@ -1,0 +1,49 @@
+# lib.sh — what the bench/ scripts share: messages, sizes, preconditions.
+# Source it after setting BENCH (the script's name) and HERD.
+
+say() { printf '%s\n' "$*"; }
+warn() { printf '%s: %s\n' "$BENCH" "$*" >&2; }
+
+# Bytes of a size with an optional K/M/G/T suffix (powers of 1024, as herd
+# and fio, whose kb_base defaults to 1024, both read them).
+to_bytes() {
+    local v=${1^^} mult=1
+    case $v in
+    *K) mult=1024 ;; *M) mult=1048576 ;; *G) mult=1073741824 ;; *T) mult=1099511627776 ;;
+    esac
+    v=${v%[KMGT]}
+    [[ $v =~ ^[0-9]+$ ]] || { warn "bad size '$1'"; exit 2; }
+    echo $((v * mult))
+}
+
+# bench_require_root WHY: not root -> say SKIP and exit 0 (a benchmark, not a test).
+bench_require_root() {
+    if [ "$(id -u)" -ne 0 ]; then
+        say "SKIP: $BENCH.sh needs root: $1"
+        say "      Run it as root, e.g.: sudo REPEAT=5 bench/$BENCH.sh"
+        exit 0
+    fi
+}
+
+# bench_require TOOL:PACKAGE...: every tool, a python3 with h5py (sets PY)
+# and the herd binary must exist; otherwise list what is missing, exit 2.
+bench_require() {
+    local missing=() t p
+    for t in "$@"; do
+        command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t%%:*} (apt install ${t#*:})")
+    done
+    PY=
+    for p in ${PYTHON:-} /usr/bin/python3 python3; do
+        if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import h5py' >/dev/null 2>&1; then
+            PY=$p
+            break
+        fi
+    done
+    [ -n "$PY" ] || missing+=("python3 with h5py (apt install python3-h5py; set PYTHON= to pick an interpreter)")
+    [ -x "$HERD" ] || missing+=("herd binary $HERD (build: cmake -S . -B build && cmake --build build; or set HERD=)")
+    if [ ${#missing[@]} -gt 0 ]; then
+        warn "cannot run, missing:"
+        for t in "${missing[@]}"; do warn "  - $t"; done
+        exit 2
+    fi
+}
