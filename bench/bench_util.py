@@ -80,7 +80,9 @@ def cmd_herd_start(path, phase):
         print("%.6f" % (float(f.attrs["epoch_unix"]) + float(grp.attrs["t_start"])))
 
 
-def cmd_fio(path, rw, expected=None):
+def fio_job(path):
+    """The one grouped job of a fio --output-format=json file (exits 1 on
+    anything else). Shared with bench/meta_vs_fio.sh's helper."""
     with open(path) as fh:
         text = fh.read()
     # fio may print notes before the JSON document.
@@ -97,6 +99,11 @@ def cmd_fio(path, rw, expected=None):
     job = jobs[0]
     if job.get("error", 0):
         die("%s: fio job error %s" % (path, job["error"]))
+    return job
+
+
+def cmd_fio(path, rw, expected=None):
+    job = fio_job(path)
     side = job[rw]
     total, runtime_ms = int(side["io_bytes"]), float(side["runtime"])
     if expected is not None and total != int(expected):

@@ -143,9 +143,10 @@ UTIL=$WORK/meta_util.py
 cat >"$UTIL" <<'PYEOF'
 """Helpers for meta_vs_fio.sh. Rates are operations per second."""
 import csv
-import json
 import statistics
 import sys
+
+import bench_util  # fio's JSON, shared with core_vs_fio.sh (PYTHONPATH=bench/)
 
 
 def die(msg):
@@ -220,21 +221,7 @@ def herd_phase(f, path, phase, op, expected):
 # seconds per job inside the engine's call (clat: the engine times each
 # open/stat/unlink itself).
 def cmd_fio(path, ddir, expected, njobs):
-    with open(path) as fh:
-        text = fh.read()
-    start = text.find("{")
-    if start < 0:
-        die("%s: no JSON in fio output" % path)
-    try:
-        doc = json.loads(text[start:])
-    except ValueError as e:
-        die("%s: bad JSON: %s" % (path, e))
-    jobs = doc.get("jobs", [])
-    if len(jobs) != 1:
-        die("%s: expected one (grouped) job, got %d" % (path, len(jobs)))
-    job = jobs[0]
-    if job.get("error", 0):
-        die("%s: fio job error %s" % (path, job["error"]))
+    job = bench_util.fio_job(path)
     side = job[ddir]
     ios, runtime_ms = int(side["total_ios"]), float(side["runtime"])
     if ios != int(expected):
@@ -338,7 +325,7 @@ def main(argv):
 if __name__ == "__main__":
     main(sys.argv)
 PYEOF
-U() { "$PY" "$UTIL" "$@"; }
+U() { PYTHONPATH="$HERE" "$PY" "$UTIL" "$@"; }
 
 # Remove everything on a mount, let the file system settle (xfs: log and
 # inode writeback; dentries of removed directories are freed by rmdir).
