@@ -66,14 +66,14 @@ def expected_file_rank(k, rank, nranks):
     return owner
 
 
-def check_phase(name, k, ph, nranks, attr_order):
+def check_phase(name, k, ph, nranks, attr_order, where=None):
     rows = ph.ranks
     iters = k["iterations"]
     fsize, bsize = k["file_size"], k["block_size"]
-    where = f"phase {name}"
+    where = where or f"phase {name}"
 
     assert ph.attrs["kind"] == k["kind"], where
-    assert ph.attrs["status"] == "ok", where
+    assert ph.attrs["status"] == "ok", f"{where}: errors {ph.error_rows()}"
     assert ph.attrs["file_size"] == fsize, where
     assert ph.attrs["block_size"] == bsize, where
     assert ph.attrs["iterations"] == iters, where
@@ -101,7 +101,7 @@ def check_phase(name, k, ph, nranks, attr_order):
 
     # ops per iteration: open, one per block, fsync (write phases), close
     nblocks = math.ceil(fsize / bsize)
-    do_fsync = k["kind"] == "write" and k.get("fsync", "yes") == "yes"
+    do_fsync = k["kind"] == "write" and str(k.get("fsync", "yes")) == "yes"
     assert (rows["ops"] == 1 + nblocks + int(do_fsync) + 1).all(), \
         f"{where}: ops {rows['ops'].tolist()}"
     assert (rows["t_end"] >= rows["t_start"]).all(), where
