@@ -3,32 +3,26 @@
  * attributes, per-rank rows, error table and latency histograms), flushed
  * after every write so a crash loses at most the phase that was running.
  *
- * Only this file knows HDF5 and only rank 0 calls it, through the serial
+ * Only the results writers (this file, results_monitor.c and their
+ * helpers in h5util.c) know HDF5, and only rank 0 calls them, through the serial
  * API (default file access, which works on the parallel build). HDF5's
  * automatic error printing is off: every failure becomes one line in the
  * caller's err buffer, and nothing here aborts. The layout is documented in
  * docs/results-format.md; keep the two in step. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* strerrorname_np; the build defines it too */
-#endif
-
 #include "results.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include <hdf5.h>
 
+#include "h5util.h"
 #include "ops.h"
 
-#define RESULTS_DEFLATE_LEVEL 4
-#define RESULTS_CHUNK_BYTES (64 * 1024) /* target size of one chunk */
 #define OP_NAME_LEN 16
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
@@ -43,413 +37,6 @@ struct results {
     char path[];   /* for messages */
 };
 
-/* ---- messages ---- */
-
-struct h5_detail {
-    char outer[160]; /* the API call's own description */
-    char inner[352]; /* the deepest one, where the fault was detected */
-};
-
-static herr_t detail_walk(unsigned n, const H5E_error2_t *e, void *data)
-{
-    struct h5_detail *d = data;
-    if (e->desc == NULL || e->desc[0] == '\0')
-        return 0;
-    if (n == 0)
-        snprintf(d->outer, sizeof d->outer, "%s", e->desc);
-    snprintf(d->inner, sizeof d->inner, "%s", e->desc);
-    return 0;
-}
-
-static void one_line(char *s)
-{
-    for (; *s; s++)
-        if (*s == '\n' || *s == '\r' || *s == '\t')
-            *s = ' ';
-}
-
-/* Write "what (HDF5's account)" into err. Call it right after the failing
- * HDF5 call: the next HDF5 call clears the error stack. Returns -1. */
-static int h5_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    char what[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-
-    struct h5_detail d = {"", ""};
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, detail_walk, &d);
-    if (err == NULL || errlen == 0)
-        return -1;
-    if (d.inner[0] == '\0')
-        snprintf(err, errlen, "%s", what);
-    else if (strcmp(d.outer, d.inner) == 0)
-        snprintf(err, errlen, "%s (%s)", what, d.inner);
-    else
-        snprintf(err, errlen, "%s (%s: %s)", what, d.outer, d.inner);
-    one_line(err);
-    return -1;
-}
-
-/* Plain message, no HDF5 account. Returns -1. */
-static int msg_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    one_line(err);
-    return -1;
-}
-
-/* Put "prefix: " in front of the message already in err. */
-static void msg_prefix(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    char head[JOB_PATH_MAX + JOB_NAME_MAX + 64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(head, sizeof head, fmt, ap);
-    va_end(ap);
-    char *tail = strdup(err);
-    if (tail == NULL)
-        return;
-    snprintf(err, errlen, "%s: %s", head, tail);
-    free(tail);
-}
-
-/* ---- errno names ---- */
-
-/* clang-format off */
-#define ERRNO_ENTRY(e) {e, #e}
-static const struct {
-    int value;
-    const char *name;
-} errno_names[] = {
-    ERRNO_ENTRY(EPERM),        ERRNO_ENTRY(ENOENT),       ERRNO_ENTRY(ESRCH),
-    ERRNO_ENTRY(EINTR),        ERRNO_ENTRY(EIO),          ERRNO_ENTRY(ENXIO),
-    ERRNO_ENTRY(E2BIG),        ERRNO_ENTRY(EBADF),        ERRNO_ENTRY(EAGAIN),
-    ERRNO_ENTRY(ENOMEM),       ERRNO_ENTRY(EACCES),       ERRNO_ENTRY(EFAULT),
-    ERRNO_ENTRY(EBUSY),        ERRNO_ENTRY(EEXIST),       ERRNO_ENTRY(EXDEV),
-    ERRNO_ENTRY(ENODEV),       ERRNO_ENTRY(ENOTDIR),      ERRNO_ENTRY(EISDIR),
-    ERRNO_ENTRY(EINVAL),       ERRNO_ENTRY(ENFILE),       ERRNO_ENTRY(EMFILE),
-    ERRNO_ENTRY(ETXTBSY),      ERRNO_ENTRY(EFBIG),        ERRNO_ENTRY(ENOSPC),
-    ERRNO_ENTRY(ESPIPE),       ERRNO_ENTRY(EROFS),        ERRNO_ENTRY(EMLINK),
-    ERRNO_ENTRY(EPIPE),        ERRNO_ENTRY(EDEADLK),      ERRNO_ENTRY(ENAMETOOLONG),
-    ERRNO_ENTRY(ENOLCK),       ERRNO_ENTRY(ENOSYS),       ERRNO_ENTRY(ENOTEMPTY),
-    ERRNO_ENTRY(ELOOP),        ERRNO_ENTRY(EOVERFLOW),    ERRNO_ENTRY(ENOTSUP),
-    ERRNO_ENTRY(EOPNOTSUPP),   ERRNO_ENTRY(ECANCELED),    ERRNO_ENTRY(ETIMEDOUT),
-    ERRNO_ENTRY(ECONNREFUSED), ERRNO_ENTRY(ECONNRESET),   ERRNO_ENTRY(ECONNABORTED),
-    ERRNO_ENTRY(ENOTCONN),     ERRNO_ENTRY(EHOSTUNREACH), ERRNO_ENTRY(ENETUNREACH),
-    ERRNO_ENTRY(ENETDOWN),     ERRNO_ENTRY(ESTALE),       ERRNO_ENTRY(EDQUOT),
-#ifdef EREMOTEIO
-    ERRNO_ENTRY(EREMOTEIO),
-#endif
-};
-/* clang-format on */
-
-/* "EROFS" for 30; "E<n>" for a value nobody names. */
-static void errno_name(int e, char *buf, size_t len)
-{
-    if (e < 0)
-        e = -e;
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-    const char *name = strerrorname_np(e);
-    if (name != NULL) {
-        snprintf(buf, len, "%s", name);
-        return;
-    }
-#endif
-    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++) {
-        if (errno_names[i].value == e) {
-            snprintf(buf, len, "%s", errno_names[i].name);
-            return;
-        }
-    }
-    snprintf(buf, len, "E%d", e);
-}
-
-/* ---- types ---- */
-
-static hid_t type_fixed_string(size_t len)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return H5I_INVALID_HID;
-    if (H5Tset_size(t, len) < 0 || H5Tset_strpad(t, H5T_STR_NULLTERM) < 0 ||
-        H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
-        H5Tclose(t);
-        return H5I_INVALID_HID;
-    }
-    return t;
-}
-
-static hid_t type_var_string(void)
-{
-    hid_t t = H5Tcopy(H5T_C_S1);
-    if (t < 0)
-        return H5I_INVALID_HID;
-    if (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
-        H5Tclose(t);
-        return H5I_INVALID_HID;
-    }
-    return t;
-}
-
-static hid_t type_bool(void)
-{
-    hid_t t = H5Tenum_create(H5T_NATIVE_INT8);
-    if (t < 0)
-        return H5I_INVALID_HID;
-    int8_t no = 0, yes = 1;
-    if (H5Tenum_insert(t, "FALSE", &no) < 0 || H5Tenum_insert(t, "TRUE", &yes) < 0) {
-        H5Tclose(t);
-        return H5I_INVALID_HID;
-    }
-    return t;
-}
-
-/* A compound type described by a table of fields. */
-enum field_kind { FIELD_I32, FIELD_U64, FIELD_F64, FIELD_STR };
-
-struct field {
-    const char *name;
-    size_t offset;
-    enum field_kind kind;
-    size_t len; /* FIELD_STR: bytes, terminating NUL included */
-};
-
-/* clang-format off */
-#define FIELD(name, type, member, kind) \
-    {name, offsetof(type, member), kind, sizeof(((type *)0)->member)}
-/* clang-format on */
-
-/* Memory type: the C struct's layout. */
-static hid_t compound_create(const struct field *f, size_t nf, size_t size)
-{
-    hid_t t = H5Tcreate(H5T_COMPOUND, size);
-    if (t < 0)
-        return H5I_INVALID_HID;
-    for (size_t i = 0; i < nf; i++) {
-        hid_t m;
-        switch (f[i].kind) {
-        case FIELD_I32:
-            m = H5T_NATIVE_INT32;
-            break;
-        case FIELD_U64:
-            m = H5T_NATIVE_UINT64;
-            break;
-        case FIELD_F64:
-            m = H5T_NATIVE_DOUBLE;
-            break;
-        default:
-            m = type_fixed_string(f[i].len);
-            break;
-        }
-        herr_t rc = m < 0 ? -1 : H5Tinsert(t, f[i].name, f[i].offset, m);
-        if (f[i].kind == FIELD_STR && m >= 0)
-            H5Tclose(m);
-        if (rc < 0) {
-            H5Tclose(t);
-            return H5I_INVALID_HID;
-        }
-    }
-    return t;
-}
-
-/* ---- attributes ---- */
-
-/* Set attribute name on loc (scalar, of type), replacing any old value. */
-static int attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err,
-                    size_t errlen)
-{
-    htri_t exists = H5Aexists(loc, name);
-    if (exists < 0)
-        return h5_fail(err, errlen, "cannot look up attribute '%s'", name);
-    if (exists > 0) {
-        hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
-        if (a < 0)
-            return h5_fail(err, errlen, "cannot open attribute '%s'", name);
-        herr_t rc = H5Awrite(a, type, buf);
-        if (rc < 0)
-            h5_fail(err, errlen, "cannot write attribute '%s'", name);
-        H5Aclose(a);
-        return rc < 0 ? -1 : 0;
-    }
-    hid_t space = H5Screate(H5S_SCALAR);
-    if (space < 0)
-        return h5_fail(err, errlen, "cannot create attribute '%s'", name);
-    hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = 0;
-    if (a < 0)
-        rc = h5_fail(err, errlen, "cannot create attribute '%s'", name);
-    else if (H5Awrite(a, type, buf) < 0)
-        rc = h5_fail(err, errlen, "cannot write attribute '%s'", name);
-    if (a >= 0)
-        H5Aclose(a);
-    H5Sclose(space);
-    return rc;
-}
-
-static int attr_str(const struct results *r, hid_t loc, const char *name, const char *value,
-                    char *err, size_t errlen)
-{
-    const char *v = value != NULL ? value : "";
-    return attr_set(loc, name, r->str, &v, err, errlen);
-}
-
-static int attr_i32(hid_t loc, const char *name, int32_t v, char *err, size_t errlen)
-{
-    return attr_set(loc, name, H5T_NATIVE_INT32, &v, err, errlen);
-}
-
-static int attr_i64(hid_t loc, const char *name, int64_t v, char *err, size_t errlen)
-{
-    return attr_set(loc, name, H5T_NATIVE_INT64, &v, err, errlen);
-}
-
-static int attr_u64(hid_t loc, const char *name, uint64_t v, char *err, size_t errlen)
-{
-    return attr_set(loc, name, H5T_NATIVE_UINT64, &v, err, errlen);
-}
-
-static int attr_f64(hid_t loc, const char *name, double v, char *err, size_t errlen)
-{
-    return attr_set(loc, name, H5T_NATIVE_DOUBLE, &v, err, errlen);
-}
-
-/* ---- groups and datasets ---- */
-
-/* Readers list members and attributes in the order they were written
- * (phases in job order, keys in job_keys order), not alphabetically. */
-#define CRT_ORDER (H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED)
-
-static hid_t group_create(hid_t loc, const char *name, char *err, size_t errlen)
-{
-    hid_t g = H5I_INVALID_HID;
-    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-    if (gcpl < 0 || H5Pset_link_creation_order(gcpl, CRT_ORDER) < 0 ||
-        H5Pset_attr_creation_order(gcpl, CRT_ORDER) < 0)
-        h5_fail(err, errlen, "cannot set up group '%s'", name);
-    else if ((g = H5Gcreate2(loc, name, H5P_DEFAULT, gcpl, H5P_DEFAULT)) < 0)
-        h5_fail(err, errlen, "cannot create group '%s'", name);
-    if (gcpl >= 0)
-        H5Pclose(gcpl);
-    return g;
-}
-
-/* Create the 1-D dataset name (n elements of ftype, chunked, shuffle +
- * deflate, unlimited so it may be empty or grow) and write buf (n elements
- * of mtype, elem bytes each) into it. Returns the open dataset or -1. */
-static hid_t dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t elem,
-                        size_t n, const void *buf, char *err, size_t errlen)
-{
-    hsize_t dims[1] = {n}, maxdims[1] = {H5S_UNLIMITED};
-    hsize_t chunk[1] = {RESULTS_CHUNK_BYTES / (elem > 0 ? elem : 1)};
-    if (chunk[0] == 0)
-        chunk[0] = 1;
-    if (n > 0 && n < chunk[0])
-        chunk[0] = n;
-
-    hid_t space = H5I_INVALID_HID, dcpl = H5I_INVALID_HID, d = H5I_INVALID_HID;
-    space = H5Screate_simple(1, dims, maxdims);
-    if (space < 0) {
-        h5_fail(err, errlen, "cannot create dataspace for '%s'", name);
-        goto out;
-    }
-    dcpl = H5Pcreate(H5P_DATASET_CREATE);
-    if (dcpl < 0 || H5Pset_chunk(dcpl, 1, chunk) < 0 || H5Pset_shuffle(dcpl) < 0 ||
-        H5Pset_deflate(dcpl, RESULTS_DEFLATE_LEVEL) < 0 ||
-        H5Pset_attr_creation_order(dcpl, CRT_ORDER) < 0) {
-        h5_fail(err, errlen, "cannot set up chunking and deflate for '%s'", name);
-        goto out;
-    }
-    d = H5Dcreate2(loc, name, ftype, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-    if (d < 0) {
-        h5_fail(err, errlen, "cannot create dataset '%s'", name);
-        goto out;
-    }
-    if (n > 0 && H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        h5_fail(err, errlen, "cannot write dataset '%s'", name);
-        H5Dclose(d);
-        d = H5I_INVALID_HID;
-    }
-out:
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    if (space >= 0)
-        H5Sclose(space);
-    return d;
-}
-
-/* Close a dataset written by dset_write: the chunk cache may write the
- * data only now, so a failure here is a write failure. */
-static int dset_close(hid_t d, const char *name, char *err, size_t errlen)
-{
-    if (H5Dclose(d) < 0)
-        return h5_fail(err, errlen, "cannot write dataset '%s'", name);
-    return 0;
-}
-
-/* Write a table of n rows (C structs of size bytes, described by f) as a
- * compound dataset; the file type is the memory type without padding. */
-static int table_write(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                       const void *rows, size_t n, char *err, size_t errlen)
-{
-    hid_t mtype = compound_create(f, nf, size);
-    if (mtype < 0)
-        return h5_fail(err, errlen, "cannot build the type of '%s'", name);
-    hid_t ftype = H5Tcopy(mtype);
-    if (ftype < 0 || H5Tpack(ftype) < 0) {
-        h5_fail(err, errlen, "cannot build the type of '%s'", name);
-        if (ftype >= 0)
-            H5Tclose(ftype);
-        H5Tclose(mtype);
-        return -1;
-    }
-    hid_t d = dset_write(loc, name, ftype, mtype, size, n, rows, err, errlen);
-    int rc = d < 0 ? -1 : dset_close(d, name, err, errlen);
-    H5Tclose(ftype);
-    H5Tclose(mtype);
-    return rc;
-}
-
-/* HDF5 before 1.14.1 cannot close a file after a failed metadata write:
- * the close fails and the library crashes when it shuts down (at exit or in
- * MPI_Finalize). A full disk, the likely cause, is therefore caught before
- * writing: refuse when the file system holding path has less than need
- * bytes free. Quotas are not seen here; an unknown answer lets the write go. */
-static int space_check(const char *path, uint64_t need, char *err, size_t errlen)
-{
-    struct statvfs st;
-    if (statvfs(path, &st) != 0)
-        return 0;
-    uint64_t avail = (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
-    if (avail >= need)
-        return 0;
-    return msg_fail(err, errlen, "not written: %llu KiB free on its file system, %llu KiB needed",
-                    (unsigned long long)(avail >> 10), (unsigned long long)(need >> 10));
-}
-
-/* Copy the C string src (at most srclen bytes) into dst, NUL-padded,
- * shortened to fit if need be. */
-static void str_copy(char *dst, size_t dstlen, const char *src, size_t srclen)
-{
-    memset(dst, 0, dstlen);
-    if (src == NULL)
-        return;
-    size_t n = strnlen(src, srclen);
-    if (n >= dstlen) {
-        n = dstlen - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--; /* cut before a UTF-8 character, not inside it */
-    }
-    memcpy(dst, src, n);
-}
 
 /* ---- the run: root, /hosts, /ranks ---- */
 
@@ -489,8 +76,6 @@ static const struct field rank_fields[] = {
     FIELD("clock_error", struct rank_row, clock_error, FIELD_F64),
 };
 
-#define NFIELDS(f) (sizeof(f) / sizeof((f)[0]))
-
 static int root_attrs(const struct results *r, const struct run_info *run, char *err, size_t errlen)
 {
     hid_t f = r->file;
@@ -500,23 +85,23 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
         return h5_fail(err, errlen, "cannot read the HDF5 library version");
     snprintf(hdf5_version, sizeof hdf5_version, "%u.%u.%u", maj, min, rel);
 
-    if (attr_str(r, f, "tool", "herd", err, errlen) < 0 ||
-        attr_str(r, f, "version", run->version, err, errlen) < 0 ||
-        attr_str(r, f, "run_id", run->run_id, err, errlen) < 0 ||
-        attr_str(r, f, "status", "partial", err, errlen) < 0 ||
-        attr_str(r, f, "start_utc", run->start_utc, err, errlen) < 0 ||
-        attr_str(r, f, "end_utc", "", err, errlen) < 0 ||
-        attr_f64(f, "epoch_unix", run->epoch_unix, err, errlen) < 0 ||
-        attr_i32(f, "nranks", run->nranks, err, errlen) < 0 ||
-        attr_i32(f, "nhosts", run->nhosts, err, errlen) < 0 ||
-        attr_str(r, f, "command_line", run->command_line, err, errlen) < 0 ||
-        attr_str(r, f, "job_path", run->job_path, err, errlen) < 0 ||
-        attr_str(r, f, "job_text", run->job_text, err, errlen) < 0 ||
-        attr_str(r, f, "target", run->target, err, errlen) < 0 ||
-        attr_str(r, f, "mpi_version", run->mpi_version, err, errlen) < 0 ||
-        attr_str(r, f, "hdf5_version", hdf5_version, err, errlen) < 0 ||
-        attr_f64(f, "clock_sync_seconds", run->clock_sync_seconds, err, errlen) < 0 ||
-        attr_i32(f, "exit_code", -1, err, errlen) < 0)
+    if (h5_attr_str(r->str, f, "tool", "herd", err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "version", run->version, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "run_id", run->run_id, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "status", "partial", err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "start_utc", run->start_utc, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "end_utc", "", err, errlen) < 0 ||
+        h5_attr_f64(f, "epoch_unix", run->epoch_unix, err, errlen) < 0 ||
+        h5_attr_i32(f, "nranks", run->nranks, err, errlen) < 0 ||
+        h5_attr_i32(f, "nhosts", run->nhosts, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "command_line", run->command_line, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "job_path", run->job_path, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "job_text", run->job_text, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "target", run->target, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "mpi_version", run->mpi_version, err, errlen) < 0 ||
+        h5_attr_str(r->str, f, "hdf5_version", hdf5_version, err, errlen) < 0 ||
+        h5_attr_f64(f, "clock_sync_seconds", run->clock_sync_seconds, err, errlen) < 0 ||
+        h5_attr_i32(f, "exit_code", -1, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -527,20 +112,20 @@ static int hosts_write(hid_t loc, const struct host_info *hosts, int nhosts, cha
     size_t n = nhosts > 0 ? (size_t)nhosts : 0;
     struct host_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
     if (rows == NULL)
-        return msg_fail(err, errlen, "out of memory for /hosts");
+        return h5_msg_fail(err, errlen, "out of memory for /hosts");
     for (size_t i = 0; i < n; i++) {
         const struct host_info *h = &hosts[i];
         struct host_row *row = &rows[i];
         row->host = (int32_t)i;
-        str_copy(row->hostname, sizeof row->hostname, h->hostname, sizeof h->hostname);
-        str_copy(row->mount_source, sizeof row->mount_source, h->mount_source,
+        h5_str_copy(row->hostname, sizeof row->hostname, h->hostname, sizeof h->hostname);
+        h5_str_copy(row->mount_source, sizeof row->mount_source, h->mount_source,
                  sizeof h->mount_source);
-        str_copy(row->mount_point, sizeof row->mount_point, h->mount_point, sizeof h->mount_point);
-        str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
-        str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
+        h5_str_copy(row->mount_point, sizeof row->mount_point, h->mount_point, sizeof h->mount_point);
+        h5_str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
+        h5_str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
                  sizeof h->mount_options);
     }
-    int rc = table_write(loc, "hosts", host_fields, NFIELDS(host_fields), sizeof *rows, rows, n,
+    int rc = h5_table_write(loc, "hosts", host_fields, NFIELDS(host_fields), sizeof *rows, rows, n,
                          err, errlen);
     free(rows);
     return rc;
@@ -552,20 +137,20 @@ static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
     size_t n = nranks > 0 ? (size_t)nranks : 0;
     struct rank_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
     if (rows == NULL)
-        return msg_fail(err, errlen, "out of memory for /ranks");
+        return h5_msg_fail(err, errlen, "out of memory for /ranks");
     for (size_t i = 0; i < n; i++) {
         const struct rank_info *k = &ranks[i];
         struct rank_row *row = &rows[i];
         row->rank = k->rank;
         row->host = k->host;
         if (hosts != NULL && k->host >= 0 && k->host < nhosts)
-            str_copy(row->hostname, sizeof row->hostname, hosts[k->host].hostname,
+            h5_str_copy(row->hostname, sizeof row->hostname, hosts[k->host].hostname,
                      sizeof hosts[k->host].hostname);
         row->pid = k->pid;
         row->clock_offset = k->clock_offset;
         row->clock_error = k->clock_error;
     }
-    int rc = table_write(loc, "ranks", rank_fields, NFIELDS(rank_fields), sizeof *rows, rows, n,
+    int rc = h5_table_write(loc, "ranks", rank_fields, NFIELDS(rank_fields), sizeof *rows, rows, n,
                          err, errlen);
     free(rows);
     return rc;
@@ -587,7 +172,7 @@ static int create_space_check(const char *path, const struct run_info *run, int 
                     (uint64_t)(nranks > 0 ? nranks : 0) * sizeof(struct rank_row) +
                     (run->job_text ? strlen(run->job_text) : 0) +
                     (run->command_line ? strlen(run->command_line) : 0);
-    return space_check(dir, 2 * need + SPACE_MARGIN, err, errlen);
+    return h5_space_check(dir, 2 * need + SPACE_MARGIN, err, errlen);
 }
 
 static hid_t file_create(const char *path, hid_t fcpl, char *err, size_t errlen)
@@ -637,13 +222,13 @@ struct results *results_create(const char *path, const struct run_info *run,
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (path == NULL || run == NULL) {
-        msg_fail(err, errlen, "results: no path or run information");
+        h5_msg_fail(err, errlen, "results: no path or run information");
         return NULL;
     }
     size_t plen = strlen(path);
     struct results *r = malloc(sizeof *r + plen + 1);
     if (r == NULL) {
-        msg_fail(err, errlen, "%s: out of memory", path);
+        h5_msg_fail(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     r->file = r->phases = r->str = r->boolean = H5I_INVALID_HID;
@@ -657,8 +242,8 @@ struct results *results_create(const char *path, const struct run_info *run,
         h5_fail(err, errlen, "cannot set up file properties");
         goto out;
     }
-    r->str = type_var_string();
-    r->boolean = type_bool();
+    r->str = h5_type_var_string();
+    r->boolean = h5_type_bool();
     if (r->str < 0 || r->boolean < 0) {
         h5_fail(err, errlen, "cannot build string and bool types");
         goto out;
@@ -672,7 +257,7 @@ struct results *results_create(const char *path, const struct run_info *run,
         hosts_write(r->file, hosts, nhosts, err, errlen) < 0 ||
         ranks_write(r->file, ranks, nranks, hosts, nhosts, err, errlen) < 0)
         goto out;
-    r->phases = group_create(r->file, "phases", err, errlen);
+    r->phases = h5_group_create(r->file, "phases", err, errlen);
     if (r->phases < 0)
         goto out;
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
@@ -684,7 +269,7 @@ out:
     if (fcpl >= 0)
         H5Pclose(fcpl);
     if (rc < 0) {
-        msg_prefix(err, errlen, "%s", path);
+        h5_msg_prefix(err, errlen, "%s", path);
         bool created = r->file >= 0;
         results_free(r);
         if (created) /* a half-made file would only block the next run */
@@ -760,31 +345,31 @@ static int key_attrs(const struct results *r, hid_t g, const struct phase *ph, c
         case KEY_SIZE: {
             uint64_t v;
             memcpy(&v, field, sizeof v);
-            rc = attr_i64(g, k->name, (int64_t)v, err, errlen);
+            rc = h5_attr_i64(g, k->name, (int64_t)v, err, errlen);
             break;
         }
         case KEY_INT: {
             int64_t v;
             memcpy(&v, field, sizeof v);
-            rc = attr_i64(g, k->name, v, err, errlen);
+            rc = h5_attr_i64(g, k->name, v, err, errlen);
             break;
         }
         case KEY_DURATION: {
             double v;
             memcpy(&v, field, sizeof v);
-            rc = attr_f64(g, k->name, v, err, errlen);
+            rc = h5_attr_f64(g, k->name, v, err, errlen);
             break;
         }
         case KEY_BOOL: {
             bool b;
             memcpy(&b, field, sizeof b);
             int8_t v = b ? 1 : 0;
-            rc = attr_set(g, k->name, r->boolean, &v, err, errlen);
+            rc = h5_attr_set(g, k->name, r->boolean, &v, err, errlen);
             break;
         }
         default:
             job_key_format(k, ph, text, sizeof text);
-            rc = attr_str(r, g, k->name, text, err, errlen);
+            rc = h5_attr_str(r->str, g, k->name, text, err, errlen);
             break;
         }
         if (rc < 0)
@@ -797,7 +382,7 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
 {
     struct error_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
     if (rows == NULL)
-        return msg_fail(err, errlen, "out of memory for the errors table");
+        return h5_msg_fail(err, errlen, "out of memory for the errors table");
     for (size_t i = 0; i < n; i++) {
         const struct err_entry *e = &errors[i];
         struct error_row *row = &rows[i];
@@ -805,13 +390,13 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
         row->rank = e->rank;
         snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
         row->err = en;
-        errno_name(en, row->errno_name, sizeof row->errno_name);
+        h5_errno_name(en, row->errno_name, sizeof row->errno_name);
         snprintf(row->message, sizeof row->message, "%s", strerror(en));
         row->count = e->count;
-        str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);
+        h5_str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);
         row->first_time = e->first_time;
     }
-    int rc = table_write(g, "errors", error_fields, NFIELDS(error_fields), sizeof *rows, rows, n,
+    int rc = h5_table_write(g, "errors", error_fields, NFIELDS(error_fields), sizeof *rows, rows, n,
                          err, errlen);
     free(rows);
     return rc;
@@ -840,16 +425,16 @@ static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char 
 {
     struct stuck_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
     if (rows == NULL)
-        return msg_fail(err, errlen, "out of memory for the stuck table");
+        return h5_msg_fail(err, errlen, "out of memory for the stuck table");
     for (size_t i = 0; i < n; i++) {
         rows[i].rank = stuck[i].rank;
         snprintf(rows[i].op, sizeof rows[i].op, "%s", op_name((enum op)stuck[i].op));
-        str_copy(rows[i].path, sizeof rows[i].path, stuck[i].path, sizeof stuck[i].path);
+        h5_str_copy(rows[i].path, sizeof rows[i].path, stuck[i].path, sizeof stuck[i].path);
         rows[i].since = stuck[i].since;
         rows[i].noticed = stuck[i].noticed;
         rows[i].returned = stuck[i].returned;
     }
-    int rc = table_write(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof *rows, rows, n,
+    int rc = h5_table_write(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof *rows, rows, n,
                          err, errlen);
     free(rows);
     return rc;
@@ -870,37 +455,37 @@ static int latency_op_write(hid_t g, const char *name, const struct hist *h, cha
         sum += (double)h->counts[i] * mid;
         max = hi;
     }
-    hid_t d = dset_write(g, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t), HIST_BUCKETS,
+    hid_t d = h5_dset_write(g, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t), HIST_BUCKETS,
                          h->counts, err, errlen);
     if (d < 0)
         return -1;
-    if (attr_u64(d, "count", count, err, errlen) < 0 ||
-        attr_u64(d, "p50_ns", hist_quantile(h, 0.50), err, errlen) < 0 ||
-        attr_u64(d, "p99_ns", hist_quantile(h, 0.99), err, errlen) < 0 ||
-        attr_u64(d, "max_ns", max, err, errlen) < 0 ||
-        attr_f64(d, "mean_ns", count > 0 ? sum / (double)count : 0.0, err, errlen) < 0) {
+    if (h5_attr_u64(d, "count", count, err, errlen) < 0 ||
+        h5_attr_u64(d, "p50_ns", hist_quantile(h, 0.50), err, errlen) < 0 ||
+        h5_attr_u64(d, "p99_ns", hist_quantile(h, 0.99), err, errlen) < 0 ||
+        h5_attr_u64(d, "max_ns", max, err, errlen) < 0 ||
+        h5_attr_f64(d, "mean_ns", count > 0 ? sum / (double)count : 0.0, err, errlen) < 0) {
         H5Dclose(d);
         return -1;
     }
-    return dset_close(d, name, err, errlen);
+    return h5_dset_close(d, name, err, errlen);
 }
 
 static int latency_write(hid_t g, const struct hist *hists, char *err, size_t errlen)
 {
-    hid_t lat = group_create(g, "latency", err, errlen);
+    hid_t lat = h5_group_create(g, "latency", err, errlen);
     if (lat < 0)
         return -1;
     uint64_t bounds[HIST_BUCKETS];
-    int rc = attr_i32(lat, "sub_bits", HIST_SUB_BITS, err, errlen);
+    int rc = h5_attr_i32(lat, "sub_bits", HIST_SUB_BITS, err, errlen);
     if (rc == 0)
-        rc = attr_i32(lat, "max_bits", HIST_MAX_BITS, err, errlen);
+        rc = h5_attr_i32(lat, "max_bits", HIST_MAX_BITS, err, errlen);
     for (int pass = 0; rc == 0 && pass < 2; pass++) {
         const char *name = pass == 0 ? "bucket_lower_ns" : "bucket_upper_ns";
         for (int i = 0; i < HIST_BUCKETS; i++)
             bounds[i] = pass == 0 ? hist_bucket_lower(i) : hist_bucket_upper(i);
-        hid_t d = dset_write(lat, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t),
+        hid_t d = h5_dset_write(lat, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t),
                              HIST_BUCKETS, bounds, err, errlen);
-        rc = d < 0 ? -1 : dset_close(d, name, err, errlen);
+        rc = d < 0 ? -1 : h5_dset_close(d, name, err, errlen);
     }
     for (int op = 0; rc == 0 && hists != NULL && op < OP_COUNT; op++)
         if (hist_count(&hists[op]) > 0)
@@ -938,7 +523,7 @@ static int ops_write(hid_t g, const struct op_stats *ops, size_t nranks, char *e
 {
     struct op_row *rows = calloc(nranks * OP_COUNT + 1, sizeof *rows);
     if (rows == NULL)
-        return msg_fail(err, errlen, "out of memory for the ops table");
+        return h5_msg_fail(err, errlen, "out of memory for the ops table");
     size_t n = 0;
     for (size_t rank = 0; ops && rank < nranks; rank++)
         for (int op = 0; op < OP_COUNT; op++)
@@ -949,7 +534,7 @@ static int ops_write(hid_t g, const struct op_stats *ops, size_t nranks, char *e
                 rows[n].seconds = ops[rank].seconds[op];
                 n++;
             }
-    int rc = table_write(g, "ops", op_fields, NFIELDS(op_fields), sizeof *rows, rows, n, err,
+    int rc = h5_table_write(g, "ops", op_fields, NFIELDS(op_fields), sizeof *rows, rows, n, err,
                          errlen);
     free(rows);
     return rc;
@@ -963,34 +548,34 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
     size_t nrows = d->nrows;
     const struct err_entry *errors = d->errors;
     size_t nerrors = d->nerrors;
-    if (attr_str(r, g, "kind", job_kind_name(ph->kind), err, errlen) < 0 ||
-        attr_i32(g, "index", sum->index, err, errlen) < 0 ||
-        attr_f64(g, "t_start", sum->t_start, err, errlen) < 0 ||
-        attr_f64(g, "t_end", sum->t_end, err, errlen) < 0 ||
-        attr_f64(g, "elapsed", sum->t_end - sum->t_start, err, errlen) < 0 ||
-        attr_f64(g, "start_skew", sum->start_skew, err, errlen) < 0 ||
+    if (h5_attr_str(r->str, g, "kind", job_kind_name(ph->kind), err, errlen) < 0 ||
+        h5_attr_i32(g, "index", sum->index, err, errlen) < 0 ||
+        h5_attr_f64(g, "t_start", sum->t_start, err, errlen) < 0 ||
+        h5_attr_f64(g, "t_end", sum->t_end, err, errlen) < 0 ||
+        h5_attr_f64(g, "elapsed", sum->t_end - sum->t_start, err, errlen) < 0 ||
+        h5_attr_f64(g, "start_skew", sum->start_skew, err, errlen) < 0 ||
         key_attrs(r, g, ph, err, errlen) < 0)
         return -1;
     if (nrows > 0 && rows == NULL)
-        return msg_fail(err, errlen, "no rank records given");
+        return h5_msg_fail(err, errlen, "no rank records given");
     if (nerrors > 0 && errors == NULL)
-        return msg_fail(err, errlen, "no error entries given");
-    if (table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
+        return h5_msg_fail(err, errlen, "no error entries given");
+    if (h5_table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
                     err, errlen) < 0 ||
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
         (ph->kind == KIND_LOCK &&
-         (table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
+         (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
                       d->nholds, err, errlen) < 0 ||
-          attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
-          attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err,
+          h5_attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
+          h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err,
                    errlen) < 0 ||
-          attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
+          h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
         latency_write(g, d->hists, err, errlen) < 0)
         return -1;
     /* Written last: a group without status was cut short while written. */
-    return attr_str(r, g, "status", sum->status, err, errlen);
+    return h5_attr_str(r->str, g, "status", sum->status, err, errlen);
 }
 
 int results_write_phase(struct results *r, const struct phase *ph, const struct phase_summary *sum,
@@ -998,24 +583,24 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL || ph == NULL || sum == NULL)
-        return msg_fail(err, errlen, "results: no file, phase or summary");
+        return h5_msg_fail(err, errlen, "results: no file, phase or summary");
     const char *name = ph->name;
     if (r->broken)
-        return msg_fail(err, errlen,
+        return h5_msg_fail(err, errlen,
                         "%s: phase '%s' not written: an earlier write to "
                         "the file failed",
                         r->path, name);
     if (name[0] == '\0' || strchr(name, '/') != NULL || strcmp(name, ".") == 0)
-        return msg_fail(err, errlen, "%s: phase name '%s' cannot name an HDF5 group", r->path,
+        return h5_msg_fail(err, errlen, "%s: phase name '%s' cannot name an HDF5 group", r->path,
                         name);
     htri_t exists = H5Lexists(r->phases, name, H5P_DEFAULT);
     if (exists < 0) {
         h5_fail(err, errlen, "cannot look up the phase");
-        msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
+        h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
         return -1;
     }
     if (exists > 0)
-        return msg_fail(err, errlen, "%s: phase '%s' is already in the file", r->path, name);
+        return h5_msg_fail(err, errlen, "%s: phase '%s' is already in the file", r->path, name);
 
     uint64_t need = (uint64_t)d->nrows * sizeof(struct rank_record) +
                     (uint64_t)d->nerrors * sizeof(struct error_row) +
@@ -1023,14 +608,14 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
                     (uint64_t)d->nholds * sizeof(struct hold) +
                     (uint64_t)d->nranks * sizeof(struct op_stats) +
                     (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
-    if (space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
-        msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
+    if (h5_space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
         return -1;
     }
 
-    hid_t g = group_create(r->phases, name, err, errlen);
+    hid_t g = h5_group_create(r->phases, name, err, errlen);
     if (g < 0) {
-        msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
+        h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
         return -1;
     }
 
@@ -1048,7 +633,7 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
         r->broken = true;
     }
     if (rc < 0)
-        msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
+        h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
     return rc;
 }
 
@@ -1059,14 +644,14 @@ static int final_attrs(const struct results *r, const char *status, const char *
                        int exit_code, char *err, size_t errlen)
 {
     if (r->broken)
-        return msg_fail(err, errlen, "final status not recorded: an earlier write failed");
-    if (space_check(r->path, SPACE_MARGIN, err, errlen) < 0) {
-        msg_prefix(err, errlen, "final status");
+        return h5_msg_fail(err, errlen, "final status not recorded: an earlier write failed");
+    if (h5_space_check(r->path, SPACE_MARGIN, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "final status");
         return -1;
     }
-    if (attr_str(r, r->file, "status", status ? status : "partial", err, errlen) < 0 ||
-        attr_str(r, r->file, "end_utc", end_utc, err, errlen) < 0 ||
-        attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0)
+    if (h5_attr_str(r->str, r->file, "status", status ? status : "partial", err, errlen) < 0 ||
+        h5_attr_str(r->str, r->file, "end_utc", end_utc, err, errlen) < 0 ||
+        h5_attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0)
         return -1;
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
         return h5_fail(err, errlen, "cannot flush");
@@ -1078,7 +663,7 @@ int results_close(struct results *r, const char *status, const char *end_utc, in
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL)
-        return msg_fail(err, errlen, "results: no file to close");
+        return h5_msg_fail(err, errlen, "results: no file to close");
     int rc = final_attrs(r, status, end_utc, exit_code, err, errlen);
     H5Gclose(r->phases);
     r->phases = H5I_INVALID_HID;
@@ -1090,7 +675,7 @@ int results_close(struct results *r, const char *status, const char *end_utc, in
         rc = h5_fail(err, errlen, "cannot close");
     r->file = H5I_INVALID_HID;
     if (rc < 0)
-        msg_prefix(err, errlen, "%s", r->path);
+        h5_msg_prefix(err, errlen, "%s", r->path);
     free(r);
     return rc;
 }
