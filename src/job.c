@@ -109,6 +109,23 @@ const struct job_key job_keys[] = {
      "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum"},
     {"nfs_version", KEY_INT, FIELD(nfs_version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)"},
+    {"monitor_host", KEY_STRING, FIELD(monitor_host), NULL, "",
+     "[global] only: host name (as ranks report it) of the file server in the MPI "
+     "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks"},
+    {"monitor_rank", KEY_STRING, FIELD(monitor_rank), NULL, "",
+     "[global] only: last | a rank number: that one rank samples its host instead of "
+     "doing I/O (when the server runs one rank)"},
+    {"monitor_interval", KEY_DURATION, FIELD(monitor_interval), NULL, "1s",
+     "[global] only: seconds between monitor samples and node_exporter scrapes"},
+    {"monitor_processes", KEY_STRING, FIELD(monitor_processes), NULL, "ganesha.nfsd,nfsd",
+     "[global] only: command names whose CPU and RSS the monitor records "
+     "(kernel nfsd threads included)"},
+    {"monitor_disks", KEY_STRING, FIELD(monitor_disks), NULL, "",
+     "[global] only: block devices the monitor records, by name (sdb, loop0) or by a "
+     "path on the monitor host (the exported directory)"},
+    {"monitor_url", KEY_STRING, FIELD(monitor_url), NULL, "",
+     "[global] only: node_exporter metrics URL scraped by rank 0 every "
+     "monitor_interval (http://HOST:9100/metrics)"},
 };
 const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
 
@@ -467,7 +484,7 @@ static bool key_global_only(const struct job_key *k)
 {
     return strcmp(k->name, "keep") == 0 || strcmp(k->name, "target") == 0 ||
            strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0 ||
-           strcmp(k->name, "nfs_version") == 0;
+           strcmp(k->name, "nfs_version") == 0 || strncmp(k->name, "monitor_", 8) == 0;
 }
 
 /* Apply the raw lines of one section (and, for phases, global first). */
@@ -575,6 +592,20 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
         BAD("nfs_version", "must be 3 or 4");
+    else if (ph->monitor_host[0] && ph->monitor_rank[0])
+        BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
+    else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
+             strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank))
+        BAD("monitor_rank", "'%s' is not last or a rank number", ph->monitor_rank);
+    else if (ph->monitor_interval < 0.01)
+        BAD("monitor_interval", "must be at least 10ms");
+    else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
+             strncmp(ph->monitor_url, "https://", 8) != 0)
+        BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
+#ifndef HERD_HAVE_CURL
+    else if (ph->monitor_url[0])
+        BAD("monitor_url", "this herd was built without libcurl");
+#endif
     else if (ph->kind == KIND_LOCK && !backend_find(ph->backend)->lock)
         BAD("kind", "lock is not supported by the %s backend", ph->backend);
     else {

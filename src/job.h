@@ -66,6 +66,13 @@ struct phase {
     int64_t files;            /* meta: files per rank */
     char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
     char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
+    /* [global] only (every phase holds the same): the server monitor */
+    char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
+    char monitor_rank[16];    /* "" | "last" | a rank number: that rank samples */
+    double monitor_interval;
+    char monitor_processes[256];
+    char monitor_disks[JOB_PATH_MAX];
+    char monitor_url[JOB_PATH_MAX];
 };
 
 struct job {

@@ -22,6 +22,7 @@
 
 #include "h5util.h"
 #include "ops.h"
+#include "results_monitor.h"
 
 #define OP_NAME_LEN 16
 #define ERRNO_NAME_LEN 32
@@ -31,6 +32,7 @@
 struct results {
     hid_t file;
     hid_t phases;  /* the /phases group */
+    hid_t monitor; /* the /monitor group */
     hid_t str;     /* variable-length UTF-8 string type */
     hid_t boolean; /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
     bool broken;   /* a flush failed: HDF5 cannot write this file any more */
@@ -207,6 +209,8 @@ static void results_free(struct results *r)
         return;
     if (r->phases >= 0)
         H5Gclose(r->phases);
+    if (r->monitor >= 0)
+        H5Gclose(r->monitor);
     if (r->str >= 0)
         H5Tclose(r->str);
     if (r->boolean >= 0)
@@ -231,7 +235,7 @@ struct results *results_create(const char *path, const struct run_info *run,
         h5_msg_fail(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    r->file = r->phases = r->str = r->boolean = H5I_INVALID_HID;
+    r->file = r->phases = r->monitor = r->str = r->boolean = H5I_INVALID_HID;
     r->broken = false;
     memcpy(r->path, path, plen + 1);
 
@@ -259,6 +263,13 @@ struct results *results_create(const char *path, const struct run_info *run,
         goto out;
     r->phases = h5_group_create(r->file, "phases", err, errlen);
     if (r->phases < 0)
+        goto out;
+    r->monitor = h5_group_create(r->file, "monitor", err, errlen);
+    if (r->monitor < 0 ||
+        h5_attr_str(r->str, r->monitor, "host", run->monitor_host, err, errlen) < 0 ||
+        h5_attr_i32(r->monitor, "rank", run->monitor_rank, err, errlen) < 0 ||
+        h5_attr_f64(r->monitor, "interval", run->monitor_interval, err, errlen) < 0 ||
+        h5_attr_str(r->str, r->monitor, "url", run->monitor_url, err, errlen) < 0)
         goto out;
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
         h5_fail(err, errlen, "cannot flush");
@@ -640,6 +651,31 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
 /* Root status, end_utc and exit_code, flushed. Without room for them the
  * file is left as it is (status partial): with nothing left to write, its
  * close still succeeds. */
+int results_write_monitor(struct results *r, const struct monitor_append *a, char *err,
+                          size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "%s: /monitor not written: %s", r ? r->path : "results",
+                           r ? "an earlier write to the file failed" : "no file");
+    const struct monitor_batch *b = &a->batch;
+    uint64_t need = b->nsamples * sizeof *b->samples + b->nmetrics * sizeof *b->metrics +
+                    b->nprocesses * sizeof *b->processes + b->ndisks * sizeof *b->disks +
+                    b->nnotes * sizeof *b->notes + a->nclient_ops * sizeof *a->client_ops +
+                    a->nclients * sizeof *a->clients + a->nmarks * sizeof *a->marks;
+    int rc = h5_space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen);
+    if (rc == 0)
+        rc = results_monitor_append(r->monitor, a, err, errlen);
+    if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
+        if (rc == 0)
+            rc = h5_fail(err, errlen, "cannot flush");
+        r->broken = true;
+    }
+    if (rc < 0)
+        h5_msg_prefix(err, errlen, "%s: /monitor", r->path);
+    return rc;
+}
+
 static int final_attrs(const struct results *r, const char *status, const char *end_utc,
                        int exit_code, char *err, size_t errlen)
 {
@@ -667,6 +703,8 @@ int results_close(struct results *r, const char *status, const char *end_utc, in
     int rc = final_attrs(r, status, end_utc, exit_code, err, errlen);
     H5Gclose(r->phases);
     r->phases = H5I_INVALID_HID;
+    H5Gclose(r->monitor);
+    r->monitor = H5I_INVALID_HID;
     H5Tclose(r->str);
     r->str = H5I_INVALID_HID;
     H5Tclose(r->boolean);

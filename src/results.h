@@ -8,10 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client_stats.h"
 #include "errtab.h"
 #include "hist.h"
 #include "holds.h"
 #include "job.h"
+#include "monitor.h"
 #include "record.h"
 #include "watchdog.h"
 
@@ -30,6 +32,11 @@ struct run_info {
     int nranks;
     int nhosts;
     double clock_sync_seconds; /* time spent estimating offsets */
+    /* The monitor, for /monitor's attributes. */
+    const char *monitor_host;  /* host whose ranks sample ("" = none) */
+    int monitor_rank;          /* the rank that samples it, -1 = none */
+    double monitor_interval;
+    const char *monitor_url;   /* scraped by rank 0 ("" = none) */
 };
 
 struct host_info {
@@ -97,6 +104,28 @@ struct phase_data {
 int results_write_phase(struct results *r, const struct phase *ph,
                         const struct phase_summary *sum, const struct phase_data *d,
                         char *err, size_t errlen);
+
+/* A phase's place on the monitor's timeline: /monitor/marks. */
+struct monitor_mark {
+    char phase[JOB_NAME_MAX];
+    int32_t index;
+    double t_start, t_end;
+};
+
+/* Rows to append under /monitor after a phase. */
+struct monitor_append {
+    struct monitor_batch batch;          /* server samples taken so far */
+    const struct monitor_mark *marks;
+    size_t nmarks;
+    const struct client_op_row *client_ops;
+    size_t nclient_ops;
+    const struct client_row *clients;
+    size_t nclients;
+};
+
+/* Append to the /monitor tables and flush. Returns 0 or -1 (with err). */
+int results_write_monitor(struct results *r, const struct monitor_append *a, char *err,
+                          size_t errlen);
 
 /* Set root attributes status (complete | interrupted | partial), end_utc
  * and exit_code, flush and close. Returns 0 or -1. */

@@ -1,6 +1,8 @@
 /* summary.c — compute and print the end-of-run table (see summary.h). */
 #include "summary.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     snprintf(out->status, sizeof out->status, "%s", sum->status);
     out->rows = (int)nrows;
     out->errors = errors;
+    out->t_start = sum->t_start;
+    out->t_end = sum->t_end;
+    out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
@@ -80,8 +85,49 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->ops_per_s = out->last_done > 0 ? (double)ops / out->last_done : 0;
 }
 
+/* Mean and max cpu_busy of source's samples meeting [t0, t1]; false if none. */
+static bool summary_cpu(const struct monitor_sample *s, size_t ns, const char *source, double t0,
+                        double t1, double *mean, double *max, double *threads)
+{
+    double sum = 0, top = -1;
+    size_t n = 0;
+    for (size_t i = 0; i < ns; i++) {
+        if (strcmp(s[i].source, source) != 0 || s[i].t - s[i].dt > t1 || s[i].t <= t0)
+            continue;
+        if (!isnan(s[i].nfsd_threads))
+            *threads = s[i].nfsd_threads;
+        if (isnan(s[i].cpu_busy))
+            continue;
+        sum += s[i].cpu_busy;
+        top = s[i].cpu_busy > top ? s[i].cpu_busy : top;
+        n++;
+    }
+    if (n == 0)
+        return false;
+    *mean = sum / (double)n;
+    *max = top;
+    return true;
+}
+
+void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
+                         size_t ns)
+{
+    for (int i = 0; i < n; i++) {
+        struct summary_line *l = &lines[i];
+        if (!summary_cpu(s, ns, "proc", l->t_start, l->t_end, &l->cpu_mean, &l->cpu_max,
+                         &l->nfsd_threads))
+            summary_cpu(s, ns, "node_exporter", l->t_start, l->t_end, &l->cpu_mean, &l->cpu_max,
+                        &l->nfsd_threads);
+    }
+}
+
 void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
+    bool cpu = false, threads = false;
+    for (int i = 0; i < n; i++) {
+        cpu |= !isnan(lines[i].cpu_mean);
+        threads |= !isnan(lines[i].nfsd_threads);
+    }
     fprintf(out, "\n%-18s %-5s %-22s %5s %8s %8s %8s %8s %9s %9s %7s %6s %5s %s\n", "phase",
             "kind", "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "ops/s",
             "errors", "verify", "viol", "status");
@@ -92,5 +138,20 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
                 l->last_done, l->mib_per_s, l->ops_per_s, (unsigned long long)l->errors,
                 (unsigned long long)l->verify_failures, (unsigned long long)l->violations,
                 l->status);
+    }
+    if (!cpu && !threads)
+        return;
+    fprintf(out, "\n%-18s %12s %12s %12s\n", "phase", "srv cpu mean", "srv cpu max",
+            "nfsd threads");
+    for (int i = 0; i < n; i++) {
+        const struct summary_line *l = &lines[i];
+        char mean[16] = "-", max[16] = "-", thr[16] = "-";
+        if (!isnan(l->cpu_mean)) {
+            snprintf(mean, sizeof mean, "%.1f%%", 100 * l->cpu_mean);
+            snprintf(max, sizeof max, "%.1f%%", 100 * l->cpu_max);
+        }
+        if (!isnan(l->nfsd_threads))
+            snprintf(thr, sizeof thr, "%.0f", l->nfsd_threads);
+        fprintf(out, "%-18s %12s %12s %12s\n", l->name, mean, max, thr);
     }
 }

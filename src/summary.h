@@ -1,6 +1,7 @@
 /* summary.h — the end-of-run table rank 0 prints, one line per phase, in
  * the shape of the seed's hand-made tables: per-rank time min / median /
- * max, first and last rank done, aggregate MiB/s, errors, verify failures. */
+ * max, first and last rank done, aggregate MiB/s, errors, verify failures,
+ * and the server's CPU while the phase ran when a monitor sampled it. */
 #ifndef HERD_SUMMARY_H
 #define HERD_SUMMARY_H
 
@@ -9,6 +10,7 @@
 
 #include "job.h"
 #include "record.h"
+#include "monitor.h"
 #include "results.h"
 
 struct summary_line {
@@ -24,11 +26,19 @@ struct summary_line {
     uint64_t verify_failures;
     uint64_t violations;             /* lock: mutual exclusion broken */
     char status[16];
+    double t_start, t_end;           /* the phase on the common clock */
+    double cpu_mean, cpu_max;        /* server CPU busy fraction; NaN = no samples */
+    double nfsd_threads;             /* NaN = unknown */
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows,
                      uint64_t errors, struct summary_line *out);
+/* Server CPU (cpu_busy) mean and max, and the nfsd thread count, of the
+ * monitor samples whose interval (t - dt, t] meets each phase; samples of
+ * the local /proc source are preferred over a node_exporter's. */
+void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
+                         size_t ns);
 void summary_print(FILE *out, const struct summary_line *lines, int n);
 
 #endif

@@ -39,6 +39,7 @@ struct phase_ctx {
      * workload run steps that all ranks finish before the next begins.
      * Every rank must call it the same number of times. */
     void (*sync)(struct phase_ctx *c);
+    void *sync_data;      /* the runner's, for sync */
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add

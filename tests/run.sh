@@ -11,7 +11,7 @@ build=${HERD_BUILD_DIR:-$repo/build}
 
 asan=$build-asan
 cmake -S "$repo" -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DHERD_SANITIZE=ON -DHERD_TESTS=ON \
-  -DHERD_REQUIRE_LIBNFS=ON >/dev/null
+  -DHERD_REQUIRE_LIBNFS=ON -DHERD_REQUIRE_CURL=ON >/dev/null
 cmake --build "$asan" -j"$(nproc)" >/dev/null
 echo "run.sh: unit tests and a smoke run under AddressSanitizer/UBSan" >&2
 (cd "$asan" && ctest --output-on-failure -R '^(unit_|sanitize_)')

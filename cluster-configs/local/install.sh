@@ -14,6 +14,8 @@ packages=(
   libssl-dev openssl                   # MD5 (EVP); openssl speed for bench/
   libinih-dev                          # job files (INI)
   libnfs-dev                           # the libnfs backend (NFS from user space)
+  libcurl4-openssl-dev                 # monitor_url: scraping a node_exporter
+  prometheus-node-exporter             # the node_exporter the monitor tests scrape
   libcmocka-dev                        # unit tests
   python3-h5py python3-numpy python3-pandas python3-matplotlib python3-pytest
   xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
@@ -34,6 +36,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON >/dev/null
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON \
+  -DHERD_REQUIRE_CURL=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "install.sh: built $build/herd" >&2

@@ -1,0 +1,48 @@
+/* runner_monitor.h — the MPI side of monitoring: which ranks are monitor
+ * ranks (monitor_host / monitor_rank), the loop those ranks run instead of
+ * phases, and the messages I/O rank 0 sends them (start sampling at the
+ * first phase's start, hand over the samples after each phase, exit).
+ * Waiting ranks poll with short sleeps rather than MPI's busy wait, so the
+ * monitor host's CPU is not spent on waiting for messages. */
+#ifndef HERD_RUNNER_MONITOR_H
+#define HERD_RUNNER_MONITOR_H
+
+#include <mpi.h>
+#include <stdbool.h>
+
+#include "clock.h"
+#include "job.h"
+#include "monitor.h"
+
+struct monitor_link {
+    int nmonitors;      /* ranks doing no I/O */
+    int sampler;        /* world rank that samples, -1 = none */
+    int io_root;        /* world rank of I/O rank 0 */
+    int *monitors;      /* world ranks of all monitor ranks */
+    bool is_monitor;    /* this rank is one */
+    char sampler_host[MONITOR_HOST_MAX];
+    struct monitor *scrape; /* I/O rank 0: the monitor_url scraper, if any */
+};
+
+/* Collective over MPI_COMM_WORLD: decide the roles from the [global]
+ * monitor keys in g. Returns 0, or -1 on every rank with err (for world
+ * rank 0 to print) when the keys cannot be met. */
+int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,
+                         char *err, size_t errlen);
+
+/* A monitor rank's whole run: wait for messages from I/O rank 0 and
+ * answer them; returns the exit code it sends at the end. */
+int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
+                         const struct clock *clock, const char *hostname);
+
+/* I/O rank 0: the first phase starts at t_first; start the sampler and
+ * the scraper. Returns 0 or -1 with err (a bad monitor_url). */
+int runner_monitor_begin(struct monitor_link *l, const struct phase *g,
+                         const struct clock *clock, double t_first, char *err, size_t errlen);
+/* I/O rank 0: move every row sampled so far into out; final stops the
+ * sampling. */
+void runner_monitor_collect(struct monitor_link *l, bool final, struct monitor_batch *out);
+/* I/O rank 0: tell every monitor rank to return exit_code; frees l. */
+void runner_monitor_release(struct monitor_link *l, int exit_code);
+
+#endif

@@ -1,0 +1,356 @@
+"""The server monitor (monitor_rank / monitor_host, monitor_url) and the
+/monitor tables of results.h5.
+
+1. A monitor rank on this machine during a write phase and an idle phase:
+   samples every monitor_interval (count within 1 of the sampled span /
+   interval), CPU fractions summing to 1, times on the common clock inside
+   the phases' span, phase marks, named processes (herd itself), notes for
+   what this host lacks (no kernel nfsd), the summary's server CPU lines.
+2. Against the embedded NFS server (root): ganesha.nfsd's CPU is above 0
+   while a libnfs write phase runs, and the export's loop device shows the
+   written bytes.
+3. node_exporter (Debian's prometheus-node-exporter, started by the test on
+   127.0.0.1 at a free port, reading this host's CPU, load and memory and a
+   sample /proc/net/rpc/nfsd): rank 0 scrapes it; values present; the
+   exporter is stopped in the middle of the run: the failure is noted once,
+   every phase still ends ok and the exit code is 0.
+4. Bad monitor settings: one line, exit 2.
+5. A run stopped by SIGTERM keeps the samples up to the stop.
+
+Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
+"""
+
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_cmd, herd_run,
+                      mpi_env, mpirun_args, write_job)
+
+CPU_MODES = ["cpu_user", "cpu_nice", "cpu_system", "cpu_idle", "cpu_iowait", "cpu_irq",
+             "cpu_softirq", "cpu_steal"]
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
+NFSD_SAMPLE = REPO_DIR / "tests" / "data" / "nfsd-older-kernel.txt"
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def monitor_tables(path):
+    """Every /monitor table as a numpy structured array, plus the attrs."""
+    with h5py.File(path, "r") as f:
+        m = f["monitor"]
+        tables = {name: m[name][()] for name in m}
+        attrs = {k: text(v) for k, v in m.attrs.items()}
+        status = text(f.attrs["status"])
+    return tables, attrs, status
+
+
+def check_samples(samples, interval, t0, t1):
+    """Regular samples over [t0, t1]: count, spacing, CPU fractions."""
+    assert len(samples) > 0
+    t = samples["t"]
+    assert np.all(np.diff(t) > 0), "sample times must increase"
+    assert t[0] >= t0 and t[-1] <= t1 + interval, (t[0], t[-1], t0, t1)
+    expected = (t1 - t0) / interval
+    assert abs(len(samples) - expected) <= 1, f"{len(samples)} samples, {expected:.2f} expected"
+    full = samples[:-1]  # the last one may cover a shorter interval up to the stop
+    assert np.all(np.abs(full["dt"] - interval) < 0.5 * interval), full["dt"]
+    total = sum(samples[c] for c in CPU_MODES)
+    assert np.allclose(total, 1.0), total
+    busy = 1 - samples["cpu_idle"] - samples["cpu_iowait"]
+    assert np.allclose(busy, samples["cpu_busy"])
+
+
+def test_monitor_rank_samples(herd_bin, tmp_path):
+    interval = 0.1
+    # herd under a name of its own, so that the monitor counts this run's
+    # ranks and no other herd on the machine.
+    name = f"herd{os.getpid() % 100000}"
+    shutil.copy(herd_bin, tmp_path / name)
+    herd_bin = str(tmp_path / name)
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "monitor_rank": "last",
+                     "monitor_interval": f"{int(interval * 1000)}ms",
+                     "monitor_processes": f"{name},no-such-process"},
+                    [("write", {"kind": "write", "file_size": "64M", "iterations": "3"}),
+                     ("idle", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / "r.h5"
+    proc = herd_run(herd_bin, 4, job, out)
+    assert proc.returncode == 0, describe(proc)
+    tables, attrs, _ = monitor_tables(out)
+    assert attrs["rank"] == 3 and attrs["interval"] == pytest.approx(interval)
+    marks = tables["marks"]
+    assert [text(p) for p in marks["phase"]] == ["write", "idle"]
+    assert np.all(marks["t_end"] > marks["t_start"])
+    with h5py.File(out, "r") as f:  # I/O ranks only: the monitor rank wrote no rows
+        assert f.attrs["nranks"] == 3
+        assert sorted(set(f["phases/write/ranks"]["rank"])) == [0, 1, 2]
+        for phase in ("write", "idle"):
+            g = f["phases"][phase]
+            i = [text(p) for p in marks["phase"]].index(phase)
+            assert marks["t_start"][i] == g.attrs["t_start"]
+            assert marks["t_end"][i] == g.attrs["t_end"]
+    samples = tables["samples"]
+    assert set(text(s) for s in samples["source"]) == {"proc"}
+    check_samples(samples, interval, marks["t_start"][0], marks["t_end"][-1])
+    assert np.all(samples["mem_total"] > 0) and np.all(samples["load1"] >= 0)
+    assert np.all(samples["ncpus"] == os.cpu_count())
+    # herd's own ranks as a named process: 4 processes, CPU used while writing.
+    procs = tables["processes"]
+    herd = procs[[text(n) == name for n in procs["name"]]]
+    assert len(herd) == len(samples)
+    assert np.all(herd["processes"] == 4), herd["processes"]
+    assert np.all(herd["rss_bytes"] > 0)
+    assert herd["cpu"].max() > 0.1
+    # /proc counts CPU in ticks (USER_HZ): a thread's and its process's
+    # readings may differ by one tick.
+    tick = 1.0 / os.sysconf("SC_CLK_TCK")
+    assert np.all(herd["cpu_max_thread"] <= herd["cpu"] + tick / herd["dt"] + 1e-9)
+    notes = [text(n) for n in tables["notes"]["text"]]
+    assert any("/proc/net/rpc/nfsd" in n for n in notes) or Path("/proc/net/rpc/nfsd").exists()
+    assert sum("no-such-process" in n for n in notes) == 1, notes
+    # The summary prints the server CPU per phase, equal to the samples' mean.
+    lines = [l.split() for l in proc.stdout.splitlines()]
+    cpu_lines = {l[0]: l for l in lines if len(l) == 4 and l[1].endswith("%")}
+    assert set(cpu_lines) == {"write", "idle"}, proc.stdout
+    i = 0
+    inside = samples[(samples["t"] - samples["dt"] <= marks["t_end"][i]) &
+                     (samples["t"] > marks["t_start"][i])]
+    assert float(cpu_lines["write"][1][:-1]) == pytest.approx(100 * inside["cpu_busy"].mean(),
+                                                              abs=0.051)
+    assert float(cpu_lines["write"][2][:-1]) == pytest.approx(100 * inside["cpu_busy"].max(),
+                                                              abs=0.051)
+
+
+def test_monitor_settings_refused(herd_bin, tmp_path):
+    cases = [
+        ({"monitor_rank": "5"}, 3, "monitor_rank 5: the run has only 3 ranks"),
+        ({"monitor_host": "no-such-host.invalid"}, 2, "monitor_host 'no-such-host.invalid': "
+                                                      "no rank of this run is on it"),
+        ({"monitor_host": socket.gethostname()}, 2, "every rank is a monitor rank"),
+    ]
+    for keys, nranks, message in cases:
+        job = write_job(tmp_path / "bad.ini", {"target": tmp_path, **keys},
+                        [("w", {"kind": "write", "file_size": "1M"})])
+        proc = herd_run(herd_bin, nranks, job, tmp_path / "bad.h5", quiet=True)
+        assert proc.returncode == 2, describe(proc)
+        errs = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+        assert len(errs) == 1 and message in errs[0], describe(proc)
+        assert not (tmp_path / "bad.h5").exists()
+    checks = [
+        ({"monitor_rank": "first"}, "key 'monitor_rank': 'first' is not last or a rank number"),
+        ({"monitor_rank": "1", "monitor_host": "x"}, "set monitor_host or monitor_rank"),
+        ({"monitor_interval": "1ms"}, "key 'monitor_interval': must be at least 10ms"),
+        ({"monitor_url": "ftp://x/metrics"}, "is not an http:// or https:// URL"),
+    ]
+    for keys, message in checks:
+        job = write_job(tmp_path / "bad.ini", {"target": tmp_path, **keys},
+                        [("w", {"kind": "write", "file_size": "1M"})])
+        proc = herd_cmd(herd_bin, "check", job)
+        assert proc.returncode == 2 and message in proc.stderr, describe(proc)
+        assert len(proc.stderr.strip().splitlines()) == 1, describe(proc)
+    job = write_job(tmp_path / "bad.ini", {"target": tmp_path},
+                    [("w", {"kind": "write", "monitor_rank": "last"})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 2 and "can only be set in [global]" in proc.stderr
+
+
+def test_monitor_sigterm_keeps_samples(herd_bin, tmp_path):
+    job = write_job(tmp_path / "job.ini",
+                    {"target": tmp_path, "monitor_rank": "last", "monitor_interval": "100ms"},
+                    [("w", {"kind": "write", "file_size": "8M"}),
+                     ("long", {"kind": "idle", "duration": "60s"}),
+                     ("never", {"kind": "write", "file_size": "8M"})])
+    out = tmp_path / "r.h5"
+    args = mpirun_args(herd_bin, 3, "run", job, "-o", out)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err = LineReader(p.stderr)
+    try:
+        assert err.wait_for(lambda l: "phase w:" in l, 60), err.rest(5)
+        time.sleep(1.0)
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    tables, _, status = monitor_tables(out)
+    assert status == "interrupted"
+    marks = tables["marks"]
+    assert [text(x) for x in marks["phase"]] == ["w", "long"]
+    samples = tables["samples"]
+    # about a second of idle at 0.1 s: the samples reach the stop
+    assert samples["t"][-1] >= marks["t_end"][-1] - 0.15, (samples["t"][-1], marks["t_end"])
+    assert len(samples) >= 8
+
+
+# ---------------------------------------------------------------- node_exporter
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class NodeExporter:
+    """prometheus-node-exporter on 127.0.0.1:<free port>, its procfs a
+    directory with this host's stat, loadavg and meminfo and a sample
+    /proc/net/rpc/nfsd (this machine runs no kernel NFS server)."""
+
+    def __init__(self, workdir):
+        self.procfs = workdir / "procfs"
+        (self.procfs / "net" / "rpc").mkdir(parents=True)
+        for name in ("stat", "loadavg", "meminfo"):
+            (self.procfs / name).symlink_to(f"/proc/{name}")
+        shutil.copy(NFSD_SAMPLE, self.procfs / "net" / "rpc" / "nfsd")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/metrics"
+        self.log = open(workdir / "node_exporter.log", "w")
+        self.proc = subprocess.Popen(
+            [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{self.port}",
+             f"--path.procfs={self.procfs}", "--collector.disable-defaults", "--collector.cpu",
+             "--collector.loadavg", "--collector.meminfo", "--collector.nfsd"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+        self.stop()
+        pytest.fail(f"node_exporter did not start: {(workdir / 'node_exporter.log').read_text()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def node_exporter(tmp_path):
+    if not os.access(NODE_EXPORTER, os.X_OK):
+        pytest.skip("prometheus-node-exporter is not installed")
+    ne = NodeExporter(tmp_path)
+    try:
+        yield ne
+    finally:
+        ne.stop()
+    assert ne.proc.poll() is not None
+
+
+def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
+    interval = 0.2
+    job = write_job(tmp_path / "job.ini",
+                    {"target": tmp_path, "monitor_url": node_exporter.url,
+                     "monitor_interval": "200ms"},
+                    [("first", {"kind": "idle", "duration": "1500ms"}),
+                     ("write", {"kind": "write", "file_size": "16M"}),
+                     ("after", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / "r.h5"
+    args = mpirun_args(herd_bin, 2, "run", job, "-o", out)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, out_reader = LineReader(p.stderr), LineReader(p.stdout)
+    try:
+        assert err.wait_for(lambda l: "phase first:" in l, 60), err.rest(5)
+        node_exporter.stop()  # in the middle of the run: the write phase is next
+        p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    stderr, stdout = err.rest(), out_reader.rest()
+    assert p.returncode == 0, stderr
+    with h5py.File(out, "r") as f:
+        assert [text(f["phases"][n].attrs["status"]) for n in f["phases"]] == ["ok"] * 3
+    tables, attrs, status = monitor_tables(out)
+    assert status == "complete" and attrs["url"] == node_exporter.url
+    assert attrs["rank"] == -1  # no monitor rank: rank 0 scraped
+    samples = tables["samples"]
+    assert set(text(s) for s in samples["source"]) == {"node_exporter"}
+    host = f"127.0.0.1:{node_exporter.port}"
+    assert set(text(h) for h in samples["host"]) == {host}
+    marks = tables["marks"]
+    # Samples only while the exporter answered: within the first phase.
+    assert np.all(samples["t"] <= marks["t_end"][0] + interval)
+    assert len(samples) >= 4, samples["t"]
+    assert np.allclose(sum(samples[c] for c in CPU_MODES), 1.0)
+    assert np.all(samples["ncpus"] == os.cpu_count())
+    assert np.all(samples["mem_total"] > 0) and np.all(samples["mem_used"] > 0)
+    assert np.all(~np.isnan(samples["load1"]))
+    assert np.all(samples["nfsd_threads"] == 8)  # the sample nfsd file's th line
+    assert np.all(samples["nfsd_rpc_calls"] == 0)  # a static file: no change
+    metrics = tables["metrics"]
+    names = {text(n) for n in metrics["name"]}
+    assert "node_nfsd_server_threads" in names
+    notes = [(text(n["source"]), text(n["text"])) for n in tables["notes"]]
+    failures = [t for s, t in notes if s == "node_exporter" and node_exporter.url in t]
+    assert len(failures) == 1, notes
+    assert "refused" in failures[0].lower() or "connect" in failures[0].lower(), failures
+    # The summary: server CPU and nfsd threads for the phase the exporter
+    # answered in, none for the phases after it stopped.
+    table = [l.split() for l in stdout.splitlines()]
+    rows = {l[0]: l for l in table if len(l) == 4 and l[0] in ("first", "write", "after")}
+    assert rows["first"][3] == "8" and rows["first"][1].endswith("%"), stdout
+    assert rows["after"][1:] == ["-", "-", "-"], stdout
+
+
+# ---------------------------------------------------------------- NFS server
+
+
+def test_monitor_ganesha_cpu(herd_bin, tmp_path):
+    from test_nfs import _WHY, ns_args, ns_env
+    from test_nfs_server import Server
+    if _WHY:
+        pytest.skip(_WHY)
+    server = Server(tmp_path / "nfs")
+    try:
+        server.start("--fs", "xfs", "--size", "1G")
+        loop = subprocess.run(["losetup", "-j", str(server.state / "image.img")],
+                              capture_output=True, text=True).stdout.split(":")[0]
+        job = write_job(tmp_path / "job.ini",
+                        {"target": server.url, "backend": "libnfs", "monitor_rank": "last",
+                         "monitor_interval": "100ms", "monitor_disks": Path(loop).name},
+                        [("write", {"kind": "write", "file_size": "128M", "iterations": "2"})])
+        out = tmp_path / "r.h5"
+        args = ns_args(server, *mpirun_args(herd_bin, 4, "run", job, "-o", out))
+        proc = subprocess.run(args, capture_output=True, text=True, env=ns_env(), timeout=180)
+        assert proc.returncode == 0, describe(proc)
+    finally:
+        server.stop(check=False)
+    server.assert_clean()
+    tables, _, _ = monitor_tables(out)
+    marks = tables["marks"]
+    procs = tables["processes"]
+    ganesha = procs[[text(n) == "ganesha.nfsd" for n in procs["name"]]]
+    during = ganesha[(ganesha["t"] > marks["t_start"][0]) &
+                     (ganesha["t"] - ganesha["dt"] < marks["t_end"][0])]
+    assert len(during) > 0 and np.all(during["processes"] == 1)
+    assert during["cpu"].max() > 0.05, during["cpu"]
+    assert np.all(during["threads"] > 1) and np.all(during["rss_bytes"] > 0)
+    disks = tables["disks"]
+    assert {text(d) for d in disks["device"]} == {Path(loop).name}
+    # 3 ranks x 2 x 128 MiB went to the export; most reach the disk in the run.
+    assert disks["write_bytes"].sum() >= 0.5 * 3 * 2 * 128 * 2**20, disks["write_bytes"].sum()
+    assert disks["busy"].max() > 0
