@@ -3,7 +3,8 @@
 # then run the seed-001 matrix (unique and same file x 16M and 32M x write,
 # read, md5) with 8 ranks over NFS (libnfs, NFSv3) against the embedded
 # userspace server, once on an xfs export and once on an ext4 export, and
-# print the two runs side by side, as the seed compared xfs with reiserfs.
+# print the two runs side by side, as the seed compared xfs with reiserfs,
+# with the server's CPU per phase from a monitor rank.
 # Without root (no loop mounts, no namespaces) it runs on a local directory
 # instead and says so.
 set -euo pipefail
@@ -41,8 +42,14 @@ for fs in xfs ext4; do
   rm -f "$state.start"
   echo "demo: $fs export at $url; $ranks ranks, seed-001 matrix over libnfs" >&2
   rc=0
-  "$server" exec --state "$state" -- mpirun "${mpirun_args[@]}" "$build/herd" run \
-    "$repo/jobs/seed001.ini" --set backend=libnfs --set target="$url" -o "$out/$fs.h5" || rc=$?
+  # One more rank samples the server side (this machine: ganesha's CPU,
+  # the loop device under the export) every 200 ms; its table follows the
+  # summary.
+  loopdev=$(losetup -j "$state/image.img" | cut -d: -f1)
+  "$server" exec --state "$state" -- mpirun --oversubscribe -np $((ranks + 1)) "$build/herd" run \
+    "$repo/jobs/seed001.ini" --set backend=libnfs --set target="$url" \
+    --set monitor_rank=last --set monitor_interval=200ms \
+    --set monitor_disks="${loopdev##*/}" -o "$out/$fs.h5" || rc=$?
   [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || { echo "demo: herd failed on $fs ($rc)" >&2; exit "$rc"; }
 done
 
