@@ -68,39 +68,8 @@ if [ "$TMPFS_B" -gt $((avail_b * 8 / 10)) ]; then
     exit 2
 fi
 
-mkdir -p "$OUT" || { warn "cannot create $OUT"; exit 2; }
-OUT=$(cd "$OUT" && pwd)
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
-RAW=$OUT/raw.csv
-CSV=$OUT/results.csv
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/herd-bench.XXXXXX")
-MNT=$WORK/mnt
-mkdir -p "$MNT"
-MOUNTED=0
-
-# shellcheck disable=SC2317 # reached through the traps
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [ "$MOUNTED" = 1 ]; then
-        rm -rf "${MNT:?}"/* 2>/dev/null
-        if ! umount "$MNT" 2>/dev/null; then
-            sleep 1
-            umount "$MNT" 2>/dev/null || umount -l "$MNT" ||
-                warn "could not unmount $MNT"
-        fi
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'warn interrupted; exit 130' INT
-trap 'warn terminated; exit 143' TERM
-
-mount -t tmpfs -o "size=$TMPFS_B,mode=0755" herd-bench "$MNT" ||
-    { warn "mount of tmpfs on $MNT failed"; exit 2; }
-MOUNTED=1
+bench_workspace
+bench_tmpfs "size=$TMPFS_B,mode=0755"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

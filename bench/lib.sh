@@ -47,3 +47,45 @@ bench_require() {
         exit 2
     fi
 }
+
+# bench_workspace: make OUT absolute and create it with LOGS; set RAW and
+# CSV; make a private WORK directory. At exit (or INT/TERM) the tmpfs of
+# bench_tmpfs is emptied and unmounted and WORK removed.
+bench_workspace() {
+    mkdir -p "$OUT" || { warn "cannot create $OUT"; exit 2; }
+    OUT=$(cd "$OUT" && pwd)
+    LOGS=$OUT/logs
+    mkdir -p "$LOGS"
+    RAW=$OUT/raw.csv
+    CSV=$OUT/results.csv
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/herd-bench-$BENCH.XXXXXX")
+    MNT=$WORK/mnt
+    MOUNTED=0
+    trap bench_cleanup EXIT
+    trap 'warn interrupted; exit 130' INT
+    trap 'warn terminated; exit 143' TERM
+}
+
+# shellcheck disable=SC2317 # reached through the traps
+bench_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ "$MOUNTED" = 1 ]; then
+        rm -rf "${MNT:?}"/* 2>/dev/null
+        if ! umount "$MNT" 2>/dev/null; then
+            sleep 1
+            umount "$MNT" 2>/dev/null || umount -l "$MNT" || warn "could not unmount $MNT"
+        fi
+    fi
+    rm -rf "$WORK"
+    exit "$rc"
+}
+
+# bench_tmpfs OPTIONS: mount a private tmpfs on MNT (-o OPTIONS, e.g.
+# size=1G,mode=0755); bench_cleanup unmounts it.
+bench_tmpfs() {
+    mkdir -p "$MNT"
+    mount -t tmpfs -o "$1" "herd-bench-$BENCH" "$MNT" ||
+        { warn "mount of tmpfs on $MNT failed"; exit 2; }
+    MOUNTED=1
+}

@@ -68,13 +68,7 @@ if [ "$need" -gt $((avail_b * 6 / 10)) ]; then
     exit 2
 fi
 
-mkdir -p "$OUT" || { warn "cannot create $OUT"; exit 2; }
-OUT=$(cd "$OUT" && pwd)
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
-RAW=$OUT/raw.csv
-CSV=$OUT/results.csv
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/herd-bench-meta.XXXXXX")
+bench_workspace # OUT, LOGS, RAW, CSV, WORK; the traps are replaced below
 MNT_TMPFS=$WORK/tmpfs      # the tmpfs under test
 MNT_XFS=$WORK/xfs          # the xfs under test
 IMGDIR=$WORK/img           # private tmpfs holding the xfs image (XFS_IMAGE_DIR empty)
