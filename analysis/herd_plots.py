@@ -1,0 +1,389 @@
+"""herd_plots — the PNG plots of herd-report, drawn with matplotlib (Agg,
+no display) from a herd_results.Run.
+
+Each public function draws one figure into a file and returns True, or
+returns False without writing anything when the run has nothing to show
+(no monitor samples, no errors, no NFS client counters):
+
+    timeline(run, path)   per-rank bars on the common clock, stragglers marked
+    latency(run, path)    latency CDF per op, one line per phase
+    server(run, path)     server CPU by mode and load; named processes; disks
+    errors(run, path)     heatmap of failed calls by rank and errno
+    retrans(run, path)    NFS client retransmissions per host and phase
+
+Every time axis is seconds since the first phase's start on herd's common
+clock, and each phase keeps one colour in every figure.
+"""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+
+DPI = 100
+STRAGGLER_RATIO = 1.5      # a row slower than this times the phase's median ...
+STRAGGLER_MARGIN = 0.01    # ... and by more than this many seconds is a straggler
+CPU_MODES = [              # (label, sample columns summed), bottom to top
+    ("user", ["cpu_user", "cpu_nice"]),
+    ("system", ["cpu_system"]),
+    ("iowait", ["cpu_iowait"]),
+    ("irq + softirq", ["cpu_irq", "cpu_softirq"]),
+    ("steal", ["cpu_steal"]),
+]
+CPU_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860"]
+MAX_ANNOTATED_CELLS = 400  # heatmaps with more cells than this go without numbers
+MAX_HEATMAP_RANKS = 64     # above this, the heatmap shows only ranks with errors
+
+
+# ---------------------------------------------------------------- shared
+
+def phase_colours(names):
+    """One colour per phase name, in job order, the same in every figure."""
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+
+
+def clock_origin(run):
+    """The first phase's start: time 0 of every plot."""
+    return float(run.phases["t_start"].min()) if len(run.phases) else 0.0
+
+
+def phase_label(row):
+    """A phase's legend entry: its name, and its status when not ok."""
+    return row.phase if row.status == "ok" else f"{row.phase} ({row.status})"
+
+
+def shade_phases(ax, run, origin, colours, numbered=False):
+    """Light bands over each phase's [t_start, t_end]; numbered bands carry
+    the phase's index at the top, for figures whose legend numbers them."""
+    for row in run.phases.itertuples():
+        left, right = row.t_start - origin, row.t_end - origin
+        ax.axvspan(left, right, color=colours[row.phase], alpha=0.13, lw=0)
+        if numbered:
+            ax.text((left + right) / 2, 1.0, str(row.index), transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=8, color="0.25")
+
+
+def human_seconds(x, _pos=None):
+    """Tick label for a duration in seconds: 100 ns, 20 us, 3 ms, 1.5 s."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x * 1e9:.3g} ns"
+
+
+def save(fig, path):
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- timeline
+
+def stragglers(rows, medians):
+    """Rows that did work and took more than 1.5 x their phase's median time
+    and more than the median + 10 ms."""
+    median = rows["phase"].map(medians)
+    return rows[(rows["ops"] > 0) & (rows["seconds"] > STRAGGLER_RATIO * median)
+                & (rows["seconds"] > median + STRAGGLER_MARGIN)]
+
+
+def timeline(run, path):
+    rows = run.all_ranks()
+    if rows.empty:
+        return False
+    origin = clock_origin(run)
+    colours = phase_colours(list(run.phases["phase"]))
+    nranks = rows["rank"].nunique()
+    fig, ax = plt.subplots(figsize=(12, min(14, 2.2 + 0.28 * nranks)))
+    shade_phases(ax, run, origin, colours)
+    for phase in run.phases.itertuples():
+        mine = rows[rows["phase"] == phase.phase]
+        worked, idle = mine[mine["ops"] > 0], mine[mine["ops"] == 0]
+        label = phase_label(phase)
+        # The edge keeps bars of a few milliseconds visible as a line.
+        if len(worked):
+            ax.barh(worked["rank"], worked["seconds"], left=worked["t_start"] - origin,
+                    height=0.6, color=colours[phase.phase], edgecolor=colours[phase.phase],
+                    linewidth=0.8, label=label)
+            label = None
+        if len(idle):
+            ax.barh(idle["rank"], idle["seconds"], left=idle["t_start"] - origin,
+                    height=0.12, color=colours[phase.phase], label=label)
+    slow = stragglers(rows, run.phases.set_index("phase")["t_median"])
+    if len(slow):
+        ax.barh(slow["rank"], slow["seconds"], left=slow["t_start"] - origin, height=0.6,
+                fill=False, edgecolor="red", linewidth=1.6)
+        ax.plot(slow["t_end"] - origin, slow["rank"], linestyle="none", marker="<",
+                color="red", markersize=7,
+                label=f"straggler (> {STRAGGLER_RATIO:g} x phase median)")
+    ax.set_ylim(rows["rank"].max() + 0.7, rows["rank"].min() - 0.7)
+    if nranks <= 32:
+        ax.set_yticks(sorted(rows["rank"].unique()))
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(left=0)
+    ax.set_xlabel("seconds since the first phase's start (common clock)")
+    ax.set_ylabel("rank")
+    ax.set_title(f"Per-rank timeline: run {run.attrs.get('run_id', run.label)}  "
+                 "(thin bars: no I/O)")
+    ax.grid(axis="x", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    if len(slow):  # matplotlib lists the straggler marker first: move it last
+        handles, labels = handles[1:] + handles[:1], labels[1:] + labels[:1]
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9,
+              title="phase")
+    save(fig, path)
+    return True
+
+
+# ---------------------------------------------------------------- latency
+
+def latency_histograms(run):
+    """{op: [(phase, lower_ns, upper_ns, counts)]} for the ops with samples."""
+    per_op = {}
+    for name in run.phase_names:
+        for op, (lower, upper, counts) in run.latency(name).items():
+            if counts.sum() > 0:
+                per_op.setdefault(op, []).append((name, lower, upper, counts))
+    return per_op
+
+
+def percentile_seconds(upper, counts, q):
+    """Upper bound (s) of the bucket holding the q-quantile, as herd reports it."""
+    cumulative = np.cumsum(counts)
+    return upper[np.searchsorted(cumulative, q * cumulative[-1])] / 1e9
+
+
+def cdf_points(lower, upper, counts):
+    """x (s) and cumulative fraction from the first to the last non-empty bucket."""
+    used = np.flatnonzero(counts)
+    first, last = used[0], used[-1]
+    cumulative = np.cumsum(counts[first:last + 1]) / counts.sum()
+    x = np.concatenate([[lower[first]], upper[first:last + 1]]) / 1e9
+    return x, np.concatenate([[0.0], cumulative])
+
+
+def whole_decades(limits):
+    """Limits widened to powers of ten, so that a log axis has labelled ticks."""
+    low, high = limits
+    return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
+
+
+def latency(run, path):
+    per_op = latency_histograms(run)
+    if not per_op:
+        return False
+    colours = phase_colours(run.phase_names)
+    ncols = min(3, len(per_op))
+    nrows = math.ceil(len(per_op) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows), squeeze=False)
+    shown = {}
+    for ax, (op, hists) in zip(axes.flat, per_op.items()):
+        for phase, lower, upper, counts in hists:
+            x, y = cdf_points(lower, upper, counts)
+            shown[phase] = ax.plot(x, y, color=colours[phase], lw=1.6)[0]
+        total = sum(h[3] for h in hists)
+        upper = hists[0][2]
+        ax.set_title(f"{op}: {int(total.sum()):,} calls, "
+                     f"p50 {human_seconds(percentile_seconds(upper, total, 0.5))}, "
+                     f"p99 {human_seconds(percentile_seconds(upper, total, 0.99))}", fontsize=10)
+        ax.set_xscale("log")
+        ax.set_xlim(*whole_decades(ax.get_xlim()))
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_major_formatter(FuncFormatter(human_seconds))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3, which="both")
+        ax.set_xlabel("call latency (log scale)")
+        ax.set_ylabel("fraction of calls ≤ x")
+    for ax in axes.flat[len(per_op):]:
+        ax.set_visible(False)
+    order = [p for p in run.phase_names if p in shown]
+    fig.legend([shown[p] for p in order], order, loc="upper left", bbox_to_anchor=(1.0, 0.95),
+               title="phase", fontsize=9)
+    fig.suptitle("Latency CDF per op (from the log-linear histograms, merged over ranks)")
+    fig.tight_layout()
+    save(fig, path)
+    return True
+
+
+# ---------------------------------------------------------------- server
+
+def monitor_samples(run):
+    """The samples of one source: a monitor rank's /proc when it sampled,
+    else a node_exporter's (the source Run.server_cpu prefers)."""
+    samples = run.samples()
+    if samples.empty:
+        return samples
+    proc = samples[samples["source"] == "proc"]
+    return proc if len(proc) else samples[samples["source"] == "node_exporter"]
+
+
+def step_series(frame, values):
+    """x and y for a step line over the sample intervals (t - dt, t]."""
+    x = np.concatenate([[frame["t"].iloc[0] - frame["dt"].iloc[0]], frame["t"]])
+    y = np.asarray(values, dtype=float)
+    return x, np.concatenate([[y[0]], y])
+
+
+def draw_cpu(ax, samples, origin):
+    stacks = [samples[cols].sum(axis=1, min_count=1) * 100 for _, cols in CPU_MODES]
+    x, _ = step_series(samples, stacks[0])
+    ys = [step_series(samples, s)[1] for s in stacks]
+    ax.stackplot(x - origin, ys, labels=[label for label, _ in CPU_MODES],
+                 colors=CPU_COLOURS, step="pre", alpha=0.85)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("server CPU %")
+    load = ax.twinx()
+    x, y = step_series(samples, samples["load1"])
+    load.plot(x - origin, y, color="black", lw=1.3, drawstyle="steps-pre", label="load1")
+    load.set_ylim(bottom=0)
+    load.set_ylabel("load average (1 min)")
+    handles, labels = ax.get_legend_handles_labels()
+    more, more_labels = load.get_legend_handles_labels()
+    ax.legend(handles + more, labels + more_labels, loc="upper left",
+              bbox_to_anchor=(1.07, 1), fontsize=9)
+
+
+def draw_processes(ax, processes, origin):
+    for i, (name, rows) in enumerate(processes.groupby("name", sort=False)):
+        colour = plt.get_cmap("tab10")(i % 10)
+        x, y = step_series(rows, rows["cpu"])
+        ax.plot(x - origin, y, color=colour, lw=1.5, drawstyle="steps-pre", label=f"{name}: all")
+        x, y = step_series(rows, rows["cpu_max_thread"])
+        ax.plot(x - origin, y, color=colour, lw=1.2, ls="--", drawstyle="steps-pre",
+                label=f"{name}: busiest thread")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("CPU (1.0 = one core)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.07, 1), fontsize=9)
+
+
+def draw_disks(ax, disks, origin):
+    for i, (device, rows) in enumerate(disks.groupby("device", sort=False)):
+        colour = plt.get_cmap("tab10")(i % 10)
+        for column, style, what in (("write_bytes", "-", "write"), ("read_bytes", ":", "read")):
+            x, y = step_series(rows, rows[column] / rows["dt"] / 2**20)
+            ax.plot(x - origin, y, color=colour, ls=style, lw=1.5, drawstyle="steps-pre",
+                    label=f"{device} {what}")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("disk MiB/s")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.07, 1), fontsize=9)
+
+
+def running_processes(run):
+    """Process rows of the names that ran at some point (others are flat zeros)."""
+    processes = run.processes()
+    if processes.empty:
+        return processes
+    ran = processes.groupby("name")["processes"].transform("max") > 0
+    return processes[ran]
+
+
+def server(run, path):
+    samples = monitor_samples(run)
+    if samples.empty:
+        return False
+    processes, disks = running_processes(run), run.disks()
+    panels = [draw_cpu] + ([draw_processes] if len(processes) else []) \
+        + ([draw_disks] if len(disks) else [])
+    tables = {draw_cpu: samples, draw_processes: processes, draw_disks: disks}
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 1.2 + 2.9 * len(panels)),
+                             sharex=True, squeeze=False)
+    origin = clock_origin(run)
+    colours = phase_colours(list(run.phases["phase"]))
+    for i, (ax, draw) in enumerate(zip(axes[:, 0], panels)):
+        shade_phases(ax, run, origin, colours, numbered=(i == 0))
+        draw(ax, tables[draw], origin)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the first phase's start (common clock)")
+    axes[-1, 0].set_xlim(left=min(0.0, float((samples["t"] - samples["dt"]).min() - origin)))
+    if len(run.phases):
+        band_handles = [plt.Rectangle((0, 0), 1, 1, color=colours[r.phase], alpha=0.3)
+                        for r in run.phases.itertuples()]
+        band_labels = [f"{r.index}: {phase_label(r)}" for r in run.phases.itertuples()]
+        fig.legend(band_handles, band_labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=min(4, len(band_labels)), title="phases (band numbers)", fontsize=9)
+    host = samples["host"].iloc[0]
+    fig.suptitle(f"Server {host} ({samples['source'].iloc[0]}): CPU by mode and load")
+    fig.tight_layout()
+    save(fig, path)
+    return True
+
+
+# ---------------------------------------------------------------- errors
+
+def error_matrix(run):
+    """Failed calls, rank x errno name, summed over phases and ops."""
+    errors = run.all_errors()
+    if errors.empty:
+        return None
+    matrix = errors.pivot_table(index="rank", columns="errno_name", values="count",
+                                aggfunc="sum", fill_value=0)
+    io_ranks = sorted(set(run.rank_info["rank"]) | set(matrix.index))
+    if len(io_ranks) <= MAX_HEATMAP_RANKS:
+        matrix = matrix.reindex(io_ranks, fill_value=0)
+    return matrix
+
+
+def errors(run, path):
+    matrix = error_matrix(run)
+    if matrix is None:
+        return False
+    nrows, ncols = matrix.shape
+    fig, ax = plt.subplots(figsize=(3.2 + 1.0 * ncols, min(14, 1.8 + 0.32 * nrows)))
+    image = ax.imshow(matrix.values, aspect="auto", cmap="Reds", vmin=0,
+                      interpolation="nearest")
+    ax.set_xticks(range(ncols))
+    ax.set_xticklabels(matrix.columns, rotation=30 if ncols > 4 else 0,
+                       ha="right" if ncols > 4 else "center")
+    if nrows <= 40:
+        ax.set_yticks(range(nrows))
+        ax.set_yticklabels(matrix.index)
+    if nrows * ncols <= MAX_ANNOTATED_CELLS:
+        annotate_counts(ax, matrix.values)
+    ax.set_xlabel("errno")
+    ax.set_ylabel("rank")
+    ax.set_title("Failed calls by rank and errno\n(all phases and ops)")
+    fig.colorbar(image, ax=ax, label="failed calls")
+    save(fig, path)
+    return True
+
+
+def annotate_counts(ax, values):
+    top = values.max()
+    for (row, col), count in np.ndenumerate(values):
+        if count:
+            ax.text(col, row, f"{count:,}", ha="center", va="center", fontsize=8,
+                    color="white" if count > 0.6 * top else "black")
+
+
+# ---------------------------------------------------------------- retrans
+
+def retrans(run, path):
+    ops = run.client_ops()
+    if ops.empty:
+        return False
+    names = dict(zip(run.hosts["host"], run.hosts["hostname"]))
+    table = ops.pivot_table(index="phase", columns="host", values="retrans", aggfunc="sum",
+                            fill_value=0)
+    table = table.reindex([p for p in run.phase_names if p in table.index])
+    nphases, nhosts = table.shape
+    fig, ax = plt.subplots(figsize=(max(7, 1.0 + nphases * (0.4 + 0.18 * nhosts)), 4.5))
+    width = 0.8 / nhosts
+    x = np.arange(nphases)
+    for i, host in enumerate(table.columns):
+        ax.bar(x - 0.4 + (i + 0.5) * width, table[host], width=width,
+               label=names.get(host, f"host {host}"))
+    ax.set_xticks(x)
+    ax.set_xticklabels(table.index, rotation=30, ha="right")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("retransmissions (trans - ops)")
+    ax.set_title("NFS client retransmissions per host and phase"
+                 + ("  (none)" if not table.values.any() else ""))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="client host", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+    save(fig, path)
+    return True
