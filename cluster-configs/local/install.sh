@@ -18,6 +18,7 @@ packages=(
   prometheus-node-exporter             # the node_exporter the monitor tests scrape
   libcmocka-dev                        # unit tests
   python3-h5py python3-numpy python3-pandas python3-matplotlib python3-pytest
+  chromium chromium-driver python3-selenium  # the report page opened headless in tests
   xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
   nfs-ganesha nfs-ganesha-vfs rpcbind  # the embedded userspace NFS server
   libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces

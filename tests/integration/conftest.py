@@ -166,6 +166,27 @@ class LineReader:
         return "".join(self.lines)
 
 
+def herd_run_interrupted(herd_bin, nranks, job, output, after_phase, delay):
+    """mpirun herd run in the background; SIGTERM to its process group
+    `delay` seconds after herd reports phase `after_phase` done. Returns
+    herd's stderr."""
+    args = mpirun_args(herd_bin, nranks, "run", job, "-o", output)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, out = LineReader(p.stderr), LineReader(p.stdout)
+    try:
+        if not err.wait_for(lambda l: f"phase {after_phase}:" in l, 60):
+            pytest.fail(f"herd never finished phase {after_phase}:\n{err.rest(5)}")
+        time.sleep(delay)
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    out.rest()
+    return err.rest()
+
+
 # ---------------------------------------------------------------- job files
 
 

@@ -20,10 +20,8 @@
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 """
 
-import math
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -34,7 +32,7 @@ import numpy as np
 import pytest
 
 from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_cmd, herd_run,
-                      mpi_env, mpirun_args, write_job)
+                      herd_run_interrupted, mpi_env, mpirun_args, write_job)
 
 CPU_MODES = ["cpu_user", "cpu_nice", "cpu_system", "cpu_idle", "cpu_iowait", "cpu_irq",
              "cpu_softirq", "cpu_steal"]
@@ -175,18 +173,7 @@ def test_monitor_sigterm_keeps_samples(herd_bin, tmp_path):
                      ("long", {"kind": "idle", "duration": "60s"}),
                      ("never", {"kind": "write", "file_size": "8M"})])
     out = tmp_path / "r.h5"
-    args = mpirun_args(herd_bin, 3, "run", job, "-o", out)
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err = LineReader(p.stderr)
-    try:
-        assert err.wait_for(lambda l: "phase w:" in l, 60), err.rest(5)
-        time.sleep(1.0)
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
+    herd_run_interrupted(herd_bin, 3, job, out, "w", 1.0)
     tables, _, status = monitor_tables(out)
     assert status == "interrupted"
     marks = tables["marks"]

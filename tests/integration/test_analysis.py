@@ -1,0 +1,369 @@
+"""Post-run analysis (analysis/): the loader herd_results, herd-report and
+herd-compare on results files herd itself writes during the test.
+
+1. A clean run (4 I/O ranks and a monitor rank; write, read with verify,
+   md5, lock, idle) and a run with injected errors (fault backend): every
+   value of herd-report's phases.csv and errors.csv equals what is
+   recomputed here from the raw HDF5 records with h5py (not through the
+   loader), and the server CPU columns equal the mean and max of the
+   monitor samples that meet each phase, as herd's own summary prints them.
+2. The plots and index.html exist, are PNGs / HTML, and the page names
+   every plot and table; headless Chromium (Debian's chromium and
+   chromium-driver, through python3-selenium) opens index.html, every
+   image on it loads (no broken image), and a screenshot is taken.
+3. herd-compare over the two runs: the ratios are the recomputed MiB/s and
+   time ratios; -o writes its CSV and plots; numeric labels give
+   scaling.png.
+4. A missing, truncated, foreign (non-herd HDF5) or text file: exit 2 and
+   one line on stderr, from both tools; an interrupted run is reported as
+   interrupted, with the phases it holds.
+
+Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
+"""
+import csv
+import shutil
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import REPO_DIR, describe, herd_run, herd_run_interrupted, write_job
+
+ANALYSIS = REPO_DIR / "analysis"
+REPORT = ANALYSIS / "herd-report"
+COMPARE = ANALYSIS / "herd-compare"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+RANKS = 4
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def tool(path, *args, timeout=120):
+    return subprocess.run(["/usr/bin/python3", str(path)] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def num(v):
+    return float("nan") if v in ("", "nan", "NaN", None) else float(v)
+
+
+def assert_same(got, want, what):
+    if isinstance(want, float) and np.isnan(want):
+        assert np.isnan(got), f"{what}: {got} != NaN"
+    else:
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), f"{what}: {got} != {want}"
+
+
+# ---------------------------------------------------------------- the runs
+
+CLEAN_PHASES = [
+    ("write", {"kind": "write", "file_size": "16M", "iterations": "2"}),
+    ("read", {"kind": "read", "file_size": "16M", "verify": "yes"}),
+    ("md5", {"kind": "md5", "file_size": "16M"}),
+    ("lock", {"kind": "lock", "count": "50", "lock_wait": "nonblocking"}),
+    ("idle", {"kind": "idle", "duration": "500ms"}),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(herd_bin, tmp_path_factory):
+    """(clean.h5, faulty.h5) made by herd, and the clean run's stdout."""
+    work = tmp_path_factory.mktemp("analysis")
+    target = work / "target"
+    target.mkdir()
+    clean = work / "clean.h5"
+    job = write_job(work / "clean.ini",
+                    {"target": target, "monitor_rank": "last", "monitor_interval": "100ms"},
+                    CLEAN_PHASES)
+    proc = herd_run(herd_bin, RANKS + 1, job, clean)
+    assert proc.returncode == 0, describe(proc)
+    faulty = work / "faulty.h5"
+    job = write_job(work / "faulty.ini", {"target": target, "backend": "fault"},
+                    [("write", {"kind": "write", "file_size": "16M", "block_size": "256K",
+                                "iterations": "2",
+                                "faults": "write=EIO@0.1,open=ENOSPC@0.3,close=EBADF@0.2"}),
+                     ("read", {"kind": "read", "file_size": "16M", "verify": "yes",
+                               "faults": "read=ETIMEDOUT@0.05"})])
+    proc_f = herd_run(herd_bin, RANKS, job, faulty)
+    assert proc_f.returncode == 3, describe(proc_f)
+    return clean, faulty, proc.stdout
+
+
+def raw_phase(path, name):
+    """The summary values of one phase recomputed from the raw records."""
+    with h5py.File(path, "r") as f:
+        g = f["phases"][name]
+        rows = g["ranks"][()]
+        errors = g["errors"][()]
+        t0, t1 = float(g.attrs["t_start"]), float(g.attrs["t_end"])
+        samples = f["monitor/samples"][()] if "samples" in f["monitor"] else None
+    worked = rows[rows["ops"] > 0]
+    secs = worked["t_end"] - worked["t_start"]
+    last = worked["t_end"].max() - t0 if len(worked) else float("nan")
+    out = {
+        "rows": len(rows), "ranks": len(set(rows["rank"])),
+        "t_min": secs.min() if len(secs) else float("nan"),
+        "t_median": float(np.median(secs)) if len(secs) else float("nan"),
+        "t_max": secs.max() if len(secs) else float("nan"),
+        "first_done": worked["t_end"].min() - t0 if len(worked) else float("nan"),
+        "last_done": last,
+        "bytes": int(rows["bytes"].sum()), "ops": int(rows["ops"].sum()),
+        "errors": int(errors["count"].sum()),
+        "verify_failures": int(rows["verify_failures"].sum()),
+        "violations": int(rows["violations"].sum()),
+        "grants": int(rows["grants"].sum()), "contended": int(rows["contended"].sum()),
+    }
+    out["mib_per_s"] = out["bytes"] / 2**20 / last if out["bytes"] else 0.0
+    out["ops_per_s"] = out["ops"] / last if out["ops"] else 0.0
+    tries = out["grants"] + out["contended"]
+    out["contention"] = out["contended"] / tries if tries else float("nan")
+    out["cpu_mean"] = out["cpu_max"] = float("nan")
+    if samples is not None:
+        meet = samples[(samples["t"] - samples["dt"] <= t1) & (samples["t"] > t0)]
+        busy = meet["cpu_busy"][~np.isnan(meet["cpu_busy"])]
+        if len(busy):
+            out["cpu_mean"], out["cpu_max"] = busy.mean(), busy.max()
+    return out
+
+
+@pytest.fixture(scope="module")
+def reports(runs, tmp_path_factory):
+    """herd-report of both runs: {name: output dir}."""
+    out = {}
+    for path in runs[:2]:
+        d = tmp_path_factory.mktemp("report") / path.stem
+        proc = tool(REPORT, path, "-o", d)
+        assert proc.returncode == 0, describe(proc)
+        out[path.stem] = d
+    return out
+
+
+# ---------------------------------------------------------------- tables
+
+
+def test_phase_table_matches_records(runs, reports):
+    clean, faulty, _ = runs
+    for path in (clean, faulty):
+        rows = read_csv(reports[path.stem] / "phases.csv")
+        with h5py.File(path, "r") as f:
+            names = list(f["phases"])
+        assert [r["phase"] for r in rows] == names
+        for r in rows:
+            want = raw_phase(path, r["phase"])
+            for key, value in want.items():
+                assert_same(num(r[key]), float(value), f"{path.stem} {r['phase']} {key}")
+    clean_rows = {r["phase"]: r for r in read_csv(reports["clean"] / "phases.csv")}
+    assert num(clean_rows["lock"]["grants"]) > 0
+    assert not np.isnan(num(clean_rows["write"]["cpu_mean"]))
+    assert (reports["clean"] / "phases.md").read_text().count("\n|") >= len(CLEAN_PHASES) + 1
+
+
+def test_server_cpu_matches_herd_summary(runs, reports):
+    """herd prints server CPU per phase at the end; the report says the same."""
+    _, _, stdout = runs
+    printed = {}
+    for line in stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[1].endswith("%"):
+            printed[parts[0]] = (float(parts[1][:-1]), float(parts[2][:-1]))
+    rows = {r["phase"]: r for r in read_csv(reports["clean"] / "phases.csv")}
+    assert set(printed) == set(rows)
+    for name, (mean, top) in printed.items():
+        assert 100 * num(rows[name]["cpu_mean"]) == pytest.approx(mean, abs=0.051)
+        assert 100 * num(rows[name]["cpu_max"]) == pytest.approx(top, abs=0.051)
+
+
+def test_error_tables_match_records(runs, reports):
+    _, faulty, _ = runs
+    want = {}
+    with h5py.File(faulty, "r") as f:
+        for name in f["phases"]:
+            for e in f["phases"][name]["errors"][()]:
+                key = (name, text(e["op"]), int(e["errno"]))
+                count, ranks = want.get(key, (0, set()))
+                want[key] = (count + int(e["count"]), ranks | {int(e["rank"])})
+    assert want, "the fault backend injected nothing"
+    got = {(r["phase"], r["op"], int(r["errno"])): (int(r["count"]), int(r["ranks"]))
+           for r in read_csv(reports["faulty"] / "errors.csv")}
+    assert got == {k: (c, len(r)) for k, (c, r) in want.items()}
+    by_rank = read_csv(reports["faulty"] / "errors_by_rank.csv")
+    assert sum(int(r["count"]) for r in by_rank) == sum(c for c, _ in want.values())
+    assert {r["errno_name"] for r in by_rank} >= {"EIO", "ENOSPC"}
+    clean_errors = read_csv(reports["clean"] / "errors.csv")
+    assert clean_errors == []
+
+
+# ---------------------------------------------------------------- plots, page
+
+
+def test_plots_and_page(reports):
+    for name, pngs in (("clean", ["timeline", "latency", "server"]),
+                       ("faulty", ["timeline", "latency", "errors"])):
+        d = reports[name]
+        for png in pngs:
+            data = (d / f"{png}.png").read_bytes()
+            assert data.startswith(PNG_MAGIC) and len(data) > 5000, (name, png, len(data))
+        page = (d / "index.html").read_text()
+        assert page.lstrip().lower().startswith("<!doctype html")
+        for png in pngs:
+            assert f'src="{png}.png"' in page, (name, png)
+        for table in ("phases.csv", "errors.csv"):
+            assert table in page
+        assert "http://" not in page and "https://" not in page  # readable offline
+    assert not (reports["clean"] / "errors.png").exists()
+
+
+def _browser():
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("python3-selenium is not installed")
+    chromium = shutil.which("chromium")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("chromium and chromium-driver are not installed")
+    opts = Options()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+def test_page_in_headless_chromium(reports, tmp_path):
+    browser = _browser()
+    try:
+        for name, d in reports.items():
+            browser.get((d / "index.html").resolve().as_uri())
+            deadline = time.monotonic() + 20
+            while browser.execute_script("return document.readyState") != "complete":
+                assert time.monotonic() < deadline, "page never finished loading"
+                time.sleep(0.1)
+            images = browser.execute_script(
+                "return Array.from(document.images).map(i => "
+                "[i.getAttribute('src'), i.complete, i.naturalWidth, i.naturalHeight]);")
+            assert len(images) >= 3, images
+            broken = [i for i in images if not (i[1] and i[2] > 0 and i[3] > 0)]
+            assert not broken, f"{name}: broken images {broken}"
+            height = browser.execute_script("return document.body.scrollHeight")
+            browser.set_window_size(1400, min(max(height, 800), 12000))
+            shot = tmp_path / f"{name}.png"
+            assert browser.save_screenshot(str(shot))
+            assert shot.read_bytes().startswith(PNG_MAGIC) and shot.stat().st_size > 20000
+            body = browser.find_element("tag name", "body").text
+            assert "write" in body and "read" in body
+    finally:
+        browser.quit()
+
+
+# ---------------------------------------------------------------- compare
+
+
+def test_compare_ratios(runs, tmp_path):
+    clean, faulty, _ = runs
+    out = tmp_path / "cmp"
+    proc = tool(COMPARE, clean, faulty, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    rows = read_csv(out / "compare.csv")
+    for phase in ("write", "read"):
+        a, b = raw_phase(clean, phase), raw_phase(faulty, phase)
+        ra = next(r for r in rows if r["phase"] == phase and r["run"] == "clean")
+        rb = next(r for r in rows if r["phase"] == phase and r["run"] == "faulty")
+        assert num(ra["ratio"]) == pytest.approx(1.0)
+        assert_same(num(rb["ratio"]), b["mib_per_s"] / a["mib_per_s"], f"{phase} ratio")
+        assert_same(num(rb["time_ratio"]), b["last_done"] / a["last_done"], f"{phase} t ratio")
+        assert_same(num(rb["mib_per_s"]), b["mib_per_s"], f"{phase} MiB/s")
+        assert int(rb["errors"]) == b["errors"]
+    assert [r["run"] for r in rows if r["phase"] == "md5"] == ["clean", "faulty"]
+    assert next(r for r in rows if r["phase"] == "md5" and r["run"] == "faulty")["status"] \
+        == "(absent)"
+    assert (out / "compare.png").read_bytes().startswith(PNG_MAGIC)
+    # Numeric labels (ranks): a scaling plot.
+    proc = tool(COMPARE, clean, faulty, "--label", "nranks", "-o", tmp_path / "scale")
+    assert proc.returncode == 0, describe(proc)
+    assert "4 (clean)" in proc.stdout  # equal labels are told apart by file name
+    proc = tool(COMPARE, clean, faulty, "--label", "file_size", "-o", tmp_path / "size")
+    assert proc.returncode == 0, describe(proc)
+    assert (tmp_path / "size" / "compare.png").exists()
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_bad_files(runs, tmp_path):
+    clean = runs[0]
+    truncated = tmp_path / "truncated.h5"
+    truncated.write_bytes(clean.read_bytes()[:3000])
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["data"] = np.arange(10)
+        f.attrs["tool"] = "ior"
+    textfile = tmp_path / "notes.txt"
+    textfile.write_text("not a results file\n")
+    for bad, words in ((tmp_path / "missing.h5", "no such file"),
+                       (truncated, "not a readable HDF5 file"),
+                       (foreign, "not a herd results file"),
+                       (textfile, "not a readable HDF5 file")):
+        for cmd in ([REPORT, bad, "-o", tmp_path / "r"], [COMPARE, clean, bad]):
+            proc = tool(*cmd)
+            assert proc.returncode == 2, describe(proc)
+            lines = proc.stderr.strip().splitlines()
+            assert len(lines) == 1 and words in lines[0] and str(bad) in lines[0], describe(proc)
+            assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_interrupted_run_is_reported(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini", {"target": target},
+                    [("w", {"kind": "write", "file_size": "4M"}),
+                     ("long", {"kind": "idle", "duration": "60s"}),
+                     ("never", {"kind": "write", "file_size": "4M"})])
+    out = tmp_path / "r.h5"
+    herd_run_interrupted(herd_bin, 2, job, out, "w", 0.5)
+    proc = tool(REPORT, out, "-o", tmp_path / "rep")
+    assert proc.returncode == 0, describe(proc)
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "interrupted" in page
+    assert [r["phase"] for r in read_csv(tmp_path / "rep" / "phases.csv")] == ["w", "long"]
+    proc = tool(COMPARE, out, out)
+    assert proc.returncode == 0 and "interrupted" in proc.stdout, describe(proc)
+
+
+# ---------------------------------------------------------------- the loader
+
+
+def test_loader_dataframes(runs):
+    sys.path.insert(0, str(ANALYSIS))
+    import herd_results
+    clean, faulty, _ = runs
+    with herd_results.load(clean) as run:
+        assert run.status == "complete"
+        assert list(run.phases["phase"]) == [n for n, _ in CLEAN_PHASES]
+        ranks = run.all_ranks()
+        assert set(ranks["phase"]) == {n for n, _ in CLEAN_PHASES}
+        samples = run.samples()
+        assert len(samples) > 0 and set(samples["source"]) == {"proc"}
+        assert isinstance(samples["host"].iloc[0], str)
+        assert np.allclose(samples[[c for c in samples.columns if c.startswith("cpu_")
+                                    and c != "cpu_busy"]].sum(axis=1), 1.0)
+        assert list(run.marks()["phase"]) == [n for n, _ in CLEAN_PHASES]
+    with herd_results.load(faulty) as run:
+        errors = run.all_errors()
+        assert len(errors) > 0 and {"phase", "rank", "op", "errno_name", "count"} <= set(errors)
+        assert isinstance(errors["op"].iloc[0], str)
+    with pytest.raises(herd_results.ResultsError):
+        herd_results.load(str(clean) + ".missing")
