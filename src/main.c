@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "job.h"
 #include "runner.h"
 #include "units.h"
@@ -174,6 +175,7 @@ static int command_run(int argc, char **argv, const struct args *a)
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    double t_init = clock_mono(); /* herd's own start-up cost is measured from here */
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int code;
@@ -191,7 +193,7 @@ static int command_run(int argc, char **argv, const struct args *a)
         code = 2;
     } else {
         char *cmd = join_argv(argc, argv);
-        struct runner_opts opts = {.output = a->output, .force = a->force,
+        struct runner_opts opts = {.output = a->output, .force = a->force, .t_init = t_init,
                                    .command_line = cmd ? cmd : ""};
         code = runner_run(&job, &opts);
         free(cmd);

@@ -103,7 +103,8 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
         h5_attr_str(r->str, f, "mpi_version", run->mpi_version, err, errlen) < 0 ||
         h5_attr_str(r->str, f, "hdf5_version", hdf5_version, err, errlen) < 0 ||
         h5_attr_f64(f, "clock_sync_seconds", run->clock_sync_seconds, err, errlen) < 0 ||
-        h5_attr_i32(f, "exit_code", -1, err, errlen) < 0)
+        h5_attr_i32(f, "exit_code", -1, err, errlen) < 0 ||
+        h5_attr_f64(f, "startup_seconds", -1, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -676,8 +677,51 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
     return rc;
 }
 
+int results_phase_timing(struct results *r, const char *phase, double gather_seconds,
+                         double write_seconds, char *err, size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "phase timing not recorded: %s",
+                           r ? "an earlier write failed" : "no file");
+    htri_t exists = H5Lexists(r->phases, phase, H5P_DEFAULT);
+    if (exists <= 0)
+        return h5_msg_fail(err, errlen, "%s: phase '%s' is not in the file", r->path, phase);
+    hid_t g = H5Gopen2(r->phases, phase, H5P_DEFAULT);
+    if (g < 0)
+        return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
+    int rc = (h5_attr_f64(g, "gather_seconds", gather_seconds, err, errlen) < 0 ||
+              h5_attr_f64(g, "write_seconds", write_seconds, err, errlen) < 0) ? -1 : 0;
+    H5Gclose(g);
+    return rc;
+}
+
+static const struct field usage_fields[] = {
+    FIELD("rank", struct usage_row, rank, FIELD_I32),
+    FIELD("host", struct usage_row, host, FIELD_I32),
+    FIELD("max_rss_bytes", struct usage_row, max_rss_bytes, FIELD_F64),
+    FIELD("user_seconds", struct usage_row, user_seconds, FIELD_F64),
+    FIELD("system_seconds", struct usage_row, system_seconds, FIELD_F64),
+};
+
+int results_write_usage(struct results *r, const struct usage_row *rows, size_t n, char *err,
+                        size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "/usage not written: %s",
+                           r ? "an earlier write failed" : "no file");
+    if (h5_space_check(r->path, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0 ||
+        h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows,
+                       n, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "%s: /usage", r->path);
+        return -1;
+    }
+    return 0;
+}
+
 static int final_attrs(const struct results *r, const char *status, const char *end_utc,
-                       int exit_code, char *err, size_t errlen)
+                       int exit_code, double startup_seconds, char *err, size_t errlen)
 {
     if (r->broken)
         return h5_msg_fail(err, errlen, "final status not recorded: an earlier write failed");
@@ -687,7 +731,8 @@ static int final_attrs(const struct results *r, const char *status, const char *
     }
     if (h5_attr_str(r->str, r->file, "status", status ? status : "partial", err, errlen) < 0 ||
         h5_attr_str(r->str, r->file, "end_utc", end_utc, err, errlen) < 0 ||
-        h5_attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0)
+        h5_attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0 ||
+        h5_attr_f64(r->file, "startup_seconds", startup_seconds, err, errlen) < 0)
         return -1;
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
         return h5_fail(err, errlen, "cannot flush");
@@ -695,12 +740,12 @@ static int final_attrs(const struct results *r, const char *status, const char *
 }
 
 int results_close(struct results *r, const char *status, const char *end_utc, int exit_code,
-                  char *err, size_t errlen)
+                  double startup_seconds, char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL)
         return h5_msg_fail(err, errlen, "results: no file to close");
-    int rc = final_attrs(r, status, end_utc, exit_code, err, errlen);
+    int rc = final_attrs(r, status, end_utc, exit_code, startup_seconds, err, errlen);
     H5Gclose(r->phases);
     r->phases = H5I_INVALID_HID;
     H5Gclose(r->monitor);

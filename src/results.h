@@ -127,9 +127,26 @@ struct monitor_append {
 int results_write_monitor(struct results *r, const struct monitor_append *a, char *err,
                           size_t errlen);
 
-/* Set root attributes status (complete | interrupted | partial), end_utc
- * and exit_code, flush and close. Returns 0 or -1. */
+/* Where herd's own time went in a phase (rank 0): gathering the ranks'
+ * data, and writing the phase. Set as the phase's attributes
+ * gather_seconds and write_seconds; flushed with the next write. */
+int results_phase_timing(struct results *r, const char *phase, double gather_seconds,
+                         double write_seconds, char *err, size_t errlen);
+
+/* One I/O rank's resource use over the whole run: /usage. */
+struct usage_row {
+    int32_t rank;
+    int32_t host;
+    double max_rss_bytes;   /* getrusage ru_maxrss */
+    double user_seconds, system_seconds;
+};
+int results_write_usage(struct results *r, const struct usage_row *rows, size_t n, char *err,
+                        size_t errlen);
+
+/* Set root attributes status (complete | interrupted | partial), end_utc,
+ * exit_code and startup_seconds (MPI_Init to the first phase's start, -1
+ * when no phase started), flush and close. Returns 0 or -1. */
 int results_close(struct results *r, const char *status, const char *end_utc,
-                  int exit_code, char *err, size_t errlen);
+                  int exit_code, double startup_seconds, char *err, size_t errlen);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +55,7 @@ struct run {
     char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */
     struct monitor_sample *samples; /* rank 0: every server sample so far */
     size_t nsamples;
+    double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
 };
 
 static void utc_now(char *buf, size_t len)
@@ -190,6 +192,7 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
                         const struct stuck_entry *stuck_mine, size_t nstuck_mine,
                         struct phase_summary *sum, double started, int *status_flags)
 {
+    double t_gather = clock_mono();
     int n = (int)ph->iterations;
     double *starts = r->rank == 0 ? malloc((size_t)r->size * sizeof *starts) : NULL;
     MPI_Gather(&started, 1, MPI_DOUBLE, starts, 1, MPI_DOUBLE, 0, r->comm);
@@ -257,8 +260,13 @@ static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx 
             .ops = ops, .nranks = (size_t)r->size,
             .hists = merged,
         };
+        double t_write = clock_mono();
         if (r->results &&
             results_write_phase(r->results, ph, sum, &data, err, sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+        else if (r->results &&
+                 results_phase_timing(r->results, ph->name, t_write - t_gather,
+                                      clock_mono() - t_write, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
         summary_compute(ph, sum, rows, nrows, errors, &r->lines[r->nlines++]);
         fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
@@ -407,6 +415,8 @@ static int run_phase(struct run *r, int index)
     c.deadline_at = ph->deadline > 0 ? t_start + ph->deadline : 0;
     clock_sleep_until(&r->clock, t_start);
     double started = clock_now(&r->clock);
+    if (index == 0 && r->rank == 0)
+        r->startup_seconds = clock_mono() - r->opts->t_init;
     if (c.progress)
         progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
     if (!any_failed)
@@ -489,6 +499,25 @@ static double run_measure_margin(const struct run *r)
     }
     MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, r->comm);
     return 0.02 + 3 * worst;
+}
+
+/* Every I/O rank's memory and CPU time over the run, to /usage. */
+static void run_write_usage(struct run *r)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct usage_row mine = {
+        .rank = r->rank, .host = r->host, .max_rss_bytes = (double)ru.ru_maxrss * 1024.0,
+        .user_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
+        .system_seconds = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
+    };
+    struct usage_row *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
+    MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0, r->comm);
+    char err[512];
+    if (r->rank == 0 && all && r->results &&
+        results_write_usage(r->results, all, (size_t)r->size, err, sizeof err) < 0)
+        fprintf(stderr, "herd: results: %s\n", err);
+    free(all);
 }
 
 /* The I/O ranks' run, after the common set-up: hosts, target, results
@@ -577,6 +606,7 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
     }
     r->be->disconnect(r->be_ctx);
 
+    run_write_usage(r);
     int exit_code = 0;
     if (r->rank == 0) {
         summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
@@ -586,7 +616,8 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
         char end_utc[40], err[512];
         utc_now(end_utc, sizeof end_utc);
         const char *status = (flags & 1) ? "interrupted" : "complete";
-        if (results_close(r->results, status, end_utc, exit_code, err, sizeof err) < 0) {
+        if (results_close(r->results, status, end_utc, exit_code, r->startup_seconds, err,
+                          sizeof err) < 0) {
             fprintf(stderr, "herd: results: %s\n", err);
             exit_code = 1;
         }
@@ -601,7 +632,7 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
 
 int runner_run(const struct job *job, const struct runner_opts *opts)
 {
-    struct run r = {.job = job, .opts = opts, .comm = MPI_COMM_WORLD};
+    struct run r = {.job = job, .opts = opts, .comm = MPI_COMM_WORLD, .startup_seconds = -1};
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     signals_install();

@@ -419,6 +419,7 @@ def job_keys_in_order(herd_bin):
 
 def phase_attr_order(herd_bin):
     """docs/results-format.md: kind, index, times, every job key (in job_keys[]
-    order, except kind, written first), status last."""
+    order, except kind, written first), status, then herd's own cost."""
     fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew"]
-    return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + ["status"]
+    return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + \
+        ["status", "gather_seconds", "write_seconds"]
