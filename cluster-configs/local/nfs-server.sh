@@ -9,6 +9,8 @@
 #
 #   nfs-server.sh start --state DIR [--fs dir|xfs|ext4|btrfs] [--size 2G]
 #                       [--workers N] [--sync|--async|--sync-writes]
+#                       [--hostname NAME]   (own UTS namespace: a host of
+#                                            cluster-configs/virtual/)
 #       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
 #   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
 #   nfs-server.sh restart-ganesha --state DIR      stdout: the new PID
@@ -76,17 +78,9 @@ usage() {
 
 # ------------------------------------------------------------------ processes
 
-# Start time (clock ticks since boot) of PID, from /proc/PID/stat field 22;
-# with the PID it names one process for good, so a recycled PID is never
-# mistaken for ours.
-proc_start() {
-    local s
-    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    s=${s##*) }
-    # shellcheck disable=SC2086
-    set -- $s
-    printf '%s\n' "${20}"
-}
+# proc_start PID: with the PID it names one process for good.
+# shellcheck source=cluster-configs/local/lib-proc.sh
+. "$HERE/lib-proc.sh"
 
 proc_state() {
     local s
@@ -169,7 +163,7 @@ set_state() {
 is_ours() { [ -f "$STATE/$MARKER" ]; }
 
 load_settings() {
-    FS=dir MODE=sync WORKERS=200
+    FS=dir MODE=sync WORKERS=200 HOST_NAME=""
     # shellcheck disable=SC1091
     [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
     return 0
@@ -297,6 +291,9 @@ supervise() {
     record supervisor "$$"
     sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS"
     ip link set lo up || fail "ip link set lo up"
+    if [ -n "$HOST_NAME" ]; then
+        hostname "$HOST_NAME" || fail "hostname $HOST_NAME"
+    fi
     # Private /run (rpcbind's socket and lock, ganesha's files) and
     # /var/lib/nfs: nothing of the host's is touched.
     mount --bind "$STATE/run" /run || fail "bind $STATE/run over /run"
@@ -350,7 +347,7 @@ supervise() {
 # ------------------------------------------------------------------ commands
 
 cmd_start() {
-    local fs=dir size=2G workers="" mode=sync
+    local fs=dir size=2G workers="" mode=sync host_name=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -364,6 +361,8 @@ cmd_start() {
             --sync) mode=sync; shift ;;
             --async) mode=async; shift ;;
             --sync-writes) mode=sync-writes; shift ;;
+            --hostname) host_name=${2:-}; shift 2 ;;
+            --hostname=*) host_name=${1#*=}; shift ;;
             -h | --help) usage ;;
             *) log "start: unknown argument $1"; usage ;;
         esac
@@ -371,6 +370,9 @@ cmd_start() {
     [ -n "${STATE:-}" ] || die "start: --state DIR is required"
     case "$fs" in dir | xfs | ext4 | btrfs) ;; *) die "start: --fs must be dir, xfs, ext4 or btrfs" ;; esac
     [[ "$size" =~ ^[0-9]+[KMGT]?$ ]] || die "start: --size: a number with an optional K, M, G or T"
+    if [ -n "$host_name" ] && ! [[ "$host_name" =~ ^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$ ]]; then
+        die "start: --hostname: letters, digits, '.' and '-', at most 63"
+    fi
     if [ -n "$workers" ]; then
         if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
             die "start: --workers must be 2..131072 (ganesha refuses 1)"
@@ -412,6 +414,7 @@ FS=$fs
 SIZE=$size
 WORKERS=$workers
 MODE=$mode
+HOST_NAME=$host_name
 EOF
     local commit=false
     [ "$mode" = sync-writes ] && commit=true
@@ -431,7 +434,9 @@ EOF
     fi
     trap - ERR
 
-    setsid unshare --net --mount --propagation private -- \
+    local uts=()
+    [ -n "$host_name" ] && uts=(--uts)
+    setsid unshare --net --mount "${uts[@]}" --propagation private -- \
         bash "$SELF" _supervise --state "$STATE" \
         </dev/null >>"$STATE/log/supervisor.log" 2>&1 &
     local launcher=$!
