@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# vcluster.sh — a virtual cluster on one machine, to run herd's batch jobs
+# the way they run on real nodes: every host is a network namespace with
+# its own host name (UTS namespace) and address on a private bridge, one of
+# them the NFS server (the embedded nfs-ganesha of cluster-configs/local/,
+# exporting a loop-mounted file system), and OpenMPI starts ranks into the
+# client hosts through vc-agent (its plm_rsh_agent) instead of ssh. mpirun
+# itself runs in a "head" host that is not in the hostfile.
+#
+#   vcluster.sh up --state DIR [--clients 4] [--slots 5] [--server-fs xfs|ext4|dir]
+#                  [--server-size 2G] [--server-workers N] [--sync|--async]
+#       stdout: the export's nfs:// URL as the clients reach it
+#   vcluster.sh exec --state DIR -- COMMAND [ARG...]
+#       runs COMMAND on the head host with HERD_HOSTFILE, HERD_MPIRUN_ARGS,
+#       VC_URL, VC_SERVER (the server's host name) and VC_STATE set: what
+#       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun here
+#   vcluster.sh status --state DIR
+#   vcluster.sh down --state DIR
+#
+# Addresses are 10.77.0.0/24 and exist only inside the cluster's own
+# namespaces (the bridge lives in a "switch" namespace); nothing is added to
+# the machine's own network. Everything is recorded in DIR and `down`
+# removes it by PID. Needs root, util-linux (unshare, nsenter), iproute2,
+# OpenMPI and what cluster-configs/local/nfs-server.sh needs.
+set -euo pipefail
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+HERE=$(dirname "$SELF")
+NFS_SERVER=$(readlink -f "$HERE/../local/nfs-server.sh")
+AGENT=$HERE/vc-agent
+MARKER=.herd-vcluster
+NET=10.77.0
+SERVER_NAME=${VC_SERVER_NAME:-srv}
+
+log() { printf 'vcluster.sh: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+usage() {
+    sed -n '/^#   vcluster.sh up/,/^#   vcluster.sh down/p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# proc_start PID (lib-proc.sh); alive_pid PID START: that very process runs.
+# shellcheck source=cluster-configs/local/lib-proc.sh
+. "$HERE/../local/lib-proc.sh"
+alive_pid() { [ "$(proc_start "$1" 2>/dev/null)" = "$2" ]; }
+
+# hosts file: NAME PID START ADDRESS ROLE (switch, head, client, server)
+host_field() { awk -v h="$1" -v f="$2" '$1 == h { print $f }' "$STATE/hosts"; }
+
+set_state() {
+    [ -n "$1" ] || die "--state needs a directory"
+    STATE=$(readlink -m "$1")
+}
+
+parse_state_only() {
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --) shift; REST=("$@"); return 0 ;;
+            *) log "unknown argument $1"; usage ;;
+        esac
+    done
+    REST=()
+}
+
+# in_host NAME COMMAND...: run COMMAND in that host's network namespace.
+in_host() {
+    local pid
+    pid=$(host_field "$1" 2)
+    shift
+    nsenter -t "$pid" --net -- "$@"
+}
+
+# start_host NAME ROLE: a holder process owning a new network and UTS
+# namespace with host name NAME.
+start_host() {
+    local name=$1 role=$2 pid start i
+    setsid unshare --net --uts -- bash -c 'hostname "$1"; ip link set lo up; exec sleep infinity' \
+        _ "$name" </dev/null >/dev/null 2>&1 &
+    pid=$!
+    for ((i = 0; i < 100; i++)); do
+        [ "$(nsenter -t "$pid" --uts -- hostname 2>/dev/null)" = "$name" ] && break
+        sleep 0.02
+    done
+    start=$(proc_start "$pid") || die "host $name did not start"
+    printf '%s %s %s - %s\n' "$name" "$pid" "$start" "$role" >>"$STATE/hosts"
+}
+
+# connect NAME ADDRESS: a veth pair from the switch's bridge to host NAME.
+connect() {
+    local name=$1 addr=$2 pid port
+    pid=$(host_field "$name" 2)
+    port="v-$name"
+    in_host switch ip link add "$port" type veth peer name eth0 netns "/proc/$pid/ns/net"
+    in_host switch ip link set "$port" master br0 up
+    nsenter -t "$pid" --net -- ip addr add "$addr/24" dev eth0
+    nsenter -t "$pid" --net -- ip link set eth0 up
+    awk -v h="$name" -v a="$addr" '$1 == h { $4 = a } { print }' "$STATE/hosts" >"$STATE/hosts.new"
+    mv "$STATE/hosts.new" "$STATE/hosts"
+}
+
+cmd_up() {
+    local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --clients) clients=${2:-}; shift 2 ;;
+            --slots) slots=${2:-}; shift 2 ;;
+            --server-fs) fs=${2:-}; shift 2 ;;
+            --server-size) size=${2:-}; shift 2 ;;
+            --server-workers) workers=${2:-}; shift 2 ;;
+            --sync | --async) mode=$1; shift ;;
+            *) log "up: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "up: --state DIR is required"
+    [[ "$clients" =~ ^[1-9][0-9]*$ ]] && ((clients <= 200)) || die "up: --clients must be 1..200"
+    [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "up: --slots must be a positive number"
+    [ "$(id -u)" -eq 0 ] || die "up: needs root (namespaces)"
+    local tool
+    for tool in unshare nsenter ip mpirun; do
+        command -v "$tool" >/dev/null || die "up: $tool not found"
+    done
+    if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
+        [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
+        die "up: a cluster already uses $STATE (vcluster.sh down --state $STATE first)"
+    fi
+    mkdir -p "$STATE"
+    : >"$STATE/$MARKER"
+    : >"$STATE/hosts"
+    trap 'log "up failed (line $LINENO: $BASH_COMMAND)"; do_down || true; exit 1' ERR
+
+    start_host switch switch
+    in_host switch ip link add br0 type bridge
+    in_host switch ip link set br0 up
+    start_host head head
+    connect head "$NET.1"
+
+    # The NFS server is a host too: nfs-server.sh's own namespaces, named.
+    local server_args=(start --state "$STATE/server" --fs "$fs" --size "$size" "$mode"
+                       --hostname "$SERVER_NAME")
+    [ -n "$workers" ] && server_args+=(--workers "$workers")
+    local url
+    url=$(bash "$NFS_SERVER" "${server_args[@]}") # line 1 the URL, line 2 ganesha's PID
+    url=${url%%$'\n'*}
+    local sup sup_start
+    # (status exits non-zero while the server is not answering yet: the
+    # supervisor line is what counts here)
+    sup=$({ bash "$NFS_SERVER" status --state "$STATE/server" || true; } |
+        sed -n 's/^supervisor=\([0-9]*\) running$/\1/p')
+    [ -n "$sup" ] || die "up: the NFS server has no running supervisor"
+    sup_start=$(proc_start "$sup")
+    printf '%s %s %s - server\n' "$SERVER_NAME" "$sup" "$sup_start" >>"$STATE/hosts"
+    connect "$SERVER_NAME" "$NET.2"
+
+    local i name
+    : >"$STATE/hostfile"
+    for ((i = 1; i <= clients; i++)); do
+        name=$(printf 'c%02d' "$i")
+        start_host "$name" client
+        connect "$name" "$NET.$((10 + i))"
+        printf '%s slots=%s\n' "$name" "$slots" >>"$STATE/hostfile"
+    done
+    # The server last, one slot: the monitor rank (monitor_host = srv).
+    printf '%s slots=1\n' "$SERVER_NAME" >>"$STATE/hostfile"
+    printf '%s\n' "${url/127.0.0.1/$NET.2}" >"$STATE/url"
+
+    # Every client must reach the server's NFS port before we say ready.
+    for ((i = 1; i <= clients; i++)); do
+        name=$(printf 'c%02d' "$i")
+        in_host "$name" timeout 10 bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
+            die "up: $name cannot reach $NET.2:2049"
+    done
+    trap - ERR
+    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1"
+    cat "$STATE/url"
+}
+
+# mpirun's settings for this cluster, without the hostfile (HERD_HOSTFILE
+# carries that: herd-batch.sh passes it with --hostfile).
+mpirun_args() {
+    printf '%s' "--mca plm_rsh_agent $AGENT --mca plm_rsh_no_tree_spawn 1"
+    printf '%s' " --mca oob_tcp_if_include $NET.0/24 --mca btl_tcp_if_include $NET.0/24"
+    printf '%s' " --mca btl tcp,vader,self -x VC_STATE"
+    # Every "host" shares this machine's CPUs, which OpenMPI cannot see
+    # through the hostfile's slots: waiting ranks must yield the CPU, or
+    # spinning ones starve the rank that has work (100 ranks on 2 CPUs:
+    # minutes instead of seconds for the clock sync).
+    printf '%s' " --mca mpi_yield_when_idle 1"
+    [ "$(id -u)" -eq 0 ] && printf '%s' " -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"
+    printf '\n'
+}
+
+cmd_exec() {
+    parse_state_only "$@"
+    [ -n "${STATE:-}" ] && [ -f "$STATE/$MARKER" ] || die "exec: no cluster at --state"
+    ((${#REST[@]})) || die "exec: no command (vcluster.sh exec --state DIR -- COMMAND)"
+    local pid
+    pid=$(host_field head 2)
+    alive_pid "$pid" "$(host_field head 3)" || die "exec: the head host is not running"
+    VC_STATE=$STATE VC_URL=$(cat "$STATE/url") VC_SERVER=$SERVER_NAME \
+        HERD_HOSTFILE=$STATE/hostfile HERD_MPIRUN_ARGS=$(mpirun_args) \
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        nsenter -t "$pid" --net --uts -- "${REST[@]}"
+}
+
+# Stop every holder we started (by PID and start time), then the server.
+do_down() {
+    local name pid start addr role problems=0 i
+    [ -f "$STATE/hosts" ] || return 0
+    while read -r name pid start addr role; do
+        [ "$role" = server ] && continue
+        alive_pid "$pid" "$start" || continue
+        kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < 50; i++)); do
+            alive_pid "$pid" "$start" || break
+            sleep 0.02
+        done
+        if alive_pid "$pid" "$start"; then kill -KILL "$pid" 2>/dev/null || true; fi
+        alive_pid "$pid" "$start" && { log "down: $name ($pid) still runs"; problems=1; }
+    done <"$STATE/hosts"
+    if [ -d "$STATE/server" ]; then
+        bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null 2>&1 ||
+            { log "down: the NFS server did not stop cleanly"; problems=1; }
+    fi
+    return $problems
+}
+
+cmd_down() {
+    parse_state_only "$@"
+    [ -n "${STATE:-}" ] || die "down: --state DIR is required"
+    [ -e "$STATE" ] || return 0
+    [ -f "$STATE/$MARKER" ] || die "down: $STATE is not a vcluster state directory"
+    do_down || die "down: something could not be removed (see above)"
+    rm -rf "$STATE"
+}
+
+cmd_status() {
+    parse_state_only "$@"
+    [ -n "${STATE:-}" ] && [ -f "$STATE/$MARKER" ] || { echo "state=down"; return 3; }
+    local name pid start addr role up=0 down=0
+    while read -r name pid start addr role; do
+        if alive_pid "$pid" "$start"; then
+            printf '%s %s %s running (pid %s)\n' "$name" "$role" "$addr" "$pid"
+            up=$((up + 1))
+        else
+            printf '%s %s %s gone\n' "$name" "$role" "$addr"
+            down=$((down + 1))
+        fi
+    done <"$STATE/hosts"
+    [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
+    if ((down == 0)); then echo "state=up"; return 0; fi
+    echo "state=degraded"
+    return 1
+}
+
+main() {
+    (($#)) || usage
+    local cmd=$1
+    shift
+    case "$cmd" in
+        up) cmd_up "$@" ;;
+        exec) cmd_exec "$@" ;;
+        down) cmd_down "$@" ;;
+        status) cmd_status "$@" ;;
+        -h | --help | help) usage ;;
+        *) log "unknown command $cmd"; usage ;;
+    esac
+}
+
+main "$@"
