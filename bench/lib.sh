@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # RAW, CSV, LOGS are for the sourcing script
 # lib.sh — what the bench/ scripts share: messages, sizes, preconditions.
 # Source it after setting BENCH (the script's name) and HERD.
 

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# lib-embedded.sh — what the seed drivers (seed002-threads.sh,
+# seed003-sync-async.sh) share: one run of a job file against a fresh
+# embedded NFS server (cluster-configs/local/nfs-server.sh), through
+# jobs/herd-batch.sh inside the server's network namespace, with a monitor
+# rank on ganesha.nfsd and the loop disk; the server is stopped afterwards,
+# also on error or ^C. Source it after setting REPO, HERD, SERVER, JOB,
+# RANKS, tmp, image_mb, python and a log function; then call embedded_begin.
+# shellcheck disable=SC2154 # those are the caller's
+
+# shellcheck disable=SC2034 # links and failed are the caller's results
+state=""
+links=()
+failed=0
+
+stop_server() {
+    if [ -n "$state" ]; then
+        "$SERVER" stop --state "$state" --purge >/dev/null 2>&1 ||
+            log "warning: nfs-server.sh stop --state $state failed; stop it by hand"
+        state=""
+    fi
+}
+# shellcheck disable=SC2317  # run by the EXIT trap
+embedded_cleanup() { stop_server; rm -f "$out"/.run-*.out; }
+
+# embedded_begin NAME: the output directory (OUT, else
+# ${HERD_RESULTS:-<repo>/results}/NAME-<date>) with runs/ in it, as $out;
+# the server is stopped at exit, also on ^C.
+embedded_begin() {
+    out=${OUT:-${HERD_RESULTS:-$REPO/results}/$1-$(date +%Y%m%d-%H%M%S)}
+    mkdir -p -- "$out/runs" || { log "cannot create $out"; exit 1; }
+    out=$(cd "$out" && pwd)
+    trap embedded_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+}
+
+# embedded_run NAME "SERVER START OPTIONS" [--set k=v]...: start a server
+# with those options, run JOB on it, stop it; the results become
+# $out/NAME.h5 (a link, added to links) and a failure sets failed=1.
+embedded_run() {
+    local name=$1 server_opts=$2 url loopdev runout rc dir
+    shift 2
+    state=$(mktemp -d "$tmp/herd-$name.XXXXXX")
+    # shellcheck disable=SC2086 # server_opts are separate words
+    url=$("$SERVER" start --state "$state" --fs xfs --size "${image_mb}M" $server_opts | sed -n 1p) ||
+        { log "nfs-server.sh start $server_opts failed"; exit 1; }
+    [ -n "$url" ] || { log "nfs-server.sh start printed no URL"; exit 1; }
+    # The monitor also records the loop device under the export.
+    local disk=()
+    loopdev=$(losetup -j "$state/image.img" | cut -d: -f1 | sed -n 1p)
+    [ -z "$loopdev" ] || disk=(--set monitor_disks="${loopdev##*/}")
+    log "$name: export $url"
+    runout=$out/.run-$name.out
+    set +e
+    "$SERVER" exec --state "$state" -- env HERD="$HERD" HERD_REPO="$REPO" \
+        HERD_RESULTS="$out/runs" HERD_TAG="$name" HERD_NP=$((RANKS + 1)) HERD_LAUNCHER=mpirun \
+        HERD_HOSTFILE= HERD_MPIRUN_ARGS="--oversubscribe ${HERD_MPIRUN_ARGS:-}" \
+        HERD_PYTHON="$python" \
+        bash "$REPO/jobs/herd-batch.sh" "$JOB" --set backend=libnfs --set target="$url" \
+        --set monitor_rank=last --set monitor_interval=200ms \
+        --set monitor_processes=ganesha.nfsd "${disk[@]}" "$@" | tee "$runout"
+    rc=${PIPESTATUS[0]}
+    set -e
+    stop_server
+    dir=$(tail -n 1 "$runout")
+    rm -f "$runout"
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+        log "$name: herd-batch.sh exit code $rc"
+        failed=1
+    fi
+    if [ -d "$dir" ] && [ -s "$dir/results.h5" ]; then
+        ln -sfn "runs/$(basename -- "$dir")/results.h5" "$out/$name.h5"
+        links+=("$out/$name.h5")
+    else
+        log "$name: no results"
+        failed=1
+    fi
+}

@@ -1,0 +1,435 @@
+"""The batch scripts in jobs/: herd-batch.sh, the Slurm and PBS job
+scripts, sweep.sh and compare-sweep.sh, and the seed 002 / 003 scripts
+that drive the embedded NFS server.
+
+1. herd-batch.sh with a small job on a tmp directory, 2 ranks: the dated
+   directory holds results.h5 (complete, 2 ranks), herd.log, launch.txt
+   and report/index.html, and is the last line on stdout. Under a (fake)
+   Slurm environment it launches with srun -n SLURM_NTASKS.
+2. A job herd check refuses: exit 2, one line on stderr, no results.
+3. jobs/slurm/herd.sbatch and jobs/pbs/herd.pbs run with plain bash outside
+   any scheduler (mpirun, a hostfile, extra mpirun arguments) the same way;
+   herd.pbs also as PBS runs it (HERD_JOB_FILE, PBS_NODEFILE for the rank
+   count, HERD_SET_FILE).
+4. sweep.sh --scheduler local at 1 and 2 nodes x 2 ranks: two runs (2 and 4
+   ranks) and compare-<job>/ with scaling.png and compare.csv labelled by
+   rank count; compare-sweep.sh lists a run without results and skips it.
+   slurm/pbs submissions through fake sbatch/qsub (the commands and the
+   dependency of the final job); slurm without sbatch and bad arguments:
+   exit 2 with one line.
+5. Root, nfs-ganesha and a herd with libnfs only: seed003-sync-async.sh
+   (sync and async exports, 300 files) and seed002-threads.sh (workers 2
+   and 4, 2 ranks x 32M with a monitor rank): complete results, ganesha
+   rows in /monitor/processes, a comparison table; the servers are gone
+   afterwards.
+
+Everything goes to pytest's tmp_path (HERD_RESULTS, OUT, TMPDIR), nothing
+into the repository. Run:
+HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_jobs.py
+"""
+import csv
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import h5py
+import pytest
+
+from conftest import REPO_DIR, describe, mpi_env, run_cmd, write_job
+
+JOBS = REPO_DIR / "jobs"
+BATCH = JOBS / "herd-batch.sh"
+SBATCH = JOBS / "slurm" / "herd.sbatch"
+PBS = JOBS / "pbs" / "herd.pbs"
+SWEEP = JOBS / "sweep.sh"
+COMPARE_SWEEP = JOBS / "compare-sweep.sh"
+SBIN = ":/usr/local/sbin:/usr/sbin:/sbin"
+DIR_RE = r"^\d{8}-\d{6}-%s-%dr(-[A-Za-z0-9._+-]+)?$"
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def job_env(herd_bin, **extra):
+    """mpirun's environment without any scheduler or HERD_* variable of the
+    caller, plus HERD and extra."""
+    env = {k: v for k, v in mpi_env().items()
+           if not k.startswith(("HERD_", "SLURM_", "PBS_")) and k not in ("HERD", "OUT")}
+    env["HERD"] = herd_bin
+    env["PATH"] = env.get("PATH", "/usr/bin:/bin") + SBIN
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def small_job(tmp_path, name="small"):
+    target = tmp_path / "target"
+    target.mkdir(exist_ok=True)
+    return write_job(tmp_path / f"{name}.ini",
+                     {"target": target, "file_size": "1M", "block_size": "256K"},
+                     [("write", {"kind": "write"}), ("read", {"kind": "read", "verify": "yes"})])
+
+
+def last_line(out):
+    lines = [l for l in out.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+def check_run_dir(proc, results, job, nranks, herd_bin):
+    """herd-batch.sh's directory for one clean run; returns its Path."""
+    assert proc.returncode == 0, describe(proc)
+    d = Path(last_line(proc.stdout))
+    assert d.parent == Path(results).resolve(), describe(proc)
+    assert re.match(DIR_RE % (job, nranks), d.name), d.name
+    for f in ("results.h5", "herd.log", "launch.txt", "report/index.html"):
+        assert (d / f).is_file(), f"{d / f} missing\n{describe(proc)}"
+    with h5py.File(d / "results.h5", "r") as f:
+        assert text(f.attrs["status"]) == "complete"
+        assert int(f.attrs["nranks"]) == nranks
+    log = (d / "herd.log").read_text()
+    assert "status complete" in log, log
+    launch = (d / "launch.txt").read_text()
+    version = subprocess.run([herd_bin, "--version"], capture_output=True,
+                             text=True).stdout.strip()
+    assert version and version in launch, launch
+    assert re.search(r"^np: +%d$" % nranks, launch, re.M), launch
+    assert re.search(r"^date: ", launch, re.M) and "herd check:" in launch, launch
+    assert f"{d}/results.h5" in launch, launch
+    return d
+
+
+# ---------------------------------------------------------------- 1, 2: herd-batch.sh
+
+
+def test_batch_local(herd_bin, tmp_path):
+    job = small_job(tmp_path)
+    results = tmp_path / "results"
+    proc = run_cmd(["bash", BATCH, job], env=job_env(herd_bin, HERD_NP=2, HERD_RESULTS=results))
+    d = check_run_dir(proc, results, "small", 2, herd_bin)
+    launch = (d / "launch.txt").read_text()
+    assert re.search(r"^command: +mpirun .*-np 2 .* run %s -o %s/results.h5$"
+                     % (re.escape(str(job)), re.escape(str(d))), launch, re.M), launch
+    if os.geteuid() == 0:
+        assert "-x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM" in launch
+    assert "launcher:  mpirun" in launch
+    # herd's own output was shown as well as logged.
+    assert "status complete" in proc.stdout
+
+
+def test_batch_srun_under_slurm(herd_bin, tmp_path):
+    """SLURM_JOB_ID set: srun -n SLURM_NTASKS (a fake srun that runs mpirun)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "srun").write_text(
+        "#!/bin/bash\n"
+        "[ \"$1\" = --version ] && { echo 'slurm 0.0 (fake)'; exit 0; }\n"
+        f"printf '%s\\n' \"$@\" > {tmp_path}/srun.args\n"
+        "[ \"$1\" = -n ] || exit 99\n"
+        "n=$2; shift 2\n"
+        "exec mpirun --oversubscribe -np \"$n\" \"$@\"\n")
+    (fake / "srun").chmod(0o755)
+    job = small_job(tmp_path)
+    results = tmp_path / "results"
+    env = job_env(herd_bin, HERD_RESULTS=results, SLURM_JOB_ID=4242, SLURM_NTASKS=3,
+                  SLURM_JOB_NODELIST="node[001-003]")
+    env["PATH"] = f"{fake}:{env['PATH']}"
+    proc = run_cmd(["bash", BATCH, job, "--set", "file_size=512K"], env=env)
+    d = check_run_dir(proc, results, "small", 3, herd_bin)
+    args = (tmp_path / "srun.args").read_text().split("\n")
+    assert args[:2] == ["-n", "3"] and herd_bin in args and "--set" in args, args
+    launch = (d / "launch.txt").read_text()
+    assert "launcher:  srun" in launch and "SLURM_JOB_NODELIST=node[001-003]" in launch, launch
+    with h5py.File(d / "results.h5", "r") as f:
+        assert int(f["phases/write"].attrs["file_size"]) == 512 << 10
+
+
+def test_batch_bad_job(herd_bin, tmp_path):
+    job = write_job(tmp_path / "bad.ini", {"target": tmp_path, "file_size": "1M",
+                                           "block_size": "4M"}, [("write", {"kind": "write"})])
+    results = tmp_path / "results"
+    proc = run_cmd(["bash", BATCH, job], env=job_env(herd_bin, HERD_NP=2, HERD_RESULTS=results))
+    assert proc.returncode == 2, describe(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("herd-batch.sh: "), describe(proc)
+    assert "block_size" in lines[0], lines
+    assert proc.stdout == "", describe(proc)
+    assert not list(tmp_path.rglob("results.h5"))
+
+
+@pytest.mark.parametrize("args, env, word", [
+    ([], {}, "usage"),
+    (["/nonexistent.ini"], {}, "not a readable file"),
+    (["JOB", "--set", "novalue"], {}, "key=value"),
+    (["JOB"], {"HERD_NP": "0"}, "positive integer"),
+    (["JOB"], {"HERD_LAUNCHER": "aprun"}, "srun or mpirun"),
+], ids=["no-args", "no-job", "bad-set", "bad-np", "bad-launcher"])
+def test_batch_bad_usage(herd_bin, tmp_path, args, env, word):
+    job = small_job(tmp_path)
+    args = [str(job) if a == "JOB" else a for a in args]
+    proc = run_cmd(["bash", BATCH] + args,
+                   env=job_env(herd_bin, HERD_RESULTS=tmp_path / "results", **env), timeout=30)
+    assert proc.returncode == 2, describe(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and word in lines[0], describe(proc)
+    assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------- 3: Slurm and PBS scripts
+
+
+@pytest.mark.parametrize("script", [SBATCH, PBS], ids=["sbatch", "pbs"])
+def test_scheduler_script_outside_scheduler(herd_bin, tmp_path, script):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost slots=2\n")
+    job = small_job(tmp_path)
+    results = tmp_path / "results"
+    proc = run_cmd(["bash", script, job],
+                   env=job_env(herd_bin, HERD_NP=2, HERD_RESULTS=results, HERD_HOSTFILE=hostfile,
+                               HERD_MPIRUN_ARGS="--oversubscribe --bind-to none"))
+    d = check_run_dir(proc, results, "small", 2, herd_bin)
+    launch = (d / "launch.txt").read_text()
+    assert f"--hostfile {hostfile} -np 2" in launch and "--oversubscribe --bind-to none" in launch
+    assert "localhost slots=2" in launch, launch
+
+
+def test_pbs_as_pbs_runs_it(herd_bin, tmp_path):
+    """qsub -v HERD_JOB_FILE=...,HERD_SET_FILE=...: no arguments, the rank
+    count from PBS_NODEFILE (3 lines), relative paths from PBS_O_WORKDIR."""
+    small_job(tmp_path)
+    (tmp_path / "nodes").write_text("localhost\nlocalhost\nlocalhost\n")
+    (tmp_path / "sets.txt").write_text("# one key=value a line\nfile_size=768K\n")
+    results = tmp_path / "results"
+    env = job_env(herd_bin, HERD_RESULTS=results, HERD_REPO=REPO_DIR, PBS_O_WORKDIR=tmp_path,
+                  PBS_NODEFILE=tmp_path / "nodes", PBS_JOBID="77.pbs", HERD_JOB_FILE="small.ini",
+                  HERD_SET_FILE="sets.txt", HERD_MPIRUN_ARGS="--oversubscribe")
+    proc = run_cmd(["bash", PBS], env=env, cwd="/")
+    d = check_run_dir(proc, results, "small", 3, herd_bin)
+    launch = (d / "launch.txt").read_text()
+    assert f"--hostfile {tmp_path}/nodes -np 3" in launch and "3 localhost" in launch, launch
+    with h5py.File(d / "results.h5", "r") as f:
+        assert int(f["phases/write"].attrs["file_size"]) == 768 << 10
+
+
+# ---------------------------------------------------------------- 4: sweeps
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_sweep_local(herd_bin, tmp_path):
+    job = small_job(tmp_path, "tiny")
+    results = tmp_path / "results"
+    env = job_env(herd_bin, HERD_RESULTS=results, HERD_MPIRUN_ARGS="--oversubscribe")
+    proc = run_cmd(["bash", SWEEP, "--scheduler", "local", "--nodes", "1 2", "--ppn", "2", job],
+                   env=env, timeout=240)
+    assert proc.returncode == 0, describe(proc)
+    sweep = Path(last_line(proc.stdout))
+    assert sweep.parent == results.resolve() and re.match(r"^sweep-\d{8}-\d{6}$", sweep.name)
+    runs = sorted(p for p in sweep.iterdir() if (p / "launch.txt").exists())
+    assert [re.match(DIR_RE % ("tiny", n), p.name) is not None for p, n in zip(runs, (2, 4))] \
+        == [True, True], runs
+    for p, n in zip(runs, (2, 4)):
+        with h5py.File(p / "results.h5", "r") as f:
+            assert text(f.attrs["status"]) == "complete" and int(f.attrs["nranks"]) == n
+    out = sweep / "compare-tiny"
+    assert (out / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = read_csv(out / "compare.csv")
+    assert {(r["phase"], r["run"], r["ranks"]) for r in rows} == \
+        {(ph, str(n), str(n)) for ph in ("write", "read") for n in (2, 4)}, rows
+    # The tables were printed, smallest rank count first.
+    table = proc.stdout[proc.stdout.index("=== tiny"):]
+    assert re.search(r"^write +2 +ok", table, re.M) and re.search(r"^read +4 +ok", table, re.M)
+    tsv = (sweep / "sweep.tsv").read_text().splitlines()
+    assert tsv[0].split("\t") == ["job", "nodes", "ppn", "ranks", "scheduler", "id"]
+    assert [l.split("\t")[:5] for l in tsv[1:]] == [["tiny", "1", "2", "2", "local"],
+                                                     ["tiny", "2", "2", "4", "local"]]
+
+    # A failed run (launch.txt, no results.h5) is listed and skipped.
+    failed = sweep / "20990101-000000-tiny-8r"
+    failed.mkdir()
+    (failed / "launch.txt").write_text("np:        8\njob_name:  tiny\n")
+    shutil.rmtree(out)
+    proc = run_cmd(["bash", COMPARE_SWEEP, sweep], env=env, timeout=120)
+    assert proc.returncode == 0, describe(proc)
+    assert re.search(r"^missing: tiny at 8 ranks: no results\.h5", proc.stdout, re.M), describe(proc)
+    assert {r["run"] for r in read_csv(out / "compare.csv")} == {"2", "4"}
+
+
+def fake_scheduler(tmp_path):
+    """A bin directory with sbatch and qsub that log their arguments (one
+    line per call, NUL-separated fields) and print a job id."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, fmt in (("sbatch", "$((100+n));cluster1"), ("qsub", "$((200+n)).pbs01")):
+        (fake / name).write_text(
+            "#!/bin/bash\n"
+            f"log={tmp_path}/{name}.calls\n"
+            "printf '%s\\0' \"$@\" >> \"$log\"; echo >> \"$log\"\n"
+            "n=$(wc -l < \"$log\")\n"
+            f"echo \"{fmt}\"\n")
+        (fake / name).chmod(0o755)
+    return fake
+
+
+def calls(path):
+    return [line.rstrip("\0").split("\0") for line in Path(path).read_text().splitlines()]
+
+
+def test_sweep_slurm_and_pbs_submissions(herd_bin, tmp_path):
+    job = small_job(tmp_path)
+    fake = fake_scheduler(tmp_path)
+    env = job_env(herd_bin, HERD_NP=7)   # must not leak into the Slurm jobs
+    env["PATH"] = f"{fake}:{env['PATH']}"
+
+    sweep = tmp_path / "sw-slurm"
+    proc = run_cmd(["bash", SWEEP, "--scheduler", "slurm", "--nodes", "20 100", "--ppn", "2",
+                    "--set", "file_size=512K", job], env=dict(env, OUT=str(sweep)), timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    c = calls(tmp_path / "sbatch.calls")
+    assert len(c) == 3, c
+    for argv, n in zip(c, (20, 100)):
+        assert "--parsable" in argv and f"--nodes={n}" in argv and "--ntasks-per-node=2" in argv
+        export = next(a for a in argv if a.startswith("--export="))
+        assert f"HERD_RESULTS={sweep}" in export and ",HERD_NP=" in export, export
+        assert argv[-4:] == [str(SBATCH), str(job), "--set", "file_size=512K"], argv
+    final = c[2]
+    assert "--dependency=afterany:101:102" in final, final
+    assert final[-2:] == [str(COMPARE_SWEEP), str(sweep)], final
+    assert "submitted 101" in proc.stdout and "submitted 103" in proc.stdout
+    assert last_line(proc.stdout) == str(sweep)
+
+    sweep = tmp_path / "sw-pbs"
+    proc = run_cmd(["bash", SWEEP, "--scheduler", "pbs", "--nodes", "20,300",
+                    "--set", "file_size=512K", job], env=dict(env, OUT=str(sweep)), timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    c = calls(tmp_path / "qsub.calls")
+    assert len(c) == 3, c
+    for argv, n in zip(c, (20, 300)):
+        assert argv[argv.index("-l") + 1] == f"select={n}:ncpus=1:mpiprocs=1", argv
+        v = argv[argv.index("-v") + 1]
+        assert f"HERD_RESULTS={sweep}" in v and f"HERD_JOB_FILE={job}" in v, v
+        assert argv[-1] == str(PBS)
+    assert (sweep / "sets.txt").read_text() == "file_size=512K\n"
+    assert c[2][c[2].index("-W") + 1] == "depend=afterany:201.pbs01:202.pbs01", c[2]
+    assert c[2][-1] == str(COMPARE_SWEEP) and f"HERD_SWEEP_DIR={sweep}" in c[2][c[2].index("-v") + 1]
+
+
+@pytest.mark.parametrize("args, word", [
+    (["--scheduler", "slurm", "--nodes", "20", "JOB"], "sbatch"),
+    (["--scheduler", "pbs", "--nodes", "20", "JOB"], "qsub"),
+    (["--nodes", "20", "JOB"], "--scheduler"),
+    (["--scheduler", "lsf", "--nodes", "20", "JOB"], "slurm, pbs or local"),
+    (["--scheduler", "local", "JOB"], "--nodes"),
+    (["--scheduler", "local", "--nodes", "20 x", "JOB"], "positive integer"),
+    (["--scheduler", "local", "--nodes", "2", "--ppn", "0", "JOB"], "--ppn"),
+    (["--scheduler", "local", "--nodes", "2"], "no job file"),
+    (["--scheduler", "local", "--nodes", "2", "BAD"], "herd check"),
+], ids=["slurm-no-sbatch", "pbs-no-qsub", "no-scheduler", "bad-scheduler", "no-nodes",
+        "bad-nodes", "bad-ppn", "no-job", "bad-job"])
+def test_sweep_bad_usage(herd_bin, tmp_path, args, word):
+    job = small_job(tmp_path)
+    bad = write_job(tmp_path / "bad.ini", {"target": tmp_path, "file_size": "1M",
+                                           "block_size": "4M"}, [("w", {"kind": "write"})])
+    args = [str(job) if a == "JOB" else str(bad) if a == "BAD" else a for a in args]
+    env = job_env(herd_bin, HERD_RESULTS=tmp_path / "results")
+    # A PATH without sbatch and qsub, whatever this machine has.
+    env["PATH"] = ":".join(p for p in env["PATH"].split(":")
+                           if p and not any(os.path.exists(os.path.join(p, t))
+                                            for t in ("sbatch", "qsub")))
+    proc = run_cmd(["bash", SWEEP] + args, env=env, timeout=30)
+    assert proc.returncode == 2, describe(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sweep.sh: ") and word in lines[0], \
+        describe(proc)
+    assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------- 5: seed scripts
+
+
+def _why_no_server():
+    if os.geteuid() != 0:
+        return "the embedded NFS server needs root"
+    from test_nfs import _WHY
+    return _WHY
+
+
+def leftovers(tmp):
+    """Processes, loop devices and state directories the seed scripts left."""
+    left = [str(p) for p in Path(tmp).glob("herd-seed00*")]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if str(tmp) in cmd and "ganesha" in cmd:
+                left.append(f"pid {pid}: {cmd}")
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    left += [l for l in loops.splitlines() if str(tmp) in l]
+    return left
+
+
+def seed_env(herd_bin, tmp_path, **extra):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return tmp, job_env(herd_bin, TMPDIR=tmp, OUT=tmp_path / "out", **extra)
+
+
+def test_seed003_sync_async(herd_bin, tmp_path):
+    why = _why_no_server()
+    if why:
+        pytest.skip(why)
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1)
+    proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    assert leftovers(tmp) == []
+    out = tmp_path / "out"
+    for mode in ("sync", "async"):
+        with h5py.File(out / f"{mode}.h5", "r") as f:
+            assert text(f.attrs["status"]) == "complete"
+            assert int(f.attrs["nranks"]) == 1
+            assert set(f["phases"]) == {"create", "stat", "mv", "rm"}
+            assert int(f["phases/create"].attrs["files"]) == 300
+            assert text(f["phases/create"].attrs["backend"]) == "libnfs"
+    rows = read_csv(out / "compare" / "compare.csv")
+    assert {(r["phase"], r["run"]) for r in rows} == \
+        {(ph, m) for ph in ("create", "stat", "mv", "rm") for m in ("sync", "async")}
+    assert all(r["status"] == "ok" and r["errors"] == "0" for r in rows), rows
+    assert re.search(r"^create +sync +ok", proc.stdout, re.M), describe(proc)
+    assert re.search(r"^rm +async +ok", proc.stdout, re.M), describe(proc)
+    assert (out / "summary.txt").is_file()
+
+
+def test_seed002_threads(herd_bin, tmp_path):
+    why = _why_no_server()
+    if why:
+        pytest.skip(why)
+    tmp, env = seed_env(herd_bin, tmp_path, WORKERS="2 4", FILE_SIZE="32M", RANKS=2)
+    proc = run_cmd(["bash", JOBS / "seed002-threads.sh"], env=env, timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    assert leftovers(tmp) == []
+    out = tmp_path / "out"
+    for w in ("w2", "w4"):
+        run = (out / f"{w}.h5").resolve()
+        assert re.match(DIR_RE % ("seed002", 3), run.parent.name) and run.parent.name.endswith(w)
+        with h5py.File(run, "r") as f:
+            assert text(f.attrs["status"]) == "complete"
+            assert int(f.attrs["nranks"]) == 2
+            assert set(f["phases"]) == {"write", "read", "md5"}
+            assert int(f["phases/read"].attrs["block_size"]) == 64 << 10
+            assert int(f["phases/read"].attrs["file_size"]) == 32 << 20
+            procs = f["monitor/processes"][()]
+        names = {text(n) for n in procs["name"]}
+        assert names == {"ganesha.nfsd"}, names
+        assert len(procs) >= 2 and procs["threads"].max() > 1, procs
+    rows = read_csv(out / "compare" / "compare.csv")
+    assert {(r["phase"], r["run"]) for r in rows} == \
+        {(ph, w) for ph in ("write", "read", "md5") for w in ("w2", "w4")}
+    assert all(r["status"] == "ok" and r["errors"] == "0" for r in rows), rows
+    assert re.search(r"^read +w4 +ok", proc.stdout, re.M), describe(proc)
+    assert "ganesha.nfsd per phase" in proc.stdout and re.search(r"^w2 +write ", proc.stdout, re.M)
