@@ -198,7 +198,8 @@ def test_error_tables_match_records(runs, reports):
     assert got == {k: (c, len(r)) for k, (c, r) in want.items()}
     by_rank = read_csv(reports["faulty"] / "errors_by_rank.csv")
     assert sum(int(r["count"]) for r in by_rank) == sum(c for c, _ in want.values())
-    assert {r["errno_name"] for r in by_rank} >= {"EIO", "ENOSPC"}
+    # write=EIO@0.1 over 512 writes: EIO is certain; the rarer faults may not fire
+    assert "EIO" in {r["errno_name"] for r in by_rank}
     clean_errors = read_csv(reports["clean"] / "errors.csv")
     assert clean_errors == []
 
