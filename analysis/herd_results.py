@@ -232,22 +232,27 @@ class Run:
     def client_ops(self):
         return self._monitor_table("client_ops")
 
-    def server_cpu(self, t0, t1):
-        """(mean, max) of cpu_busy over the samples whose interval (t - dt, t]
-        meets [t0, t1], and the last nfsd thread count among them; a
-        monitor rank's /proc samples are preferred to a node_exporter's.
-        NaN where there are none (herd's summary uses the same rule)."""
-        s = self._samples
+    def server_samples(self, t0, t1):
+        """The server samples of one source that meet [t0, t1] (see
+        meeting): a monitor rank's /proc samples when they have CPU
+        readings there, else a node_exporter's."""
+        met = meeting(self._samples, t0, t1)
         for source in ("proc", "node_exporter"):
-            if s.empty:
-                break
-            m = s[(s["source"] == source) & (s["t"] - s["dt"] <= t1) & (s["t"] > t0)]
-            busy = m["cpu_busy"].dropna()
-            if busy.empty:
-                continue
-            threads = m["nfsd_threads"].dropna()
-            return busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan
-        return np.nan, np.nan, np.nan
+            rows = met[met["source"] == source] if len(met) else met
+            if len(rows) and rows["cpu_busy"].notna().any():
+                return rows
+        return met.iloc[0:0]
+
+    def server_cpu(self, t0, t1):
+        """(mean, max) of cpu_busy over server_samples(t0, t1), and the last
+        nfsd thread count among them; NaN where there are none (herd's
+        summary uses the same rule)."""
+        rows = self.server_samples(t0, t1)
+        if rows.empty:
+            return np.nan, np.nan, np.nan
+        busy = rows["cpu_busy"].dropna()
+        threads = rows["nfsd_threads"].dropna()
+        return busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan
 
     # ---- the summary ----
 
@@ -297,6 +302,14 @@ class Run:
             "cpu_max": cpu_max,
             "nfsd_threads": threads,
         }
+
+
+def meeting(frame, t0, t1):
+    """Rows of a monitor table whose interval (t - dt, t] meets [t0, t1]:
+    how samples are matched to a phase everywhere."""
+    if frame.empty:
+        return frame
+    return frame[(frame["t"] - frame["dt"] <= t1) & (frame["t"] > t0)]
 
 
 def _sum(df, col):
