@@ -197,13 +197,26 @@ log "$np ranks via $launcher: $name -> $dir"
 interrupted=""
 trap 'interrupted=1' INT TERM HUP
 set +e
-# tee ignores the signal: were it to die first, mpirun would lose its
-# output pipe and kill the ranks before they close the results file.
+# tee ignores the signal, so that what herd prints while it stops (the
+# phases it finished, the summary) still reaches herd.log and the screen.
 "${cmd[@]}" 2>&1 </dev/null | (trap '' INT TERM HUP; exec tee "$dir/herd.log")
 rc=${PIPESTATUS[0]}
 set -e
 trap - INT TERM HUP
 [ -n "$interrupted" ] && log "interrupted by a signal"
+
+python=${HERD_PYTHON:-}
+if [ -z "$python" ]; then
+    if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python=python3; fi
+fi
+# mpirun answers a signal with its own exit code (1); herd's is in the file
+# once herd closed it (-1 while it was never closed).
+recorded=$("$python" -c 'import sys, h5py
+print(int(h5py.File(sys.argv[1], "r").attrs["exit_code"]))' "$dir/results.h5" 2>/dev/null || echo -1)
+if [ "$recorded" -ge 0 ] 2>/dev/null && [ "$recorded" != "$rc" ]; then
+    log "launcher exit code $rc; herd recorded $recorded in results.h5"
+    rc=$recorded
+fi
 printf 'exit code: %s\n' "$rc" >>"$dir/launch.txt"
 case "$rc" in
     0) ;;
@@ -213,10 +226,6 @@ esac
 
 # ---------------------------------------------------------------- report
 
-python=${HERD_PYTHON:-}
-if [ -z "$python" ]; then
-    if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python=python3; fi
-fi
 if [ -s "$dir/results.h5" ]; then
     if "$python" "$REPO/analysis/herd-report" "$dir/results.h5" -o "$dir/report" \
         >"$dir/report.log" 2>&1; then

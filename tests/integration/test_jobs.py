@@ -31,7 +31,9 @@ import csv
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import h5py
@@ -116,6 +118,41 @@ def test_batch_local(herd_bin, tmp_path):
     assert "launcher:  mpirun" in launch
     # herd's own output was shown as well as logged.
     assert "status complete" in proc.stdout
+
+
+def test_batch_signalled(herd_bin, tmp_path):
+    """scancel or the time limit: SIGTERM to the whole job. herd closes its
+    file as interrupted, the script exits with herd's code (128+15, not
+    mpirun's 1) and still makes the report."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "long.ini", {"target": target},
+                    [("w", {"kind": "write", "file_size": "1M"}),
+                     ("wait", {"kind": "idle", "duration": "60s"})])
+    results = tmp_path / "results"
+    p = subprocess.Popen(["bash", BATCH, job], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True,
+                         env=job_env(herd_bin, HERD_NP=2, HERD_RESULTS=results))
+    try:
+        deadline = time.monotonic() + 60
+        while not list(results.glob("*/herd.log")) or \
+                "phase w:" not in list(results.glob("*/herd.log"))[0].read_text():
+            assert time.monotonic() < deadline and p.poll() is None, "phase w never ended"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 128 + signal.SIGTERM, err
+    d = Path(last_line(out))
+    with h5py.File(d / "results.h5", "r") as f:
+        assert text(f.attrs["status"]) == "interrupted"
+        assert list(f["phases"]) == ["w", "wait"]
+    assert (d / "report" / "index.html").is_file()
+    assert "exit code: 143" in (d / "launch.txt").read_text()
 
 
 def test_batch_srun_under_slurm(herd_bin, tmp_path):
