@@ -110,7 +110,7 @@ for path in sys.argv[1:]:
         procs = run.processes()
         procs = procs[procs["name"] == "ganesha.nfsd"]
         for _, ph in run.phases.iterrows():
-            p = procs[(procs["t"] > ph["t_start"]) & (procs["t"] - procs["dt"] < ph["t_end"])]
+            p = herd_results.meeting(procs, ph["t_start"], ph["t_end"])
             if len(p):
                 cpu, top, th = p["cpu"].mean(), p["cpu_max_thread"].max(), p["threads"].max()
                 print(f"{run.label:8} {ph['phase']:8} {ph['mib_per_s']:9.1f} {cpu:6.2f} {top:8.2f} {th:8.0f}")
