@@ -396,8 +396,13 @@ static void sample_processes(struct proc_source *s, double t, double dt,
         rows[j].processes += 1;
         rows[j].threads += (double)ps.num_threads;
         rows[j].rss_bytes += (double)ps.rss_pages * s->page_bytes;
-        ticks[j] += idmap_delta(&s->procs[0], &s->procs[1], ps.pid, ps.utime + ps.stime);
+        uint64_t d = idmap_delta(&s->procs[0], &s->procs[1], ps.pid, ps.utime + ps.stime);
+        ticks[j] += d;
+        /* The threads are read a moment after their process, so on a busy
+         * host a thread may show ticks its process's reading has not caught
+         * up with yet; no thread used more than its process in one window. */
         uint64_t b = busiest_thread(s, e->d_name);
+        b = b < d ? b : d;
         busiest[j] = b > busiest[j] ? b : busiest[j];
     }
     closedir(dir);
