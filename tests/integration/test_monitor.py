@@ -62,8 +62,12 @@ def check_samples(samples, interval, t0, t1):
     assert t[0] >= t0 and t[-1] <= t1 + interval, (t[0], t[-1], t0, t1)
     expected = (t1 - t0) / interval
     assert abs(len(samples) - expected) <= 1, f"{len(samples)} samples, {expected:.2f} expected"
-    full = samples[:-1]  # the last one may cover a shorter interval up to the stop
-    assert np.all(np.abs(full["dt"] - interval) < 0.5 * interval), full["dt"]
+    # Samples are due on a fixed schedule: a late wake-up on a busy host
+    # lengthens one window and shortens the next, but the windows keep the
+    # interval on the whole. The last one may end early, at the stop.
+    full = samples[:-1]
+    assert np.median(full["dt"]) == pytest.approx(interval, rel=0.1), full["dt"]
+    assert np.all((full["dt"] > 0) & (full["dt"] < 2.5 * interval)), full["dt"]
     total = sum(samples[c] for c in CPU_MODES)
     assert np.allclose(total, 1.0), total
     busy = 1 - samples["cpu_idle"] - samples["cpu_iowait"]
