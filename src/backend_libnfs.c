@@ -54,10 +54,18 @@ static int libnfs_errno(struct libnfs_ctx *c, int rc)
         err = ETIMEDOUT;
     else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))
         err = ECONNRESET; /* the server closed or lost the connection */
+    else if (msg && strstr(msg, "Poll failed"))
+        err = EINTR; /* a signal cut the wait: libnfs 4.0 says EIO */
     else if (err == EINTR && !signals_caught())
         err = ETIMEDOUT; /* libnfs 4.0 reports some RPC timeouts as EINTR */
-    if (err == ETIMEDOUT || err == ENOTCONN || err == ECONNREFUSED || err == ECONNRESET ||
-        err == EPIPE || err == ESHUTDOWN)
+    /* A call that gave up waiting (a timeout, or a signal: EINTR) leaves its
+     * RPC queued in the context, with its reply buffer and callback data in
+     * a caller that has returned; the next call on this context would let
+     * that late reply write into them (seen: a READ reply after a SIGINT
+     * during a read phase, copied over freed memory by the cleanup's stat).
+     * Such a context is never used again. */
+    if (err == ETIMEDOUT || err == EINTR || err == ENOTCONN || err == ECONNREFUSED ||
+        err == ECONNRESET || err == EPIPE || err == ESHUTDOWN)
         c->broken = true;
     return -err;
 }
@@ -110,7 +118,7 @@ static int libnfs_mount(struct libnfs_ctx *c)
         rc = libnfs_errno(c, rc);
         if (rc == -EIO || rc == -ECONNRESET)
             rc = -ECONNREFUSED; /* nobody answered the mount */
-        c->broken = rc == -ETIMEDOUT; /* a half-open call is still queued */
+        c->broken = rc == -ETIMEDOUT || rc == -EINTR; /* a half-open call is still queued */
         libnfs_drop(c);
         c->broken = true;
         return rc;

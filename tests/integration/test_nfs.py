@@ -6,7 +6,8 @@ network and mount namespace, exporting a loop-mounted xfs image).
    export is left empty.
 2. ganesha SIGKILLed in the middle of a long write phase: connection errnos
    on every rank, the run ends soon after, exit code 3, a complete results
-   file.
+   file. SIGTERM in the middle of a read phase: interrupted, no crash, and
+   the export is still cleaned.
 3. ganesha SIGSTOPped for longer than op_timeout: ETIMEDOUT is counted, no
    call hangs past op_timeout, and a phase after SIGCONT is clean.
 4. ganesha killed and restarted in an idle phase between write and read:
@@ -338,6 +339,36 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
         for row in ph.error_rows():
             assert row["errno"] in CONNECTION_ERRNOS, f"{name}: {row}"
         assert (ph.ranks["completed"] == 0).all() and (ph.ranks["bytes"] == 0).all(), name
+
+
+def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
+    """SIGTERM while every rank waits for a 1 MiB READ reply: the call ends
+    with EINTR and its RPC stays queued in libnfs with a reply buffer of a
+    call that has returned. herd must not reuse that connection (a late
+    reply would be copied over freed memory): it ends as interrupted (143),
+    no rank crashes, and the cleanup still removes the run directory over a
+    fresh connection."""
+    nranks = 4
+    job = write_job(tmp_path / "sig.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "64M",
+                     "block_size": "1M"},
+                    [("write", {"kind": "write"}),
+                     ("read", {"kind": "read", "iterations": 1000})])
+    out = tmp_path / "sig.h5"
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(r"^herd: phase write: ")
+        time.sleep(0.5)
+        os.killpg(run.proc.pid, signal.SIGTERM)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    assert "Segmentation" not in proc.stderr and "signal 11" not in proc.stderr, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, describe(proc)
+    assert res.phases["read"].attrs["status"] == "interrupted"
+    left = export_listing(nfs)
+    assert left == [], f"herd left files on the export: {left}"
 
 
 # ---------------------------------------------------------------- 3. freeze
