@@ -291,6 +291,19 @@ static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t
     return (ssize_t)done;
 }
 
+/* libnfs 4.0's nfs_pwrite loses the server's status of a refused WRITE:
+ * every NFS3ERR_* comes back as -EFAULT with an empty message. The one a
+ * load test meets is a full export (NFS3ERR_NOSPC): when the export has
+ * less room left than this chunk, say ENOSPC; otherwise EFAULT stays,
+ * meaning "refused, status unknown". */
+static int libnfs_write_refused(struct libnfs_ctx *c, size_t chunk)
+{
+    struct nfs_statvfs_64 st;
+    if (nfs_statvfs64(c->nfs, "/", &st) == 0 && st.f_bavail * st.f_frsize < chunk)
+        return -ENOSPC;
+    return -EFAULT;
+}
+
 static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                              uint64_t offset)
 {
@@ -302,6 +315,8 @@ static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf,
         size_t n = len - done < c->wchunk ? len - done : c->wchunk;
         /* libnfs 4.x: (offset, count, buf); 5.x swaps count and buf. */
         int rc = nfs_pwrite(c->nfs, f->fh, offset + done, n, (char *)buf + done);
+        if (rc == -EFAULT)
+            return libnfs_write_refused(c, n);
         if (rc < 0)
             return libnfs_errno(c, rc);
         if (rc == 0)

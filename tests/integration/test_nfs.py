@@ -7,7 +7,7 @@ network and mount namespace, exporting a loop-mounted xfs image).
 2. ganesha SIGKILLed in the middle of a long write phase: connection errnos
    on every rank, the run ends soon after, exit code 3, a complete results
    file. SIGTERM in the middle of a read phase: interrupted, no crash, and
-   the export is still cleaned.
+   the export is still cleaned. A full export: ENOSPC, not libnfs's EFAULT.
 3. ganesha SIGSTOPped for longer than op_timeout: ETIMEDOUT is counted, no
    call hangs past op_timeout, and a phase after SIGCONT is clean.
 4. ganesha killed and restarted in an idle phase between write and read:
@@ -369,6 +369,23 @@ def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
     assert res.phases["read"].attrs["status"] == "interrupted"
     left = export_listing(nfs)
     assert left == [], f"herd left files on the export: {left}"
+
+
+def test_full_export_is_enospc(nfs, herd_bin, tmp_path):
+    """Two ranks writing 600M each into a 1G export: the server refuses
+    WRITEs with NFS3ERR_NOSPC, which libnfs 4.0 reports as EFAULT; herd
+    must count ENOSPC, and the run goes on to its end (exit code 3)."""
+    job = write_job(tmp_path / "full.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "600M",
+                     "block_size": "1M"},
+                    [("write", {"kind": "write"})])
+    out = tmp_path / "full.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 2, job, out)
+    assert proc.returncode == 3, describe(proc)
+    w = load_results(out).phases["write"]
+    names = {row["errno_name"] for row in w.error_rows()}
+    assert names == {"ENOSPC"}, w.error_rows()
+    assert export_listing(nfs) == [], "the run directory was not removed"
 
 
 # ---------------------------------------------------------------- 3. freeze
