@@ -10,6 +10,7 @@ HERD_BIN names the program (ctest sets it); without it the tests use
 """
 
 import contextlib
+import csv
 import os
 import queue
 import signal
@@ -188,6 +189,12 @@ def herd_run_interrupted(herd_bin, nranks, job, output, after_phase, delay):
 
 
 # ---------------------------------------------------------------- job files
+
+
+def read_csv(path):
+    """A CSV file with a header line, as a list of dicts."""
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
 
 
 def write_job(path, global_keys, phases):

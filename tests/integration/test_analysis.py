@@ -20,7 +20,6 @@ herd-compare on results files herd itself writes during the test.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
 """
-import csv
 import shutil
 import subprocess
 import sys
@@ -30,7 +29,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, herd_run, herd_run_interrupted, write_job
+from conftest import REPO_DIR, describe, herd_run, herd_run_interrupted, read_csv, write_job
 
 ANALYSIS = REPO_DIR / "analysis"
 REPORT = ANALYSIS / "herd-report"
@@ -46,11 +45,6 @@ def text(v):
 def tool(path, *args, timeout=120):
     return subprocess.run(["/usr/bin/python3", str(path)] + [str(a) for a in args],
                           capture_output=True, text=True, timeout=timeout)
-
-
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def num(v):

@@ -27,7 +27,6 @@ Everything goes to pytest's tmp_path (HERD_RESULTS, OUT, TMPDIR), nothing
 into the repository. Run:
 HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_jobs.py
 """
-import csv
 import os
 import re
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import REPO_DIR, describe, mpi_env, run_cmd, write_job
+from conftest import REPO_DIR, describe, mpi_env, read_csv, run_cmd, write_job
 
 JOBS = REPO_DIR / "jobs"
 BATCH = JOBS / "herd-batch.sh"
@@ -252,11 +251,6 @@ def test_pbs_as_pbs_runs_it(herd_bin, tmp_path):
 # ---------------------------------------------------------------- 4: sweeps
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def test_sweep_local(herd_bin, tmp_path):
     job = small_job(tmp_path, "tiny")
     results = tmp_path / "results"
@@ -355,6 +349,20 @@ def test_sweep_slurm_and_pbs_submissions(herd_bin, tmp_path):
     assert c[2][-1] == str(COMPARE_SWEEP) and f"HERD_SWEEP_DIR={sweep}" in c[2][c[2].index("-v") + 1]
 
 
+def path_without(bindir, path, names):
+    """A PATH of one directory that has every command of `path` but
+    `names` (sbatch, qsub), whatever this machine has installed."""
+    bindir.mkdir()
+    for d in path.split(":"):
+        if not os.path.isdir(d):
+            continue
+        for name in os.listdir(d):
+            link = bindir / name
+            if name not in names and not os.path.lexists(link):
+                link.symlink_to(os.path.join(d, name))
+    return str(bindir)
+
+
 @pytest.mark.parametrize("args, word", [
     (["--scheduler", "slurm", "--nodes", "20", "JOB"], "sbatch"),
     (["--scheduler", "pbs", "--nodes", "20", "JOB"], "qsub"),
@@ -373,10 +381,7 @@ def test_sweep_bad_usage(herd_bin, tmp_path, args, word):
                                            "block_size": "4M"}, [("w", {"kind": "write"})])
     args = [str(job) if a == "JOB" else str(bad) if a == "BAD" else a for a in args]
     env = job_env(herd_bin, HERD_RESULTS=tmp_path / "results")
-    # A PATH without sbatch and qsub, whatever this machine has.
-    env["PATH"] = ":".join(p for p in env["PATH"].split(":")
-                           if p and not any(os.path.exists(os.path.join(p, t))
-                                            for t in ("sbatch", "qsub")))
+    env["PATH"] = path_without(tmp_path / "bin", env["PATH"], ("sbatch", "qsub"))
     proc = run_cmd(["bash", SWEEP] + args, env=env, timeout=30)
     assert proc.returncode == 2, describe(proc)
     lines = proc.stderr.strip().splitlines()
