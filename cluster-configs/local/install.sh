@@ -22,6 +22,7 @@ packages=(
   xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
   nfs-ganesha nfs-ganesha-vfs rpcbind  # the embedded userspace NFS server
   libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces
+  slurmctld slurmd slurm-client munge  # a real Slurm on the virtual cluster (tests); not configured here
   fio                                  # bench/ peer
 )
 

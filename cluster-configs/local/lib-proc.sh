@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# lib-proc.sh — naming a process for good, for the scripts that start and
-# stop servers and namespace holders (nfs-server.sh, ../virtual/vcluster.sh):
+# lib-proc.sh — naming a process for good, and stopping it, for the scripts
+# that start and stop servers, daemons and namespace holders (nfs-server.sh,
+# ../virtual/vcluster.sh):
 # a PID together with its start time can never be mistaken for a later
 # process that reuses the PID. Source it; it defines functions only.
 
@@ -15,4 +16,23 @@ proc_start() {
     set -- $s
     [ "$1" != Z ] || return 1
     printf '%s\n' "${20}"
+}
+
+# proc_stop PID START [SECONDS]: stop that very process: SIGTERM, up to
+# SECONDS (default 1) for it to go, then SIGKILL. Fails if it still runs.
+proc_stop() {
+    local pid=$1 start=$2 tries i
+    tries=$(( ${3:-1} * 50 ))
+    [ "$(proc_start "$pid" 2>/dev/null)" = "$start" ] || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < tries; i++)); do
+        [ "$(proc_start "$pid" 2>/dev/null)" = "$start" ] || return 0
+        sleep 0.02
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 25; i++)); do
+        [ "$(proc_start "$pid" 2>/dev/null)" = "$start" ] || return 0
+        sleep 0.02
+    done
+    return 1
 }

@@ -8,12 +8,16 @@
 # itself runs in a "head" host that is not in the hostfile.
 #
 #   vcluster.sh up --state DIR [--clients 4] [--slots 5] [--server-fs xfs|ext4|dir]
-#                  [--server-size 2G] [--server-workers N] [--sync|--async]
+#                  [--server-size 2G] [--server-workers N] [--sync|--async] [--slurm]
 #       stdout: the export's nfs:// URL as the clients reach it
+#       --slurm: a real Slurm too (vc-slurm.sh): slurmctld on the head host,
+#       a slurmd on every client (--slots CPUs) and on the server (1 CPU)
 #   vcluster.sh exec --state DIR -- COMMAND [ARG...]
 #       runs COMMAND on the head host with HERD_HOSTFILE, HERD_MPIRUN_ARGS,
-#       VC_URL, VC_SERVER (the server's host name) and VC_STATE set: what
-#       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun here
+#       VC_URL, VC_SERVER (the server's host name), VC_STATE, the cluster's
+#       OMPI_MCA_* settings and, with --slurm, SLURM_CONF set: what
+#       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun,
+#       sbatch or srun here
 #   vcluster.sh status --state DIR
 #   vcluster.sh down --state DIR
 #
@@ -21,7 +25,8 @@
 # namespaces (the bridge lives in a "switch" namespace); nothing is added to
 # the machine's own network. Everything is recorded in DIR and `down`
 # removes it by PID. Needs root, util-linux (unshare, nsenter), iproute2,
-# OpenMPI and what cluster-configs/local/nfs-server.sh needs.
+# OpenMPI and what cluster-configs/local/nfs-server.sh needs; --slurm needs
+# Debian's slurmctld, slurmd, slurm-client and munge (not started as services).
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -44,6 +49,8 @@ usage() {
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/../local/lib-proc.sh"
 alive_pid() { [ "$(proc_start "$1" 2>/dev/null)" = "$2" ]; }
+# shellcheck source=cluster-configs/virtual/vc-slurm.sh
+. "$HERE/vc-slurm.sh"
 
 # hosts file: NAME PID START ADDRESS ROLE (switch, head, client, server)
 host_field() { awk -v h="$1" -v f="$2" '$1 == h { print $f }' "$STATE/hosts"; }
@@ -102,7 +109,7 @@ connect() {
 }
 
 cmd_up() {
-    local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync
+    local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -112,6 +119,7 @@ cmd_up() {
             --server-size) size=${2:-}; shift 2 ;;
             --server-workers) workers=${2:-}; shift 2 ;;
             --sync | --async) mode=$1; shift ;;
+            --slurm) slurm=1; shift ;;
             *) log "up: unknown argument $1"; usage ;;
         esac
     done
@@ -123,6 +131,7 @@ cmd_up() {
     for tool in unshare nsenter ip mpirun; do
         command -v "$tool" >/dev/null || die "up: $tool not found"
     done
+    ((slurm == 0)) || slurm_check_tools
     if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
         [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
         die "up: a cluster already uses $STATE (vcluster.sh down --state $STATE first)"
@@ -173,24 +182,29 @@ cmd_up() {
         in_host "$name" timeout 10 bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
             die "up: $name cannot reach $NET.2:2049"
     done
+    ((slurm == 0)) || slurm_up "$clients" "$slots"
     trap - ERR
-    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1"
+    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1$(
+        ((slurm == 0)) || printf ', Slurm (SLURM_CONF=%s)' "$(slurm_dir)/slurm.conf")"
     cat "$STATE/url"
 }
 
 # mpirun's settings for this cluster, without the hostfile (HERD_HOSTFILE
 # carries that: herd-batch.sh passes it with --hostfile).
 mpirun_args() {
-    printf '%s' "--mca plm_rsh_agent $AGENT --mca plm_rsh_no_tree_spawn 1"
-    printf '%s' " --mca oob_tcp_if_include $NET.0/24 --mca btl_tcp_if_include $NET.0/24"
-    printf '%s' " --mca btl tcp,vader,self -x VC_STATE"
-    # Every "host" shares this machine's CPUs, which OpenMPI cannot see
-    # through the hostfile's slots: waiting ranks must yield the CPU, or
-    # spinning ones starve the rank that has work (100 ranks on 2 CPUs:
-    # minutes instead of seconds for the clock sync).
-    printf '%s' " --mca mpi_yield_when_idle 1"
+    printf '%s' "--mca plm_rsh_agent $AGENT --mca plm_rsh_no_tree_spawn 1 -x VC_STATE"
     [ "$(id -u)" -eq 0 ] && printf '%s' " -x OMPI_ALLOW_RUN_AS_ROOT -x OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"
     printf '\n'
+}
+
+# OpenMPI's settings for every launch here, mpirun's or srun's: TCP on the
+# bridge only, and waiting ranks yield the CPU. Every "host" shares this
+# machine's CPUs, which OpenMPI cannot see through the slots: spinning
+# ranks starve the one that has work (100 ranks on 2 CPUs: minutes instead
+# of seconds for the clock sync).
+mca_env() {
+    printf '%s\n' "OMPI_MCA_oob_tcp_if_include=$NET.0/24" "OMPI_MCA_btl_tcp_if_include=$NET.0/24" \
+        "OMPI_MCA_btl=tcp,vader,self" "OMPI_MCA_mpi_yield_when_idle=1"
 }
 
 cmd_exec() {
@@ -200,26 +214,56 @@ cmd_exec() {
     local pid
     pid=$(host_field head 2)
     alive_pid "$pid" "$(host_field head 3)" || die "exec: the head host is not running"
-    VC_STATE=$STATE VC_URL=$(cat "$STATE/url") VC_SERVER=$SERVER_NAME \
-        HERD_HOSTFILE=$STATE/hostfile HERD_MPIRUN_ARGS=$(mpirun_args) \
-        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    local env=()
+    mapfile -t env < <(mca_env)
+    [ -f "$(slurm_dir)/slurm.conf" ] && env+=("SLURM_CONF=$(slurm_dir)/slurm.conf")
+    env VC_STATE="$STATE" VC_URL="$(cat "$STATE/url")" VC_SERVER="$SERVER_NAME" \
+        HERD_HOSTFILE="$STATE/hostfile" HERD_MPIRUN_ARGS="$(mpirun_args)" \
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" \
         nsenter -t "$pid" --net --uts -- "${REST[@]}"
 }
 
-# Stop every holder we started (by PID and start time), then the server.
-do_down() {
-    local name pid start addr role problems=0 i
-    [ -f "$STATE/hosts" ] || return 0
+# sweep_hosts: stop what still runs in the namespaces of the client and
+# head hosts (an orted or a job task whose launcher died): those
+# namespaces are this cluster's own, so is everything in them. The server
+# host's are nfs-server.sh's to clean.
+sweep_hosts() {
+    local name pid start addr role ns p sig i left
+    local -A holder=()
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
         alive_pid "$pid" "$start" || continue
-        kill -TERM "$pid" 2>/dev/null || true
+        ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
+        holder[$ns]=$pid
+    done <"$STATE/hosts"
+    ((${#holder[@]})) || return 0
+    for sig in TERM KILL; do
         for ((i = 0; i < 50; i++)); do
-            alive_pid "$pid" "$start" || break
+            left=()
+            for p in /proc/[0-9]*; do
+                p=${p#/proc/}
+                ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
+                [ -n "${holder[$ns]:-}" ] && [ "${holder[$ns]}" != "$p" ] && left+=("$p")
+            done
+            ((${#left[@]})) || return 0
+            ((i == 0)) && { kill -"$sig" "${left[@]}" 2>/dev/null || true; }
             sleep 0.02
         done
-        if alive_pid "$pid" "$start"; then kill -KILL "$pid" 2>/dev/null || true; fi
-        alive_pid "$pid" "$start" && { log "down: $name ($pid) still runs"; problems=1; }
+    done
+    log "down: ${#left[@]} processes still run in the cluster's hosts: ${left[*]}"
+    return 1
+}
+
+# Stop Slurm, what runs on the hosts, every holder we started (by PID and
+# start time), then the server.
+do_down() {
+    local name pid start addr role problems=0
+    [ -f "$STATE/hosts" ] || return 0
+    slurm_down || problems=1
+    sweep_hosts || problems=1
+    while read -r name pid start addr role; do
+        [ "$role" = server ] && continue
+        proc_stop "$pid" "$start" || { log "down: $name ($pid) still runs"; problems=1; }
     done <"$STATE/hosts"
     if [ -d "$STATE/server" ]; then
         bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null 2>&1 ||
@@ -250,6 +294,16 @@ cmd_status() {
             down=$((down + 1))
         fi
     done <"$STATE/hosts"
+    if [ -f "$STATE/daemons" ]; then
+        while read -r name pid start; do
+            if alive_pid "$pid" "$start"; then
+                printf '%s daemon - running (pid %s)\n' "$name" "$pid"
+            else
+                printf '%s daemon - gone\n' "$name"
+                down=$((down + 1))
+            fi
+        done <"$STATE/daemons"
+    fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"

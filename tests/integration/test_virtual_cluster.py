@@ -11,27 +11,47 @@ cluster's hostfile).
    it; the monitor samples srv (its own host name) with ganesha.nfsd's CPU
    above 0; the batch script's report is there. Nothing of the cluster is
    left afterwards (holders, server, loop device, state directory).
-2. Opt-in scale runs (HERD_SCALE_RANKS="100 300"): the same job at that many
+2. A real Slurm on the cluster (vcluster.sh up --slurm: slurmctld on the
+   head host, a slurmd on each of 20 client hosts and on srv): `sbatch
+   --nodes=21 --nodelist=srv jobs/slurm/herd.sbatch` exactly as the script's
+   header tells users, launched by srun --mpi=pmix: one rank per client
+   host, the monitor rank on srv, the job COMPLETED with exit code 0.
+   `scancel` of a running job: results.h5 says interrupted with exit code
+   143 and keeps the phases, the report is made, the job is CANCELLED.
+   `jobs/sweep.sh --scheduler slurm --nodes 5,10,20`: three jobs and the
+   comparison job that depends on them, which writes the scaling table with
+   5, 10 and 20 ranks. Slurm's daemons are gone afterwards.
+3. Opt-in scale runs (HERD_SCALE_RANKS="100 300"): the same job at that many
    I/O ranks over 4 hosts; prints herd's own cost (start-up, clock sync,
    gather and write per phase, file size, memory per rank) and checks that
    writing a phase takes under a second.
 
-Needs root, nfs-ganesha, libnfs and OpenMPI; skips with a message otherwise.
+Needs root, nfs-ganesha, libnfs and OpenMPI, and for 2 Debian's slurmctld,
+slurmd, slurm-client and munge; skips with a message otherwise.
 Run: /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_virtual_cluster.py
 """
 import os
+import shutil
 import subprocess
+import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, write_job
+from conftest import REPO_DIR, describe, read_csv, write_job
 from test_nfs import _WHY
 
 VCLUSTER = REPO_DIR / "cluster-configs" / "virtual" / "vcluster.sh"
 SBATCH = REPO_DIR / "jobs" / "slurm" / "herd.sbatch"
+SWEEP = REPO_DIR / "jobs" / "sweep.sh"
 CLIENTS = 4
+SLURM_TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "srun", "squeue", "scancel")
+_NO_SLURM = [t for t in SLURM_TOOLS if shutil.which(t, path=os.environ["PATH"] + ":/usr/sbin")
+             is None]
+needs_slurm = pytest.mark.skipif(
+    bool(_NO_SLURM), reason=f"Slurm is not installed ({', '.join(_NO_SLURM)} missing): "
+    "apt-get install slurmctld slurmd slurm-client munge")
 
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 
@@ -41,17 +61,43 @@ def text(v):
 
 
 class Cluster:
-    def __init__(self, state, slots):
+    def __init__(self, state, slots, clients=CLIENTS, slurm=False):
         self.state = state
         self.slots = slots
-        proc = subprocess.run(["bash", str(VCLUSTER), "up", "--state", str(state), "--clients",
-                               str(CLIENTS), "--slots", str(slots), "--server-size", "2G"],
-                              capture_output=True, text=True, timeout=300)
+        cmd = ["bash", str(VCLUSTER), "up", "--state", str(state), "--clients", str(clients),
+               "--slots", str(slots), "--server-size", "2G"] + (["--slurm"] if slurm else [])
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             self.down()
             pytest.fail(f"vcluster up failed:\n{proc.stderr}")
         self.url = proc.stdout.strip().splitlines()[-1]
         self.hosts = [line.split() for line in (state / "hosts").read_text().splitlines()]
+        daemons = state / "daemons"
+        self.daemons = ([line.split() for line in daemons.read_text().splitlines()]
+                        if daemons.exists() else [])
+
+    def run(self, *cmd, env=None, timeout=60, cwd=None):
+        """COMMAND on the head host (vcluster.sh exec)."""
+        return subprocess.run(["bash", str(VCLUSTER), "exec", "--state", str(self.state), "--",
+                               *map(str, cmd)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=cwd)
+
+    def job_state(self, job_id):
+        """JobState and ExitCode of a Slurm job, from scontrol."""
+        out = self.run("scontrol", "show", "job", job_id).stdout
+        fields = dict(f.split("=", 1) for f in out.split() if "=" in f)
+        return fields.get("JobState"), fields.get("ExitCode")
+
+    def wait_idle(self, timeout):
+        """Until Slurm has no job left."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            proc = self.run("squeue", "-h", "-o", "%A %T")
+            assert proc.returncode == 0, describe(proc)
+            if not proc.stdout.strip():
+                return
+            time.sleep(0.5)
+        pytest.fail(f"Slurm jobs still queued after {timeout} s:\n{proc.stdout}")
 
     def batch(self, herd_bin, job, nranks, results, timeout):
         """The user's batch script, on the head host, with the cluster's
@@ -67,7 +113,7 @@ class Cluster:
                               capture_output=True, text=True, timeout=120)
 
     def assert_gone(self):
-        for name, pid, start, _addr, _role in self.hosts:
+        for name, pid, start, *_ in self.hosts + self.daemons:
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
@@ -83,8 +129,8 @@ class Cluster:
 def cluster_factory(tmp_path):
     made = []
 
-    def make(slots):
-        c = Cluster(tmp_path / f"vc{len(made)}", slots)
+    def make(slots, **kwargs):
+        c = Cluster(tmp_path / f"vc{len(made)}", slots, **kwargs)
         made.append(c)
         return c
     yield make
@@ -136,6 +182,97 @@ def test_virtual_cluster_20_ranks(herd_bin, tmp_path, cluster_factory):
         ganesha = procs[[text(n) == "ganesha.nfsd" for n in procs["name"]]]
         assert len(ganesha) > 0 and ganesha["cpu"].max() > 0.05, ganesha["cpu"]
     assert os.path.getsize(os.path.join(rundir, "report", "index.html")) > 1000
+
+
+def slurm_env(herd_bin, results):
+    """What a user's shell holds when submitting: herd, the repository (the
+    submit directory is not it) and where the results go."""
+    return dict(os.environ, HERD=str(herd_bin), HERD_REPO=str(REPO_DIR),
+                HERD_RESULTS=str(results))
+
+
+@needs_slurm
+def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, cluster_factory):
+    cluster = cluster_factory(slots=1, clients=20, slurm=True)
+    job = virtual_job(tmp_path / "seed.ini", "4M")
+    out = tmp_path / "herd-%j.out"
+    proc = cluster.run("sbatch", "--wait", "--parsable", "--nodes=21", "--nodelist=srv",
+                       f"--output={out}", SBATCH, job, "--set", f"target={cluster.url}",
+                       env=slurm_env(herd_bin, tmp_path / "results"), timeout=600,
+                       cwd=tmp_path)
+    assert proc.returncode == 0, describe(proc)
+    job_id = proc.stdout.strip().split(";")[0]
+    assert cluster.job_state(job_id) == ("COMPLETED", "0:0")
+    output = (tmp_path / f"herd-{job_id}.out").read_text()
+    rundir = output.strip().splitlines()[-1]
+    launch = open(os.path.join(rundir, "launch.txt")).read()
+    assert "launcher:  srun" in launch and f"slurm:     job {job_id}," in launch, launch
+    with h5py.File(os.path.join(rundir, "results.h5"), "r") as f:
+        assert text(f.attrs["status"]) == "complete" and f.attrs["exit_code"] == 0
+        assert f.attrs["nranks"] == 20
+        hostnames = [text(h) for h in f["hosts"]["hostname"]]
+        assert sorted(hostnames) == [f"c{i:02d}" for i in range(1, 21)]
+        assert list(np.bincount(f["ranks"]["host"])) == [1] * 20
+        for phase in ("read", "md5"):
+            rows = f["phases"][phase]["ranks"][()]
+            assert np.all(rows["file_rank"] != rows["rank"]), phase
+            assert rows["verify_failures"].sum() == 0 and rows["errors"].sum() == 0
+        mon = dict(f["monitor"].attrs)
+        assert text(mon["host"]) == "srv" and mon["rank"] == 20
+        procs = f["monitor/processes"][()]
+        ganesha = procs[[text(n) == "ganesha.nfsd" for n in procs["name"]]]
+        assert len(ganesha) > 0 and ganesha["cpu"].max() > 0.01, ganesha["cpu"]
+    assert os.path.getsize(os.path.join(rundir, "report", "index.html")) > 1000
+
+
+@needs_slurm
+def test_slurm_scancel(herd_bin, tmp_path, cluster_factory):
+    cluster = cluster_factory(slots=1, clients=4, slurm=True)
+    job = write_job(tmp_path / "long.ini", {"backend": "libnfs"},
+                    [("write", {"kind": "write", "file_size": "1M"}),
+                     ("idle", {"kind": "idle", "duration": "300s"})])
+    out = tmp_path / "herd-%j.out"
+    proc = cluster.run("sbatch", "--parsable", "--nodes=4", f"--output={out}", SBATCH, job,
+                       "--set", f"target={cluster.url}",
+                       env=slurm_env(herd_bin, tmp_path / "results"), cwd=tmp_path)
+    assert proc.returncode == 0, describe(proc)
+    job_id = proc.stdout.strip().split(";")[0]
+    output = tmp_path / f"herd-{job_id}.out"
+    end = time.monotonic() + 120
+    while "phase write:" not in (output.read_text() if output.exists() else ""):
+        assert time.monotonic() < end, "the job never finished its write phase"
+        time.sleep(0.2)
+    time.sleep(1)  # into the idle phase
+    proc = cluster.run("scancel", job_id)
+    assert proc.returncode == 0, describe(proc)
+    cluster.wait_idle(120)
+    assert cluster.job_state(job_id)[0] == "CANCELLED"
+    rundir = output.read_text().strip().splitlines()[-1]
+    with h5py.File(os.path.join(rundir, "results.h5"), "r") as f:
+        assert text(f.attrs["status"]) == "interrupted" and f.attrs["exit_code"] == 143
+        assert list(f["phases"]) == ["write", "idle"]
+        assert text(f["phases/write"].attrs["status"]) == "ok"
+        assert text(f["phases/idle"].attrs["status"]) == "interrupted"
+    assert os.path.getsize(os.path.join(rundir, "report", "index.html")) > 1000
+
+
+@needs_slurm
+def test_slurm_sweep(herd_bin, tmp_path, cluster_factory):
+    cluster = cluster_factory(slots=1, clients=20, slurm=True)
+    job = write_job(tmp_path / "tiny.ini", {"backend": "libnfs"},
+                    [("write", {"kind": "write", "file_size": "1M"}),
+                     ("read", {"kind": "read", "file_size": "1M", "read_from": "neighbor"})])
+    sweep = tmp_path / "sweep"
+    env = dict(slurm_env(herd_bin, tmp_path / "results"), OUT=str(sweep))
+    proc = cluster.run("bash", SWEEP, "--scheduler", "slurm", "--nodes", "5,10,20",
+                       "--set", f"target={cluster.url}", job, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, describe(proc)
+    cluster.wait_idle(600)
+    ids = [line.split("\t")[5] for line in (sweep / "sweep.tsv").read_text().splitlines()[1:]]
+    assert len(ids) == 3 and all(cluster.job_state(i) == ("COMPLETED", "0:0") for i in ids)
+    rows = read_csv(sweep / "compare-tiny" / "compare.csv")
+    assert sorted({r["run"] for r in rows}, key=int) == ["5", "10", "20"], rows
+    assert (sweep / "compare-tiny" / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def scale_ranks():
