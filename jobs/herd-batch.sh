@@ -33,7 +33,6 @@
 #   HERD_MPIRUN_ARGS  extra mpirun arguments, split on white space
 #                     (e.g. "--map-by node --oversubscribe")
 #   HERD_SRUN_ARGS    extra srun arguments, split on white space
-#   OMPI_MCA_pmix_base_collect_data  with srun, 0 unless set (see below)
 #   HERD_TAG          extra part of the directory name (letters, digits, ._+-)
 #   HERD_PYTHON       Python for herd-report (default /usr/bin/python3, else python3)
 set -euo pipefail
@@ -151,14 +150,6 @@ if [ "$launcher" = mpirun ]; then
     fi
     read -r -a extra <<<"${HERD_MPIRUN_ARGS:-}"
 else
-    # Open MPI 4.1 started by srun (PMIx) runs its modex fence in the
-    # background and then skips its closing barrier: a rank that leaves
-    # MPI_Init first can send to one still inside it, before that one has
-    # registered its receive callbacks, and the late rank dies of a NULL
-    # call in the TCP BTL (measured: 2 of 16 20-node starts). Without
-    # collecting all data in the modex, Open MPI runs both fences. Other
-    # MPIs ignore the variable; set it to 1 to have Open MPI's default.
-    export OMPI_MCA_pmix_base_collect_data=${OMPI_MCA_pmix_base_collect_data:-0}
     cmd=(srun -n "$np")
     read -r -a extra <<<"${HERD_SRUN_ARGS:-}"
 fi
@@ -169,7 +160,6 @@ cmd+=("${extra[@]}" "$HERD" run "$job" "${sets[@]}" -o "$dir/results.h5")
     printf 'command:   %s\n' "$(printf '%q ' "${cmd[@]}" | sed 's/ $//')"
     printf 'launcher:  %s (%s)\n' "$launcher" "$("$launcher" --version 2>&1 | head -n 1 || true)"
     printf 'np:        %s\n' "$np"
-    printf 'mpi env:   %s\n' "$(env | grep '^OMPI_MCA_' | sort | tr '\n' ' ' | sed 's/ $//')"
     printf 'job:       %s\n' "$job"
     printf 'job_name:  %s\n' "$name"
     printf 'sets:      %s\n' "${sets[*]:-}"
