@@ -160,6 +160,7 @@ cmd+=("${extra[@]}" "$HERD" run "$job" "${sets[@]}" -o "$dir/results.h5")
     printf 'command:   %s\n' "$(printf '%q ' "${cmd[@]}" | sed 's/ $//')"
     printf 'launcher:  %s (%s)\n' "$launcher" "$("$launcher" --version 2>&1 | head -n 1 || true)"
     printf 'np:        %s\n' "$np"
+    printf 'mpi env:   %s\n' "$(env | grep '^OMPI_MCA_' | sort | tr '\n' ' ' | sed 's/ $//')"
     printf 'job:       %s\n' "$job"
     printf 'job_name:  %s\n' "$name"
     printf 'sets:      %s\n' "${sets[*]:-}"

@@ -13,7 +13,8 @@
 #       --slurm: a real Slurm too (vc-slurm.sh): slurmctld on the head host,
 #       a slurmd on every client (--slots CPUs) and on the server (1 CPU)
 #   vcluster.sh exec --state DIR -- COMMAND [ARG...]
-#       runs COMMAND on the head host with HERD_HOSTFILE, HERD_MPIRUN_ARGS,
+#       runs COMMAND on the head host with HERD_HOSTFILE (unless set, even
+#       empty: Slurm jobs under mpirun take their nodes from Slurm), HERD_MPIRUN_ARGS,
 #       VC_URL, VC_SERVER (the server's host name), VC_STATE, the cluster's
 #       OMPI_MCA_* settings and, with --slurm, SLURM_CONF set: what
 #       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun,
@@ -218,7 +219,7 @@ cmd_exec() {
     mapfile -t env < <(mca_env)
     [ -f "$(slurm_dir)/slurm.conf" ] && env+=("SLURM_CONF=$(slurm_dir)/slurm.conf")
     env VC_STATE="$STATE" VC_URL="$(cat "$STATE/url")" VC_SERVER="$SERVER_NAME" \
-        HERD_HOSTFILE="$STATE/hostfile" HERD_MPIRUN_ARGS="$(mpirun_args)" \
+        HERD_HOSTFILE="${HERD_HOSTFILE-$STATE/hostfile}" HERD_MPIRUN_ARGS="$(mpirun_args)" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" \
         nsenter -t "$pid" --net --uts -- "${REST[@]}"
 }
