@@ -78,3 +78,20 @@ embedded_run() {
         failed=1
     fi
 }
+
+# embedded_finish TITLE [FUNCTION]: the summary of all runs, in
+# $out/summary.txt and on stdout: TITLE, herd-compare over the runs (ratios
+# to the first), then what FUNCTION prints; exits with $failed.
+embedded_finish() {
+    ((${#links[@]})) || { log "no run produced results"; exit 1; }
+    {
+        echo
+        echo "$1"
+        "$python" "$REPO/analysis/herd-compare" "${links[@]}" --label file -o "$out/compare" ||
+            failed=1
+        if [ -n "${2:-}" ]; then "$2" || failed=1; fi
+    } >"$out/summary.txt" 2>&1
+    cat "$out/summary.txt"
+    log "results in $out"
+    exit "$failed"
+}

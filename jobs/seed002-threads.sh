@@ -39,7 +39,6 @@ set -euo pipefail
 
 ME=seed002-threads.sh
 log() { printf '%s: %s\n' "$ME" "$*" >&2; }
-die() { log "$*"; exit 1; }
 bad() { log "$*"; exit 2; }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -92,15 +91,12 @@ for w in "${workers[@]}"; do
     embedded_run "w$w" "--workers $w" --set file_size="$FILE_SIZE"
 done
 
-((${#links[@]})) || die "no run produced results"
-summary=$out/summary.txt
-{
-    echo
-    echo "seed 002, $RANKS ranks x $FILE_SIZE over libnfs: ganesha worker pool ${workers[*]} (ratio = MiB/s vs w${workers[0]})"
-    "$python" "$REPO/analysis/herd-compare" "${links[@]}" --label file -o "$out/compare" || failed=1
+# ganesha's CPU and its busiest thread per run and phase (embedded_finish calls it).
+# shellcheck disable=SC2317
+ganesha_per_phase() {
     echo
     echo "ganesha.nfsd per phase (cpu: cores busy, mean; busiest thread: max, 1.0 = a core pinned)"
-    REPO=$REPO "$python" - "${links[@]}" <<'EOF' || failed=1
+    REPO=$REPO "$python" - "${links[@]}" <<'EOF'
 import os, sys
 sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
 import herd_results
@@ -117,7 +113,7 @@ for path in sys.argv[1:]:
             else:
                 print(f"{run.label:8} {ph['phase']:8} {ph['mib_per_s']:9.1f}      -        -        -")
 EOF
-} >"$summary" 2>&1
-cat "$summary"
-log "results in $out"
-exit "$failed"
+}
+
+embedded_finish "seed 002, $RANKS ranks x $FILE_SIZE over libnfs: ganesha worker pool ${workers[*]} (ratio = MiB/s vs w${workers[0]})" \
+    ganesha_per_phase

@@ -37,7 +37,6 @@ set -euo pipefail
 
 ME=seed003-sync-async.sh
 log() { printf '%s: %s\n' "$ME" "$*" >&2; }
-die() { log "$*"; exit 1; }
 bad() { log "$*"; exit 2; }
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -79,13 +78,4 @@ for m in "${modes[@]}"; do
     embedded_run "$m" "--$m" --set files="$FILES"
 done
 
-((${#links[@]})) || die "no run produced results"
-summary=$out/summary.txt
-{
-    echo
-    echo "seed 003, $RANKS rank(s) x $FILES files over libnfs: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)"
-    "$python" "$REPO/analysis/herd-compare" "${links[@]}" --label file -o "$out/compare" || failed=1
-} >"$summary" 2>&1
-cat "$summary"
-log "results in $out"
-exit "$failed"
+embedded_finish "seed 003, $RANKS rank(s) x $FILES files over libnfs: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)"
