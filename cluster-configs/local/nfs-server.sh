@@ -19,8 +19,8 @@
 #
 # Needs root, util-linux (unshare, nsenter, losetup), iproute2, rpcbind,
 # nfs-ganesha, nfs-ganesha-vfs, libnfs-utils (nfs-ls, to see the server
-# answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems and
-# /usr/bin/python3 for --async.
+# answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems and a C
+# compiler (cc) for --async.
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -28,43 +28,14 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 HERE=$(dirname "$SELF")
 TEMPLATE=$HERE/ganesha.conf.in
 MARKER=.herd-nfs-server
-PYTHON=/usr/bin/python3
+NOSYNC_SRC=$HERE/nosync.c
 
-# --async: run ganesha under a seccomp filter that makes fsync, fdatasync,
-# sync, syncfs, sync_file_range and msync return success without doing
-# anything, then exec it (argv[1:]). ganesha's COMMIT and stable WRITEs then
-# reply before anything is flushed, as a kernel export with `async` does.
-# (LD_PRELOAD tricks such as eatmydata do not work: ganesha loads its FSAL
-# with RTLD_DEEPBIND, so the FSAL's fsync binds to libc directly.)
-NOSYNC_PY='
-import ctypes, os, platform, struct, sys
-ARCH = {"x86_64": (0xC000003E, [74, 75, 162, 306, 277, 26]),
-        "aarch64": (0xC00000B7, [82, 83, 81, 267, 84, 227])}
-if platform.machine() not in ARCH:
-    sys.exit("--async: no syscall table for " + platform.machine())
-audit, nrs = ARCH[platform.machine()]
-def ins(code, jt, jf, k):
-    return struct.pack("HBBI", code, jt, jf, k)
-LD_W_ABS, JEQ_K, RET_K = 0x20, 0x15, 0x06
-ALLOW, ERRNO_0 = 0x7FFF0000, 0x00050000
-# A = arch; another arch: jump to ALLOW. A = nr; a listed nr: jump to
-# ERRNO_0 (the syscall is skipped and returns 0); else fall through to ALLOW.
-prog = [ins(LD_W_ABS, 0, 0, 4), ins(JEQ_K, 0, len(nrs) + 1, audit), ins(LD_W_ABS, 0, 0, 0)]
-for i, nr in enumerate(nrs):
-    prog.append(ins(JEQ_K, len(nrs) - i, 0, nr))
-prog += [ins(RET_K, 0, 0, ALLOW), ins(RET_K, 0, 0, ERRNO_0)]
-buf = ctypes.create_string_buffer(b"".join(prog))
-class Fprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-fprog = Fprog(len(prog), ctypes.addressof(buf))
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
-if libc.prctl(38, 1, None, 0, 0) != 0:       # PR_SET_NO_NEW_PRIVS
-    sys.exit("--async: PR_SET_NO_NEW_PRIVS failed")
-if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:   # PR_SET_SECCOMP, FILTER
-    sys.exit("--async: seccomp filter refused, errno %d" % ctypes.get_errno())
-os.execvp(sys.argv[1], sys.argv[1:])
-'
+# --async runs ganesha under nosync (nosync.c beside this script: a seccomp
+# filter that makes the sync family of system calls return 0 untouched, see
+# its top comment). start compiles it with cc into STATE/bin: this script
+# runs from a plain checkout (tests, jobs/, ../virtual/vcluster.sh) with no
+# build directory it could know of, and so the helper always matches the
+# source beside the script.
 
 START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must answer
 STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
@@ -78,16 +49,10 @@ usage() {
 
 # ------------------------------------------------------------------ processes
 
-# proc_start PID: with the PID it names one process for good.
+# proc_start PID: with the PID it names one process for good;
+# proc_alive PID START; proc_stop PID START SECONDS.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/lib-proc.sh"
-
-proc_state() {
-    local s
-    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    s=${s##*) }
-    printf '%s\n' "${s%% *}"
-}
 
 # record NAME PID: remember PID (and its start time) as STATE/pid/NAME.
 record() {
@@ -108,39 +73,23 @@ recorded() {
 # alive NAME: the process recorded as NAME exists (same PID and start time)
 # and is not a zombie.
 alive() {
-    local pid start now st
+    local pid start
     [ -r "$STATE/pid/$1" ] || return 1
     read -r pid start <"$STATE/pid/$1" || return 1
-    [ -n "${pid:-}" ] || return 1
-    now=$(proc_start "$pid") || return 1
-    [ "$now" = "$start" ] || return 1
-    st=$(proc_state "$pid") || return 1
-    [ "$st" != Z ] && [ "$st" != X ]
+    proc_alive "${pid:-}" "${start:-}"
 }
 
-# wait_gone NAME SECONDS: wait until NAME is no longer alive.
-wait_gone() {
-    local i n=$(($2 * 20))
-    for ((i = 0; i < n; i++)); do
-        alive "$1" || return 0
-        sleep 0.05
-    done
-    ! alive "$1"
-}
-
-# terminate NAME: SIGTERM (and SIGCONT, in case a test stopped it), then
-# SIGKILL after STOP_TIMEOUT; only the process recorded as NAME.
+# terminate NAME [SECONDS]: SIGTERM (and SIGCONT, in case a test stopped
+# it), then SIGKILL after SECONDS (default STOP_TIMEOUT); only the process
+# recorded as NAME. Returns 0 even when it could not be stopped (that is
+# logged): callers check alive afterwards.
 terminate() {
-    local pid
+    local pid start secs=${2:-$STOP_TIMEOUT}
     alive "$1" || return 0
-    pid=$(recorded "$1")
+    read -r pid start <"$STATE/pid/$1"
     log "stopping $1 (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    kill -CONT "$pid" 2>/dev/null || true
-    wait_gone "$1" "$STOP_TIMEOUT" && return 0
-    log "$1 (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT}s; SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    wait_gone "$1" 5 || log "$1 (pid $pid) is still there after SIGKILL"
+    proc_stop "$pid" "$start" "$secs" && return 0
+    log "$1 (pid $pid) is still there after SIGTERM, ${secs}s and SIGKILL"
 }
 
 # ------------------------------------------------------------------ state dir
@@ -190,6 +139,18 @@ log_tail() {
     done
 }
 
+# build_nosync: compile nosync.c into STATE/bin/nosync and check that this
+# kernel takes its filter.
+build_nosync() {
+    if ! cc -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/nosync" "$NOSYNC_SRC" \
+        2>"$STATE/log/nosync-cc.log"; then
+        log "start: --async: cc $NOSYNC_SRC failed:"
+        cat "$STATE/log/nosync-cc.log" >&2
+        return 1
+    fi
+    "$STATE/bin/nosync" true || { log "start: --async: cannot install the seccomp filter here"; return 1; }
+}
+
 # ------------------------------------------------------------------ client side
 
 # in_netns COMMAND...: run COMMAND in the server's network namespace.
@@ -232,26 +193,15 @@ supervise() {
     sup_cleanup() {
         local i
         trap '' TERM INT HUP USR1
-        # alive (PID + start time), not kill -0: bash reaps its children at
-        # once, so a bare PID could already belong to someone else.
-        if [ -n "$ganesha_pid" ] && alive ganesha; then
-            sup_log "SIGTERM ganesha $ganesha_pid"
-            kill -TERM "$ganesha_pid" 2>/dev/null || true
-            kill -CONT "$ganesha_pid" 2>/dev/null || true
-            for ((i = 0; i < STOP_TIMEOUT * 20; i++)); do
-                alive ganesha || break
-                sleep 0.05
-            done
-            if alive ganesha; then kill -KILL "$ganesha_pid" 2>/dev/null || true; fi
+        # By the recorded PID + start time, not kill -0: bash reaps its
+        # children at once, so a bare PID could already belong to someone
+        # else.
+        if [ -n "$ganesha_pid" ]; then
+            terminate ganesha
+            wait "$ganesha_pid" 2>/dev/null || true
         fi
-        if [ -n "$ganesha_pid" ]; then wait "$ganesha_pid" 2>/dev/null || true; fi
-        if [ -n "$rpcbind_pid" ] && alive rpcbind; then
-            kill -TERM "$rpcbind_pid" 2>/dev/null || true
-            for ((i = 0; i < 100; i++)); do
-                alive rpcbind || break
-                sleep 0.05
-            done
-            if alive rpcbind; then kill -KILL "$rpcbind_pid" 2>/dev/null || true; fi
+        if [ -n "$rpcbind_pid" ]; then
+            terminate rpcbind 5
             wait "$rpcbind_pid" 2>/dev/null || true
         fi
         if [ "$FS" != dir ] && mountpoint -q "$EXPORT"; then
@@ -272,7 +222,7 @@ supervise() {
         local i
         rm -f "$STATE/run/ganesha.pid"
         if [ "$MODE" = async ]; then
-            "$PYTHON" -c "$NOSYNC_PY" ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
+            "$STATE/bin/nosync" ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
                 -L "$STATE/log/ganesha.log" -f "$STATE/conf/ganesha.conf" \
                 </dev/null >>"$STATE/log/ganesha.stderr" 2>&1 &
         else
@@ -388,8 +338,8 @@ cmd_start() {
     [ -r "$TEMPLATE" ] || die "start: $TEMPLATE is missing"
     [ "$fs" = dir ] || command -v "mkfs.$fs" >/dev/null || die "start: mkfs.$fs not found"
     if [ "$mode" = async ]; then
-        [ -x "$PYTHON" ] || die "start: --async needs $PYTHON"
-        "$PYTHON" -c "$NOSYNC_PY" true || die "start: --async: cannot install the seccomp filter here"
+        [ -r "$NOSYNC_SRC" ] || die "start: $NOSYNC_SRC is missing"
+        command -v cc >/dev/null || die "start: --async needs a C compiler (cc) to build $NOSYNC_SRC"
     fi
 
     if [ -e "$STATE" ]; then
@@ -407,7 +357,7 @@ cmd_start() {
     local t0=$SECONDS
     mkdir -p "$STATE"
     : >"$STATE/$MARKER"
-    mkdir -p "$STATE"/{conf,run,lib-nfs,recovery,export,log,pid}
+    mkdir -p "$STATE"/{bin,conf,run,lib-nfs,recovery,export,log,pid}
     chmod 0777 "$EXPORT"
     cat >"$STATE/conf/settings" <<EOF
 FS=$fs
@@ -424,6 +374,10 @@ EOF
 
     # From here on a failure undoes everything.
     trap 'log "start failed"; log_tail; do_stop 0 || true; exit 1' ERR
+    if [ "$mode" = async ] && ! build_nosync; then
+        do_stop 0 || true
+        exit 1
+    fi
     if [ "$fs" != dir ]; then
         truncate -s "$size" "$IMAGE"
         case "$fs" in
@@ -511,7 +465,7 @@ do_stop() {
     if [ "$purge" = 1 ]; then
         rm -rf --one-file-system -- "$STATE"
     else
-        rm -rf --one-file-system -- "$STATE"/{conf,run,lib-nfs,recovery,export,pid} "$IMAGE"
+        rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,export,pid} "$IMAGE"
     fi
     return 0
 }
