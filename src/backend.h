@@ -16,8 +16,11 @@
 struct backend_file; /* opaque, backend-specific */
 struct phase;        /* job.h */
 
+/* BACKEND_EXCL with BACKEND_CREATE: fail with -EEXIST when the file exists
+ * (O_EXCL). A path naming a symbolic link, or passing through one, is
+ * never followed: -ELOOP (safepath.h). */
 enum backend_open { BACKEND_READ = 1, BACKEND_WRITE = 2, BACKEND_CREATE = 4,
-                    BACKEND_DIRECT = 8 };
+                    BACKEND_DIRECT = 8, BACKEND_EXCL = 16 };
 
 enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE };
 
@@ -42,6 +45,7 @@ struct backend_ops {
                       size_t len, uint64_t offset);
     int (*fsync)(void *ctx, struct backend_file *f);
     int (*close)(void *ctx, struct backend_file *f);
+    /* lstat: a symbolic link is reported as one (S_ISLNK), never followed. */
     int (*stat)(void *ctx, const char *path, struct stat *st);
     int (*unlink)(void *ctx, const char *path);
     int (*mkdir)(void *ctx, const char *path);

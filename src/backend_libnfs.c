@@ -8,7 +8,22 @@
  * backend issues one nfs_pread/nfs_pwrite (one READ/WRITE RPC) per
  * nfs_rsize/nfs_wsize bytes, capped at what the server offers.
  * A connection that fails (server killed, timed out) is marked broken; the
- * next open or phase reconnects, so a restarted server serves later work. */
+ * next open or phase reconnects, so a restarted server serves later work.
+ * nfs://server:port/export means nfsport=port (libnfs 4.0 cannot parse a
+ * port there; later libnfs reads it the same way).
+ *
+ * Paths (safepath.h): the same syntax check as every backend, and no
+ * symbolic link is followed. libnfs resolves a path component by component
+ * from the export's root, following links; so a plain open asks O_NOFOLLOW
+ * (libnfs 4.0 over NFSv3 then refuses a link at any component, checked on
+ * the attributes of each LOOKUP it walks: no race), and every other call
+ * first checks each directory component with nfs_lstat64 (a directory, not
+ * a link) and acts on a leaf it lstat()ed too. What remains: between those
+ * checks and the call, which resolves the path again by name, another
+ * client can swap a directory for a link (within the export: the server
+ * never follows links, so nothing outside the export can be reached). A
+ * create asks GUARDED (O_EXCL) so that it never reuses what it did not
+ * make, and only then opens the file it made, O_NOFOLLOW. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -24,6 +39,7 @@
 
 #include "backend.h"
 #include "job.h"
+#include "safepath.h"
 #include "signals.h"
 
 #define LIBNFS_PATH_MAX 1400
@@ -37,6 +53,7 @@ struct libnfs_ctx {
     uint64_t server_rmax, server_wmax;
     uint64_t rchunk, wchunk;  /* bytes per READ / WRITE call (one RPC each) */
     bool broken;
+    bool v4;                  /* NFSv4 (URL or nfs_version): open checks the dirs first */
 };
 
 struct backend_file {
@@ -87,12 +104,63 @@ static void libnfs_drop(struct libnfs_ctx *c)
     c->nfs = NULL;
 }
 
-static bool libnfs_path(const char *path, char *buf, size_t len)
+/* The export-absolute form of a herd path, after the common check. */
+static int libnfs_path(const char *path, char *buf, size_t len)
 {
-    if (path[0] == '/' || strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0 ||
-        strstr(path, "/../"))
-        return false;
-    return (size_t)snprintf(buf, len, "/%s", path) < len;
+    int rc = safepath_check(path);
+    if (rc < 0)
+        return rc;
+    return (size_t)snprintf(buf, len, "/%s", path) < len ? 0 : -ENAMETOOLONG;
+}
+
+static int libnfs_ready(struct libnfs_ctx *c);
+
+/* Every call that names a path starts here: the path rule, then a live
+ * connection. 0 or -errno. */
+static int libnfs_begin(struct libnfs_ctx *c, const char *path, char *buf, size_t len)
+{
+    int rc = libnfs_path(path, buf, len);
+    return rc < 0 ? rc : libnfs_ready(c);
+}
+
+/* A mount that failed before any RPC: libnfs 4.0 says EPERM ("Operation not
+ * permitted") for a host it cannot resolve and EIO for a server that does
+ * not answer; tell them apart by its message. */
+static int libnfs_mount_errno(struct libnfs_ctx *c, int rc)
+{
+    const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
+    if (msg && (strstr(msg, "Can not resolv") || strstr(msg, "Invalid address")))
+        return -EHOSTUNREACH;
+    if (msg && strstr(msg, "refused"))
+        return -ECONNREFUSED;
+    rc = libnfs_errno(c, rc);
+    if (rc == -EIO || rc == -ECONNRESET || rc == -EPERM)
+        rc = -ECONNREFUSED; /* nobody answered the mount */
+    return rc;
+}
+
+/* nfs://host:port/export[?opts] -> nfs://host/export?opts&nfsport=port, as
+ * later libnfs reads it (4.0 takes "host:port" for a host name). Anything
+ * else is copied as it is. */
+static void libnfs_url_port(const char *in, char *out, size_t len)
+{
+    snprintf(out, len, "%s", in);
+    if (strncmp(in, "nfs://", 6) != 0)
+        return;
+    const char *host = in + 6;
+    size_t hlen = strcspn(host, "/?");
+    const char *colon = memchr(host, ':', hlen);
+    if (!colon || memchr(colon + 1, ':', hlen - (size_t)(colon + 1 - host)))
+        return; /* no port, or an IPv6 address */
+    size_t plen = hlen - (size_t)(colon + 1 - host);
+    if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen)
+        return;
+    const char *rest = host + hlen;
+    const char *query = strchr(rest, '?');
+    if (query && strstr(query, "nfsport="))
+        return;
+    snprintf(out, len, "nfs://%.*s%s%snfsport=%.*s", (int)(colon - host), host, rest,
+             query ? "&" : "?", (int)plen, colon + 1);
 }
 
 static int libnfs_mount(struct libnfs_ctx *c)
@@ -106,7 +174,9 @@ static int libnfs_mount(struct libnfs_ctx *c)
     /* No silent reconnect loops inside a call: a lost server must surface
      * as an error here, and herd reconnects between files. */
     nfs_set_autoreconnect(c->nfs, 0);
-    struct nfs_url *url = nfs_parse_url_dir(c->nfs, c->target);
+    char target[JOB_PATH_MAX + 32];
+    libnfs_url_port(c->target, target, sizeof target);
+    struct nfs_url *url = nfs_parse_url_dir(c->nfs, target);
     if (!url) {
         nfs_destroy_context(c->nfs);
         c->nfs = NULL;
@@ -115,9 +185,7 @@ static int libnfs_mount(struct libnfs_ctx *c)
     int rc = nfs_mount(c->nfs, url->server, url->path);
     nfs_destroy_url(url);
     if (rc < 0) {
-        rc = libnfs_errno(c, rc);
-        if (rc == -EIO || rc == -ECONNRESET)
-            rc = -ECONNREFUSED; /* nobody answered the mount */
+        rc = libnfs_mount_errno(c, rc);
         c->broken = rc == -ETIMEDOUT || rc == -EINTR; /* a half-open call is still queued */
         libnfs_drop(c);
         c->broken = true;
@@ -184,6 +252,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
         return -ENOMEM;
     snprintf(c->target, sizeof c->target, "%s", target);
     c->version = (int)ph->nfs_version;
+    c->v4 = c->version == 4 || (c->version == 0 && libnfs_url_says_v4(target));
     c->timeout_ms = timeout_ms(ph->op_timeout);
     int rc = libnfs_mount(c);
     if (rc < 0) {
@@ -240,29 +309,84 @@ static int libnfs_ready(struct libnfs_ctx *c)
     return libnfs_reconnect(c);
 }
 
+/* Every directory component of p (export-absolute) is a directory, not a
+ * link (nfs_lstat64 each: libnfs would follow a link there). */
+static int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
+{
+    char dir[LIBNFS_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", p);
+    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        struct nfs_stat_64 st;
+        int rc = nfs_lstat64(c->nfs, dir, &st);
+        *s = '/';
+        if (rc < 0)
+            return libnfs_errno(c, rc);
+        if (S_ISLNK(st.nfs_mode))
+            return -ELOOP;
+        if (!S_ISDIR(st.nfs_mode))
+            return -ENOTDIR;
+    }
+    return 0;
+}
+
+/* The leaf's lstat, its directories checked first. */
+static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
+{
+    int rc = libnfs_dirs_ok(c, p);
+    if (rc < 0)
+        return rc;
+    rc = nfs_lstat64(c->nfs, p, st);
+    return rc < 0 ? libnfs_errno(c, rc) : 0;
+}
+
+/* One attempt at open. Without BACKEND_CREATE: O_NOFOLLOW (over NFSv4,
+ * whose open checks only the last component, the directories first).
+ * With it: open O_NOFOLLOW what exists (not under BACKEND_EXCL), else
+ * create GUARDED in checked directories; a file another rank created in
+ * between (EEXIST) is then opened O_NOFOLLOW. */
+static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct nfsfh **fh)
+{
+    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY)
+                                         : O_RDONLY;
+    if (flags & BACKEND_DIRECT)
+        oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
+    int rc;
+    if (c->v4 || (flags & BACKEND_CREATE)) {
+        rc = libnfs_dirs_ok(c, p);
+        if (rc < 0)
+            return rc;
+    }
+    bool excl = (flags & BACKEND_CREATE) && (flags & BACKEND_EXCL);
+    if (!excl) {
+        rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
+        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+        if (rc != -ENOENT || !(flags & BACKEND_CREATE))
+            return rc;
+    }
+    rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, fh);
+    rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+    if (rc == -EEXIST && !excl) {
+        rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
+        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+    }
+    return rc;
+}
+
 static int libnfs_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
     struct libnfs_ctx *c = ctx;
     char p[LIBNFS_PATH_MAX];
-    if (!libnfs_path(path, p, sizeof p))
-        return -EINVAL;
-    int rc = libnfs_ready(c);
+    int rc = libnfs_begin(c, path, p, sizeof p);
     if (rc < 0)
         return rc;
-    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY)
-                                         : O_RDONLY;
-    if (flags & BACKEND_CREATE)
-        oflags |= O_CREAT;
-    if (flags & BACKEND_DIRECT)
-        oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
     struct backend_file *bf = malloc(sizeof *bf);
     if (!bf)
         return -ENOMEM;
-    rc = nfs_open2(c->nfs, p, oflags, 0644, &bf->fh);
-    if (rc < 0 && (rc = libnfs_errno(c, rc)) == -ECONNRESET && libnfs_reconnect(c) == 0) {
+    rc = libnfs_open_once(c, p, flags, &bf->fh);
+    if (rc == -ECONNRESET && libnfs_reconnect(c) == 0) {
         /* The connection died since the last call: one retry on a new one. */
-        rc = nfs_open2(c->nfs, p, oflags, 0644, &bf->fh);
-        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+        rc = libnfs_open_once(c, p, flags, &bf->fh);
     }
     if (rc < 0) {
         free(bf);
@@ -353,15 +477,13 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
 {
     struct libnfs_ctx *c = ctx;
     char p[LIBNFS_PATH_MAX];
-    if (!libnfs_path(path, p, sizeof p))
-        return -EINVAL;
-    int rc = libnfs_ready(c);
+    int rc = libnfs_begin(c, path, p, sizeof p);
     if (rc < 0)
         return rc;
     struct nfs_stat_64 s;
-    rc = nfs_stat64(c->nfs, p, &s);
+    rc = libnfs_leaf(c, p, &s);
     if (rc < 0)
-        return libnfs_errno(c, rc);
+        return rc;
     memset(st, 0, sizeof *st);
     st->st_dev = s.nfs_dev;
     st->st_ino = s.nfs_ino;
@@ -376,40 +498,86 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     return 0;
 }
 
-/* The path-only calls share their shape: check, (re)connect, call, map. */
-#define LIBNFS_PATH_CALL(call)                                                                     \
+/* The path-only calls share their shape: check, (re)connect, check the
+ * directories (and the leaf's type), call, map. */
+#define LIBNFS_PATH_CALL(leaf_check, call)                                                         \
     struct libnfs_ctx *c = ctx;                                                                    \
     char p[LIBNFS_PATH_MAX];                                                                       \
-    if (!libnfs_path(path, p, sizeof p))                                                           \
-        return -EINVAL;                                                                            \
-    int rc = libnfs_ready(c);                                                                      \
+    int rc = libnfs_begin(c, path, p, sizeof p);                                                   \
+    if (rc < 0)                                                                                    \
+        return rc;                                                                                 \
+    rc = (leaf_check);                                                                             \
     if (rc < 0)                                                                                    \
         return rc;                                                                                 \
     rc = (call);                                                                                   \
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 
+/* The leaf may be removed (unlink) only when it is a regular file: never
+ * a planted link (-ELOOP), never a directory (-EISDIR). */
+static int libnfs_file_leaf(struct libnfs_ctx *c, const char *p)
+{
+    struct nfs_stat_64 st;
+    int rc = libnfs_leaf(c, p, &st);
+    if (rc < 0)
+        return rc;
+    if (S_ISLNK(st.nfs_mode))
+        return -ELOOP;
+    if (S_ISDIR(st.nfs_mode))
+        return -EISDIR;
+    return S_ISREG(st.nfs_mode) ? 0 : -EPERM;
+}
+
+/* rmdir and rename's source: anything but a link. */
+static int libnfs_nolink_leaf(struct libnfs_ctx *c, const char *p)
+{
+    struct nfs_stat_64 st;
+    int rc = libnfs_leaf(c, p, &st);
+    if (rc < 0)
+        return rc;
+    return S_ISLNK(st.nfs_mode) ? -ELOOP : 0;
+}
+
+/* rename's destination: checked directories, and no link to replace. */
+static int libnfs_dest_leaf(struct libnfs_ctx *c, const char *p)
+{
+    struct nfs_stat_64 st;
+    int rc = libnfs_leaf(c, p, &st);
+    if (rc == -ENOENT)
+        return libnfs_dirs_ok(c, p); /* ENOENT from the leaf or from a directory */
+    if (rc < 0)
+        return rc;
+    return S_ISLNK(st.nfs_mode) ? -ELOOP : 0;
+}
+
+static int libnfs_rename_check(struct libnfs_ctx *c, const char *from, const char *to)
+{
+    int rc = libnfs_nolink_leaf(c, from);
+    return rc < 0 ? rc : libnfs_dest_leaf(c, to);
+}
+
 static int libnfs_unlink(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(nfs_unlink(c->nfs, p))
+    LIBNFS_PATH_CALL(libnfs_file_leaf(c, p), nfs_unlink(c->nfs, p))
 }
 
 static int libnfs_mkdir(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(nfs_mkdir2(c->nfs, p, 0755))
+    LIBNFS_PATH_CALL(libnfs_dirs_ok(c, p), nfs_mkdir2(c->nfs, p, 0755))
 }
 
 static int libnfs_rmdir(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(nfs_rmdir(c->nfs, p))
+    LIBNFS_PATH_CALL(libnfs_nolink_leaf(c, p), nfs_rmdir(c->nfs, p))
 }
 
 static int libnfs_rename(void *ctx, const char *from, const char *to)
 {
     char q[LIBNFS_PATH_MAX];
-    if (!libnfs_path(to, q, sizeof q))
-        return -EINVAL;
+    int qrc = libnfs_path(to, q, sizeof q);
+    if (qrc < 0)
+        return qrc;
     const char *path = from;
-    LIBNFS_PATH_CALL(nfs_rename(c->nfs, p, q))
+    LIBNFS_PATH_CALL(libnfs_rename_check(c, p, q), nfs_rename(c->nfs, p, q))
 }
 
 const struct backend_ops backend_libnfs = {

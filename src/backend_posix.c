@@ -1,7 +1,10 @@
 /* backend_posix.c — the POSIX backend: any mounted file system (kernel NFS,
- * CIFS, Lustre, xfs, tmpfs...). All paths resolve relative to a directory
- * descriptor of the target (openat and friends), so nothing outside the
- * target can be named. */
+ * CIFS, Lustre, xfs, tmpfs...). All paths resolve beneath a directory
+ * descriptor of the target without following any symbolic link
+ * (safepath.h): open through safepath_open, every other call on the leaf
+ * name with an *at() call on its safely resolved parent, never following
+ * the leaf either. So nothing outside the target can be named, and a link
+ * planted under it (by another user, or during the run) gives -ELOOP. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 
 #include "backend.h"
 #include "job.h"
+#include "safepath.h"
 
 struct posix_ctx {
     int dirfd;
@@ -20,15 +24,6 @@ struct posix_ctx {
 struct backend_file {
     int fd;
 };
-
-/* herd only builds relative paths inside its run directory; refuse
- * anything that could climb out. */
-static bool posix_path_ok(const char *path)
-{
-    if (path[0] == '/' || strcmp(path, "..") == 0 || strncmp(path, "../", 3) == 0)
-        return false;
-    return strstr(path, "/../") == NULL;
-}
 
 static const char *posix_check(const struct phase *ph, char *why, size_t len)
 {
@@ -68,9 +63,7 @@ static void posix_disconnect(void *ctx)
 static int posix_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
     struct posix_ctx *c = ctx;
-    if (!posix_path_ok(path))
-        return -EINVAL;
-    int oflags = O_CLOEXEC;
+    int oflags = 0;
     if ((flags & BACKEND_READ) && (flags & BACKEND_WRITE))
         oflags |= O_RDWR;
     else if (flags & BACKEND_WRITE)
@@ -79,16 +72,18 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
         oflags |= O_RDONLY;
     if (flags & BACKEND_CREATE)
         oflags |= O_CREAT;
+    if ((flags & BACKEND_CREATE) && (flags & BACKEND_EXCL))
+        oflags |= O_EXCL;
     if (flags & BACKEND_DIRECT)
         oflags |= O_DIRECT;
     struct backend_file *bf = malloc(sizeof *bf);
     if (!bf)
         return -ENOMEM;
-    bf->fd = openat(c->dirfd, path, oflags, 0644);
+    bf->fd = safepath_open(c->dirfd, path, oflags, 0644);
     if (bf->fd < 0) {
-        int err = errno;
+        int err = bf->fd;
         free(bf);
-        return -err;
+        return err;
     }
     *f = bf;
     return 0;
@@ -138,44 +133,103 @@ static int posix_close(void *ctx, struct backend_file *f)
     return rc;
 }
 
-static int posix_stat(void *ctx, const char *path, struct stat *st)
+/* The leaf of path in its safely resolved parent: *dirfd (to close) and
+ * *leaf, and the leaf's lstat when st is not NULL. */
+static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const char **leaf,
+                      struct stat *st)
 {
-    struct posix_ctx *c = ctx;
-    if (!posix_path_ok(path))
-        return -EINVAL;
-    return fstatat(c->dirfd, path, st, 0) < 0 ? -errno : 0;
+    int fd = safepath_parent(c->dirfd, path, leaf);
+    if (fd < 0)
+        return fd;
+    if (st && fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) < 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    *dirfd = fd;
+    return 0;
 }
 
+/* Close the parent's descriptor, pass rc on. */
+static int posix_done(int dirfd, int rc)
+{
+    close(dirfd);
+    return rc;
+}
+
+static int posix_stat(void *ctx, const char *path, struct stat *st)
+{
+    int dirfd = -1;
+    const char *leaf;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, st);
+    return rc < 0 ? rc : posix_done(dirfd, 0);
+}
+
+/* Only a regular file is removed: never a link somebody planted (-ELOOP),
+ * never a directory (-EISDIR). A swap of the leaf between the lstat and
+ * the unlink can at worst remove that link itself, never its target. */
 static int posix_unlink(void *ctx, const char *path)
 {
-    struct posix_ctx *c = ctx;
-    if (!posix_path_ok(path))
-        return -EINVAL;
-    return unlinkat(c->dirfd, path, 0) < 0 ? -errno : 0;
+    int dirfd = -1;
+    const char *leaf;
+    struct stat st;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, &st);
+    if (rc < 0)
+        return rc;
+    if (S_ISLNK(st.st_mode))
+        return posix_done(dirfd, -ELOOP);
+    if (S_ISDIR(st.st_mode))
+        return posix_done(dirfd, -EISDIR);
+    if (!S_ISREG(st.st_mode))
+        return posix_done(dirfd, -EPERM);
+    return posix_done(dirfd, unlinkat(dirfd, leaf, 0) < 0 ? -errno : 0);
 }
 
 static int posix_mkdir(void *ctx, const char *path)
 {
-    struct posix_ctx *c = ctx;
-    if (!posix_path_ok(path))
-        return -EINVAL;
-    return mkdirat(c->dirfd, path, 0755) < 0 ? -errno : 0;
+    int dirfd = -1;
+    const char *leaf;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, NULL);
+    if (rc < 0)
+        return rc;
+    return posix_done(dirfd, mkdirat(dirfd, leaf, 0755) < 0 ? -errno : 0);
 }
 
+/* A link where a directory is expected is -ELOOP (not rmdir's ENOTDIR). */
 static int posix_rmdir(void *ctx, const char *path)
 {
-    struct posix_ctx *c = ctx;
-    if (!posix_path_ok(path))
-        return -EINVAL;
-    return unlinkat(c->dirfd, path, AT_REMOVEDIR) < 0 ? -errno : 0;
+    int dirfd = -1;
+    const char *leaf;
+    struct stat st;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, &st);
+    if (rc < 0)
+        return rc;
+    if (S_ISLNK(st.st_mode))
+        return posix_done(dirfd, -ELOOP);
+    return posix_done(dirfd, unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0 ? -errno : 0);
 }
 
+/* Neither a link as the source nor one as the destination is moved or
+ * replaced (-ELOOP): herd renames only what it made. */
 static int posix_rename(void *ctx, const char *from, const char *to)
 {
-    struct posix_ctx *c = ctx;
-    if (!posix_path_ok(from) || !posix_path_ok(to))
-        return -EINVAL;
-    return renameat(c->dirfd, from, c->dirfd, to) < 0 ? -errno : 0;
+    int fromfd = -1, tofd = -1;
+    const char *fleaf, *tleaf;
+    struct stat st;
+    int rc = posix_leaf(ctx, from, &fromfd, &fleaf, &st);
+    if (rc < 0)
+        return rc;
+    if (S_ISLNK(st.st_mode))
+        return posix_done(fromfd, -ELOOP);
+    rc = posix_leaf(ctx, to, &tofd, &tleaf, NULL);
+    if (rc < 0)
+        return posix_done(fromfd, rc);
+    if (fstatat(tofd, tleaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        rc = -ELOOP;
+    else
+        rc = renameat(fromfd, fleaf, tofd, tleaf) < 0 ? -errno : 0;
+    close(tofd);
+    return posix_done(fromfd, rc);
 }
 
 static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,

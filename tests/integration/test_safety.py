@@ -1,0 +1,405 @@
+"""Path safety: herd never reads, writes or deletes outside its run directory,
+whatever symbolic links are planted under the target (src/safepath.c, the
+POSIX and libnfs backends). Every test plants links in a target it made and
+keeps a canary tree outside the target; the canary is hashed (sha256 of every
+file, plus the listing with link targets) before and after and must not
+change.
+
+a. A data file planted as a link to a canary file (fixed run_id, keep = yes,
+   then keep = no): the canary is unchanged, ELOOP is counted on the open of
+   the rank whose file it is, and the link survives the clean-up.
+b. The fileset directory planted as a link to an outside directory holding a
+   canary tree (with files named as herd's own): nothing written or removed
+   there, ELOOP counted on every rank.
+c. A race: a thread swaps the fileset directory for a link to the canary
+   directory and back (rename dance) while 4 ranks write small files many
+   times and run a meta phase: the canary tree is identical afterwards.
+d. (a) and (b) run by an unprivileged user (nobody) owning the target, with a
+   canary that user could write.
+e. Over libnfs against the embedded ganesha server: a data file and the
+   fileset directory planted as links inside the export: ELOOP counted, the
+   canary in the export untouched.
+
+Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_safety.py
+"""
+
+import contextlib
+import errno
+import hashlib
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (describe, herd_run, load_results, mpi_env, mpirun_args, run_cmd,
+                      write_job)
+
+CANARY = b"canary: herd must never touch this\n"
+
+
+def snapshot(top):
+    """{relative path: what it is} for everything under top: a file's sha256
+    and mode, a link's target, a directory."""
+    top = Path(top)
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(top))
+            st = p.lstat()
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_dir():
+                out[rel] = ("dir", st.st_mode)
+            else:
+                out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest(), st.st_mode,
+                            st.st_size)
+    return out
+
+
+def make_canary(outside, owner=None):
+    """An outside directory with files named like herd's (so a followed link
+    would hit them) and a subtree."""
+    outside = Path(outside)
+    (outside / "sub").mkdir(parents=True)
+    for name in ("canary", "r000000.dat", "r000001.dat", "shared.dat", "sub/keep"):
+        (outside / name).write_bytes(CANARY)
+        os.chmod(outside / name, 0o666)  # writable: only herd's refusal protects it
+    if owner is not None:
+        for p in [outside, outside / "sub"] + [outside / n for n in
+                                               ("canary", "r000000.dat", "r000001.dat",
+                                                "shared.dat", "sub/keep")]:
+            os.chown(p, owner, -1)
+    return snapshot(outside)
+
+
+def errors_of(res, phase):
+    """{(rank, op, errno name): count} of a phase."""
+    return {(int(r["rank"]), r["op"], r["errno_name"]): int(r["count"])
+            for r in res.phases[phase].error_rows()}
+
+
+def io_job(path, target, run_id, keep, iterations=1):
+    gl = {"target": target, "run_id": run_id, "keep": keep, "fileset": "fs",
+          "file_size": "64K", "block_size": "16K", "iterations": iterations}
+    phases = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"})]
+    return write_job(path, gl, phases)
+
+
+# ---------------------------------------------------------------- a, b (and d)
+
+
+def plant_data_file(base, run_id, uid=None):
+    """target/herd-<id>/fs/r000000.dat -> base/outside/r000000.dat (absolute)."""
+    target, outside = base / "target", base / "outside"
+    fs = target / f"herd-{run_id}" / "fs"
+    fs.mkdir(parents=True)
+    before = make_canary(outside, uid)
+    (fs / "r000000.dat").symlink_to(outside / "r000000.dat")
+    if uid is not None:
+        for p in (target, fs.parent, fs):
+            os.chown(p, uid, -1)
+        os.lchown(fs / "r000000.dat", uid, -1)
+    return target, outside, fs, before
+
+
+def plant_fileset_dir(base, run_id, uid=None):
+    """target/herd-<id>/fs -> base/outside (absolute)."""
+    target, outside = base / "target", base / "outside"
+    rundir = target / f"herd-{run_id}"
+    rundir.mkdir(parents=True)
+    before = make_canary(outside, uid)
+    (rundir / "fs").symlink_to(outside)
+    if uid is not None:
+        for p in (target, rundir):
+            os.chown(p, uid, -1)
+        os.lchown(rundir / "fs", uid, -1)
+    return target, outside, rundir / "fs", before
+
+
+def check_data_file_case(run, base, uid=None):
+    run_id = "safety-a"
+    target, outside, fs, before = plant_data_file(base, run_id, uid)
+    for keep in ("yes", "no"):
+        job = io_job(base / f"a-{keep}.ini", target, run_id, keep)
+        out = base / f"a-{keep}.h5"
+        proc = run(job, out)
+        assert snapshot(outside) == before, f"keep={keep}: the canary changed\n" + describe(proc)
+        assert (fs / "r000000.dat").is_symlink(), f"keep={keep}: the planted link was removed"
+        assert proc.returncode == 3, describe(proc)
+        res = load_results(out)
+        w = errors_of(res, "w")
+        assert w.get((0, "open", "ELOOP"), 0) >= 1, f"keep={keep}: {w}\n{describe(proc)}"
+        assert not [k for k in w if k[0] != 0], f"keep={keep}: rank 1 failed: {w}"
+        r = errors_of(res, "r")
+        assert r.get((0, "open", "ELOOP"), 0) >= 1, f"keep={keep}: {r}"
+        if keep == "yes":
+            # rank 1's own file was written where it belongs
+            assert (fs / "r000001.dat").stat().st_size == 64 << 10
+
+
+def check_fileset_dir_case(run, base, uid=None):
+    run_id = "safety-b"
+    target, outside, fs, before = plant_fileset_dir(base, run_id, uid)
+    for keep in ("yes", "no"):
+        job = io_job(base / f"b-{keep}.ini", target, run_id, keep)
+        out = base / f"b-{keep}.h5"
+        proc = run(job, out)
+        assert snapshot(outside) == before, f"keep={keep}: the canary changed\n" + describe(proc)
+        assert fs.is_symlink(), f"keep={keep}: the planted link was removed"
+        assert proc.returncode == 3, describe(proc)
+        res = load_results(out)
+        for ph in ("w", "r"):
+            e = errors_of(res, ph)
+            for rank in (0, 1):
+                n = sum(v for (rk, op, name), v in e.items()
+                        if rk == rank and name in ("ELOOP", "EXDEV"))
+                assert n >= 1, f"keep={keep} phase {ph} rank {rank}: {e}\n{describe(proc)}"
+
+
+def root_runner(herd_bin):
+    def run(job, out):
+        return herd_run(herd_bin, 2, job, out)
+    return run
+
+
+def test_planted_data_file(herd_bin, tmp_path):
+    check_data_file_case(root_runner(herd_bin), tmp_path)
+
+
+def test_planted_fileset_dir(herd_bin, tmp_path):
+    check_fileset_dir_case(root_runner(herd_bin), tmp_path)
+
+
+# ---------------------------------------------------------------- c. race
+
+
+class Swapper:
+    """Swaps dir for a symbolic link to outside and back, again and again:
+    link made aside, dir renamed away, link renamed in, held a moment, link
+    renamed out, dir renamed back. Never touches outside."""
+
+    def __init__(self, dir_, outside):
+        self.dir, self.outside = Path(dir_), Path(outside)
+        self.aside = self.dir.with_name("fs.aside")
+        self.link = self.dir.with_name("fs.link")
+        self.stop = threading.Event()
+        self.swaps = self.failures = 0
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _restore(self):
+        """Back to: dir a real directory, no link, nothing aside."""
+        if self.link.is_symlink():
+            self.link.unlink()
+        if self.dir.is_symlink():
+            self.dir.unlink()
+        if self.aside.exists():
+            if self.dir.exists():  # a rank made a new one meanwhile: keep both
+                self.aside.rename(self.dir.with_name(f"fs.old-{self.failures}"))
+            else:
+                self.aside.rename(self.dir)
+
+    def _loop(self):
+        while not self.stop.is_set():
+            try:
+                os.symlink(self.outside, self.link)
+                os.rename(self.dir, self.aside)
+                os.rename(self.link, self.dir)
+                self.swaps += 1
+                time.sleep(0.0005)
+                os.rename(self.dir, self.link)
+                os.unlink(self.link)
+                os.rename(self.aside, self.dir)
+            except OSError:
+                self.failures += 1
+                with contextlib.suppress(OSError):
+                    self._restore()
+            time.sleep(0.0005)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(30)
+        with contextlib.suppress(OSError):
+            self._restore()
+
+
+def test_fileset_dir_swapped_during_run(herd_bin, tmp_path):
+    run_id = "safety-c"
+    target, outside = tmp_path / "target", tmp_path / "outside"
+    fs = target / f"herd-{run_id}" / "fs"
+    fs.mkdir(parents=True)
+    before = make_canary(outside)
+    gl = {"target": target, "run_id": run_id, "keep": "no", "fileset": "fs"}
+    phases = [("w", {"kind": "write", "file_size": "4K", "block_size": "4K",
+                     "iterations": 400}),
+              ("m", {"kind": "meta", "dirs": 4, "files": 200}),
+              ("w2", {"kind": "write", "file_size": "4K", "block_size": "4K",
+                      "iterations": 400})]
+    job = write_job(tmp_path / "race.ini", gl, phases)
+    out = tmp_path / "race.h5"
+    with Swapper(fs, outside) as sw:
+        proc = herd_run(herd_bin, 4, job, out)
+    after = snapshot(outside)
+    assert after == before, (f"the canary tree changed: added {set(after) - set(before)}, "
+                             f"removed {set(before) - set(after)}\n{describe(proc)}")
+    assert sw.swaps >= 20, f"only {sw.swaps} swaps: the race was not run"
+    res = load_results(out)
+    loops = sum(v for ph in res.phase_names for (_, _, name), v in errors_of(res, ph).items()
+                if name in ("ELOOP", "EXDEV"))
+    print(f"\nswaps {sw.swaps} (failed {sw.failures}); ELOOP/EXDEV counted: {loops}; "
+          f"exit {proc.returncode}")
+    assert proc.returncode in (0, 3), describe(proc)
+    assert loops >= 1, "no rank ever met the planted link: the race did not bite"
+
+
+# ---------------------------------------------------------------- d. unprivileged
+
+
+def _nobody():
+    try:
+        return pwd.getpwnam("nobody")
+    except KeyError:
+        return None
+
+
+def _why_skip_unprivileged(herd_bin):
+    if os.geteuid() != 0:
+        return "needs root to run herd as another user"
+    if _nobody() is None or shutil.which("runuser") is None:
+        return "no user 'nobody' or no runuser here"
+    p = subprocess.run(["runuser", "-u", "nobody", "--", "test", "-x", herd_bin],
+                       capture_output=True)
+    if p.returncode != 0:
+        return f"user nobody cannot execute {herd_bin} (a parent directory is not readable)"
+    return None
+
+
+@contextlib.contextmanager
+def nobody_dir():
+    """A directory under /tmp that user nobody can reach, removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="herd-safety-"))
+    try:
+        os.chmod(base, 0o755)
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def nobody_runner(herd_bin, base):
+    uid = _nobody().pw_uid
+    out_dir = base / "out"
+    out_dir.mkdir(exist_ok=True)
+    os.chown(out_dir, uid, -1)
+
+    def run(job, out):
+        os.chmod(job, 0o644)
+        env = mpi_env()
+        env["HOME"] = str(out_dir)
+        for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+            env.pop(k, None)
+        mine = out_dir / Path(out).name
+        args = ["runuser", "-u", "nobody", "--"] + mpirun_args(herd_bin, 2, "run", job, "-o",
+                                                                 mine)
+        proc = run_cmd(args, env=env, cwd=out_dir)
+        if mine.exists():
+            shutil.copy(mine, out)
+        return proc
+    return run, uid
+
+
+@pytest.mark.parametrize("case", ["data_file", "fileset_dir"])
+def test_planted_links_unprivileged(herd_bin, case):
+    why = _why_skip_unprivileged(herd_bin)
+    if why:
+        pytest.skip(why)
+    with nobody_dir() as base:
+        run, uid = nobody_runner(herd_bin, base)
+        check = check_data_file_case if case == "data_file" else check_fileset_dir_case
+        check(run, base, uid)
+
+
+# ---------------------------------------------------------------- e. libnfs
+
+
+def has_libnfs(herd_bin):
+    keys = subprocess.run([herd_bin, "keys"], capture_output=True, text=True, timeout=30)
+    return "libnfs" in keys.stdout
+
+
+def test_planted_links_over_libnfs(herd_bin, tmp_path):
+    try:
+        import test_nfs
+    except Exception as e:  # noqa: BLE001 - its own skip logic lives there
+        pytest.skip(f"test_nfs helpers unavailable: {e}")
+    if test_nfs._WHY:
+        pytest.skip(test_nfs._WHY)
+    if not has_libnfs(herd_bin):
+        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)")
+    s = test_nfs.Server(tmp_path / "nfs")
+    try:
+        s.start("--fs", "xfs", "--size", "1G")
+        export = test_nfs.export_dir(s)
+
+        def sh(script):
+            p = s.cmd("exec", "--state", s.state, "--server-fs", "--", "sh", "-ec", script,
+                      "sh", export)
+            assert p.returncode == 0, f"{script}: {p.stderr}"
+            return p.stdout
+
+        # In the export: a canary tree, a run directory whose data file is a
+        # link to the canary, another whose fileset directory is a link to it.
+        sh('cd "$1" && mkdir -p outside/sub herd-nfs-a/fs herd-nfs-b && '
+           f'for f in canary r000000.dat r000001.dat sub/keep; do '
+           f'printf "{CANARY.decode().strip()}" > outside/$f; chmod 666 outside/$f; done && '
+           'ln -s ../../outside/r000000.dat herd-nfs-a/fs/r000000.dat && '
+           'ln -s "$1/outside" herd-nfs-b/fs')
+        listing = 'cd "$1" && find outside -exec sh -c \'for p; do if [ -L "$p" ]; then ' \
+                  'echo "$p -> $(readlink "$p")"; elif [ -f "$p" ]; then ' \
+                  'echo "$p $(sha256sum < "$p")"; else echo "$p/"; fi; done\' sh {} + | sort'
+        before = sh(listing)
+        for run_id in ("nfs-a", "nfs-b"):
+            for keep in ("yes", "no"):
+                gl = {"backend": "libnfs", "target": s.url, "run_id": run_id, "keep": keep,
+                      "fileset": "fs", "file_size": "64K", "block_size": "16K",
+                      "op_timeout": 10}
+                phases = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"})]
+                job = write_job(tmp_path / f"{run_id}-{keep}.ini", gl, phases)
+                out = tmp_path / f"{run_id}-{keep}.h5"
+                proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
+                assert sh(listing) == before, f"{run_id} keep={keep}: canary changed\n" + \
+                    describe(proc)
+                assert proc.returncode == 3, describe(proc)
+                w = errors_of(load_results(out), "w")
+                ranks = (0,) if run_id == "nfs-a" else (0, 1)
+                for rank in ranks:
+                    assert w.get((rank, "open", "ELOOP"), 0) >= 1, f"{run_id} {keep}: {w}"
+        sh('cd "$1" && test -L herd-nfs-a/fs/r000000.dat && test -L herd-nfs-b/fs')
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+
+
+# ---------------------------------------------------------------- connection errors
+
+
+@pytest.mark.parametrize("url,want", [("nfs://127.0.0.1:1/x", errno.ECONNREFUSED),
+                                      ("nfs://no-such-host.invalid/x", errno.EHOSTUNREACH)])
+def test_libnfs_connection_errors(herd_bin, tmp_path, url, want):
+    if not has_libnfs(herd_bin):
+        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)")
+    job = write_job(tmp_path / "conn.ini", {"backend": "libnfs", "target": url,
+                                            "op_timeout": 5}, [("w", {"kind": "write"})])
+    proc = herd_run(herd_bin, 1, job, tmp_path / "conn.h5", quiet=True)
+    assert proc.returncode == 2, describe(proc)
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+    assert lines == [f"herd: target '{url}': {os.strerror(want)} (rank 0)"], describe(proc)
