@@ -10,6 +10,7 @@
  * op is one of open read write fsync close stat unlink mkdir rmdir rename
  * lock, or `all`. Failures draw from a per-rank seeded generator. */
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,11 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
                 return why;
             }
             rule.kind = FAULT_NOOP;
-        } else if (strncmp(action, "delay:", 6) == 0 && units_parse_duration(action + 6, &secs) == 0) {
+        } else if (strncmp(action, "delay:", 6) == 0) {
+            if (units_parse_duration(action + 6, &secs) != 0 || secs > JOB_DURATION_MAX) {
+                snprintf(why, len, "'%s': delay must be a duration of at most a week", action);
+                return why;
+            }
             rule.kind = FAULT_DELAY;
             rule.seconds = secs;
         } else {
@@ -91,10 +96,16 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
             snprintf(name, sizeof name, "%.*s", at ? (int)(at - action) : (int)strlen(action),
                      action);
             if (at) {
+                /* A plain decimal in (0, 1]: strtod alone would take "nan",
+                 * "inf", "0x1p-2", signs and leading spaces. */
                 char *end;
-                chance = strtod(at + 1, &end);
-                if (*end || chance < 0 || chance > 1) {
-                    snprintf(why, len, "'%s': probability must be 0..1", action);
+                const char *p = at + 1;
+                bool plain = ((*p >= '0' && *p <= '9') || *p == '.') &&
+                             strspn(p, "0123456789.eE-") == strlen(p);
+                chance = plain ? strtod(p, &end) : 0.0;
+                if (!plain || *end || !isfinite(chance) || chance <= 0 || chance > 1) {
+                    snprintf(why, len, "'%s': probability must be a number in (0, 1], "
+                                       "e.g. EIO@0.01", action);
                     return why;
                 }
             }

@@ -8,18 +8,25 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "holds.h"
+#include "record.h"
 #include "units.h"
 
 #define FIELD(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
 
-static const char *const kind_choices[] = {"write", "read", "md5", "idle",
+static const char *const kind_choices[] = {"write", "read",  "md5",  "idle",
                                            "lock",  "storm", "meta", NULL};
 static const char *const lock_mode_choices[] = {"exclusive", "shared", "mixed", NULL};
 static const char *const lock_range_choices[] = {"whole", "block", "overlap", NULL};
@@ -45,8 +52,7 @@ const struct job_key job_keys[] = {
      "segmented (each rank its own contiguous region)"},
     {"file_size", KEY_SIZE, FIELD(file_size), NULL, "16M",
      "bytes per file (per rank's region when segmented); K/M/G suffixes"},
-    {"block_size", KEY_SIZE, FIELD(block_size), NULL, "1M",
-     "bytes per read or write call"},
+    {"block_size", KEY_SIZE, FIELD(block_size), NULL, "1M", "bytes per read or write call"},
     {"iterations", KEY_INT, FIELD(iterations), NULL, "1",
      "times each rank repeats the phase's work, back to back"},
     {"fsync", KEY_BOOL, FIELD(fsync), NULL, "yes",
@@ -74,8 +80,7 @@ const struct job_key job_keys[] = {
     {"duration", KEY_DURATION, FIELD(duration), NULL, "0",
      "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
      "instead of `count` attempts"},
-    {"count", KEY_INT, FIELD(count), NULL, "100",
-     "lock, storm: attempts per rank"},
+    {"count", KEY_INT, FIELD(count), NULL, "100", "lock, storm: attempts per rank"},
     {"lock_mode", KEY_ENUM, FIELD(lock_mode), lock_mode_choices, "exclusive",
      "lock: exclusive | shared | mixed (alternating exclusive and shared)"},
     {"lock_range", KEY_ENUM, FIELD(lock_range), lock_range_choices, "whole",
@@ -89,8 +94,7 @@ const struct job_key job_keys[] = {
     {"lock_timeout", KEY_DURATION, FIELD(lock_timeout), NULL, "0",
      "lock: a blocking lock not granted in this long is given up, counted "
      "ETIMEDOUT (0 = wait forever)"},
-    {"dirs", KEY_INT, FIELD(dirs), NULL, "10",
-     "meta: directories in each tree"},
+    {"dirs", KEY_INT, FIELD(dirs), NULL, "10", "meta: directories in each tree"},
     {"files", KEY_INT, FIELD(files), NULL, "100",
      "meta: files each rank creates, spread over the directories"},
     {"meta_ops", KEY_STRING, FIELD(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
@@ -128,6 +132,7 @@ const struct job_key job_keys[] = {
      "monitor_interval (http://HOST:9100/metrics)"},
 };
 const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
+_Static_assert(sizeof job_keys / sizeof job_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
 
 const char *job_kind_name(enum phase_kind kind)
 {
@@ -157,6 +162,81 @@ int job_meta_steps(const char *text)
     return set;
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 if it is not one:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || p[0] > 0xf4)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+static bool byte_is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+int job_text_check(const char *s, char *why, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; p[i];) {
+        size_t n = utf8_len(p + i);
+        if (n == 1 && byte_is_control(p[i])) {
+            snprintf(why, len, "control byte 0x%02x at byte %zu is not allowed", p[i], i + 1);
+            return -EILSEQ;
+        }
+        if (n == 0) {
+            snprintf(why, len, "byte 0x%02x at byte %zu is not valid UTF-8", p[i], i + 1);
+            return -EILSEQ;
+        }
+        i += n;
+    }
+    return 0;
+}
+
+void job_escape(const char *src, char *dst, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)src;
+    size_t o = 0;
+    if (len == 0)
+        return;
+    /* Invariant: o < len, dst[0..o) is printable valid UTF-8. */
+    for (size_t i = 0; p[i];) {
+        size_t n = utf8_len(p + i);
+        if (n == 0 || (n == 1 && byte_is_control(p[i]))) {
+            if (o + 4 >= len)
+                break;
+            snprintf(dst + o, len - o, "\\x%02x", p[i]);
+            o += 4;
+            i++;
+        } else {
+            if (o + n >= len)
+                break;
+            memcpy(dst + o, p + i, n);
+            o += n;
+            i += n;
+        }
+    }
+    dst[o] = '\0';
+}
+
+bool job_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= JOB_NAME_MAX || s[0] == '.' || s[0] == '-')
+        return false;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
 /* Kinds that move file data in blocks (file_size, block_size apply). */
 static bool kind_moves_data(enum phase_kind k)
 {
@@ -167,8 +247,8 @@ static bool kind_moves_data(enum phase_kind k)
 struct parse_state {
     FILE *file;
     const char *path;
-    int line;             /* line most recently handed to libinih */
-    int header_line;      /* line of the most recent [section] header */
+    int line;                  /* line most recently handed to libinih */
+    int header_line;           /* line of the most recent [section] header */
     char header[JOB_NAME_MAX]; /* first section header that had no keys yet */
     int empty_line;
     struct job *job;
@@ -179,7 +259,7 @@ struct parse_state {
         char key[64];
         char value[JOB_PATH_MAX];
         int line;
-    } *raws;
+    } * raws;
     size_t nraws, capraws;
     char sections[128][JOB_NAME_MAX];
     int section_lines[128];
@@ -192,26 +272,36 @@ struct parse_state {
 /* Line number of a value that came from --set rather than the file. */
 #define LINE_SET (-1)
 
+/* The one-line message "FILE:LINE: key 'K': msg" (or without line or
+ * key), every unprintable byte escaped. */
+static void error_format(char *err, size_t errlen, const char *path, int line, const char *key,
+                         const char *msg)
+{
+    char raw[JOB_ERR_MAX];
+    if (line == LINE_SET)
+        snprintf(raw, sizeof raw, "%s: --set %s: %s", path, key ? key : "", msg);
+    else if (line > 0 && key)
+        snprintf(raw, sizeof raw, "%s:%d: key '%s': %s", path, line, key, msg);
+    else if (line > 0)
+        snprintf(raw, sizeof raw, "%s:%d: %s", path, line, msg);
+    else if (key)
+        snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
+    else
+        snprintf(raw, sizeof raw, "%s: %s", path, msg);
+    job_escape(raw, err, errlen);
+}
+
 static void fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
 {
     if (st->failed)
         return;
     st->failed = true;
-    char msg[512];
+    char msg[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (line == LINE_SET)
-        snprintf(st->err, st->errlen, "%s: --set %s: %s", st->path, key ? key : "", msg);
-    else if (line > 0 && key)
-        snprintf(st->err, st->errlen, "%s:%d: key '%s': %s", st->path, line, key, msg);
-    else if (line > 0)
-        snprintf(st->err, st->errlen, "%s:%d: %s", st->path, line, msg);
-    else if (key)
-        snprintf(st->err, st->errlen, "%s: key '%s': %s", st->path, key, msg);
-    else
-        snprintf(st->err, st->errlen, "%s: %s", st->path, msg);
+    error_format(st->err, st->errlen, st->path, line, key, msg);
 }
 
 static int section_index(struct parse_state *st, const char *section)
@@ -234,8 +324,7 @@ static char *reader_next_line(char *str, int num, void *stream)
         if (*p == '[') {
             /* A header with no keys before the next one is never reported
              * by libinih: remember it to say so. */
-            if (st->header_line && !st->empty_line &&
-                section_index(st, st->header) < 0)
+            if (st->header_line && !st->empty_line && section_index(st, st->header) < 0)
                 st->empty_line = st->header_line;
             st->header_line = st->line;
             size_t len = strcspn(p + 1, "]");
@@ -260,14 +349,8 @@ static const struct job_key *key_lookup(const char *name)
 
 static bool section_name_ok(const char *s)
 {
-    if (!*s || strlen(s) >= JOB_NAME_MAX)
-        return false;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
-            return false;
-    return true;
+    return job_name_ok(s);
 }
-
 
 /* Remember one "key = value" of a section (or replace it when it exists). */
 static void raw_append(struct parse_state *st, const char *section, const char *key,
@@ -310,7 +393,8 @@ static int handle_key(void *user, const char *section, const char *name, const c
     if (idx < 0) {
         if (!section_name_ok(section)) {
             fail(st, st->header_line, NULL,
-                 "section name '%s' must be 1-%d letters, digits, '_' or '-'",
+                 "section name '%s' must be 1-%d letters, digits, '_', '.' or '-', "
+                 "not starting with '.' or '-'",
                  section, JOB_NAME_MAX - 1);
             return 1;
         }
@@ -389,10 +473,12 @@ static int parse_pattern(const char *v, struct phase *ph)
 }
 
 /* Set one key of ph from text; returns NULL or what is wrong with it. */
-static const char *key_assign(const struct job_key *k, struct phase *ph, const char *v,
-                              char *why, size_t whylen)
+static const char *key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
+                              size_t whylen)
 {
     void *field = (char *)ph + k->offset;
+    if (job_text_check(v, why, whylen) < 0)
+        return why;
     switch (k->type) {
     case KEY_STRING:
         if (strlen(v) >= k->size) {
@@ -422,6 +508,10 @@ static const char *key_assign(const struct job_key *k, struct phase *ph, const c
     case KEY_DURATION:
         if (units_parse_duration(v, field) != 0) {
             snprintf(why, whylen, "'%s' is not a duration (e.g. 30, 30s, 250ms, 2m)", v);
+            return why;
+        }
+        if (*(double *)field > JOB_DURATION_MAX) {
+            snprintf(why, whylen, "'%s' is more than a week (%.0fs)", v, JOB_DURATION_MAX);
             return why;
         }
         return NULL;
@@ -530,10 +620,119 @@ static bool phase_sets_lock_key(struct parse_state *st, const char *section)
     return false;
 }
 
+uint64_t job_host_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+/* Whether `bytes` gathered to rank 0 (for `what`, e.g. "16000000 iterations
+ * x 4 ranks need") fit one MPI int count and half of mem; else why. */
+static bool gather_fits(double bytes, uint64_t mem, const char *what, char *why, size_t len)
+{
+    char need[32], have[32];
+    units_format_human(bytes, need, sizeof need);
+    if (bytes > (double)INT_MAX) {
+        snprintf(why, len,
+                 "%s %.0f bytes (%s) of records on rank 0, more than MPI's int count "
+                 "(2147483647 bytes) allows",
+                 what, bytes, need);
+        return false;
+    }
+    if (mem && bytes > (double)(mem / 2)) {
+        units_format_human((double)mem, have, sizeof have);
+        snprintf(why, len,
+                 "%s %.0f bytes (%s) of records on rank 0, more than half of this host's "
+                 "memory (%s) allows",
+                 what, bytes, need, have);
+        return false;
+    }
+    return true;
+}
+
+/* The key a byte count of ph scales with, to name in a message. */
+static const char *bytes_key(const struct phase *ph)
+{
+    if (ph->kind == KIND_META)
+        return "files";
+    if (ph->kind == KIND_STORM)
+        return "count";
+    return ph->iterations > 1 ? "iterations" : "file_size";
+}
+
+/* The scale rule of one phase on nranks ranks with mem bytes of memory on
+ * rank 0's host (0 = unknown): NULL, or the key at fault with why. Every
+ * product is computed with overflow checks; numbers in messages are the
+ * exact product or, past 2^64, a double. */
+static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
+                               size_t len)
+{
+    char what[160];
+    double n = (double)nranks;
+    /* Records: iterations rows per rank, all gathered to rank 0. */
+    snprintf(what, sizeof what, "%lld iterations x %lld rank%s need", (long long)ph->iterations,
+             (long long)nranks, nranks == 1 ? "" : "s");
+    if (!gather_fits((double)ph->iterations * sizeof(struct rank_record) * n, mem, what, why, len))
+        return "iterations";
+    /* Lock holds: one per granted lock, gathered to rank 0 likewise. */
+    if (ph->kind == KIND_LOCK && ph->duration <= 0) {
+        snprintf(what, sizeof what, "%lld locks x %lld iterations x %lld rank%s need",
+                 (long long)ph->count, (long long)ph->iterations, (long long)nranks,
+                 nranks == 1 ? "" : "s");
+        if (!gather_fits((double)ph->count * (double)ph->iterations * sizeof(struct hold) * n, mem,
+                         what, why, len))
+            return "count";
+    }
+    if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
+        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
+                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
+        return ph->files > JOB_META_MAX ? "files" : "dirs";
+    }
+    /* File offsets are signed 64-bit (off_t); a segmented file holds every
+     * rank's region end to end. */
+    bool segmented = ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED &&
+                     ph->kind != KIND_META;
+    uint64_t end;
+    if (ph->file_size > INT64_MAX ||
+        (segmented &&
+         (__builtin_mul_overflow(ph->file_size, (uint64_t)nranks, &end) || end > INT64_MAX))) {
+        char size[32];
+        units_format_size(ph->file_size, size, sizeof size);
+        if (segmented)
+            snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)nranks,
+                     nranks == 1 ? "" : "s");
+        else
+            snprintf(what, sizeof what, "%s", size);
+        snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,
+                 (double)ph->file_size * (segmented ? n : 1.0));
+        return "file_size";
+    }
+    uint64_t per, all;
+    if (job_phase_bytes(ph, &per) < 0) {
+        double unit =
+            ph->kind == KIND_STORM
+                ? (double)(ph->block_size < ph->file_size ? ph->block_size : ph->file_size)
+                : (double)ph->file_size;
+        double times = ph->kind == KIND_META    ? (double)ph->files
+                       : ph->kind == KIND_STORM ? (double)ph->count * (double)ph->iterations
+                                                : (double)ph->iterations;
+        snprintf(why, len, "%.0f bytes x %.0f = %.4g bytes per rank, more than 2^64", unit, times,
+                 unit * times);
+        return bytes_key(ph);
+    }
+    if (__builtin_mul_overflow(per, (uint64_t)nranks, &all)) {
+        snprintf(why, len, "%llu bytes per rank x %lld ranks = %.4g bytes, more than 2^64",
+                 (unsigned long long)per, (long long)nranks, (double)per * n);
+        return bytes_key(ph);
+    }
+    return NULL;
+}
+
 /* Combinations that cannot work; one message naming the offending key. */
 static void phase_validate(struct parse_state *st, const struct phase *ph)
 {
-#define BAD(key, ...) fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
+#define BAD(key, ...)                                                                              \
+    fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
     if (!ph->target[0])
         BAD("target", "missing: set it in [global] or in [%s]", ph->name);
     else if (!backend_find(ph->backend))
@@ -571,8 +770,7 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (ph->kind == KIND_META && (ph->dirs < 1 || ph->files < 0))
         BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
     else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
-        BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
-            ph->meta_ops);
+        BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir", ph->meta_ops);
     else if (ph->verify && ph->kind != KIND_READ)
         BAD("verify", "applies to read phases only (md5 phases always check)");
     else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
@@ -585,9 +783,11 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("stuck_after", "must be greater than 0");
     else if (ph->deadline < 0)
         BAD("deadline", "must not be negative");
-    else if (strchr(ph->fileset, '/') || strcmp(ph->fileset, "..") == 0 ||
-             strcmp(ph->fileset, ".") == 0)
-        BAD("fileset", "must be a plain name without '/'");
+    else if (!job_name_ok(ph->fileset))
+        BAD("fileset",
+            "'%s' must be letters, digits, '_', '.' and '-', not starting with "
+            "'.' or '-'",
+            ph->fileset);
     else if (ph->faults[0] && strcmp(ph->backend, "fault") != 0)
         BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
@@ -595,8 +795,10 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (ph->monitor_host[0] && ph->monitor_rank[0])
         BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
     else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
-             strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank))
-        BAD("monitor_rank", "'%s' is not last or a rank number", ph->monitor_rank);
+             (strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank) ||
+              strlen(ph->monitor_rank) > 7))
+        BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
+            JOB_RANKS_MAX);
     else if (ph->monitor_interval < 0.01)
         BAD("monitor_interval", "must be at least 10ms");
     else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
@@ -612,6 +814,8 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         char why[512];
         const struct backend_ops *be = backend_find(ph->backend);
         const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
+        if (!key)
+            key = phase_scale(ph, 1, job_host_memory(), why, sizeof why);
         if (key)
             BAD(key, "%s", why);
     }
@@ -620,31 +824,49 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
 
 int job_read_text(const char *path, char **text)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return -errno;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n < cap - 1)
-            break;
-        cap *= 2;
-        char *p = realloc(buf, cap);
-        if (!p) {
-            free(buf);
-            buf = NULL;
-        }
-        buf = p;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf)
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
+    }
+    if (sb.st_size > JOB_FILE_MAX) {
+        close(fd);
+        return -EFBIG;
+    }
+    /* Read at most JOB_FILE_MAX + 1 bytes: a file that grew is refused too. */
+    char *buf = malloc(JOB_FILE_MAX + 2);
+    if (!buf) {
+        close(fd);
         return -ENOMEM;
-    if (bad) {
+    }
+    size_t n = 0;
+    while (n < JOB_FILE_MAX + 1) {
+        ssize_t got = read(fd, buf + n, JOB_FILE_MAX + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int rc = -errno;
+            free(buf);
+            close(fd);
+            return rc;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n > JOB_FILE_MAX) {
         free(buf);
-        return -EIO;
+        return -EFBIG;
     }
     buf[n] = '\0';
     if (strlen(buf) != n) { /* a NUL byte: not a text file */
@@ -655,8 +877,25 @@ int job_read_text(const char *path, char **text)
     return 0;
 }
 
-int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job, char *err,
-             size_t errlen)
+/* Why job_read_text failed, in words. */
+static const char *read_error(int rc)
+{
+    switch (rc) {
+    case -EILSEQ:
+        return "not a text file";
+    case -EISDIR:
+        return "is a directory";
+    case -ENOTSUP:
+        return "not a regular file";
+    case -EFBIG:
+        return "larger than 1 MiB: not a job file";
+    default:
+        return strerror(-rc);
+    }
+}
+
+int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,
+             char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
     snprintf(job->path, sizeof job->path, "%s", path);
@@ -664,9 +903,13 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     err[0] = '\0';
 
     int rc = text ? ((job->text = strdup(text)) ? 0 : -ENOMEM) : job_read_text(path, &job->text);
+    if (rc == 0 && strlen(job->text) > JOB_FILE_MAX) {
+        free(job->text);
+        job->text = NULL;
+        rc = -EFBIG;
+    }
     if (rc < 0) {
-        fail(&st, 0, NULL, "cannot read job file: %s",
-             rc == -EILSEQ ? "not a text file" : strerror(-rc));
+        fail(&st, 0, NULL, "cannot read job file: %s", read_error(rc));
         return -1;
     }
     st.file = fmemopen(job->text, strlen(job->text), "r");
@@ -717,17 +960,18 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     memset(&global, 0, sizeof global);
     char why[256];
     for (size_t i = 0; i < job_nkeys && !st.failed; i++)
-        if (job_keys[i].fallback && key_assign(&job_keys[i], &global, job_keys[i].fallback,
-                                               why, sizeof why))
+        if (job_keys[i].fallback &&
+            key_assign(&job_keys[i], &global, job_keys[i].fallback, why, sizeof why))
             fail(&st, 0, job_keys[i].name, "internal: bad default");
     if (!st.failed)
         section_apply(&st, "global", &global, false);
     job->keep = global.keep;
     snprintf(job->run_id, sizeof job->run_id, "%s", global.run_id);
-    for (const char *p = global.run_id; *p && !st.failed; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
-            fail(&st, line_of(&st, "global", "run_id"), "run_id",
-                 "'%s' may hold only letters, digits, '_', '.' and '-'", global.run_id);
+    if (!st.failed && global.run_id[0] && !job_name_ok(global.run_id))
+        fail(&st, line_of(&st, "global", "run_id"), "run_id",
+             "'%s' may hold only letters, digits, '_', '.' and '-', not starting with '.' "
+             "or '-'",
+             global.run_id);
 
     int nphases = 0;
     for (int i = 0; i < st.nsections; i++)
@@ -744,11 +988,14 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         *ph = global;
         snprintf(ph->name, sizeof ph->name, "%s", st.sections[i]);
         ph->line = st.section_lines[i];
+        for (size_t k = 0; k < job_nkeys; k++)
+            ph->key_line[k] = line_of(&st, ph->name, job_keys[k].name);
         section_apply(&st, st.sections[i], ph, true);
         if (st.failed)
             break;
         if (!line_of(&st, ph->name, "kind")) {
-            fail(&st, ph->line, "kind", "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
+            fail(&st, ph->line, "kind",
+                 "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
             break;
         }
         if (!ph->fileset[0]) {
@@ -776,16 +1023,48 @@ void job_free(struct job *job)
     job->nphases = 0;
 }
 
+int job_phase_bytes(const struct phase *ph, uint64_t *bytes)
+{
+    uint64_t unit = ph->file_size, times = (uint64_t)ph->iterations, b = 0;
+    *bytes = 0;
+    if (ph->kind == KIND_META) {
+        if (!(job_meta_steps(ph->meta_ops) & (1 << META_CREATE)))
+            return 0;
+        times = (uint64_t)ph->files;
+    } else if (ph->kind == KIND_STORM) {
+        unit = ph->block_size < ph->file_size ? ph->block_size : ph->file_size;
+        if (__builtin_mul_overflow((uint64_t)ph->count, times, &times))
+            return -EOVERFLOW;
+    } else if (!kind_moves_data(ph->kind)) {
+        return 0;
+    }
+    if (__builtin_mul_overflow(unit, times, &b))
+        return -EOVERFLOW;
+    *bytes = b;
+    return 0;
+}
+
 uint64_t job_phase_bytes_per_rank(const struct phase *ph)
 {
-    if (ph->kind == KIND_META)
-        return (job_meta_steps(ph->meta_ops) & (1 << META_CREATE))
-                   ? ph->file_size * (uint64_t)ph->files
-                   : 0;
-    if (ph->kind == KIND_STORM)
-        return (ph->block_size < ph->file_size ? ph->block_size : ph->file_size) *
-               (uint64_t)ph->count * (uint64_t)ph->iterations;
-    if (!kind_moves_data(ph->kind))
-        return 0;
-    return ph->file_size * (uint64_t)ph->iterations;
+    uint64_t b;
+    return job_phase_bytes(ph, &b) < 0 ? UINT64_MAX : b;
+}
+
+int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len)
+{
+    uint64_t mem = job_host_memory();
+    char why[512];
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        const char *key = phase_scale(ph, nranks, mem, why, sizeof why);
+        if (!key)
+            continue;
+        int line = ph->line;
+        for (size_t k = 0; k < job_nkeys; k++)
+            if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
+                line = ph->key_line[k];
+        error_format(err, len, job->path, line, key, why);
+        return -EOVERFLOW;
+    }
+    return 0;
 }

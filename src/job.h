@@ -16,6 +16,11 @@
 #define JOB_NAME_MAX 64
 #define JOB_PATH_MAX 1024
 #define JOB_ERR_MAX 1536
+#define JOB_KEYS_MAX 64           /* job_nkeys <= JOB_KEYS_MAX */
+#define JOB_FILE_MAX (1 << 20)    /* a job file is at most 1 MiB */
+#define JOB_META_MAX 10000000     /* meta: files and dirs per rank, at most */
+#define JOB_DURATION_MAX 604800.0 /* every duration: at most one week */
+#define JOB_RANKS_MAX 10000000    /* -n RANKS, at most */
 
 enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
@@ -30,13 +35,13 @@ enum read_from { READ_SELF, READ_NEIGHBOR };
 /* One phase with every key resolved (globals inherited, overrides applied). */
 struct phase {
     char name[JOB_NAME_MAX];
-    int line;                 /* line of the [section] header */
+    int line; /* line of the [section] header */
     char target[JOB_PATH_MAX];
     char backend[16];
     enum phase_kind kind;
     enum sharing sharing;
     enum shared_mode shared_mode;
-    uint64_t file_size;       /* bytes each rank moves per iteration */
+    uint64_t file_size; /* bytes each rank moves per iteration */
     uint64_t block_size;
     int64_t iterations;
     bool fsync;
@@ -45,43 +50,46 @@ struct phase {
     bool keep;
     enum read_from read_from;
     enum pattern_kind pattern;
-    int64_t zero_percent;     /* for pattern = compressible:P */
+    int64_t zero_percent; /* for pattern = compressible:P */
     int64_t seed;
     char fileset[JOB_NAME_MAX]; /* names the files; default <sharing>-<file_size> */
-    double deadline;          /* seconds, 0 = none */
-    double duration;          /* idle phases: seconds to wait */
-    double op_timeout;        /* seconds per operation where the backend can */
-    double stuck_after;       /* watchdog: report a call in flight this long */
-    uint64_t nfs_rsize;       /* libnfs readmax; 0 = what the server offers */
-    uint64_t nfs_wsize;       /* libnfs writemax; 0 = what the server offers */
-    int64_t nfs_version;      /* 3 or 4; 0 = the URL's or 3 */
-    char faults[JOB_PATH_MAX];/* backend = fault: injection rules */
-    int64_t count;            /* lock, storm: attempts per rank */
+    double deadline;            /* seconds, 0 = none */
+    double duration;            /* idle phases: seconds to wait */
+    double op_timeout;          /* seconds per operation where the backend can */
+    double stuck_after;         /* watchdog: report a call in flight this long */
+    uint64_t nfs_rsize;         /* libnfs readmax; 0 = what the server offers */
+    uint64_t nfs_wsize;         /* libnfs writemax; 0 = what the server offers */
+    int64_t nfs_version;        /* 3 or 4; 0 = the URL's or 3 */
+    char faults[JOB_PATH_MAX];  /* backend = fault: injection rules */
+    int64_t count;              /* lock, storm: attempts per rank */
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
-    double lock_hold;         /* seconds a granted lock is held */
-    double lock_timeout;      /* blocking lock: give up after; 0 = never */
-    int64_t dirs;             /* meta: directories per tree */
-    int64_t files;            /* meta: files per rank */
-    char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
-    char run_id[JOB_NAME_MAX];/* [global] only; "" = a fresh id per run */
+    double lock_hold;          /* seconds a granted lock is held */
+    double lock_timeout;       /* blocking lock: give up after; 0 = never */
+    int64_t dirs;              /* meta: directories per tree */
+    int64_t files;             /* meta: files per rank */
+    char meta_ops[64];         /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    char run_id[JOB_NAME_MAX]; /* [global] only; "" = a fresh id per run */
     /* [global] only (every phase holds the same): the server monitor */
     char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
-    char monitor_rank[16];    /* "" | "last" | a rank number: that rank samples */
+    char monitor_rank[16];           /* "" | "last" | a rank number: that rank samples */
     double monitor_interval;
     char monitor_processes[256];
     char monitor_disks[JOB_PATH_MAX];
     char monitor_url[JOB_PATH_MAX];
+    /* Line each key's value came from, indexed like job_keys[]: > 0 a line
+     * of the file, -1 --set, 0 the default. */
+    int key_line[JOB_KEYS_MAX];
 };
 
 struct job {
     char path[JOB_PATH_MAX];
-    char *text;               /* the job file as read */
+    char *text; /* the job file as read */
     struct phase *phases;
     int nphases;
-    bool keep;                /* global keep: leave the run directory */
-    char run_id[JOB_NAME_MAX];/* global run_id: reuse target/herd-<run_id> */
+    bool keep;                 /* global keep: leave the run directory */
+    char run_id[JOB_NAME_MAX]; /* global run_id: reuse target/herd-<run_id> */
 };
 
 enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
@@ -89,10 +97,10 @@ enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION,
 struct job_key {
     const char *name;
     enum key_type type;
-    size_t offset;               /* into struct phase */
-    size_t size;                 /* of the field, for strings */
-    const char *const *choices;  /* KEY_ENUM: NULL-terminated, index = value */
-    const char *fallback;        /* default as text; NULL = required */
+    size_t offset;              /* into struct phase */
+    size_t size;                /* of the field, for strings */
+    const char *const *choices; /* KEY_ENUM: NULL-terminated, index = value */
+    const char *fallback;       /* default as text; NULL = required */
     const char *help;
 };
 
@@ -113,12 +121,39 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
 void job_free(struct job *job);
 
 /* Canonical text of one key's value in a phase ("16M", "yes", "unique"). */
-void job_key_format(const struct job_key *key, const struct phase *ph,
-                    char *buf, size_t len);
+void job_key_format(const struct job_key *key, const struct phase *ph, char *buf, size_t len);
 
-/* Bytes one rank moves in a phase (all iterations), and the whole phase
- * for nranks ranks. */
+/* Bytes one rank moves in a phase (all iterations) into *bytes. Returns 0,
+ * or -EOVERFLOW when the product does not fit in 64 bits. */
+int job_phase_bytes(const struct phase *ph, uint64_t *bytes);
+
+/* job_phase_bytes, UINT64_MAX when it overflows (never, for a phase that
+ * job_load accepted). */
 uint64_t job_phase_bytes_per_rank(const struct phase *ph);
+
+/* Whether every phase of a loaded job can run on nranks ranks: records
+ * gathered to rank 0 fit an MPI int count (INT_MAX bytes) and half of this
+ * host's memory, byte counts for nranks ranks and file offsets fit 64
+ * bits. job_load applies the same rule with nranks = 1. Returns 0, or
+ * -EOVERFLOW with one line "FILE:LINE: key 'K': why" in err. */
+int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len);
+
+/* Bytes of physical memory of this host (0 if unknown). */
+uint64_t job_host_memory(void);
+
+/* Whether s is a name herd may use as a path component and an HDF5 name
+ * (section, fileset, run_id): 1 to JOB_NAME_MAX-1 bytes of [A-Za-z0-9._-],
+ * not starting with '.' or '-'. */
+bool job_name_ok(const char *s);
+
+/* Whether s is valid UTF-8 without control bytes (< 0x20, 0x7f). Returns
+ * 0, or -EILSEQ with what is wrong (and where) in why. */
+int job_text_check(const char *s, char *why, size_t len);
+
+/* Copy src into dst (len bytes with the NUL) with every control byte and
+ * every byte that is not part of valid UTF-8 written as \xNN, so that a
+ * message stays one printable line. */
+void job_escape(const char *src, char *dst, size_t len);
 
 const char *job_kind_name(enum phase_kind kind);
 

@@ -70,17 +70,24 @@ static int args_parse(int argc, char **argv, struct args *a)
         } else if ((strcmp(s, "-n") == 0 || strcmp(s, "--ranks") == 0) && has_next) {
             char *end;
             a->ranks = strtol(argv[++i], &end, 10);
-            if (*end || a->ranks < 1 || a->ranks > 10000000) {
-                fprintf(stderr, "herd: -n %s: expected a number of ranks\n", argv[i]);
+            if (end == argv[i] || *end || a->ranks < 1 || a->ranks > JOB_RANKS_MAX) {
+                char shown[256];
+                job_escape(argv[i], shown, sizeof shown);
+                fprintf(stderr, "herd: -n %s: expected a number of ranks (1-%d)\n", shown,
+                        JOB_RANKS_MAX);
                 return 2;
             }
         } else if (s[0] == '-') {
-            fprintf(stderr, "herd: unknown or incomplete option '%s' (see herd --help)\n", s);
+            char shown[256];
+            job_escape(s, shown, sizeof shown);
+            fprintf(stderr, "herd: unknown or incomplete option '%s' (see herd --help)\n", shown);
             return 2;
         } else if (!a->job) {
             a->job = s;
         } else {
-            fprintf(stderr, "herd: unexpected argument '%s' (see herd --help)\n", s);
+            char shown[256];
+            job_escape(s, shown, sizeof shown);
+            fprintf(stderr, "herd: unexpected argument '%s' (see herd --help)\n", shown);
             return 2;
         }
     }
@@ -93,8 +100,7 @@ static void print_keys(void)
     for (size_t i = 0; i < job_nkeys; i++) {
         const struct job_key *k = &job_keys[i];
         printf("%-12s %-14s %s\n", k->name,
-               k->fallback ? (k->fallback[0] ? k->fallback : "(derived)") : "(required)",
-               k->help);
+               k->fallback ? (k->fallback[0] ? k->fallback : "(derived)") : "(required)", k->help);
     }
 }
 
@@ -106,32 +112,36 @@ static int command_check(const struct args *a)
         fprintf(stderr, "herd: %s\n", err);
         return 2;
     }
+    if (job_check_scale(&job, a->ranks, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        job_free(&job);
+        return 2;
+    }
     const struct phase *first = &job.phases[0];
     printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
            job.nphases == 1 ? "" : "s", first->target, first->backend,
            job.keep ? ", run directory kept" : "");
     printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
-           "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank",
-           "all ranks");
-    uint64_t grand = 0;
+           "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
+    double grand = 0; /* the sum of phases may pass 2^64; each phase does not */
     for (int i = 0; i < job.nphases; i++) {
         const struct phase *ph = &job.phases[i];
         char file[32], block[32], per[32], all[32];
         units_format_size(ph->file_size, file, sizeof file);
         units_format_size(ph->block_size, block, sizeof block);
         uint64_t bytes = job_phase_bytes_per_rank(ph);
-        grand += bytes * (uint64_t)a->ranks;
+        grand += (double)(bytes * (uint64_t)a->ranks); /* job_check_scale: no overflow */
         units_format_human((double)bytes, per, sizeof per);
         units_format_human((double)bytes * (double)a->ranks, all, sizeof all);
         printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
                job_kind_name(ph->kind), ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
-               ph->sharing == SHARING_UNIQUE ? "-"
+               ph->sharing == SHARING_UNIQUE         ? "-"
                : ph->shared_mode == SHARED_SEGMENTED ? "segmented"
                                                      : "same-content",
                ph->fileset, file, block, (long long)ph->iterations, per, all);
     }
     char total[32];
-    units_format_human((double)grand, total, sizeof total);
+    units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", a->ranks, a->ranks == 1 ? "" : "s", total);
     job_free(&job);
     return 0;
@@ -170,6 +180,23 @@ static char *broadcast_job_text(int rank, const char *path)
     return text;
 }
 
+/* Rank 0 applies the scale rule for the ranks of MPI_COMM_WORLD (an upper
+ * bound of the I/O ranks) and prints why it refuses; every rank gets the
+ * same verdict, so all exit together. Returns 0 or -EOVERFLOW. */
+static int run_check_scale(int rank, const struct job *job)
+{
+    int verdict = 0, size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0) {
+        char err[JOB_ERR_MAX];
+        verdict = job_check_scale(job, size, err, sizeof err);
+        if (verdict < 0)
+            fprintf(stderr, "herd: %s\n", err);
+    }
+    MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return verdict;
+}
+
 static int command_run(int argc, char **argv, const struct args *a)
 {
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
@@ -191,9 +218,14 @@ static int command_run(int argc, char **argv, const struct args *a)
         if (rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;
+    } else if (run_check_scale(rank, &job) < 0) {
+        job_free(&job);
+        code = 2;
     } else {
         char *cmd = join_argv(argc, argv);
-        struct runner_opts opts = {.output = a->output, .force = a->force, .t_init = t_init,
+        struct runner_opts opts = {.output = a->output,
+                                   .force = a->force,
+                                   .t_init = t_init,
                                    .command_line = cmd ? cmd : ""};
         code = runner_run(&job, &opts);
         free(cmd);
@@ -229,6 +261,8 @@ int main(int argc, char **argv)
         }
         return strcmp(a.command, "check") == 0 ? command_check(&a) : command_run(argc, argv, &a);
     }
-    fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", a.command);
+    char shown[256];
+    job_escape(a.command, shown, sizeof shown);
+    fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", shown);
     return 2;
 }

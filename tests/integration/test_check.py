@@ -1,10 +1,15 @@
-"""`herd check`, `herd keys`, --help, --version and a bad command: no MPI."""
+"""`herd check`, `herd keys`, --help, --version and a bad command: no MPI;
+and the input `herd check` and `herd run` must refuse (one line, exit 2),
+`herd run` under mpirun for the rank-count dependent scale rule."""
 
+import os
 import re
+import subprocess
 
 import pytest
 
-from conftest import REPO_DIR, describe, format_size, herd_cmd, parse_size, write_job
+from conftest import (REPO_DIR, describe, format_size, herd_cmd, herd_run, parse_size,
+                      write_job)
 
 UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
@@ -169,3 +174,127 @@ def test_command_without_job(herd_bin, command):
     proc = herd_cmd(herd_bin, command)
     assert proc.returncode == 2, describe(proc)
     assert proc.stderr == f"herd: {command} needs a job file (see herd --help)\n"
+
+
+# ------------------------------------------------------- hostile input
+
+RECORD_BYTES = 136  # sizeof(struct rank_record), record.h
+
+
+def one_line_refusal(proc, *expect):
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stdout == "", describe(proc)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, describe(proc)
+    for text in expect:
+        assert text in lines[0], describe(proc)
+    return lines[0]
+
+
+def test_check_scale_depends_on_ranks(herd_bin, tmp_path):
+    """1000000 iterations of records fit 15 ranks on rank 0, not 16
+    (INT_MAX bytes: MPI's count)."""
+    job = write_job(tmp_path / "scale.ini", {"target": tmp_path},
+                    [("w", {"kind": "write", "file_size": "4K", "block_size": "4K",
+                            "iterations": 1000000})])
+    fit = (2**31 - 1) // (1000000 * RECORD_BYTES)
+    assert fit == 15
+    assert herd_cmd(herd_bin, "check", job, "-n", str(fit)).returncode == 0
+    one_line_refusal(herd_cmd(herd_bin, "check", job, "-n", str(fit + 1)),
+                     f"{job}:", ": key 'iterations': 1000000 iterations x 16 ranks need "
+                     f"{16 * 1000000 * RECORD_BYTES} bytes",
+                     "more than MPI's int count")
+
+
+@pytest.mark.parametrize("keys,key,words", [
+    ({"kind": "write", "iterations": 16000000}, "iterations", "16000000 iterations x 1 rank"),
+    ({"kind": "write", "iterations": 100000000000}, "iterations", "100000000000 iterations"),
+    ({"kind": "meta", "files": 1000000000000}, "files", "1000000000000 is more than"),
+    ({"kind": "write", "file_size": "1000000T", "iterations": 100}, "iterations",
+     "more than 2^64"),
+    ({"kind": "write", "file_size": "9000000T"}, "file_size", "largest file offset"),
+    ({"kind": "lock", "count": 1000000000}, "count", "1000000000 locks"),
+])
+def test_check_refuses_absurd_scale(herd_bin, tmp_path, keys, key, words):
+    job = write_job(tmp_path / "big.ini", {"target": tmp_path}, [("p", keys)])
+    proc = herd_cmd(herd_bin, "check", job, timeout=20)
+    one_line_refusal(proc, f"key '{key}'", words)
+
+
+def test_check_overflow_for_ranks_not_wrapped(herd_bin, tmp_path):
+    """Per rank fits 64 bits, 2 ranks do not: refused, not printed wrapped."""
+    job = write_job(tmp_path / "wrap.ini", {"target": tmp_path},
+                    [("w", {"kind": "write", "file_size": "1000000T", "iterations": 10})])
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
+    one_line_refusal(herd_cmd(herd_bin, "check", job, "-n", "2"),
+                     "key 'iterations'", "x 2 ranks", "more than 2^64")
+
+
+def test_run_refuses_scale_on_every_rank(herd_bin, tmp_path):
+    """herd run applies the rule with the real rank count: 8000000
+    iterations fit 1 rank, not 2; every rank exits 2, one line."""
+    job = write_job(tmp_path / "run.ini", {"target": tmp_path},
+                    [("w", {"kind": "write", "file_size": "4K", "block_size": "4K",
+                            "iterations": 8000000})])
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
+    proc = herd_run(herd_bin, 2, job, tmp_path / "out.h5", quiet=True, timeout=60)
+    assert proc.returncode == 2, describe(proc)
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+    assert len(lines) == 1, describe(proc)
+    assert "key 'iterations': 8000000 iterations x 2 ranks need" in lines[0]
+    assert not (tmp_path / "out.h5").exists()
+    assert not any(p.name.startswith("herd-") for p in tmp_path.iterdir())
+
+
+def test_check_not_a_job_file(herd_bin, tmp_path):
+    one_line_refusal(herd_cmd(herd_bin, "check", tmp_path), "is a directory")
+    one_line_refusal(herd_cmd(herd_bin, "check", "/dev/zero", timeout=10),
+                     "/dev/zero: cannot read job file: not a regular file")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    one_line_refusal(herd_cmd(herd_bin, "check", fifo, timeout=10), "not a regular file")
+    big = tmp_path / "big.ini"
+    big.write_bytes(b"[global]\ntarget = /tmp\n[w]\nkind = write\n" + b";" * (1 << 20))
+    one_line_refusal(herd_cmd(herd_bin, "check", big), "larger than 1 MiB: not a job file")
+
+
+@pytest.mark.parametrize("p", ["nan", "inf", "-0.5", "0", "1.5", "", "0x1p-2"])
+def test_check_fault_probability(herd_bin, tmp_path, p):
+    job = write_job(tmp_path / "f.ini", {"target": tmp_path, "backend": "fault",
+                                         "faults": f"write=EIO@{p}"},
+                    [("w", {"kind": "write"})])
+    one_line_refusal(herd_cmd(herd_bin, "check", job), "key 'faults'", "probability")
+
+
+@pytest.mark.parametrize("key,value", [
+    ("fileset", "$(touch PWNED)"), ("fileset", "<b>"), ("fileset", ".x"), ("fileset", "a b"),
+    ("run_id", "`id`"), ("run_id", "-x"), ("target", "/tmp/a\nb"), ("target", "/tmp/\x1b[31m"),
+    ("monitor_host", "h\x7f"),
+])
+def test_check_refuses_names_and_control_bytes(herd_bin, tmp_path, key, value):
+    job = write_job(tmp_path / "n.ini", {"target": tmp_path}, [("w", {"kind": "write"})])
+    line = one_line_refusal(herd_cmd(herd_bin, "check", job, "--set", f"{key}={value}"),
+                            f"--set {key}:")
+    assert not re.search(r"[\x00-\x1f\x7f]", line), line
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_check_refuses_invalid_utf8_and_bad_sections(herd_bin, tmp_path):
+    job = tmp_path / "u.ini"
+    job.write_bytes(b"[global]\ntarget = /tmp/\xff\xfe\n[w]\nkind = write\n")
+    proc = subprocess.run([herd_bin, "check", str(job)], capture_output=True, timeout=20)
+    assert proc.returncode == 2
+    err = proc.stderr.decode("utf-8")  # the message itself is valid UTF-8
+    assert err.count("\n") == 1 and ":2: key 'target': byte 0xff" in err, err
+    for name in (".w", "-w", "<b>", "$(id)"):
+        job.write_text(f"[global]\ntarget = /tmp\n[{name}]\nkind = write\n")
+        one_line_refusal(herd_cmd(herd_bin, "check", job), ":3: section name")
+
+
+def test_check_odd_target_is_stored_as_given(herd_bin, tmp_path):
+    odd = f"{tmp_path}/$(touch PWNED)/`id`/<b>/café"
+    job = write_job(tmp_path / "t.ini", {"target": odd}, [("w", {"kind": "write"})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 0, describe(proc)
+    assert f"target {odd} (backend posix)" in proc.stdout.splitlines()[0]
+    assert not (tmp_path / "PWNED").exists()

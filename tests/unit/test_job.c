@@ -8,8 +8,14 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "job.h"
+#include "record.h"
 
 static char err[JOB_ERR_MAX];
 
@@ -173,6 +179,252 @@ static void test_missing_file(void **state)
     assert_non_null(strstr(err, "/nonexistent/job.ini: cannot read job file"));
 }
 
+/* Load text that must load; then the scale rule for nranks must fail with
+ * a message containing expect (or pass when expect is NULL). */
+static void expect_scale(const char *text, char *const *sets, int nsets, int64_t nranks,
+                         const char *expect)
+{
+    struct job job;
+    if (load(text, sets, nsets, &job) != 0)
+        fail_msg("load failed: %s", err);
+    int rc = job_check_scale(&job, nranks, err, sizeof err);
+    job_free(&job);
+    if (!expect) {
+        if (rc != 0)
+            fail_msg("scale refused %lld ranks: %s", (long long)nranks, err);
+        return;
+    }
+    assert_int_equal(rc, -EOVERFLOW);
+    if (!strstr(err, expect))
+        fail_msg("error '%s' lacks '%s'", err, expect);
+    assert_null(strchr(err, '\n'));
+}
+
+static void test_scale_records(void **state)
+{
+    (void)state;
+    /* Per rank: 16000000 x sizeof(struct rank_record) > INT_MAX already. */
+    assert_true(16000000.0 * sizeof(struct rank_record) > INT_MAX);
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\niterations = 16000000\n",
+                 "test.ini:5: key 'iterations': 16000000 iterations x 1 rank need");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\niterations = 100000000000\n",
+                 "more than MPI's int count (2147483647 bytes)");
+    /* 4000000 rows fit one rank, not 4 ranks on rank 0. */
+    const char *text = "[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 4K\n"
+                       "block_size = 4K\niterations = 4000000\n";
+    int64_t fit = INT_MAX / (4000000 * (int64_t)sizeof(struct rank_record));
+    expect_scale(text, NULL, 0, fit, NULL);
+    expect_scale(text, NULL, 0, fit + 1, "test.ini:7: key 'iterations': 4000000 iterations x");
+    expect_scale(text, NULL, 0, fit + 1, "of records on rank 0, more than MPI's int count");
+    /* A --set value is named as such. */
+    char *sets[] = {"iterations=4000000"};
+    expect_scale("[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 4K\nblock_size = 4K\n",
+                 sets, 1, 4, "test.ini: --set iterations: 4000000 iterations x 4 ranks need");
+    /* Lock records: count x iterations holds per rank. */
+    expect_error("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 1000000000\n",
+                 "test.ini:5: key 'count': 1000000000 locks x 1 iterations x 1 rank need");
+    expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 1, NULL);
+    expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 8,
+                 "test.ini:5: key 'count'");
+}
+
+static void test_scale_counts_and_bytes(void **state)
+{
+    (void)state;
+    expect_error("[global]\ntarget = /x\n[m]\nkind = meta\nfiles = 1000000000000\n",
+                 "test.ini:5: key 'files': 1000000000000 is more than 10000000 per rank");
+    expect_error("[global]\ntarget = /x\n[m]\nkind = meta\ndirs = 10000001\n",
+                 "test.ini:5: key 'dirs'");
+    /* 1000000T x 100 = 1.1e20 bytes: wraps a uint64. */
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 1000000T\n"
+                 "iterations = 100\n",
+                 "test.ini:6: key 'iterations': 1099511627776000000 bytes x 100 = 1.1e+20 bytes "
+                 "per rank, more than 2^64");
+    expect_error("[global]\ntarget = /x\nfile_size = 10000T\n[m]\nkind = meta\n"
+                 "files = 10000000\n",
+                 "key 'files'");
+    expect_error("[global]\ntarget = /x\n[s]\nkind = storm\nfile_size = 1000000T\n"
+                 "block_size = 1G\ncount = 9000000000000000000\n",
+                 "test.ini:7: key 'count'");
+    /* Per rank fits, 2 ranks do not. */
+    const char *text = "[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 1000000T\n"
+                       "iterations = 10\n";
+    expect_scale(text, NULL, 0, 1, NULL);
+    expect_scale(text, NULL, 0, 2,
+                 "test.ini:6: key 'iterations': 10995116277760000000 bytes "
+                 "per rank x 2 ranks");
+    /* File offsets: signed 64 bits. */
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 9000000T\n",
+                 "test.ini:5: key 'file_size': 9000000T = 9.896e+18 bytes is past the largest "
+                 "file offset");
+    const char *seg = "[global]\ntarget = /x\n[w]\nkind = write\nsharing = shared\n"
+                      "shared_mode = segmented\nfile_size = 4000000T\n";
+    expect_scale(seg, NULL, 0, 2, NULL);
+    expect_scale(seg, NULL, 0, 3, "test.ini:7: key 'file_size': 4000000T x 3 ranks (segmented)");
+    /* The bytes helper says overflow instead of wrapping. */
+    struct job job;
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    uint64_t b;
+    assert_int_equal(job_phase_bytes(&job.phases[0], &b), 0);
+    assert_true(b == 10ull * (1000000ull << 40));
+    job.phases[0].iterations = 100;
+    assert_int_equal(job_phase_bytes(&job.phases[0], &b), -EOVERFLOW);
+    assert_true(job_phase_bytes_per_rank(&job.phases[0]) == UINT64_MAX);
+    job_free(&job);
+    /* Durations: at most a week. */
+    expect_error("[global]\ntarget = /x\ndeadline = 99999999999h\n[w]\nkind = write\n",
+                 "test.ini:3: key 'deadline': '99999999999h' is more than a week");
+    assert_true(job_host_memory() > 0);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    const char *good[] = {"a", "seed-001", "x.y_z", "A9", "write_16M.v2"};
+    const char *bad[] = {"",
+                         ".",
+                         "..",
+                         ".hidden",
+                         "-x",
+                         "a/b",
+                         "a b",
+                         "$(id)",
+                         "`id`",
+                         "<b>",
+                         "a\nb",
+                         "caf\xc3\xa9",
+                         "0123456789012345678901234567890123456789012345678901234567890123"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        if (!job_name_ok(good[i]))
+            fail_msg("'%s' refused", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (job_name_ok(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfileset = $(id)\n",
+                 "test.ini:5: key 'fileset': '$(id)' must be");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfileset = .x\n",
+                 "test.ini:5: key 'fileset'");
+    expect_error("[global]\ntarget = /x\nrun_id = -rf\n[w]\nkind = write\n",
+                 "test.ini:3: key 'run_id'");
+    expect_error("[global]\ntarget = /x\n[.w]\nkind = write\n", "test.ini:3: section name");
+    expect_error("[global]\ntarget = /x\n[<b>]\nkind = write\n", "test.ini:3: section name");
+    struct job job;
+    assert_int_equal(load("[global]\ntarget = /x\nrun_id = r.1\n[w.1]\nkind = write\n"
+                          "fileset = a.b\n",
+                          NULL, 0, &job),
+                     0);
+    assert_string_equal(job.phases[0].name, "w.1");
+    job_free(&job);
+    /* A target may be any legal path: stored as given. */
+    const char *odd = "/tmp/$(touch x)/`id`/<b>/caf\xc3\xa9";
+    char text[256];
+    snprintf(text, sizeof text, "[global]\ntarget = %s\n[w]\nkind = write\n", odd);
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    assert_string_equal(job.phases[0].target, odd);
+    job_free(&job);
+}
+
+static void test_bytes_in_values(void **state)
+{
+    (void)state;
+    char why[128];
+    const char *ok[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x90\x91", "$(x)"};
+    const char *bad[] = {"a\nb",     "\t",       "\x7f",         "\xff",
+                         "\xc3",     "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                         "\xe2\x82", "\x80"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (job_text_check(ok[i], why, sizeof why) != 0)
+            fail_msg("'%s' refused: %s", ok[i], why);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(job_text_check(bad[i], why, sizeof why), -EILSEQ);
+    char out[64];
+    job_escape("a\nb\xff"
+               "c\xc3\xa9",
+               out, sizeof out);
+    assert_string_equal(out, "a\\x0ab\\xff"
+                             "c\xc3\xa9");
+    job_escape("abcdef\n", out, 8); /* never cut an escape in half */
+    assert_string_equal(out, "abcdef");
+
+    /* In the file, through --set, in any key type: one escaped line. */
+    expect_error("[global]\ntarget = /x\xff\n[w]\nkind = write\n",
+                 "test.ini:2: key 'target': byte 0xff at byte 3 is not valid UTF-8");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 1\x01M\n",
+                 "test.ini:5: key 'file_size': control byte 0x01");
+    char *sets[] = {"target=/tmp/a\nb"};
+    struct job job;
+    assert_int_equal(load("[w]\nkind = write\n", sets, 1, &job), -1);
+    assert_non_null(strstr(err, "test.ini: --set target: control byte 0x0a at byte 7"));
+    char *run_ids[] = {"run_id=a\nb"};
+    assert_int_equal(load("[global]\ntarget=/x\n[w]\nkind = write\n", run_ids, 1, &job), -1);
+    assert_null(strchr(err, '\n'));
+    /* An unknown key's bytes are shown escaped. */
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nk\x1b[31m = 1\n",
+                 "test.ini:5: key 'k\\x1b[31m': unknown key");
+}
+
+static void test_fault_probability(void **state)
+{
+    (void)state;
+    const char *bad[] = {"nan", "inf",    "-inf", "-0.5",  "0",   "1.5",
+                         "",    "0x1p-2", " 0.5", "1e-3x", "+0.5"};
+    char text[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text,
+                 "[global]\ntarget = /x\nbackend = fault\nfaults = write=EIO@%s\n"
+                 "[w]\nkind = write\n",
+                 bad[i]);
+        expect_error(text, "test.ini:4: key 'faults'");
+        assert_non_null(strstr(err, "probability must be a number in (0, 1]"));
+    }
+    const char *good[] = {"1", "0.5", ".01", "1.0", "1e-3"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct job job;
+        snprintf(text, sizeof text,
+                 "[global]\ntarget = /x\nbackend = fault\nfaults = write=EIO@%s\n"
+                 "[w]\nkind = write\n",
+                 good[i]);
+        if (load(text, NULL, 0, &job) != 0)
+            fail_msg("EIO@%s refused: %s", good[i], err);
+        job_free(&job);
+    }
+    expect_error("[global]\ntarget = /x\nbackend = fault\nfaults = open=delay:9999h\n"
+                 "[w]\nkind = write\n",
+                 "test.ini:4: key 'faults'");
+}
+
+static void test_read_not_a_job_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/herd-test-job-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *text = NULL;
+    assert_int_equal(job_read_text(dir, &text), -EISDIR);
+    struct job job;
+    assert_int_equal(job_load(dir, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot read job file: is a directory"));
+    assert_int_equal(job_read_text("/dev/zero", &text), -ENOTSUP);
+    assert_int_equal(job_load("/dev/zero", NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/dev/zero: cannot read job file: not a regular file"));
+
+    char big[64];
+    snprintf(big, sizeof big, "%s/big.ini", dir);
+    FILE *f = fopen(big, "w");
+    assert_non_null(f);
+    for (int i = 0; i < (JOB_FILE_MAX / 15) + 1; i++)
+        fputs("; comment line\n", f); /* 15 bytes */
+    fclose(f);
+    assert_int_equal(job_read_text(big, &text), -EFBIG);
+    assert_int_equal(job_load(big, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "larger than 1 MiB: not a job file"));
+    assert_int_equal(truncate(big, JOB_FILE_MAX), 0); /* exactly 1 MiB is read */
+    assert_int_equal(job_read_text(big, &text), 0);
+    assert_int_equal(strlen(text), JOB_FILE_MAX);
+    free(text);
+    unlink(big);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +435,12 @@ int main(void)
         cmocka_unit_test(test_set_errors),
         cmocka_unit_test(test_pattern_and_format),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_scale_records),
+        cmocka_unit_test(test_scale_counts_and_bytes),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_bytes_in_values),
+        cmocka_unit_test(test_fault_probability),
+        cmocka_unit_test(test_read_not_a_job_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,6 +61,9 @@ static void test_size_invalid(void **state)
         "16X",   "16MM",  "M",    "B",     "16KB",  "16Mi",   "16MiBx",
         "16mib", "0x10",  "1e3",  "16777216T",      "99999999999999999999",
         "18446744073709551616", "17179869184G", "abc", "4096BB", "4096b",
+        /* hostile values of the fuzz test (test_fuzz.py) */
+        "1e30", "nan", "inf", "-0", "99999999999999T", "16777216TiB", "9223372036854775808T",
+        "1\nM", "1\x01", "\xff", "0x", "1M\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         check_bad_size(bad[i]);
@@ -97,7 +100,8 @@ static void test_duration_valid(void **state)
 static void test_duration_invalid(void **state)
 {
     (void)state;
-    const char *bad[] = {"",   "-1",  "-1s", "+1",  "abc", "1x",   "1 s",
+    const char *bad[] = {"-inf", "1e30", "99999999999999T", "1\n", "\x01",
+                         "",   "-1",  "-1s", "+1",  "abc", "1x",   "1 s",
                          " 1", "1s ", ".",   "s",   "ms",  "nan",  "inf",
                          "NaN", "1e3", "0x10", "1..2", "1.2.3", "1msx", "1min",
                          "1S"};
