@@ -260,36 +260,44 @@ int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
 }
 
 int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
-                uint64_t len, unsigned char digest[16])
+                uint64_t len, unsigned char digest[16],
+                bool (*stop)(const void *arg), const void *arg)
 {
     struct md5 m;
     size_t step = p->max_block >= PATTERN_CHUNK
                       ? p->max_block / PATTERN_CHUNK * PATTERN_CHUNK
                       : p->max_block;
+    uint64_t since_check = PATTERN_STOP_EVERY; /* ask before the first byte */
 
+    if (step == 0 && len > 0)
+        return -EINVAL;
     if (md5_begin(&m) != 0)
-        return -1;
-    if (step == 0 && len > 0) {
-        md5_end(&m, digest);
-        return -1;
-    }
+        return -ENOMEM;
     while (len > 0) {
         size_t n = len < step ? (size_t)len : step;
         size_t in = (size_t)(offset % PATTERN_CHUNK);
         const void *data;
 
+        if (stop && since_check >= PATTERN_STOP_EVERY) {
+            since_check = 0;
+            if (stop(arg)) {
+                md5_end(&m, digest);
+                return -EINTR;
+            }
+        }
         /* An unaligned start costs one short piece, then all are aligned. */
         if (in != 0 && n > PATTERN_CHUNK - in)
             n = PATTERN_CHUNK - in;
         data = pattern_block(p, key, offset, n);
         if (!data || md5_update(&m, data, n) != 0) {
             md5_end(&m, digest);
-            return -1;
+            return -ENOMEM;
         }
         offset += n;
         len -= n;
+        since_check += n;
     }
-    return md5_end(&m, digest);
+    return md5_end(&m, digest) == 0 ? 0 : -ENOMEM;
 }
 
 void pattern_format(const struct pattern *p, char *buf, size_t len)

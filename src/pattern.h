@@ -16,6 +16,7 @@
 #ifndef HERD_PATTERN_H
 #define HERD_PATTERN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,10 +56,17 @@ const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
 int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
                         const void *buf, size_t len);
 
+/* Bytes pattern_md5 digests between two calls of its stop test. */
+#define PATTERN_STOP_EVERY (4u << 20)
+
 /* MD5 of the len bytes of file `key` starting at offset (usually 0).
- * Returns 0, or -1 if the digest could not be computed. */
+ * stop (may be NULL) is asked stop(arg) before the first byte and then
+ * every PATTERN_STOP_EVERY bytes or so: when it answers true the digest is
+ * abandoned (a 1 TiB region takes minutes). Returns 0, -EINTR when
+ * stopped, -ENOMEM or -EINVAL (max_block 0) when it cannot be computed. */
 int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
-                uint64_t len, unsigned char digest[16]);
+                uint64_t len, unsigned char digest[16],
+                bool (*stop)(const void *arg), const void *arg);
 
 /* "random", "zero" or "compressible:P" into buf. */
 void pattern_format(const struct pattern *p, char *buf, size_t len);

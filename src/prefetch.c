@@ -42,19 +42,13 @@ static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, s
     struct rank_record *r = p->r;
     double t0 = op_begin(c, OP_READ, p->path);
     *got = c->be->pread(c->be_ctx, p->f, buf, n, off);
-    r->t_io += op_end(c, OP_READ, t0);
-    r->ops++;
-    if (*got < 0) {
-        r->errors++;
-        workload_error(c, OP_READ, (int)*got, p->path);
+    if (workload_done(c, r, OP_READ, t0, *got, p->path, &r->t_io) < 0)
         return (int)*got;
-    }
     r->bytes += (uint64_t)*got;
     if (c->progress)
         progress_add(c->progress, (uint64_t)*got);
     if ((size_t)*got < n) { /* the file is shorter than the phase expects */
-        r->errors++;
-        workload_error(c, OP_READ, -ENODATA, p->path);
+        workload_fail(c, r, OP_READ, -ENODATA, p->path);
         return -ENODATA;
     }
     return 0;

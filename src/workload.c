@@ -23,14 +23,40 @@ const struct workload_ops *workload_find(enum phase_kind kind)
 
 bool workload_should_stop(const struct phase_ctx *c)
 {
-    if (signals_caught())
+    /* Asked first: a rank that caught a signal tells the others there. */
+    if (c->peer_stopped && c->peer_stopped((struct phase_ctx *)c))
+        return true;
+    if (signals_count() > c->signals_before)
         return true;
     return c->deadline_at > 0 && clock_now(c->clock) >= c->deadline_at;
 }
 
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path)
 {
-    errtab_add(c->errors, c->rank, op, err, path, clock_now(c->clock));
+    if (c->errors) /* NULL: a clean-up without an error table */
+        errtab_add(c->errors, c->rank, op, err, path, c->clock ? clock_now(c->clock) : 0);
+}
+
+void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
+                   const char *path)
+{
+    if (!r && c->records && c->ph->iterations > 0)
+        r = &c->records[0];
+    if (r)
+        r->errors++;
+    workload_error(c, op, err, path);
+}
+
+ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
+                      ssize_t rc, const char *path, double *t)
+{
+    double dt = op_end(c, op, t0);
+    if (t)
+        *t += dt;
+    r->ops++;
+    if (rc < 0)
+        workload_fail(c, r, op, (int)rc, path);
+    return rc;
 }
 
 void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len)
@@ -46,14 +72,33 @@ void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t 
         snprintf(buf, len, "%s/%s/r%06d.dat", c->rundir, c->ph->fileset, index);
 }
 
+/* The runner makes (and claims) the run directory before the first
+ * phase; where it could not (a read-only or full target), every rank's
+ * attempt here shows the reason in its errors. */
 void workload_make_dirs(struct phase_ctx *c)
 {
-    char dir[1200];
+    char dir[HERD_PATH_MAX];
     int rc = c->be->mkdir(c->be_ctx, c->rundir);
     if (rc < 0 && rc != -EEXIST)
-        workload_error(c, OP_MKDIR, rc, c->rundir);
+        workload_fail(c, NULL, OP_MKDIR, rc, c->rundir);
     workload_fileset_dir(c, dir, sizeof dir);
     rc = c->be->mkdir(c->be_ctx, dir);
-    if (rc < 0 && rc != -EEXIST)
-        workload_error(c, OP_MKDIR, rc, dir);
+    if (rc == 0)
+        workload_claim(c, CLAIM_FILESET_DIR);
+    else if (rc != -EEXIST)
+        workload_fail(c, NULL, OP_MKDIR, rc, dir); /* prepare: iteration 0's row */
+}
+
+void workload_claim(struct phase_ctx *c, unsigned bits)
+{
+    if (c->claims && c->index >= 0 && c->index < c->claims->nphases)
+        c->claims->mine[c->index] |= (unsigned char)bits;
+}
+
+bool workload_claimed(const struct phase_ctx *c, unsigned bits, bool any)
+{
+    if (!c->claims || c->index < 0 || c->index >= c->claims->nphases)
+        return false;
+    const unsigned char *v = any ? c->claims->any : c->claims->mine;
+    return v && (v[c->index] & bits) != 0;
 }

@@ -5,6 +5,7 @@
 #define HERD_WORKLOAD_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "backend.h"
 #include "clock.h"
@@ -14,10 +15,26 @@
 #include "job.h"
 #include "progress.h"
 #include "record.h"
+#include "safepath.h"
 #include "watchdog.h"
+
+/* What this run created, so that the clean-up (keep = no) removes only
+ * that: never what an earlier run kept, never what another user planted.
+ * Bits per phase index; `mine` is set by the workload on the rank that
+ * made the thing (the fileset directory when its mkdir succeeded, the
+ * data or lock file when it did not exist before this run's phase, a
+ * meta tree when its root's mkdir succeeded). Before the clean-up the
+ * runner ORs every rank's `mine` into `any`. */
+enum claim { CLAIM_FILESET_DIR = 1, CLAIM_FILE = 2, CLAIM_TREE = 4 };
+struct claims {
+    int nphases;
+    unsigned char *mine; /* [nphases] bits of enum claim, this rank */
+    unsigned char *any;  /* [nphases] OR over the ranks (clean-up only) */
+};
 
 struct phase_ctx {
     const struct phase *ph;
+    int index;            /* the phase's index in the job */
     int rank, nranks;
     int peer;             /* the rank whose file this rank reads */
     int host;
@@ -40,6 +57,15 @@ struct phase_ctx {
      * Every rank must call it the same number of times. */
     void (*sync)(struct phase_ctx *c);
     void *sync_data;      /* the runner's, for sync */
+    /* True when another rank has stopped (a signal it caught); when this
+     * rank caught one, tells the others. Polled by workload_should_stop,
+     * cheap to call often, from any thread. NULL: no other ranks. */
+    bool (*peer_stopped)(struct phase_ctx *c);
+    struct claims *claims; /* this run's, shared by all phases */
+    /* Stop signals caught before this context began (signals_count());
+     * only later ones stop it: 0 for a phase, the count so far for the
+     * clean-up, which a signal during the phases must not skip. */
+    unsigned signals_before;
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add
@@ -61,6 +87,21 @@ static inline double op_end(struct phase_ctx *c, enum op op, double t0)
     return t1 - t0;
 }
 
+/* End a timed backend call begun with op_begin and account for it in one
+ * place: add its seconds to *t (NULL: only the histogram and op tables),
+ * count the op in row r, and when rc < 0 count an error both in r and in
+ * the error table, so that the two never disagree. A caller that treats
+ * some errno as expected (EEXIST of a mkdir, EAGAIN of a try-lock) passes
+ * 0 for it. Returns rc. */
+ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
+                      ssize_t rc, const char *path, double *t);
+
+/* Count a failure that is not a call's return (a short read, a failed
+ * allocation, an error in prepare or finish) in row r and the error table.
+ * r NULL: outside any iteration, counted in iteration 0's row. */
+void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
+                   const char *path);
+
 struct workload_ops {
     enum phase_kind kind;
     int (*prepare)(struct phase_ctx *c);  /* untimed; errors go to c->errors */
@@ -75,11 +116,13 @@ struct workload_ops {
 
 const struct workload_ops *workload_find(enum phase_kind kind);
 
-/* True when the rank must stop issuing operations: a signal or the phase
- * deadline. */
+/* True when the rank must stop issuing operations: a signal (caught here
+ * or by another rank), or the phase (or clean-up) deadline. */
 bool workload_should_stop(const struct phase_ctx *c);
 
-/* Count a failed call (err < 0) for this rank. */
+/* Count a failed call (err < 0) in the error table only: for the
+ * clean-up, which has no rows. Inside a phase use workload_done or
+ * workload_fail, which keep the row's errors in step. */
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
 
 /* Path of a data file: "<rundir>/<fileset>/<name>" for file index `index`
@@ -92,5 +135,10 @@ void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len);
  * Every rank that will create files calls it, so a read-only or full
  * target shows up in every rank's errors. */
 void workload_make_dirs(struct phase_ctx *c);
+
+/* Mark what this rank created in this phase (enum claim bits). */
+void workload_claim(struct phase_ctx *c, unsigned bits);
+/* Whether this run created it: this rank (mine) or any rank. */
+bool workload_claimed(const struct phase_ctx *c, unsigned bits, bool any);
 
 #endif

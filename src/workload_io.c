@@ -3,7 +3,11 @@
  * a phase: for each iteration open, move file_size bytes block by block,
  * (fsync,) close, and for md5 digest what was read and compare it with the
  * digest the pattern predicts. A failing call is counted and ends only the
- * iteration it happened in. */
+ * iteration it happened in.
+ *
+ * A write phase claims (workload_claim) its file when prepare finds it
+ * absent: the clean-up then removes only files this run created, never
+ * one an earlier run kept. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +19,30 @@
 
 struct io_state {
     struct pattern pattern;
-    unsigned char *buf;       /* read buffer, 4 KiB aligned */
-    uint64_t key;             /* pattern key of the file */
-    uint64_t offset, length;  /* this rank's region of the file */
-    int file_index;           /* rank whose file, or -1 for the shared file */
+    unsigned char *buf;      /* read buffer, 4 KiB aligned */
+    uint64_t key;            /* pattern key of the file */
+    uint64_t offset, length; /* this rank's region of the file */
+    int file_index;          /* rank whose file, or -1 for the shared file */
     unsigned char expected[16];
     char path[1200];
 };
+
+/* pattern_md5's stop test: the expected digest of a huge region must not
+ * outlast a SIGTERM. */
+static bool io_stop(const void *arg)
+{
+    return workload_should_stop(arg);
+}
+
+/* Claim the data file if it does not exist yet. Every rank stats in
+ * prepare, before any rank runs the phase, so exactly the files this run
+ * will create are claimed (by at least one rank for the shared file). */
+static void io_claim(struct phase_ctx *c, const char *path)
+{
+    struct stat st;
+    if (c->be->stat(c->be_ctx, path, &st) == -ENOENT)
+        workload_claim(c, CLAIM_FILE);
+}
 
 static int io_prepare(struct phase_ctx *c)
 {
@@ -36,12 +57,12 @@ static int io_prepare(struct phase_ctx *c)
     s->offset = (ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED)
                     ? (uint64_t)owner * ph->file_size
                     : 0;
-    s->key = pattern_file_key(ph->fileset, s->file_index < 0 ? UINT64_MAX
-                                                            : (uint64_t)s->file_index);
+    s->key =
+        pattern_file_key(ph->fileset, s->file_index < 0 ? UINT64_MAX : (uint64_t)s->file_index);
     workload_file_path(c, s->file_index, s->path, sizeof s->path);
     for (int64_t i = 0; i < ph->iterations; i++)
-        c->records[i].file_rank = s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1)
-                                                    : s->file_index;
+        c->records[i].file_rank =
+            s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1) : s->file_index;
 
     int rc = pattern_init(&s->pattern, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed,
                           ph->block_size);
@@ -53,20 +74,16 @@ static int io_prepare(struct phase_ctx *c)
         if (!s->buf)
             return -ENOMEM;
     }
-    if (ph->kind == KIND_MD5 &&
-        pattern_md5(&s->pattern, s->key, s->offset, s->length, s->expected) < 0)
-        return -EIO;
-    if (ph->kind == KIND_WRITE)
+    if (ph->kind == KIND_MD5) {
+        rc = pattern_md5(&s->pattern, s->key, s->offset, s->length, s->expected, io_stop, c);
+        if (rc < 0)
+            return rc; /* -EINTR: stopped; the runner ends the run */
+    }
+    if (ph->kind == KIND_WRITE) {
         workload_make_dirs(c);
+        io_claim(c, s->path);
+    }
     return 0;
-}
-
-/* Record a failed call in the iteration's row and the error table. */
-static void io_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err)
-{
-    struct io_state *s = c->state;
-    r->errors++;
-    workload_error(c, op, err, s->path);
 }
 
 /* Write or read the rank's range block by block (read: verify if asked).
@@ -92,17 +109,13 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
             t0 = op_begin(c, op, s->path);
             got = c->be->pread(c->be_ctx, f, s->buf, n, off);
         }
-        r->t_io += op_end(c, op, t0);
-        r->ops++;
-        if (got < 0) {
-            io_fail(c, r, op, (int)got);
+        if (workload_done(c, r, op, t0, got, s->path, &r->t_io) < 0)
             return false;
-        }
         r->bytes += (uint64_t)got;
         if (c->progress)
             progress_add(c->progress, (uint64_t)got);
         if ((size_t)got < n) { /* the file is shorter than the phase expects */
-            io_fail(c, r, op, -ENODATA);
+            workload_fail(c, r, op, -ENODATA, s->path);
             *mismatch = ph->verify;
             return false;
         }
@@ -122,7 +135,7 @@ static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend
     struct io_state *s = c->state;
     struct md5 md5;
     if (md5_begin(&md5) < 0) {
-        io_fail(c, r, OP_MD5, -ENOMEM);
+        workload_fail(c, r, OP_MD5, -ENOMEM, s->path);
         return false;
     }
     struct prefetch *p = prefetch_start(c, f, r, s->path, s->offset, s->length);
@@ -139,7 +152,7 @@ static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend
     md5_end(&md5, digest);
     r->t_md5 += clock_mono() - t0;
     if (!p)
-        io_fail(c, r, OP_READ, -ENOMEM);
+        workload_fail(c, r, OP_READ, -ENOMEM, s->path);
     if (n < 0) {
         *mismatch = n == -ENODATA; /* too short: its digest cannot match */
         return false;
@@ -161,36 +174,22 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
 
     struct backend_file *f = NULL;
     double t0 = op_begin(c, OP_OPEN, s->path);
-    int rc = be->open(c->be_ctx, s->path, flags, &f);
-    r->t_open += op_end(c, OP_OPEN, t0);
-    r->ops++;
-    if (rc < 0) {
-        io_fail(c, r, OP_OPEN, rc);
+    if (workload_done(c, r, OP_OPEN, t0, be->open(c->be_ctx, s->path, flags, &f), s->path,
+                      &r->t_open) < 0)
         return false;
-    }
 
     bool mismatch = false;
-    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, &mismatch)
-                                   : io_transfer(c, r, f, &mismatch);
+    bool ok =
+        ph->kind == KIND_MD5 ? io_digest(c, r, f, &mismatch) : io_transfer(c, r, f, &mismatch);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
         t0 = op_begin(c, OP_FSYNC, s->path);
-        rc = be->fsync(c->be_ctx, f);
-        r->t_fsync += op_end(c, OP_FSYNC, t0);
-        r->ops++;
-        if (rc < 0) {
-            io_fail(c, r, OP_FSYNC, rc);
+        if (workload_done(c, r, OP_FSYNC, t0, be->fsync(c->be_ctx, f), s->path, &r->t_fsync) < 0)
             ok = false;
-        }
     }
     t0 = op_begin(c, OP_CLOSE, s->path);
-    rc = be->close(c->be_ctx, f);
-    r->t_close += op_end(c, OP_CLOSE, t0);
-    r->ops++;
-    if (rc < 0) {
-        io_fail(c, r, OP_CLOSE, rc);
+    if (workload_done(c, r, OP_CLOSE, t0, be->close(c->be_ctx, f), s->path, &r->t_close) < 0)
         ok = false;
-    }
     if (mismatch)
         r->verify_failures++;
     return ok;
@@ -218,15 +217,20 @@ static void io_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-/* A write phase leaves its files: each rank its own, rank 0 the shared one. */
+/* A write phase leaves its files: each rank its own, rank 0 the shared
+ * one; only a file this run created (claimed in prepare). */
 static void io_remove(struct phase_ctx *c, int pass)
 {
-    int index = c->ph->sharing == SHARING_UNIQUE ? c->rank : -1;
-    if (pass != 0 || (index < 0 && c->rank != 0))
+    bool unique = c->ph->sharing == SHARING_UNIQUE;
+    if (pass != 0 || (!unique && c->rank != 0))
+        return;
+    if (!workload_claimed(c, CLAIM_FILE, !unique))
         return;
     char path[1200];
-    workload_file_path(c, index, path, sizeof path);
-    c->be->unlink(c->be_ctx, path); /* an earlier phase may have removed it */
+    workload_file_path(c, unique ? c->rank : -1, path, sizeof path);
+    int rc = c->be->unlink(c->be_ctx, path);
+    if (rc < 0 && rc != -ENOENT) /* ENOENT: an earlier phase removed it */
+        workload_error(c, OP_UNLINK, rc, path);
 }
 
 const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish, io_remove};

@@ -5,11 +5,18 @@
  * neighbour's; blocking (with an optional timeout) or not.
  *
  * Mutual exclusion is checked, not assumed: while holding an exclusive
- * lock a rank writes a token (rank, attempt) at the start of its range,
- * sleeps lock_hold, and reads the token back; any other token means
- * another rank wrote inside a range this rank held exclusively, a
- * violation. Hold intervals go to the results too, so overlap can be seen
- * on the common clock. */
+ * lock a rank saves the bytes at the start of its range, writes a token
+ * (rank, attempt) there, sleeps lock_hold, reads the token back and writes
+ * the saved bytes back before it unlocks; any other token means another
+ * rank wrote inside a range this rank held exclusively, a violation. So a
+ * working lock leaves the file's bytes as they were (a write phase's data
+ * still verifies after a lock phase on it); only where the file was
+ * shorter than the token does the token stay (a fresh lock file keeps
+ * it). Hold intervals go to the results too, so overlap can be seen on
+ * the common clock.
+ *
+ * The lock file is claimed (workload_claim) by the ranks that find it
+ * absent in prepare, so the clean-up removes only a file this run made. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,28 @@ struct lock_state {
     char path[1200];
 };
 
+static void lock_range_of(const struct phase_ctx *c, uint64_t *start, uint64_t *len);
+
+/* A lock file that ends before this rank's token range (a fresh one is
+ * empty) is extended with zeros there (untimed), so that every exclusive
+ * hold saves, checks and restores the same 16 bytes and the op counts do
+ * not depend on which rank held first. Bytes that exist are never
+ * changed: only the file's length grows, past any data a phase checks. */
+static void lock_fill_token_range(struct phase_ctx *c)
+{
+    struct lock_state *s = c->state;
+    uint64_t start, len;
+    lock_range_of(c, &start, &len);
+    static const unsigned char zeros[LOCK_TOKEN];
+    unsigned char have[LOCK_TOKEN];
+    ssize_t n = c->be->pread(c->be_ctx, s->f, have, sizeof have, start);
+    if (n == (ssize_t)sizeof have)
+        return;
+    n = c->be->pwrite(c->be_ctx, s->f, zeros, sizeof zeros, start);
+    if (n < 0)
+        workload_fail(c, NULL, OP_WRITE, (int)n, s->path);
+}
+
 static int lock_prepare(struct phase_ctx *c)
 {
     struct lock_state *s = calloc(1, sizeof *s);
@@ -39,13 +68,20 @@ static int lock_prepare(struct phase_ctx *c)
     /* Holds are short: sleep them to the microsecond, not the default
      * 50 us timer slack. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
-    /* Every rank makes sure the file exists; opening it is not timed. */
+    /* Every rank makes sure the file exists; opening it is not timed. A
+     * rank that creates it has seen it absent first, so at least one rank
+     * claims a file this run made, and none claims one that was there. */
     workload_make_dirs(c);
+    struct stat st;
+    if (c->be->stat(c->be_ctx, s->path, &st) == -ENOENT)
+        workload_claim(c, CLAIM_FILE);
     int rc = c->be->open(c->be_ctx, s->path, BACKEND_READ | BACKEND_WRITE | BACKEND_CREATE, &s->f);
     if (rc < 0) {
-        workload_error(c, OP_OPEN, rc, s->path);
+        workload_fail(c, NULL, OP_OPEN, rc, s->path); /* iteration 0's row */
         s->f = NULL;
     }
+    if (s->f)
+        lock_fill_token_range(c);
     return 0;
 }
 
@@ -78,38 +114,45 @@ static void lock_sleep(double seconds)
         ;
 }
 
-/* Hold an exclusive lock: token in, sleep, token back. True if intact. */
+/* A timed pread or pwrite of the token range at `at`, counted in r. */
+static ssize_t lock_io(struct phase_ctx *c, struct rank_record *r, bool write, void *buf,
+                       size_t len, uint64_t at)
+{
+    struct lock_state *s = c->state;
+    enum op op = write ? OP_WRITE : OP_READ;
+    double t0 = op_begin(c, op, s->path);
+    ssize_t n = write ? c->be->pwrite(c->be_ctx, s->f, buf, len, at)
+                      : c->be->pread(c->be_ctx, s->f, buf, len, at);
+    if (workload_done(c, r, op, t0, n, s->path, &r->t_io) >= 0)
+        r->bytes += (uint64_t)n;
+    return n;
+}
+
+/* Hold an exclusive lock on a range starting at `at`: save the bytes there
+ * (as many as the file has, up to LOCK_TOKEN), write the token, sleep,
+ * read the token back, write the saved bytes back. Returns false only
+ * when the token read back is not this rank's (a violation); a failed
+ * call is counted and returns true (nothing was seen). The saved bytes
+ * go back even after a violation or a failed read-back: under a working
+ * lock the range holds what it held before. */
 static bool lock_check_token(struct phase_ctx *c, struct rank_record *r, uint64_t at,
                              uint64_t attempt)
 {
-    struct lock_state *s = c->state;
-    unsigned char mine[LOCK_TOKEN], seen[LOCK_TOKEN];
+    unsigned char mine[LOCK_TOKEN], seen[LOCK_TOKEN], saved[LOCK_TOKEN];
     memset(mine, 0, sizeof mine);
     uint64_t rank = (uint64_t)c->rank + 1; /* 0 would look like an empty file */
     memcpy(mine, &rank, sizeof rank);
     memcpy(mine + 8, &attempt, sizeof attempt);
-    double t0 = op_begin(c, OP_WRITE, s->path);
-    ssize_t n = c->be->pwrite(c->be_ctx, s->f, mine, sizeof mine, at);
-    r->t_io += op_end(c, OP_WRITE, t0);
-    r->ops++;
-    if (n < 0) {
-        r->errors++;
-        workload_error(c, OP_WRITE, (int)n, s->path);
+    ssize_t kept = lock_io(c, r, false, saved, sizeof saved, at);
+    if (kept < 0)
+        return true; /* cannot restore what it cannot save: leave it alone */
+    if (lock_io(c, r, true, mine, sizeof mine, at) < 0)
         return true;
-    }
-    r->bytes += (uint64_t)n;
     lock_sleep(c->ph->lock_hold);
-    t0 = op_begin(c, OP_READ, s->path);
-    n = c->be->pread(c->be_ctx, s->f, seen, sizeof seen, at);
-    r->t_io += op_end(c, OP_READ, t0);
-    r->ops++;
-    if (n < 0) {
-        r->errors++;
-        workload_error(c, OP_READ, (int)n, s->path);
-        return true;
-    }
-    r->bytes += (uint64_t)n;
-    return n == (ssize_t)sizeof seen && memcmp(mine, seen, sizeof mine) == 0;
+    ssize_t n = lock_io(c, r, false, seen, sizeof seen, at);
+    if (kept > 0) /* short file: the bytes past its old end keep the token */
+        lock_io(c, r, true, saved, (size_t)kept, at);
+    return n < 0 || (n == (ssize_t)sizeof seen && memcmp(mine, seen, sizeof mine) == 0);
 }
 
 /* One attempt: lock, hold, unlock. */
@@ -129,19 +172,16 @@ static void lock_attempt(struct phase_ctx *c, struct rank_record *r, uint64_t at
     int rc = c->be->lock(c->be_ctx, s->f, exclusive ? BACKEND_LOCK_EXCLUSIVE : BACKEND_LOCK_SHARED,
                          wait, start, len);
     bool timed_out = wait && ph->lock_timeout > 0 && signals_alarm_disarm() && rc == -EINTR;
-    op_end(c, OP_LOCK, t0); /* wait-for-grant time */
-    r->ops++;
-    if (rc == -EAGAIN || rc == -EACCES) {
-        if (!wait) {
-            r->contended++; /* refused because someone holds it: not an error */
-            return;
-        }
-    }
-    if (rc < 0) {
-        r->errors++;
-        workload_error(c, OP_LOCK, timed_out ? -ETIMEDOUT : rc, s->path);
+    /* Refused because someone holds it: not an error. */
+    bool contended = !wait && (rc == -EAGAIN || rc == -EACCES);
+    /* Wait-for-grant time: the histogram only, not the row's t_io. */
+    workload_done(c, r, OP_LOCK, t0, contended ? 0 : timed_out ? -ETIMEDOUT : rc, s->path, NULL);
+    if (contended) {
+        r->contended++;
         return;
     }
+    if (rc < 0)
+        return;
     r->grants++;
     double granted = clock_now(c->clock);
     if (exclusive) {
@@ -154,13 +194,8 @@ static void lock_attempt(struct phase_ctx *c, struct rank_record *r, uint64_t at
     holds_add(&c->holds, c->rank, exclusive, granted, released, start, len);
 
     t0 = op_begin(c, OP_LOCK, s->path);
-    rc = c->be->lock(c->be_ctx, s->f, BACKEND_UNLOCK, false, start, len);
-    op_end(c, OP_LOCK, t0);
-    r->ops++;
-    if (rc < 0) {
-        r->errors++;
-        workload_error(c, OP_LOCK, rc, s->path);
-    }
+    workload_done(c, r, OP_LOCK, t0,
+                  c->be->lock(c->be_ctx, s->f, BACKEND_UNLOCK, false, start, len), s->path, NULL);
 }
 
 static void lock_run(struct phase_ctx *c)
@@ -191,20 +226,22 @@ static void lock_finish(struct phase_ctx *c)
     if (s->f) {
         int rc = c->be->close(c->be_ctx, s->f);
         if (rc < 0)
-            workload_error(c, OP_CLOSE, rc, s->path);
+            workload_fail(c, NULL, OP_CLOSE, rc, s->path); /* iteration 0's row */
     }
     free(s);
     c->state = NULL;
 }
 
-/* The lock file: rank 0 removes it. */
+/* The lock file: rank 0 removes it, if a rank of this run created it. */
 static void lock_remove(struct phase_ctx *c, int pass)
 {
-    if (pass != 0 || c->rank != 0)
+    if (pass != 0 || c->rank != 0 || !workload_claimed(c, CLAIM_FILE, true))
         return;
     char path[1200];
     workload_file_path(c, -1, path, sizeof path);
-    c->be->unlink(c->be_ctx, path);
+    int rc = c->be->unlink(c->be_ctx, path);
+    if (rc < 0 && rc != -ENOENT)
+        workload_error(c, OP_UNLINK, rc, path);
 }
 
 const struct workload_ops workload_lock = {KIND_LOCK, lock_prepare, lock_run, lock_finish,

@@ -9,7 +9,13 @@
  * the ops table; latencies in the histograms.
  *
  * Layout: <rundir>/<fileset>/<r000007|shared>/{a,b}/dNNNN/<name>, files
- * named fNNNNNN (or r000007-fNNNNNN in a shared tree). */
+ * named fNNNNNN (or r000007-fNNNNNN in a shared tree).
+ *
+ * Every loop (over files, directories or a file's blocks) stops within one
+ * call of a signal or the deadline (workload_should_stop), the clean-up's
+ * too: `files` may be 10^7 per rank. A tree is claimed (CLAIM_TREE) by the
+ * rank whose mkdir of its root succeeds; the clean-up removes only claimed
+ * trees, never one an earlier run kept (a stat-only phase claims none). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +26,55 @@
 
 struct meta_state {
     struct pattern pattern;
-    int steps;             /* bit set of enum meta_step */
-    char base[1300];       /* the tree's root */
-    char where;            /* 'a' or 'b': where the files are now */
+    int steps;       /* bit set of enum meta_step */
+    char base[1300]; /* the tree's root */
+    char where;      /* 'a' or 'b': where the files are now */
     char path[1500], to[1500];
 };
+
+/* How many file names this rank's create steps used in each tree (the
+ * highest index tried + 1), by the tree's root, for the clean-up: it then
+ * visits only those names, not all `files` (up to 10^7 per rank), and a
+ * rank that made no files in a tree has none to remove. A rank removes
+ * only files named after it (its own tree, or its r000007- names in a
+ * shared one), so its own count is the bound. Lives for the process (one
+ * run); used by the main thread only. */
+struct meta_made {
+    char base[1300];
+    int64_t files;
+};
+static struct meta_made *meta_made;
+static size_t meta_nmade;
+static bool meta_made_lost; /* a note failed (ENOMEM): visit all names */
+
+static struct meta_made *meta_made_find(const char *base)
+{
+    for (size_t i = 0; i < meta_nmade; i++)
+        if (strcmp(meta_made[i].base, base) == 0)
+            return &meta_made[i];
+    return NULL;
+}
+
+/* Remember that names 0..files-1 of tree `base` may exist. Returns 0 or
+ * -ENOMEM (the clean-up then visits all `files` names). */
+static int meta_made_note(const char *base, int64_t files)
+{
+    struct meta_made *m = meta_made_find(base);
+    if (!m) {
+        struct meta_made *more = realloc(meta_made, (meta_nmade + 1) * sizeof *more);
+        if (!more) {
+            meta_made_lost = true;
+            return -ENOMEM;
+        }
+        meta_made = more;
+        m = &meta_made[meta_nmade++];
+        snprintf(m->base, sizeof m->base, "%s", base);
+        m->files = 0;
+    }
+    if (files > m->files)
+        m->files = files;
+    return 0;
+}
 
 static bool meta_shared(const struct phase_ctx *c)
 {
@@ -48,23 +98,13 @@ static void meta_file(const struct phase_ctx *c, char tree, int64_t i, char *buf
                  (long long)i);
 }
 
-/* A timed metadata call; failures other than -ok_err (0: none) are counted. */
-static int meta_call(struct phase_ctx *c, struct rank_record *r, enum op op, int rc_or_call,
-                     double t0, const char *path, int ok_err)
-{
-    op_end(c, op, t0);
-    r->ops++;
-    if (rc_or_call < 0 && rc_or_call != ok_err) {
-        r->errors++;
-        workload_error(c, op, rc_or_call, path);
-    }
-    return rc_or_call;
-}
-
-static void meta_mkdir(struct phase_ctx *c, struct rank_record *r, const char *path)
+/* A timed mkdir; an existing directory is no error. Returns the call's rc. */
+static int meta_mkdir(struct phase_ctx *c, struct rank_record *r, const char *path)
 {
     double t0 = op_begin(c, OP_MKDIR, path);
-    meta_call(c, r, OP_MKDIR, c->be->mkdir(c->be_ctx, path), t0, path, -EEXIST);
+    int rc = c->be->mkdir(c->be_ctx, path);
+    workload_done(c, r, OP_MKDIR, t0, rc == -EEXIST ? 0 : rc, path, NULL);
+    return rc;
 }
 
 static int meta_prepare(struct phase_ctx *c)
@@ -95,53 +135,46 @@ static void meta_create(struct phase_ctx *c, struct rank_record *r)
 {
     struct meta_state *s = c->state;
     const struct phase *ph = c->ph;
+    /* The run directory is the runner's (claimed there): this mkdir only
+     * shows why it is missing where the runner could not make it. */
     meta_mkdir(c, r, c->rundir);
     workload_fileset_dir(c, s->path, sizeof s->path);
-    meta_mkdir(c, r, s->path);
-    meta_mkdir(c, r, s->base);
+    if (meta_mkdir(c, r, s->path) == 0)
+        workload_claim(c, CLAIM_FILESET_DIR);
+    if (meta_mkdir(c, r, s->base) == 0)
+        workload_claim(c, CLAIM_TREE); /* this run made the tree: the clean-up's */
     snprintf(s->path, sizeof s->path, "%s/a", s->base);
     meta_mkdir(c, r, s->path);
     for (int64_t d = 0; d < ph->dirs && !workload_should_stop(c); d++) {
         meta_dir(c, 'a', d, s->path, sizeof s->path);
         meta_mkdir(c, r, s->path);
     }
+    int64_t tried = 0; /* names 0..tried-1 may exist now */
     for (int64_t i = 0; i < ph->files && !workload_should_stop(c); i++) {
         meta_file(c, 'a', i, s->path, sizeof s->path);
+        tried = i + 1;
         struct backend_file *f;
         double t0 = op_begin(c, OP_OPEN, s->path);
-        int rc = c->be->open(c->be_ctx, s->path, BACKEND_WRITE | BACKEND_CREATE, &f);
-        r->t_open += op_end(c, OP_OPEN, t0);
-        r->ops++;
-        if (rc < 0) {
-            r->errors++;
-            workload_error(c, OP_OPEN, rc, s->path);
+        if (workload_done(c, r, OP_OPEN, t0,
+                          c->be->open(c->be_ctx, s->path, BACKEND_WRITE | BACKEND_CREATE, &f),
+                          s->path, &r->t_open) < 0)
             continue;
-        }
-        uint64_t key = pattern_file_key(ph->fileset, (uint64_t)c->rank * (uint64_t)ph->files + (uint64_t)i);
-        for (uint64_t off = 0; off < ph->file_size;) {
+        uint64_t key =
+            pattern_file_key(ph->fileset, (uint64_t)c->rank * (uint64_t)ph->files + (uint64_t)i);
+        for (uint64_t off = 0; off < ph->file_size && !workload_should_stop(c);) {
             size_t n = ph->file_size - off < ph->block_size ? ph->file_size - off : ph->block_size;
             const void *data = pattern_block(&s->pattern, key, off, n);
             t0 = op_begin(c, OP_WRITE, s->path);
             ssize_t got = c->be->pwrite(c->be_ctx, f, data, n, off);
-            r->t_io += op_end(c, OP_WRITE, t0);
-            r->ops++;
-            if (got < 0) {
-                r->errors++;
-                workload_error(c, OP_WRITE, (int)got, s->path);
+            if (workload_done(c, r, OP_WRITE, t0, got, s->path, &r->t_io) < 0)
                 break;
-            }
             r->bytes += (uint64_t)got;
             off += n;
         }
         t0 = op_begin(c, OP_CLOSE, s->path);
-        rc = c->be->close(c->be_ctx, f);
-        r->t_close += op_end(c, OP_CLOSE, t0);
-        r->ops++;
-        if (rc < 0) {
-            r->errors++;
-            workload_error(c, OP_CLOSE, rc, s->path);
-        }
+        workload_done(c, r, OP_CLOSE, t0, c->be->close(c->be_ctx, f), s->path, &r->t_close);
     }
+    meta_made_note(s->base, tried);
     s->where = 'a';
 }
 
@@ -152,7 +185,7 @@ static void meta_stat(struct phase_ctx *c, struct rank_record *r)
     for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c); i++) {
         meta_file(c, s->where, i, s->path, sizeof s->path);
         double t0 = op_begin(c, OP_STAT, s->path);
-        meta_call(c, r, OP_STAT, c->be->stat(c->be_ctx, s->path, &st), t0, s->path, 0);
+        workload_done(c, r, OP_STAT, t0, c->be->stat(c->be_ctx, s->path, &st), s->path, NULL);
     }
 }
 
@@ -170,7 +203,7 @@ static void meta_rename(struct phase_ctx *c, struct rank_record *r)
         meta_file(c, s->where, i, s->path, sizeof s->path);
         meta_file(c, other, i, s->to, sizeof s->to);
         double t0 = op_begin(c, OP_RENAME, s->path);
-        meta_call(c, r, OP_RENAME, c->be->rename(c->be_ctx, s->path, s->to), t0, s->path, 0);
+        workload_done(c, r, OP_RENAME, t0, c->be->rename(c->be_ctx, s->path, s->to), s->path, NULL);
     }
     s->where = other;
 }
@@ -181,7 +214,7 @@ static void meta_unlink(struct phase_ctx *c, struct rank_record *r)
     for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c); i++) {
         meta_file(c, s->where, i, s->path, sizeof s->path);
         double t0 = op_begin(c, OP_UNLINK, s->path);
-        meta_call(c, r, OP_UNLINK, c->be->unlink(c->be_ctx, s->path), t0, s->path, 0);
+        workload_done(c, r, OP_UNLINK, t0, c->be->unlink(c->be_ctx, s->path), s->path, NULL);
     }
 }
 
@@ -189,7 +222,8 @@ static void meta_unlink(struct phase_ctx *c, struct rank_record *r)
 static void meta_rmdir(struct phase_ctx *c, struct rank_record *r, const char *path)
 {
     double t0 = op_begin(c, OP_RMDIR, path);
-    meta_call(c, r, OP_RMDIR, c->be->rmdir(c->be_ctx, path), t0, path, -ENOENT);
+    int rc = c->be->rmdir(c->be_ctx, path);
+    workload_done(c, r, OP_RMDIR, t0, rc == -ENOENT ? 0 : rc, path, NULL);
 }
 
 /* Remove the trees' directories. In a shared tree, rank r takes the
@@ -207,9 +241,9 @@ static void meta_rmdirs(struct phase_ctx *c, struct rank_record *r)
             meta_rmdir(c, r, s->path);
         }
     if (shared)
-        c->sync(c);
-    if (shared && c->rank != 0)
-        return;
+        c->sync(c); /* every rank, stopped or not */
+    if ((shared && c->rank != 0) || workload_should_stop(c))
+        return; /* stopped: the roots still hold what was not removed */
     for (char tree = 'a'; tree <= 'b'; tree++) {
         snprintf(s->path, sizeof s->path, "%s/%c", s->base, tree);
         meta_rmdir(c, r, s->path);
@@ -244,36 +278,52 @@ static void meta_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
+/* A clean-up call that failed for another reason than the thing being
+ * gone goes to the clean-up's error table. */
+static void meta_remove_check(struct phase_ctx *c, enum op op, int rc, const char *path)
+{
+    if (rc < 0 && rc != -ENOENT)
+        workload_error(c, op, rc, path);
+}
+
 /* After the run: remove whatever of the trees is left (a phase whose
- * meta_ops stopped short of unlink/rmdir). Pass 0 files, pass 1 dirs. */
+ * meta_ops stopped short of unlink/rmdir), only a tree this run created:
+ * a shared tree if any rank claimed it, a rank's own tree if it did.
+ * Pass 0 files, pass 1 dirs; both stop at a signal or the deadline. */
 static void meta_remove(struct phase_ctx *c, int pass)
 {
+    bool shared = meta_shared(c);
+    if (!workload_claimed(c, CLAIM_TREE, shared))
+        return;
     struct meta_state s = {0};
     c->state = &s;
     char dir[1200];
     workload_fileset_dir(c, dir, sizeof dir);
-    snprintf(s.base, sizeof s.base, meta_shared(c) ? "%s/shared" : "%s/r%06d", dir, c->rank);
+    snprintf(s.base, sizeof s.base, shared ? "%s/shared" : "%s/r%06d", dir, c->rank);
     if (pass == 0) {
+        const struct meta_made *m = meta_made_find(s.base);
+        /* No create step of mine on this tree: no files of mine in it. */
+        int64_t files = meta_made_lost ? c->ph->files : m ? m->files : 0;
         struct stat st;
         for (char tree = 'a'; tree <= 'b'; tree++) {
             snprintf(s.path, sizeof s.path, "%s/%c", s.base, tree);
             if (c->be->stat(c->be_ctx, s.path, &st) != 0)
                 continue; /* gone (removed by its phase or an earlier clean-up) */
-            for (int64_t i = 0; i < c->ph->files; i++) {
+            for (int64_t i = 0; i < files && !workload_should_stop(c); i++) {
                 meta_file(c, tree, i, s.path, sizeof s.path);
-                c->be->unlink(c->be_ctx, s.path);
+                meta_remove_check(c, OP_UNLINK, c->be->unlink(c->be_ctx, s.path), s.path);
             }
         }
-    } else if (!meta_shared(c) || c->rank == 0) {
+    } else if (!shared || c->rank == 0) {
         for (char tree = 'a'; tree <= 'b'; tree++) {
-            for (int64_t d = 0; d < c->ph->dirs; d++) {
+            for (int64_t d = 0; d < c->ph->dirs && !workload_should_stop(c); d++) {
                 meta_dir(c, tree, d, s.path, sizeof s.path);
-                c->be->rmdir(c->be_ctx, s.path);
+                meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
             }
             snprintf(s.path, sizeof s.path, "%s/%c", s.base, tree);
-            c->be->rmdir(c->be_ctx, s.path);
+            meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
         }
-        c->be->rmdir(c->be_ctx, s.base);
+        meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.base), s.base);
     }
     c->state = NULL;
 }

@@ -39,42 +39,19 @@ static void storm_attempt(struct phase_ctx *c, struct rank_record *r)
     struct storm_state *s = c->state;
     struct stat st;
     double t0 = op_begin(c, OP_STAT, s->path);
-    int rc = c->be->stat(c->be_ctx, s->path, &st);
-    op_end(c, OP_STAT, t0);
-    r->ops++;
-    if (rc < 0) {
-        r->errors++;
-        workload_error(c, OP_STAT, rc, s->path);
+    if (workload_done(c, r, OP_STAT, t0, c->be->stat(c->be_ctx, s->path, &st), s->path, NULL) < 0)
         return;
-    }
     struct backend_file *f;
     t0 = op_begin(c, OP_OPEN, s->path);
-    rc = c->be->open(c->be_ctx, s->path, BACKEND_READ, &f);
-    r->t_open += op_end(c, OP_OPEN, t0);
-    r->ops++;
-    if (rc < 0) {
-        r->errors++;
-        workload_error(c, OP_OPEN, rc, s->path);
+    if (workload_done(c, r, OP_OPEN, t0, c->be->open(c->be_ctx, s->path, BACKEND_READ, &f), s->path,
+                      &r->t_open) < 0)
         return;
-    }
     t0 = op_begin(c, OP_READ, s->path);
     ssize_t n = c->be->pread(c->be_ctx, f, s->buf, s->len, 0);
-    r->t_io += op_end(c, OP_READ, t0);
-    r->ops++;
-    if (n < 0) {
-        r->errors++;
-        workload_error(c, OP_READ, (int)n, s->path);
-    } else {
+    if (workload_done(c, r, OP_READ, t0, n, s->path, &r->t_io) >= 0)
         r->bytes += (uint64_t)n;
-    }
     t0 = op_begin(c, OP_CLOSE, s->path);
-    rc = c->be->close(c->be_ctx, f);
-    r->t_close += op_end(c, OP_CLOSE, t0);
-    r->ops++;
-    if (rc < 0) {
-        r->errors++;
-        workload_error(c, OP_CLOSE, rc, s->path);
-    }
+    workload_done(c, r, OP_CLOSE, t0, c->be->close(c->be_ctx, f), s->path, &r->t_close);
 }
 
 static void storm_run(struct phase_ctx *c)

@@ -20,7 +20,8 @@ the overlap_seconds, exclusive_overlap_seconds and max_holders attributes.
 7. Storm on a missing file (one ENOENT per rank per attempt) and on a
    written shared file.
 8. Meta and storm over libnfs; `herd check` refuses lock with libnfs.
-Regressions: lock_range = block with block_size < 16 (the token) is refused;
+Regressions: lock_range = block/overlap with block_size < 16 (the token) is refused
+by herd check, and 16-byte ranges run clean;
 lock_timeout holds even when the alarm fires before fcntl blocks, and cuts
 a fault-backend delay short; the end-of-run cleanup ignores the last
 phase's injected faults.
@@ -205,12 +206,13 @@ def test_lock_exclusive_whole(herd_bin, tmp_path, target):
     assert (rows["completed"] == 1).all()
     assert (rows["file_rank"] == -1).all()
     assert len(ph.errors) == 0, ph.error_rows()
-    # the token: 16 bytes written and read back per grant
-    assert rows["bytes"].tolist() == [2 * 16 * n] * nranks
+    # per grant: the range's 16 bytes saved, the token written and read
+    # back, the saved bytes restored (the data under a lock is unchanged)
+    assert rows["bytes"].tolist() == [4 * 16 * n] * nranks
 
-    # lock + unlock per attempt; one token write and read per exclusive hold
+    # lock + unlock per attempt; two reads and two writes per exclusive hold
     for rank in range(nranks):
-        assert r.ops["excl"][rank] == {"lock": 2 * n, "write": n, "read": n}, rank
+        assert r.ops["excl"][rank] == {"lock": 2 * n, "write": 2 * n, "read": 2 * n}, rank
     check_ops_sum(r, "excl", nranks)
 
     holds = r.holds["excl"]
@@ -261,7 +263,7 @@ def test_lock_timeout(herd_bin, tmp_path, target):
         # lock+unlock per grant, one lock call per timed-out attempt
         want = {"lock": 2 * grants + timeouts[rank]}
         if grants:
-            want.update(write=grants, read=grants)
+            want.update(write=2 * grants, read=2 * grants)
         assert r.ops["timeout"][rank] == want, rank
     check_ops_sum(r, "timeout", nranks)
     assert int(rows["grants"].sum()) >= 1
@@ -298,7 +300,7 @@ def test_lock_nonblocking(herd_bin, tmp_path, target):
         assert int(row["errors"]) == 0 and int(row["violations"]) == 0
         want = {"lock": 2 * g + c}
         if g:
-            want.update(write=g, read=g)
+            want.update(write=2 * g, read=2 * g)
         assert r.ops["nb"][rank] == want, rank
     check_ops_sum(r, "nb", nranks)
     assert len(r.holds["nb"]) == int(rows["grants"].sum())
@@ -349,7 +351,7 @@ def test_lock_modes_and_ranges(herd_bin, tmp_path, target):
     assert (holds["start"] == holds["rank"].astype(np.uint64) * bs).all()
     assert (holds["len"] == bs).all()
     for rank in range(nranks):
-        assert r.ops["block"][rank] == {"lock": 20, "write": 10, "read": 10}, rank
+        assert r.ops["block"][rank] == {"lock": 20, "write": 20, "read": 20}, rank
 
     # mixed on overlapping ranges: exclusive when (rank + attempt) is even
     holds = r.holds["mixed"]
@@ -359,7 +361,7 @@ def test_lock_modes_and_ranges(herd_bin, tmp_path, target):
         mine = holds[holds["rank"] == rank]
         mine = mine[np.argsort(mine["granted"])]
         assert mine["exclusive"].tolist() == [int((rank + i) % 2 == 0) for i in range(10)], rank
-        assert r.ops["mixed"][rank] == {"lock": 20, "write": 5, "read": 5}, rank
+        assert r.ops["mixed"][rank] == {"lock": 20, "write": 10, "read": 10}, rank
     assert_left_nothing(target, proc)
 
 
@@ -386,22 +388,43 @@ def test_lock_noop_is_caught(herd_bin, tmp_path, target):
 
 
 def test_lock_block_smaller_than_token(herd_bin, tmp_path):
+    """A lock range of block_size bytes must hold the 16-byte token that
+    proves exclusion. herd check refuses block and overlap ranges with
+    block_size < 16, naming the key; whole-file locks (the token goes at
+    offset 0 of the file) and block_size = 16 are accepted, and 16-byte
+    block locks run clean: every token read back is the holder's own."""
     target = tmp_path / "target"
     target.mkdir()
-    job = write_job(tmp_path / "b8.ini", lock_global(target, block_size=8),
-                    [("b8", {"kind": "lock", "count": 10, "lock_range": "block",
-                             "lock_hold": "5ms"})])
-    chk = herd_cmd(herd_bin, "check", job, "-n", 4)
-    if chk.returncode == 2:  # refused up front: fine, if it names block_size
-        assert "block_size" in chk.stderr, describe(chk)
-        return
+    for bs in (1, 8, 15):
+        for lock_range in ("block", "overlap"):
+            job = write_job(tmp_path / "small.ini", lock_global(target, block_size=bs),
+                            [("b", {"kind": "lock", "count": 10, "lock_range": lock_range})])
+            chk = herd_cmd(herd_bin, "check", job, "-n", 4)
+            assert chk.returncode == 2, describe(chk)
+            assert "block_size" in chk.stderr and "16" in chk.stderr, describe(chk)
+    whole = write_job(tmp_path / "whole8.ini", lock_global(target, block_size=8),
+                      [("w", {"kind": "lock", "count": 10, "lock_range": "whole"})])
+    chk = herd_cmd(herd_bin, "check", whole, "-n", 4)
     assert chk.returncode == 0, describe(chk)
-    proc = herd_run(herd_bin, 4, job, tmp_path / "b8.h5")
-    r = LockResults(tmp_path / "b8.h5")
-    ph = r.phase("b8")
+
+    nranks, n = 4, 10
+    job = write_job(tmp_path / "b16.ini", lock_global(target, block_size=16),
+                    [("b16", {"kind": "lock", "count": n, "lock_range": "overlap",
+                              "lock_hold": "5ms"})])
+    chk = herd_cmd(herd_bin, "check", job, "-n", nranks)
+    assert chk.returncode == 0, describe(chk)
+    proc, r = run_ok(herd_bin, nranks, job, tmp_path / "b16.h5")
+    ph = r.phase("b16")
+    assert ph.attrs["block_size"] == 16 and ph.attrs["lock_range"] == "overlap"
+    rows = check_rank_rows(ph, nranks, "b16")
+    assert rows["grants"].tolist() == [n] * nranks, rows
+    assert rows["violations"].tolist() == [0] * nranks, describe(proc)
     assert ph.attrs["exclusive_overlap_seconds"] == 0  # the locks did hold
-    assert ph.ranks["violations"].tolist() == [0] * 4, describe(proc)
-    assert proc.returncode == 0, describe(proc)
+    # 16-byte ranges of two blocks overlap their neighbours': the holds show it
+    holds = r.holds["b16"]
+    assert len(holds) == nranks * n
+    assert set(holds["len"].tolist()) == {32}, holds["len"]
+    assert_left_nothing(target, proc)
 
 
 def test_lock_timeout_tiny(herd_bin, tmp_path):

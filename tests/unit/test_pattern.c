@@ -206,7 +206,7 @@ static void test_md5(void **state)
     uint64_t key = pattern_file_key("md5", 0);
 
     assert_int_equal(pattern_init(&p, PATTERN_RANDOM, 0, 3, 128 * KiB), 0);
-    assert_int_equal(pattern_md5(&p, key, 0, 1 * MiB, d1), 0);
+    assert_int_equal(pattern_md5(&p, key, 0, 1 * MiB, d1, NULL, NULL), 0);
     /* Same thing over pattern_block pieces of an odd size. */
     struct md5 m;
     assert_int_equal(md5_begin(&m), 0);
@@ -218,7 +218,7 @@ static void test_md5(void **state)
     assert_int_equal(md5_end(&m, d2), 0);
     assert_memory_equal(d1, d2, 16);
     /* Unaligned start and length. */
-    assert_int_equal(pattern_md5(&p, key, 777, 300001, d1), 0);
+    assert_int_equal(pattern_md5(&p, key, 777, 300001, d1, NULL, NULL), 0);
     unsigned char *bytes = file_bytes(&p, key, 777, 300001);
     assert_int_equal(md5_begin(&m), 0);
     assert_int_equal(md5_update(&m, bytes, 300001), 0);
@@ -228,7 +228,7 @@ static void test_md5(void **state)
     pattern_free(&p);
 
     assert_int_equal(pattern_init(&p, PATTERN_ZERO, 0, 3, 64 * KiB), 0);
-    assert_int_equal(pattern_md5(&p, key, 0, 1 * MiB, d1), 0);
+    assert_int_equal(pattern_md5(&p, key, 0, 1 * MiB, d1, NULL, NULL), 0);
     md5_hex(d1, hex);
     assert_string_equal(hex, "b6d81b360a5672d80c27430f39153e2c");
     pattern_free(&p);
@@ -449,16 +449,64 @@ static void test_reference_layout(void **state)
     char hex[33];
     assert_int_equal(pattern_init(&p, PATTERN_RANDOM, 0, 7, 1 * MiB), 0);
     assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0,
-                                 4 * MiB, d), 0);
+                                 4 * MiB, d, NULL, NULL), 0);
     md5_hex(d, hex);
     assert_string_equal(hex, PINNED_RANDOM);
     pattern_free(&p);
     assert_int_equal(pattern_init(&p, PATTERN_COMPRESSIBLE, 50, 7, 1 * MiB), 0);
     assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0,
-                                 4 * MiB, d), 0);
+                                 4 * MiB, d, NULL, NULL), 0);
     md5_hex(d, hex);
     assert_string_equal(hex, PINNED_COMPRESSIBLE);
     pattern_free(&p);
+}
+
+/* pattern_md5's stop test: asked before the first byte and about every
+ * PATTERN_STOP_EVERY bytes; a true answer abandons even a 1 TiB digest. */
+struct stop_probe {
+    int calls;
+    int stop_at; /* answer true on this call (1-based); 0: never */
+};
+
+static bool stop_probe(const void *arg)
+{
+    struct stop_probe *s = (struct stop_probe *)arg;
+    s->calls++;
+    return s->stop_at > 0 && s->calls >= s->stop_at;
+}
+
+static void test_md5_stop(void **state)
+{
+    (void)state;
+    struct pattern p;
+    unsigned char d1[16], d2[16];
+    uint64_t key = pattern_file_key("md5-stop", 0);
+    assert_int_equal(pattern_init(&p, PATTERN_RANDOM, 0, 5, 1 * MiB), 0);
+
+    /* Never stopping: the same digest as without a stop test, asked once
+     * per PATTERN_STOP_EVERY bytes (20 MiB: 5 or 6 times). */
+    struct stop_probe never = {0, 0};
+    assert_int_equal(pattern_md5(&p, key, 0, 20 * MiB, d1, stop_probe, &never), 0);
+    assert_int_equal(pattern_md5(&p, key, 0, 20 * MiB, d2, NULL, NULL), 0);
+    assert_memory_equal(d1, d2, 16);
+    assert_true(never.calls >= 5 && never.calls <= 6);
+
+    /* Stop at once: nothing digested. */
+    struct stop_probe now = {0, 1};
+    assert_int_equal(pattern_md5(&p, key, 0, 1 * MiB, d1, stop_probe, &now), -EINTR);
+    assert_int_equal(now.calls, 1);
+
+    /* 1 TiB, stopped on the third question: returns after about 8 MiB
+     * (hours of digest otherwise). */
+    struct stop_probe third = {0, 3};
+    assert_int_equal(pattern_md5(&p, key, 0, UINT64_C(1) << 40, d1, stop_probe, &third),
+                     -EINTR);
+    assert_int_equal(third.calls, 3);
+    pattern_free(&p);
+
+    /* A pattern that cannot produce blocks says why. */
+    struct pattern z = {.kind = PATTERN_ZERO, .max_block = 0};
+    assert_int_equal(pattern_md5(&z, key, 0, 1, d1, NULL, NULL), -EINVAL);
 }
 
 /* A max_block-sized block at every table rotation, through the fast path,
@@ -506,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_geometry),
         cmocka_unit_test(test_reference_layout),
         cmocka_unit_test(test_all_rotations),
+        cmocka_unit_test(test_md5_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

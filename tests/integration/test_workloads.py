@@ -1,0 +1,329 @@
+"""The workload layer's promises, through herd under mpirun:
+
+1. Every failed call is counted once in the row (ranks table `errors`) and
+   once in the errors table, for every phase kind, also for errors outside
+   any iteration (prepare, finish: iteration 0's row), with faults injected
+   by the fault backend.
+2. A lock phase leaves the bytes it locks as they were: write a shared file,
+   lock it (exclusive, whole/block/overlap, several ranks), read it with
+   verify = yes, md5: no verify failure, exit 0. A broken lock (fault
+   backend, lock=noop) still shows violations. A fresh lock file keeps the
+   token (nothing was there to restore).
+3. Loops stop: SIGTERM during an md5 phase's prepare (the expected digest
+   of a 1 TiB region) ends the run in seconds; a meta phase with 10^7
+   files and a deadline ends.
+4. The clean-up (keep = no) removes only what this run created: files and
+   trees an earlier run kept (same run_id) stay, so does a stranger's file.
+
+Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_workloads.py
+"""
+
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+
+import pytest
+
+from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
+                      mpirun_args, tree, write_job)
+
+
+def errors_per_rank(ph):
+    """({rank: sum of the errors table's counts}, {rank: sum of rows' errors})"""
+    table, rows = defaultdict(int), defaultdict(int)
+    for e in ph.error_rows():
+        table[int(e["rank"])] += int(e["count"])
+    for row in ph.ranks:
+        rows[int(row["rank"])] += int(row["errors"])
+    return dict(table), dict(rows)
+
+
+# ------------------------------------------------------------ 1. error accounting
+
+
+# Phase name -> (keys, whether errors are certain). Probabilities are high
+# enough that each faulty phase fails somewhere on some rank.
+ACCOUNTING_PHASES = [
+    ("w_mkdir", {"kind": "write", "fileset": "mk", "faults": "mkdir=EIO"}, True),
+    ("w", {"kind": "write", "fileset": "u", "iterations": 3,
+           "faults": "write=EIO@0.1,fsync=EIO@0.3,close=EIO@0.3"}, True),
+    ("w_clean", {"kind": "write", "fileset": "c"}, False),
+    ("r", {"kind": "read", "fileset": "u", "verify": "yes", "iterations": 3,
+           "faults": "read=EIO@0.1,open=EIO@0.3"}, True),
+    ("m", {"kind": "md5", "fileset": "c", "iterations": 2, "faults": "read=EIO@0.2"}, True),
+    ("w_sh", {"kind": "write", "fileset": "sh", "sharing": "shared"}, False),
+    ("storm", {"kind": "storm", "fileset": "sh", "sharing": "shared", "count": 30,
+               "faults": "stat=EIO@0.2,open=EIO@0.2,read=EIO@0.2,close=EIO@0.2"}, True),
+    ("lock", {"kind": "lock", "fileset": "lk", "sharing": "shared", "count": 30,
+              "lock_hold": "0", "faults": "lock=EIO@0.2,read=EIO@0.1,write=EIO@0.1"}, True),
+    # prepare's open fails: iteration 0's row carries it
+    ("lock_open", {"kind": "lock", "fileset": "lo", "sharing": "shared", "count": 5,
+                   "faults": "open=EIO"}, True),
+    # finish's close fails: iteration 0's row carries it
+    ("lock_close", {"kind": "lock", "fileset": "lc", "sharing": "shared", "count": 5,
+                    "iterations": 2, "faults": "close=EIO"}, True),
+    ("meta", {"kind": "meta", "fileset": "mt", "files": 40, "dirs": 4,
+              "faults": "mkdir=EIO@0.1,open=EIO@0.1,write=EIO@0.1,close=EIO@0.1,"
+                        "stat=EIO@0.2,rename=EIO@0.1,unlink=EIO@0.1,rmdir=EIO@0.3"}, True),
+    ("idle", {"kind": "idle", "duration": "100ms"}, False),
+]
+
+
+def test_error_rows_match_error_table(herd_bin, tmp_path):
+    nranks = 3
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "acct.ini",
+                    {"target": target, "backend": "fault", "file_size": "128K",
+                     "block_size": "16K", "fsync": "yes"},
+                    [(name, keys) for name, keys, _ in ACCOUNTING_PHASES])
+    out = tmp_path / "acct.h5"
+    proc = herd_run(herd_bin, nranks, job, out)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "complete"
+    for name, keys, faulty in ACCOUNTING_PHASES:
+        ph = res.phases[name]
+        table, rows = errors_per_rank(ph)
+        for rank in range(nranks):
+            assert table.get(rank, 0) == rows.get(rank, 0), \
+                f"{name} rank {rank}: table {table} rows {rows}\n{ph.error_rows()}\n{ph.ranks}"
+        total = sum(rows.values())
+        if faulty:
+            assert total > 0, f"{name}: the faults {keys['faults']} caused no error"
+        else:
+            assert total == 0, f"{name}: {ph.error_rows()}"
+    # errors outside any iteration land in iteration 0's row
+    for name in ("lock_open", "lock_close"):
+        rows = res.phases[name].ranks
+        for rank in range(nranks):
+            mine = rows[rows["rank"] == rank]
+            first = mine[mine["iteration"] == 0]
+            assert int(first["errors"][0]) >= 1, f"{name}: {rows}"
+    rows = res.phases["lock_close"].ranks
+    assert (rows[rows["iteration"] == 1]["errors"] == 0).all(), rows
+    errs = res.phases["lock_close"].error_rows()
+    assert {(int(e["rank"]), e["op"], int(e["count"])) for e in errs} == \
+        {(rank, "close", 1) for rank in range(nranks)}, errs
+
+
+# ------------------------------------------------------------ 2. locks keep data
+
+
+def test_lock_leaves_data_intact(herd_bin, tmp_path):
+    """write shared -> lock (several ways) -> read verify -> md5: exit 0."""
+    nranks, count = 4, 15
+    target = tmp_path / "target"
+    target.mkdir()
+    common = {"target": target, "sharing": "shared", "fileset": "data", "file_size": "256K",
+              "block_size": "16K"}
+    locks = [
+        ("l_whole", {"kind": "lock", "lock_range": "whole", "count": count}),
+        ("l_block", {"kind": "lock", "lock_range": "block", "count": count}),
+        ("l_overlap", {"kind": "lock", "lock_range": "overlap", "lock_mode": "mixed",
+                       "count": count}),
+        ("l_nonblock", {"kind": "lock", "lock_range": "whole", "lock_wait": "nonblocking",
+                        "count": count}),
+    ]
+    phases = [("w", {"kind": "write"})] + locks + [
+        ("r", {"kind": "read", "verify": "yes"}),
+        ("m", {"kind": "md5"}),
+    ]
+    job = write_job(tmp_path / "keep.ini", common, phases)
+    out = tmp_path / "keep.h5"
+    proc = herd_run(herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    for name, _ in phases:
+        rows = res.phases[name].ranks
+        assert (rows["errors"] == 0).all(), f"{name}: {rows}"
+        assert (rows["verify_failures"] == 0).all(), f"{name}: {rows}"
+        assert (rows["violations"] == 0).all(), f"{name}: {rows}"
+    for name, keys in locks:
+        rows = res.phases[name].ranks
+        if keys.get("lock_wait") != "nonblocking":
+            assert rows["grants"].tolist() == [count] * nranks, f"{name}: {rows}"
+        assert int(rows["grants"].sum()) > 0, name
+    assert (res.phases["r"].ranks["bytes"] == 256 << 10).all()
+
+
+def test_lock_noop_still_violates(herd_bin, tmp_path):
+    """A lock that does not lock: the token check sees other ranks' tokens."""
+    nranks, count = 4, 20
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "noop.ini",
+                    {"target": target, "backend": "fault", "sharing": "shared",
+                     "fileset": "data", "file_size": "64K", "block_size": "16K"},
+                    [("w", {"kind": "write"}),
+                     ("noop", {"kind": "lock", "count": count, "lock_hold": "2ms",
+                               "faults": "lock=noop"})])
+    out = tmp_path / "noop.h5"
+    proc = herd_run(herd_bin, nranks, job, out)
+    assert proc.returncode == 3, describe(proc)
+    rows = load_results(out).phases["noop"].ranks
+    assert rows["grants"].tolist() == [count] * nranks
+    assert int(rows["violations"].sum()) > 0, rows
+
+
+def test_fresh_lock_file_is_restored_too(herd_bin, tmp_path):
+    """A fresh lock file gets zeros under the token range in prepare, so
+    every hold saves and restores 16 bytes: afterwards the file is one
+    token range of zeros, whoever held last."""
+    nranks, count = 2, 5
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "fresh.ini",
+                    {"target": target, "run_id": "fresh", "keep": "yes", "sharing": "shared",
+                     "fileset": "lk", "file_size": "4K", "block_size": "4K"},
+                    [("l", {"kind": "lock", "count": count})])
+    proc = herd_run(herd_bin, nranks, job, tmp_path / "fresh.h5")
+    assert proc.returncode == 0, describe(proc)
+    data = (target / "herd-fresh" / "lk" / "shared.dat").read_bytes()
+    assert data == bytes(16), data
+    ops = load_results(tmp_path / "fresh.h5").phases["l"].ranks
+    assert ops["bytes"].tolist() == [4 * 16 * count] * nranks
+
+
+# ------------------------------------------------------------ 3. loops stop
+
+
+def _run_and_term(herd_bin, nranks, job, out, wait_line, delay):
+    """Start herd under mpirun, SIGTERM its process group `delay` seconds
+    after a stderr line containing wait_line; return (seconds from the
+    signal to the exit, exit code, stderr)."""
+    args = mpirun_args(herd_bin, nranks, "run", job, "-o", out)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, outr = LineReader(p.stderr), LineReader(p.stdout)
+    try:
+        if not err.wait_for(lambda l: wait_line in l, 60):
+            pytest.fail(f"no '{wait_line}' from herd:\n{err.rest(5)}")
+        time.sleep(delay)
+        assert p.poll() is None, f"herd ended before the signal:\n{err.rest(5)}"
+        t0 = time.monotonic()
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"herd still running 30 s after SIGTERM:\n{err.rest(1)}")
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    outr.rest()
+    return took, p.returncode, err.rest()
+
+
+def test_md5_prepare_stops_on_sigterm(herd_bin, tmp_path):
+    """The expected digest of 1 TiB takes many minutes: SIGTERM during it
+    must end the run within seconds."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "big.ini",
+                    {"target": target, "file_size": "1T", "block_size": "1M"},
+                    [("m", {"kind": "md5"})])
+    took, rc, err = _run_and_term(herd_bin, 2, job, tmp_path / "big.h5", "herd: run ", 2.0)
+    assert took < 10, f"{took:.1f} s from SIGTERM to exit\n{err}"
+    assert rc != 0, err
+
+
+def test_meta_huge_files_obeys_deadline(herd_bin, tmp_path):
+    """files = 10^7 (the most a job may ask): every step and the clean-up
+    stop at their deadline instead of visiting every name."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "huge.ini",
+                    {"target": target, "file_size": "0", "block_size": "4K",
+                     "fsync": "no"},
+                    [("meta", {"kind": "meta", "files": 10**7, "dirs": 2,
+                               "deadline": "2s"})])
+    t0 = time.monotonic()
+    proc = herd_run(herd_bin, 2, job, tmp_path / "huge.h5", timeout=120)
+    took = time.monotonic() - t0
+    assert took < 60, f"{took:.1f} s\n{describe(proc)}"
+    res = load_results(tmp_path / "huge.h5")
+    assert res.attrs["status"] == "complete", describe(proc)
+    rows = res.phases["meta"].ranks
+    assert (rows["completed"] == 0).all(), rows  # stopped by the deadline
+    # the clean-up visits only the names this run used, so it finishes
+    assert tree(target) == [], describe(proc)
+
+
+# ------------------------------------------------------------ 4. clean-up claims
+
+
+def _claims_phases(meta_ops):
+    return [
+        ("wu", {"kind": "write", "fileset": "u"}),
+        ("ws", {"kind": "write", "fileset": "s", "sharing": "shared"}),
+        ("lk", {"kind": "lock", "fileset": "lk", "sharing": "shared", "count": 3}),
+        ("mu", {"kind": "meta", "fileset": "mu", "meta_ops": meta_ops}),
+        ("ms", {"kind": "meta", "fileset": "ms", "sharing": "shared", "meta_ops": meta_ops}),
+    ]
+
+
+def test_cleanup_keeps_what_earlier_run_kept(herd_bin, tmp_path):
+    """Run 1 (keep = yes) makes files and trees; run 2 (same run_id,
+    keep = no) writes, locks and stats them: none of it is removed, nor a
+    file someone else put there."""
+    nranks = 2
+    target = tmp_path / "target"
+    target.mkdir()
+    common = {"target": target, "run_id": "kept", "file_size": "16K", "block_size": "4K",
+              "fsync": "no", "files": 6, "dirs": 2}
+    job1 = write_job(tmp_path / "one.ini", {**common, "keep": "yes"}, _claims_phases("create"))
+    proc = herd_run(herd_bin, nranks, job1, tmp_path / "one.h5")
+    assert proc.returncode == 0, describe(proc)
+    stranger = target / "herd-kept" / "u" / "notes.txt"
+    stranger.write_text("not herd's\n")
+    before = tree(target)
+    assert "herd-kept/u/r000001.dat" in before and "herd-kept/ms/shared/a" in before, before
+
+    job2 = write_job(tmp_path / "two.ini", common, _claims_phases("stat"))
+    proc = herd_run(herd_bin, nranks, job2, tmp_path / "two.h5")
+    assert proc.returncode == 0, describe(proc)
+    assert tree(target) == before, describe(proc)
+    assert stranger.read_text() == "not herd's\n"
+
+
+def test_cleanup_removes_only_this_runs_files(herd_bin, tmp_path):
+    """Same run_id: run 2 writes the kept fileset u again and a new
+    fileset v (and a new meta tree): it removes v and its tree, not u."""
+    nranks = 2
+    target = tmp_path / "target"
+    target.mkdir()
+    common = {"target": target, "run_id": "mix", "file_size": "16K", "block_size": "4K",
+              "fsync": "no", "files": 4, "dirs": 2}
+    job1 = write_job(tmp_path / "one.ini", {**common, "keep": "yes"},
+                     [("wu", {"kind": "write", "fileset": "u"})])
+    proc = herd_run(herd_bin, nranks, job1, tmp_path / "one.h5")
+    assert proc.returncode == 0, describe(proc)
+    before = tree(target)
+    job2 = write_job(tmp_path / "two.ini", common,
+                     [("wu", {"kind": "write", "fileset": "u"}),
+                      ("wv", {"kind": "write", "fileset": "v"}),
+                      ("lv", {"kind": "lock", "fileset": "lv", "sharing": "shared",
+                              "count": 3}),
+                      ("mv", {"kind": "meta", "fileset": "mv", "meta_ops": "create,stat"})])
+    proc = herd_run(herd_bin, nranks, job2, tmp_path / "two.h5")
+    assert proc.returncode == 0, describe(proc)
+    assert tree(target) == before, describe(proc)
+    assert "cannot remove" not in proc.stderr, describe(proc)
+
+
+def test_cleanup_fresh_run_leaves_nothing(herd_bin, tmp_path):
+    """A run of its own (keep = no) removes all it made, meta trees left
+    half-done (create only) included."""
+    nranks = 3
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "fresh.ini",
+                    {"target": target, "file_size": "16K", "block_size": "4K", "fsync": "no",
+                     "files": 5, "dirs": 2},
+                    _claims_phases("create,stat"))
+    proc = herd_run(herd_bin, nranks, job, tmp_path / "fresh.h5")
+    assert proc.returncode == 0, describe(proc)
+    assert tree(target) == [], describe(proc)
