@@ -7,11 +7,13 @@ job file asks for, and the target must be left empty.
 
 import math
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import (assert_mount_gone, describe, herd_run, load_results,
+from conftest import (MIB, assert_mount_gone, describe, herd_cmd, herd_run, load_results,
                       mounted_fs, parse_size, phase_attr_order, tree, write_job)
 
 FILE_SIZE = "1M"
@@ -79,7 +81,13 @@ def check_phase(name, k, ph, nranks, attr_order, where=None):
     assert ph.attrs["iterations"] == iters, where
     assert ph.attrs["sharing"] == k["sharing"], where
     assert ph.attrs["read_from"] == k["read_from"], where
-    assert ph.attrs["start_skew"] >= 0, where
+    # Every rank starts at or after the announced instant, on its corrected
+    # clock, and its achieved start (from which start_skew is computed) lies
+    # between that instant and its iteration 0's start: the recorded skew
+    # cannot exceed the latest of those. (test_clock.py checks the clocks.)
+    late = rows["t_start"][rows["iteration"] == 0] - ph.attrs["t_start"]
+    assert (late >= 0).all(), f"{where}: a rank started before t_start: {late}"
+    assert 0 <= ph.attrs["start_skew"] <= late.max(), (where, ph.attrs["start_skew"], late)
     assert ph.attrs["elapsed"] == pytest.approx(ph.attrs["t_end"] - ph.attrs["t_start"])
     assert ph.attr_order == attr_order, where
 
@@ -179,3 +187,59 @@ def test_phase_names_in_job_order(herd_bin, tmp_path):
     res = load_results(out)
     assert [res.phases[n].attrs["index"] for n in ("zz", "aa", "mm")] == [0, 1, 2]
     assert tree(target) == []
+
+
+def resident_bytes(path):
+    """Bytes of path in the page cache (util-linux fincore)."""
+    out = subprocess.run(["fincore", "--noheadings", "--bytes", "--output", "RES", str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.strip())
+
+
+@pytest.mark.parametrize("fs", ["xfs", "ext4"])
+def test_direct_io(herd_bin, tmp_path, fs):
+    """direct = yes: write, read with verify and md5 through O_DIRECT are
+    clean and the data is right; and O_DIRECT was really used: the files
+    it wrote and read are not in the page cache afterwards, while the same
+    job without direct leaves them there (the control shows the check can
+    fail). herd check refuses direct with a block_size that O_DIRECT cannot
+    take (not a multiple of 4K), naming the key, so such a run never starts."""
+    if shutil.which("fincore") is None:
+        pytest.skip("needs util-linux fincore")
+    nranks, fsize = 4, 4 * MIB
+    phases = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"}),
+              ("m", {"kind": "md5"})]
+    with mounted_fs(fs, tmp_path) as m:
+        cached = {}
+        for direct in ("yes", "no"):
+            target = m.path / f"target-{direct}"
+            target.mkdir()
+            gl = {"target": target, "file_size": "4M", "block_size": "64K", "fsync": "yes",
+                  "direct": direct, "keep": "yes", "run_id": f"direct-{direct}"}
+            job = write_job(tmp_path / f"direct-{direct}.ini", gl, phases)
+            out = tmp_path / f"direct-{direct}.h5"
+            proc = herd_run(herd_bin, nranks, job, out)
+            assert proc.returncode == 0, describe(proc)
+            res = load_results(out)
+            for name, k in phases:
+                ph = res.phases[name]
+                assert ph.attrs["direct"] == (direct == "yes"), name
+                check_phase(name, resolved({**k, "file_size": "4M", "block_size": "64K"}),
+                            ph, nranks, phase_attr_order(herd_bin), f"{fs} direct={direct} {name}")
+            files = sorted((target / f"herd-direct-{direct}").rglob("*.dat"))
+            assert len(files) == nranks, files
+            assert all(f.stat().st_size == fsize for f in files)
+            cached[direct] = sum(resident_bytes(f) for f in files)
+        print(f"\n{fs}: page cache after the run: direct {cached['yes']} B, "
+              f"buffered {cached['no']} B of {nranks * fsize}")
+        assert cached["yes"] == 0, cached
+        assert cached["no"] >= nranks * fsize // 2, cached  # the control
+
+        for bs in ("1000", "6K"):
+            job = write_job(tmp_path / "bad.ini",
+                            {"target": m.path, "file_size": "1M", "block_size": bs,
+                             "direct": "yes"}, [("w", {"kind": "write"})])
+            chk = herd_cmd(herd_bin, "check", job, "-n", 4)
+            assert chk.returncode == 2, describe(chk)
+            assert "direct" in chk.stderr and "4K" in chk.stderr, describe(chk)
+    assert_mount_gone(m)

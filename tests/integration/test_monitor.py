@@ -126,7 +126,19 @@ def test_monitor_rank_samples(herd_bin, tmp_path):
     writing = herd[herd["t"] <= marks["t_end"][0]]
     assert writing["cpu_max_thread"].max() > 0.05, writing
     notes = [text(n) for n in tables["notes"]["text"]]
-    assert any("/proc/net/rpc/nfsd" in n for n in notes) or Path("/proc/net/rpc/nfsd").exists()
+    # The kernel NFS server's counters: a note saying they are missing
+    # exactly when this host has none (checked on both kinds of host), and
+    # counters in every sample when it has them.
+    nfsd_notes = [n for n in notes if "/proc/net/rpc/nfsd" in n]
+    if Path("/proc/net/rpc/nfsd").exists():
+        assert nfsd_notes == [], notes
+        assert np.all(~np.isnan(samples["nfsd_rpc_calls"])), samples["nfsd_rpc_calls"]
+    else:
+        assert len(nfsd_notes) == 1, notes
+        assert nfsd_notes[0].startswith("no kernel NFS server counters (/proc/net/rpc/nfsd)"), \
+            nfsd_notes
+        assert np.all(np.isnan(samples["nfsd_rpc_calls"])), samples["nfsd_rpc_calls"]
+        assert np.all(np.isnan(samples["nfsd_threads"])), samples["nfsd_threads"]
     assert sum("no-such-process" in n for n in notes) == 1, notes
     # The summary prints the server CPU per phase, equal to the samples' mean.
     lines = [l.split() for l in proc.stdout.splitlines()]

@@ -22,8 +22,8 @@ even when the test fails, then checks that nothing is left (no process of
 the recorded PIDs, none in the server's namespace, no mount under the state
 directory, no loop device of the image).
 
-Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind, libnfs-utils and a herd
-built with libnfs; skips with a message otherwise. Run:
+Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind and libnfs-utils; skips
+with a message otherwise. herd must be built with libnfs. Run:
 /usr/bin/python3 -m pytest -q -rsx tests/integration/test_nfs.py (add -s for
 the numbers the tests print).
 """
@@ -35,9 +35,10 @@ import signal
 import subprocess
 import time
 
+import h5py
 import pytest
 
-from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe, herd_path,
+from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe,
                       load_results, mpi_env, mpirun_args, parse_size, phase_attr_order,
                       run_cmd, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
@@ -48,16 +49,11 @@ from test_nfs_server import SBIN_PATH, SCRIPT, Server, _why_skip, running, wait_
 
 
 def _why_skip_nfs():
-    why = _why_skip()  # root, ganesha, rpcbind, libnfs-utils, FSAL VFS
-    if why:
-        return why
-    herd = herd_path()
-    if not (herd.is_file() and os.access(herd, os.X_OK)):
-        return None  # the herd_bin fixture fails the test with a message
-    proc = subprocess.run([str(herd), "keys"], capture_output=True, text=True, timeout=30)
-    if "libnfs" not in proc.stdout:
-        return f"{herd} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)"
-    return None
+    """Why the NFS tests cannot run here, or None: root, ganesha, rpcbind,
+    libnfs-utils, FSAL VFS. herd is built with -DHERD_REQUIRE_LIBNFS=ON
+    wherever these tests run (CI, tests/run.sh): a herd without libnfs
+    fails them rather than skipping."""
+    return _why_skip()
 
 
 _WHY = _why_skip_nfs()
@@ -265,17 +261,19 @@ def test_core_over_nfs(nfs, herd_bin, tmp_path, nranks):
 
 
 def test_server_killed_during_write(nfs, herd_bin, tmp_path):
-    nranks, iters, fsize, deadline = 4, 200, 64 * MIB, 20
+    nranks, iters, fsize, deadline, op_timeout = 4, 200, 64 * MIB, 20, 2
     job = write_job(tmp_path / "kill.ini",
                     {"backend": "libnfs", "target": nfs.url, "file_size": "64M",
-                     "block_size": "1M", "op_timeout": 2},
+                     "block_size": "1M", "op_timeout": op_timeout},
                     [("write", {"kind": "write", "iterations": iters, "deadline": deadline}),
                      ("read", {"kind": "read", "verify": "yes"}),
                      ("md5", {"kind": "md5"})])
     out = tmp_path / "kill.h5"
+    t_launch = time.monotonic()
     run = Background(nfs, herd_bin, nranks, job, out)
     try:
         run.wait_line(r"^herd: run \S+: 4 ranks")
+        launch = time.monotonic() - t_launch  # mpirun, MPI_Init, clock sync
         # In the middle of the write phase: every rank's file has reached its
         # full size on the server (its first iteration is done or nearly).
         assert wait_until(lambda: server_file_sizes(nfs, "herd-*/unique-64M/r*.dat") ==
@@ -291,11 +289,29 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
     after_kill = ended - killed
     print(f"\nrun ended {after_kill:.2f} s after the SIGKILL; exit code {proc.returncode}")
 
-    assert after_kill <= deadline + 15, describe(proc)
     assert proc.returncode == 3, describe(proc)
     res = load_results(out)
     check_run(res, nranks, nfs.url, 3, ["write", "read", "md5"])
     kill_t = common_time(res, kill_unix)
+    # A dead server answers nothing: a call in flight fails at the latest
+    # after op_timeout (libnfs counts whole seconds: + 1 s), and reconnects
+    # are refused at once. After the write phase, what is left (the read and
+    # md5 phases with refused connections, the clean-up, closing the file,
+    # MPI_Finalize, mpirun's exit) costs about what starting did: bound it
+    # by this run's measured launch (Popen to herd's first line) plus
+    # startup_seconds (rank 0's MPI_Init to the first phase).
+    startup = res.attrs["startup_seconds"]
+    print(f"write phase ended {res.phases['write'].attrs['t_end'] - kill_t:.2f} s after "
+          f"the kill; launch {launch:.2f} s, startup_seconds {startup:.2f}")
+    assert res.phases["write"].attrs["t_end"] <= kill_t + op_timeout + 1, \
+        (res.phases["write"].attrs, kill_t)
+    for name in ("read", "md5"):  # refused at once, no call waits
+        assert res.phases[name].attrs["elapsed"] <= op_timeout + 1, res.phases[name].attrs
+    ended_t = common_time(res, kill_unix + after_kill)
+    print(f"read {res.phases['read'].attrs['elapsed']:.2f} s, md5 "
+          f"{res.phases['md5'].attrs['elapsed']:.2f} s, exit "
+          f"{ended_t - res.phases['md5'].attrs['t_end']:.2f} s after the last phase")
+    assert after_kill <= op_timeout + 1 + launch + startup, describe(proc)
 
     w = res.phases["write"]
     print("errors seen (phase, rank, op, errno, count):")
@@ -304,9 +320,9 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
             print(f"  {name} rank {row['rank']} {row['op']} {row['errno_name']} "
                   f"({row['errno']}) x{row['count']}")
 
-    assert w.attrs["status"] in ("errors", "deadline"), w.attrs["status"]
+    # the errors ended the phase, long before its deadline
+    assert w.attrs["status"] == "errors", w.attrs["status"]
     assert w.attrs["t_start"] < kill_t < w.attrs["t_end"], (w.attrs, kill_t)
-    assert w.attrs["t_end"] <= kill_t + deadline + 15
     check_error_names(w, "write")
     by_rank = errnos_by_rank(w)
     assert sorted(by_rank) == list(range(nranks)), f"ranks without errors: {by_rank}"
@@ -325,10 +341,9 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
     assert (done["bytes"] == fsize).all() and (done["errors"] == 0).all()
     assert (done["t_end"] <= kill_t + 0.25).all(), "an iteration completed after the kill"
     # An iteration ends at its first failed call (close on a lost connection
-    # only frees the handle): exactly one error, unless the deadline cut it.
-    deadline_at = w.attrs["t_start"] + deadline
+    # only frees the handle): exactly one error (the deadline did not cut it).
     for row in rows[rows["completed"] == 0]:
-        assert row["errors"] == 1 or (row["errors"] == 0 and row["t_end"] >= deadline_at), row
+        assert row["errors"] == 1, row
 
     for name in ("read", "md5"):
         ph = res.phases[name]
@@ -449,6 +464,87 @@ def test_server_frozen_longer_than_op_timeout(nfs, herd_bin, tmp_path):
         assert res.phases[name].attrs["t_start"] > cont_t
         check_clean_phase(name, resolved({**k, "file_size": "16M", "block_size": "1M"}),
                           res.phases[name], nranks, nfs.url, phase_attr_order(herd_bin))
+
+
+def stuck_rows(path, phase):
+    """/phases/<phase>/stuck as a list of dicts, text decoded."""
+    with h5py.File(path, "r") as f:
+        t = f["phases"][phase]["stuck"][()]
+    return [{k: (v.decode() if isinstance(v, bytes) else v.item())
+             for k, v in zip(t.dtype.names, row)} for row in t]
+
+
+STUCK_LINE = re.compile(r"^herd: rank (\d+) on (\S+): (\w+) of (\S+) stuck for (\d+) s$")
+
+
+def test_watchdog_reports_frozen_server(nfs, herd_bin, tmp_path):
+    """ganesha SIGSTOPped for longer than stuck_after (and shorter than
+    op_timeout, so the calls wait it out): every rank's watchdog reports its
+    hanging call on stderr and in /phases/write/stuck with the rank, the op,
+    the rank's own file, since when it hung and when it returned (after
+    SIGCONT). The phase after SIGCONT has no stuck rows."""
+    nranks, stuck_after, freeze, op_timeout = 4, 2.0, 5.0, 30
+    job = write_job(tmp_path / "stuck.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
+                     "block_size": "1M", "op_timeout": op_timeout,
+                     "stuck_after": stuck_after},
+                    [("write", {"kind": "write", "iterations": 1000, "deadline": 12}),
+                     ("read", {"kind": "read", "verify": "yes"})])
+    out = tmp_path / "stuck.h5"
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(r"^herd: run \S+: 4 ranks")
+        time.sleep(1.5)
+        stop_unix = time.time()
+        signal_ganesha(nfs, signal.SIGSTOP)
+        try:
+            time.sleep(freeze)
+        finally:
+            cont_unix = time.time()
+            os.kill(nfs.pid, signal.SIGCONT)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    res = load_results(out)
+    check_run(res, nranks, nfs.url, proc.returncode, ["write", "read"])
+    assert proc.returncode == 0, describe(proc)  # the calls waited, none failed
+    stop_t, cont_t = common_time(res, stop_unix), common_time(res, cont_unix)
+    w = res.phases["write"]
+    assert w.attrs["t_start"] < stop_t and cont_t < w.attrs["t_end"], (w.attrs, stop_t, cont_t)
+    assert w.attrs["stuck_after"] == stuck_after
+    assert len(w.errors) == 0, w.error_rows()
+    run_id = res.attrs["run_id"]
+
+    rows = stuck_rows(out, "write")
+    print(f"\nfrozen {stop_t:.2f}..{cont_t:.2f} s (common clock); stuck rows:")
+    for r in rows:
+        print(f"  rank {r['rank']} {r['op']} {r['path']} since {r['since']:.2f} "
+              f"noticed {r['noticed']:.2f} returned {r['returned']:.2f}")
+    # Every rank had a call in flight when the server stopped; one row each
+    # (the freeze is shorter than two stuck_after periods of a fresh call).
+    assert sorted(r["rank"] for r in rows) == list(range(nranks)), rows
+    for r in rows:
+        where = f"stuck row {r}"
+        assert r["op"] in ("open", "write", "fsync", "close"), where
+        assert r["path"] == f"herd-{run_id}/unique-16M/r{r['rank']:06d}.dat", where
+        # the call began before the freeze took hold (or just after, the
+        # next call of a rank whose reply was already on its way)
+        assert r["since"] <= stop_t + 0.5, where
+        assert r["since"] >= w.attrs["t_start"], where
+        # noticed once it was stuck_after old, at the watchdog's next look (1 s)
+        assert stuck_after <= r["noticed"] - r["since"] <= stuck_after + 1.5, where
+        assert r["noticed"] < cont_t, where
+        # returned after SIGCONT, seen at the next look
+        assert cont_t - 0.05 <= r["returned"] <= cont_t + 1.5, where
+    lines = [m for m in (STUCK_LINE.match(l) for l in proc.stderr.splitlines()) if m]
+    assert sorted(int(m.group(1)) for m in lines) == list(range(nranks)), describe(proc)
+    by_rank = {r["rank"]: r for r in rows}
+    for m in lines:
+        r = by_rank[int(m.group(1))]
+        assert (m.group(3), m.group(4)) == (r["op"], r["path"]), (m.group(0), r)
+        assert int(m.group(5)) >= stuck_after, m.group(0)
+    assert stuck_rows(out, "read") == []
+    assert res.phases["read"].attrs["status"] == "ok"
 
 
 # ---------------------------------------------------------------- 4. restart

@@ -1,0 +1,268 @@
+"""Crashes: what a results file holds after SIGKILL.
+
+docs/results-format.md promises that if herd dies (kill -9, node failure)
+the file stays readable, its root status is `partial` and it holds every
+phase finished before the death. These tests SIGKILL, in a job of many
+short phases (idle phases with durations, and small write phases):
+- one rank other than 0, in the middle of the run;
+- mpirun itself;
+- rank 0, at times spread over the whole run, so that some kills land
+  while it writes the results file.
+A phase counts as finished when herd printed its "herd: phase NAME:" line
+(rank 0 prints it after writing and flushing the phase). Each such phase
+must be in the file with its status and a complete ranks table.
+
+Every process of a run is in its own session; the test kills that process
+group in a finally block. The target is a directory in tmp_path.
+"""
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+
+import h5py
+import pytest
+
+from conftest import LineReader, _kill_group, mpi_env, mpirun_args, write_job
+
+NRANKS = 4
+PHASE_LINE = re.compile(r"^herd: phase (\S+): (\w+) ")
+
+
+def crash_job(tmp_path, nphases=16, idle="150ms", file_size="256K"):
+    """Alternating write and idle phases; returns (job path, phase names)."""
+    target = tmp_path / "target"
+    target.mkdir(exist_ok=True)
+    phases = []
+    for i in range(nphases):
+        if i % 2 == 0:
+            phases.append((f"w{i:02d}", {"kind": "write", "fileset": f"f{i:02d}",
+                                         "iterations": 2}))
+        else:
+            phases.append((f"i{i:02d}", {"kind": "idle", "duration": idle}))
+    job = write_job(tmp_path / "crash.ini",
+                    {"target": target, "file_size": file_size, "block_size": "64K",
+                     "fsync": "no"}, phases)
+    return job, [name for name, _ in phases]
+
+
+class Run:
+    """mpirun herd run in its own session, stderr collected line by line."""
+
+    def __init__(self, herd_bin, job, out):
+        args = mpirun_args(herd_bin, NRANKS, "run", job, "-o", out)
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=mpi_env(), start_new_session=True)
+        self.err = LineReader(self.proc.stderr)
+        self.out = LineReader(self.proc.stdout)
+        self.pids = {}
+
+    def finished_phases(self):
+        """Phases herd reported done so far (rank 0 prints after the flush)."""
+        return [m.group(1) for m in (PHASE_LINE.match(l) for l in list(self.err.lines)) if m]
+
+    def rank_pids(self):
+        """{MPI rank: pid} of the herd processes of this run."""
+        pids = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                # mpirun puts each rank in its own process group, in its session
+                if os.getsid(int(pid)) != self.proc.pid or int(pid) == self.proc.pid:
+                    continue
+                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            except (OSError, ProcessLookupError):
+                continue
+            for kv in env:
+                if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    pids[int(kv.split(b"=", 1)[1])] = int(pid)
+        return pids
+
+    def wait_ranks(self, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = self.rank_pids()
+            if len(pids) == NRANKS:
+                self.pids = pids
+                return pids
+            time.sleep(0.02)
+        pytest.fail(f"never saw {NRANKS} ranks: {self.rank_pids()}")
+
+    def finish(self, timeout=60):
+        """Wait for mpirun's end (killing the group if it hangs), then kill
+        whatever of the session is left; returns stderr."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        _kill_group(self.proc)
+        # the ranks are not in mpirun's process group: SIGKILL each one
+        # that is still a process of this run's session
+        for pid in self.pids.values():
+            with contextlib.suppress(OSError):
+                if os.getsid(pid) == self.proc.pid:
+                    os.kill(pid, signal.SIGKILL)
+        self.out.rest(5)
+        return self.err.rest(5)
+
+    def ranks_alive(self):
+        alive = []
+        for rank, pid in self.pids.items():
+            with contextlib.suppress(OSError):
+                if os.getsid(pid) == self.proc.pid and \
+                        open(f"/proc/{pid}/stat").read().split(") ")[1][0] != "Z":
+                    alive.append(rank)
+        return alive
+
+
+def phase_problem(f, name, nranks):
+    ph = f["phases"][name]
+    if "status" not in ph.attrs:
+        return f"phase {name} has no status"
+    rows = ph["ranks"][()]
+    iters = int(ph.attrs["iterations"])
+    if sorted(zip(rows["rank"].tolist(), rows["iteration"].tolist())) != \
+            [(r, i) for r in range(nranks) for i in range(iters)]:
+        return f"{name}: ranks table incomplete ({len(rows)} rows, want {nranks * iters})"
+    if not (rows["completed"] == 1).all():
+        return f"{name}: rows not completed"
+    return None
+
+
+def check_partial(out, finished, where):
+    """The file opens, status partial, every phase herd reported finished is
+    in it intact (and so is any other phase with a status); at most one
+    phase, the last, has no status (cut off while written). Returns None
+    or a text saying what is wrong."""
+    try:
+        with h5py.File(out, "r") as f:
+            status = f.attrs["status"]
+            status = status.decode() if isinstance(status, bytes) else status
+            if status != "partial":
+                return f"{where}: status {status!r}, want 'partial'"
+            if int(f.attrs["exit_code"]) != -1:
+                return f"{where}: exit_code {f.attrs['exit_code']}"
+            nranks = int(f.attrs["nranks"])
+            if nranks != NRANKS or len(f["ranks"]) != NRANKS:
+                return f"{where}: nranks {nranks}, /ranks {len(f['ranks'])}"
+            names = list(f["phases"].keys())
+            if names[:len(finished)] != finished:
+                return f"{where}: finished phases {finished}, file has {names}"
+            for i, name in enumerate(names):
+                if "status" not in f["phases"][name].attrs and i == len(names) - 1:
+                    continue
+                problem = phase_problem(f, name, nranks)
+                if problem:
+                    return f"{where}: {problem}"
+    except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+        return f"{where}: cannot read the file: {type(e).__name__}: {e}"
+    return None
+
+
+def finished_in(err):
+    return [m.group(1) for m in (PHASE_LINE.match(l) for l in err.splitlines()) if m]
+
+
+def kill_after_phases(herd_bin, tmp_path, nphases_done, victim):
+    """SIGKILL victim (a rank or "mpirun") just after phase number
+    nphases_done was reported; returns (file, finished phases, all phase
+    names, mpirun's exit status, stderr, seconds the ranks outlived it)."""
+    job, names = crash_job(tmp_path)
+    out = tmp_path / "crash.h5"
+    run = Run(herd_bin, job, out)
+    try:
+        pids = run.wait_ranks()
+        line = run.err.wait_for(
+            lambda l: (m := PHASE_LINE.match(l)) and m.group(1) == names[nphases_done - 1], 60)
+        assert line, f"phase {names[nphases_done - 1]} never finished:\n{run.err.rest(5)}"
+        time.sleep(0.05)  # into the next phase
+        killed = time.monotonic()
+        os.kill(run.proc.pid if victim == "mpirun" else pids[victim], signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            run.proc.wait(timeout=60)
+        rc = run.proc.returncode
+        # what the ranks do on their own (the test kills them below if not)
+        while run.ranks_alive() and time.monotonic() - killed < 30:
+            time.sleep(0.05)
+        outlived = time.monotonic() - killed
+    finally:
+        err = run.finish(timeout=5)
+    return out, finished_in(err), names, rc, err, outlived
+
+
+def test_sigkill_one_rank(herd_bin, tmp_path):
+    out, finished, names, rc, err, outlived = kill_after_phases(herd_bin, tmp_path, 5, victim=2)
+    print(f"\nrank 2 killed after {finished[-1]}; mpirun exit {rc}; ranks gone after "
+          f"{outlived:.2f} s")
+    assert rc not in (0, None), err
+    assert 5 <= len(finished) < len(names), finished
+    problem = check_partial(out, finished, "rank 2 killed")
+    assert problem is None, f"{problem}\nstderr:\n{err}"
+    assert outlived < 30, "the other ranks outlived a dead rank by 30 s"
+
+
+def test_sigkill_mpirun(herd_bin, tmp_path):
+    out, finished, names, rc, err, outlived = kill_after_phases(herd_bin, tmp_path, 5,
+                                                                victim="mpirun")
+    print(f"\nmpirun killed after {finished[-1]}; ranks gone after {outlived:.2f} s")
+    assert rc == -signal.SIGKILL, err
+    assert 5 <= len(finished) < len(names), finished
+    problem = check_partial(out, finished, "mpirun killed")
+    assert problem is None, f"{problem}\nstderr:\n{err}"
+    assert outlived < 30, "the ranks outlived mpirun by 30 s"
+
+
+RANK0_KILLS = 10
+
+
+def test_sigkill_rank0_while_writing(herd_bin, tmp_path):
+    """Rank 0 SIGKILLed at RANK0_KILLS moments spread evenly over a run of 40
+    short phases (a phase written to the file every ~50 ms): every file must
+    open, be partial and hold every phase reported finished."""
+    job, names = crash_job(tmp_path, nphases=40, idle="50ms", file_size="64K")
+    # calibrate: how long the run lasts from its first line to its end
+    cal = Run(herd_bin, job, tmp_path / "cal.h5")
+    try:
+        assert cal.err.wait_for(lambda l: l.startswith("herd: run "), 60)
+        t_first = time.monotonic()
+        cal.proc.wait(timeout=120)
+        span = time.monotonic() - t_first
+    finally:
+        cal.finish(timeout=5)
+    assert cal.proc.returncode == 0
+    bad, report, ended = [], [], 0
+    for k in range(RANK0_KILLS):
+        at = 0.9 * span * (k + 0.5) / RANK0_KILLS  # the end is a little early at times
+        out = tmp_path / f"k{k}.h5"
+        run = Run(herd_bin, job, out)
+        try:
+            pids = run.wait_ranks()
+            assert run.err.wait_for(lambda l: l.startswith("herd: run "), 60)
+            time.sleep(at)
+            try:
+                os.kill(pids[0], signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # the run was over: counted below
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.proc.wait(timeout=60)
+        finally:
+            err = run.finish(timeout=5)
+        finished = finished_in(err)
+        if len(finished) == len(names):
+            report.append(f"kill {k} at {at:.2f} s: the run had ended")
+            ended += 1
+            continue
+        problem = check_partial(out, finished, f"kill {k} at {at:.2f} s")
+        report.append(f"kill {k} at {at:.2f} s: {len(finished)} phases finished: "
+                      f"{problem or 'ok'}")
+        if problem:
+            bad.append(problem)
+    print(f"\nrun span {span:.2f} s\n" + "\n".join(report))
+    assert ended <= RANK0_KILLS // 5, "too many kills came after the end"
+    assert not bad, f"{len(bad)} of {RANK0_KILLS} files lost finished phases:\n" + \
+        "\n".join(bad)
