@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -28,6 +30,7 @@
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
 #define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
+#define FINAL_NEED (64 * 1024) /* the final status: what SPACE_MARGIN keeps free for it */
 
 struct results {
     hid_t file;
@@ -284,11 +287,56 @@ out:
         h5_msg_prefix(err, errlen, "%s", path);
         bool created = r->file >= 0;
         results_free(r);
-        if (created) /* a half-made file would only block the next run */
-            remove(path);
+        struct stat st; /* a half-made file would only block the next run */
+        if (created && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+            unlink(path);
         return NULL;
     }
     return r;
+}
+
+const char *phase_status_name(enum phase_status s)
+{
+    static const char *const names[] = {"ok", "errors", "deadline", "interrupted"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
+}
+
+const char *run_status_name(enum run_status s)
+{
+    static const char *const names[] = {"complete", "incomplete", "interrupted"};
+    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "partial";
+}
+
+int results_check_output(const char *path, bool force, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        return h5_msg_fail(err, errlen, "%s: %s", path, strerror(errno));
+    }
+    if (!force)
+        return h5_msg_fail(err, errlen, "%s: exists; choose another -o or add --force", path);
+    if (!S_ISREG(st.st_mode))
+        return h5_msg_fail(err, errlen,
+                           "%s: not a regular file (%s): --force replaces only a results file",
+                           path, S_ISLNK(st.st_mode)   ? "a symbolic link"
+                                 : S_ISDIR(st.st_mode) ? "a directory"
+                                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                 : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                                        : "not a file");
+    if (st.st_size == 0)
+        return 0;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t is_h5 = H5Fis_accessible(path, H5P_DEFAULT);
+#else
+    htri_t is_h5 = H5Fis_hdf5(path);
+#endif
+    if (is_h5 <= 0)
+        return h5_msg_fail(err, errlen,
+                           "%s: not an HDF5 file: --force replaces only a results file", path);
+    return 0;
 }
 
 /* ---- phases ---- */
@@ -725,7 +773,7 @@ static int final_attrs(const struct results *r, const char *status, const char *
 {
     if (r->broken)
         return h5_msg_fail(err, errlen, "final status not recorded: an earlier write failed");
-    if (h5_space_check(r->path, SPACE_MARGIN, err, errlen) < 0) {
+    if (h5_space_check(r->path, FINAL_NEED, err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "final status");
         return -1;
     }
@@ -760,5 +808,28 @@ int results_close(struct results *r, const char *status, const char *end_utc, in
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s", r->path);
     free(r);
+    return rc;
+}
+
+int results_write_cleanup(struct results *r, const struct err_entry *left, size_t n, char *err,
+                          size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "/cleanup not written: %s",
+                           r ? "an earlier write failed" : "no file");
+    if (h5_space_check(r->path, 2 * n * sizeof(struct error_row) + SPACE_MARGIN, err, errlen) < 0)
+        return -1;
+    hid_t g = h5_group_create(r->file, "cleanup", err, errlen);
+    if (g < 0)
+        return -1;
+    int rc = errors_write(g, left, n, err, errlen);
+    H5Gclose(g);
+    if (rc == 0 && H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
+        rc = h5_fail(err, errlen, "cannot flush");
+        r->broken = true;
+    }
+    if (rc < 0)
+        h5_msg_prefix(err, errlen, "%s: /cleanup", r->path);
     return rc;
 }

@@ -5,6 +5,7 @@
 #ifndef HERD_RESULTS_H
 #define HERD_RESULTS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,18 +57,33 @@ struct rank_info {
     double clock_error;  /* bound on the offset's error, s */
 };
 
+/* How a phase ended, as agreed by all ranks (worst first wins). */
+enum phase_status { PHASE_OK, PHASE_ERRORS, PHASE_DEADLINE, PHASE_INTERRUPTED };
+/* How the run ended: complete (every phase in the file), incomplete (it
+ * ran to its end but some phase could not be written), interrupted (a
+ * signal). "partial" is what the file says until one of these is set. */
+enum run_status { RUN_COMPLETE, RUN_INCOMPLETE, RUN_INTERRUPTED };
+const char *phase_status_name(enum phase_status s);
+const char *run_status_name(enum run_status s);
+
 /* What the runner knows of a phase as a whole. */
 struct phase_summary {
     int index;             /* 0-based order in the job */
     double t_start;        /* the common instant all ranks were told */
     double t_end;          /* after the closing barrier */
     double start_skew;     /* max - min of the ranks' achieved starts */
-    const char *status;    /* ok | errors | interrupted | deadline */
+    const char *status;    /* phase_status_name(): ok | errors | deadline | interrupted */
     size_t stuck;          /* operations the watchdogs saw hanging */
     struct holds_overlap overlap; /* lock phases: holds of all ranks together */
 };
 
 struct results;
+
+/* May the run write its results to path? Yes when nothing is there; with
+ * force also when it is a regular file that is empty or an HDF5 file.
+ * Never anything else (device, directory, link, FIFO): 0, or -1 with one
+ * line in err. */
+int results_check_output(const char *path, bool force, char *err, size_t errlen);
 
 /* Create (truncate) path; writes root attributes with status "partial",
  * /hosts and /ranks. Returns NULL and writes one line into err on failure. */
@@ -143,7 +159,13 @@ struct usage_row {
 int results_write_usage(struct results *r, const struct usage_row *rows, size_t n, char *err,
                         size_t errlen);
 
-/* Set root attributes status (complete | interrupted | partial), end_utc,
+/* What the clean-up could not remove (keep = no): /cleanup/errors, the
+ * phases' error-table layout. Flushed. Returns 0 or -1. */
+int results_write_cleanup(struct results *r, const struct err_entry *left, size_t n, char *err,
+                          size_t errlen);
+
+/* Set root attributes status (complete | incomplete | interrupted |
+ * partial; docs/results-format.md), end_utc,
  * exit_code and startup_seconds (MPI_Init to the first phase's start, -1
  * when no phase started), flush and close. Returns 0 or -1. */
 int results_close(struct results *r, const char *status, const char *end_utc,

@@ -1,11 +1,14 @@
 /* runner.c — the phase engine. Sets up the run (id, common clock, hosts,
- * results file), then for each phase: prepare, barrier, timed start at a
- * common instant, the workload, closing barrier, gather to rank 0 and
- * append the phase to results.h5. Only the runner (and results) call MPI
- * collectives; no I/O error ends the run. */
+ * run directory, results file), then for each phase: prepare, barrier,
+ * timed start at a common instant, the workload, closing barrier, gather
+ * to rank 0, agree on how it ended, append it to results.h5 (or, when the
+ * file cannot take it, to a fallback). Then the clean-up of what this run
+ * made, and the final status. MPI is called here and in runner_monitor.c,
+ * runner_stop.c and clocksync.c only; no I/O error ends the run. */
 #include "runner.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -19,13 +22,21 @@
 #include "client_stats.h"
 #include "clocksync.h"
 #include "hosts.h"
+#include "results_fallback.h"
+#include "rundir.h"
 #include "runner_monitor.h"
+#include "runner_stop.h"
 #include "signals.h"
 #include "watchdog.h"
 #include "summary.h"
 #include "workload.h"
 
 #define CLOCKSYNC_ROUNDS 10
+/* The clean-up of a run (keep = no) stops after this long: a stalled
+ * server cannot keep herd from ending; what is left is listed. */
+#define CLEANUP_SECONDS 60.0
+/* Exit code of a run whose results file is missing phases (docs). */
+#define EXIT_RESULTS_LOST 4
 
 /* Everything one rank knows about the run as a whole. */
 struct run {
@@ -34,7 +45,7 @@ struct run {
     MPI_Comm comm;         /* the I/O ranks (monitor ranks are not in it) */
     int rank, size;        /* in comm */
     char run_id[64];
-    char rundir[96];
+    char rundir[HERD_PATH_MAX];
     struct clock clock;
     double start_margin;   /* seconds between announcing and starting a phase */
     double clock_error_max; /* largest offset error bound of any rank */
@@ -44,8 +55,14 @@ struct run {
     int nhosts;
     const struct backend_ops *be;
     void *be_ctx;
-    char output[1100];       /* results file path */
+    char output[JOB_PATH_MAX + 96]; /* results file path */
     struct results *results; /* rank 0 only */
+    bool rundir_locked;     /* rank 0 holds the run directory's lock file */
+    bool rundir_ours;       /* this run made the run directory */
+    struct claims claims;   /* what this run made, for the clean-up */
+    struct runner_stop stop;
+    char lost[8][JOB_NAME_MAX]; /* rank 0: phases not in the results file (first 8) */
+    int nlost;
     struct summary_line *lines;
     int nlines;
     uint64_t total_errors, total_verify;
@@ -85,7 +102,30 @@ static void run_make_id(struct run *r, int world_rank)
         snprintf(r->run_id, sizeof r->run_id, "%s-%04x", stamp, tag);
     }
     MPI_Bcast(r->run_id, sizeof r->run_id, MPI_CHAR, 0, MPI_COMM_WORLD);
+    r->run_id[sizeof r->run_id - 1] = '\0';
     snprintf(r->rundir, sizeof r->rundir, "herd-%s", r->run_id);
+}
+
+/* Whether every rank of comm says ok (a collective). */
+static bool run_all_ok(const struct run *r, bool ok)
+{
+    int mine = ok ? 1 : 0, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, r->comm) != MPI_SUCCESS)
+        return false;
+    return all == 1;
+}
+
+/* An MPI call that failed: say which, once per call site's failure. */
+static bool run_mpi_ok(int rc, const char *what)
+{
+    if (rc == MPI_SUCCESS)
+        return true;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "error %d", rc);
+    fprintf(stderr, "herd: MPI %s failed: %s\n", what, text);
+    return false;
 }
 
 /* Every rank learns every rank's host index (hosts numbered in order of
@@ -98,15 +138,19 @@ static int run_map_hosts(struct run *r, struct host_info **hosts_out,
     char *names = calloc((size_t)r->size, RESULTS_HOST_MAX);
     r->rank_host = calloc((size_t)r->size, sizeof *r->rank_host);
     struct host_info *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
-    if (!names || !r->rank_host || (r->rank == 0 && !all))
+    struct rank_info *ranks = r->rank == 0 ? calloc((size_t)r->size, sizeof *ranks) : NULL;
+    int *first_rank = calloc((size_t)r->size, sizeof *first_rank);
+    if (!run_all_ok(r, names && r->rank_host && first_rank && (r->rank != 0 || (all && ranks)))) {
+        free(names);
+        free(all);
+        free(ranks);
+        free(first_rank);
         return -ENOMEM;
+    }
     MPI_Allgather(me.hostname, RESULTS_HOST_MAX, MPI_CHAR, names, RESULTS_HOST_MAX, MPI_CHAR,
                   r->comm);
     MPI_Gather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, 0, r->comm);
     r->nhosts = 0;
-    int *first_rank = calloc((size_t)r->size, sizeof *first_rank);
-    if (!first_rank)
-        return -ENOMEM;
     for (int i = 0; i < r->size; i++) {
         int h;
         for (h = 0; h < r->nhosts; h++)
@@ -125,7 +169,6 @@ static int run_map_hosts(struct run *r, struct host_info **hosts_out,
 
     struct rank_info ri = {.rank = r->rank, .host = r->host, .pid = (int32_t)getpid(),
                            .clock_offset = r->clock.base, .clock_error = r->clock.error};
-    struct rank_info *ranks = r->rank == 0 ? calloc((size_t)r->size, sizeof *ranks) : NULL;
     MPI_Gather(&ri, sizeof ri, MPI_BYTE, ranks, sizeof ri, MPI_BYTE, 0, r->comm);
     if (r->rank == 0) {
         /* Offsets relative to rank 0's clock: base_r - base_0. */
@@ -165,120 +208,230 @@ static int run_neighbor(const struct run *r)
     return (r->rank + 1) % r->size;
 }
 
-/* Gather what every rank measured and, on rank 0, write the phase. */
 /* Gather every rank's array of n items of `size` bytes to rank 0, which
- * gets them concatenated in rank order (malloc'd, *total items). */
+ * gets them concatenated in rank order (malloc'd, *total items). Counts
+ * are checked against MPI's int before anything is sent, and rank 0's
+ * buffer is allocated before any rank sends: on failure every rank
+ * returns NULL with *total 0 and *ok false (a collective). */
 static void *run_gather(const struct run *r, const void *mine, size_t n, size_t size,
-                        size_t *total)
+                        size_t *total, bool *ok)
 {
-    int bytes = (int)(n * size);
+    *total = 0;
+    uint64_t bytes64 = (uint64_t)n * size;
+    int bytes = bytes64 <= INT_MAX ? (int)bytes64 : -1;
     int *counts = r->rank == 0 ? calloc((size_t)r->size, sizeof *counts) : NULL;
     int *displs = r->rank == 0 ? calloc((size_t)r->size, sizeof *displs) : NULL;
-    MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, r->comm);
-    int sum = 0;
-    for (int i = 0; r->rank == 0 && i < r->size; i++) {
-        displs[i] = sum;
-        sum += counts[i];
+    bool good = r->rank != 0 || (counts && displs);
+    if (!run_all_ok(r, good)) {
+        free(counts);
+        free(displs);
+        *ok = false;
+        return NULL;
     }
-    void *all = r->rank == 0 ? malloc(sum ? (size_t)sum : 1) : NULL;
-    MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, r->comm);
+    good = run_mpi_ok(MPI_Gather(&bytes, 1, MPI_INT, counts, 1, MPI_INT, 0, r->comm), "gather");
+    uint64_t sum = 0;
+    for (int i = 0; r->rank == 0 && good && i < r->size; i++) {
+        if (counts[i] < 0 || sum + (uint64_t)counts[i] > INT_MAX) {
+            good = false;
+            break;
+        }
+        displs[i] = (int)sum;
+        sum += (uint64_t)counts[i];
+    }
+    void *all = r->rank == 0 && good ? malloc(sum ? (size_t)sum : 1) : NULL;
+    if (r->rank == 0 && good && !all)
+        good = false;
+    if (!run_all_ok(r, good && bytes >= 0)) {
+        free(all);
+        free(counts);
+        free(displs);
+        *ok = false;
+        return NULL;
+    }
+    if (!run_mpi_ok(MPI_Gatherv(mine, bytes, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, r->comm),
+                    "gatherv")) {
+        free(all);
+        all = NULL;
+        *ok = false;
+        sum = 0;
+    }
     free(counts);
     free(displs);
     *total = (size_t)sum / size;
     return all;
 }
 
-static void run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
-                        const struct stuck_entry *stuck_mine, size_t nstuck_mine,
-                        struct phase_summary *sum, double started, int *status_flags)
+/* Rank 0's copy of everything the ranks measured in a phase. */
+struct gathered {
+    double *starts;             /* each rank's achieved start */
+    struct rank_record *rows;   /* nranks x iterations */
+    size_t nrows;
+    struct err_entry *errs;
+    size_t nerrs;
+    struct stuck_entry *stuck;
+    size_t nstuck;
+    struct hold *holds;
+    size_t nholds;
+    struct op_stats *ops;
+    struct hist *merged;        /* OP_COUNT histograms summed over ranks */
+    bool ok;                    /* everything arrived */
+};
+
+static void gathered_free(struct gathered *g)
 {
-    double t_gather = clock_mono();
-    int n = (int)ph->iterations;
-    double *starts = r->rank == 0 ? malloc((size_t)r->size * sizeof *starts) : NULL;
-    MPI_Gather(&started, 1, MPI_DOUBLE, starts, 1, MPI_DOUBLE, 0, r->comm);
+    free(g->starts);
+    free(g->rows);
+    free(g->errs);
+    free(g->stuck);
+    free(g->holds);
+    free(g->ops);
+    free(g->merged);
+}
 
-    size_t rowbytes = (size_t)n * sizeof(struct rank_record);
-    struct rank_record *rows = r->rank == 0 ? malloc(rowbytes * (size_t)r->size) : NULL;
-    MPI_Gather(c->records, (int)rowbytes, MPI_BYTE, rows, (int)rowbytes, MPI_BYTE, 0,
-               r->comm);
-
-    size_t nerrs = 0, nstuck = 0;
-    struct err_entry *errs = run_gather(r, c->errors->entries, c->errors->n,
-                                        sizeof(struct err_entry), &nerrs);
-    struct stuck_entry *stuck = run_gather(r, stuck_mine, nstuck_mine,
-                                           sizeof(struct stuck_entry), &nstuck);
-    size_t nholds = 0;
-    struct hold *holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &nholds);
-
+/* Collective: bring the phase's records, tables and histograms to rank 0. */
+static void run_gather_phase(struct run *r, const struct phase *ph, struct phase_ctx *c,
+                             const struct stuck_entry *stuck_mine, size_t nstuck_mine,
+                             double started, struct gathered *g)
+{
+    memset(g, 0, sizeof *g);
+    g->ok = true;
+    if (r->rank == 0) {
+        g->starts = malloc((size_t)r->size * sizeof *g->starts);
+        g->ops = calloc((size_t)r->size, sizeof *g->ops);
+        g->merged = calloc(OP_COUNT, sizeof *g->merged);
+    }
+    bool fixed_ok = r->rank != 0 || (g->starts && g->ops && g->merged);
+    if (!run_all_ok(r, fixed_ok)) {
+        g->ok = false;
+        return;
+    }
+    g->ok &= run_mpi_ok(MPI_Gather(&started, 1, MPI_DOUBLE, g->starts, 1, MPI_DOUBLE, 0, r->comm),
+                        "gather");
+    g->rows = run_gather(r, c->records, (size_t)ph->iterations, sizeof(struct rank_record),
+                         &g->nrows, &g->ok);
+    g->errs = run_gather(r, c->errors->entries, c->errors->n, sizeof(struct err_entry), &g->nerrs,
+                         &g->ok);
+    g->stuck = run_gather(r, stuck_mine, nstuck_mine, sizeof(struct stuck_entry), &g->nstuck,
+                          &g->ok);
+    g->holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &g->nholds, &g->ok);
     struct op_stats mine_ops;
     memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
     memcpy(mine_ops.seconds, c->op_seconds, sizeof mine_ops.seconds);
-    struct op_stats *ops = r->rank == 0 ? calloc((size_t)r->size, sizeof *ops) : NULL;
-    MPI_Gather(&mine_ops, sizeof mine_ops, MPI_BYTE, ops, sizeof mine_ops, MPI_BYTE, 0,
-               r->comm);
+    g->ok &= run_mpi_ok(MPI_Gather(&mine_ops, sizeof mine_ops, MPI_BYTE, g->ops, sizeof mine_ops,
+                                   MPI_BYTE, 0, r->comm),
+                        "gather");
+    g->ok &= run_mpi_ok(MPI_Reduce(c->hist, g->merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T,
+                                   MPI_SUM, 0, r->comm),
+                        "reduce");
+}
 
-    struct hist *merged = r->rank == 0 ? calloc(OP_COUNT, sizeof *merged) : NULL;
-    MPI_Reduce(c->hist, merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0,
-               r->comm);
+/* How a phase ended, as every rank agrees: the stop signal any rank saw
+ * (a collective) and whether the deadline cut work short anywhere. */
+struct phase_outcome {
+    int signal;
+    bool deadline;
+};
 
-    /* Agree on how the phase ended: 1 = signal, 2 = deadline cut work short. */
-    int mine = 0;
-    if (signals_caught())
-        mine |= 1;
-    for (int i = 0; i < n; i++)
+static struct phase_outcome run_agree_outcome(struct run *r, const struct phase_ctx *c)
+{
+    int mine[2] = {runner_stop_signal(&r->stop), 0};
+    for (int64_t i = 0; i < c->ph->iterations; i++)
         if (!c->records[i].completed && c->deadline_at > 0 &&
             c->records[i].t_end >= c->deadline_at)
-            mine |= 2;
-    MPI_Allreduce(&mine, status_flags, 1, MPI_INT, MPI_BOR, r->comm);
+            mine[1] = 1;
+    int all[2] = {mine[0], mine[1]};
+    run_mpi_ok(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, r->comm), "allreduce");
+    return (struct phase_outcome){.signal = all[0], .deadline = all[1] != 0};
+}
 
-    if (r->rank == 0) {
-        double lo = 1e300, hi = -1e300;
-        for (int i = 0; i < r->size; i++) {
-            lo = starts[i] < lo ? starts[i] : lo;
-            hi = starts[i] > hi ? starts[i] : hi;
-        }
-        sum->start_skew = hi - lo;
-        size_t nrows = (size_t)n * (size_t)r->size;
-        sum->stuck = nstuck;
-        /* Holds closer than the clocks' error bound are not called overlapping. */
-        holds_overlap(holds, nholds, 2 * r->clock_error_max, &sum->overlap);
-        uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
-        for (size_t i = 0; i < nerrs; i++)
-            errors += errs[i].count;
-        for (size_t i = 0; i < nrows; i++)
-            verify += rows[i].verify_failures + rows[i].violations; /* both: wrong data */
-        r->total_errors += errors;
-        r->total_verify += verify;
-        sum->status = (*status_flags & 1) ? "interrupted"
-                      : (*status_flags & 2) ? "deadline"
-                      : (errors || verify) ? "errors"
-                                           : "ok";
-        char err[512];
-        struct phase_data data = {
-            .rows = rows, .nrows = nrows, .errors = errs, .nerrors = nerrs,
-            .stuck = stuck, .nstuck = nstuck, .holds = holds, .nholds = nholds,
-            .ops = ops, .nranks = (size_t)r->size,
-            .hists = merged,
-        };
-        double t_write = clock_mono();
-        if (r->results &&
-            results_write_phase(r->results, ph, sum, &data, err, sizeof err) < 0)
+static enum phase_status run_phase_status(struct phase_outcome o, uint64_t errors,
+                                          uint64_t wrong_data)
+{
+    if (o.signal)
+        return PHASE_INTERRUPTED;
+    if (o.deadline)
+        return PHASE_DEADLINE;
+    return errors || wrong_data ? PHASE_ERRORS : PHASE_OK;
+}
+
+/* Rank 0: the phase into the results file, or, when the file cannot take
+ * it, into the fallback; a phase that is not in the file is remembered
+ * for the status, the exit code and the summary. */
+static void run_record_phase(struct run *r, const struct phase *ph,
+                             const struct phase_summary *sum, const struct phase_data *data,
+                             double t_gather)
+{
+    char err[512];
+    double t_write = clock_mono();
+    int rc = r->results ? results_write_phase(r->results, ph, sum, data, err, sizeof err) : -1;
+    if (rc == 0) {
+        if (results_phase_timing(r->results, ph->name, t_write - t_gather, clock_mono() - t_write,
+                                 err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
-        else if (r->results &&
-                 results_phase_timing(r->results, ph->name, t_write - t_gather,
-                                      clock_mono() - t_write, err, sizeof err) < 0)
-            fprintf(stderr, "herd: results: %s\n", err);
-        summary_compute(ph, sum, rows, nrows, errors, &r->lines[r->nlines++]);
-        fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name,
-                sum->status, sum->t_end - sum->t_start, sum->start_skew * 1e6);
+        return;
     }
-    free(starts);
-    free(rows);
-    free(errs);
-    free(stuck);
-    free(holds);
-    free(ops);
-    free(merged);
+    if (r->results)
+        fprintf(stderr, "herd: results: %s\n", err);
+    char where[1300];
+    int fb = results_fallback_phase(r->output, ph, sum, data, stderr, where, sizeof where);
+    fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->output,
+            fb < 0 ? "nothing (the fallback failed too)" : where);
+    if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0]))
+        snprintf(r->lost[r->nlost], sizeof r->lost[0], "%s", ph->name);
+    r->nlost++;
+}
+
+/* After a phase: gather, agree, decide, record. Returns how it ended. */
+static struct phase_outcome run_collect(struct run *r, const struct phase *ph,
+                                        struct phase_ctx *c, const struct stuck_entry *stuck_mine,
+                                        size_t nstuck_mine, struct phase_summary *sum,
+                                        double started)
+{
+    double t_gather = clock_mono();
+    struct gathered g;
+    run_gather_phase(r, ph, c, stuck_mine, nstuck_mine, started, &g);
+    struct phase_outcome o = run_agree_outcome(r, c);
+    if (r->rank != 0) {
+        gathered_free(&g);
+        return o;
+    }
+    if (!g.ok) { /* nothing complete to write: the phase is lost, say so */
+        fprintf(stderr, "herd: phase %s: the ranks' records could not be gathered on rank 0\n",
+                ph->name);
+        struct phase_data none = {.nranks = (size_t)r->size};
+        sum->status = phase_status_name(run_phase_status(o, 0, 0));
+        run_record_phase(r, ph, sum, &none, t_gather);
+        gathered_free(&g);
+        return o;
+    }
+    double lo = 1e300, hi = -1e300;
+    for (int i = 0; i < r->size; i++) {
+        lo = g.starts[i] < lo ? g.starts[i] : lo;
+        hi = g.starts[i] > hi ? g.starts[i] : hi;
+    }
+    sum->start_skew = hi - lo;
+    sum->stuck = g.nstuck;
+    /* Holds closer than the clocks' error bound are not called overlapping. */
+    holds_overlap(g.holds, g.nholds, 2 * r->clock_error_max, &sum->overlap);
+    uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
+    for (size_t i = 0; i < g.nerrs; i++)
+        errors += g.errs[i].count;
+    for (size_t i = 0; i < g.nrows; i++)
+        verify += g.rows[i].verify_failures + g.rows[i].violations; /* both: wrong data */
+    r->total_errors += errors;
+    r->total_verify += verify;
+    sum->status = phase_status_name(run_phase_status(o, errors, verify));
+    struct phase_data data = {
+        .rows = g.rows, .nrows = g.nrows, .errors = g.errs, .nerrors = g.nerrs,
+        .stuck = g.stuck, .nstuck = g.nstuck, .holds = g.holds, .nholds = g.nholds,
+        .ops = g.ops, .nranks = (size_t)r->size, .hists = g.merged,
+    };
+    run_record_phase(r, ph, sum, &data, t_gather);
+    summary_compute(ph, sum, g.rows, g.nrows, errors, &r->lines[r->nlines++]);
+    fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name, sum->status,
+            sum->t_end - sum->t_start, sum->start_skew * 1e6);
+    gathered_free(&g);
+    return o;
 }
 
 /* Rank 0, after a phase (or, with final, at the end): take the monitor's
@@ -340,8 +493,9 @@ static void run_phase_monitor(struct run *r, int index, const struct phase_summa
         nrow = 1;
     free(after);
     size_t nall_ops = 0, nall_rows = 0;
-    struct client_op_row *all_ops = run_gather(r, ops, nops, sizeof *ops, &nall_ops);
-    struct client_row *all_rows = run_gather(r, &row, nrow, sizeof row, &nall_rows);
+    bool ok = true;
+    struct client_op_row *all_ops = run_gather(r, ops, nops, sizeof *ops, &nall_ops, &ok);
+    struct client_row *all_rows = run_gather(r, &row, nrow, sizeof row, &nall_rows, &ok);
     if (r->rank == 0) {
         struct monitor_mark mark = {.index = index, .t_start = sum->t_start, .t_end = sum->t_end};
         snprintf(mark.phase, sizeof mark.phase, "%s", r->job->phases[index].name);
@@ -354,24 +508,31 @@ static void run_phase_monitor(struct run *r, int index, const struct phase_summa
 
 static void run_sync(struct phase_ctx *c)
 {
-    const struct run *r = c->sync_data;
-    MPI_Barrier(r->comm);
+    struct run *r = c->sync_data;
+    runner_stop_barrier(&r->stop);
 }
 
-/* Run one phase on every rank. Returns the agreed status flags. */
-static int run_phase(struct run *r, int index)
+static bool run_peer_stopped(struct phase_ctx *c)
+{
+    struct run *r = c->sync_data;
+    return runner_stop_poll(&r->stop);
+}
+
+/* Run one phase on every rank. Returns how it ended (agreed). */
+static struct phase_outcome run_phase(struct run *r, int index)
 {
     const struct phase *ph = &r->job->phases[index];
     const struct workload_ops *wl = workload_find(ph->kind);
     struct errtab errors;
     errtab_init(&errors);
     struct phase_ctx c = {
-        .ph = ph, .rank = r->rank, .nranks = r->size, .host = r->host,
+        .ph = ph, .index = index, .rank = r->rank, .nranks = r->size, .host = r->host,
         .peer = ph->read_from == READ_NEIGHBOR ? run_neighbor(r) : r->rank,
         .be = r->be, .be_ctx = r->be_ctx, .rundir = r->rundir, .clock = &r->clock,
         .records = calloc((size_t)ph->iterations, sizeof(struct rank_record)),
         .errors = &errors, .hist = calloc(OP_COUNT, sizeof(struct hist)),
-        .sync = run_sync, .sync_data = r,
+        .sync = run_sync, .sync_data = r, .peer_stopped = run_peer_stopped,
+        .claims = &r->claims,
     };
     struct progress progress;
     if (r->rank == 0)
@@ -380,8 +541,8 @@ static int run_phase(struct run *r, int index)
                                           r->hostname);
     if (r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches the target */
         int rc = r->be->configure(r->be_ctx, ph);
-        if (rc < 0)
-            errtab_add(&errors, r->rank, OP_CONNECT, rc, ph->target, clock_now(&r->clock));
+        if (rc < 0 && c.records)
+            workload_fail(&c, NULL, OP_CONNECT, rc, ph->target);
     }
     int prep = (c.records && c.hist) ? wl->prepare(&c) : -ENOMEM;
     for (int64_t i = 0; c.records && i < ph->iterations; i++) {
@@ -389,15 +550,18 @@ static int run_phase(struct run *r, int index)
         c.records[i].iteration = (int32_t)i;
         c.records[i].host = r->host;
     }
-    if (prep < 0) {
+    if (prep < 0 && prep != -EINTR) {
         fprintf(stderr, "herd: rank %d: phase %s: cannot prepare: %s\n", r->rank, ph->name,
                 strerror(-prep));
-        errtab_add(&errors, r->rank, OP_OPEN, prep, "(prepare)", clock_now(&r->clock));
+        if (c.records)
+            workload_fail(&c, NULL, OP_OPEN, prep, "(prepare)");
     }
 
-    /* Workloads may sync inside run: either every rank runs, or none. */
-    int prep_failed = prep < 0, any_failed = 0;
-    MPI_Allreduce(&prep_failed, &any_failed, 1, MPI_INT, MPI_MAX, r->comm);
+    /* Workloads may sync inside run: either every rank runs, or none. A
+     * stop caught while preparing (a long expected digest) is a reason
+     * not to run too. */
+    bool stopping = runner_stop_poll(&r->stop);
+    bool run_it = run_all_ok(r, prep >= 0 && !stopping && c.records && c.hist);
 
     struct phase_summary sum = {.index = index};
     MPI_Barrier(r->comm);
@@ -419,7 +583,7 @@ static int run_phase(struct run *r, int index)
         r->startup_seconds = clock_mono() - r->opts->t_init;
     if (c.progress)
         progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
-    if (!any_failed)
+    if (run_it)
         wl->run(&c);
     if (c.progress)
         progress_end(c.progress);
@@ -427,62 +591,103 @@ static int run_phase(struct run *r, int index)
     struct stuck_entry *stuck;
     size_t nstuck;
     watchdog_stop(dog, &stuck, &nstuck);
-    MPI_Barrier(r->comm);
+    runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
 
-    int flags = 0;
-    if (c.records && c.hist)
-        run_collect(r, ph, &c, stuck, nstuck, &sum, started, &flags);
+    struct phase_outcome o = {0};
+    if (run_all_ok(r, c.records && c.hist))
+        o = run_collect(r, ph, &c, stuck, nstuck, &sum, started);
+    else
+        o = run_agree_outcome(r, &c);
     run_phase_monitor(r, index, &sum, client_before,
-                      index == r->job->nphases - 1 || (flags & 1));
+                      index == r->job->nphases - 1 || o.signal);
     free(client_before);
     free(stuck);
     free(c.records);
     free(c.hist);
     holds_free(&c.holds);
     errtab_free(&errors);
-    return flags;
+    return o;
 }
 
-/* rmdir that explains itself; a directory still holding files that are
- * not this run's (a reused run_id) is left alone quietly. */
-static void run_remove_dir(struct run *r, const char *path)
+/* The clean-up stops at its deadline or at a signal that came during it. */
+static bool run_cleanup_stopped(const struct run *r, double deadline, unsigned signals_before)
 {
-    int rc = r->be->rmdir(r->be_ctx, path);
-    if (rc < 0 && rc != -ENOENT && rc != -ENOTEMPTY && rc != -EEXIST && rc != -EROFS)
-        fprintf(stderr, "herd: cannot remove %s: %s\n", path, strerror(-rc));
+    return signals_count() > signals_before || clock_now(&r->clock) >= deadline;
 }
 
-/* Remove what this run made, unless asked to keep it: each rank its own
- * unique files, rank 0 the shared files and the directories. Only names
- * herd made are removed; a directory someone else filled stays. */
-static void run_cleanup(struct run *r)
+/* Remove what this run made (keep = no), and only that: every rank ORs
+ * its claims into everyone's, each workload removes its claimed files
+ * (pass 0) and then directories (pass 1), and rank 0 the claimed fileset
+ * directories. Bounded by CLEANUP_SECONDS and by a signal that comes
+ * during the clean-up (one that ended the phases does not skip it). What
+ * could not be removed is gathered to rank 0 (*left, *nleft). */
+static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry **left,
+                        size_t *nleft)
 {
     const struct job *job = r->job;
-    char path[1200];
+    struct errtab errs;
+    errtab_init(&errs);
+    int n = r->claims.nphases;
+    run_mpi_ok(MPI_Allreduce(r->claims.mine, r->claims.any, n, MPI_UNSIGNED_CHAR, MPI_BOR, r->comm),
+               "allreduce");
+    double deadline = clock_now(&r->clock) + CLEANUP_SECONDS;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < job->nphases; i++) {
             const struct workload_ops *wl = workload_find(job->phases[i].kind);
-            struct phase_ctx c = {.ph = &job->phases[i], .rank = r->rank, .nranks = r->size,
-                                  .rundir = r->rundir, .be = r->be, .be_ctx = r->be_ctx};
-            if (wl->remove)
-                wl->remove(&c, pass);
+            if (!wl->remove || !(r->claims.any[i] & (CLAIM_FILE | CLAIM_TREE)))
+                continue;
+            if (run_cleanup_stopped(r, deadline, signals_before))
+                break;
+            struct phase_ctx c = {.ph = &job->phases[i], .index = i, .rank = r->rank,
+                                  .nranks = r->size, .rundir = r->rundir, .be = r->be,
+                                  .be_ctx = r->be_ctx, .clock = &r->clock, .errors = &errs,
+                                  .deadline_at = deadline, .claims = &r->claims,
+                                  .signals_before = signals_before};
+            wl->remove(&c, pass);
         }
         MPI_Barrier(r->comm);
     }
-    if (r->rank != 0)
-        return;
-    for (int i = 0; i < job->nphases; i++) {
-        bool seen = false; /* one rmdir per fileset, however many phases use it */
-        for (int j = 0; j < i && !seen; j++)
-            seen = strcmp(job->phases[j].fileset, job->phases[i].fileset) == 0;
-        if (seen)
+    for (int i = 0; r->rank == 0 && i < job->nphases; i++) {
+        if (!(r->claims.any[i] & CLAIM_FILESET_DIR))
             continue;
+        if (run_cleanup_stopped(r, deadline, signals_before))
+            break;
+        char path[HERD_PATH_MAX];
         struct phase_ctx c = {.ph = &job->phases[i], .rundir = r->rundir};
         workload_fileset_dir(&c, path, sizeof path);
-        run_remove_dir(r, path);
+        int rc = r->be->rmdir(r->be_ctx, path);
+        if (rc < 0 && rc != -ENOENT)
+            errtab_add(&errs, r->rank, OP_RMDIR, rc, path, clock_now(&r->clock));
     }
-    run_remove_dir(r, r->rundir);
+    int stopped = run_cleanup_stopped(r, deadline, signals_before);
+    MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, r->comm);
+    if (stopped && r->rank == 0)
+        fprintf(stderr, "herd: clean-up stopped (%s): what this run made in %s/%s is left\n",
+                signals_count() > signals_before ? "signal" : "after its time limit",
+                job->phases[0].target, r->rundir);
+    bool ok = true;
+    *left = run_gather(r, errs.entries, errs.n, sizeof(struct err_entry), nleft, &ok);
+    errtab_free(&errs);
+}
+
+/* Rank 0: say what the clean-up left, on stderr and in the results. */
+static void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nleft)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < nleft; i++)
+        total += left[i].count;
+    if (total == 0)
+        return;
+    fprintf(stderr, "herd: clean-up could not remove %llu entr%s:\n", (unsigned long long)total,
+            total == 1 ? "y" : "ies");
+    for (size_t i = 0; i < nleft && i < 10; i++)
+        fprintf(stderr, "herd:   %s (%s by rank %d: %s%s)\n", left[i].first_path,
+                op_name((enum op)left[i].op), left[i].rank, strerror(left[i].err),
+                left[i].count > 1 ? ", and more like it" : "");
+    char err[512];
+    if (r->results && results_write_cleanup(r->results, left, nleft, err, sizeof err) < 0)
+        fprintf(stderr, "herd: results: %s\n", err);
 }
 
 /* Time a barrier + broadcast so that phase starts are announced early
@@ -520,12 +725,122 @@ static void run_write_usage(struct run *r)
     free(all);
 }
 
-/* The I/O ranks' run, after the common set-up: hosts, target, results
- * file, the phases, clean-up, final status. */
+/* Rank 0, before anything is written: may the results go to r->output,
+ * and may this run have the run directory? Returns 0, or 2 (refused, with
+ * one line on stderr; nothing was made). */
+static int run_claim_places(struct run *r)
+{
+    char err[1600];
+    if (results_check_output(r->output, r->opts->force, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 2;
+    }
+    char owner[512];
+    snprintf(owner, sizeof owner, "run %s, host %s, pid %ld\n", r->run_id, r->hostname,
+             (long)getpid());
+    bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
+    int rc = rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err,
+                         sizeof err);
+    if (rc == RUNDIR_REFUSED) {
+        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
+        return 2;
+    }
+    if (rc < 0) /* a read-only or full target: the phases count why */
+        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
+    r->rundir_locked = rc == 0;
+    return 0;
+}
+
+/* Rank 0: the results file with the run's header. 0, or 2 on failure. */
+static int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
+                              const struct host_info *hosts, const struct rank_info *ranks)
+{
+    const struct phase *first = &r->job->phases[0];
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len;
+    MPI_Get_library_version(mpi_version, &len);
+    char *nl = strchr(mpi_version, '\n');
+    if (nl)
+        *nl = '\0';
+    struct run_info info = {
+        .version = HERD_VERSION, .run_id = r->run_id, .command_line = r->opts->command_line,
+        .job_path = r->job->path, .job_text = r->job->text, .start_utc = start_utc,
+        .epoch_unix = r->epoch_unix, .mpi_version = mpi_version, .target = first->target,
+        .nranks = r->size, .nhosts = r->nhosts, .clock_sync_seconds = sync_seconds,
+        .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
+        .monitor_rank = r->mon.sampler, .monitor_interval = first->monitor_interval,
+        .monitor_url = first->monitor_url,
+    };
+    char err[1600];
+    r->results = results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err,
+                                sizeof err);
+    r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
+    if (!r->results || !r->lines) {
+        fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
+        return 2;
+    }
+    fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s (%s), results %s\n", r->run_id,
+            r->size, r->nhosts, first->target, r->rundir, r->output);
+    if (r->mon.sampler >= 0)
+        fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
+                r->mon.sampler_host, first->monitor_interval);
+    return 0;
+}
+
+/* Rank 0: give the run directory back (lock file; the directory itself
+ * when this run made it and keeps nothing). */
+static void run_release_rundir(struct run *r)
+{
+    if (!r->rundir_locked)
+        return;
+    char err[1600];
+    if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours, err,
+                     sizeof err) < 0)
+        fprintf(stderr, "herd: %s\n", err);
+    r->rundir_locked = false;
+}
+
+/* Rank 0: final status, exit code, results file closed, summary printed. */
+static int run_finish(struct run *r, int signal)
+{
+    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
+    enum run_status status = signal      ? RUN_INTERRUPTED
+                             : r->nlost ? RUN_INCOMPLETE
+                                        : RUN_COMPLETE;
+    int exit_code = signal                               ? 128 + signal
+                    : r->nlost                           ? EXIT_RESULTS_LOST
+                    : (r->total_errors || r->total_verify) ? 3
+                                                           : 0;
+    char end_utc[40], err[512];
+    utc_now(end_utc, sizeof end_utc);
+    const char *status_name = run_status_name(status);
+    if (results_close(r->results, status_name, end_utc, exit_code, r->startup_seconds, err,
+                      sizeof err) < 0) {
+        fprintf(stderr, "herd: results: %s\n", err);
+        status_name = "partial"; /* what the file still says */
+        if (!signal)
+            exit_code = EXIT_RESULTS_LOST;
+    }
+    r->results = NULL;
+    summary_print(stdout, r->lines, r->nlines);
+    printf("\nresults: %s (status %s)\n", r->output, status_name);
+    if (r->nlost) {
+        printf("not in the results file: %d phase%s:", r->nlost, r->nlost == 1 ? "" : "s");
+        for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
+            printf(" %s", r->lost[i]);
+        printf("%s (records in %s.<phase>.lost.csv or on stderr)\n",
+               r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->output);
+    }
+    fflush(stdout);
+    free(r->lines);
+    return exit_code;
+}
+
+/* The I/O ranks' run, after the common set-up: hosts, target, run
+ * directory, results file, the phases, clean-up, final status. */
 static int run_io(struct run *r, double sync_seconds, const char *start_utc)
 {
     const struct job *job = r->job;
-    const struct runner_opts *opts = r->opts;
     const struct phase *first = &job->phases[0];
     r->start_margin = run_measure_margin(r);
     r->clock_error_max = r->clock.error;
@@ -533,7 +848,11 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
 
     struct host_info *hosts = NULL;
     struct rank_info *ranks = NULL;
-    int bad = run_map_hosts(r, &hosts, &ranks) < 0;
+    if (run_map_hosts(r, &hosts, &ranks) < 0) {
+        if (r->rank == 0)
+            fprintf(stderr, "herd: out of memory mapping %d ranks to hosts\n", r->size);
+        return 1;
+    }
 
     /* Every rank must reach the target; otherwise nothing can run. */
     r->be = backend_find(first->backend);
@@ -551,82 +870,64 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
         return 2;
     }
 
-    int create_failed = 0;
+    int refused = 0;
     if (r->rank == 0) {
-        char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len;
-        MPI_Get_library_version(mpi_version, &len);
-        char *nl = strchr(mpi_version, '\n');
-        if (nl)
-            *nl = '\0';
-        struct run_info info = {
-            .version = HERD_VERSION, .run_id = r->run_id, .command_line = opts->command_line,
-            .job_path = job->path, .job_text = job->text, .start_utc = start_utc,
-            .epoch_unix = r->epoch_unix, .mpi_version = mpi_version, .target = first->target,
-            .nranks = r->size, .nhosts = r->nhosts, .clock_sync_seconds = sync_seconds,
-            .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
-            .monitor_rank = r->mon.sampler, .monitor_interval = first->monitor_interval,
-            .monitor_url = first->monitor_url,
-        };
-        char err[1600];
-        if (bad)
-            snprintf(err, sizeof err, "%s: out of memory", r->output);
-        else if (!opts->force && access(r->output, F_OK) == 0)
-            snprintf(err, sizeof err, "%s: exists; choose another -o or add --force", r->output);
-        else
-            r->results = results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err,
-                                        sizeof err);
-        if (!r->results) {
-            fprintf(stderr, "herd: %s\n", err);
-            create_failed = 1;
-        } else {
-            fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s (%s), results %s\n",
-                    r->run_id, r->size, r->nhosts, first->target, r->rundir, r->output);
-            if (r->mon.sampler >= 0)
-                fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
-                        r->mon.sampler_host, first->monitor_interval);
+        refused = run_claim_places(r);
+        if (!refused && run_create_results(r, sync_seconds, start_utc, hosts, ranks) != 0) {
+            run_release_rundir(r);
+            refused = 2;
         }
-        r->lines = calloc((size_t)job->nphases, sizeof *r->lines);
     }
     free(hosts);
     free(ranks);
-    MPI_Bcast(&create_failed, 1, MPI_INT, 0, r->comm);
-    if (create_failed) {
+    MPI_Bcast(&refused, 1, MPI_INT, 0, r->comm);
+    r->claims.nphases = job->nphases;
+    r->claims.mine = calloc((size_t)job->nphases, 1);
+    r->claims.any = calloc((size_t)job->nphases, 1);
+    if (!refused && !run_all_ok(r, r->claims.mine && r->claims.any))
+        refused = 1;
+    if (refused) {
+        if (r->rank == 0 && r->results) {
+            char err[512];
+            results_close(r->results, "partial", "", refused, -1, err, sizeof err);
+            r->results = NULL;
+            run_release_rundir(r);
+            free(r->lines);
+        }
+        free(r->claims.mine);
+        free(r->claims.any);
         r->be->disconnect(r->be_ctx);
-        return 2;
+        return refused;
     }
-
-    int flags = 0;
-    for (int i = 0; i < job->nphases && !(flags & 1); i++)
-        flags |= run_phase(r, i);
+    runner_stop_init(&r->stop, r->comm);
+    struct phase_outcome o = {0};
+    for (int i = 0; i < job->nphases && !o.signal; i++)
+        o = run_phase(r, i);
     if (!job->keep) {
+        unsigned signals_before = signals_count(); /* later ones stop the clean-up */
         if (r->be->configure)
             r->be->configure(r->be_ctx, NULL); /* no phase's faults or sizes */
-        run_cleanup(r);
+        struct err_entry *left = NULL;
+        size_t nleft = 0;
+        run_cleanup(r, signals_before, &left, &nleft);
+        if (r->rank == 0)
+            run_report_cleanup(r, left, nleft);
+        free(left);
     }
+    if (r->rank == 0)
+        run_release_rundir(r); /* even after a stop: one call, bounded by op_timeout */
     r->be->disconnect(r->be_ctx);
+    free(r->claims.mine);
+    free(r->claims.any);
+
+    /* A signal during the clean-up ends the run as interrupted too. */
+    int sig = o.signal ? o.signal : runner_stop_signal(&r->stop);
+    MPI_Allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, r->comm);
 
     run_write_usage(r);
-    int exit_code = 0;
-    if (r->rank == 0) {
-        summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
-        int sig = signals_caught();
-        exit_code = (flags & 1) ? 128 + (sig ? sig : 15)
-                    : (r->total_errors || r->total_verify) ? 3 : 0;
-        char end_utc[40], err[512];
-        utc_now(end_utc, sizeof end_utc);
-        const char *status = (flags & 1) ? "interrupted" : "complete";
-        if (results_close(r->results, status, end_utc, exit_code, r->startup_seconds, err,
-                          sizeof err) < 0) {
-            fprintf(stderr, "herd: results: %s\n", err);
-            exit_code = 1;
-        }
-        summary_print(stdout, r->lines, r->nlines);
-        printf("\nresults: %s (status %s)\n", r->output, status);
-        fflush(stdout);
-        free(r->lines);
-    }
+    int exit_code = r->rank == 0 ? run_finish(r, sig) : 0;
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, r->comm);
+    runner_stop_free(&r->stop);
     return exit_code;
 }
 
@@ -665,6 +966,9 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
         return 2;
     }
     MPI_Comm_split(MPI_COMM_WORLD, r.mon.is_monitor, world_rank, &r.comm);
+    /* A failing collective on the I/O ranks is reported and costs the
+     * phase, not the run (run_mpi_ok). */
+    MPI_Comm_set_errhandler(r.comm, MPI_ERRORS_RETURN);
     int exit_code;
     if (r.mon.is_monitor) {
         exit_code = runner_monitor_serve(&r.mon, first, &r.clock, hostname);

@@ -1,6 +1,8 @@
 /* signals.c — turn SIGINT/SIGTERM into a flag polled between operations,
- * and SIGALRM into EINTR for a blocking call with a time limit. These flags
- * are the only process-wide mutable state herd keeps. */
+ * and SIGALRM into EINTR for a blocking call with a time limit. These
+ * flags (the first stop signal, how many came, whether the alarm fired)
+ * are herd's only process-wide mutable state besides the parsed job and
+ * the test hooks that clock.c reads once. */
 #include "signals.h"
 
 #include <signal.h>
@@ -8,11 +10,14 @@
 #include <sys/time.h>
 
 static volatile sig_atomic_t caught_signal;
+static volatile sig_atomic_t caught_count;
 static volatile sig_atomic_t alarm_fired;
 
 static void signals_on_stop(int sig)
 {
-    caught_signal = sig;
+    if (!caught_signal)
+        caught_signal = sig; /* the first one names the stop */
+    caught_count++;
 }
 
 static void signals_on_alarm(int sig)
@@ -41,6 +46,11 @@ void signals_install(void)
 int signals_caught(void)
 {
     return caught_signal;
+}
+
+unsigned signals_count(void)
+{
+    return (unsigned)caught_count;
 }
 
 /* After the first alarm, it repeats every ALARM_REPEAT_US until disarmed:

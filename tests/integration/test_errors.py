@@ -363,10 +363,16 @@ def test_existing_output_kept(herd_bin, tmp_path):
         (before.st_mtime_ns, before.st_size, before.st_ino)
     assert tree(target) == []
 
-    # With --force the same command replaces it.
-    proc = herd_run(herd_bin, 2, job, out, "--force")
+    # --force replaces only a results file (test_trust.py has the rest):
+    # this text file stays; an earlier run's results file is replaced.
+    proc = herd_run(herd_bin, 2, job, out, "--force", quiet=True)
+    assert proc.returncode == 2 and "not an HDF5 file" in proc.stderr, describe(proc)
+    assert out.read_bytes() == content
+    earlier = tmp_path / "earlier.h5"
+    assert herd_run(herd_bin, 2, job, earlier).returncode == 0
+    proc = herd_run(herd_bin, 2, job, earlier, "--force")
     assert proc.returncode == 0, describe(proc)
-    assert load_results(out).attrs["status"] == "complete"
+    assert load_results(earlier).attrs["status"] == "complete"
     assert tree(target) == []
 
 

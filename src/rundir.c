@@ -1,0 +1,140 @@
+/* rundir.c — making, locking and removing the run directory (rundir.h). */
+#include "rundir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safepath.h"
+
+static void rundir_lock_path(const char *rundir, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", rundir, RUNDIR_LOCK);
+}
+
+/* An existing run directory may be reused only when it is one this user
+ * could have made: a directory (stat does not follow links) owned by us. */
+static int rundir_check_existing(const struct backend_ops *be, void *ctx, const char *rundir,
+                                 char *err, size_t errlen)
+{
+    struct stat st;
+    int rc = be->stat(ctx, rundir, &st);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", rundir, strerror(-rc));
+        return rc;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s is a symbolic link, not a run directory: refused", rundir);
+        return -ELOOP;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a directory: refused", rundir);
+        return -ENOTDIR;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s belongs to uid %u, not to this user (uid %u): refused", rundir,
+                 (unsigned)st.st_uid, (unsigned)geteuid());
+        return -EPERM;
+    }
+    return 0;
+}
+
+/* Tell who holds the lock: the first line of the lock file, if readable. */
+static void rundir_lock_owner(const struct backend_ops *be, void *ctx, const char *lock,
+                              char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    struct backend_file *f;
+    if (be->open(ctx, lock, BACKEND_READ, &f) < 0)
+        return;
+    char text[160];
+    ssize_t n = be->pread(ctx, f, text, sizeof text - 1, 0);
+    be->close(ctx, f);
+    if (n <= 0)
+        return;
+    text[n] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    for (char *p = text; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
+            *p = '?';
+    snprintf(buf, len, "%s", text);
+}
+
+int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,
+                const char *owner, bool *created, char *err, size_t errlen)
+{
+    *created = false;
+    int rc = be->mkdir(ctx, rundir);
+    if (rc == 0) {
+        *created = true;
+    } else if (rc == -EEXIST) {
+        if (!reuse) {
+            snprintf(err, errlen,
+                     "%s exists and this run did not make it: refused (a job with a fixed "
+                     "run_id may reuse its own kept run directory)",
+                     rundir);
+            return RUNDIR_REFUSED;
+        }
+        if (rundir_check_existing(be, ctx, rundir, err, errlen) < 0)
+            return RUNDIR_REFUSED;
+    } else {
+        snprintf(err, errlen, "cannot make %s: %s", rundir, strerror(-rc));
+        return rc;
+    }
+
+    char lock[HERD_PATH_MAX];
+    rundir_lock_path(rundir, lock, sizeof lock);
+    struct backend_file *f;
+    rc = be->open(ctx, lock, BACKEND_WRITE | BACKEND_CREATE | BACKEND_EXCL, &f);
+    if (rc == -EEXIST) {
+        char who[160];
+        rundir_lock_owner(be, ctx, lock, who, sizeof who);
+        snprintf(err, errlen,
+                 "%s is in use by another run (%s); if that run is gone, remove %s", rundir,
+                 who, lock);
+        return RUNDIR_REFUSED;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot create %s: %s", lock, strerror(-rc));
+        if (*created)
+            be->rmdir(ctx, rundir);
+        return rc;
+    }
+    ssize_t n = be->pwrite(ctx, f, owner, strlen(owner), 0);
+    int crc = be->close(ctx, f);
+    if (n < 0 || crc < 0) {
+        rc = n < 0 ? (int)n : crc;
+        snprintf(err, errlen, "cannot write %s: %s", lock, strerror(-rc));
+        be->unlink(ctx, lock);
+        if (*created)
+            be->rmdir(ctx, rundir);
+        return rc;
+    }
+    return 0;
+}
+
+int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
+                 char *err, size_t errlen)
+{
+    char lock[HERD_PATH_MAX];
+    rundir_lock_path(rundir, lock, sizeof lock);
+    int rc = be->unlink(ctx, lock);
+    if (rc < 0 && rc != -ENOENT) {
+        snprintf(err, errlen, "cannot remove %s: %s", lock, strerror(-rc));
+        return rc;
+    }
+    if (!remove_dir)
+        return 0;
+    rc = be->rmdir(ctx, rundir);
+    if (rc == -ENOTEMPTY || rc == -EEXIST) {
+        snprintf(err, errlen, "left %s: it holds entries this run did not make", rundir);
+        return -ENOTEMPTY;
+    }
+    if (rc < 0 && rc != -ENOENT) {
+        snprintf(err, errlen, "cannot remove %s: %s", rundir, strerror(-rc));
+        return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,34 @@
+/* rundir.h — the run directory target/herd-<run id>/: herd's only place
+ * on the target. Rank 0 makes it at start (or, for a job with a fixed
+ * run_id, takes over one an earlier run of the same user kept), and holds
+ * a lock file in it for the run so that two runs never share it. Works
+ * through a backend only, so the same rules hold for every backend. */
+#ifndef HERD_RUNDIR_H
+#define HERD_RUNDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+
+#define RUNDIR_LOCK ".herd-run.lock"
+
+/* Make rundir, or with reuse accept an existing one that is a real
+ * directory (not a link) owned by this user. Then create the lock file
+ * exclusively and write `owner` (one line: run id, host, pid) into it.
+ * *created tells whether this run made the directory. Returns 0 (made or
+ * taken over, locked), RUNDIR_REFUSED (it exists and may not be used, or
+ * another run holds it: the run must not start) or -errno (it could not be
+ * made: a read-only or full target; the phases will count the errors).
+ * err gets one line in both failure cases. */
+#define RUNDIR_REFUSED 1
+int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,
+                const char *owner, bool *created, char *err, size_t errlen);
+
+/* Remove the lock file, then (remove_dir) the directory itself. A
+ * directory still holding entries is left, and said so in err (returns
+ * -ENOTEMPTY); 0 when all went as asked. */
+int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
+                 char *err, size_t errlen);
+
+#endif

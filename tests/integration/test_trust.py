@@ -1,0 +1,347 @@
+"""herd's promises under hostile or careless use: where results go
+(-o --force), what it does with a run directory it did not make, what the
+clean-up removes, what a run that lost its results says, and how a signal
+to one rank ends every rank with the right exit code.
+
+1. --force replaces only a results file: a device node, a directory, a
+   symbolic link, a FIFO or a file that is not HDF5 is refused with one line,
+   exit 2, and left as it was.
+2. A results file system that fills up after the header: every phase's
+   records go to <results>.<phase>.lost.csv, the file says "incomplete",
+   the exit code is 4 and the summary names the missing phases.
+3. A pre-existing run directory: refused unless the job fixes run_id, and
+   then only a real directory of this user that no other run holds.
+4. keep = no removes what this run made and nothing an earlier run kept.
+5. SIGINT/SIGTERM to one rank stops every rank's phase within seconds,
+   exit 128+N.
+"""
+
+import os
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import h5py
+import pytest
+
+from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
+                      mpirun_args, read_csv, require_root, tree, write_job)
+
+
+def small_job(tmp_path, target, **extra):
+    g = {"target": target, "file_size": "64K", "block_size": "16K", **extra}
+    return write_job(tmp_path / "job.ini", g,
+                     [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"})])
+
+
+def one_line_error(proc):
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+    assert len(lines) == 1, describe(proc)
+    return lines[0]
+
+
+# ---------------------------------------------------------------- 1. --force
+
+
+def hostile_outputs(tmp_path):
+    """(name, path, check-it-is-unchanged) for every kind of thing --force
+    must not replace."""
+    out = []
+    d = tmp_path / "a-directory"
+    d.mkdir()
+    (d / "inside").write_text("keep me")
+    out.append(("directory", d, lambda: (d / "inside").read_text() == "keep me"))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not results")
+    link = tmp_path / "link.h5"
+    link.symlink_to(victim)
+    out.append(("symlink", link,
+                lambda: link.is_symlink() and victim.read_text() == "not results"))
+    fifo = tmp_path / "fifo.h5"
+    os.mkfifo(fifo)
+    out.append(("fifo", fifo, lambda: stat.S_ISFIFO(os.lstat(fifo).st_mode)))
+    text = tmp_path / "notes.txt"
+    text.write_text("my notes\n")
+    out.append(("text file", text, lambda: text.read_text() == "my notes\n"))
+    if os.geteuid() == 0:
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        out.append(("device", null, lambda: stat.S_ISCHR(os.lstat(null).st_mode)))
+    return out
+
+
+def test_force_replaces_only_results_files(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target)
+    for name, path, unchanged in hostile_outputs(tmp_path):
+        proc = herd_run(herd_bin, 2, job, path, "--force", quiet=True)
+        assert proc.returncode == 2, f"{name}\n{describe(proc)}"
+        line = one_line_error(proc)
+        assert "--force replaces only a results file" in line, line
+        assert unchanged(), f"{name} was changed by herd run -o {path} --force"
+    assert tree(target) == [], "a refused run left files in the target"
+
+
+def test_force_replaces_results_and_empty_files(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target)
+    out = tmp_path / "out.h5"
+    assert herd_run(herd_bin, 2, job, out).returncode == 0
+    again = herd_run(herd_bin, 2, job, out, quiet=True)
+    assert again.returncode == 2 and "exists" in one_line_error(again)
+    assert herd_run(herd_bin, 2, job, out, "--force").returncode == 0
+    empty = tmp_path / "empty.h5"
+    empty.write_bytes(b"")
+    proc = herd_run(herd_bin, 2, job, empty, "--force")
+    assert proc.returncode == 0, describe(proc)
+    assert load_results(empty).attrs["status"] == "complete"
+
+
+# ---------------------------------------------------------------- 2. lost results
+
+
+def test_full_results_file_system_is_not_a_clean_run(herd_bin, tmp_path, mount_fs):
+    """The header fits, no phase does: status incomplete, exit 4, the
+    summary names the phases and their rows are in the fallback CSV."""
+    require_root()
+    small = mount_fs("tmpfs", size="1100k")
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "file_size": "64K", "block_size": "4K",
+                     "iterations": 200},
+                    [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"}),
+                     ("m", {"kind": "md5"})])
+    out = small.path / "run.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 4, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "incomplete"
+    assert res.attrs["exit_code"] == 4
+    missing = [p for p in ("w", "r", "m") if p not in res.phase_names]
+    assert missing, "the test did not fill the file system"
+    assert "not in the results file" in proc.stdout
+    for name in missing:
+        assert name in proc.stdout.split("not in the results file")[1]
+        lost = Path(f"{out}.{name}.lost.csv")
+        assert lost.exists(), describe(proc)
+        text = lost.read_text().splitlines()
+        assert text[0].startswith("phase,kind,status")
+        rows = [l for l in text if l and l[0].isdigit() and l.count(",") == 18]
+        assert len(rows) == 2 * 200, f"{name}: {len(rows)} rank rows in {lost}"
+        # every write moved its 64K: the rows are the measurements, not zeros
+        if name == "w":
+            assert all(int(r.split(",")[12]) == 64 * 1024 for r in rows)
+    assert tree(target) == []
+
+
+# ---------------------------------------------------------------- 3. run directory
+
+
+def test_planted_run_directory_link_is_refused(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "canary").write_text("canary")
+    (target / "herd-fixed").symlink_to(outside)
+    job = small_job(tmp_path, target, run_id="fixed")
+    proc = herd_run(herd_bin, 2, job, tmp_path / "o.h5", quiet=True)
+    assert proc.returncode == 2, describe(proc)
+    assert "symbolic link" in one_line_error(proc)
+    assert sorted(os.listdir(outside)) == ["canary"]
+    assert (outside / "canary").read_text() == "canary"
+    assert not (tmp_path / "o.h5").exists(), "a refused run left a results file"
+
+
+def test_run_directory_of_another_user_is_refused(herd_bin, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a directory owned by another user")
+    target = tmp_path / "target"
+    target.mkdir()
+    theirs = target / "herd-fixed"
+    theirs.mkdir()
+    (theirs / "their-file").write_text("theirs")
+    os.chown(theirs, 65534, 65534)
+    job = small_job(tmp_path, target, run_id="fixed", keep="no")
+    proc = herd_run(herd_bin, 2, job, tmp_path / "o.h5", quiet=True)
+    assert proc.returncode == 2, describe(proc)
+    assert "belongs to uid 65534" in one_line_error(proc)
+    assert tree(target) == ["herd-fixed", "herd-fixed/their-file"]
+
+
+def test_without_fixed_run_id_an_existing_directory_is_never_reused(herd_bin, tmp_path):
+    """Reuse needs the job's say-so: with --set run_id the same run id is
+    fixed; herd's own ids are never reused (checked through a kept dir)."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target, keep="yes")
+    assert herd_run(herd_bin, 2, job, tmp_path / "a.h5").returncode == 0
+    run_id = load_results(tmp_path / "a.h5").attrs["run_id"]
+    assert (target / f"herd-{run_id}").is_dir()
+    assert not (target / f"herd-{run_id}" / ".herd-run.lock").exists(), \
+        "the lock file outlived its run"
+
+
+def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "long.ini", {"target": target, "run_id": "shared-id"},
+                    [("wait", {"kind": "idle", "duration": "20s"})])
+    first = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", tmp_path / "1.h5"),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=mpi_env(), start_new_session=True)
+    err = LineReader(first.stderr)
+    try:
+        assert err.wait_for(lambda l: "herd: run shared-id" in l, 60), err.rest(5)
+        second = herd_run(herd_bin, 2, job, tmp_path / "2.h5", quiet=True)
+        assert second.returncode == 2, describe(second)
+        line = one_line_error(second)
+        assert "in use by another run" in line and "run shared-id" in line, line
+        assert not (tmp_path / "2.h5").exists()
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=60)
+    finally:
+        if first.poll() is None:
+            _kill_group(first)
+    err.rest(5)
+    # (mpirun itself exits 1 when its group is signalled; herd's code is recorded)
+    assert load_results(tmp_path / "1.h5").attrs["exit_code"] == 143
+    # the interrupted first run gave the directory back
+    assert tree(target) == []
+
+
+# ---------------------------------------------------------------- 4. keep
+
+
+def test_keep_no_spares_what_an_earlier_run_kept(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    g = {"target": target, "run_id": "kept", "file_size": "64K", "block_size": "16K"}
+    first = write_job(tmp_path / "first.ini", {**g, "keep": "yes"}, [
+        ("w", {"kind": "write"}),
+        ("ws", {"kind": "write", "sharing": "shared", "fileset": "sh"}),
+        ("tree", {"kind": "meta", "files": 20, "dirs": 2, "meta_ops": "create",
+                  "fileset": "md", "file_size": "1K"}),
+    ])
+    proc = herd_run(herd_bin, 3, first, tmp_path / "1.h5")
+    assert proc.returncode == 0, describe(proc)
+    kept = tree(target)
+    assert len([p for p in kept if p.endswith(".dat")]) == 4  # 3 unique + shared
+    assert len([p for p in kept if "/md/" in p and "/f0" in p]) == 60
+
+    second = write_job(tmp_path / "second.ini", {**g, "keep": "no"}, [
+        ("r", {"kind": "read", "verify": "yes"}),
+        ("lk", {"kind": "lock", "count": 20, "fileset": "sh"}),
+        ("st", {"kind": "meta", "files": 20, "dirs": 2, "meta_ops": "stat",
+                "fileset": "md", "file_size": "1K"}),
+        ("new", {"kind": "write", "fileset": "fresh"}),
+    ])
+    proc = herd_run(herd_bin, 3, second, tmp_path / "2.h5")
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(tmp_path / "2.h5")
+    assert res.phases["st"].ranks["errors"].sum() == 0
+    # what run 1 kept is all there; what run 2 made (fileset fresh) is gone
+    assert tree(target) == kept
+
+
+# ---------------------------------------------------------------- 5. signals
+
+
+def run_and_signal_one_rank(herd_bin, tmp_path, sig, nranks=4):
+    target = tmp_path / "target"
+    target.mkdir(exist_ok=True)
+    job = write_job(tmp_path / "lock.ini",
+                    {"target": target, "file_size": "64K", "block_size": "16K"},
+                    [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"}),
+                     ("after", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / f"sig{sig}.h5"
+    p = subprocess.Popen(mpirun_args(herd_bin, nranks, "run", job, "-o", out, quiet=True),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, so = LineReader(p.stderr), LineReader(p.stdout)
+    try:
+        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
+        time.sleep(2)
+        ranks = subprocess.run(["pgrep", "-s", str(p.pid), "-x", "herd"],
+                               capture_output=True, text=True).stdout.split()
+        assert len(ranks) == nranks, ranks
+        victim = int(sorted(ranks, key=int)[-1])  # not rank 0, in practice
+        t0 = time.monotonic()
+        os.kill(victim, sig)
+        p.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    so.rest(5)
+    return p.returncode, took, err.rest(5), out, target
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_to_one_rank_stops_every_rank(herd_bin, tmp_path, sig):
+    code, took, err, out, target = run_and_signal_one_rank(herd_bin, tmp_path, sig)
+    assert code == 128 + sig, f"exit {code}\n{err}"
+    # the lock phase had 38 s left: every rank stopped with the signalled one
+    assert took < 10, f"run ended {took:.1f} s after the signal\n{err}"
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted"
+    assert res.attrs["exit_code"] == 128 + sig
+    ph = res.phases["lk"]
+    assert ph.attrs["status"] == "interrupted"
+    ends = ph.ranks["t_end"]
+    assert ends.max() - ph.attrs["t_start"] < 10, ends
+    assert "after" not in res.phase_names
+    assert tree(target) == []
+
+
+# ---------------------------------------------------------------- 6. stalled clean-up
+
+from test_nfs import _WHY as NFS_WHY  # noqa: E402
+from test_nfs import Background, nfs, signal_ganesha  # noqa: E402,F401
+
+
+@pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
+def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nfs):
+    """The server freezes after the phases: the clean-up's calls time out
+    (op_timeout) instead of hanging, and a SIGTERM during the clean-up ends
+    herd within about one op_timeout, with the phases in the file."""
+    op_timeout = 2
+    job = write_job(tmp_path / "job.ini",
+                    {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s",
+                     "keep": "no"},
+                    [("tree", {"kind": "meta", "files": 300, "dirs": 3, "meta_ops": "create",
+                               "file_size": "1K", "block_size": "1K"}),
+                     ("pause", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / "run.h5"
+    bg = Background(nfs, herd_bin, 2, job, out)
+    frozen = False
+    try:
+        bg.wait_line(r"phase tree: ")
+        signal_ganesha(nfs, signal.SIGSTOP)
+        frozen = True
+        bg.wait_line(r"phase pause: ")
+        time.sleep(op_timeout + 1)  # well into the clean-up: calls are timing out
+        assert bg.proc.poll() is None, "herd ended before the clean-up could stall"
+        ranks = subprocess.run(["pgrep", "-s", str(bg.proc.pid), "-x", "herd"],
+                               capture_output=True, text=True).stdout.split()
+        assert len(ranks) == 2, ranks
+        t0 = time.monotonic()
+        for pid in ranks:  # as a scheduler does; mpirun would SIGKILL them after 1 s
+            os.kill(int(pid), signal.SIGTERM)
+        proc, ended = bg.wait(timeout=120)
+    finally:
+        if frozen:
+            signal_ganesha(nfs, signal.SIGCONT)
+        bg.kill()
+    took = ended - t0
+    assert took < 2 * op_timeout + 3, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted", proc.stderr
+    assert res.attrs["exit_code"] == 143
+    assert res.phase_names == ["tree", "pause"]
+    assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
