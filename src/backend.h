@@ -19,8 +19,13 @@ struct phase;        /* job.h */
 /* BACKEND_EXCL with BACKEND_CREATE: fail with -EEXIST when the file exists
  * (O_EXCL). A path naming a symbolic link, or passing through one, is
  * never followed: -ELOOP (safepath.h). */
-enum backend_open { BACKEND_READ = 1, BACKEND_WRITE = 2, BACKEND_CREATE = 4,
-                    BACKEND_DIRECT = 8, BACKEND_EXCL = 16 };
+enum backend_open {
+    BACKEND_READ = 1,
+    BACKEND_WRITE = 2,
+    BACKEND_CREATE = 4,
+    BACKEND_DIRECT = 8,
+    BACKEND_EXCL = 16
+};
 
 enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE };
 
@@ -39,10 +44,9 @@ struct backend_ops {
     int (*configure)(void *ctx, const struct phase *ph);
     void (*disconnect)(void *ctx);
     int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);
-    ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len,
-                     uint64_t offset);
-    ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf,
-                      size_t len, uint64_t offset);
+    ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset);
+    ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf, size_t len,
+                      uint64_t offset);
     int (*fsync)(void *ctx, struct backend_file *f);
     int (*close)(void *ctx, struct backend_file *f);
     /* lstat: a symbolic link is reported as one (S_ISLNK), never followed. */

@@ -27,13 +27,13 @@ enum fault_kind { FAULT_NONE, FAULT_ERRNO, FAULT_DELAY, FAULT_NOOP };
 
 struct fault_rule {
     enum fault_kind kind;
-    int err;          /* FAULT_ERRNO */
-    double chance;    /* FAULT_ERRNO: 0..1 */
-    double seconds;   /* FAULT_DELAY */
+    int err;        /* FAULT_ERRNO */
+    double chance;  /* FAULT_ERRNO: 0..1 */
+    double seconds; /* FAULT_DELAY */
 };
 
 struct fault_ctx {
-    void *inner;                      /* the posix backend's context */
+    void *inner; /* the posix backend's context */
     struct fault_rule rules[OP_COUNT];
     uint64_t rng;
 };
@@ -42,10 +42,20 @@ static const struct {
     const char *name;
     int err;
 } fault_errnos[] = {
-    {"EIO", EIO},         {"ENOENT", ENOENT},   {"ESTALE", ESTALE},     {"ENOSPC", ENOSPC},
-    {"EACCES", EACCES},   {"EAGAIN", EAGAIN},   {"ETIMEDOUT", ETIMEDOUT}, {"ENOLCK", ENOLCK},
-    {"EDEADLK", EDEADLK}, {"EINTR", EINTR},     {"EROFS", EROFS},       {"EDQUOT", EDQUOT},
-    {"ECONNRESET", ECONNRESET}, {"EBADF", EBADF},
+    {"EIO", EIO},
+    {"ENOENT", ENOENT},
+    {"ESTALE", ESTALE},
+    {"ENOSPC", ENOSPC},
+    {"EACCES", EACCES},
+    {"EAGAIN", EAGAIN},
+    {"ETIMEDOUT", ETIMEDOUT},
+    {"ENOLCK", ENOLCK},
+    {"EDEADLK", EDEADLK},
+    {"EINTR", EINTR},
+    {"EROFS", EROFS},
+    {"EDQUOT", EDQUOT},
+    {"ECONNRESET", ECONNRESET},
+    {"EBADF", EBADF},
 };
 
 /* Parse spec into rules; returns NULL or what is wrong. */
@@ -104,8 +114,10 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
                              strspn(p, "0123456789.eE-") == strlen(p);
                 chance = plain ? strtod(p, &end) : 0.0;
                 if (!plain || *end || !isfinite(chance) || chance <= 0 || chance > 1) {
-                    snprintf(why, len, "'%s': probability must be a number in (0, 1], "
-                                       "e.g. EIO@0.01", action);
+                    snprintf(why, len,
+                             "'%s': probability must be a number in (0, 1], "
+                             "e.g. EIO@0.01",
+                             action);
                     return why;
                 }
             }
@@ -113,8 +125,10 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
                 if (strcmp(name, fault_errnos[i].name) == 0)
                     rule.err = fault_errnos[i].err;
             if (!rule.err) {
-                snprintf(why, len, "'%s' is not noop, delay:DURATION or ERRNO[@P] (EIO, "
-                                   "ESTALE, ENOSPC, ...)", action);
+                snprintf(why, len,
+                         "'%s' is not noop, delay:DURATION or ERRNO[@P] (EIO, "
+                         "ESTALE, ENOSPC, ...)",
+                         action);
                 return why;
             }
             rule.kind = FAULT_ERRNO;

@@ -30,12 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/time.h> /* before libnfs.h, which needs struct timeval */
+#include <unistd.h>
 
-#include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw-nfs.h>
 #include <nfsc/libnfs-raw-nfs4.h>
+#include <nfsc/libnfs.h>
 
 #include "backend.h"
 #include "job.h"
@@ -48,12 +48,12 @@
 struct libnfs_ctx {
     struct nfs_context *nfs;
     char target[JOB_PATH_MAX];
-    int version;              /* 0 = the URL's */
-    int timeout_ms;           /* -1 = none */
+    int version;    /* 0 = the URL's */
+    int timeout_ms; /* -1 = none */
     uint64_t server_rmax, server_wmax;
-    uint64_t rchunk, wchunk;  /* bytes per READ / WRITE call (one RPC each) */
+    uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
     bool broken;
-    bool v4;                  /* NFSv4 (URL or nfs_version): open checks the dirs first */
+    bool v4; /* NFSv4 (URL or nfs_version): open checks the dirs first */
 };
 
 struct backend_file {
@@ -347,8 +347,7 @@ static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *
  * between (EEXIST) is then opened O_NOFOLLOW. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct nfsfh **fh)
 {
-    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY)
-                                         : O_RDONLY;
+    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
     if (flags & BACKEND_DIRECT)
         oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
     int rc;

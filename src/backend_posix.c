@@ -6,9 +6,9 @@
  * the leaf either. So nothing outside the target can be named, and a link
  * planted under it (by another user, or during the run) gives -ELOOP. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,8 +28,9 @@ struct backend_file {
 static const char *posix_check(const struct phase *ph, char *why, size_t len)
 {
     if (strncmp(ph->target, "nfs://", 6) == 0) {
-        snprintf(why, len, "target is an nfs:// URL: set backend = libnfs, or mount it "
-                           "and give the mount point");
+        snprintf(why, len,
+                 "target is an nfs:// URL: set backend = libnfs, or mount it "
+                 "and give the mount point");
         return "target";
     }
     return NULL;
@@ -237,7 +238,7 @@ static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind,
 {
     (void)ctx;
     struct flock fl = {
-        .l_type = kind == BACKEND_UNLOCK ? F_UNLCK
+        .l_type = kind == BACKEND_UNLOCK        ? F_UNLCK
                   : kind == BACKEND_LOCK_SHARED ? F_RDLCK
                                                 : F_WRLCK,
         .l_whence = SEEK_SET,

@@ -5,12 +5,12 @@
 #define HERD_CLOCK_H
 
 struct clock {
-    double base;   /* common = local monotonic - base */
-    double error;  /* bound on |offset error|, seconds (half the best RTT) */
+    double base;  /* common = local monotonic - base */
+    double error; /* bound on |offset error|, seconds (half the best RTT) */
 };
 
-double clock_mono(void);                      /* local CLOCK_MONOTONIC, s */
-double clock_now(const struct clock *c);      /* common clock, s */
+double clock_mono(void);                 /* local CLOCK_MONOTONIC, s */
+double clock_now(const struct clock *c); /* common clock, s */
 /* Sleep until the common clock reads t; returns at once if already past. */
 void clock_sleep_until(const struct clock *c, double t);
 

@@ -35,8 +35,7 @@ static int32_t errtab_norm(int err)
     return err == INT32_MIN ? INT32_MAX : -err;
 }
 
-static struct err_entry *errtab_find(const struct errtab *t, enum op op,
-                                     int32_t err)
+static struct err_entry *errtab_find(const struct errtab *t, enum op op, int32_t err)
 {
     for (size_t i = 0; i < t->n; i++)
         if (t->entries[i].op == (int32_t)op && t->entries[i].err == err)
@@ -59,8 +58,7 @@ static int errtab_grow(struct errtab *t)
     return 0;
 }
 
-void errtab_add(struct errtab *t, int rank, enum op op, int err,
-                const char *path, double when)
+void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *path, double when)
 {
     int32_t e = errtab_norm(err);
     struct err_entry *ent = errtab_find(t, op, e);

@@ -12,8 +12,8 @@
 
 struct err_entry {
     int32_t rank;
-    int32_t op;      /* enum op */
-    int32_t err;     /* positive errno value */
+    int32_t op;  /* enum op */
+    int32_t err; /* positive errno value */
     int32_t pad;
     uint64_t count;
     double first_time; /* common clock, seconds */
@@ -30,8 +30,7 @@ void errtab_init(struct errtab *t);
 void errtab_free(struct errtab *t);
 void errtab_clear(struct errtab *t);
 /* Count one failure; err may be given negative or positive. */
-void errtab_add(struct errtab *t, int rank, enum op op, int err,
-                const char *path, double when);
+void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *path, double when);
 /* Count of failures recorded for (op, err); 0 if none. */
 uint64_t errtab_count(const struct errtab *t, enum op op, int err);
 

@@ -227,8 +227,7 @@ hid_t h5_compound_create(const struct field *f, size_t nf, size_t size)
 /* ---- attributes ---- */
 
 /* Set attribute name on loc (scalar, of type), replacing any old value. */
-int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err,
-                    size_t errlen)
+int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err, size_t errlen)
 {
     htri_t exists = H5Aexists(loc, name);
     if (exists < 0)
@@ -258,8 +257,8 @@ int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *
     return rc;
 }
 
-int h5_attr_str(hid_t strtype, hid_t loc, const char *name, const char *value,
-                    char *err, size_t errlen)
+int h5_attr_str(hid_t strtype, hid_t loc, const char *name, const char *value, char *err,
+                size_t errlen)
 {
     const char *v = value != NULL ? value : "";
     return h5_attr_set(loc, name, strtype, &v, err, errlen);
@@ -303,8 +302,8 @@ hid_t h5_group_create(hid_t loc, const char *name, char *err, size_t errlen)
 /* Create the 1-D dataset name (n elements of ftype, chunked, shuffle +
  * deflate, unlimited so it may be empty or grow) and write buf (n elements
  * of mtype, elem bytes each) into it. Returns the open dataset or -1. */
-hid_t h5_dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t elem,
-                        size_t n, const void *buf, char *err, size_t errlen)
+hid_t h5_dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t elem, size_t n,
+                    const void *buf, char *err, size_t errlen)
 {
     hsize_t dims[1] = {n}, maxdims[1] = {H5S_UNLIMITED};
     hsize_t chunk[1] = {H5_CHUNK_BYTES / (elem > 0 ? elem : 1)};
@@ -356,7 +355,7 @@ int h5_dset_close(hid_t d, const char *name, char *err, size_t errlen)
 /* Write a table of n rows (C structs of size bytes, described by f) as a
  * compound dataset; the file type is the memory type without padding. */
 int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                       const void *rows, size_t n, char *err, size_t errlen)
+                   const void *rows, size_t n, char *err, size_t errlen)
 {
     hid_t mtype = h5_compound_create(f, nf, size);
     if (mtype < 0)
@@ -389,8 +388,9 @@ int h5_space_check(const char *path, uint64_t need, char *err, size_t errlen)
     uint64_t avail = (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
     if (avail >= need)
         return 0;
-    return h5_msg_fail(err, errlen, "not written: %llu KiB free on its file system, %llu KiB needed",
-                    (unsigned long long)(avail >> 10), (unsigned long long)(need >> 10));
+    return h5_msg_fail(err, errlen,
+                       "not written: %llu KiB free on its file system, %llu KiB needed",
+                       (unsigned long long)(avail >> 10), (unsigned long long)(need >> 10));
 }
 
 /* Copy the C string src (at most srclen bytes) into dst, NUL-padded,
@@ -425,8 +425,7 @@ int h5_table_append(hid_t loc, const char *name, const struct field *f, size_t n
     if (mtype < 0)
         return h5_fail(err, errlen, "cannot build the type of '%s'", name);
     int rc = -1;
-    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), fspace = H5I_INVALID_HID,
-          mspace = H5I_INVALID_HID;
+    hid_t d = H5Dopen2(loc, name, H5P_DEFAULT), fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     hsize_t old[1], grown[1], count[1] = {n};
     if (d < 0) {
         h5_fail(err, errlen, "cannot open '%s'", name);

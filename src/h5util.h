@@ -31,8 +31,7 @@ struct field {
 #define NFIELDS(f) (sizeof(f) / sizeof((f)[0]))
 
 /* "what (HDF5's account)" into err; call right after the failing call. */
-int h5_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int h5_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A plain one-line message. Both return -1. */
 int h5_msg_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -49,8 +48,7 @@ hid_t h5_type_bool(void); /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
 hid_t h5_compound_create(const struct field *f, size_t nf, size_t size);
 
 /* Scalar attributes, replacing any old value. */
-int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err,
-                size_t errlen);
+int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err, size_t errlen);
 int h5_attr_str(hid_t strtype, hid_t loc, const char *name, const char *value, char *err,
                 size_t errlen);
 int h5_attr_i32(hid_t loc, const char *name, int32_t v, char *err, size_t errlen);
@@ -62,8 +60,8 @@ int h5_attr_f64(hid_t loc, const char *name, double v, char *err, size_t errlen)
 hid_t h5_group_create(hid_t loc, const char *name, char *err, size_t errlen);
 /* Create the 1-D dataset name (chunked, shuffle + deflate, unlimited) and
  * write n elements of buf; returns the open dataset. */
-hid_t h5_dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t elem,
-                    size_t n, const void *buf, char *err, size_t errlen);
+hid_t h5_dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_t elem, size_t n,
+                    const void *buf, char *err, size_t errlen);
 /* Close a dataset from h5_dset_write: the chunk cache may write only now. */
 int h5_dset_close(hid_t d, const char *name, char *err, size_t errlen);
 /* A table of n rows (C structs of size bytes, described by f) as a compound

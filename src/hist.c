@@ -16,8 +16,7 @@ int hist_bucket_index(uint64_t ns)
         return HIST_BUCKETS - 1;
     int msb = 63 - __builtin_clzll(ns);
     int shift = msb - HIST_SUB_BITS;
-    return ((msb - HIST_SUB_BITS + 1) << HIST_SUB_BITS) +
-           (int)((ns >> shift) & (HIST_SUB - 1));
+    return ((msb - HIST_SUB_BITS + 1) << HIST_SUB_BITS) + (int)((ns >> shift) & (HIST_SUB - 1));
 }
 
 uint64_t hist_bucket_lower(int index)

@@ -27,8 +27,8 @@ void holds_free(struct holds *h)
 
 struct event {
     double t;
-    int delta;     /* +1 grant, -1 release */
-    size_t hold;   /* index of the hold */
+    int delta;   /* +1 grant, -1 release */
+    size_t hold; /* index of the hold */
 };
 
 static int event_cmp(const void *a, const void *b)

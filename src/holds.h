@@ -11,10 +11,10 @@
 
 struct hold {
     int32_t rank;
-    int32_t exclusive;  /* 1 exclusive (write) lock, 0 shared (read) lock */
-    double granted;     /* common clock, s */
-    double released;    /* common clock, s */
-    uint64_t start;     /* locked byte range; len 0 = to the end of the file */
+    int32_t exclusive; /* 1 exclusive (write) lock, 0 shared (read) lock */
+    double granted;    /* common clock, s */
+    double released;   /* common clock, s */
+    uint64_t start;    /* locked byte range; len 0 = to the end of the file */
     uint64_t len;
 };
 

@@ -8,7 +8,7 @@ struct md5 {
     void *ctx; /* EVP_MD_CTX */
 };
 
-int md5_begin(struct md5 *m);                         /* 0 or -1 */
+int md5_begin(struct md5 *m); /* 0 or -1 */
 int md5_update(struct md5 *m, const void *data, size_t len);
 int md5_end(struct md5 *m, unsigned char digest[16]); /* frees the context */
 void md5_hex(const unsigned char digest[16], char hex[33]);

@@ -53,13 +53,13 @@ static void *batch_push(void **v, size_t *n, size_t size)
     return (char *)*v + (*n)++ * size;
 }
 
-#define BATCH_ADD(b, field, count, row)                                             \
-    do {                                                                            \
-        void *v = (b)->field;                                                      \
-        void *slot = batch_push(&v, &(b)->count, sizeof *(row));                    \
-        (b)->field = v;                                                            \
-        if (slot)                                                                   \
-            memcpy(slot, (row), sizeof *(row));                                     \
+#define BATCH_ADD(b, field, count, row)                                                            \
+    do {                                                                                           \
+        void *v = (b)->field;                                                                      \
+        void *slot = batch_push(&v, &(b)->count, sizeof *(row));                                   \
+        (b)->field = v;                                                                            \
+        if (slot)                                                                                  \
+            memcpy(slot, (row), sizeof *(row));                                                    \
     } while (0)
 
 void monitor_add_sample(struct monitor_batch *b, const struct monitor_sample *row)
@@ -283,7 +283,8 @@ static void *monitor_main(void *arg)
         double tick = m->t_first + (double)k * m->interval;
         double now = clock_now(m->clock);
         if (tick < now) /* a slow sample: skip the ticks it overran */
-            k = (long)ceil((now - m->t_first) / m->interval), tick = m->t_first + (double)k * m->interval;
+            k = (long)ceil((now - m->t_first) / m->interval),
+            tick = m->t_first + (double)k * m->interval;
         bool stopping = monitor_wait(m, tick);
         now = clock_now(m->clock);
         if (stopping) {

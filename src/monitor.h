@@ -25,19 +25,19 @@
 
 /* /monitor/samples: the host as a whole. */
 struct monitor_sample {
-    double t, dt;                      /* common clock at the sample; seconds it covers */
+    double t, dt; /* common clock at the sample; seconds it covers */
     char host[MONITOR_HOST_MAX];
-    char source[MONITOR_SOURCE_MAX];   /* "proc" or "node_exporter" */
-    double cpu[CPU_MODES];             /* fraction of all CPU time in each mode (sum 1) */
-    double cpu_busy;                   /* 1 - idle - iowait */
+    char source[MONITOR_SOURCE_MAX]; /* "proc" or "node_exporter" */
+    double cpu[CPU_MODES];           /* fraction of all CPU time in each mode (sum 1) */
+    double cpu_busy;                 /* 1 - idle - iowait */
     double ncpus;
     double load1, load5, load15;
     double mem_total, mem_used, mem_cached, mem_dirty, mem_writeback; /* bytes */
-    double nfsd_threads;               /* kernel NFS server threads (gauge) */
-    double nfsd_rpc_calls, nfsd_rpc_bad;   /* deltas */
+    double nfsd_threads;                 /* kernel NFS server threads (gauge) */
+    double nfsd_rpc_calls, nfsd_rpc_bad; /* deltas */
     double nfsd_read_bytes, nfsd_write_bytes;
     double nfsd_rc_hits, nfsd_rc_misses, nfsd_rc_nocache;
-    double nfsd_th_full;               /* times every thread was busy */
+    double nfsd_th_full; /* times every thread was busy */
     double nfsd_net_tcp_conn;
     double pool_packets, pool_sockets_enqueued, pool_threads_woken, pool_threads_timedout;
 };
@@ -51,17 +51,17 @@ struct monitor_metric {
     char source[MONITOR_SOURCE_MAX];
     char name[MONITOR_NAME_MAX];
     char labels[MONITOR_NAME_MAX];
-    double value;                      /* delta for counters (*_total, op counts), else gauge */
+    double value; /* delta for counters (*_total, op counts), else gauge */
 };
 
 /* /monitor/processes: every process with this command name, together. */
 struct monitor_process {
     double t, dt;
     char host[MONITOR_HOST_MAX];
-    char name[32];                     /* comm, e.g. ganesha.nfsd, nfsd */
+    char name[32]; /* comm, e.g. ganesha.nfsd, nfsd */
     double processes, threads;
-    double cpu;                        /* CPU seconds (utime + stime) / dt: 1.0 = one core */
-    double cpu_max_thread;             /* the busiest single thread, same unit */
+    double cpu;            /* CPU seconds (utime + stime) / dt: 1.0 = one core */
+    double cpu_max_thread; /* the busiest single thread, same unit */
     double rss_bytes;
 };
 
@@ -71,9 +71,9 @@ struct monitor_disk {
     char host[MONITOR_HOST_MAX];
     char device[32];
     double reads, read_bytes, writes, write_bytes; /* deltas */
-    double busy;                       /* fraction of dt with I/O in flight */
-    double weighted_ms;                /* delta of time-weighted queue (avg queue = /dt/1000) */
-    double in_flight;                  /* gauge */
+    double busy;                                   /* fraction of dt with I/O in flight */
+    double weighted_ms; /* delta of time-weighted queue (avg queue = /dt/1000) */
+    double in_flight;   /* gauge */
 };
 
 /* /monitor/notes: what a source could not do, once per source and kind. */
@@ -99,12 +99,12 @@ struct monitor_batch {
 };
 
 struct monitor_config {
-    double interval;          /* seconds between samples */
-    bool local;               /* sample this host's /proc */
-    const char *processes;    /* comma-separated comm names ("" = none) */
-    const char *disks;        /* comma-separated device names or paths ("" = none) */
-    const char *url;          /* node_exporter metrics URL ("" = none) */
-    const char *hostname;     /* host column of local rows */
+    double interval;       /* seconds between samples */
+    bool local;            /* sample this host's /proc */
+    const char *processes; /* comma-separated comm names ("" = none) */
+    const char *disks;     /* comma-separated device names or paths ("" = none) */
+    const char *url;       /* node_exporter metrics URL ("" = none) */
+    const char *hostname;  /* host column of local rows */
     const struct clock *clock;
 };
 

@@ -31,8 +31,8 @@ struct idmap {
 };
 
 struct disk {
-    char spec[PATH_MAX];      /* as configured: a name or a path */
-    char device[32];          /* resolved name in /proc/diskstats; "" = unusable */
+    char spec[PATH_MAX]; /* as configured: a name or a path */
+    char device[32];     /* resolved name in /proc/diskstats; "" = unusable */
     struct disk_stats prev;
     bool have_prev, noted;
 };
@@ -51,15 +51,21 @@ struct proc_source {
     bool have_pool;
     char names[MAX_NAMES][32];
     int nnames;
-    unsigned absent_noted;    /* bit i: names[i] was noted as not running */
+    unsigned absent_noted;           /* bit i: names[i] was noted as not running */
     struct idmap procs[2], tasks[2]; /* [0] previous sample, [1] this one */
     struct disk disks[MAX_DISKS];
     int ndisks;
-    unsigned noted;           /* NOTE_* bits: said once already */
+    unsigned noted; /* NOTE_* bits: said once already */
 };
 
-enum { NOTE_STAT = 1, NOTE_LOADAVG = 2, NOTE_MEMINFO = 4, NOTE_NFSD = 8, NOTE_POOL = 16,
-       NOTE_PROCS = 32 };
+enum {
+    NOTE_STAT = 1,
+    NOTE_LOADAVG = 2,
+    NOTE_MEMINFO = 4,
+    NOTE_NFSD = 8,
+    NOTE_POOL = 16,
+    NOTE_PROCS = 32
+};
 
 static void note_once(struct proc_source *s, struct monitor_batch *out, double t, unsigned bit,
                       const char *what, long rc)
@@ -223,8 +229,8 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
         if (s->have_cpu) {
             double d[CPU_MODES], total = 0;
             for (int i = 0; i < CPU_MODES; i++)
-                total += d[i] = cpu.ticks[i] >= s->cpu.ticks[i]
-                                    ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
+                total += d[i] =
+                    cpu.ticks[i] >= s->cpu.ticks[i] ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
             for (int i = 0; i < CPU_MODES && total > 0; i++)
                 row.cpu[i] = d[i] / total;
             if (total > 0)
@@ -363,8 +369,8 @@ static uint64_t busiest_thread(struct proc_source *s, const char *pid)
     return best;
 }
 
-static void sample_processes(struct proc_source *s, double t, double dt,
-                             struct monitor_batch *out, bool emit)
+static void sample_processes(struct proc_source *s, double t, double dt, struct monitor_batch *out,
+                             bool emit)
 {
     if (s->nnames == 0)
         return;
@@ -428,8 +434,9 @@ static void sample_disks(struct proc_source *s, double t, double dt, struct moni
     for (int i = 0; i < s->ndisks; i++) {
         struct disk *d = &s->disks[i];
         struct disk_stats now;
-        int rc = (n < 0 || !d->device[0]) ? -1
-                 : procfs_parse_diskstats(s->buf, (size_t)n, d->device, &now);
+        int rc = (n < 0 || !d->device[0])
+                     ? -1
+                     : procfs_parse_diskstats(s->buf, (size_t)n, d->device, &now);
         if (rc != 0) {
             if (!d->noted)
                 monitor_add_note(out, t, s->host, SOURCE, "disk '%s': %s", d->spec,

@@ -73,8 +73,7 @@ static size_t body_append(char *data, size_t size, size_t n, void *arg)
     return add;
 }
 
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
-                                         size_t errlen)
+struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen)
 {
     static bool curl_ready;
     if (!curl_ready) { /* before any thread of ours uses curl */
@@ -136,8 +135,7 @@ struct scrape_source {
     char unused;
 };
 
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
-                                         size_t errlen)
+struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen)
 {
     (void)url, (void)timeout;
     snprintf(err, errlen, "monitor_url: this herd was built without libcurl");
@@ -170,12 +168,17 @@ static void reading_take(void *arg, const char *name, const char *labels, double
         size_t offset;
     } gauges[] = {
 #define G(n, f) {n, offsetof(struct reading, f)}
-        G("node_load1", load1), G("node_load5", load5), G("node_load15", load15),
-        G("node_memory_MemTotal_bytes", mem_total), G("node_memory_MemFree_bytes", mem_free),
+        G("node_load1", load1),
+        G("node_load5", load5),
+        G("node_load15", load15),
+        G("node_memory_MemTotal_bytes", mem_total),
+        G("node_memory_MemFree_bytes", mem_free),
         G("node_memory_MemAvailable_bytes", mem_available),
-        G("node_memory_Cached_bytes", mem_cached), G("node_memory_Dirty_bytes", mem_dirty),
+        G("node_memory_Cached_bytes", mem_cached),
+        G("node_memory_Dirty_bytes", mem_dirty),
         G("node_memory_Writeback_bytes", mem_writeback),
-        G("node_nfsd_server_threads", nfsd_threads), G("node_nfsd_server_rpcs_total", nfsd_rpcs),
+        G("node_nfsd_server_threads", nfsd_threads),
+        G("node_nfsd_server_rpcs_total", nfsd_rpcs),
         G("node_nfsd_disk_bytes_read_total", nfsd_read),
         G("node_nfsd_disk_bytes_written_total", nfsd_written),
         G("node_nfsd_reply_cache_hits_total", rc_hits),
@@ -219,8 +222,8 @@ static bool ends_with(const char *s, const char *tail)
 }
 
 /* Rows for reading now against the previous one. */
-static void reading_rows(const struct reading *now, const struct reading *prev, double t,
-                         double dt, const char *host, struct monitor_batch *out)
+static void reading_rows(const struct reading *now, const struct reading *prev, double t, double dt,
+                         const char *host, struct monitor_batch *out)
 {
     struct monitor_sample row;
     monitor_sample_init(&row, t, dt, host, SOURCE);
@@ -234,7 +237,8 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
     row.ncpus = now->ncpus ? now->ncpus : NAN;
     row.load1 = now->load1, row.load5 = now->load5, row.load15 = now->load15;
     row.mem_total = now->mem_total;
-    row.mem_used = now->mem_total - (isnan(now->mem_available) ? now->mem_free : now->mem_available);
+    row.mem_used =
+        now->mem_total - (isnan(now->mem_available) ? now->mem_free : now->mem_available);
     row.mem_cached = now->mem_cached;
     row.mem_dirty = now->mem_dirty;
     row.mem_writeback = now->mem_writeback;
@@ -270,8 +274,7 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
 }
 
 #ifdef HERD_HAVE_CURL
-void scrape_source_sample(struct scrape_source *s, double t, double dt,
-                          struct monitor_batch *out)
+void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out)
 {
     if (!s)
         return;
@@ -300,8 +303,7 @@ void scrape_source_sample(struct scrape_source *s, double t, double dt,
     s->have_prev = true;
 }
 #else
-void scrape_source_sample(struct scrape_source *s, double t, double dt,
-                          struct monitor_batch *out)
+void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out)
 {
     (void)s, (void)t, (void)dt, (void)out;
     (void)reading_rows;

@@ -33,10 +33,8 @@ void proc_source_close(struct proc_source *s);
 
 struct scrape_source;
 /* NULL and err when the URL cannot be used at all (no libcurl, bad URL). */
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
-                                         size_t errlen);
-void scrape_source_sample(struct scrape_source *s, double t, double dt,
-                          struct monitor_batch *out);
+struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen);
+void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out);
 void scrape_source_close(struct scrape_source *s);
 
 #endif

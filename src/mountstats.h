@@ -13,32 +13,32 @@
 #define MOUNTSTATS_OPS_MAX 96
 
 struct mountstats_op {
-    char name[32];          /* "READ", "WRITE", "GETATTR", ... as printed */
-    uint64_t ops;           /* requests */
-    uint64_t trans;         /* transmissions; trans - ops = retransmissions */
-    uint64_t timeouts;      /* major timeouts */
+    char name[32];     /* "READ", "WRITE", "GETATTR", ... as printed */
+    uint64_t ops;      /* requests */
+    uint64_t trans;    /* transmissions; trans - ops = retransmissions */
+    uint64_t timeouts; /* major timeouts */
     uint64_t bytes_sent, bytes_recv;
     uint64_t queue_ms, rtt_ms, execute_ms; /* cumulative milliseconds */
-    uint64_t errors;        /* 9th column on newer kernels, else 0 */
+    uint64_t errors;                       /* 9th column on newer kernels, else 0 */
 };
 
 /* The xprt line(s); with nconnect > 1 several, summed here. */
 struct mountstats_xprt {
-    char proto[8];          /* tcp, udp, rdma */
-    int count;              /* xprt lines summed */
-    uint64_t connects;      /* tcp/rdma connect_count; 0 for udp */
+    char proto[8];     /* tcp, udp, rdma */
+    int count;         /* xprt lines summed */
+    uint64_t connects; /* tcp/rdma connect_count; 0 for udp */
     uint64_t sends, recvs, bad_xids;
     uint64_t req_u, backlog_u; /* cumulative queue sums (divide by sends) */
-    uint64_t max_slots;     /* largest of the lines (not summed) */
+    uint64_t max_slots;        /* largest of the lines (not summed) */
     uint64_t sending_u, pending_u;
 };
 
 struct mountstats {
-    char device[256];       /* "server:/export" */
+    char device[256]; /* "server:/export" */
     char mount_point[256];
-    char fstype[16];        /* nfs, nfs4 */
-    char statvers[8];       /* "1.1" */
-    char opts[512];         /* the opts: line, when present */
+    char fstype[16];  /* nfs, nfs4 */
+    char statvers[8]; /* "1.1" */
+    char opts[512];   /* the opts: line, when present */
     /* bytes: normal read, normal write, direct read, direct write,
      * server read, server write, read pages, write pages */
     uint64_t bytes[8];
@@ -51,8 +51,7 @@ struct mountstats {
  * kernel's octal escapes such as \040; the last entry on that path decides,
  * so NFS over-mounted by another file system gives 1). Returns 0 found, 1
  * no NFS entry mounted there, -1 the entry is malformed or truncated. */
-int mountstats_parse(const char *text, size_t len, const char *mount_point,
-                     struct mountstats *out);
+int mountstats_parse(const char *text, size_t len, const char *mount_point, struct mountstats *out);
 
 /* out = after - before for every counter (per op by name; an op only in
  * after counts from 0). Unsigned wrap-around is the kernel counters' own.

@@ -16,17 +16,22 @@
 
 /* Which lines were present (bits of nfsd_stats.have). */
 enum {
-    NFSD_HAVE_RC = 1 << 0, NFSD_HAVE_IO = 1 << 1, NFSD_HAVE_TH = 1 << 2,
-    NFSD_HAVE_NET = 1 << 3, NFSD_HAVE_RPC = 1 << 4, NFSD_HAVE_PROC3 = 1 << 5,
-    NFSD_HAVE_PROC4 = 1 << 6, NFSD_HAVE_PROC4OPS = 1 << 7,
+    NFSD_HAVE_RC = 1 << 0,
+    NFSD_HAVE_IO = 1 << 1,
+    NFSD_HAVE_TH = 1 << 2,
+    NFSD_HAVE_NET = 1 << 3,
+    NFSD_HAVE_RPC = 1 << 4,
+    NFSD_HAVE_PROC3 = 1 << 5,
+    NFSD_HAVE_PROC4 = 1 << 6,
+    NFSD_HAVE_PROC4OPS = 1 << 7,
 };
 
 struct nfsd_stats {
     unsigned have;
     uint64_t rc_hits, rc_misses, rc_nocache;
-    uint64_t io_read, io_write;      /* bytes */
-    int64_t threads;                 /* th: thread count; -1 when no th line */
-    uint64_t th_full;                /* th: times every thread was busy (0 on new kernels) */
+    uint64_t io_read, io_write; /* bytes */
+    int64_t threads;            /* th: thread count; -1 when no th line */
+    uint64_t th_full;           /* th: times every thread was busy (0 on new kernels) */
     uint64_t net_count, net_udp, net_tcp, net_tcp_conn;
     uint64_t rpc_calls, rpc_bad;     /* rpc: calls, badcalls (itself the sum of badfmt,
                                       * badauth, badclnt that follow it) */

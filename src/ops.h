@@ -9,7 +9,7 @@ enum op {
     OP_WRITE,
     OP_FSYNC,
     OP_CLOSE,
-    OP_MD5,     /* digest of one whole file (or segment) */
+    OP_MD5, /* digest of one whole file (or segment) */
     OP_MKDIR,
     OP_UNLINK,
     OP_RMDIR,

@@ -32,8 +32,8 @@ static inline uint64_t pattern_mix(uint64_t x)
 }
 
 /* The 16-byte tag of chunk `chunk` of file `key`. */
-static inline void pattern_tag(const struct pattern *p, uint64_t key,
-                               uint64_t chunk, unsigned char tag[PATTERN_TAG])
+static inline void pattern_tag(const struct pattern *p, uint64_t key, uint64_t chunk,
+                               unsigned char tag[PATTERN_TAG])
 {
     uint64_t t0 = pattern_mix(p->seed ^ key ^ (chunk * GOLDEN));
     uint64_t t1 = pattern_mix(t0);
@@ -47,14 +47,12 @@ static inline void pattern_tag(const struct pattern *p, uint64_t key,
 /* The file's rotation into the table: a multiple of PATTERN_CHUNK. */
 static inline size_t pattern_rot(const struct pattern *p, uint64_t key)
 {
-    return (size_t)(pattern_mix(key ^ p->seed) % (p->period / PATTERN_CHUNK)) *
-           PATTERN_CHUNK;
+    return (size_t)(pattern_mix(key ^ p->seed) % (p->period / PATTERN_CHUNK)) * PATTERN_CHUNK;
 }
 
 /* Table position (4 KiB aligned, < period) of the chunk starting at file
  * offset `chunk_start` (a multiple of PATTERN_CHUNK). */
-static inline size_t pattern_pos(const struct pattern *p, size_t rot,
-                                 uint64_t chunk_start)
+static inline size_t pattern_pos(const struct pattern *p, size_t rot, uint64_t chunk_start)
 {
     return (size_t)((rot + (size_t)(chunk_start % p->period)) % p->period);
 }
@@ -64,14 +62,13 @@ static size_t round_up(size_t v, size_t to)
     return (v + to - 1) / to * to;
 }
 
-int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent,
-                 uint64_t seed, size_t max_block)
+int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                 size_t max_block)
 {
     size_t period, size;
 
     memset(p, 0, sizeof(*p));
-    if (kind != PATTERN_RANDOM && kind != PATTERN_ZERO &&
-        kind != PATTERN_COMPRESSIBLE)
+    if (kind != PATTERN_RANDOM && kind != PATTERN_ZERO && kind != PATTERN_COMPRESSIBLE)
         return -EINVAL;
     if (kind == PATTERN_COMPRESSIBLE && (zero_percent < 0 || zero_percent > 100))
         return -EINVAL;
@@ -88,8 +85,7 @@ int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent,
     p->period = period;
     p->max_block = max_block;
     p->table = aligned_alloc(PATTERN_CHUNK, size);
-    p->scratch = aligned_alloc(PATTERN_CHUNK,
-                               round_up(max_block ? max_block : 1, PATTERN_CHUNK));
+    p->scratch = aligned_alloc(PATTERN_CHUNK, round_up(max_block ? max_block : 1, PATTERN_CHUNK));
     if (!p->table || !p->scratch) {
         pattern_free(p);
         return -ENOMEM;
@@ -131,8 +127,7 @@ uint64_t pattern_file_key(const char *fileset, uint64_t index)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a 64 */
 
-    for (const unsigned char *s = (const unsigned char *)(fileset ? fileset : "");
-         *s; s++) {
+    for (const unsigned char *s = (const unsigned char *)(fileset ? fileset : ""); *s; s++) {
         h ^= *s;
         h *= UINT64_C(0x100000001b3);
     }
@@ -140,8 +135,8 @@ uint64_t pattern_file_key(const char *fileset, uint64_t index)
 }
 
 /* Write the expected bytes [offset, offset+len) of file `key` into dst. */
-static void pattern_fill(const struct pattern *p, uint64_t key, uint64_t offset,
-                         unsigned char *dst, size_t len)
+static void pattern_fill(const struct pattern *p, uint64_t key, uint64_t offset, unsigned char *dst,
+                         size_t len)
 {
     size_t rot;
 
@@ -173,8 +168,7 @@ static void pattern_fill(const struct pattern *p, uint64_t key, uint64_t offset,
     }
 }
 
-const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
-                          size_t len)
+const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset, size_t len)
 {
     if (len > p->max_block)
         return NULL;
@@ -198,8 +192,7 @@ const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
 
 /* Index of the first byte where a and b differ within n bytes (n > 0 and
  * they are known to differ). */
-static size_t first_diff(const unsigned char *a, const unsigned char *b,
-                         size_t n)
+static size_t first_diff(const unsigned char *a, const unsigned char *b, size_t n)
 {
     size_t i = 0;
 
@@ -216,8 +209,8 @@ static size_t first_diff(const unsigned char *a, const unsigned char *b,
     return i;
 }
 
-int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
-                        const void *buf, size_t len)
+int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset, const void *buf,
+                        size_t len)
 {
     const unsigned char *b = buf;
     size_t rot, done = 0;
@@ -249,8 +242,7 @@ int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
             if (memcmp(cur, tag + in, t) != 0)
                 return (int64_t)(at + first_diff(cur, tag + in, t));
             if (memcmp(cur + t, src + in + t, n - t) != 0)
-                return (int64_t)(at + t +
-                                 first_diff(cur + t, src + in + t, n - t));
+                return (int64_t)(at + t + first_diff(cur + t, src + in + t, n - t));
         } else if (memcmp(cur, src + in, n) != 0) {
             return (int64_t)(at + first_diff(cur, src + in, n));
         }
@@ -259,14 +251,12 @@ int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
     return -1;
 }
 
-int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
-                uint64_t len, unsigned char digest[16],
-                bool (*stop)(const void *arg), const void *arg)
+int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset, uint64_t len,
+                unsigned char digest[16], bool (*stop)(const void *arg), const void *arg)
 {
     struct md5 m;
-    size_t step = p->max_block >= PATTERN_CHUNK
-                      ? p->max_block / PATTERN_CHUNK * PATTERN_CHUNK
-                      : p->max_block;
+    size_t step =
+        p->max_block >= PATTERN_CHUNK ? p->max_block / PATTERN_CHUNK * PATTERN_CHUNK : p->max_block;
     uint64_t since_check = PATTERN_STOP_EVERY; /* ask before the first byte */
 
     if (step == 0 && len > 0)

@@ -28,18 +28,18 @@ enum pattern_kind { PATTERN_RANDOM, PATTERN_ZERO, PATTERN_COMPRESSIBLE };
 
 struct pattern {
     enum pattern_kind kind;
-    int zero_percent;   /* compressible only: 0..100 */
+    int zero_percent; /* compressible only: 0..100 */
     uint64_t seed;
-    size_t period;      /* table period: multiple of PATTERN_CHUNK, >= max block */
-    unsigned char *table; /* 2*period + PATTERN_CHUNK bytes, 4 KiB aligned */
+    size_t period;          /* table period: multiple of PATTERN_CHUNK, >= max block */
+    unsigned char *table;   /* 2*period + PATTERN_CHUNK bytes, 4 KiB aligned */
     unsigned char *scratch; /* max_block bytes, 4 KiB aligned, for the slow path */
     size_t max_block;
 };
 
 /* Prepare a pattern for blocks of at most max_block bytes.
  * Returns 0 or -ENOMEM. */
-int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent,
-                 uint64_t seed, size_t max_block);
+int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                 size_t max_block);
 void pattern_free(struct pattern *p);
 
 /* Key that names a file's content: hash of a file-set name and an index. */
@@ -47,14 +47,13 @@ uint64_t pattern_file_key(const char *fileset, uint64_t index);
 
 /* Pointer to the len (<= max_block) bytes of file `key` at `offset`.
  * Valid until the next call on p. 4 KiB aligned when offset is. */
-const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset,
-                          size_t len);
+const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset, size_t len);
 
 /* Compare buf with the expected bytes; returns -1 when equal, else the file
  * offset of the first differing byte. Does not disturb pattern_block's
  * returned pointer contract (may use the same internal table). */
-int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
-                        const void *buf, size_t len);
+int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset, const void *buf,
+                        size_t len);
 
 /* Bytes pattern_md5 digests between two calls of its stop test. */
 #define PATTERN_STOP_EVERY (4u << 20)
@@ -64,9 +63,8 @@ int64_t pattern_compare(struct pattern *p, uint64_t key, uint64_t offset,
  * every PATTERN_STOP_EVERY bytes or so: when it answers true the digest is
  * abandoned (a 1 TiB region takes minutes). Returns 0, -EINTR when
  * stopped, -ENOMEM or -EINVAL (max_block 0) when it cannot be computed. */
-int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset,
-                uint64_t len, unsigned char digest[16],
-                bool (*stop)(const void *arg), const void *arg);
+int pattern_md5(struct pattern *p, uint64_t key, uint64_t offset, uint64_t len,
+                unsigned char digest[16], bool (*stop)(const void *arg), const void *arg);
 
 /* "random", "zero" or "compressible:P" into buf. */
 void pattern_format(const struct pattern *p, char *buf, size_t len);

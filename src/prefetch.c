@@ -7,12 +7,13 @@
 #include <stdlib.h>
 
 #define PREFETCH_DEPTH 3 /* buffers: one being digested, up to two read ahead */
-#define PREFETCH_SLOT (1u << 20) /* a slot holds whole blocks, about this much:
-                                    one hand-over per MiB, not per block */
+#define PREFETCH_SLOT                                                                              \
+    (1u << 20) /* a slot holds whole blocks, about this much:                                      \
+                  one hand-over per MiB, not per block */
 
 struct slot {
     unsigned char *buf;
-    ssize_t len;         /* bytes in it */
+    ssize_t len; /* bytes in it */
 };
 
 struct prefetch {
@@ -22,17 +23,17 @@ struct prefetch {
     const char *path;
     uint64_t offset, end;
     size_t block;
-    size_t slot;          /* bytes per slot: a multiple of block */
+    size_t slot; /* bytes per slot: a multiple of block */
 
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t changed;
     struct slot slots[PREFETCH_DEPTH];
-    unsigned filled;      /* slots written by the reader, in total */
-    unsigned taken;       /* slots handed to the consumer, in total */
-    bool done;            /* the reader has finished (end, error or stop) */
-    int status;           /* 0, or -errno why it finished early */
-    bool cancel;          /* the consumer wants it to stop */
+    unsigned filled; /* slots written by the reader, in total */
+    unsigned taken;  /* slots handed to the consumer, in total */
+    bool done;       /* the reader has finished (end, error or stop) */
+    int status;      /* 0, or -errno why it finished early */
+    bool cancel;     /* the consumer wants it to stop */
 };
 
 static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, size_t n,
@@ -105,15 +106,19 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
-struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
-                                struct rank_record *r, const char *path, uint64_t offset,
-                                uint64_t length)
+struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, struct rank_record *r,
+                                const char *path, uint64_t offset, uint64_t length)
 {
     struct prefetch *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    *p = (struct prefetch){.c = c, .f = f, .r = r, .path = path, .offset = offset,
-                           .end = offset + length, .block = c->ph->block_size};
+    *p = (struct prefetch){.c = c,
+                           .f = f,
+                           .r = r,
+                           .path = path,
+                           .offset = offset,
+                           .end = offset + length,
+                           .block = c->ph->block_size};
     p->slot = p->block >= PREFETCH_SLOT ? p->block : PREFETCH_SLOT / p->block * p->block;
     size_t size = (p->slot + 4095) / 4096 * 4096;
     for (int i = 0; i < PREFETCH_DEPTH; i++) {

@@ -19,9 +19,8 @@ struct prefetch;
 
 /* Start reading [offset, offset + length) of f in blocks of ph->block_size,
  * counting into row r. NULL if the thread cannot start (ENOMEM). */
-struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f,
-                                struct rank_record *r, const char *path,
-                                uint64_t offset, uint64_t length);
+struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, struct rank_record *r,
+                                const char *path, uint64_t offset, uint64_t length);
 
 /* The next piece in file order (whole blocks, about 1 MiB): its bytes in
  * *data, its length returned;

@@ -17,7 +17,14 @@
 /* /proc/stat "cpu" line modes, in the kernel's column order. guest and
  * guest_nice are already counted inside user and nice, so not kept. */
 enum cpu_mode {
-    CPU_USER, CPU_NICE, CPU_SYSTEM, CPU_IDLE, CPU_IOWAIT, CPU_IRQ, CPU_SOFTIRQ, CPU_STEAL,
+    CPU_USER,
+    CPU_NICE,
+    CPU_SYSTEM,
+    CPU_IDLE,
+    CPU_IOWAIT,
+    CPU_IRQ,
+    CPU_SOFTIRQ,
+    CPU_STEAL,
     CPU_MODES
 };
 
@@ -50,9 +57,9 @@ struct pid_stat {
     int64_t pid;
     char comm[64];
     char state;
-    uint64_t utime, stime;  /* USER_HZ ticks (fields 14, 15) */
-    int64_t num_threads;    /* field 20 */
-    int64_t rss_pages;      /* field 24 */
+    uint64_t utime, stime; /* USER_HZ ticks (fields 14, 15) */
+    int64_t num_threads;   /* field 20 */
+    int64_t rss_pages;     /* field 24 */
 };
 int procfs_parse_pid_stat(const char *text, size_t len, struct pid_stat *out);
 

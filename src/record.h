@@ -8,19 +8,19 @@
 struct rank_record {
     int32_t rank;
     int32_t iteration;
-    int32_t host;       /* index into /hosts */
-    int32_t completed;  /* 1 if the iteration ran to its end */
-    int32_t file_rank;  /* whose file this rank worked on (read_from) */
+    int32_t host;      /* index into /hosts */
+    int32_t completed; /* 1 if the iteration ran to its end */
+    int32_t file_rank; /* whose file this rank worked on (read_from) */
     int32_t pad;
-    double t_start, t_end;   /* common clock */
+    double t_start, t_end;                        /* common clock */
     double t_open, t_io, t_fsync, t_close, t_md5; /* seconds spent */
     uint64_t bytes;
     uint64_t ops;
     uint64_t errors;
     uint64_t verify_failures;
-    uint64_t grants;      /* lock: locks granted */
-    uint64_t contended;   /* lock: non-blocking attempts refused (EAGAIN/EACCES) */
-    uint64_t violations;  /* lock: another rank's token seen inside a held range */
+    uint64_t grants;     /* lock: locks granted */
+    uint64_t contended;  /* lock: non-blocking attempts refused (EAGAIN/EACCES) */
+    uint64_t violations; /* lock: another rank's token seen inside a held range */
 };
 
 #endif

@@ -30,7 +30,7 @@
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
 #define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
-#define FINAL_NEED (64 * 1024) /* the final status: what SPACE_MARGIN keeps free for it */
+#define FINAL_NEED (64 * 1024)     /* the final status: what SPACE_MARGIN keeps free for it */
 
 struct results {
     hid_t file;
@@ -41,7 +41,6 @@ struct results {
     bool broken;   /* a flush failed: HDF5 cannot write this file any more */
     char path[];   /* for messages */
 };
-
 
 /* ---- the run: root, /hosts, /ranks ---- */
 
@@ -125,14 +124,15 @@ static int hosts_write(hid_t loc, const struct host_info *hosts, int nhosts, cha
         row->host = (int32_t)i;
         h5_str_copy(row->hostname, sizeof row->hostname, h->hostname, sizeof h->hostname);
         h5_str_copy(row->mount_source, sizeof row->mount_source, h->mount_source,
-                 sizeof h->mount_source);
-        h5_str_copy(row->mount_point, sizeof row->mount_point, h->mount_point, sizeof h->mount_point);
+                    sizeof h->mount_source);
+        h5_str_copy(row->mount_point, sizeof row->mount_point, h->mount_point,
+                    sizeof h->mount_point);
         h5_str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
         h5_str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
-                 sizeof h->mount_options);
+                    sizeof h->mount_options);
     }
     int rc = h5_table_write(loc, "hosts", host_fields, NFIELDS(host_fields), sizeof *rows, rows, n,
-                         err, errlen);
+                            err, errlen);
     free(rows);
     return rc;
 }
@@ -151,13 +151,13 @@ static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
         row->host = k->host;
         if (hosts != NULL && k->host >= 0 && k->host < nhosts)
             h5_str_copy(row->hostname, sizeof row->hostname, hosts[k->host].hostname,
-                     sizeof hosts[k->host].hostname);
+                        sizeof hosts[k->host].hostname);
         row->pid = k->pid;
         row->clock_offset = k->clock_offset;
         row->clock_error = k->clock_error;
     }
     int rc = h5_table_write(loc, "ranks", rank_fields, NFIELDS(rank_fields), sizeof *rows, rows, n,
-                         err, errlen);
+                            err, errlen);
     free(rows);
     return rc;
 }
@@ -318,13 +318,13 @@ int results_check_output(const char *path, bool force, char *err, size_t errlen)
     if (!force)
         return h5_msg_fail(err, errlen, "%s: exists; choose another -o or add --force", path);
     if (!S_ISREG(st.st_mode))
-        return h5_msg_fail(err, errlen,
-                           "%s: not a regular file (%s): --force replaces only a results file",
-                           path, S_ISLNK(st.st_mode)   ? "a symbolic link"
-                                 : S_ISDIR(st.st_mode) ? "a directory"
-                                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                                 : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                                        : "not a file");
+        return h5_msg_fail(
+            err, errlen, "%s: not a regular file (%s): --force replaces only a results file", path,
+            S_ISLNK(st.st_mode)                          ? "a symbolic link"
+            : S_ISDIR(st.st_mode)                        ? "a directory"
+            : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+            : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                                                         : "not a file");
     if (st.st_size == 0)
         return 0;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -457,7 +457,7 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
         row->first_time = e->first_time;
     }
     int rc = h5_table_write(g, "errors", error_fields, NFIELDS(error_fields), sizeof *rows, rows, n,
-                         err, errlen);
+                            err, errlen);
     free(rows);
     return rc;
 }
@@ -480,8 +480,7 @@ static const struct field stuck_fields[] = {
     FIELD("returned", struct stuck_row, returned, FIELD_F64),
 };
 
-static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char *err,
-                       size_t errlen)
+static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char *err, size_t errlen)
 {
     struct stuck_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
     if (rows == NULL)
@@ -495,7 +494,7 @@ static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char 
         rows[i].returned = stuck[i].returned;
     }
     int rc = h5_table_write(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof *rows, rows, n,
-                         err, errlen);
+                            err, errlen);
     free(rows);
     return rc;
 }
@@ -515,8 +514,8 @@ static int latency_op_write(hid_t g, const char *name, const struct hist *h, cha
         sum += (double)h->counts[i] * mid;
         max = hi;
     }
-    hid_t d = h5_dset_write(g, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t), HIST_BUCKETS,
-                         h->counts, err, errlen);
+    hid_t d = h5_dset_write(g, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t),
+                            HIST_BUCKETS, h->counts, err, errlen);
     if (d < 0)
         return -1;
     if (h5_attr_u64(d, "count", count, err, errlen) < 0 ||
@@ -544,7 +543,7 @@ static int latency_write(hid_t g, const struct hist *hists, char *err, size_t er
         for (int i = 0; i < HIST_BUCKETS; i++)
             bounds[i] = pass == 0 ? hist_bucket_lower(i) : hist_bucket_upper(i);
         hid_t d = h5_dset_write(lat, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, sizeof(uint64_t),
-                             HIST_BUCKETS, bounds, err, errlen);
+                                HIST_BUCKETS, bounds, err, errlen);
         rc = d < 0 ? -1 : h5_dset_close(d, name, err, errlen);
     }
     for (int op = 0; rc == 0 && hists != NULL && op < OP_COUNT; op++)
@@ -594,8 +593,8 @@ static int ops_write(hid_t g, const struct op_stats *ops, size_t nranks, char *e
                 rows[n].seconds = ops[rank].seconds[op];
                 n++;
             }
-    int rc = h5_table_write(g, "ops", op_fields, NFIELDS(op_fields), sizeof *rows, rows, n, err,
-                         errlen);
+    int rc =
+        h5_table_write(g, "ops", op_fields, NFIELDS(op_fields), sizeof *rows, rows, n, err, errlen);
     free(rows);
     return rc;
 }
@@ -621,16 +620,16 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
     if (nerrors > 0 && errors == NULL)
         return h5_msg_fail(err, errlen, "no error entries given");
     if (h5_table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
-                    err, errlen) < 0 ||
+                       err, errlen) < 0 ||
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
         (ph->kind == KIND_LOCK &&
          (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
-                      d->nholds, err, errlen) < 0 ||
+                         d->nholds, err, errlen) < 0 ||
           h5_attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
-          h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err,
-                   errlen) < 0 ||
+          h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err, errlen) <
+              0 ||
           h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
         latency_write(g, d->hists, err, errlen) < 0)
         return -1;
@@ -647,12 +646,12 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     const char *name = ph->name;
     if (r->broken)
         return h5_msg_fail(err, errlen,
-                        "%s: phase '%s' not written: an earlier write to "
-                        "the file failed",
-                        r->path, name);
+                           "%s: phase '%s' not written: an earlier write to "
+                           "the file failed",
+                           r->path, name);
     if (name[0] == '\0' || strchr(name, '/') != NULL || strcmp(name, ".") == 0)
         return h5_msg_fail(err, errlen, "%s: phase name '%s' cannot name an HDF5 group", r->path,
-                        name);
+                           name);
     htri_t exists = H5Lexists(r->phases, name, H5P_DEFAULT);
     if (exists < 0) {
         h5_fail(err, errlen, "cannot look up the phase");
@@ -739,7 +738,9 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
     if (g < 0)
         return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
     int rc = (h5_attr_f64(g, "gather_seconds", gather_seconds, err, errlen) < 0 ||
-              h5_attr_f64(g, "write_seconds", write_seconds, err, errlen) < 0) ? -1 : 0;
+              h5_attr_f64(g, "write_seconds", write_seconds, err, errlen) < 0)
+                 ? -1
+                 : 0;
     H5Gclose(g);
     return rc;
 }
@@ -760,8 +761,8 @@ int results_write_usage(struct results *r, const struct usage_row *rows, size_t 
         return h5_msg_fail(err, errlen, "/usage not written: %s",
                            r ? "an earlier write failed" : "no file");
     if (h5_space_check(r->path, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0 ||
-        h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows,
-                       n, err, errlen) < 0) {
+        h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows, n,
+                       err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "%s: /usage", r->path);
         return -1;
     }

@@ -26,18 +26,18 @@ struct run_info {
     const char *command_line;
     const char *job_path;
     const char *job_text;
-    const char *start_utc;     /* ISO 8601 */
-    double epoch_unix;         /* wall-clock time (s since 1970) of common t=0 */
+    const char *start_utc; /* ISO 8601 */
+    double epoch_unix;     /* wall-clock time (s since 1970) of common t=0 */
     const char *mpi_version;
     const char *target;
     int nranks;
     int nhosts;
     double clock_sync_seconds; /* time spent estimating offsets */
     /* The monitor, for /monitor's attributes. */
-    const char *monitor_host;  /* host whose ranks sample ("" = none) */
-    int monitor_rank;          /* the rank that samples it, -1 = none */
+    const char *monitor_host; /* host whose ranks sample ("" = none) */
+    int monitor_rank;         /* the rank that samples it, -1 = none */
     double monitor_interval;
-    const char *monitor_url;   /* scraped by rank 0 ("" = none) */
+    const char *monitor_url; /* scraped by rank 0 ("" = none) */
 };
 
 struct host_info {
@@ -50,7 +50,7 @@ struct host_info {
 
 struct rank_info {
     int32_t rank;
-    int32_t host;       /* index into hosts */
+    int32_t host; /* index into hosts */
     int32_t pid;
     int32_t pad;
     double clock_offset; /* local monotonic minus common clock, s */
@@ -68,12 +68,12 @@ const char *run_status_name(enum run_status s);
 
 /* What the runner knows of a phase as a whole. */
 struct phase_summary {
-    int index;             /* 0-based order in the job */
-    double t_start;        /* the common instant all ranks were told */
-    double t_end;          /* after the closing barrier */
-    double start_skew;     /* max - min of the ranks' achieved starts */
-    const char *status;    /* phase_status_name(): ok | errors | deadline | interrupted */
-    size_t stuck;          /* operations the watchdogs saw hanging */
+    int index;                    /* 0-based order in the job */
+    double t_start;               /* the common instant all ranks were told */
+    double t_end;                 /* after the closing barrier */
+    double start_skew;            /* max - min of the ranks' achieved starts */
+    const char *status;           /* phase_status_name(): ok | errors | deadline | interrupted */
+    size_t stuck;                 /* operations the watchdogs saw hanging */
     struct holds_overlap overlap; /* lock phases: holds of all ranks together */
 };
 
@@ -89,8 +89,7 @@ int results_check_output(const char *path, bool force, char *err, size_t errlen)
  * /hosts and /ranks. Returns NULL and writes one line into err on failure. */
 struct results *results_create(const char *path, const struct run_info *run,
                                const struct host_info *hosts, int nhosts,
-                               const struct rank_info *ranks, int nranks,
-                               char *err, size_t errlen);
+                               const struct rank_info *ranks, int nranks, char *err, size_t errlen);
 
 /* One rank's calls per op in a phase: the /phases/<name>/ops table. */
 struct op_stats {
@@ -100,26 +99,26 @@ struct op_stats {
 
 /* Everything gathered from the ranks for one phase (rank 0's view). */
 struct phase_data {
-    const struct rank_record *rows;   /* nranks x iterations */
+    const struct rank_record *rows; /* nranks x iterations */
     size_t nrows;
     const struct err_entry *errors;
     size_t nerrors;
-    const struct stuck_entry *stuck;  /* calls the watchdogs saw hanging */
+    const struct stuck_entry *stuck; /* calls the watchdogs saw hanging */
     size_t nstuck;
-    const struct hold *holds;         /* lock phases: every granted lock */
+    const struct hold *holds; /* lock phases: every granted lock */
     size_t nholds;
-    const struct op_stats *ops;       /* one per rank */
+    const struct op_stats *ops; /* one per rank */
     size_t nranks;
-    const struct hist *hists;         /* OP_COUNT histograms merged over ranks */
+    const struct hist *hists; /* OP_COUNT histograms merged over ranks */
 };
 
 /* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
  * t_end, start_skew and every job key's resolved value), the ranks,
  * errors, stuck and ops tables, for lock phases the holds table and its
- * overlap, and the latency histograms (ops with no samples skipped). Flushes the file. Returns 0 or -1 (with err). */
-int results_write_phase(struct results *r, const struct phase *ph,
-                        const struct phase_summary *sum, const struct phase_data *d,
-                        char *err, size_t errlen);
+ * overlap, and the latency histograms (ops with no samples skipped). Flushes the file. Returns 0 or
+ * -1 (with err). */
+int results_write_phase(struct results *r, const struct phase *ph, const struct phase_summary *sum,
+                        const struct phase_data *d, char *err, size_t errlen);
 
 /* A phase's place on the monitor's timeline: /monitor/marks. */
 struct monitor_mark {
@@ -130,7 +129,7 @@ struct monitor_mark {
 
 /* Rows to append under /monitor after a phase. */
 struct monitor_append {
-    struct monitor_batch batch;          /* server samples taken so far */
+    struct monitor_batch batch; /* server samples taken so far */
     const struct monitor_mark *marks;
     size_t nmarks;
     const struct client_op_row *client_ops;
@@ -153,7 +152,7 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
 struct usage_row {
     int32_t rank;
     int32_t host;
-    double max_rss_bytes;   /* getrusage ru_maxrss */
+    double max_rss_bytes; /* getrusage ru_maxrss */
     double user_seconds, system_seconds;
 };
 int results_write_usage(struct results *r, const struct usage_row *rows, size_t n, char *err,
@@ -168,7 +167,7 @@ int results_write_cleanup(struct results *r, const struct err_entry *left, size_
  * partial; docs/results-format.md), end_utc,
  * exit_code and startup_seconds (MPI_Init to the first phase's start, -1
  * when no phase started), flush and close. Returns 0 or -1. */
-int results_close(struct results *r, const char *status, const char *end_utc,
-                  int exit_code, double startup_seconds, char *err, size_t errlen);
+int results_close(struct results *r, const char *status, const char *end_utc, int exit_code,
+                  double startup_seconds, char *err, size_t errlen);
 
 #endif

@@ -29,10 +29,11 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     fprintf(f, "%sphase,kind,status,t_start,t_end,start_skew,nranks\n", prefix);
     fprintf(f, "%s", prefix);
     csv_string(f, ph->name);
-    fprintf(f, ",%s,%s,%.9f,%.9f,%.9f,%zu\n", job_kind_name(ph->kind), sum->status,
-            sum->t_start, sum->t_end, sum->start_skew, d->nranks);
-    fprintf(f, "%srank,iteration,host,completed,file_rank,t_start,t_end,t_open,t_io,t_fsync,"
-               "t_close,t_md5,bytes,ops,errors,verify_failures,grants,contended,violations\n",
+    fprintf(f, ",%s,%s,%.9f,%.9f,%.9f,%zu\n", job_kind_name(ph->kind), sum->status, sum->t_start,
+            sum->t_end, sum->start_skew, d->nranks);
+    fprintf(f,
+            "%srank,iteration,host,completed,file_rank,t_start,t_end,t_open,t_io,t_fsync,"
+            "t_close,t_md5,bytes,ops,errors,verify_failures,grants,contended,violations\n",
             prefix);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct rank_record *r = &d->rows[i];
@@ -46,8 +47,8 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     fprintf(f, "%serror_rank,op,errno,count,first_time,first_path\n", prefix);
     for (size_t i = 0; i < d->nerrors; i++) {
         const struct err_entry *e = &d->errors[i];
-        fprintf(f, "%s%d,%s,%d,%" PRIu64 ",%.9f,", prefix, e->rank, op_name((enum op)e->op),
-                e->err, e->count, e->first_time);
+        fprintf(f, "%s%d,%s,%d,%" PRIu64 ",%.9f,", prefix, e->rank, op_name((enum op)e->op), e->err,
+                e->count, e->first_time);
         csv_string(f, e->first_path);
         fputc('\n', f);
     }

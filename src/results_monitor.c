@@ -102,11 +102,10 @@ static const struct field client_fields[] = {
 #undef X
 /* clang-format on */
 
-#define APPEND(name, fields, rows, n)                                                         \
+#define APPEND(name, fields, rows, n)                                                              \
     h5_table_append(group, name, fields, NFIELDS(fields), sizeof *(rows), rows, n, err, errlen)
 
-int results_monitor_append(hid_t group, const struct monitor_append *a, char *err,
-                           size_t errlen)
+int results_monitor_append(hid_t group, const struct monitor_append *a, char *err, size_t errlen)
 {
     const struct monitor_batch *b = &a->batch;
     if (APPEND("samples", sample_fields, b->samples, b->nsamples) < 0 ||

@@ -9,7 +9,6 @@
 
 /* Append every row of a to the tables under group (creating them on first
  * use). Returns 0 or -1 with err. */
-int results_monitor_append(hid_t group, const struct monitor_append *a, char *err,
-                           size_t errlen);
+int results_monitor_append(hid_t group, const struct monitor_append *a, char *err, size_t errlen);
 
 #endif

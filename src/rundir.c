@@ -42,8 +42,8 @@ static int rundir_check_existing(const struct backend_ops *be, void *ctx, const 
 }
 
 /* Tell who holds the lock: the first line of the lock file, if readable. */
-static void rundir_lock_owner(const struct backend_ops *be, void *ctx, const char *lock,
-                              char *buf, size_t len)
+static void rundir_lock_owner(const struct backend_ops *be, void *ctx, const char *lock, char *buf,
+                              size_t len)
 {
     snprintf(buf, len, "unknown");
     struct backend_file *f;
@@ -91,9 +91,8 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
     if (rc == -EEXIST) {
         char who[160];
         rundir_lock_owner(be, ctx, lock, who, sizeof who);
-        snprintf(err, errlen,
-                 "%s is in use by another run (%s); if that run is gone, remove %s", rundir,
-                 who, lock);
+        snprintf(err, errlen, "%s is in use by another run (%s); if that run is gone, remove %s",
+                 rundir, who, lock);
         return RUNDIR_REFUSED;
     }
     if (rc < 0) {

@@ -9,8 +9,8 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdbool.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +27,8 @@
 #include "runner_monitor.h"
 #include "runner_stop.h"
 #include "signals.h"
-#include "watchdog.h"
 #include "summary.h"
+#include "watchdog.h"
 #include "workload.h"
 
 #define CLOCKSYNC_ROUNDS 10
@@ -42,24 +42,24 @@
 struct run {
     const struct job *job;
     const struct runner_opts *opts;
-    MPI_Comm comm;         /* the I/O ranks (monitor ranks are not in it) */
-    int rank, size;        /* in comm */
+    MPI_Comm comm;  /* the I/O ranks (monitor ranks are not in it) */
+    int rank, size; /* in comm */
     char run_id[64];
     char rundir[HERD_PATH_MAX];
     struct clock clock;
-    double start_margin;   /* seconds between announcing and starting a phase */
+    double start_margin;    /* seconds between announcing and starting a phase */
     double clock_error_max; /* largest offset error bound of any rank */
-    int host;              /* this rank's host index */
+    int host;               /* this rank's host index */
     char hostname[RESULTS_HOST_MAX];
-    int *rank_host;        /* host index of every rank */
+    int *rank_host; /* host index of every rank */
     int nhosts;
     const struct backend_ops *be;
     void *be_ctx;
     char output[JOB_PATH_MAX + 96]; /* results file path */
-    struct results *results; /* rank 0 only */
-    bool rundir_locked;     /* rank 0 holds the run directory's lock file */
-    bool rundir_ours;       /* this run made the run directory */
-    struct claims claims;   /* what this run made, for the clean-up */
+    struct results *results;        /* rank 0 only */
+    bool rundir_locked;             /* rank 0 holds the run directory's lock file */
+    bool rundir_ours;               /* this run made the run directory */
+    struct claims claims;           /* what this run made, for the clean-up */
     struct runner_stop stop;
     char lost[8][JOB_NAME_MAX]; /* rank 0: phases not in the results file (first 8) */
     int nlost;
@@ -68,9 +68,9 @@ struct run {
     uint64_t total_errors, total_verify;
     struct monitor_link mon;
     double epoch_unix;
-    bool client_stats;      /* this rank reads its host's NFS client counters */
+    bool client_stats;                  /* this rank reads its host's NFS client counters */
     char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */
-    struct monitor_sample *samples; /* rank 0: every server sample so far */
+    struct monitor_sample *samples;     /* rank 0: every server sample so far */
     size_t nsamples;
     double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
 };
@@ -130,8 +130,7 @@ static bool run_mpi_ok(int rc, const char *what)
 
 /* Every rank learns every rank's host index (hosts numbered in order of
  * their lowest rank); rank 0 also gets the host and rank tables. */
-static int run_map_hosts(struct run *r, struct host_info **hosts_out,
-                         struct rank_info **ranks_out)
+static int run_map_hosts(struct run *r, struct host_info **hosts_out, struct rank_info **ranks_out)
 {
     struct host_info me;
     hosts_describe(r->job->phases[0].target, &me);
@@ -167,8 +166,11 @@ static int run_map_hosts(struct run *r, struct host_info **hosts_out,
     r->client_stats = r->rank == first_rank[r->host] && strncmp(me.fstype, "nfs", 3) == 0;
     snprintf(r->mount_point, sizeof r->mount_point, "%s", me.mount_point);
 
-    struct rank_info ri = {.rank = r->rank, .host = r->host, .pid = (int32_t)getpid(),
-                           .clock_offset = r->clock.base, .clock_error = r->clock.error};
+    struct rank_info ri = {.rank = r->rank,
+                           .host = r->host,
+                           .pid = (int32_t)getpid(),
+                           .clock_offset = r->clock.base,
+                           .clock_error = r->clock.error};
     MPI_Gather(&ri, sizeof ri, MPI_BYTE, ranks, sizeof ri, MPI_BYTE, 0, r->comm);
     if (r->rank == 0) {
         /* Offsets relative to rank 0's clock: base_r - base_0. */
@@ -213,8 +215,8 @@ static int run_neighbor(const struct run *r)
  * are checked against MPI's int before anything is sent, and rank 0's
  * buffer is allocated before any rank sends: on failure every rank
  * returns NULL with *total 0 and *ok false (a collective). */
-static void *run_gather(const struct run *r, const void *mine, size_t n, size_t size,
-                        size_t *total, bool *ok)
+static void *run_gather(const struct run *r, const void *mine, size_t n, size_t size, size_t *total,
+                        bool *ok)
 {
     *total = 0;
     uint64_t bytes64 = (uint64_t)n * size;
@@ -263,8 +265,8 @@ static void *run_gather(const struct run *r, const void *mine, size_t n, size_t 
 
 /* Rank 0's copy of everything the ranks measured in a phase. */
 struct gathered {
-    double *starts;             /* each rank's achieved start */
-    struct rank_record *rows;   /* nranks x iterations */
+    double *starts;           /* each rank's achieved start */
+    struct rank_record *rows; /* nranks x iterations */
     size_t nrows;
     struct err_entry *errs;
     size_t nerrs;
@@ -273,8 +275,8 @@ struct gathered {
     struct hold *holds;
     size_t nholds;
     struct op_stats *ops;
-    struct hist *merged;        /* OP_COUNT histograms summed over ranks */
-    bool ok;                    /* everything arrived */
+    struct hist *merged; /* OP_COUNT histograms summed over ranks */
+    bool ok;             /* everything arrived */
 };
 
 static void gathered_free(struct gathered *g)
@@ -311,8 +313,8 @@ static void run_gather_phase(struct run *r, const struct phase *ph, struct phase
                          &g->nrows, &g->ok);
     g->errs = run_gather(r, c->errors->entries, c->errors->n, sizeof(struct err_entry), &g->nerrs,
                          &g->ok);
-    g->stuck = run_gather(r, stuck_mine, nstuck_mine, sizeof(struct stuck_entry), &g->nstuck,
-                          &g->ok);
+    g->stuck =
+        run_gather(r, stuck_mine, nstuck_mine, sizeof(struct stuck_entry), &g->nstuck, &g->ok);
     g->holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &g->nholds, &g->ok);
     struct op_stats mine_ops;
     memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
@@ -320,9 +322,9 @@ static void run_gather_phase(struct run *r, const struct phase *ph, struct phase
     g->ok &= run_mpi_ok(MPI_Gather(&mine_ops, sizeof mine_ops, MPI_BYTE, g->ops, sizeof mine_ops,
                                    MPI_BYTE, 0, r->comm),
                         "gather");
-    g->ok &= run_mpi_ok(MPI_Reduce(c->hist, g->merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T,
-                                   MPI_SUM, 0, r->comm),
-                        "reduce");
+    g->ok &= run_mpi_ok(
+        MPI_Reduce(c->hist, g->merged, OP_COUNT * HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0, r->comm),
+        "reduce");
 }
 
 /* How a phase ended, as every rank agrees: the stop signal any rank saw
@@ -336,8 +338,7 @@ static struct phase_outcome run_agree_outcome(struct run *r, const struct phase_
 {
     int mine[2] = {runner_stop_signal(&r->stop), 0};
     for (int64_t i = 0; i < c->ph->iterations; i++)
-        if (!c->records[i].completed && c->deadline_at > 0 &&
-            c->records[i].t_end >= c->deadline_at)
+        if (!c->records[i].completed && c->deadline_at > 0 && c->records[i].t_end >= c->deadline_at)
             mine[1] = 1;
     int all[2] = {mine[0], mine[1]};
     run_mpi_ok(MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, r->comm), "allreduce");
@@ -357,9 +358,8 @@ static enum phase_status run_phase_status(struct phase_outcome o, uint64_t error
 /* Rank 0: the phase into the results file, or, when the file cannot take
  * it, into the fallback; a phase that is not in the file is remembered
  * for the status, the exit code and the summary. */
-static void run_record_phase(struct run *r, const struct phase *ph,
-                             const struct phase_summary *sum, const struct phase_data *data,
-                             double t_gather)
+static void run_record_phase(struct run *r, const struct phase *ph, const struct phase_summary *sum,
+                             const struct phase_data *data, double t_gather)
 {
     char err[512];
     double t_write = clock_mono();
@@ -382,10 +382,9 @@ static void run_record_phase(struct run *r, const struct phase *ph,
 }
 
 /* After a phase: gather, agree, decide, record. Returns how it ended. */
-static struct phase_outcome run_collect(struct run *r, const struct phase *ph,
-                                        struct phase_ctx *c, const struct stuck_entry *stuck_mine,
-                                        size_t nstuck_mine, struct phase_summary *sum,
-                                        double started)
+static struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
+                                        const struct stuck_entry *stuck_mine, size_t nstuck_mine,
+                                        struct phase_summary *sum, double started)
 {
     double t_gather = clock_mono();
     struct gathered g;
@@ -422,9 +421,17 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph,
     r->total_verify += verify;
     sum->status = phase_status_name(run_phase_status(o, errors, verify));
     struct phase_data data = {
-        .rows = g.rows, .nrows = g.nrows, .errors = g.errs, .nerrors = g.nerrs,
-        .stuck = g.stuck, .nstuck = g.nstuck, .holds = g.holds, .nholds = g.nholds,
-        .ops = g.ops, .nranks = (size_t)r->size, .hists = g.merged,
+        .rows = g.rows,
+        .nrows = g.nrows,
+        .errors = g.errs,
+        .nerrors = g.nerrs,
+        .stuck = g.stuck,
+        .nstuck = g.nstuck,
+        .holds = g.holds,
+        .nholds = g.nholds,
+        .ops = g.ops,
+        .nranks = (size_t)r->size,
+        .hists = g.merged,
     };
     run_record_phase(r, ph, sum, &data, t_gather);
     summary_compute(ph, sum, g.rows, g.nrows, errors, &r->lines[r->nlines++]);
@@ -441,13 +448,16 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                               const struct client_op_row *ops, size_t nops,
                               const struct client_row *clients, size_t nclients, bool final)
 {
-    struct monitor_append a = {.marks = mark, .nmarks = mark ? 1 : 0, .client_ops = ops,
-                               .nclient_ops = nops, .clients = clients, .nclients = nclients};
+    struct monitor_append a = {.marks = mark,
+                               .nmarks = mark ? 1 : 0,
+                               .client_ops = ops,
+                               .nclient_ops = nops,
+                               .clients = clients,
+                               .nclients = nclients};
     runner_monitor_collect(&r->mon, final, &a.batch);
     const struct monitor_batch *b = &a.batch;
     if (b->nsamples) {
-        struct monitor_sample *all =
-            realloc(r->samples, (r->nsamples + b->nsamples) * sizeof *all);
+        struct monitor_sample *all = realloc(r->samples, (r->nsamples + b->nsamples) * sizeof *all);
         if (all) {
             memcpy(all + r->nsamples, b->samples, b->nsamples * sizeof *all);
             r->samples = all;
@@ -457,8 +467,8 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
     for (size_t i = 0; i < b->nnotes; i++)
         fprintf(stderr, "herd: monitor %s on %s: %s\n", b->notes[i].source, b->notes[i].host,
                 b->notes[i].text);
-    bool any = b->nsamples || b->nmetrics || b->nprocesses || b->ndisks || b->nnotes ||
-               a.nmarks || nops || nclients;
+    bool any = b->nsamples || b->nmetrics || b->nprocesses || b->ndisks || b->nnotes || a.nmarks ||
+               nops || nclients;
     char err[512];
     if (r->results && any && results_write_monitor(r->results, &a, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
@@ -488,8 +498,8 @@ static void run_phase_monitor(struct run *r, int index, const struct phase_summa
     size_t nops = 0, nrow = 0;
     struct client_row row;
     struct mountstats *after = before ? run_client_snapshot(r) : NULL;
-    if (after && client_stats_rows(before, after, r->job->phases[index].name, r->host, &ops,
-                                   &nops, &row) == 0)
+    if (after && client_stats_rows(before, after, r->job->phases[index].name, r->host, &ops, &nops,
+                                   &row) == 0)
         nrow = 1;
     free(after);
     size_t nall_ops = 0, nall_rows = 0;
@@ -526,19 +536,29 @@ static struct phase_outcome run_phase(struct run *r, int index)
     struct errtab errors;
     errtab_init(&errors);
     struct phase_ctx c = {
-        .ph = ph, .index = index, .rank = r->rank, .nranks = r->size, .host = r->host,
+        .ph = ph,
+        .index = index,
+        .rank = r->rank,
+        .nranks = r->size,
+        .host = r->host,
         .peer = ph->read_from == READ_NEIGHBOR ? run_neighbor(r) : r->rank,
-        .be = r->be, .be_ctx = r->be_ctx, .rundir = r->rundir, .clock = &r->clock,
+        .be = r->be,
+        .be_ctx = r->be_ctx,
+        .rundir = r->rundir,
+        .clock = &r->clock,
         .records = calloc((size_t)ph->iterations, sizeof(struct rank_record)),
-        .errors = &errors, .hist = calloc(OP_COUNT, sizeof(struct hist)),
-        .sync = run_sync, .sync_data = r, .peer_stopped = run_peer_stopped,
+        .errors = &errors,
+        .hist = calloc(OP_COUNT, sizeof(struct hist)),
+        .sync = run_sync,
+        .sync_data = r,
+        .peer_stopped = run_peer_stopped,
         .claims = &r->claims,
     };
     struct progress progress;
     if (r->rank == 0)
         c.progress = &progress;
-    struct watchdog *dog = watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank,
-                                          r->hostname);
+    struct watchdog *dog =
+        watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank, r->hostname);
     if (r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches the target */
         int rc = r->be->configure(r->be_ctx, ph);
         if (rc < 0 && c.records)
@@ -599,8 +619,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
         o = run_collect(r, ph, &c, stuck, nstuck, &sum, started);
     else
         o = run_agree_outcome(r, &c);
-    run_phase_monitor(r, index, &sum, client_before,
-                      index == r->job->nphases - 1 || o.signal);
+    run_phase_monitor(r, index, &sum, client_before, index == r->job->nphases - 1 || o.signal);
     free(client_before);
     free(stuck);
     free(c.records);
@@ -639,10 +658,17 @@ static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry
                 continue;
             if (run_cleanup_stopped(r, deadline, signals_before))
                 break;
-            struct phase_ctx c = {.ph = &job->phases[i], .index = i, .rank = r->rank,
-                                  .nranks = r->size, .rundir = r->rundir, .be = r->be,
-                                  .be_ctx = r->be_ctx, .clock = &r->clock, .errors = &errs,
-                                  .deadline_at = deadline, .claims = &r->claims,
+            struct phase_ctx c = {.ph = &job->phases[i],
+                                  .index = i,
+                                  .rank = r->rank,
+                                  .nranks = r->size,
+                                  .rundir = r->rundir,
+                                  .be = r->be,
+                                  .be_ctx = r->be_ctx,
+                                  .clock = &r->clock,
+                                  .errors = &errs,
+                                  .deadline_at = deadline,
+                                  .claims = &r->claims,
                                   .signals_before = signals_before};
             wl->remove(&c, pass);
         }
@@ -712,7 +738,9 @@ static void run_write_usage(struct run *r)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     struct usage_row mine = {
-        .rank = r->rank, .host = r->host, .max_rss_bytes = (double)ru.ru_maxrss * 1024.0,
+        .rank = r->rank,
+        .host = r->host,
+        .max_rss_bytes = (double)ru.ru_maxrss * 1024.0,
         .user_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
         .system_seconds = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
     };
@@ -739,8 +767,8 @@ static int run_claim_places(struct run *r)
     snprintf(owner, sizeof owner, "run %s, host %s, pid %ld\n", r->run_id, r->hostname,
              (long)getpid());
     bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
-    int rc = rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err,
-                         sizeof err);
+    int rc =
+        rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
     if (rc == RUNDIR_REFUSED) {
         fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
         return 2;
@@ -763,17 +791,26 @@ static int run_create_results(struct run *r, double sync_seconds, const char *st
     if (nl)
         *nl = '\0';
     struct run_info info = {
-        .version = HERD_VERSION, .run_id = r->run_id, .command_line = r->opts->command_line,
-        .job_path = r->job->path, .job_text = r->job->text, .start_utc = start_utc,
-        .epoch_unix = r->epoch_unix, .mpi_version = mpi_version, .target = first->target,
-        .nranks = r->size, .nhosts = r->nhosts, .clock_sync_seconds = sync_seconds,
+        .version = HERD_VERSION,
+        .run_id = r->run_id,
+        .command_line = r->opts->command_line,
+        .job_path = r->job->path,
+        .job_text = r->job->text,
+        .start_utc = start_utc,
+        .epoch_unix = r->epoch_unix,
+        .mpi_version = mpi_version,
+        .target = first->target,
+        .nranks = r->size,
+        .nhosts = r->nhosts,
+        .clock_sync_seconds = sync_seconds,
         .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
-        .monitor_rank = r->mon.sampler, .monitor_interval = first->monitor_interval,
+        .monitor_rank = r->mon.sampler,
+        .monitor_interval = first->monitor_interval,
         .monitor_url = first->monitor_url,
     };
     char err[1600];
-    r->results = results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err,
-                                sizeof err);
+    r->results =
+        results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
     r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
     if (!r->results || !r->lines) {
         fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
@@ -804,11 +841,9 @@ static void run_release_rundir(struct run *r)
 static int run_finish(struct run *r, int signal)
 {
     summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
-    enum run_status status = signal      ? RUN_INTERRUPTED
-                             : r->nlost ? RUN_INCOMPLETE
-                                        : RUN_COMPLETE;
-    int exit_code = signal                               ? 128 + signal
-                    : r->nlost                           ? EXIT_RESULTS_LOST
+    enum run_status status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
+    int exit_code = signal                                 ? 128 + signal
+                    : r->nlost                             ? EXIT_RESULTS_LOST
                     : (r->total_errors || r->total_verify) ? 3
                                                            : 0;
     char end_utc[40], err[512];

@@ -7,10 +7,10 @@
 #include "job.h"
 
 struct runner_opts {
-    const char *output;        /* results path; NULL = herd-<run id>.h5 */
-    bool force;                /* overwrite an existing results file */
-    const char *command_line;  /* as typed, for the results file */
-    double t_init;             /* clock_mono() right after MPI_Init */
+    const char *output;       /* results path; NULL = herd-<run id>.h5 */
+    bool force;               /* overwrite an existing results file */
+    const char *command_line; /* as typed, for the results file */
+    double t_init;            /* clock_mono() right after MPI_Init */
 };
 
 /* Returns the exit code, the same on every rank: 0 clean, 2 bad input

@@ -20,8 +20,7 @@ static bool host_matches(const char *hostname, const char *want)
 {
     size_t a = strcspn(hostname, "."), b = strcspn(want, ".");
     return strcmp(hostname, want) == 0 ||
-           (a == b && strncmp(hostname, want, a) == 0 &&
-            (hostname[a] == '\0' || want[b] == '\0'));
+           (a == b && strncmp(hostname, want, a) == 0 && (hostname[a] == '\0' || want[b] == '\0'));
 }
 
 int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,
@@ -130,17 +129,20 @@ int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
             MPI_Recv(&t_first, 1, MPI_DOUBLE, l->io_root, TAG_START, MPI_COMM_WORLD,
                      MPI_STATUS_IGNORE);
             struct monitor_config cfg = {
-                .interval = g->monitor_interval, .local = true,
-                .processes = g->monitor_processes, .disks = g->monitor_disks, .url = "",
-                .hostname = hostname, .clock = clock,
+                .interval = g->monitor_interval,
+                .local = true,
+                .processes = g->monitor_processes,
+                .disks = g->monitor_disks,
+                .url = "",
+                .hostname = hostname,
+                .clock = clock,
             };
             char err[256];
             if (rank == l->sampler && !m && !(m = monitor_start(&cfg, t_first, err, sizeof err)))
                 monitor_add_note(&early, clock_now(clock), hostname, "proc", "%s", err);
         } else if (st.MPI_TAG == TAG_FLUSH) {
             int final;
-            MPI_Recv(&final, 1, MPI_INT, l->io_root, TAG_FLUSH, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(&final, 1, MPI_INT, l->io_root, TAG_FLUSH, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             struct monitor_batch b = {0};
             monitor_batch_move(&b, &early);
             if (m && final) {
@@ -159,22 +161,26 @@ int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
             monitor_batch_free(&early);
             return code;
         } else { /* not ours: take it off the queue */
-            MPI_Recv(NULL, 0, MPI_BYTE, l->io_root, st.MPI_TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(NULL, 0, MPI_BYTE, l->io_root, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
     }
 }
 
-int runner_monitor_begin(struct monitor_link *l, const struct phase *g,
-                         const struct clock *clock, double t_first, char *err, size_t errlen)
+int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const struct clock *clock,
+                         double t_first, char *err, size_t errlen)
 {
     if (l->sampler >= 0)
         MPI_Send(&t_first, 1, MPI_DOUBLE, l->sampler, TAG_START, MPI_COMM_WORLD);
     if (!g->monitor_url[0])
         return 0;
     struct monitor_config cfg = {
-        .interval = g->monitor_interval, .local = false, .processes = "", .disks = "",
-        .url = g->monitor_url, .hostname = "", .clock = clock,
+        .interval = g->monitor_interval,
+        .local = false,
+        .processes = "",
+        .disks = "",
+        .url = g->monitor_url,
+        .hostname = "",
+        .clock = clock,
     };
     l->scrape = monitor_start(&cfg, t_first, err, errlen);
     return l->scrape ? 0 : -1;

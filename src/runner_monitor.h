@@ -15,11 +15,11 @@
 #include "monitor.h"
 
 struct monitor_link {
-    int nmonitors;      /* ranks doing no I/O */
-    int sampler;        /* world rank that samples, -1 = none */
-    int io_root;        /* world rank of I/O rank 0 */
-    int *monitors;      /* world ranks of all monitor ranks */
-    bool is_monitor;    /* this rank is one */
+    int nmonitors;   /* ranks doing no I/O */
+    int sampler;     /* world rank that samples, -1 = none */
+    int io_root;     /* world rank of I/O rank 0 */
+    int *monitors;   /* world ranks of all monitor ranks */
+    bool is_monitor; /* this rank is one */
     char sampler_host[MONITOR_HOST_MAX];
     struct monitor *scrape; /* I/O rank 0: the monitor_url scraper, if any */
 };
@@ -37,8 +37,8 @@ int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
 
 /* I/O rank 0: the first phase starts at t_first; start the sampler and
  * the scraper. Returns 0 or -1 with err (a bad monitor_url). */
-int runner_monitor_begin(struct monitor_link *l, const struct phase *g,
-                         const struct clock *clock, double t_first, char *err, size_t errlen);
+int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const struct clock *clock,
+                         double t_first, char *err, size_t errlen);
 /* I/O rank 0: move every row sampled so far into out; final stops the
  * sampling. */
 void runner_monitor_collect(struct monitor_link *l, bool final, struct monitor_batch *out);

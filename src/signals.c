@@ -61,9 +61,9 @@ unsigned signals_count(void)
 void signals_alarm_arm(double seconds)
 {
     alarm_fired = 0;
-    struct itimerval it = {{0, ALARM_REPEAT_US},
-                           {(time_t)seconds,
-                            (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
+    struct itimerval it = {
+        {0, ALARM_REPEAT_US},
+        {(time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
     if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
         it.it_value.tv_usec = 1;
     setitimer(ITIMER_REAL, &it, NULL);

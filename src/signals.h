@@ -7,7 +7,7 @@
 #include <stdbool.h>
 
 void signals_install(void);
-int signals_caught(void);    /* the first stop signal caught, or 0 */
+int signals_caught(void);     /* the first stop signal caught, or 0 */
 unsigned signals_count(void); /* how many stop signals were caught */
 
 /* Interrupt the calling process's next blocking call (it returns EINTR)

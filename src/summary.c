@@ -27,8 +27,12 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         snprintf(out->layout, sizeof out->layout, "-");
     else if (ph->kind == KIND_LOCK)
         snprintf(out->layout, sizeof out->layout, "%s %s %s",
-                 ph->lock_mode == LOCK_EXCLUSIVE ? "excl" : ph->lock_mode == LOCK_SHARED ? "shared" : "mixed",
-                 ph->lock_range == LOCK_WHOLE ? "whole" : ph->lock_range == LOCK_BLOCK ? "block" : "overlap",
+                 ph->lock_mode == LOCK_EXCLUSIVE ? "excl"
+                 : ph->lock_mode == LOCK_SHARED  ? "shared"
+                                                 : "mixed",
+                 ph->lock_range == LOCK_WHOLE   ? "whole"
+                 : ph->lock_range == LOCK_BLOCK ? "block"
+                                                : "overlap",
                  ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
     else if (ph->kind == KIND_META)
         snprintf(out->layout, sizeof out->layout, "%s %lldf/%lldd %s",
@@ -41,8 +45,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
             snprintf(out->layout, sizeof out->layout, "shared x%lld", (long long)ph->count);
     else
         snprintf(out->layout, sizeof out->layout, "%s %s%s",
-             ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
-             ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
+                 ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
+                 ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg"
+                                                                                      : "");
     snprintf(out->status, sizeof out->status, "%s", sum->status);
     out->rows = (int)nrows;
     out->errors = errors;
@@ -128,16 +133,16 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
         cpu |= !isnan(lines[i].cpu_mean);
         threads |= !isnan(lines[i].nfsd_threads);
     }
-    fprintf(out, "\n%-18s %-5s %-22s %5s %8s %8s %8s %8s %9s %9s %7s %6s %5s %s\n", "phase",
-            "kind", "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "ops/s",
-            "errors", "verify", "viol", "status");
+    fprintf(out, "\n%-18s %-5s %-22s %5s %8s %8s %8s %8s %9s %9s %7s %6s %5s %s\n", "phase", "kind",
+            "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "ops/s", "errors",
+            "verify", "viol", "status");
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
-        fprintf(out, "%-18s %-5s %-22s %5d %8.3f %8.3f %8.3f %8.3f %9.1f %9.0f %7llu %6llu %5llu %s\n",
-                l->name, l->kind, l->layout, l->rows, l->t_min, l->t_median, l->t_max,
-                l->last_done, l->mib_per_s, l->ops_per_s, (unsigned long long)l->errors,
-                (unsigned long long)l->verify_failures, (unsigned long long)l->violations,
-                l->status);
+        fprintf(
+            out, "%-18s %-5s %-22s %5d %8.3f %8.3f %8.3f %8.3f %9.1f %9.0f %7llu %6llu %5llu %s\n",
+            l->name, l->kind, l->layout, l->rows, l->t_min, l->t_median, l->t_max, l->last_done,
+            l->mib_per_s, l->ops_per_s, (unsigned long long)l->errors,
+            (unsigned long long)l->verify_failures, (unsigned long long)l->violations, l->status);
     }
     if (!cpu && !threads)
         return;

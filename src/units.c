@@ -17,11 +17,24 @@ static int units_size_shift(const char *s)
     if (*s == '\0' || strcmp(s, "B") == 0)
         return 0;
     switch (*s) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    case 'T': case 't': shift = 40; break;
-    default: return -1;
+    case 'K':
+    case 'k':
+        shift = 10;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        break;
+    case 'T':
+    case 't':
+        shift = 40;
+        break;
+    default:
+        return -1;
     }
     s++;
     if (*s != '\0' && strcmp(s, "iB") != 0)
@@ -58,8 +71,7 @@ int units_parse_duration(const char *text, double *seconds)
         const char *name;
         double scale;
     } units[] = {
-        {"", 1.0},     {"s", 1.0},      {"ms", 1e-3}, {"us", 1e-6},
-        {"ns", 1e-9},  {"m", 60.0},     {"h", 3600.0},
+        {"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"m", 60.0}, {"h", 3600.0},
     };
     const char *s = text;
     size_t digits = 0, len;
@@ -104,8 +116,7 @@ void units_format_size(uint64_t bytes, char *buf, size_t len)
         for (int i = 0; i < 4; i++) {
             uint64_t unit = UINT64_C(1) << shifts[i];
             if (bytes % unit == 0) {
-                snprintf(buf, len, "%llu%c",
-                         (unsigned long long)(bytes >> shifts[i]), suffix[i]);
+                snprintf(buf, len, "%llu%c", (unsigned long long)(bytes >> shifts[i]), suffix[i]);
                 return;
             }
         }
@@ -115,8 +126,7 @@ void units_format_size(uint64_t bytes, char *buf, size_t len)
 
 void units_format_human(double bytes, char *buf, size_t len)
 {
-    static const char *const names[] = {"B",   "KiB", "MiB", "GiB",
-                                        "TiB", "PiB", "EiB"};
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     const int last = (int)(sizeof(names) / sizeof(names[0])) - 1;
     double v = bytes, mag = fabs(bytes);
     int i = 0;

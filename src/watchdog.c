@@ -75,8 +75,8 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock,
-                                double threshold, int rank, const char *host)
+struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock, double threshold,
+                                int rank, const char *host)
 {
     struct watchdog *w = calloc(1, sizeof *w);
     if (!w)

@@ -25,9 +25,9 @@ struct inflight {
 struct stuck_entry {
     int32_t rank;
     int32_t op;
-    double since;     /* common clock: when the call started */
-    double noticed;   /* common clock: when the watchdog saw it stuck */
-    double returned;  /* common clock: when it returned; -1 if not in the phase */
+    double since;    /* common clock: when the call started */
+    double noticed;  /* common clock: when the watchdog saw it stuck */
+    double returned; /* common clock: when it returned; -1 if not in the phase */
     char path[ERRTAB_PATH_MAX];
 };
 
@@ -48,8 +48,8 @@ struct watchdog;
 /* Start watching f; calls longer than threshold seconds are recorded and
  * reported on stderr as "herd: rank R on HOST: OP of PATH stuck for Ns".
  * Returns NULL if the thread cannot start (herd then runs unwatched). */
-struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock,
-                                double threshold, int rank, const char *host);
+struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock, double threshold,
+                                int rank, const char *host);
 
 /* Stop the thread; hand over what it recorded (caller frees *entries). */
 void watchdog_stop(struct watchdog *w, struct stuck_entry **entries, size_t *n);

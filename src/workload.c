@@ -47,8 +47,8 @@ void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int e
     workload_error(c, op, err, path);
 }
 
-ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
-                      ssize_t rc, const char *path, double *t)
+ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0, ssize_t rc,
+                      const char *path, double *t)
 {
     double dt = op_end(c, op, t0);
     if (t)

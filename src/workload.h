@@ -34,29 +34,29 @@ struct claims {
 
 struct phase_ctx {
     const struct phase *ph;
-    int index;            /* the phase's index in the job */
+    int index; /* the phase's index in the job */
     int rank, nranks;
-    int peer;             /* the rank whose file this rank reads */
+    int peer; /* the rank whose file this rank reads */
     int host;
     const struct backend_ops *be;
     void *be_ctx;
-    const char *rundir;   /* relative to the target: "herd-<run id>" */
+    const char *rundir; /* relative to the target: "herd-<run id>" */
     const struct clock *clock;
-    double deadline_at;   /* common clock; 0 = none */
+    double deadline_at;          /* common clock; 0 = none */
     struct rank_record *records; /* ph->iterations rows, filled by run */
     struct errtab *errors;
-    struct hist *hist;    /* OP_COUNT histograms */
-    struct progress *progress; /* rank 0 only, else NULL */
-    void *state;          /* the workload's, between prepare/run/finish */
-    struct inflight inflight; /* the backend call in flight, for the watchdog */
-    struct holds holds;           /* lock phases: when this rank held the lock */
-    uint64_t op_count[OP_COUNT];  /* calls per op, this rank */
-    double op_seconds[OP_COUNT];  /* seconds in each op, this rank */
+    struct hist *hist;           /* OP_COUNT histograms */
+    struct progress *progress;   /* rank 0 only, else NULL */
+    void *state;                 /* the workload's, between prepare/run/finish */
+    struct inflight inflight;    /* the backend call in flight, for the watchdog */
+    struct holds holds;          /* lock phases: when this rank held the lock */
+    uint64_t op_count[OP_COUNT]; /* calls per op, this rank */
+    double op_seconds[OP_COUNT]; /* seconds in each op, this rank */
     /* Wait until every rank gets here (the runner's barrier): lets a
      * workload run steps that all ranks finish before the next begins.
      * Every rank must call it the same number of times. */
     void (*sync)(struct phase_ctx *c);
-    void *sync_data;      /* the runner's, for sync */
+    void *sync_data; /* the runner's, for sync */
     /* True when another rank has stopped (a signal it caught); when this
      * rank caught one, tells the others. Polled by workload_should_stop,
      * cheap to call often, from any thread. NULL: no other ranks. */
@@ -93,8 +93,8 @@ static inline double op_end(struct phase_ctx *c, enum op op, double t0)
  * the error table, so that the two never disagree. A caller that treats
  * some errno as expected (EEXIST of a mkdir, EAGAIN of a try-lock) passes
  * 0 for it. Returns rc. */
-ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
-                      ssize_t rc, const char *path, double *t);
+ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0, ssize_t rc,
+                      const char *path, double *t);
 
 /* Count a failure that is not a call's return (a short read, a failed
  * allocation, an error in prepare or finish) in row r and the error table.
@@ -104,9 +104,9 @@ void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int e
 
 struct workload_ops {
     enum phase_kind kind;
-    int (*prepare)(struct phase_ctx *c);  /* untimed; errors go to c->errors */
-    void (*run)(struct phase_ctx *c);     /* timed; never aborts */
-    void (*finish)(struct phase_ctx *c);  /* frees state */
+    int (*prepare)(struct phase_ctx *c); /* untimed; errors go to c->errors */
+    void (*run)(struct phase_ctx *c);    /* timed; never aborts */
+    void (*finish)(struct phase_ctx *c); /* frees state */
     /* At the end of the run (keep = no): quietly remove what this rank made
      * in such a phase; pass 0 files, then after a barrier pass 1
      * directories. NULL when the kind leaves nothing. Only ph, rank,
@@ -127,8 +127,7 @@ void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
 
 /* Path of a data file: "<rundir>/<fileset>/<name>" for file index `index`
  * (a rank, or -1 for the shared file). */
-void workload_file_path(const struct phase_ctx *c, int index, char *buf,
-                        size_t len);
+void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t len);
 void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len);
 
 /* Make the run and fileset directories (untimed; an existing one is fine).

@@ -110,8 +110,7 @@ static void test_growth(void **state)
         for (int op = 0; op < OP_COUNT; op++)
             for (int err = 1; err <= 40; err++) {
                 snprintf(path, sizeof(path), "/f/%d/%d/%d", round, op, err);
-                errtab_add(&t, 3, (enum op)op, round % 2 ? -err : err, path,
-                           round * 100.0 + op);
+                errtab_add(&t, 3, (enum op)op, round % 2 ? -err : err, path, round * 100.0 + op);
             }
     assert_int_equal(t.n, OP_COUNT * 40);
     assert_true(t.cap >= t.n);
@@ -133,10 +132,8 @@ static void test_growth(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_counts),
-        cmocka_unit_test(test_sign),
-        cmocka_unit_test(test_first_kept),
-        cmocka_unit_test(test_long_path),
+        cmocka_unit_test(test_counts),     cmocka_unit_test(test_sign),
+        cmocka_unit_test(test_first_kept), cmocka_unit_test(test_long_path),
         cmocka_unit_test(test_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,8 +28,8 @@ static void check_inverse(uint64_t v)
         fail_msg("value %llu: index %d out of range", (unsigned long long)v, i);
     uint64_t lo = hist_bucket_lower(i), hi = hist_bucket_upper(i);
     if (!(lo <= v && v < hi))
-        fail_msg("value %llu in bucket %d [%llu, %llu)", (unsigned long long)v,
-                 i, (unsigned long long)lo, (unsigned long long)hi);
+        fail_msg("value %llu in bucket %d [%llu, %llu)", (unsigned long long)v, i,
+                 (unsigned long long)lo, (unsigned long long)hi);
     /* width at most 1/16 of the lower bound (exact below 16) */
     if (v < 16)
         assert_true(hi - lo == 1);
@@ -139,14 +139,14 @@ static void test_quantiles(void **state)
     struct {
         double q;
         uint64_t exact;
-    } cases[] = {{0.5, 500000}, {0.9, 900000}, {0.99, 990000}, {0.001, 1000},
-                 {1.0, 1000000}, {0.0, 1000}};
+    } cases[] = {{0.5, 500000}, {0.9, 900000},  {0.99, 990000},
+                 {0.001, 1000}, {1.0, 1000000}, {0.0, 1000}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t got = hist_quantile(&h, cases[i].q), want = cases[i].exact;
         /* the bucket upper bound: above the sample, by at most 6.25 % */
         if (!(got > want && (double)got <= want * 1.0625))
-            fail_msg("q=%g: %llu, sample %llu", cases[i].q,
-                     (unsigned long long)got, (unsigned long long)want);
+            fail_msg("q=%g: %llu, sample %llu", cases[i].q, (unsigned long long)got,
+                     (unsigned long long)want);
     }
     /* q = 1 is the highest non-empty bucket's upper bound */
     assert_true(hist_quantile(&h, 1.0) == hist_bucket_upper(hist_bucket_index(1000000)));

@@ -21,7 +21,10 @@
 #define assert_near(a, b) assert_true(fabs((double)(a) - (double)(b)) < EPS)
 
 /* A hold: rank, exclusive, granted, released, start, len. */
-#define H(rank, excl, t0, t1, start, len) {(rank), (excl), (t0), (t1), (start), (len)}
+#define H(rank, excl, t0, t1, start, len)                                                          \
+    {                                                                                              \
+        (rank), (excl), (t0), (t1), (start), (len)                                                 \
+    }
 
 static struct holds_overlap overlap(const struct hold *h, size_t n, double slack)
 {
@@ -253,11 +256,8 @@ static void test_max_holders(void **state)
 {
     (void)state;
     const struct hold h[] = {
-        H(4, 0, 10.0, 11.0, 0, 0),
-        H(0, 0, 0.0, 3.0, 0, 0),
-        H(1, 0, 1.0, 4.0, 0, 0),
-        H(2, 0, 2.0, 5.0, 0, 0),
-        H(3, 0, 3.0, 6.0, 0, 0), /* granted as rank 0 releases */
+        H(4, 0, 10.0, 11.0, 0, 0), H(0, 0, 0.0, 3.0, 0, 0), H(1, 0, 1.0, 4.0, 0, 0),
+        H(2, 0, 2.0, 5.0, 0, 0),   H(3, 0, 3.0, 6.0, 0, 0), /* granted as rank 0 releases */
         H(5, 0, 10.5, 12.0, 0, 0),
     };
     struct holds_overlap o = overlap(h, 6, 0);

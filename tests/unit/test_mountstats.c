@@ -168,8 +168,8 @@ static void test_nfs3(void **state)
                                 "acregmax=60,acdirmin=30,acdirmax=60,hard,proto=tcp,timeo=600,"
                                 "retrans=2,sec=sys,mountaddr=10.0.0.5,mountvers=3,"
                                 "mountport=20048,mountproto=udp,local_lock=none");
-    const uint64_t bytes[8] = {4294967296ull, 2147483648ull, 0, 0, 4295229440ull,
-                               2147483648ull, 1048576, 524288};
+    const uint64_t bytes[8] = {4294967296ull, 2147483648ull, 0,       0,
+                               4295229440ull, 2147483648ull, 1048576, 524288};
     bytes_check(&m, bytes);
     /* tcp 875 1 2 3 0 27506 27501 0 82518 0 65 55012 6876 */
     const struct mountstats_xprt x = {"tcp", 1, 2, 27506, 27501, 0, 82518, 0, 65, 55012, 6876};
@@ -207,8 +207,8 @@ static void test_nfs4_2_nconnect(void **state)
     assert_string_equal(m.statvers, "1.1");
     assert_non_null(strstr(m.opts, ",vers=4.2,"));
     assert_non_null(strstr(m.opts, ",nconnect=2,"));
-    const uint64_t bytes[8] = {8589934592ull, 4294967296ull, 0, 0, 8589934592ull,
-                               4294967296ull, 2097152, 1048576};
+    const uint64_t bytes[8] = {8589934592ull, 4294967296ull, 0,       0,
+                               8589934592ull, 4294967296ull, 2097152, 1048576};
     bytes_check(&m, bytes);
     /* tcp 801 0 1 0 12 8751 8751 0 17502 0 64 26253 1750
      * tcp 802 0 1 0 9 8738 8738 0 17476 0 63 26214 1747 */
@@ -372,15 +372,15 @@ static void test_malformed(void **state)
     assert_int_equal(parse_parts(good_head, good_bytes, good_xprt, good_perop, good_op, &m), 0);
     assert_true(m.bytes[7] == 8);
     /* bytes: fewer than 8, a word, a sign, overflow; more than 8 is fine */
-    assert_int_equal(parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7\n", good_xprt, good_perop,
-                                 good_op, &m),
-                     -1);
-    assert_int_equal(parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7 x\n", good_xprt, good_perop,
-                                 good_op, &m),
-                     -1);
-    assert_int_equal(parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7 -8\n", good_xprt,
-                                 good_perop, good_op, &m),
-                     -1);
+    assert_int_equal(
+        parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7\n", good_xprt, good_perop, good_op, &m),
+        -1);
+    assert_int_equal(
+        parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7 x\n", good_xprt, good_perop, good_op, &m),
+        -1);
+    assert_int_equal(
+        parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7 -8\n", good_xprt, good_perop, good_op, &m),
+        -1);
     assert_int_equal(parse_parts(good_head, "\tbytes:\t1 2 3 4 5 6 7 18446744073709551616\n",
                                  good_xprt, good_perop, good_op, &m),
                      -1);
@@ -459,8 +459,8 @@ static void test_ops_max(void **state)
     size_t n = (size_t)snprintf(text, sizeof text, "%s%s%s%s", good_head, good_bytes, good_xprt,
                                 good_perop);
     for (int i = 0; i < MOUNTSTATS_OPS_MAX + 10; i++)
-        n += (size_t)snprintf(text + n, sizeof text - n, "\tOP%d: %d %d 0 0 0 0 0 0\n", i, i,
-                              i + 1);
+        n +=
+            (size_t)snprintf(text + n, sizeof text - n, "\tOP%d: %d %d 0 0 0 0 0 0\n", i, i, i + 1);
     assert_true(n < sizeof text);
     struct mountstats m;
     assert_int_equal(parse_str(text, "/m", &m), 0);
@@ -513,8 +513,8 @@ static void delta_check(const struct mountstats *d)
     assert_string_equal(d->fstype, "nfs");
     assert_string_equal(d->statvers, "1.1");
     assert_string_equal(d->opts, "rw,vers=3,rsize=1048576,wsize=1048576,hard,proto=tcp");
-    const uint64_t bytes[8] = {1073741824, 1073741824, 4096, 0, 1073741824, 1073741824,
-                               262144, 262144};
+    const uint64_t bytes[8] = {1073741824, 1073741824, 4096,   0,
+                               1073741824, 1073741824, 262144, 262144};
     bytes_check(d, bytes);
     /* after: tcp 876 1 3 4 0 29610 29600 2 90000 12 80 60000 7000
      * before: tcp 875 1 2 3 0 27506 27501 0 82518 0 65 55012 6876 */
@@ -576,9 +576,26 @@ static void test_delta(void **state)
 /* ---- fuzz ---- */
 
 static const char *const dict[] = {
-    "device ", " mounted on ", " with fstype ", "nfs", "nfs4", " statvers=1.0", " statvers=1.1",
-    "\topts:\t", "\tbytes:\t", "\txprt:\t", "tcp ", "udp ", "rdma ", "\tper-op statistics\n",
-    "\\040", ": ", "18446744073709551615", "18446744073709551616", "/mnt/scratch", "/projects",
+    "device ",
+    " mounted on ",
+    " with fstype ",
+    "nfs",
+    "nfs4",
+    " statvers=1.0",
+    " statvers=1.1",
+    "\topts:\t",
+    "\tbytes:\t",
+    "\txprt:\t",
+    "tcp ",
+    "udp ",
+    "rdma ",
+    "\tper-op statistics\n",
+    "\\040",
+    ": ",
+    "18446744073709551615",
+    "18446744073709551616",
+    "/mnt/scratch",
+    "/projects",
     "/mnt/nfs/test",
 };
 

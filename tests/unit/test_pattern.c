@@ -23,8 +23,7 @@
 #define PINNED_RANDOM "7d67ca8d408c0f4dc94f241a415c986c"
 #define PINNED_COMPRESSIBLE "4436c9b7fbb657a12a21cdee3ca0c432"
 
-static unsigned char *file_bytes(struct pattern *p, uint64_t key,
-                                 uint64_t offset, size_t len)
+static unsigned char *file_bytes(struct pattern *p, uint64_t key, uint64_t offset, size_t len)
 {
     unsigned char *out = malloc(len);
     assert_non_null(out);
@@ -58,8 +57,8 @@ static void test_determinism(void **state)
     assert_memory_not_equal(x, z, 2 * MiB);
     assert_memory_not_equal(x, w, 2 * MiB);
     /* Bodies differ too, not only tags (the rotation depends on the key). */
-    assert_memory_not_equal(x + 4 * KiB + PATTERN_TAG,
-                            w + 4 * KiB + PATTERN_TAG, 4 * KiB - PATTERN_TAG);
+    assert_memory_not_equal(x + 4 * KiB + PATTERN_TAG, w + 4 * KiB + PATTERN_TAG,
+                            4 * KiB - PATTERN_TAG);
 
     free(x);
     free(y);
@@ -166,8 +165,7 @@ static void test_compare(void **state)
     size_t flips[] = {0, 1, 15, 16, 17, 4095, 4096, 4111, 100000, len - 1};
     for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
         buf[flips[i]] ^= 0x40;
-        assert_int_equal(pattern_compare(&p, key, 4096, buf, len),
-                         (int64_t)(4096 + flips[i]));
+        assert_int_equal(pattern_compare(&p, key, 4096, buf, len), (int64_t)(4096 + flips[i]));
         /* unaligned view of the same bytes */
         if (flips[i] >= 5)
             assert_int_equal(pattern_compare(&p, key, 4096 + 5, buf + 5, len - 5),
@@ -328,7 +326,7 @@ static void test_no_duplicate_chunks(void **state)
     uint64_t key = pattern_file_key("dedup", 0);
 
     assert_int_equal(pattern_init(&p, PATTERN_RANDOM, 0, 17, 1 * MiB), 0);
-    uint64_t (*h)[2] = malloc(sizeof(*h) * 2 * n);
+    uint64_t(*h)[2] = malloc(sizeof(*h) * 2 * n);
     assert_non_null(h);
     unsigned char *data = file_bytes(&p, key, 0, len);
     for (size_t i = 0; i < n; i++)
@@ -411,8 +409,7 @@ static unsigned char ref_table(uint64_t seed, uint64_t q)
 }
 
 /* Byte at `offset` of file `key`, random pattern, given period. */
-static unsigned char ref_byte(uint64_t seed, uint64_t key, uint64_t period,
-                              uint64_t offset)
+static unsigned char ref_byte(uint64_t seed, uint64_t key, uint64_t period, uint64_t offset)
 {
     uint64_t c = offset / 4096, in = offset % 4096;
     if (in < 16) {
@@ -438,8 +435,7 @@ static void test_reference_layout(void **state)
     unsigned char *got = file_bytes(&p, key, 0, len);
     for (size_t i = 0; i < len; i++)
         if (got[i] != ref_byte(seed, key, p.period, i))
-            fail_msg("byte %zu: got %u, want %u", i, got[i],
-                     ref_byte(seed, key, p.period, i));
+            fail_msg("byte %zu: got %u, want %u", i, got[i], ref_byte(seed, key, p.period, i));
     free(got);
     pattern_free(&p);
 
@@ -448,14 +444,14 @@ static void test_reference_layout(void **state)
     unsigned char d[16];
     char hex[33];
     assert_int_equal(pattern_init(&p, PATTERN_RANDOM, 0, 7, 1 * MiB), 0);
-    assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0,
-                                 4 * MiB, d, NULL, NULL), 0);
+    assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0, 4 * MiB, d, NULL, NULL),
+                     0);
     md5_hex(d, hex);
     assert_string_equal(hex, PINNED_RANDOM);
     pattern_free(&p);
     assert_int_equal(pattern_init(&p, PATTERN_COMPRESSIBLE, 50, 7, 1 * MiB), 0);
-    assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0,
-                                 4 * MiB, d, NULL, NULL), 0);
+    assert_int_equal(pattern_md5(&p, pattern_file_key("unique-16M", 0), 0, 4 * MiB, d, NULL, NULL),
+                     0);
     md5_hex(d, hex);
     assert_string_equal(hex, PINNED_COMPRESSIBLE);
     pattern_free(&p);
@@ -499,8 +495,7 @@ static void test_md5_stop(void **state)
     /* 1 TiB, stopped on the third question: returns after about 8 MiB
      * (hours of digest otherwise). */
     struct stop_probe third = {0, 3};
-    assert_int_equal(pattern_md5(&p, key, 0, UINT64_C(1) << 40, d1, stop_probe, &third),
-                     -EINTR);
+    assert_int_equal(pattern_md5(&p, key, 0, UINT64_C(1) << 40, d1, stop_probe, &third), -EINTR);
     assert_int_equal(third.calls, 3);
     pattern_free(&p);
 

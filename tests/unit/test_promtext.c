@@ -329,20 +329,20 @@ static void test_malformed(void **state)
         assert_string_equal(g.s[1].name, "later");
     }
     const char *bad[] = {
-        "a{b=\"c\" 1",            /* no closing brace */
-        "a{b=\"c} 1",             /* no closing quote */
-        "a{b=\"c\"",              /* the line ends in the set */
-        "a{b=\"c\\",              /* ... in an escape */
-        "a{b=\"\\x\"} 1",         /* unknown escape */
-        "a{b=c} 1",               /* unquoted value */
-        "a{=\"c\"} 1",            /* no label name */
-        "a{1b=\"c\"} 1",          /* bad label name */
-        "a{b=\"c\" d=\"e\"} 1",   /* no comma */
-        "a{b=\"c\",,d=\"e\"} 1",  /* two commas */
-        "a{,} 1",                 /* a lone comma */
-        "a{b=\"c\"}} 1",          /* a stray brace */
-        "a}{ 1",                  /* a stray brace */
-        "a 1.2.3",                /* bad values */
+        "a{b=\"c\" 1",           /* no closing brace */
+        "a{b=\"c} 1",            /* no closing quote */
+        "a{b=\"c\"",             /* the line ends in the set */
+        "a{b=\"c\\",             /* ... in an escape */
+        "a{b=\"\\x\"} 1",        /* unknown escape */
+        "a{b=c} 1",              /* unquoted value */
+        "a{=\"c\"} 1",           /* no label name */
+        "a{1b=\"c\"} 1",         /* bad label name */
+        "a{b=\"c\" d=\"e\"} 1",  /* no comma */
+        "a{b=\"c\",,d=\"e\"} 1", /* two commas */
+        "a{,} 1",                /* a lone comma */
+        "a{b=\"c\"}} 1",         /* a stray brace */
+        "a}{ 1",                 /* a stray brace */
+        "a 1.2.3",               /* bad values */
         "a abc",
         "a 0x10",
         "a 1e",
@@ -350,18 +350,18 @@ static void test_malformed(void **state)
         "a +",
         "a .",
         "a e5",
-        "a 1e999",                /* out of range */
+        "a 1e999", /* out of range */
         "a +NaN",
         "a nan(1)",
         "a 1,5",
-        "a",                      /* no value */
+        "a", /* no value */
         "a{}",
         "a{} ",
-        "1a 1",                   /* bad names */
+        "1a 1", /* bad names */
         "-a 1",
         "a-b 1",
         "{a=\"b\"} 1",
-        "a 1 1.5",                /* bad timestamps */
+        "a 1 1.5", /* bad timestamps */
         "a 1 x",
         "a 1 2 3",
         "a 1 99999999999999999999",
@@ -391,8 +391,9 @@ static void test_malformed(void **state)
 /* ---- fuzz ---- */
 
 static const char *const dict[] = {
-    "NaN", "+Inf", "-Inf", "Inf", "1.234e+06", "e+99", "e-999", "le=\"", "\"}", "{", "}",
-    "\\\"", "\\\\", "\\n", "# TYPE ", "node_load1 ", "=\"", "\",", " 1712345678123",
+    "NaN",     "+Inf",        "-Inf", "Inf", "1.234e+06",      "e+99", "e-999",
+    "le=\"",   "\"}",         "{",    "}",   "\\\"",           "\\\\", "\\n",
+    "# TYPE ", "node_load1 ", "=\"",  "\",", " 1712345678123",
 };
 
 /* The fuzz tests' generator (label_probe and probe_fn draw from it too),
@@ -509,14 +510,10 @@ static void test_fuzz_label(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_node_exporter),
-        cmocka_unit_test(test_values),
-        cmocka_unit_test(test_labels),
-        cmocka_unit_test(test_label_lookup),
-        cmocka_unit_test(test_layout),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_fuzz_prefixes),
-        cmocka_unit_test(test_fuzz_mutations),
+        cmocka_unit_test(test_node_exporter), cmocka_unit_test(test_values),
+        cmocka_unit_test(test_labels),        cmocka_unit_test(test_label_lookup),
+        cmocka_unit_test(test_layout),        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_fuzz_prefixes), cmocka_unit_test(test_fuzz_mutations),
         cmocka_unit_test(test_fuzz_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,8 +17,7 @@ static void check_size(const char *text, uint64_t want)
     if (units_parse_size(text, &v) != 0)
         fail_msg("'%s' refused, want %llu", text, (unsigned long long)want);
     if (v != want)
-        fail_msg("'%s' -> %llu, want %llu", text, (unsigned long long)v,
-                 (unsigned long long)want);
+        fail_msg("'%s' -> %llu, want %llu", text, (unsigned long long)v, (unsigned long long)want);
 }
 
 static void check_bad_size(const char *text)
@@ -57,13 +56,43 @@ static void test_size_invalid(void **state)
 {
     (void)state;
     const char *bad[] = {
-        "",      "-1",    "+1",   " 1",    "1 ",    "16 MiB", "1.5M",
-        "16X",   "16MM",  "M",    "B",     "16KB",  "16Mi",   "16MiBx",
-        "16mib", "0x10",  "1e3",  "16777216T",      "99999999999999999999",
-        "18446744073709551616", "17179869184G", "abc", "4096BB", "4096b",
+        "",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "16 MiB",
+        "1.5M",
+        "16X",
+        "16MM",
+        "M",
+        "B",
+        "16KB",
+        "16Mi",
+        "16MiBx",
+        "16mib",
+        "0x10",
+        "1e3",
+        "16777216T",
+        "99999999999999999999",
+        "18446744073709551616",
+        "17179869184G",
+        "abc",
+        "4096BB",
+        "4096b",
         /* hostile values of the fuzz test (test_fuzz.py) */
-        "1e30", "nan", "inf", "-0", "99999999999999T", "16777216TiB", "9223372036854775808T",
-        "1\nM", "1\x01", "\xff", "0x", "1M\n",
+        "1e30",
+        "nan",
+        "inf",
+        "-0",
+        "99999999999999T",
+        "16777216TiB",
+        "9223372036854775808T",
+        "1\nM",
+        "1\x01",
+        "\xff",
+        "0x",
+        "1M\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         check_bad_size(bad[i]);
@@ -100,11 +129,15 @@ static void test_duration_valid(void **state)
 static void test_duration_invalid(void **state)
 {
     (void)state;
-    const char *bad[] = {"-inf", "1e30", "99999999999999T", "1\n", "\x01",
-                         "",   "-1",  "-1s", "+1",  "abc", "1x",   "1 s",
-                         " 1", "1s ", ".",   "s",   "ms",  "nan",  "inf",
-                         "NaN", "1e3", "0x10", "1..2", "1.2.3", "1msx", "1min",
-                         "1S"};
+    const char *bad[] = {"-inf", "1e30", "99999999999999T",
+                         "1\n",  "\x01", "",
+                         "-1",   "-1s",  "+1",
+                         "abc",  "1x",   "1 s",
+                         " 1",   "1s ",  ".",
+                         "s",    "ms",   "nan",
+                         "inf",  "NaN",  "1e3",
+                         "0x10", "1..2", "1.2.3",
+                         "1msx", "1min", "1S"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         double v = 42;
         if (units_parse_duration(bad[i], &v) == 0)
@@ -191,12 +224,9 @@ static void test_format_human(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_size_valid),
-        cmocka_unit_test(test_size_invalid),
-        cmocka_unit_test(test_duration_valid),
-        cmocka_unit_test(test_duration_invalid),
-        cmocka_unit_test(test_format_size),
-        cmocka_unit_test(test_format_human),
+        cmocka_unit_test(test_size_valid),     cmocka_unit_test(test_size_invalid),
+        cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_invalid),
+        cmocka_unit_test(test_format_size),    cmocka_unit_test(test_format_human),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
