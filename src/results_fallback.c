@@ -58,7 +58,7 @@ int results_fallback_phase(const char *results_path, const struct phase *ph,
                            const struct phase_summary *sum, const struct phase_data *d,
                            FILE *stream, char *where, size_t wherelen)
 {
-    char path[1200];
+    char path[RESULTS_FALLBACK_PATH_MAX];
     int n = snprintf(path, sizeof path, "%s.%s.lost.csv", results_path, ph->name);
     if (n > 0 && (size_t)n < sizeof path) {
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -11,6 +11,9 @@
 
 #include "results.h"
 
+/* Longest "<results>.<phase>.lost.csv". */
+#define RESULTS_FALLBACK_PATH_MAX (JOB_PATH_MAX + 2 * JOB_NAME_MAX)
+
 /* Write phase ph to "<results>.<phase>.lost.csv" (a new file; an existing
  * one is never replaced) or else to stream. *where gets the file's path or
  * "stderr". Returns 0 (file), 1 (stream) or -1 (neither). */

@@ -372,7 +372,7 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
     }
     if (r->results)
         fprintf(stderr, "herd: results: %s\n", err);
-    char where[1300];
+    char where[RESULTS_FALLBACK_PATH_MAX];
     int fb = results_fallback_phase(r->output, ph, sum, data, stderr, where, sizeof where);
     fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->output,
             fb < 0 ? "nothing (the fallback failed too)" : where);
@@ -758,7 +758,7 @@ static void run_write_usage(struct run *r)
  * one line on stderr; nothing was made). */
 static int run_claim_places(struct run *r)
 {
-    char err[1600];
+    char err[JOB_ERR_MAX];
     if (results_check_output(r->output, r->opts->force, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 2;
@@ -808,7 +808,7 @@ static int run_create_results(struct run *r, double sync_seconds, const char *st
         .monitor_interval = first->monitor_interval,
         .monitor_url = first->monitor_url,
     };
-    char err[1600];
+    char err[JOB_ERR_MAX];
     r->results =
         results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
     r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
@@ -830,7 +830,7 @@ static void run_release_rundir(struct run *r)
 {
     if (!r->rundir_locked)
         return;
-    char err[1600];
+    char err[JOB_ERR_MAX];
     if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours, err,
                      sizeof err) < 0)
         fprintf(stderr, "herd: %s\n", err);

@@ -3,6 +3,7 @@
 #include "workload.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "signals.h"
@@ -59,17 +60,27 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
     return rc;
 }
 
+void workload_path(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    if (len > 0 && (n < 0 || (size_t)n >= len))
+        buf[0] = '\0';
+}
+
 void workload_fileset_dir(const struct phase_ctx *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s", c->rundir, c->ph->fileset);
+    workload_path(buf, len, "%s/%s", c->rundir, c->ph->fileset);
 }
 
 void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t len)
 {
     if (index < 0)
-        snprintf(buf, len, "%s/%s/shared.dat", c->rundir, c->ph->fileset);
+        workload_path(buf, len, "%s/%s/shared.dat", c->rundir, c->ph->fileset);
     else
-        snprintf(buf, len, "%s/%s/r%06d.dat", c->rundir, c->ph->fileset, index);
+        workload_path(buf, len, "%s/%s/r%06d.dat", c->rundir, c->ph->fileset, index);
 }
 
 /* The runner makes (and claims) the run directory before the first

@@ -125,6 +125,13 @@ bool workload_should_stop(const struct phase_ctx *c);
  * workload_fail, which keep the row's errors in step. */
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
 
+/* Format a path herd names below the target into buf (HERD_PATH_MAX). A
+ * path that does not fit becomes "" , which every backend refuses
+ * (safepath_check), so a too-long name is an error counted, never a
+ * truncated name that could mean another file. */
+void workload_path(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Path of a data file: "<rundir>/<fileset>/<name>" for file index `index`
  * (a rank, or -1 for the shared file). */
 void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t len);

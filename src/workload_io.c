@@ -24,7 +24,7 @@ struct io_state {
     uint64_t offset, length; /* this rank's region of the file */
     int file_index;          /* rank whose file, or -1 for the shared file */
     unsigned char expected[16];
-    char path[1200];
+    char path[HERD_PATH_MAX];
 };
 
 /* pattern_md5's stop test: the expected digest of a huge region must not
@@ -226,7 +226,7 @@ static void io_remove(struct phase_ctx *c, int pass)
         return;
     if (!workload_claimed(c, CLAIM_FILE, !unique))
         return;
-    char path[1200];
+    char path[HERD_PATH_MAX];
     workload_file_path(c, unique ? c->rank : -1, path, sizeof path);
     int rc = c->be->unlink(c->be_ctx, path);
     if (rc < 0 && rc != -ENOENT) /* ENOENT: an earlier phase removed it */

@@ -31,7 +31,7 @@
 
 struct lock_state {
     struct backend_file *f;
-    char path[1200];
+    char path[HERD_PATH_MAX];
 };
 
 static void lock_range_of(const struct phase_ctx *c, uint64_t *start, uint64_t *len);
@@ -237,7 +237,7 @@ static void lock_remove(struct phase_ctx *c, int pass)
 {
     if (pass != 0 || c->rank != 0 || !workload_claimed(c, CLAIM_FILE, true))
         return;
-    char path[1200];
+    char path[HERD_PATH_MAX];
     workload_file_path(c, -1, path, sizeof path);
     int rc = c->be->unlink(c->be_ctx, path);
     if (rc < 0 && rc != -ENOENT)

@@ -26,10 +26,10 @@
 
 struct meta_state {
     struct pattern pattern;
-    int steps;       /* bit set of enum meta_step */
-    char base[1300]; /* the tree's root */
-    char where;      /* 'a' or 'b': where the files are now */
-    char path[1500], to[1500];
+    int steps;                /* bit set of enum meta_step */
+    char base[HERD_PATH_MAX]; /* the tree's root */
+    char where;               /* 'a' or 'b': where the files are now */
+    char path[HERD_PATH_MAX], to[HERD_PATH_MAX];
 };
 
 /* How many file names this rank's create steps used in each tree (the
@@ -40,7 +40,7 @@ struct meta_state {
  * shared one), so its own count is the bound. Lives for the process (one
  * run); used by the main thread only. */
 struct meta_made {
-    char base[1300];
+    char base[HERD_PATH_MAX];
     int64_t files;
 };
 static struct meta_made *meta_made;
@@ -84,18 +84,18 @@ static bool meta_shared(const struct phase_ctx *c)
 static void meta_dir(const struct phase_ctx *c, char tree, int64_t d, char *buf, size_t len)
 {
     const struct meta_state *s = c->state;
-    snprintf(buf, len, "%s/%c/d%04lld", s->base, tree, (long long)d);
+    workload_path(buf, len, "%s/%c/d%04lld", s->base, tree, (long long)d);
 }
 
 static void meta_file(const struct phase_ctx *c, char tree, int64_t i, char *buf, size_t len)
 {
     const struct meta_state *s = c->state;
     if (meta_shared(c))
-        snprintf(buf, len, "%s/%c/d%04lld/r%06d-f%06lld", s->base, tree,
-                 (long long)(i % c->ph->dirs), c->rank, (long long)i);
+        workload_path(buf, len, "%s/%c/d%04lld/r%06d-f%06lld", s->base, tree,
+                      (long long)(i % c->ph->dirs), c->rank, (long long)i);
     else
-        snprintf(buf, len, "%s/%c/d%04lld/f%06lld", s->base, tree, (long long)(i % c->ph->dirs),
-                 (long long)i);
+        workload_path(buf, len, "%s/%c/d%04lld/f%06lld", s->base, tree,
+                      (long long)(i % c->ph->dirs), (long long)i);
 }
 
 /* A timed mkdir; an existing directory is no error. Returns the call's rc. */
@@ -114,17 +114,17 @@ static int meta_prepare(struct phase_ctx *c)
         return -ENOMEM;
     c->state = s;
     s->steps = job_meta_steps(c->ph->meta_ops);
-    char dir[1200];
+    char dir[HERD_PATH_MAX];
     workload_fileset_dir(c, dir, sizeof dir);
     if (meta_shared(c))
-        snprintf(s->base, sizeof s->base, "%s/shared", dir);
+        workload_path(s->base, sizeof s->base, "%s/shared", dir);
     else
-        snprintf(s->base, sizeof s->base, "%s/r%06d", dir, c->rank);
+        workload_path(s->base, sizeof s->base, "%s/r%06d", dir, c->rank);
     for (int64_t i = 0; i < c->ph->iterations; i++)
         c->records[i].file_rank = meta_shared(c) ? -1 : c->rank;
     /* Files moved by an earlier phase live in tree b. */
     struct stat st;
-    snprintf(s->path, sizeof s->path, "%s/b", s->base);
+    workload_path(s->path, sizeof s->path, "%s/b", s->base);
     s->where = c->be->stat(c->be_ctx, s->path, &st) == 0 ? 'b' : 'a';
     size_t block = c->ph->block_size < c->ph->file_size ? c->ph->block_size : c->ph->file_size;
     return pattern_init(&s->pattern, c->ph->pattern, (int)c->ph->zero_percent,
@@ -143,7 +143,7 @@ static void meta_create(struct phase_ctx *c, struct rank_record *r)
         workload_claim(c, CLAIM_FILESET_DIR);
     if (meta_mkdir(c, r, s->base) == 0)
         workload_claim(c, CLAIM_TREE); /* this run made the tree: the clean-up's */
-    snprintf(s->path, sizeof s->path, "%s/a", s->base);
+    workload_path(s->path, sizeof s->path, "%s/a", s->base);
     meta_mkdir(c, r, s->path);
     for (int64_t d = 0; d < ph->dirs && !workload_should_stop(c); d++) {
         meta_dir(c, 'a', d, s->path, sizeof s->path);
@@ -193,7 +193,7 @@ static void meta_rename(struct phase_ctx *c, struct rank_record *r)
 {
     struct meta_state *s = c->state;
     char other = s->where == 'a' ? 'b' : 'a';
-    snprintf(s->path, sizeof s->path, "%s/%c", s->base, other);
+    workload_path(s->path, sizeof s->path, "%s/%c", s->base, other);
     meta_mkdir(c, r, s->path);
     for (int64_t d = 0; d < c->ph->dirs && !workload_should_stop(c); d++) {
         meta_dir(c, other, d, s->path, sizeof s->path);
@@ -245,7 +245,7 @@ static void meta_rmdirs(struct phase_ctx *c, struct rank_record *r)
     if ((shared && c->rank != 0) || workload_should_stop(c))
         return; /* stopped: the roots still hold what was not removed */
     for (char tree = 'a'; tree <= 'b'; tree++) {
-        snprintf(s->path, sizeof s->path, "%s/%c", s->base, tree);
+        workload_path(s->path, sizeof s->path, "%s/%c", s->base, tree);
         meta_rmdir(c, r, s->path);
     }
     meta_rmdir(c, r, s->base);
@@ -297,16 +297,16 @@ static void meta_remove(struct phase_ctx *c, int pass)
         return;
     struct meta_state s = {0};
     c->state = &s;
-    char dir[1200];
+    char dir[HERD_PATH_MAX];
     workload_fileset_dir(c, dir, sizeof dir);
-    snprintf(s.base, sizeof s.base, shared ? "%s/shared" : "%s/r%06d", dir, c->rank);
+    workload_path(s.base, sizeof s.base, shared ? "%s/shared" : "%s/r%06d", dir, c->rank);
     if (pass == 0) {
         const struct meta_made *m = meta_made_find(s.base);
         /* No create step of mine on this tree: no files of mine in it. */
         int64_t files = meta_made_lost ? c->ph->files : m ? m->files : 0;
         struct stat st;
         for (char tree = 'a'; tree <= 'b'; tree++) {
-            snprintf(s.path, sizeof s.path, "%s/%c", s.base, tree);
+            workload_path(s.path, sizeof s.path, "%s/%c", s.base, tree);
             if (c->be->stat(c->be_ctx, s.path, &st) != 0)
                 continue; /* gone (removed by its phase or an earlier clean-up) */
             for (int64_t i = 0; i < files && !workload_should_stop(c); i++) {
@@ -320,7 +320,7 @@ static void meta_remove(struct phase_ctx *c, int pass)
                 meta_dir(c, tree, d, s.path, sizeof s.path);
                 meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
             }
-            snprintf(s.path, sizeof s.path, "%s/%c", s.base, tree);
+            workload_path(s.path, sizeof s.path, "%s/%c", s.base, tree);
             meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
         }
         meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.base), s.base);

@@ -14,7 +14,7 @@
 struct storm_state {
     unsigned char *buf;
     size_t len;
-    char path[1200];
+    char path[HERD_PATH_MAX];
 };
 
 static int storm_prepare(struct phase_ctx *c)
