@@ -12,6 +12,7 @@
 #include "results.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -599,6 +600,78 @@ static int ops_write(hid_t g, const struct op_stats *ops, size_t nranks, char *e
     return rc;
 }
 
+/* One row of /phases/<name>/op_summary: an op over all ranks. */
+struct op_summary_row {
+    char op[OP_NAME_LEN];
+    uint64_t calls;
+    double seconds, ops_per_s;
+    double p50_s, p90_s, p99_s, max_s;
+};
+
+static const struct field op_summary_fields[] = {
+    FIELD("op", struct op_summary_row, op, FIELD_STR),
+    FIELD("calls", struct op_summary_row, calls, FIELD_U64),
+    FIELD("seconds", struct op_summary_row, seconds, FIELD_F64),
+    FIELD("ops_per_s", struct op_summary_row, ops_per_s, FIELD_F64),
+    FIELD("p50_s", struct op_summary_row, p50_s, FIELD_F64),
+    FIELD("p90_s", struct op_summary_row, p90_s, FIELD_F64),
+    FIELD("p99_s", struct op_summary_row, p99_s, FIELD_F64),
+    FIELD("max_s", struct op_summary_row, max_s, FIELD_F64),
+};
+
+/* summary_* attributes and the op_summary table (ops with calls only). */
+static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t errlen)
+{
+    const struct phase_stats *st = d->stats;
+    const struct {
+        const char *name;
+        double v;
+    } f64[] = {
+        {"summary_t_min", st->t_min},         {"summary_t_median", st->t_median},
+        {"summary_t_max", st->t_max},         {"summary_first_done", st->first_done},
+        {"summary_last_done", st->last_done}, {"summary_mib_per_s", st->mib_per_s},
+        {"summary_ops_per_s", st->ops_per_s},
+    };
+    const struct {
+        const char *name;
+        uint64_t v;
+    } u64[] = {
+        {"summary_rows", (uint64_t)st->rows},   {"summary_ranks", (uint64_t)st->ranks},
+        {"summary_bytes", st->bytes},           {"summary_ops", st->ops},
+        {"summary_errors", st->errors},         {"summary_verify_failures", st->verify_failures},
+        {"summary_grants", st->grants},         {"summary_contended", st->contended},
+        {"summary_violations", st->violations}, {"summary_stuck", st->stuck},
+    };
+    for (size_t i = 0; i < sizeof f64 / sizeof f64[0]; i++)
+        if (h5_attr_f64(g, f64[i].name, f64[i].v, err, errlen) < 0)
+            return -1;
+    for (size_t i = 0; i < sizeof u64 / sizeof u64[0]; i++)
+        if (h5_attr_i64(g, u64[i].name, (int64_t)u64[i].v, err, errlen) < 0)
+            return -1;
+    struct op_summary_row rows[OP_COUNT];
+    size_t n = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        struct op_summary_row row = {.calls = 0};
+        for (size_t k = 0; d->ops && k < d->nranks; k++) {
+            row.calls += d->ops[k].count[op];
+            row.seconds += d->ops[k].seconds[op];
+        }
+        if (row.calls == 0)
+            continue;
+        snprintf(row.op, sizeof row.op, "%s", op_name((enum op)op));
+        row.ops_per_s = st->last_done > 0 ? (double)row.calls / st->last_done : NAN;
+        const struct hist *h = d->hists ? &d->hists[op] : NULL;
+        bool sampled = h && hist_count(h) > 0;
+        row.p50_s = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
+        row.p90_s = sampled ? (double)hist_quantile(h, 0.90) * 1e-9 : NAN;
+        row.p99_s = sampled ? (double)hist_quantile(h, 0.99) * 1e-9 : NAN;
+        row.max_s = sampled ? (double)hist_quantile(h, 1.0) * 1e-9 : NAN;
+        rows[n++] = row;
+    }
+    return h5_table_write(g, "op_summary", op_summary_fields, NFIELDS(op_summary_fields),
+                          sizeof rows[0], rows, n, err, errlen);
+}
+
 static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
                       const struct phase_summary *sum, const struct phase_data *d, char *err,
                       size_t errlen)
@@ -631,7 +704,8 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
           h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err, errlen) <
               0 ||
           h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
-        latency_write(g, d->hists, err, errlen) < 0)
+        latency_write(g, d->hists, err, errlen) < 0 ||
+        (d->stats && summary_write(g, d, err, errlen) < 0))
         return -1;
     /* Written last: a group without status was cut short while written. */
     return h5_attr_str(r->str, g, "status", sum->status, err, errlen);
@@ -739,6 +813,27 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
         return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
     int rc = (h5_attr_f64(g, "gather_seconds", gather_seconds, err, errlen) < 0 ||
               h5_attr_f64(g, "write_seconds", write_seconds, err, errlen) < 0)
+                 ? -1
+                 : 0;
+    H5Gclose(g);
+    return rc;
+}
+
+int results_phase_server(struct results *r, const char *phase, double cpu_mean, double cpu_max,
+                         double nfsd_threads, char *err, size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "server CPU not recorded: %s",
+                           r ? "an earlier write failed" : "no file");
+    if (H5Lexists(r->phases, phase, H5P_DEFAULT) <= 0)
+        return 0; /* a phase that is not in the file has nothing to add to */
+    hid_t g = H5Gopen2(r->phases, phase, H5P_DEFAULT);
+    if (g < 0)
+        return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
+    int rc = (h5_attr_f64(g, "summary_cpu_mean", cpu_mean, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_cpu_max", cpu_max, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_nfsd_threads", nfsd_threads, err, errlen) < 0)
                  ? -1
                  : 0;
     H5Gclose(g);

@@ -97,6 +97,17 @@ struct op_stats {
     double seconds[OP_COUNT];
 };
 
+/* The statistics herd prints for a phase (summary.c), stored with it as
+ * the group's summary_* attributes: the one definition every reader uses.
+ * Times are seconds; first/last_done since the phase's start; rates over
+ * last_done. Only rows that did work (ops > 0) count for the times. */
+struct phase_stats {
+    int64_t rows, ranks;
+    double t_min, t_median, t_max, first_done, last_done;
+    double mib_per_s, ops_per_s;
+    uint64_t bytes, ops, errors, verify_failures, grants, contended, violations, stuck;
+};
+
 /* Everything gathered from the ranks for one phase (rank 0's view). */
 struct phase_data {
     const struct rank_record *rows; /* nranks x iterations */
@@ -109,7 +120,8 @@ struct phase_data {
     size_t nholds;
     const struct op_stats *ops; /* one per rank */
     size_t nranks;
-    const struct hist *hists; /* OP_COUNT histograms merged over ranks */
+    const struct hist *hists;        /* OP_COUNT histograms merged over ranks */
+    const struct phase_stats *stats; /* NULL: no summary_* attributes, no op_summary */
 };
 
 /* Append /phases/<ph->name>: attributes (kind, index, status, t_start,
@@ -147,6 +159,12 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
  * gather_seconds and write_seconds; flushed with the next write. */
 int results_phase_timing(struct results *r, const char *phase, double gather_seconds,
                          double write_seconds, char *err, size_t errlen);
+
+/* The server's CPU during a phase (summary_cpu_mean, summary_cpu_max,
+ * summary_nfsd_threads attributes; NaN = not sampled), known only when
+ * the run's samples are in: set at the end. 0 or -1 (with err). */
+int results_phase_server(struct results *r, const char *phase, double cpu_mean, double cpu_max,
+                         double nfsd_threads, char *err, size_t errlen);
 
 /* One I/O rank's resource use over the whole run: /usage. */
 struct usage_row {

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -420,6 +421,8 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
     r->total_errors += errors;
     r->total_verify += verify;
     sum->status = phase_status_name(run_phase_status(o, errors, verify));
+    struct summary_line *line = &r->lines[r->nlines++];
+    summary_compute(ph, sum, g.rows, g.nrows, errors, line);
     struct phase_data data = {
         .rows = g.rows,
         .nrows = g.nrows,
@@ -432,9 +435,9 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
         .ops = g.ops,
         .nranks = (size_t)r->size,
         .hists = g.merged,
+        .stats = &line->stats,
     };
     run_record_phase(r, ph, sum, &data, t_gather);
-    summary_compute(ph, sum, g.rows, g.nrows, errors, &r->lines[r->nlines++]);
     fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name, sum->status,
             sum->t_end - sum->t_start, sum->start_skew * 1e6);
     gathered_free(&g);
@@ -841,6 +844,14 @@ static void run_release_rundir(struct run *r)
 static int run_finish(struct run *r, int signal)
 {
     summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
+    for (int i = 0; i < r->nlines; i++) {
+        const struct summary_line *l = &r->lines[i];
+        char err[512];
+        if ((!isnan(l->cpu_mean) || !isnan(l->nfsd_threads)) &&
+            results_phase_server(r->results, l->name, l->cpu_mean, l->cpu_max, l->nfsd_threads, err,
+                                 sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+    }
     enum run_status status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
     int exit_code = signal                                 ? 128 + signal
                     : r->nlost                             ? EXIT_RESULTS_LOST

@@ -54,6 +54,11 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->t_start = sum->t_start;
     out->t_end = sum->t_end;
     out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
+    struct phase_stats *st = &out->stats;
+    st->rows = (int64_t)nrows;
+    st->errors = errors;
+    st->stuck = sum->stuck;
+    st->t_min = st->t_median = st->t_max = st->first_done = st->last_done = NAN;
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
@@ -62,6 +67,10 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     double first = 1e300, last = -1e300;
     for (size_t i = 0; i < nrows; i++) {
         const struct rank_record *r = &rows[i];
+        st->grants += r->grants;
+        st->contended += r->contended;
+        if (i == 0 || r->rank != rows[i - 1].rank)
+            st->ranks++; /* rows come in rank order */
         if (r->ops == 0)
             continue;
         if (t)
@@ -80,14 +89,27 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         out->t_min = t[0];
         out->t_max = t[nt - 1];
         out->t_median = nt % 2 ? t[nt / 2] : (t[nt / 2 - 1] + t[nt / 2]) / 2;
+    } else if (!t) {
+        out->t_min = out->t_median = out->t_max = NAN; /* no memory to sort them */
     }
     free(t);
+    st->bytes = bytes;
+    st->ops = ops;
+    st->verify_failures = out->verify_failures;
+    st->violations = out->violations;
     if (nt == 0)
         return;
     out->first_done = first - sum->t_start;
     out->last_done = last - sum->t_start;
     out->mib_per_s = out->last_done > 0 ? (double)bytes / 1048576.0 / out->last_done : 0;
     out->ops_per_s = out->last_done > 0 ? (double)ops / out->last_done : 0;
+    st->t_min = out->t_min;
+    st->t_median = out->t_median;
+    st->t_max = out->t_max;
+    st->first_done = out->first_done;
+    st->last_done = out->last_done;
+    st->mib_per_s = out->mib_per_s;
+    st->ops_per_s = out->ops_per_s;
 }
 
 /* Mean and max cpu_busy of source's samples meeting [t0, t1]; false if none. */

@@ -29,6 +29,7 @@ struct summary_line {
     double t_start, t_end;    /* the phase on the common clock */
     double cpu_mean, cpu_max; /* server CPU busy fraction; NaN = no samples */
     double nfsd_threads;      /* NaN = unknown */
+    struct phase_stats stats; /* the same numbers and more, as stored in results.h5 */
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,

@@ -424,9 +424,18 @@ def job_keys_in_order(herd_bin):
     return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
 
 
+# The phase summary herd stores before status (docs/results-format.md).
+SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_first_done",
+                 "summary_last_done", "summary_mib_per_s", "summary_ops_per_s", "summary_rows",
+                 "summary_ranks", "summary_bytes", "summary_ops", "summary_errors",
+                 "summary_verify_failures", "summary_grants", "summary_contended",
+                 "summary_violations", "summary_stuck"]
+
+
 def phase_attr_order(herd_bin):
     """docs/results-format.md: kind, index, times, every job key (in job_keys[]
-    order, except kind, written first), status, then herd's own cost."""
+    order, except kind, written first), the phase summary, status, then
+    herd's own cost (and, with a monitor, the server's CPU at close)."""
     fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew"]
     return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + \
-        ["status", "gather_seconds", "write_seconds"]
+        SUMMARY_ATTRS + ["status", "gather_seconds", "write_seconds"]
