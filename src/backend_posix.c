@@ -17,8 +17,25 @@
 #include "job.h"
 #include "safepath.h"
 
+/* Parent directories resolved safely (safepath_parent), kept open: a meta
+ * phase makes thousands of calls in the same few directories, and
+ * resolving each parent again would cost two more system calls per call.
+ * A cached parent is a directory that was beneath the target, reached
+ * without links, when it was resolved; herd drops an entry when it removes
+ * or renames that directory (or one above it). Its own directories are
+ * 0755, so another user cannot move them in between. */
+#define POSIX_PARENTS 4
+
+struct posix_parent {
+    char path[HERD_PATH_MAX];
+    int fd;             /* -1: empty */
+    unsigned long used; /* when last used: a miss replaces the oldest */
+};
+
 struct posix_ctx {
     int dirfd;
+    struct posix_parent parents[POSIX_PARENTS];
+    unsigned long tick;
 };
 
 struct backend_file {
@@ -48,17 +65,80 @@ static int posix_connect(const char *target, const struct phase *ph, void **ctx)
         return -ENOMEM;
     }
     c->dirfd = fd;
+    for (int i = 0; i < POSIX_PARENTS; i++)
+        c->parents[i] = (struct posix_parent){.fd = -1};
+    c->tick = 0;
     *ctx = c;
     return 0;
+}
+
+/* Forget cached parents at or below dir (a directory removed or moved). */
+static void posix_forget(struct posix_ctx *c, const char *dir)
+{
+    size_t n = strlen(dir);
+    for (int i = 0; i < POSIX_PARENTS; i++) {
+        struct posix_parent *p = &c->parents[i];
+        if (p->fd >= 0 && strncmp(p->path, dir, n) == 0 &&
+            (p->path[n] == '\0' || p->path[n] == '/')) {
+            close(p->fd);
+            p->fd = -1;
+        }
+    }
 }
 
 static void posix_disconnect(void *ctx)
 {
     struct posix_ctx *c = ctx;
     if (c) {
+        for (int i = 0; i < POSIX_PARENTS; i++)
+            if (c->parents[i].fd >= 0)
+                close(c->parents[i].fd);
         close(c->dirfd);
         free(c);
     }
+}
+
+/* The leaf of path and a descriptor of its safely resolved parent (owned
+ * by the context: never closed by the caller), and the leaf's lstat when
+ * st is not NULL. */
+static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const char **leaf,
+                      struct stat *st)
+{
+    int rc = safepath_check(path);
+    if (rc < 0)
+        return rc;
+    const char *slash = strrchr(path, '/');
+    *leaf = slash ? slash + 1 : path;
+    int fd = c->dirfd;
+    if (slash) {
+        size_t n = (size_t)(slash - path);
+        struct posix_parent *hit = NULL, *oldest = &c->parents[0];
+        for (int i = 0; i < POSIX_PARENTS && !hit; i++) {
+            struct posix_parent *p = &c->parents[i];
+            if (p->fd >= 0 && strncmp(p->path, path, n) == 0 && p->path[n] == '\0')
+                hit = p;
+            else if (p->fd < 0 || (oldest->fd >= 0 && p->used < oldest->used))
+                oldest = p;
+        }
+        if (!hit) { /* the oldest is never the one a rename just looked up */
+            const char *ignored;
+            fd = safepath_parent(c->dirfd, path, &ignored);
+            if (fd < 0)
+                return fd;
+            hit = oldest;
+            if (hit->fd >= 0)
+                close(hit->fd);
+            memcpy(hit->path, path, n);
+            hit->path[n] = '\0';
+            hit->fd = fd;
+        }
+        hit->used = ++c->tick;
+        fd = hit->fd;
+    }
+    if (st && fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    *dirfd = fd;
+    return 0;
 }
 
 static int posix_open(void *ctx, const char *path, int flags, struct backend_file **f)
@@ -77,14 +157,20 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
         oflags |= O_EXCL;
     if (flags & BACKEND_DIRECT)
         oflags |= O_DIRECT;
+    int dirfd;
+    const char *leaf;
+    int rc = posix_leaf(c, path, &dirfd, &leaf, NULL);
+    if (rc < 0)
+        return rc;
     struct backend_file *bf = malloc(sizeof *bf);
     if (!bf)
         return -ENOMEM;
-    bf->fd = safepath_open(c->dirfd, path, oflags, 0644);
+    /* The parent was resolved without links; the leaf is not followed. */
+    bf->fd = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (bf->fd < 0) {
-        int err = bf->fd;
+        int err = errno;
         free(bf);
-        return err;
+        return -err;
     }
     *f = bf;
     return 0;
@@ -134,36 +220,11 @@ static int posix_close(void *ctx, struct backend_file *f)
     return rc;
 }
 
-/* The leaf of path in its safely resolved parent: *dirfd (to close) and
- * *leaf, and the leaf's lstat when st is not NULL. */
-static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const char **leaf,
-                      struct stat *st)
-{
-    int fd = safepath_parent(c->dirfd, path, leaf);
-    if (fd < 0)
-        return fd;
-    if (st && fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) < 0) {
-        int err = errno;
-        close(fd);
-        return -err;
-    }
-    *dirfd = fd;
-    return 0;
-}
-
-/* Close the parent's descriptor, pass rc on. */
-static int posix_done(int dirfd, int rc)
-{
-    close(dirfd);
-    return rc;
-}
-
 static int posix_stat(void *ctx, const char *path, struct stat *st)
 {
     int dirfd = -1;
     const char *leaf;
-    int rc = posix_leaf(ctx, path, &dirfd, &leaf, st);
-    return rc < 0 ? rc : posix_done(dirfd, 0);
+    return posix_leaf(ctx, path, &dirfd, &leaf, st);
 }
 
 /* Only a regular file is removed: never a link somebody planted (-ELOOP),
@@ -178,12 +239,12 @@ static int posix_unlink(void *ctx, const char *path)
     if (rc < 0)
         return rc;
     if (S_ISLNK(st.st_mode))
-        return posix_done(dirfd, -ELOOP);
+        return -ELOOP;
     if (S_ISDIR(st.st_mode))
-        return posix_done(dirfd, -EISDIR);
+        return -EISDIR;
     if (!S_ISREG(st.st_mode))
-        return posix_done(dirfd, -EPERM);
-    return posix_done(dirfd, unlinkat(dirfd, leaf, 0) < 0 ? -errno : 0);
+        return -EPERM;
+    return unlinkat(dirfd, leaf, 0) < 0 ? -errno : 0;
 }
 
 static int posix_mkdir(void *ctx, const char *path)
@@ -193,7 +254,7 @@ static int posix_mkdir(void *ctx, const char *path)
     int rc = posix_leaf(ctx, path, &dirfd, &leaf, NULL);
     if (rc < 0)
         return rc;
-    return posix_done(dirfd, mkdirat(dirfd, leaf, 0755) < 0 ? -errno : 0);
+    return mkdirat(dirfd, leaf, 0755) < 0 ? -errno : 0;
 }
 
 /* A link where a directory is expected is -ELOOP (not rmdir's ENOTDIR). */
@@ -206,8 +267,11 @@ static int posix_rmdir(void *ctx, const char *path)
     if (rc < 0)
         return rc;
     if (S_ISLNK(st.st_mode))
-        return posix_done(dirfd, -ELOOP);
-    return posix_done(dirfd, unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0 ? -errno : 0);
+        return -ELOOP;
+    if (unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0)
+        return -errno;
+    posix_forget(ctx, path);
+    return 0;
 }
 
 /* Neither a link as the source nor one as the destination is moved or
@@ -221,16 +285,20 @@ static int posix_rename(void *ctx, const char *from, const char *to)
     if (rc < 0)
         return rc;
     if (S_ISLNK(st.st_mode))
-        return posix_done(fromfd, -ELOOP);
+        return -ELOOP;
     rc = posix_leaf(ctx, to, &tofd, &tleaf, NULL);
     if (rc < 0)
-        return posix_done(fromfd, rc);
+        return rc;
+    bool moved_dir = S_ISDIR(st.st_mode);
     if (fstatat(tofd, tleaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        rc = -ELOOP;
-    else
-        rc = renameat(fromfd, fleaf, tofd, tleaf) < 0 ? -errno : 0;
-    close(tofd);
-    return posix_done(fromfd, rc);
+        return -ELOOP;
+    if (renameat(fromfd, fleaf, tofd, tleaf) < 0)
+        return -errno;
+    if (moved_dir) {
+        posix_forget(ctx, from);
+        posix_forget(ctx, to);
+    }
+    return 0;
 }
 
 static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
