@@ -5,7 +5,8 @@ Each public function draws one figure into a file and returns True, or
 returns False without writing anything when the run has nothing to show
 (no monitor samples, no errors, no NFS client counters):
 
-    timeline(run, path)   per-rank bars on the common clock, stragglers marked
+    timeline(run, path)   per-rank bars on the common clock, stragglers marked;
+                          lanes with quantile bands when rows or ranks are many
     latency(run, path)    latency CDF per op, one line per phase
     server(run, path)     server CPU by mode and load; named processes; disks
     errors(run, path)     heatmap of failed calls by rank and errno
@@ -21,7 +22,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+
+import herd_safe  # noqa: E402
+
+# Names from the file are drawn as they are: no mathtext, so a '$' in a host
+# or phase name cannot make matplotlib fail; every such name goes through
+# herd_safe.plot_text (one line, bad bytes escaped, cut short).
+plt.rcParams["text.parse_math"] = False
+safe = herd_safe.plot_text
 
 DPI = 100
 STRAGGLER_RATIO = 1.5      # a row slower than this times the phase's median ...
@@ -36,6 +47,11 @@ CPU_MODES = [              # (label, sample columns summed), bottom to top
 CPU_COLOURS = ["#4c72b0", "#dd8452", "#c44e52", "#8172b3", "#937860"]
 MAX_ANNOTATED_CELLS = 400  # heatmaps with more cells than this go without numbers
 MAX_HEATMAP_RANKS = 64     # above this, the heatmap shows only ranks with errors
+MAX_ROW_BARS = 2000        # timeline: a bar per rank row up to this many rows ...
+MAX_RANK_LANES = 64        # ... and ranks; beyond, a lane per rank, host or for all ranks
+MAX_HOST_LANES = 64        # above this many hosts (or with one), lanes of rank groups:
+MAX_GROUP_LANES = 30       # this many, of consecutive ranks
+MAX_NAMED_STRAGGLERS = 12  # straggler ranks named on a lane timeline
 
 
 # ---------------------------------------------------------------- shared
@@ -53,7 +69,7 @@ def clock_origin(run):
 
 def phase_label(row):
     """A phase's legend entry: its name, and its status when not ok."""
-    return row.phase if row.status == "ok" else f"{row.phase} ({row.status})"
+    return safe(row.phase) if row.status == "ok" else f"{safe(row.phase)} ({safe(row.status)})"
 
 
 def shade_phases(ax, run, origin, colours, numbered=False):
@@ -91,6 +107,18 @@ def stragglers(rows, medians):
 
 
 def timeline(run, path):
+    """A bar per rank row while there are few (MAX_ROW_BARS, MAX_RANK_LANES);
+    beyond that, lanes with each phase's spread over ranks (timeline_lanes),
+    so that 300 ranks x 1000 iterations stay readable and quick to draw."""
+    if run.phases.empty or not run.phases["rows"].sum():
+        return False
+    if run.phases["rows"].sum() <= MAX_ROW_BARS and run.phases["ranks"].max() <= MAX_RANK_LANES:
+        return timeline_rows(run, path)
+    return timeline_lanes(run, path)
+
+
+def timeline_rows(run, path):
+    """One bar per (rank, iteration), stragglers outlined in red."""
     rows = run.all_ranks()
     if rows.empty:
         return False
@@ -127,7 +155,7 @@ def timeline(run, path):
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the first phase's start (common clock)")
     ax.set_ylabel("rank")
-    ax.set_title(f"Per-rank timeline: run {run.attrs.get('run_id', run.label)}  "
+    ax.set_title(f"Per-rank timeline: run {safe(run.attrs.get('run_id', run.label))}  "
                  "(thin bars: no I/O)")
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
@@ -137,6 +165,145 @@ def timeline(run, path):
               title="phase")
     save(fig, path)
     return True
+
+
+def rank_spans(rows, median):
+    """One phase's rows reduced per rank: host, first start, last end, ops,
+    and its stragglers (rows as stragglers() defines them): how many, the
+    worst one's time over the median and its end. Vectorised: no loop over
+    rows."""
+    seconds = rows["t_end"] - rows["t_start"]
+    slow = (rows["ops"] > 0) & (seconds > STRAGGLER_RATIO * median) \
+        & (seconds > median + STRAGGLER_MARGIN)
+    spans = rows.groupby("rank", sort=True).agg(
+        host=("host", "first"), start=("t_start", "min"), end=("t_end", "max"), ops=("ops", "sum"))
+    worst = rows[slow].assign(ratio=seconds[slow] / median).sort_values("ratio", kind="stable")
+    worst = worst.groupby("rank").tail(1).set_index("rank")
+    spans["slow_rows"] = slow.groupby(rows["rank"]).sum().reindex(spans.index, fill_value=0)
+    spans["slow_ratio"] = worst["ratio"].reindex(spans.index)
+    spans["slow_end"] = worst["t_end"].reindex(spans.index)
+    return spans
+
+
+def timeline_lanes_of(run):
+    """(lane per rank function, lane labels or None, y label): a lane per
+    rank up to MAX_RANK_LANES ranks, else one per host when there are 2 to
+    MAX_HOST_LANES hosts, else MAX_GROUP_LANES lanes of consecutive ranks."""
+    nranks = int(run.phases["ranks"].max())
+    nhosts = len(run.hosts)
+    if nranks <= MAX_RANK_LANES:
+        return (lambda spans: spans.index.to_numpy()), None, "rank"
+    if 1 < nhosts <= MAX_HOST_LANES:
+        names = [safe(h) for h in run.hosts.get("hostname", range(nhosts))]
+        return (lambda spans: spans["host"].to_numpy()), names, "host"
+    top = int(run.rank_info["rank"].max()) + 1 if len(run.rank_info) else nranks
+    size = math.ceil(top / MAX_GROUP_LANES)
+    names = [f"{lo}-{min(lo + size, top) - 1}" for lo in range(0, top, size)]
+    return (lambda spans: spans.index.to_numpy() // size), names, f"ranks ({size} per lane)"
+
+
+def timeline_lanes(run, path):
+    """Each phase as bands per lane (rank, host or all ranks): from the
+    first rank's start to the last rank's end (light), the median rank's
+    start to its end (solid), a tick where 90 % of the lane's ranks were
+    done; straggler ranks (a row > 1.5 x the phase median) marked in red
+    and the slowest named by rank number."""
+    origin = clock_origin(run)
+    colours = phase_colours(list(run.phases["phase"]))
+    lane_of, lane_names, ylabel = timeline_lanes_of(run)
+    per_rank = lane_names is None
+    bands, slow = [], []
+    for phase in run.phases.itertuples():
+        rows = run.ranks(phase.phase)
+        if rows.empty:
+            continue
+        spans = rank_spans(rows, phase.t_median)
+        del rows  # one phase's rows at a time: memory stays that of the largest
+        spans["lane"] = lane_of(spans)
+        spans["phase"] = phase.phase
+        bands.append(spans.groupby("lane").agg(
+            first=("start", "min"), start50=("start", "median"), end50=("end", "median"),
+            end90=("end", lambda e: e.quantile(0.9)), last=("end", "max"), ops=("ops", "sum"),
+            ranks=("start", "size")).assign(phase=phase.phase, label=phase_label(phase)))
+        slow.append(spans[spans["slow_rows"] > 0].reset_index())
+    if not bands:
+        return False
+    bands = pd.concat(bands).reset_index()
+    slow = pd.concat(slow, ignore_index=True) if slow else pd.DataFrame()
+    lanes = np.sort(bands["lane"].unique())
+    fig, ax = plt.subplots(figsize=(12, min(14, 2.6 + 0.28 * len(lanes))))
+    shade_phases(ax, run, origin, colours)
+    for phase, mine in bands.groupby("phase", sort=False):
+        colour, label = colours[phase], mine["label"].iloc[0]
+        worked, idle = mine[mine["ops"] > 0], mine[mine["ops"] == 0]
+        if len(worked) and not per_rank:
+            ax.barh(worked["lane"], worked["last"] - worked["first"],
+                    left=worked["first"] - origin, height=0.7, color=colour, alpha=0.35, lw=0)
+        if len(worked):
+            ax.barh(worked["lane"], worked["end50"] - worked["start50"],
+                    left=worked["start50"] - origin, height=0.7 if per_rank else 0.4,
+                    color=colour, edgecolor=colour, linewidth=0.8, label=label)
+            label = None
+        if len(idle):
+            ax.barh(idle["lane"], idle["last"] - idle["first"], left=idle["first"] - origin,
+                    height=0.12, color=colour, label=label)
+    if not per_rank:
+        worked = bands[bands["ops"] > 0]
+        ax.plot(worked["end90"] - origin, worked["lane"], linestyle="none", marker="|",
+                color="black", markersize=16, markeredgewidth=1.5,
+                label="90 % of the lane's ranks done")
+    named = draw_straggler_ranks(ax, slow, origin, lane_of, per_rank)
+    ax.set_ylim(lanes.max() + 0.7, lanes.min() - 0.7)
+    if per_rank and len(lanes) > 32:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    else:
+        ax.set_yticks(lanes)
+        if not per_rank:
+            ax.set_yticklabels([lane_names[int(i)] if 0 <= i < len(lane_names) else str(i)
+                                for i in lanes])
+    ax.set_xlim(left=0)
+    ax.set_xlabel("seconds since the first phase's start (common clock)")
+    ax.set_ylabel(ylabel)
+    what = ("per rank, first start to last end of its rows" if per_rank else
+            "light: first rank's start to last rank's end; solid: median start to median end")
+    ax.set_title(f"Timeline: run {safe(run.attrs.get('run_id', run.label))}, "
+                 f"{int(run.phases['rows'].sum()):,} rows\n({what}; thin bars: no I/O)",
+                 fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    handles, labels = ax.get_legend_handles_labels()
+    phases = [i for i, h in enumerate(handles) if isinstance(h, BarContainer)]
+    order = phases + [i for i in range(len(handles)) if i not in phases]  # phases first
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper left",
+              bbox_to_anchor=(1.01, 1), fontsize=9, title="phase")
+    if named:  # under the plot: never over the bars or the legend
+        ax.text(0.0, -0.8 / (0.75 * fig.get_figheight()), named, transform=ax.transAxes,
+                va="top", ha="left", fontsize=8, family="monospace")
+    save(fig, path)
+    return True
+
+
+def draw_straggler_ranks(ax, slow, origin, lane_of, per_rank):
+    """Red markers at each straggler rank's worst row's end; in shared lanes
+    the MAX_NAMED_STRAGGLERS slowest carry their rank number. Returns the
+    text listing them (rank, phase, worst time over the median)."""
+    if slow.empty:
+        return ""
+    lanes = lane_of(slow.set_index("rank"))
+    ax.plot(slow["slow_end"] - origin, lanes, linestyle="none", marker="<", color="red",
+            markersize=7, label=f"straggler rank (a row > {STRAGGLER_RATIO:g} x phase median)")
+    order = np.argsort(-slow["slow_ratio"].to_numpy(), kind="stable")[:MAX_NAMED_STRAGGLERS]
+    if not per_rank:
+        for k, i in enumerate(order):
+            ax.annotate(f"r{int(slow['rank'].iloc[i])}",
+                        (slow["slow_end"].iloc[i] - origin, lanes[i]),
+                        xytext=(4, -9 + 6 * (k % 4)), textcoords="offset points", fontsize=7,
+                        color="red")
+    named = [f"rank {int(slow['rank'].iloc[i])} ({safe(slow['phase'].iloc[i])[:20]}, "
+             f"{slow['slow_ratio'].iloc[i]:.3g}x)" for i in order]
+    lines = [f"straggler ranks: {len(slow)} (rank, phase); the slowest, worst row over the "
+             "phase median:"]
+    lines += ["  " + ", ".join(named[k:k + 4]) for k in range(0, len(named), 4)]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- latency
@@ -187,7 +354,7 @@ def latency(run, path):
             shown[phase] = ax.plot(x, y, color=colours[phase], lw=1.6)[0]
         total = sum(h[3] for h in hists)
         upper = hists[0][2]
-        ax.set_title(f"{op}: {int(total.sum()):,} calls, "
+        ax.set_title(f"{safe(op)}: {int(total.sum()):,} calls, "
                      f"p50 {human_seconds(percentile_seconds(upper, total, 0.5))}, "
                      f"p99 {human_seconds(percentile_seconds(upper, total, 0.99))}", fontsize=10)
         ax.set_xscale("log")
@@ -202,7 +369,8 @@ def latency(run, path):
     for ax in axes.flat[len(per_op):]:
         ax.set_visible(False)
     order = [p for p in run.phase_names if p in shown]
-    fig.legend([shown[p] for p in order], order, loc="upper left", bbox_to_anchor=(1.0, 0.95),
+    fig.legend([shown[p] for p in order], [safe(p) for p in order], loc="upper left",
+               bbox_to_anchor=(1.0, 0.95),
                title="phase", fontsize=9)
     fig.suptitle("Latency CDF per op (from the log-linear histograms, merged over ranks)")
     fig.tight_layout()
@@ -252,10 +420,11 @@ def draw_processes(ax, processes, origin):
     for i, (name, rows) in enumerate(processes.groupby("name", sort=False)):
         colour = plt.get_cmap("tab10")(i % 10)
         x, y = step_series(rows, rows["cpu"])
-        ax.plot(x - origin, y, color=colour, lw=1.5, drawstyle="steps-pre", label=f"{name}: all")
+        ax.plot(x - origin, y, color=colour, lw=1.5, drawstyle="steps-pre",
+                label=f"{safe(name)}: all")
         x, y = step_series(rows, rows["cpu_max_thread"])
         ax.plot(x - origin, y, color=colour, lw=1.2, ls="--", drawstyle="steps-pre",
-                label=f"{name}: busiest thread")
+                label=f"{safe(name)}: busiest thread")
     ax.set_ylim(bottom=0)
     ax.set_ylabel("CPU (1.0 = one core)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.07, 1), fontsize=9)
@@ -267,7 +436,7 @@ def draw_disks(ax, disks, origin):
         for column, style, what in (("write_bytes", "-", "write"), ("read_bytes", ":", "read")):
             x, y = step_series(rows, rows[column] / rows["dt"] / 2**20)
             ax.plot(x - origin, y, color=colour, ls=style, lw=1.5, drawstyle="steps-pre",
-                    label=f"{device} {what}")
+                    label=f"{safe(device)} {what}")
     ax.set_ylim(bottom=0)
     ax.set_ylabel("disk MiB/s")
     ax.legend(loc="upper left", bbox_to_anchor=(1.07, 1), fontsize=9)
@@ -307,7 +476,8 @@ def server(run, path):
         fig.legend(band_handles, band_labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                    ncol=min(4, len(band_labels)), title="phases (band numbers)", fontsize=9)
     host = samples["host"].iloc[0]
-    fig.suptitle(f"Server {host} ({samples['source'].iloc[0]}): CPU by mode and load")
+    fig.suptitle(f"Server {safe(host)} ({safe(samples['source'].iloc[0])}): "
+                 "CPU by mode and load")
     fig.tight_layout()
     save(fig, path)
     return True
@@ -337,7 +507,7 @@ def errors(run, path):
     image = ax.imshow(matrix.values, aspect="auto", cmap="Reds", vmin=0,
                       interpolation="nearest")
     ax.set_xticks(range(ncols))
-    ax.set_xticklabels(matrix.columns, rotation=30 if ncols > 4 else 0,
+    ax.set_xticklabels([safe(c) for c in matrix.columns], rotation=30 if ncols > 4 else 0,
                        ha="right" if ncols > 4 else "center")
     if nrows <= 40:
         ax.set_yticks(range(nrows))
@@ -376,9 +546,9 @@ def retrans(run, path):
     x = np.arange(nphases)
     for i, host in enumerate(table.columns):
         ax.bar(x - 0.4 + (i + 0.5) * width, table[host], width=width,
-               label=names.get(host, f"host {host}"))
+               label=safe(names.get(host, f"host {host}")))
     ax.set_xticks(x)
-    ax.set_xticklabels(table.index, rotation=30, ha="right")
+    ax.set_xticklabels([safe(p) for p in table.index], rotation=30, ha="right")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("retransmissions (trans - ops)")
     ax.set_title("NFS client retransmissions per host and phase"

@@ -17,11 +17,14 @@ Every failure to read (missing file, not HDF5, truncated, not herd's)
 raises ResultsError with a one-line reason.
 """
 import functools
+import math
 import os
 
 import h5py
 import numpy as np
 import pandas as pd
+
+import herd_safe
 
 
 class ResultsError(Exception):
@@ -53,9 +56,10 @@ def _reading(method):
             return method(self, *args, **kwargs)
         except ResultsError:
             raise
-        except (OSError, KeyError, ValueError, RuntimeError) as e:
-            raise ResultsError(f"{self.path}: cannot read {method.__name__}"
-                               f"({', '.join(map(str, args))}): {e}") from None
+        except herd_safe.READ_ERRORS as e:
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: cannot read {method.__name__}"
+                f"({', '.join(map(str, args))}): {e}")) from None
     return wrapper
 
 
@@ -68,6 +72,20 @@ PHASE_COLUMNS = [
     "nfsd_threads",
 ]
 
+# The phase statistics herd stores as summary_<name> attributes of each
+# phase (src/summary.c; docs/results-format.md), read rather than recomputed.
+SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "last_done",
+                 "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
+                 "grants", "contended", "violations", "stuck"]
+# ... and those added when the run closes, when a monitor sampled.
+SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads"]
+# /phases/<name>/op_summary, and the quantiles it holds.
+OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s"]
+OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
+# herd's ops in enum order (src/ops.h): the row order of op_summary.
+OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
+            "rename", "lock", "connect"]
+
 
 class Run:
     """One herd run: root attributes, hosts, ranks, a phase summary, and
@@ -75,24 +93,30 @@ class Run:
 
     def __init__(self, path):
         self.path = str(path)
-        if not os.path.exists(self.path):
-            raise ResultsError(f"{self.path}: no such file")
+        try:  # a regular, non-empty file: a FIFO would hang h5py
+            herd_safe.check_path(self.path)
+        except herd_safe.FormatError as e:
+            raise ResultsError(str(e)) from None
         try:
             self._f = h5py.File(self.path, "r")
-        except OSError as e:
+        except Exception as e:  # noqa: BLE001 (h5py raises more than OSError)
             reason = str(e).split("(")[0].strip() or "unreadable"
-            raise ResultsError(f"{self.path}: not a readable HDF5 file ({reason})") from None
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: not a readable HDF5 file ({reason})")) from None
         try:
-            if _text(self._f.attrs.get("tool")) != "herd" or "phases" not in self._f:
+            # The layout of docs/results-format.md, checked before any value
+            # is read (herd_safe): types, shapes, and sizes the file can hold.
+            if not herd_safe.validate(self._f, self.path):
                 raise ResultsError(f"{self.path}: not a herd results file (no tool=herd "
                                    "attribute or /phases group)")
             self._load()
-        except ResultsError:
+        except ResultsError as e:
             self._f.close()
-            raise
-        except (OSError, KeyError, ValueError, RuntimeError) as e:
+            raise ResultsError(herd_safe.line(e)) from None
+        except herd_safe.READ_ERRORS as e:
             self._f.close()
-            raise ResultsError(f"{self.path}: damaged herd results file ({e})") from None
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: damaged herd results file ({e})")) from None
 
     def _load(self):
         self.attrs = {k: _text(v) for k, v in self._f.attrs.items()}
@@ -257,18 +281,20 @@ class Run:
     # ---- the summary ----
 
     def _phase_row(self, name):
+        """One row of run.phases. herd's own summary_* attributes where the
+        phase has them (one definition, src/summary.c); only what the file
+        lacks (a file from an older herd, a phase cut off, a run that never
+        closed) is recomputed from the tables, by the same rules."""
         a = self.phase_attrs(name)
-        rows = self.ranks(name)
-        worked = rows[rows["ops"] > 0]
-        errors = self.errors(name)
-        t0 = a["t_start"]
-        first = worked["t_end"].min() - t0 if len(worked) else np.nan
-        last = worked["t_end"].max() - t0 if len(worked) else np.nan
-        total, ops = int(rows["bytes"].sum()), int(rows["ops"].sum())
-        grants, contended = _sum(rows, "grants"), _sum(rows, "contended")
-        cpu_mean, cpu_max, threads = self.server_cpu(t0, a["t_end"])
-        rate = last if last == last and last > 0 else np.nan
-        return {
+        t0, t1 = a["t_start"], a["t_end"]
+        stats = _stored(a, SUMMARY_STATS)
+        if len(stats) < len(SUMMARY_STATS):
+            stats = dict(self._recompute_stats(name, t0), **stats)
+        server = _stored(a, SUMMARY_SERVER)
+        if len(server) < len(SUMMARY_SERVER):
+            server = dict(zip(SUMMARY_SERVER, self.server_cpu(t0, t1)), **server)
+        grants, contended = stats["grants"], stats["contended"]
+        row = {
             "phase": name,
             "index": a.get("index"),
             "kind": a.get("kind"),
@@ -276,32 +302,110 @@ class Run:
             "file_size": a.get("file_size"),
             "block_size": a.get("block_size"),
             "status": a.get("status"),
-            "rows": len(rows),
-            "ranks": rows["rank"].nunique(),
             "t_start": t0,
-            "t_end": a["t_end"],
-            "elapsed": a["t_end"] - t0,
+            "t_end": t1,
+            "elapsed": t1 - t0,
             "start_skew": a.get("start_skew"),
-            "t_min": worked["seconds"].min() if len(worked) else np.nan,
-            "t_median": worked["seconds"].median() if len(worked) else np.nan,
-            "t_max": worked["seconds"].max() if len(worked) else np.nan,
-            "first_done": first,
-            "last_done": last,
-            "bytes": total,
-            "ops": ops,
-            "mib_per_s": total / 2**20 / rate if total else 0.0,
-            "ops_per_s": ops / rate if ops else 0.0,
-            "errors": int(errors["count"].sum()) if len(errors) else 0,
-            "verify_failures": _sum(rows, "verify_failures"),
-            "grants": grants,
-            "contended": contended,
             "contention": contended / (grants + contended) if grants + contended else np.nan,
-            "violations": _sum(rows, "violations"),
-            "stuck": len(self.stuck(name)) if "stuck" in self._f["phases"][name] else 0,
-            "cpu_mean": cpu_mean,
-            "cpu_max": cpu_max,
-            "nfsd_threads": threads,
         }
+        row.update(stats)
+        row.update(server)
+        return row
+
+    def _recompute_stats(self, name, t0):
+        """summary_compute (src/summary.c) over the raw tables, vectorised:
+        times, first/last done, bytes, ops, verify failures and violations
+        over the rows that did work (ops > 0); grants and contended over
+        every row; ranks = runs of equal rank in row order; rates 0 when no
+        row did work or the last one ended at the phase start."""
+        g = self._f["phases"][name]
+        rows = herd_safe.read_table(g["ranks"])
+        worked = rows[rows["ops"] > 0] if len(rows) else rows
+        out = {"rows": len(rows),
+               "ranks": int(np.count_nonzero(np.diff(rows["rank"]))) + 1 if len(rows) else 0,
+               "grants": _total(rows, "grants"), "contended": _total(rows, "contended"),
+               "bytes": _total(worked, "bytes"), "ops": _total(worked, "ops"),
+               "verify_failures": _total(worked, "verify_failures"),
+               "violations": _total(worked, "violations"),
+               "errors": _total(herd_safe.read_table(g["errors"]), "count")
+               if "errors" in g else 0,
+               "stuck": g["stuck"].shape[0] if "stuck" in g else 0,
+               "mib_per_s": 0.0, "ops_per_s": 0.0}
+        for key in ("t_min", "t_median", "t_max", "first_done", "last_done"):
+            out[key] = np.nan
+        if len(worked) == 0:
+            return out
+        secs = worked["t_end"] - worked["t_start"]
+        last = float(worked["t_end"].max() - t0)
+        out.update(t_min=float(secs.min()), t_median=float(np.median(secs)),
+                   t_max=float(secs.max()), first_done=float(worked["t_end"].min() - t0),
+                   last_done=last)
+        if last > 0:
+            out["mib_per_s"] = out["bytes"] / 1048576.0 / last
+            out["ops_per_s"] = out["ops"] / last
+        return out
+
+    @_reading
+    def op_summary(self, name):
+        """One row per op with calls: op, calls, seconds (summed over ranks),
+        ops_per_s (calls / last_done), p50_s, p90_s, p99_s, max_s (upper
+        bound of the merged histogram's bucket holding that quantile).
+        herd's /phases/NAME/op_summary where present, else recomputed from
+        the ops table and the latency histograms by the same rules."""
+        g = self._f["phases"][name]
+        if "op_summary" in g:
+            return _table(g["op_summary"])
+        ops = _table(g["ops"]) if "ops" in g else pd.DataFrame(columns=["op", "count", "seconds"])
+        per_op = ops.groupby("op", sort=False)[["count", "seconds"]].sum()
+        per_op = per_op[per_op["count"] > 0]
+        known = {op: i for i, op in enumerate(OP_ORDER)}
+        per_op = per_op.iloc[sorted(range(len(per_op)),
+                                    key=lambda i: known.get(per_op.index[i], len(known)))]
+        last = self.phases.loc[self.phases["phase"] == name, "last_done"]
+        last = float(last.iloc[0]) if len(last) else np.nan
+        hists = self.latency(name) if "latency" in g else {}
+        rows = []
+        for op, (calls, secs) in per_op.iterrows():  # one row per op: a handful
+            upper, counts = (hists[op][1], hists[op][2]) if op in hists else (None, None)
+            row = {"op": op, "calls": int(calls), "seconds": float(secs),
+                   "ops_per_s": calls / last if last > 0 else np.nan}
+            for key, q in OP_QUANTILES:
+                row[key] = hist_quantile(upper, counts, q) if counts is not None else np.nan
+            rows.append(row)
+        return pd.DataFrame(rows, columns=OP_SUMMARY_COLUMNS)
+
+
+def hist_quantile(upper_ns, counts, q):
+    """src/hist.c's hist_quantile in seconds: the upper bound of the bucket
+    holding the sample of rank max(1, ceil(q * n)); NaN for no samples."""
+    counts = np.asarray(counts, dtype=np.uint64)
+    n = int(counts.sum())
+    if n == 0:
+        return np.nan
+    rank = min(max(1, math.ceil(q * n)), n)
+    return float(upper_ns[np.searchsorted(np.cumsum(counts), rank)]) * 1e-9
+
+
+def _stored(attrs, keys):
+    """The summary_<key> attributes a phase has, as Python numbers."""
+    out = {}
+    for key in keys:
+        value = attrs.get(f"summary_{key}")
+        if value is None:
+            continue
+        value = np.asarray(value)
+        if value.shape != () or value.dtype.kind not in "iuf":
+            continue  # not herd's: recompute it instead
+        out[key] = int(value) if value.dtype.kind in "iu" else float(value)
+    return out
+
+
+def _total(rows, field):
+    """Sum of a count field of a table read as a numpy array; 0 where a file
+    from an older herd lacks the field."""
+    if rows.dtype.names is None or field not in rows.dtype.names or len(rows) == 0:
+        return 0
+    return int(rows[field].sum())
 
 
 def meeting(frame, t0, t1):
@@ -312,13 +416,10 @@ def meeting(frame, t0, t1):
     return frame[(frame["t"] - frame["dt"] <= t1) & (frame["t"] > t0)]
 
 
-def _sum(df, col):
-    """Sum of a count column; 0 where a file from an older herd lacks it."""
-    return int(df[col].sum()) if col in df else 0
-
-
 def _table(dataset):
-    return _decode(pd.DataFrame(dataset[()]))
+    """A table as a DataFrame: read through herd_safe.read_table (size and
+    value checks), strings decoded."""
+    return _decode(pd.DataFrame(herd_safe.read_table(dataset)))
 
 
 def load(path):
