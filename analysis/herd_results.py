@@ -6,7 +6,7 @@ Layout: docs/results-format.md; this API: docs/analysis.md.
 
     import herd_results
     with herd_results.load("results.h5") as run:
-        run.status                      # complete | interrupted | partial
+        run.status                      # complete | incomplete | interrupted | partial
         run.phases                      # one row per phase: times, MiB/s, errors, server CPU
         run.ranks("write-unique-16M")   # one row per (rank, iteration)
         run.all_ranks()                 # every phase's rows, with a phase column
@@ -149,6 +149,10 @@ class Run:
         n = len(self.phase_names)
         if self.status == "complete":
             return f"complete: {n} phases, exit code {self.attrs.get('exit_code')}"
+        if self.status == "incomplete":
+            return (f"incomplete (exit code {self.attrs.get('exit_code')}): the run ended but some "
+                    f"phases could not be written; holds {n}, the others are in "
+                    f"{os.path.basename(self.path)}.<phase>.lost.csv")
         if self.status == "interrupted":
             return (f"interrupted (exit code {self.attrs.get('exit_code')}): holds the {n} "
                     f"phases that ran, the last one cut short")

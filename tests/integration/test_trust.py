@@ -26,7 +26,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
+from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
                       mpirun_args, read_csv, require_root, tree, write_job)
 
 
@@ -137,6 +137,12 @@ def test_full_results_file_system_is_not_a_clean_run(herd_bin, tmp_path, mount_f
         if name == "w":
             assert all(int(r.split(",")[12]) == 64 * 1024 for r in rows)
     assert tree(target) == []
+    # the report says so too
+    report = tmp_path / "report"
+    rep = subprocess.run(["/usr/bin/python3", str(REPO_DIR / "analysis" / "herd-report"), str(out),
+                          "-o", str(report)], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert "incomplete (exit code 4)" in (report / "index.html").read_text()
 
 
 # ---------------------------------------------------------------- 3. run directory
