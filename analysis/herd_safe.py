@@ -185,7 +185,7 @@ PHASE_NUMBER.update({f"summary_{k}": "f" for k in SUMMARY_FLOATS})
 # Fields the format does not name must be plain numbers or strings (the
 # format lets later versions add fields).
 _ERRORS = {"rank": "i", "op": "S", "errno": "i", "errno_name": "S", "message": "S",
-           "count": "u", "first_path": "S", "first_time": "f"}
+           "count": "u", "first_path": "S", "first_time": "f", "status": "S"}
 _MON = {"t": "f", "dt": "f", "host": "S", "source": "S"}
 TABLES = {
     "hosts": ({"host": "i", "hostname": "S", "mount_source": "S", "mount_point": "S",

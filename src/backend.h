@@ -61,6 +61,11 @@ struct backend_ops {
      * NULL when the backend cannot lock. */
     int (*lock)(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
                 uint64_t start, uint64_t len);
+    /* The protocol's own name for why the last failed call failed
+     * ("NLM4_DENIED_GRACE_PERIOD", "NFS4ERR_GRACE", ...), kept beside the
+     * errno in the error table; NULL when the protocol said nothing more
+     * (or the backend has no protocol: posix). Valid until the next call. */
+    const char *(*status)(void *ctx);
 };
 
 /* The backend called `name`, or NULL. */

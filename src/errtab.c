@@ -1,5 +1,5 @@
-/* errtab.c — per-rank error table: one entry per (op, errno) holding a
- * count and where and when that failure was first seen. Grows as needed;
+/* errtab.c — per-rank error table: one entry per (op, errno, protocol
+ * status) holding a count and where and when that failure was first seen. Grows as needed;
  * if memory runs out the failure still counts in the total. */
 #include "errtab.h"
 
@@ -35,10 +35,12 @@ static int32_t errtab_norm(int err)
     return err == INT32_MIN ? INT32_MAX : -err;
 }
 
-static struct err_entry *errtab_find(const struct errtab *t, enum op op, int32_t err)
+static struct err_entry *errtab_find(const struct errtab *t, enum op op, int32_t err,
+                                     const char *status)
 {
     for (size_t i = 0; i < t->n; i++)
-        if (t->entries[i].op == (int32_t)op && t->entries[i].err == err)
+        if (t->entries[i].op == (int32_t)op && t->entries[i].err == err &&
+            strncmp(t->entries[i].status, status, ERRTAB_STATUS_MAX - 1) == 0)
             return &t->entries[i];
     return NULL;
 }
@@ -60,8 +62,16 @@ static int errtab_grow(struct errtab *t)
 
 void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *path, double when)
 {
+    errtab_add_status(t, rank, op, err, NULL, path, when);
+}
+
+void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const char *status,
+                       const char *path, double when)
+{
     int32_t e = errtab_norm(err);
-    struct err_entry *ent = errtab_find(t, op, e);
+    if (!status)
+        status = "";
+    struct err_entry *ent = errtab_find(t, op, e, status);
 
     t->total++;
     if (ent) {
@@ -77,6 +87,9 @@ void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *pat
     ent->err = e;
     ent->count = 1;
     ent->first_time = when;
+    size_t slen = strnlen(status, ERRTAB_STATUS_MAX - 1);
+    memcpy(ent->status, status, slen);
+    ent->status[slen] = '\0';
     if (path) {
         size_t len = strnlen(path, ERRTAB_PATH_MAX - 1);
         memcpy(ent->first_path, path, len);
@@ -86,7 +99,10 @@ void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *pat
 
 uint64_t errtab_count(const struct errtab *t, enum op op, int err)
 {
-    const struct err_entry *ent = errtab_find(t, op, errtab_norm(err));
-
-    return ent ? ent->count : 0;
+    int32_t e = errtab_norm(err);
+    uint64_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->entries[i].op == (int32_t)op && t->entries[i].err == e)
+            n += t->entries[i].count;
+    return n;
 }

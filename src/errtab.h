@@ -1,5 +1,6 @@
-/* errtab.h — per-rank error accounting: one entry per (op, errno) with a
- * count and the first failing path and time. Nothing here aborts. */
+/* errtab.h — per-rank error accounting: one entry per (op, errno,
+ * protocol status) with a count and the first failing path and time.
+ * Nothing here aborts. */
 #ifndef HERD_ERRTAB_H
 #define HERD_ERRTAB_H
 
@@ -9,6 +10,7 @@
 #include "ops.h"
 
 #define ERRTAB_PATH_MAX 256
+#define ERRTAB_STATUS_MAX 32
 
 struct err_entry {
     int32_t rank;
@@ -18,6 +20,10 @@ struct err_entry {
     uint64_t count;
     double first_time; /* common clock, seconds */
     char first_path[ERRTAB_PATH_MAX];
+    /* The protocol's name for the failure ("NLM4_DENIED_GRACE_PERIOD",
+     * "NFS4ERR_GRACE"), "" when it said nothing more: part of the key, so
+     * one errno from two protocol statuses is two entries. */
+    char status[ERRTAB_STATUS_MAX];
 };
 
 struct errtab {
@@ -31,7 +37,10 @@ void errtab_free(struct errtab *t);
 void errtab_clear(struct errtab *t);
 /* Count one failure; err may be given negative or positive. */
 void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *path, double when);
-/* Count of failures recorded for (op, err); 0 if none. */
+/* The same, with the protocol's status (NULL or "" = none). */
+void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const char *status,
+                       const char *path, double when);
+/* Count of failures recorded for (op, err), whatever their status. */
 uint64_t errtab_count(const struct errtab *t, enum op op, int err);
 
 #endif

@@ -373,6 +373,7 @@ struct error_row {
     uint64_t count;
     char first_path[ERRTAB_PATH_MAX];
     double first_time;
+    char status[ERRTAB_STATUS_MAX];
 };
 
 static const struct field error_fields[] = {
@@ -384,6 +385,7 @@ static const struct field error_fields[] = {
     FIELD("count", struct error_row, count, FIELD_U64),
     FIELD("first_path", struct error_row, first_path, FIELD_STR),
     FIELD("first_time", struct error_row, first_time, FIELD_F64),
+    FIELD("status", struct error_row, status, FIELD_STR),
 };
 
 /* Every job key as an attribute: sizes and ints as int64, durations as
@@ -456,6 +458,7 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
         row->count = e->count;
         h5_str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);
         row->first_time = e->first_time;
+        h5_str_copy(row->status, sizeof row->status, e->status, sizeof e->status);
     }
     int rc = h5_table_write(g, "errors", error_fields, NFIELDS(error_fields), sizeof *rows, rows, n,
                             err, errlen);

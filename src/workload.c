@@ -55,8 +55,14 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
     if (t)
         *t += dt;
     r->ops++;
-    if (rc < 0)
-        workload_fail(c, r, op, (int)rc, path);
+    if (rc < 0) {
+        r->errors++;
+        /* A failed backend call: keep the protocol's word for it too. */
+        const char *status = c->be && c->be->status ? c->be->status(c->be_ctx) : NULL;
+        if (c->errors)
+            errtab_add_status(c->errors, c->rank, op, (int)rc, status, path,
+                              c->clock ? clock_now(c->clock) : 0);
+    }
     return rc;
 }
 

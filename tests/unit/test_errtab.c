@@ -100,6 +100,34 @@ static void test_long_path(void **state)
     errtab_free(&t);
 }
 
+/* The protocol's status is part of the key: one errno from two statuses
+ * is two entries; errtab_count sums them; a long status is cut. */
+static void test_status(void **state)
+{
+    (void)state;
+    struct errtab t;
+    errtab_init(&t);
+    errtab_add_status(&t, 2, OP_LOCK, ENOLCK, "NLM4_DENIED_NOLOCKS", "/l", 1.0);
+    errtab_add_status(&t, 2, OP_LOCK, ENOLCK, "NLM4_DENIED_GRACE_PERIOD", "/l", 2.0);
+    errtab_add_status(&t, 2, OP_LOCK, ENOLCK, "NLM4_DENIED_GRACE_PERIOD", "/l", 3.0);
+    errtab_add(&t, 2, OP_LOCK, ENOLCK, "/l", 4.0);
+    assert_int_equal(t.n, 3);
+    assert_int_equal(errtab_count(&t, OP_LOCK, ENOLCK), 4);
+    assert_string_equal(t.entries[0].status, "NLM4_DENIED_NOLOCKS");
+    assert_string_equal(t.entries[1].status, "NLM4_DENIED_GRACE_PERIOD");
+    assert_int_equal(t.entries[1].count, 2);
+    assert_true(t.entries[1].first_time == 2.0);
+    assert_string_equal(t.entries[2].status, "");
+    char longer[100];
+    memset(longer, 'S', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    errtab_add_status(&t, 2, OP_LOCK, EIO, longer, NULL, 5.0);
+    assert_int_equal(strlen(t.entries[3].status), ERRTAB_STATUS_MAX - 1);
+    errtab_add_status(&t, 2, OP_LOCK, EIO, longer, NULL, 6.0); /* same, cut the same way */
+    assert_int_equal(t.n, 4);
+    errtab_free(&t);
+}
+
 static void test_growth(void **state)
 {
     (void)state;
@@ -134,7 +162,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts),     cmocka_unit_test(test_sign),
         cmocka_unit_test(test_first_kept), cmocka_unit_test(test_long_path),
-        cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_growth),     cmocka_unit_test(test_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
