@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nfs-server.sh — a throwaway userspace NFS server for herd's tests and
-# local runs: nfs-ganesha (FSAL VFS) plus rpcbind, inside a private network
+# local runs: nfs-ganesha (FSAL VFS) plus rpcbind and rpc.statd (for the NLM
+# lock manager), inside a private network
 # and mount namespace, exporting a plain directory or a loop-mounted xfs,
 # ext4 or btrfs image. Everything it makes lives in one state directory;
 # `stop` removes every process, mount and loop device it made. No kernel
@@ -11,14 +12,22 @@
 #                       [--workers N] [--sync|--async|--sync-writes]
 #                       [--hostname NAME]   (own UTS namespace: a host of
 #                                            cluster-configs/virtual/)
+#                       [--no-nlm]          (no NLM lock manager, no statd)
+#                       [--grace SECONDS]   (start in a grace period; 0: none)
+#                       [--lease SECONDS]   (NFSv4 lease; default 60, or the
+#                                            grace if shorter)
 #       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
 #   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
-#   nfs-server.sh restart-ganesha --state DIR      stdout: the new PID
+#   nfs-server.sh restart-ganesha --state DIR [--grace SECONDS] [--lease SECONDS]
+#                                                  stdout: the new PID
+#   nfs-server.sh stop-statd --state DIR           (NLM then answers NOLOCKS)
+#   nfs-server.sh start-statd --state DIR          stdout: statd's PID
 #   nfs-server.sh status --state DIR
 #   nfs-server.sh stop --state DIR [--purge]
 #
 # Needs root, util-linux (unshare, nsenter, losetup), iproute2, rpcbind,
-# nfs-ganesha, nfs-ganesha-vfs, libnfs-utils (nfs-ls, to see the server
+# nfs-ganesha, nfs-ganesha-vfs, nfs-common (rpc.statd, rpcinfo; a dependency
+# of nfs-ganesha), libnfs-utils (nfs-ls, to see the server
 # answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems and a C
 # compiler (cc) for --async.
 set -euo pipefail
@@ -39,11 +48,23 @@ NOSYNC_SRC=$HERE/nosync.c
 
 START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must answer
 STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
+# ganesha 4.3 with NLM: once it has monitored a lock client with statd, its
+# shutdown calls SM_UNMON after it has already shut its RPC event channels,
+# which times out (3 s), and then hangs ~9 s more: about 12 s instead of
+# 0.1 s. With NLM on, ganesha gets this long after SIGTERM, then SIGKILL
+# (everything it wrote is in the kernel already; nothing is lost).
+NLM_STOP_TIMEOUT=${NFS_SERVER_NLM_STOP_TIMEOUT:-1}
+
+# Fixed ports inside the namespace (only its lo exists, so they never clash
+# with the host's): NFS 2049 and MOUNT 20048 are in ganesha.conf.in; the NLM
+# port (ganesha's NLM_Port, otherwise random at every start) and statd's.
+NLM_PORT=32803
+STATD_PORT=32765
 
 log() { printf 'nfs-server.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 usage() {
-    sed -n '/^#   nfs-server.sh start/,/^#   nfs-server.sh stop/p' "$SELF" | sed 's/^# \{0,1\}//' >&2
+    sed -n '/^#   nfs-server.sh start/,/^#   nfs-server.sh stop --state/p' "$SELF" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -92,6 +113,15 @@ terminate() {
     log "$1 (pid $pid) is still there after SIGTERM, ${secs}s and SIGKILL"
 }
 
+# ganesha_stop_timeout: seconds ganesha gets from SIGTERM to SIGKILL.
+ganesha_stop_timeout() {
+    if [ "${NLM:-1}" = 1 ] && ((NLM_STOP_TIMEOUT < STOP_TIMEOUT)); then
+        echo "$NLM_STOP_TIMEOUT"
+    else
+        echo "$STOP_TIMEOUT"
+    fi
+}
+
 # ------------------------------------------------------------------ state dir
 
 # set_state DIR: absolute, canonical STATE; refuse odd characters (the path
@@ -107,15 +137,68 @@ set_state() {
         die "state directory $STATE: use only letters, digits and ._/+- in its path"
     EXPORT=$STATE/export
     IMAGE=$STATE/image.img
+    STATD_DIR=$STATE/statd
 }
 
 is_ours() { [ -f "$STATE/$MARKER" ]; }
 
 load_settings() {
-    FS=dir MODE=sync WORKERS=200 HOST_NAME=""
+    FS=dir SIZE=2G MODE=sync WORKERS=200 HOST_NAME="" NLM=1 GRACE=0 LEASE=60
     # shellcheck disable=SC1091
     [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
     return 0
+}
+
+# save_settings: write the settings variables to STATE/conf/settings
+# (atomically: the supervisor and status read it).
+save_settings() {
+    cat >"$STATE/conf/settings.tmp" <<EOF
+FS=$FS
+SIZE=$SIZE
+WORKERS=$WORKERS
+MODE=$MODE
+HOST_NAME=$HOST_NAME
+NLM=$NLM
+GRACE=$GRACE
+LEASE=$LEASE
+EOF
+    mv -f "$STATE/conf/settings.tmp" "$STATE/conf/settings"
+}
+
+# write_conf: STATE/conf/ganesha.conf from the template and the settings.
+# GRACE 0 is Graceless = true; Grace_Period then equals the lease, which
+# keeps ganesha from warning that the grace is shorter than the lease.
+write_conf() {
+    local commit=false nlm=false graceless=true grace=$LEASE
+    [ "$MODE" = sync-writes ] && commit=true
+    [ "$NLM" = 1 ] && nlm=true
+    if ((GRACE > 0)); then
+        graceless=false grace=$GRACE
+    fi
+    sed -e "s|@STATE@|$STATE|g" -e "s|@EXPORT@|$EXPORT|g" \
+        -e "s|@WORKERS@|$WORKERS|g" -e "s|@NFS_COMMIT@|$commit|g" \
+        -e "s|@NLM@|$nlm|g" -e "s|@NLM_PORT@|$NLM_PORT|g" \
+        -e "s|@GRACELESS@|$graceless|g" -e "s|@GRACE@|$grace|g" \
+        -e "s|@LEASE@|$LEASE|g" \
+        "$TEMPLATE" >"$STATE/conf/ganesha.conf.tmp"
+    mv -f "$STATE/conf/ganesha.conf.tmp" "$STATE/conf/ganesha.conf"
+}
+
+# default_lease GRACE LEASE: the lease to use when none is given: LEASE, or
+# GRACE when that is shorter. ganesha wants Grace_Period >= Lease_Lifetime
+# (it warns otherwise), and its reaper, which ends the grace, runs every
+# lease/2 s or so (at most every 10 s): grace 5 with lease 60 ended after
+# 10 s, grace 3 with lease 3 after 3 s.
+default_lease() {
+    if (($1 > 0 && $1 < $2)); then echo "$1"; else echo "$2"; fi
+}
+
+# check_seconds OPTION VALUE MIN: VALUE is an integer in MIN..180 (ganesha's
+# range for Grace_Period and Lease_Lifetime).
+check_seconds() {
+    if ! [[ "$2" =~ ^[0-9]+$ ]] || (($2 < $3 || $2 > 180)); then
+        die "$1 must be a number of seconds, $3..180"
+    fi
 }
 
 url() { printf 'nfs://127.0.0.1%s?version=3\n' "$EXPORT"; }
@@ -132,7 +215,8 @@ loops_of() { losetup -j "$1" 2>/dev/null | cut -d: -f1; }
 
 log_tail() {
     local f
-    for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log"; do
+    for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log" \
+        "$STATE/log/statd.log"; do
         [ -s "$f" ] || continue
         printf -- '--- last lines of %s\n' "$f" >&2
         tail -n 25 "$f" >&2
@@ -180,25 +264,33 @@ wait_ready() {
 
 # Runs as `unshare --net --mount --propagation private -- nfs-server.sh
 # _supervise --state DIR`: the process that holds the namespaces, starts and
-# reaps rpcbind and ganesha, and tears everything down on SIGTERM.
-# SIGUSR1 asks it to start ganesha again (restart-ganesha).
+# reaps rpcbind, rpc.statd and ganesha, and tears everything down on SIGTERM.
+# SIGUSR1 asks it to start ganesha again (restart-ganesha), SIGUSR2 to start
+# statd again (start-statd).
 supervise() {
     load_settings
-    local want_stop="" want_start="" ganesha_pid="" rpcbind_pid="" loopdev="" cmd st i
+    local want_stop="" want_start="" want_statd="" ganesha_pid="" rpcbind_pid=""
+    local statd_pid="" loopdev="" cmd st i
     trap 'want_stop=1' TERM INT HUP
     trap 'want_start=1' USR1
+    trap 'want_statd=1' USR2
 
     sup_log() { printf '%s supervisor: %s\n' "$(date '+%F %T')" "$*"; }
 
     sup_cleanup() {
         local i
-        trap '' TERM INT HUP USR1
+        trap '' TERM INT HUP USR1 USR2
         # By the recorded PID + start time, not kill -0: bash reaps its
         # children at once, so a bare PID could already belong to someone
-        # else.
+        # else. ganesha first (it unmonitors its NLM clients with statd on
+        # the way out), then statd, then rpcbind.
         if [ -n "$ganesha_pid" ]; then
-            terminate ganesha
+            terminate ganesha "$(ganesha_stop_timeout)"
             wait "$ganesha_pid" 2>/dev/null || true
+        fi
+        if [ -n "$statd_pid" ]; then
+            terminate statd 5
+            wait "$statd_pid" 2>/dev/null || true
         fi
         if [ -n "$rpcbind_pid" ]; then
             terminate rpcbind 5
@@ -236,10 +328,33 @@ supervise() {
         sup_log "started ganesha.nfsd pid $ganesha_pid"
     }
 
+    # start_statd: rpc.statd in the foreground, its state (sm/, sm.bak/,
+    # state) in STATE/statd, no SM_NOTIFY at start (-L), a fixed port; then
+    # wait until it is registered with rpcbind (ganesha's NLM finds it there).
+    # The directory stays root's, so statd runs as root: as user statd it
+    # could not reach a state directory below a 0700 one (pytest's tmp).
+    # Returns 1 if it does not come up.
+    start_statd() {
+        local i
+        mkdir -p "$STATD_DIR/sm" "$STATD_DIR/sm.bak"
+        rpc.statd -F -d -L -P "$STATD_DIR" -p "$STATD_PORT" \
+            </dev/null >>"$STATE/log/statd.log" 2>&1 &
+        statd_pid=$!
+        record statd "$statd_pid"
+        sup_log "started rpc.statd pid $statd_pid"
+        for ((i = 0; i < 200; i++)); do
+            alive statd || { sup_log "rpc.statd exited"; statd_pid=""; return 1; }
+            rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1 && return 0
+            sleep 0.025
+        done
+        sup_log "rpc.statd did not register with rpcbind within 5 s"
+        return 1
+    }
+
     fail() { sup_log "FAILED: $*"; printf '%s\n' "$*" >"$STATE/run/failed"; sup_cleanup; exit 1; }
 
     record supervisor "$$"
-    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS"
+    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS, nlm $NLM, grace $GRACE, lease $LEASE"
     ip link set lo up || fail "ip link set lo up"
     if [ -n "$HOST_NAME" ]; then
         hostname "$HOST_NAME" || fail "hostname $HOST_NAME"
@@ -266,6 +381,9 @@ supervise() {
         sleep 0.025
     done
     [ -S /run/rpcbind.sock ] || fail "rpcbind did not come up"
+    if [ "$NLM" = 1 ]; then
+        start_statd || fail "rpc.statd did not come up (see log/statd.log)"
+    fi
     start_ganesha
 
     # A FIFO nobody writes: read -t is a fork-free sleep that trapped
@@ -279,6 +397,22 @@ supervise() {
             wait "$ganesha_pid" 2>/dev/null || st=$?
             sup_log "ganesha $ganesha_pid exited (status $st)"
             ganesha_pid=""
+        fi
+        if [ -n "$statd_pid" ] && ! alive statd; then
+            st=0
+            wait "$statd_pid" 2>/dev/null || st=$?
+            sup_log "rpc.statd $statd_pid exited (status $st)"
+            statd_pid=""
+        fi
+        if [ -n "$want_statd" ]; then
+            want_statd=""
+            if [ "$NLM" != 1 ]; then
+                sup_log "statd start requested but NLM is off"
+            elif [ -n "$statd_pid" ]; then
+                sup_log "statd start requested but rpc.statd $statd_pid is running"
+            else
+                start_statd || true
+            fi
         fi
         if [ -n "$want_start" ]; then
             want_start=""
@@ -297,7 +431,7 @@ supervise() {
 # ------------------------------------------------------------------ commands
 
 cmd_start() {
-    local fs=dir size=2G workers="" mode=sync host_name=""
+    local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -313,6 +447,12 @@ cmd_start() {
             --sync-writes) mode=sync-writes; shift ;;
             --hostname) host_name=${2:-}; shift 2 ;;
             --hostname=*) host_name=${1#*=}; shift ;;
+            --nlm) nlm=1; shift ;;
+            --no-nlm) nlm=0; shift ;;
+            --grace) grace=${2:-}; shift 2 ;;
+            --grace=*) grace=${1#*=}; shift ;;
+            --lease) lease=${2:-}; shift 2 ;;
+            --lease=*) lease=${1#*=}; shift ;;
             -h | --help) usage ;;
             *) log "start: unknown argument $1"; usage ;;
         esac
@@ -323,6 +463,9 @@ cmd_start() {
     if [ -n "$host_name" ] && ! [[ "$host_name" =~ ^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$ ]]; then
         die "start: --hostname: letters, digits, '.' and '-', at most 63"
     fi
+    check_seconds "start: --grace" "$grace" 0
+    [ -n "$lease" ] || lease=$(default_lease "$grace" 60)
+    check_seconds "start: --lease" "$lease" 1
     if [ -n "$workers" ]; then
         if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
             die "start: --workers must be 2..131072 (ganesha refuses 1)"
@@ -335,6 +478,12 @@ cmd_start() {
     for tool in unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
         command -v "$tool" >/dev/null || die "start: $tool not found (see cluster-configs/local/install.sh)"
     done
+    if [ "$nlm" = 1 ]; then
+        for tool in rpc.statd rpcinfo; do
+            command -v "$tool" >/dev/null ||
+                die "start: $tool not found (package nfs-common; or start --no-nlm)"
+        done
+    fi
     [ -r "$TEMPLATE" ] || die "start: $TEMPLATE is missing"
     [ "$fs" = dir ] || command -v "mkfs.$fs" >/dev/null || die "start: mkfs.$fs not found"
     if [ "$mode" = async ]; then
@@ -357,20 +506,12 @@ cmd_start() {
     local t0=$SECONDS
     mkdir -p "$STATE"
     : >"$STATE/$MARKER"
-    mkdir -p "$STATE"/{bin,conf,run,lib-nfs,recovery,export,log,pid}
+    mkdir -p "$STATE"/{bin,conf,run,lib-nfs,recovery,statd,export,log,pid}
     chmod 0777 "$EXPORT"
-    cat >"$STATE/conf/settings" <<EOF
-FS=$fs
-SIZE=$size
-WORKERS=$workers
-MODE=$mode
-HOST_NAME=$host_name
-EOF
-    local commit=false
-    [ "$mode" = sync-writes ] && commit=true
-    sed -e "s|@STATE@|$STATE|g" -e "s|@EXPORT@|$EXPORT|g" \
-        -e "s|@WORKERS@|$workers|g" -e "s|@NFS_COMMIT@|$commit|g" \
-        "$TEMPLATE" >"$STATE/conf/ganesha.conf"
+    FS=$fs SIZE=$size WORKERS=$workers MODE=$mode HOST_NAME=$host_name
+    NLM=$nlm GRACE=$grace LEASE=$lease
+    save_settings
+    write_conf
 
     # From here on a failure undoes everything.
     trap 'log "start failed"; log_tail; do_stop 0 || true; exit 1' ERR
@@ -405,7 +546,9 @@ EOF
         sleep 0.05
     done
     if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT"; then
-        log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT"
+        log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT," \
+            "nlm $( ((nlm)) && echo "on (port $NLM_PORT, statd port $STATD_PORT)" || echo off)," \
+            "grace $grace s, lease $lease s"
         url
         recorded ganesha
         return 0
@@ -422,16 +565,17 @@ EOF
 do_stop() {
     local purge=$1 problems=0 name mp dev i
     load_settings
-    # The supervisor stops ganesha and rpcbind, unmounts and detaches.
+    # The supervisor stops ganesha, statd and rpcbind, unmounts and detaches.
     if alive supervisor; then
         if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
         terminate supervisor
     fi
     # Whatever is left (the supervisor was killed, or hung): by recorded PID.
-    for name in ganesha rpcbind supervisor launcher; do
+    terminate ganesha "$(ganesha_stop_timeout)"
+    for name in statd rpcbind supervisor launcher; do
         terminate "$name"
     done
-    for name in ganesha rpcbind supervisor launcher; do
+    for name in ganesha statd rpcbind supervisor launcher; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
@@ -465,7 +609,7 @@ do_stop() {
     if [ "$purge" = 1 ]; then
         rm -rf --one-file-system -- "$STATE"
     else
-        rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,export,pid} "$IMAGE"
+        rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,statd,export,pid} "$IMAGE"
     fi
     return 0
 }
@@ -518,22 +662,39 @@ cmd_exec() {
 }
 
 cmd_restart_ganesha() {
+    local grace="" lease=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
             --state=*) set_state "${1#*=}"; shift ;;
+            --grace) grace=${2:-}; shift 2 ;;
+            --grace=*) grace=${1#*=}; shift ;;
+            --lease) lease=${2:-}; shift 2 ;;
+            --lease=*) lease=${1#*=}; shift ;;
             *) log "restart-ganesha: unknown argument $1"; usage ;;
         esac
     done
     [ -n "${STATE:-}" ] || die "restart-ganesha: --state DIR is required"
+    [ -z "$grace" ] || check_seconds "restart-ganesha: --grace" "$grace" 0
+    [ -z "$lease" ] || check_seconds "restart-ganesha: --lease" "$lease" 1
     if ! is_ours || ! alive supervisor; then
         die "restart-ganesha: no server namespace with state $STATE (start it)"
     fi
     load_settings
+    # --grace / --lease change the grace period (0: none) and the lease of
+    # this and later starts; a grace shorter than the lease lowers the lease
+    # to it unless --lease is given. Without them ganesha starts again as
+    # configured.
+    if [ -n "$grace" ] || [ -n "$lease" ]; then
+        GRACE=${grace:-$GRACE}
+        LEASE=${lease:-$(default_lease "$GRACE" "$LEASE")}
+        save_settings
+        write_conf
+    fi
     local old i
     # What pid/ganesha said before (PID and start time): the new record differs.
     old=$(cat "$STATE/pid/ganesha" 2>/dev/null || true)
-    terminate ganesha
+    terminate ganesha "$(ganesha_stop_timeout)"
     kill -USR1 "$(recorded supervisor)"
     for ((i = 0; i < START_TIMEOUT * 20; i++)); do
         if [ "$(cat "$STATE/pid/ganesha" 2>/dev/null || true)" != "$old" ] && alive ganesha; then
@@ -550,6 +711,71 @@ cmd_restart_ganesha() {
     log "restart-ganesha failed"
     log_tail
     exit 1
+}
+
+# statd_args NAME ARGS...: parse --state for stop-statd / start-statd and
+# check there is a server with NLM.
+statd_args() {
+    local name=$1
+    shift
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            *) log "$name: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "$name: --state DIR is required"
+    if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
+    load_settings
+    [ "$NLM" = 1 ] || die "$name: the server runs without NLM (started with --no-nlm)"
+}
+
+# stop-statd: stop rpc.statd only (SIGTERM: it unregisters from rpcbind).
+# ganesha keeps serving NLM, and answers every new lock NLM4_DENIED_NOLOCKS
+# because it cannot monitor the client.
+cmd_stop_statd() {
+    statd_args stop-statd "$@"
+    terminate statd 5
+    alive statd && die "stop-statd: rpc.statd (pid $(recorded statd)) is still running"
+    log "rpc.statd stopped"
+}
+
+# start-statd: have the supervisor start rpc.statd again (same state
+# directory and port); prints its PID once it is registered with rpcbind.
+cmd_start_statd() {
+    statd_args start-statd "$@"
+    local old i
+    old=$(cat "$STATE/pid/statd" 2>/dev/null || true)
+    if alive statd; then
+        recorded statd
+        return 0
+    fi
+    kill -USR2 "$(recorded supervisor)"
+    for ((i = 0; i < START_TIMEOUT * 20; i++)); do
+        if [ "$(cat "$STATE/pid/statd" 2>/dev/null || true)" != "$old" ] && alive statd &&
+            in_netns rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1; then
+            log "rpc.statd started"
+            recorded statd
+            return 0
+        fi
+        alive supervisor || break
+        sleep 0.05
+    done
+    log "start-statd failed"
+    log_tail
+    exit 1
+}
+
+# grace_now: "yes" while ganesha's log says its latest start is in grace,
+# "no" otherwise (ganesha logs "NFS Server Now IN GRACE, duration N" and
+# "NFS Server Now NOT IN GRACE" at EVENT level).
+grace_now() {
+    [ -r "$STATE/log/ganesha.log" ] || { echo no; return 0; }
+    awk '/ganesha.nfsd Starting:/ { g = "no" }
+         /NFS Server Now IN GRACE/ { g = "yes" }
+         /NFS Server Now NOT IN GRACE/ { g = "no" }
+         END { print (g == "yes" ? "yes" : "no") }' "$STATE/log/ganesha.log"
 }
 
 cmd_status() {
@@ -569,7 +795,16 @@ cmd_status() {
     local name answers=no rc
     printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
     [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
-    for name in supervisor rpcbind ganesha; do
+    if [ "$NLM" = 1 ]; then
+        printf 'nlm=on\nnlm_port=%s\nstatd_port=%s\nstatd_dir=%s\n' "$NLM_PORT" "$STATD_PORT" "$STATD_DIR"
+    else
+        printf 'nlm=off\n'
+    fi
+    printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
+    local names=(supervisor rpcbind)
+    [ "$NLM" = 1 ] && names+=(statd)
+    names+=(ganesha)
+    for name in "${names[@]}"; do
         if alive "$name"; then
             printf '%s=%s running\n' "$name" "$(recorded "$name")"
         else
@@ -583,9 +818,11 @@ cmd_status() {
     printf 'answers=%s\n' "$answers"
     local st=stopped
     rc=3
-    if [ "$answers" = yes ]; then
+    # running: NFS answers and, with NLM, statd is there (without it every
+    # NLM lock is refused).
+    if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || alive statd; }; then
         st=running rc=0
-    elif alive supervisor || alive ganesha || alive rpcbind; then
+    elif alive supervisor || alive ganesha || alive rpcbind || alive statd; then
         st=degraded rc=1
     fi
     printf 'state=%s\n' "$st"
@@ -601,6 +838,8 @@ main() {
         stop) cmd_stop "$@" ;;
         exec) cmd_exec "$@" ;;
         restart-ganesha | start-ganesha) cmd_restart_ganesha "$@" ;;
+        stop-statd) cmd_stop_statd "$@" ;;
+        start-statd) cmd_start_statd "$@" ;;
         status) cmd_status "$@" ;;
         _supervise)
             [ "${1:-}" = --state ] || exit 2

@@ -1,6 +1,6 @@
 """The embedded userspace NFS server, cluster-configs/local/nfs-server.sh:
-nfs-ganesha + rpcbind in a private network and mount namespace, exporting a
-plain directory or a loop-mounted xfs/ext4/btrfs image.
+nfs-ganesha + rpcbind + rpc.statd in a private network and mount namespace,
+exporting a plain directory or a loop-mounted xfs/ext4/btrfs image.
 
 For each file system: start, copy a file in and out with libnfs's nfs-cp from
 inside the namespace (`exec`) and compare the bytes, stop, and check that
@@ -9,6 +9,13 @@ namespaces, no mount under the state directory, no loop device of the image.
 Also: SIGKILL / SIGSTOP of ganesha and SIGKILL of the namespace holder before
 stop, restart-ganesha after SIGKILL, --workers (ganesha's worker pool), and
 --sync / --sync-writes / --async (seen in the loop device's flush counters).
+The lock manager (NLM, issue 13): registered with rpcbind at its fixed port,
+statd with its state in the state directory, real NLM4 LOCK/TEST/UNLOCK
+calls (nlm_probe below: raw ONC RPC over TCP, no client library) granted
+and denied, NLM4_DENIED_NOLOCKS without statd (stop-statd), no NLM with
+--no-nlm, and a grace period (--grace, restart-ganesha --grace):
+NLM4_DENIED_GRACE_PERIOD and NFSv4 OPEN refused with NFS4ERR_GRACE until it
+ends, then granted. Every test also checks that stop leaves no statd.
 
 Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind and libnfs-utils; skips
 with a message otherwise. Run: /usr/bin/python3 -m pytest -q -rs -s
@@ -21,7 +28,10 @@ import os
 import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -33,6 +43,8 @@ SCRIPT = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
 MIB = 1 << 20
 CMD_TIMEOUT = 120
 SBIN_PATH = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
+NLM_PORT = 32803        # nfs-server.sh's fixed NLM port (ganesha's NLM_Port)
+STATD_PORT = 32765
 
 
 def _why_skip():
@@ -40,7 +52,8 @@ def _why_skip():
         return "nfs-server.sh needs root (network/mount namespaces, loop devices)"
     need = {"ganesha.nfsd": "nfs-ganesha", "rpcbind": "rpcbind", "nfs-cp": "libnfs-utils",
             "nfs-ls": "libnfs-utils", "unshare": "util-linux", "nsenter": "util-linux",
-            "losetup": "util-linux", "ip": "iproute2"}
+            "losetup": "util-linux", "ip": "iproute2", "rpc.statd": "nfs-common",
+            "rpcinfo": "nfs-common"}
     missing = sorted({pkg for tool, pkg in need.items()
                       if shutil.which(tool, path=SBIN_PATH) is None})
     if missing:
@@ -175,7 +188,7 @@ class Server:
     def refresh(self):
         """Remember the PIDs (and start times) the server runs as now."""
         rc, kv = self.status()
-        for name in ("supervisor", "rpcbind", "ganesha"):
+        for name in ("supervisor", "rpcbind", "statd", "ganesha"):
             if name in kv:
                 pid = int(kv[name].split()[0])
                 st = proc_stat(pid)
@@ -199,6 +212,15 @@ class Server:
 
     def answers(self):
         return self.exec("nfs-ls", self.url, timeout=30).returncode == 0
+
+    def nlm(self, name, *ops, caller="localhost"):
+        """NLM4 calls on export file `name` from inside the namespace (see
+        nlm_probe): one status name per op, e.g. ["GRANTED", "DENIED"]."""
+        proc = self.exec(sys.executable, Path(__file__).resolve(), "nlm-probe", NLM_PORT,
+                         os.path.realpath(self.state / "export"), name, caller, *ops,
+                         timeout=60)
+        assert proc.returncode == 0, f"nlm probe failed:\n{proc.stdout}{proc.stderr}"
+        return proc.stdout.split()
 
     def stop(self, check=True):
         t0 = time.monotonic()
@@ -467,3 +489,251 @@ def test_throughput_256m_on_xfs(server, tmp_path):
     print(f"\nxfs, 256 MiB over loopback with nfs-cp (NFSv3): write {256 / (t1 - t0):.0f} MiB/s, "
           f"read {256 / (t2 - t1):.0f} MiB/s (each including nsenter + mount, about 10 ms); "
           f"start {s.start_seconds:.2f} s")
+
+
+# ---------------------------------------------------------------- NLM (issue 13)
+
+NLM4_STATS = ["GRANTED", "DENIED", "DENIED_NOLOCKS", "BLOCKED", "DENIED_GRACE_PERIOD",
+              "DEADLCK", "ROFS", "STALE_FH", "FBIG", "FAILED"]
+
+
+def _xdr_opaque(data):
+    return struct.pack(">I", len(data)) + data + b"\0" * (-len(data) % 4)
+
+
+class _Rpc:
+    """A minimal ONC RPC client over TCP (record marking, AUTH_UNIX as root):
+    enough for MOUNT3 MNT, NFS3 LOOKUP and NLM4 calls."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=20)
+        self.xid = os.getpid() << 8
+
+    def _read(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            data += chunk
+        return data
+
+    def call(self, prog, vers, proc, args):
+        """The procedure's result bytes; raises OSError if not accepted."""
+        self.xid += 1
+        cred = struct.pack(">I", 0) + _xdr_opaque(b"herd-nlm-probe") + struct.pack(">III", 0, 0, 0)
+        msg = (struct.pack(">IIIIII", self.xid, 0, 2, prog, vers, proc)
+               + struct.pack(">I", 1) + _xdr_opaque(cred) + struct.pack(">II", 0, 0) + args)
+        self.sock.sendall(struct.pack(">I", 0x80000000 | len(msg)) + msg)
+        reply = b""
+        while True:
+            (mark,) = struct.unpack(">I", self._read(4))
+            reply += self._read(mark & 0x7FFFFFFF)
+            if mark & 0x80000000:
+                break
+        xid, mtype, rstat = struct.unpack(">III", reply[:12])
+        if xid != self.xid or mtype != 1 or rstat != 0:
+            raise OSError(f"RPC reply xid {xid} type {mtype} reply_stat {rstat}")
+        vlen = struct.unpack(">I", reply[16:20])[0]
+        pos = 20 + vlen + (-vlen % 4)
+        (astat,) = struct.unpack(">I", reply[pos:pos + 4])
+        if astat != 0:
+            raise OSError(f"RPC accept_stat {astat} (prog {prog} v{vers} proc {proc})")
+        return reply[pos + 4:]
+
+
+def _nfs3_fh(export, name):
+    """MOUNT3 MNT of the export, then NFS3 LOOKUP of name: its file handle."""
+    res = _Rpc(20048).call(100005, 3, 1, _xdr_opaque(export.encode()))
+    status, flen = struct.unpack(">II", res[:8])
+    assert status == 0, f"MNT {export}: mountstat3 {status}"
+    root = res[8:8 + flen]
+    res = _Rpc(2049).call(100003, 3, 3, _xdr_opaque(root) + _xdr_opaque(name.encode()))
+    status, flen = struct.unpack(">II", res[:8])
+    assert status == 0, f"LOOKUP {name}: nfsstat3 {status}"
+    return res[8:8 + flen]
+
+
+def nlm_probe(argv):
+    """argv: NLM_PORT EXPORT FILE CALLER_NAME OP...; OP is KIND:SVID:OFFSET:LEN
+    with KIND lock (exclusive, non-blocking), test or unlock; the owner
+    handle is derived from SVID. Prints the NLM4 status of each op, one a
+    line, or NO-NLM if nothing listens on the NLM port. Run inside the
+    server's network namespace (nfs-server.sh exec)."""
+    port, export, name, caller = int(argv[0]), argv[1], argv[2], argv[3]
+    fh = _nfs3_fh(export, name)
+    try:
+        rpc = _Rpc(port)
+    except ConnectionRefusedError:
+        print("NO-NLM")
+        return 0
+    procs = {"test": 1, "lock": 2, "unlock": 4}
+    for i, op in enumerate(argv[4:]):
+        kind, svid, off, length = op.split(":")
+        alock = (_xdr_opaque(caller.encode()) + _xdr_opaque(fh)
+                 + _xdr_opaque(f"herd-owner-{svid}".encode())
+                 + struct.pack(">iQQ", int(svid), int(off), int(length)))
+        cookie = _xdr_opaque(struct.pack(">I", i))
+        if kind == "lock":      # block false, exclusive true; reclaim false, state 0
+            args = cookie + struct.pack(">II", 0, 1) + alock + struct.pack(">Ii", 0, 0)
+        elif kind == "test":    # exclusive true
+            args = cookie + struct.pack(">I", 1) + alock
+        else:
+            args = cookie + alock
+        res = rpc.call(100021, 4, procs[kind], args)
+        clen = struct.unpack(">I", res[:4])[0]
+        pos = 4 + clen + (-clen % 4)
+        (stat,) = struct.unpack(">I", res[pos:pos + 4])
+        print(NLM4_STATS[stat] if stat < len(NLM4_STATS) else f"STAT{stat}", flush=True)
+    return 0
+
+
+def rpc_programs(s):
+    """{(program, version, proto): port} registered with the server's rpcbind."""
+    out = s.exec("rpcinfo", "-p", "127.0.0.1").stdout
+    found = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 4 and f[0].isdigit():
+            found[(int(f[0]), int(f[1]), f[2])] = int(f[3])
+    return found
+
+
+def in_grace(s):
+    return s.status()[1].get("in_grace") == "yes"
+
+
+def test_nlm_registered_and_locks_granted_and_denied(server):
+    """Default start: NLM (100021 v4/TCP) at the fixed port next to statd
+    (100024), statd running with its state in STATE/statd; real NLM4 calls:
+    a second owner is denied, TEST names the conflict, UNLOCK frees it; the
+    lock client is monitored by statd in its state directory."""
+    s = server()
+    rc, kv = s.status()
+    assert rc == 0 and kv["state"] == "running", kv
+    assert kv["nlm"] == "on" and kv["nlm_port"] == str(NLM_PORT), kv
+    assert kv["grace"] == "0" and kv["in_grace"] == "no", kv
+    statd_dir = os.path.realpath(s.state / "statd")
+    assert kv["statd_dir"] == statd_dir and kv["statd"].endswith(" running"), kv
+    statd = s.procs["statd"][0]
+    argv = Path(f"/proc/{statd}/cmdline").read_bytes().split(b"\0")
+    assert b"-P" in argv and argv[argv.index(b"-P") + 1].decode() == statd_dir, argv
+    assert os.readlink(f"/proc/{statd}/ns/net") == s.netns   # inside the namespace
+    progs = rpc_programs(s)
+    assert progs.get((100021, 4, "tcp")) == NLM_PORT, progs
+    assert progs.get((100024, 1, "tcp")) == STATD_PORT, progs
+    assert (Path(statd_dir) / "state").exists()
+    assert not list((Path(statd_dir) / "sm").iterdir())
+
+    (s.state / "export" / "locked").write_bytes(b"x" * 4096)
+    got = s.nlm("locked", "lock:1:0:100", "lock:2:50:10", "test:2:50:10", "lock:2:100:10",
+                "unlock:1:0:100", "lock:2:50:10", "unlock:2:50:10", "unlock:2:100:10")
+    assert got == ["GRANTED", "DENIED", "DENIED", "GRANTED",
+                   "GRANTED", "GRANTED", "GRANTED", "GRANTED"], got
+    # All released: ganesha unmonitored the client. Holding a lock again,
+    # it is monitored by statd, which records it in its sm/ directory.
+    assert not list((Path(statd_dir) / "sm").iterdir())
+    assert s.nlm("locked", "lock:3:0:1") == ["GRANTED"]
+    assert [p.name for p in (Path(statd_dir) / "sm").iterdir()], "statd monitors nobody"
+    # A lock client held: stop must still be quick (ganesha's shutdown hangs
+    # ~12 s in SM_UNMON; nfs-server.sh gives it 1 s, then SIGKILL).
+    s.stop()
+    assert s.stop_seconds < 6, f"stop with an NLM client took {s.stop_seconds:.1f} s"
+    s.assert_clean()
+    print(f"\nNLM: start {s.start_seconds:.2f} s, stop with a lock held {s.stop_seconds:.2f} s")
+
+
+def test_no_nlm(server):
+    """--no-nlm: Enable_NLM = false, no statd, nothing on the NLM port."""
+    s = server("--no-nlm")
+    rc, kv = s.status()
+    assert rc == 0 and kv["nlm"] == "off" and "statd" not in kv, kv
+    assert "statd" not in s.procs
+    progs = rpc_programs(s)
+    assert (100003, 3, "tcp") in progs, progs
+    assert not [k for k in progs if k[0] in (100021, 100024)], progs
+    assert "Enable_NLM = false;" in (s.state / "conf" / "ganesha.conf").read_text()
+    (s.state / "export" / "f").write_text("x")
+    assert s.nlm("f", "lock:1:0:1") == ["NO-NLM"]
+    r = s.cmd("stop-statd", "--state", s.state)
+    assert r.returncode != 0 and "without NLM" in r.stderr
+
+
+def test_stop_statd_gives_nolocks_and_start_statd_recovers(server):
+    """Without statd ganesha cannot monitor a new lock client: every lock is
+    NLM4_DENIED_NOLOCKS (what herd must report as ENOLCK); start-statd
+    brings it back, and stop also stops the new statd."""
+    s = server()
+    (s.state / "export" / "f").write_text("x")
+    old = s.procs["statd"]
+    r = s.cmd("stop-statd", "--state", s.state)
+    assert r.returncode == 0, r.stderr
+    assert wait_until(lambda: not running(*old), 5)
+    rc, kv = s.status()
+    assert rc == 1 and kv["state"] == "degraded" and kv["statd"].endswith(" dead"), kv
+    assert (100024, 1, "tcp") not in rpc_programs(s)       # it unregistered
+    assert s.nlm("f", "lock:1:0:1", "lock:2:5:1") == ["DENIED_NOLOCKS", "DENIED_NOLOCKS"]
+    r = s.cmd("start-statd", "--state", s.state)
+    assert r.returncode == 0, r.stderr
+    new = int(r.stdout)
+    assert new != old[0] and running(new)
+    s.refresh()
+    assert s.procs["statd"][0] == new
+    assert s.status()[0] == 0
+    assert s.nlm("f", "lock:1:0:1", "lock:2:0:1", "unlock:1:0:1") == \
+        ["GRANTED", "DENIED", "GRANTED"]
+
+
+def test_grace_period_at_start_and_after_restart(server, tmp_path):
+    """--grace 3: new NLM locks NLM4_DENIED_GRACE_PERIOD, NFSv4 OPEN
+    NFS4ERR_GRACE, ganesha logs the grace, status says in_grace=yes; after
+    about 3 s everything is granted. restart-ganesha --grace 3 with a lock
+    held puts the restarted server in grace again (and is quick)."""
+    s = server("--grace", "3")
+    t_started = time.monotonic()
+    (s.state / "export" / "f").write_text("hello")
+    rc, kv = s.status()
+    assert kv["grace"] == "3" and kv["lease"] == "3", kv
+    assert s.nlm("f", "lock:1:0:1") == ["DENIED_GRACE_PERIOD"]
+    r = s.exec("nfs-cp", s.nfs("f", version=4), tmp_path / "v4-in-grace")
+    assert r.returncode != 0 and "NFS4ERR_GRACE" in r.stdout + r.stderr, r
+    assert in_grace(s)
+    log = (s.state / "log" / "ganesha.log").read_text()
+    assert "NFS Server Now IN GRACE, duration 3" in log
+    assert wait_until(lambda: not in_grace(s), 15, 0.2), "the grace did not end"
+    lasted = time.monotonic() - t_started
+    assert 1.5 < lasted < 8, f"grace of 3 s lasted {lasted:.1f} s"
+    assert s.nlm("f", "lock:1:0:1") == ["GRANTED"]
+    s.get("f", tmp_path / "v4-after", version=4)
+    assert (tmp_path / "v4-after").read_text() == "hello"
+
+    t0 = time.monotonic()
+    r = s.cmd("restart-ganesha", "--state", s.state, "--grace", "3")
+    restart = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    s.pid = int(r.stdout)
+    s.refresh()
+    assert restart < 6, f"restart-ganesha with a lock held took {restart:.1f} s"
+    assert in_grace(s)
+    assert s.nlm("f", "lock:2:0:1") == ["DENIED_GRACE_PERIOD"]
+    assert wait_until(lambda: not in_grace(s), 15, 0.2)
+    assert s.nlm("f", "lock:2:0:1") == ["GRANTED"]
+    # --grace 0: graceless again.
+    r = s.cmd("restart-ganesha", "--state", s.state, "--grace", "0")
+    assert r.returncode == 0, r.stderr
+    s.refresh()
+    assert s.status()[1]["grace"] == "0" and not in_grace(s)
+    assert s.nlm("f", "lock:3:10:1") == ["GRANTED"]
+    print(f"\ngrace 3 s observed for {lasted:.1f} s; restart-ganesha with a lock held "
+          f"{restart:.2f} s")
+
+
+def test_option_checks(tmp_path):
+    for opts in (["--grace", "x"], ["--grace", "181"], ["--lease", "0"]):
+        r = sh("bash", SCRIPT, "start", "--state", tmp_path / "s", *opts)
+        assert r.returncode != 0 and "seconds" in r.stderr, (opts, r.stderr)
+        assert not (tmp_path / "s").exists()
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "nlm-probe":
+    sys.exit(nlm_probe(sys.argv[2:]))
