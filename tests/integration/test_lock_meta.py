@@ -717,21 +717,22 @@ def test_storm_over_nfs(nfs, herd_bin, tmp_path):
     assert left == [], f"herd left files on the export: {left}"
 
 
-def test_check_lock_libnfs_refused(herd_bin, tmp_path):
-    if "libnfs" not in herd_cmd(herd_bin, "keys").stdout:
-        pytest.skip("herd built without libnfs")
-    job = write_job(tmp_path / "lock-nfs.ini",
-                    {"backend": "libnfs", "target": "nfs://127.0.0.1/export",
-                     "sharing": "shared", "file_size": "1M", "block_size": "4K"},
-                    [("make", {"kind": "write"}),
-                     ("lock", {"kind": "lock", "count": 3})])
+def test_check_lock_over_libnfs(herd_bin, tmp_path):
+    """Locks go over libnfs now (NLM for v3, LOCK/LOCKU for v4;
+    test_nfs_locks.py runs them): herd check accepts a lock phase, and
+    names the one setting NFSv4 through libnfs cannot honour (a hold
+    longer than the lease libnfs does not renew)."""
+    g = {"backend": "libnfs", "sharing": "shared", "file_size": "1M", "block_size": "4K"}
+    for url in ("nfs://127.0.0.1/export", "nfs://127.0.0.1/export?version=4"):
+        job = write_job(tmp_path / "lock-nfs.ini", {**g, "target": url},
+                        [("make", {"kind": "write"}) if "version=4" not in url else
+                         ("make", {"kind": "idle", "duration": "1ms"}),
+                         ("lock", {"kind": "lock", "count": 3})])
+        proc = herd_cmd(herd_bin, "check", job)
+        assert proc.returncode == 0, describe(proc)
+    job = write_job(tmp_path / "long-hold.ini",
+                    {**g, "target": "nfs://127.0.0.1/export?version=4"},
+                    [("lock", {"kind": "lock", "count": 1, "lock_hold": "40s"})])
     proc = herd_cmd(herd_bin, "check", job)
     assert proc.returncode == 2, describe(proc)
-    assert "lock is not supported by the libnfs backend" in proc.stderr, describe(proc)
-    # the same job without the lock phase is fine
-    job = write_job(tmp_path / "nolock-nfs.ini",
-                    {"backend": "libnfs", "target": "nfs://127.0.0.1/export",
-                     "sharing": "shared", "file_size": "1M", "block_size": "4K"},
-                    [("make", {"kind": "write"})])
-    proc = herd_cmd(herd_bin, "check", job)
-    assert proc.returncode == 0, describe(proc)
+    assert "lock_hold" in proc.stderr, describe(proc)
