@@ -58,3 +58,4 @@ echo "seed-001 matrix, $ranks ranks over NFS: xfs export vs ext4 export (ratio =
 /usr/bin/python3 "$repo/analysis/herd-compare" "$out/xfs.h5" "$out/ext4.h5" --label file
 echo
 echo "demo: results in $out/xfs.h5 and $out/ext4.h5" >&2
+echo "demo: the seed's locks and open storm, xfs vs ext4 over NLM: jobs/seed001-locks.sh [--grace N]" >&2

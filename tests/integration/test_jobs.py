@@ -21,7 +21,10 @@ that drive the embedded NFS server.
    (sync and async exports, 300 files) and seed002-threads.sh (workers 2
    and 4, 2 ranks x 32M with a monitor rank): complete results, ganesha
    rows in /monitor/processes, a comparison table; the servers are gone
-   afterwards.
+   afterwards. seed001-locks.sh (xfs and ext4, 4 ranks): every blocking
+   lock granted, the non-blocking one contended, no errors; with --grace 5
+   the first lock phase is all NLM4_DENIED_GRACE_PERIOD (ENOLCK) in the
+   results and the printed table, the later ones grant again.
 
 Everything goes to pytest's tmp_path (HERD_RESULTS, OUT, TMPDIR), nothing
 into the repository. Run:
@@ -475,3 +478,86 @@ def test_seed002_threads(herd_bin, tmp_path):
     assert all(r["status"] == "ok" and r["errors"] == "0" for r in rows), rows
     assert re.search(r"^read +w4 +ok", proc.stdout, re.M), describe(proc)
     assert "ganesha.nfsd per phase" in proc.stdout and re.search(r"^w2 +write ", proc.stdout, re.M)
+
+
+LOCK_PHASES = ("lock-exclusive-whole", "lock-shared-whole", "lock-mixed-overlap",
+               "lock-nonblocking")
+
+
+def run_seed001_locks(herd_bin, tmp_path, *args):
+    """seed001-locks.sh with 4 ranks on xfs and ext4: exit 0, no leftovers;
+    returns (stdout, {fs: {phase: attrs, phase/errors: rows}})."""
+    why = _why_no_server()
+    if why:
+        pytest.skip(why)
+    tmp, env = seed_env(herd_bin, tmp_path, RANKS=4)
+    for k in ("JOB", "FSES"):
+        env.pop(k, None)
+    proc = run_cmd(["bash", JOBS / "seed001-locks.sh", *args], env=env, timeout=240)
+    assert proc.returncode == 0, describe(proc)
+    assert leftovers(tmp) == [] and list(tmp.glob("herd-*")) == []
+    out = tmp_path / "out"
+    runs = {}
+    for fs in ("xfs", "ext4"):
+        run = (out / f"{fs}.h5").resolve()
+        assert re.match(DIR_RE % ("seed001-locks", 5), run.parent.name), run
+        assert run.parent.name.endswith(fs)
+        with h5py.File(run, "r") as f:
+            assert text(f.attrs["status"]) == "complete"
+            assert int(f.attrs["nranks"]) == 4
+            phases = {}
+            for name in f["phases"]:
+                g = f["phases"][name]
+                phases[name] = {k: text(v) for k, v in g.attrs.items()}
+                phases[name]["errors"] = [
+                    (text(r["op"]), text(r["errno_name"]), text(r["status"]), int(r["count"]))
+                    for r in g["errors"][()]]
+            assert text(phases["lock-nonblocking"]["backend"]) == "libnfs"
+            procs = f["monitor/processes"][()]
+            assert {text(n) for n in procs["name"]} == {"ganesha.nfsd"}
+        runs[fs] = phases
+    rows = read_csv(out / "compare" / "compare.csv")
+    assert {r["run"] for r in rows} == {"xfs", "ext4"}
+    assert re.search(r"^lock-exclusive-whole +xfs +", proc.stdout, re.M), describe(proc)
+    assert re.search(r"^lock-nonblocking +ext4 +", proc.stdout, re.M), describe(proc)
+    assert "errors by op, errno and protocol status" in proc.stdout
+    assert (out / "summary.txt").read_text() in proc.stdout
+    return proc.stdout, runs
+
+
+def test_seed001_locks(herd_bin, tmp_path):
+    """Both exports grant every blocking lock (4 ranks x 20), the
+    non-blocking phase is contended and nothing is an error."""
+    stdout, runs = run_seed001_locks(herd_bin, tmp_path)
+    for fs, phases in runs.items():
+        assert set(phases) == {"make-file", "storm-open", *LOCK_PHASES}
+        for name in LOCK_PHASES:
+            a = phases[name]
+            assert a["status"] == "ok" and a["errors"] == [], (fs, name, a)
+            assert int(a["summary_violations"]) == 0
+            if name != "lock-nonblocking":
+                assert int(a["summary_grants"]) == 4 * 20, (fs, name)
+        nb = phases["lock-nonblocking"]
+        assert int(nb["summary_grants"]) > 0 and int(nb["summary_contended"]) > 0
+        assert int(nb["summary_grants"]) + int(nb["summary_contended"]) == 4 * 200
+        assert re.search(rf"^{fs} +lock-shared-whole +ok +80 ", stdout, re.M), stdout
+        assert re.search(rf"^{fs} +\(none\)$", stdout, re.M), stdout
+    assert "GRACE" not in stdout
+
+
+def test_seed001_locks_grace(herd_bin, tmp_path):
+    """--grace 5: the first lock phase is refused on every rank with the
+    NLM grace status (and the table says so); after the wait the others
+    grant again."""
+    stdout, runs = run_seed001_locks(herd_bin, tmp_path, "--grace", "5")
+    for fs, phases in runs.items():
+        assert set(phases) == {"make-file", "storm-open", "wait-out-grace", *LOCK_PHASES}
+        first = phases["lock-exclusive-whole"]
+        assert first["status"] == "errors" and int(first["summary_grants"]) == 0
+        assert {e[:3] for e in first["errors"]} == {("lock", "ENOLCK", "NLM4_DENIED_GRACE_PERIOD")}
+        assert sum(e[3] for e in first["errors"]) == 4 * 20
+        for name in LOCK_PHASES[1:]:
+            assert phases[name]["status"] == "ok" and int(phases[name]["summary_grants"]) > 0, \
+                (fs, name, phases[name])
+        assert re.search(rf"^{fs} +lock-exclusive-whole +lock +ENOLCK +NLM4_DENIED_GRACE_PERIOD +80 +4$",
+                         stdout, re.M), stdout
