@@ -14,6 +14,18 @@
 # against the smallest rank count. See bench/README.md. Needs root (it
 # mounts a tmpfs; as another user it says SKIP and exits 0); exits 0
 # whatever the results, 2 when a tool is missing or a setting is wrong.
+#
+# NFS=yes (after the tmpfs part) or NFS=only (instead of it): the same
+# exclusive whole-file blocking locks over NFS with backend = libnfs, on
+# the embedded server (cluster-configs/local/nfs-server.sh, started here
+# and stopped at the end, also on ^C): NLM (NFSv3) and NFSv4 LOCK/LOCKU,
+# at NFS_RANKS lock ranks for NFS_SECONDS each, plus a monitor rank
+# (monitor_rank = last, monitor_processes = ganesha.nfsd) whose
+# summary_cpu_mean is the server's CPU during the phase; and the peer,
+# bench/nfs_lock_peer.c (one process, plain libnfs, the calls of one
+# herd grant), on the same server for NFS_SECONDS: herd/peer at 1 rank,
+# target >= NFS_TARGET (0.9). Needs also nfs-ganesha, rpcbind, nfs-common,
+# libnfs-dev (pkg-config libnfs), cc, and a herd built with libnfs.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,6 +41,10 @@ LOCK_HOLD=${LOCK_HOLD:-0}       # herd lock_hold
 OUT=${OUT:-./bench-results/locks}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS-"--bind-to none"} # mpirun pins ranks only when np <= cores: never pin
+NFS=${NFS:-no}                  # no | yes (tmpfs, then NFS) | only (NFS alone)
+NFS_RANKS=${NFS_RANKS:-"1 8 20"} # lock ranks over NFS (a monitor rank comes on top)
+NFS_SECONDS=${NFS_SECONDS:-3}   # seconds per NFS run (herd phase duration, the peer's loop)
+NFS_TARGET=${NFS_TARGET:-0.9}   # herd/peer at 1 rank should be at least this
 
 BENCH=locks
 # shellcheck source=bench/lib.sh
@@ -45,6 +61,16 @@ bench_require mpirun:openmpi-bin mount:mount umount:mount
 for n in $RANKS; do
     [[ $n =~ ^[1-9][0-9]*$ ]] || { warn "bad RANKS entry '$n'"; exit 2; }
 done
+case $NFS in no | yes | only) ;; *) warn "NFS must be no, yes or only"; exit 2 ;; esac
+if [ "$NFS" != no ]; then
+    bench_require ganesha.nfsd:nfs-ganesha rpcbind:rpcbind rpc.statd:nfs-common \
+        pkg-config:pkg-config cc:gcc
+    pkg-config --exists libnfs || { warn "libnfs-dev (pkg-config libnfs) is missing"; exit 2; }
+    [[ $NFS_SECONDS =~ ^[0-9]+([.][0-9]+)?$ ]] || { warn "NFS_SECONDS must be a number"; exit 2; }
+    for n in $NFS_RANKS; do
+        [[ $n =~ ^[1-9][0-9]*$ ]] || { warn "bad NFS_RANKS entry '$n'"; exit 2; }
+    done
+fi
 
 bench_workspace
 bench_tmpfs "size=64M,mode=0755"
@@ -116,6 +142,22 @@ def cmd_herd(path, phase, nranks, count):
             lk_s / lk_n * 1e6 if lk_n else 0.0))
 
 
+# cpu RESULTS.h5 PHASE: the phase's summary_cpu_mean (the monitored
+# host's busy fraction, herd's own ranks included on one machine) and the
+# mean CPU of ganesha.nfsd in cores over the monitor's samples inside the
+# phase (/monitor/processes); nan when missing.
+def cmd_cpu(path, phase):
+    import h5py
+    with h5py.File(path, "r") as f:
+        g = f["/phases/%s" % phase]
+        t0, t1 = float(g.attrs["t_start"]), float(g["ranks"][()]["t_end"].max())
+        host = float(g.attrs.get("summary_cpu_mean", float("nan")))
+        cores = [float(r["cpu"]) for r in (f["/monitor/processes"][()] if
+                                          "/monitor/processes" in f else [])
+                 if s(r["name"]) == "ganesha.nfsd" and t0 <= float(r["t"]) <= t1]
+        print("%.3f %.3f" % (host, sum(cores) / len(cores) if cores else float("nan")))
+
+
 def med(xs):
     return statistics.median(xs) if xs else None
 
@@ -181,9 +223,9 @@ def cmd_table(raw, out):
 
 
 def main(argv):
-    cmds = {"herd": (cmd_herd, 4), "table": (cmd_table, 2)}
+    cmds = {"herd": (cmd_herd, 4), "table": (cmd_table, 2), "cpu": (cmd_cpu, 2)}
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
-        die("usage: herd H5 PHASE NRANKS COUNT | table RAW OUT")
+        die("usage: herd H5 PHASE NRANKS COUNT | table RAW OUT | cpu H5 PHASE")
     try:
         cmds[argv[1]][0](*argv[2:])
     except (KeyError, OSError, ValueError) as e:
@@ -267,6 +309,152 @@ resize() {
         print (want > c ? want : c) }'
 }
 
+# ---- NFS (NFS=yes|only) ---------------------------------------------------
+SERVER=$ROOT/cluster-configs/local/nfs-server.sh
+NFS_STATE=$WORK/nfs-server
+
+# The embedded server goes with the workspace: stopped first, at any exit
+# (^C too: the INT/TERM traps exit, which runs this).
+# shellcheck disable=SC2317 # reached through the trap
+nfs_cleanup() {
+    [ -e "$NFS_STATE" ] && "$SERVER" stop --state "$NFS_STATE" >>"$LOGS/nfs-server.log" 2>&1
+    bench_cleanup
+}
+
+# herd_nfs V N LABEL: one herd run over NFSv V with N lock ranks and a
+# monitor rank; prints "grants_s cpu_mean cpu_max lock_us" or nothing.
+herd_nfs() {
+    local v=$1 n=$2 job=$WORK/nfs-locks.ini h5=$WORK/nfs-locks.h5
+    local log=$LOGS/herd-nfs-v$1-np$2-$3.log r c
+    cat >"$job" <<JOB
+[global]
+backend = libnfs
+target = $NFS_URL?version=$v
+run_id = bench-nfs
+sharing = shared
+fileset = locks
+file_size = 4K
+block_size = 4K
+op_timeout = 10
+lock_mode = exclusive
+lock_range = whole
+lock_hold = $LOCK_HOLD
+monitor_rank = last
+monitor_processes = ganesha.nfsd
+
+[blocking]
+kind = lock
+lock_wait = blocking
+duration = $NFS_SECONDS
+JOB
+    # shellcheck disable=SC2086
+    if ! "$SERVER" exec --state "$NFS_STATE" -- mpirun --oversubscribe -np $((n + 1)) \
+        $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force >"$log" 2>&1; then
+        warn "herd over NFSv$v failed (np=$n), see $log"
+        return
+    fi
+    r=$(U herd "$h5" blocking "$n" 0 2>>"$log") && c=$(U cpu "$h5" blocking 2>>"$log") &&
+        read -r g _ _ _ _ l <<<"$r" && echo "$g $c $l" ||
+        warn "herd results unusable (NFSv$v np=$n), see $log"
+}
+
+# peer_nfs V LABEL: the peer for NFS_SECONDS; prints its pairs/s or nothing.
+peer_nfs() {
+    local log=$LOGS/peer-nfs-v$1-$2.log
+    if "$SERVER" exec --state "$NFS_STATE" -- "$WORK/nfs_lock_peer" "$NFS_BASE" "$1" \
+        peer.dat "$NFS_SECONDS" >"$log" 2>&1; then
+        awk '/^pairs / { print $6 }' "$log"
+    else
+        warn "nfs_lock_peer over NFSv$1 failed, see $log"
+    fi
+}
+
+nfs_section() {
+    local v n round res g cm cx l p raw=$OUT/nfs-raw.csv csv=$OUT/nfs-results.csv
+    # shellcheck disable=SC2046 # pkg-config's words are separate arguments
+    cc -std=gnu11 -O2 -Wall -o "$WORK/nfs_lock_peer" "$HERE/nfs_lock_peer.c" \
+        $(pkg-config --cflags --libs libnfs) 2>"$LOGS/peer-cc.log" ||
+        { warn "cc nfs_lock_peer.c failed, see $LOGS/peer-cc.log"; return 1; }
+    trap nfs_cleanup EXIT
+    "$SERVER" start --state "$NFS_STATE" >"$WORK/nfs-start" 2>"$LOGS/nfs-server.log" ||
+        { warn "nfs-server.sh start failed, see $LOGS/nfs-server.log"; return 1; }
+    NFS_URL=$(sed -n '1s/?.*//p' "$WORK/nfs-start")   # nfs://127.0.0.1/.../export
+    NFS_BASE=$NFS_URL
+    say ""
+    say "NFS: embedded ganesha (pid $(sed -n 2p "$WORK/nfs-start")), $NFS_URL;" \
+        "$NFS_SECONDS s per run, lock_hold = $LOCK_HOLD, + 1 monitor rank; peer: nfs_lock_peer"
+    echo "proto,lock_ranks,round,herd_pairs_s,host_busy,ganesha_cores,lock_us,peer_pairs_s" >"$raw"
+    for ((round = 1; round <= REPEAT; round++)); do
+        for v in 3 4; do
+            local line="round $round NFSv$v:"
+            p=$(peer_nfs "$v" "$round")
+            echo "v$v,peer,$round,,,,,$p" >>"$raw"
+            line+=" peer ${p%.*}/s;"
+            for n in $NFS_RANKS; do
+                res=$(herd_nfs "$v" "$n" "$round")
+                read -r g cm cx l <<<"$res"
+                echo "v$v,$n,$round,${g:-},${cm:-},${cx:-},${l:-}," >>"$raw"
+                line+=" np=$n ${g%.*}/s (ganesha ${cx:--} cores, host busy ${cm:--});"
+            done
+            say "$line"
+        done
+    done
+    "$PY" - "$raw" "$csv" "$NFS_TARGET" <<'PYEOF'
+import csv, statistics, sys
+raw, out, target = sys.argv[1], sys.argv[2], float(sys.argv[3])
+d = {}
+for r in csv.DictReader(open(raw)):
+    for k in ("herd_pairs_s", "host_busy", "ganesha_cores", "lock_us", "peer_pairs_s"):
+        if r[k] not in ("", "nan"):
+            d.setdefault((r["proto"], r["lock_ranks"], k), []).append(float(r[k]))
+med = lambda p, n, k: statistics.median(d[(p, n, k)]) if (p, n, k) in d else None
+rows, ok = [], True
+print("%-5s %10s | %12s %9s %7s %9s %13s %8s | %s" % ("proto", "lock ranks", "pairs/s",
+      "lock us", "ganesha", "host busy", "(range)", "herd/peer", "n"))
+print("-" * 90)
+for proto, label in (("v3", "NLM"), ("v4", "NFSv4")):
+    peer = med(proto, "peer", "peer_pairs_s")
+    print("%-5s %10s | %12s %9s %7s %9s %13s %8s | %d" % (
+        proto, "peer (1)", "-" if peer is None else "%.0f" % peer, "-", "-", "-", "-", "-",
+        len(d.get((proto, "peer", "peer_pairs_s"), []))))
+    for n in sorted({k[1] for k in d if k[0] == proto and k[1] != "peer"}, key=int):
+        g, cpu, gan, lk = (med(proto, n, k) for k in ("herd_pairs_s", "host_busy", "ganesha_cores",
+                                                      "lock_us"))
+        xs = d.get((proto, n, "herd_pairs_s"), [])
+        ratio = g / peer if g and peer and n == "1" else None
+        if n == "1":
+            ok = ok and ratio is not None and ratio >= target
+        rows.append({"proto": proto, "lock_ranks": n, "herd_pairs_s": "%.0f" % g if g else "",
+                     "lock_us": "%.0f" % lk if lk else "",
+                     "host_busy": "%.3f" % cpu if cpu is not None else "",
+                     "ganesha_cores": "%.3f" % gan if gan is not None else "",
+                     "peer_pairs_s": "%.0f" % peer if peer else "",
+                     "herd_over_peer": "%.2f" % ratio if ratio else "", "n": len(xs)})
+        print("%-5s %10s | %12s %9s %7s %9s %13s %8s | %d" % (
+            proto, n, "%.0f" % g if g else "-", "%.0f" % lk if lk else "-",
+            "%.2f" % gan if gan is not None else "-", "%.2f" % cpu if cpu is not None else "-",
+            "%.0f-%.0f" % (min(xs), max(xs)) if xs else "-",
+            "%.2f" % ratio if ratio else "-", len(xs)))
+with open(out, "w", newline="") as fh:
+    w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["proto"])
+    w.writeheader()
+    w.writerows(rows)
+print("herd/peer at 1 lock rank %s target %.2f: %s" % (">=" if ok else "below", target,
+                                                      "PASS" if ok else "FAIL"))
+PYEOF
+    say "pairs/s: lock/unlock pairs per second, all lock ranks together (medians of $REPEAT);"
+    say "lock us: mean lock call (whole wait); ganesha: its CPU in cores (/monitor/processes);"
+    say "host busy: the phase's summary_cpu_mean (whole host, herd's ranks included)."
+    say "results: $csv (raw: $raw, logs: $LOGS)"
+    "$SERVER" stop --state "$NFS_STATE" >>"$LOGS/nfs-server.log" 2>&1 ||
+        warn "nfs-server.sh stop failed, see $LOGS/nfs-server.log"
+}
+
+if [ "$NFS" = only ]; then
+    nfs_section
+    exit 0
+fi
+
 total=$((WARMUP + REPEAT))
 for ((round = 1; round <= total; round++)); do
     if [ "$round" -le "$WARMUP" ]; then label=warmup$round; else label=$((round - WARMUP)); fi
@@ -305,4 +493,5 @@ say "count. hold us: mean time from grant to release (token write, sleep lock_ho
 say "Nonblocking (every rank tries for $NB_DURATION s): tries/s = attempts / time, contention ="
 say "refused attempts / attempts; nb hold us as hold us, for the nonblocking grants."
 say "results: $CSV (raw samples: $RAW, logs: $LOGS)"
+[ "$NFS" = yes ] && nfs_section
 exit 0

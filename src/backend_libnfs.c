@@ -102,7 +102,8 @@ struct libnfs_ctx {
 struct backend_file {
     struct nfsfh *fh;
     struct libnfs_ctx *lk;
-    bool own_ctx; /* lk's file: lk and fh NULL after a failed rebuild */
+    bool own_ctx;  /* lk's file: lk and fh NULL after a failed rebuild */
+    bool lk_owner; /* lk's lock owner is established (its first LOCK granted) */
     char path[LIBNFS_PATH_MAX];
 };
 
@@ -703,7 +704,6 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
 
 #define LOCK_BACKOFF_MIN_NS 100000L   /* first pause between tries: 0.1 ms */
 #define LOCK_BACKOFF_MAX_NS 10000000L /* longest pause: 10 ms */
-#define LK_ESTABLISH_TRIES 20
 #define LK_SLICE_MS 100
 #define LK_PRIVATE_BASE (1ull << 62) /* private bytes: far past any file's end */
 
@@ -827,55 +827,69 @@ static void lk_free(struct libnfs_ctx *lk)
     free(lk);
 }
 
-/* A context of its own for f, the file opened, its lock owner established
- * by a lock and unlock of a private byte (its first LOCK must be granted).
- * A refusal there (another client's whole-file lock covers every byte) is
- * retried on a fresh context. 0 or -errno; on failure f->lk is NULL. */
+/* A context of its own for f, and the file opened on it. Its lock owner
+ * is established later, by the first lock (lk_establish). 0 or -errno; on
+ * failure f->lk is NULL. */
 static int lk_make(struct libnfs_ctx *c, struct backend_file *f)
 {
-    int rc = -EAGAIN;
     f->lk = NULL;
     f->fh = NULL;
-    for (int tries = 0; tries < LK_ESTABLISH_TRIES && !signals_caught(); tries++) {
-        struct libnfs_ctx *lk = calloc(1, sizeof *lk);
-        if (!lk)
-            return -ENOMEM;
-        snprintf(lk->target, sizeof lk->target, "%s", c->target);
-        lk->version = 4;
-        lk->v4 = true;
-        lk->timeout_ms = c->timeout_ms;
-        rc = libnfs_mount(lk);
-        lk->rchunk = c->rchunk < lk->server_rmax ? c->rchunk : lk->server_rmax;
-        lk->wchunk = c->wchunk < lk->server_wmax ? c->wchunk : lk->server_wmax;
-        if (rc < 0) {
-            libnfs_note(c, lk->status[0] ? lk->status : NULL);
-            free(lk);
-            return rc;
-        }
-        struct nfsfh *fh = NULL;
-        rc = libnfs_dirs_ok(lk, f->path);
-        if (rc == 0) {
-            rc = nfs_open2(lk->nfs, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
-            rc = rc < 0 ? lk_errno(lk, rc) : 0;
-        }
-        uint64_t mine = LK_PRIVATE_BASE + ((uint64_t)getpid() << 8) + c->lock_ctxs++ % 256;
-        if (rc == 0)
-            rc = lk_lock(lk, fh, F_WRLCK, mine, 1);
-        if (rc == 0)
-            rc = lk_unlock(lk, fh, mine, 1);
-        if (rc == 0) {
-            f->lk = lk;
-            f->fh = fh;
-            return 0;
-        }
+    f->lk_owner = false;
+    struct libnfs_ctx *lk = calloc(1, sizeof *lk);
+    if (!lk)
+        return -ENOMEM;
+    snprintf(lk->target, sizeof lk->target, "%s", c->target);
+    lk->version = 4;
+    lk->v4 = true;
+    lk->timeout_ms = c->timeout_ms;
+    int rc = libnfs_mount(lk);
+    lk->rchunk = c->rchunk < lk->server_rmax ? c->rchunk : lk->server_rmax;
+    lk->wchunk = c->wchunk < lk->server_wmax ? c->wchunk : lk->server_wmax;
+    if (rc < 0) {
+        libnfs_note(c, lk->status[0] ? lk->status : NULL);
+        free(lk);
+        return rc;
+    }
+    struct nfsfh *fh = NULL;
+    rc = libnfs_dirs_ok(lk, f->path);
+    if (rc == 0) {
+        rc = nfs_open2(lk->nfs, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
+        rc = rc < 0 ? lk_errno(lk, rc) : 0;
+    }
+    if (rc < 0) {
         libnfs_note(c, lk->status);
         lk_free(lk);
-        if (rc != -EAGAIN)
-            return rc;
-        struct timespec ts = {0, LOCK_BACKOFF_MAX_NS};
-        nanosleep(&ts, NULL);
+        return rc;
     }
-    return rc;
+    f->lk = lk;
+    f->fh = fh;
+    return 0;
+}
+
+/* The lock owner of f's context, by a lock and unlock of a private byte
+ * (libnfs 4.0: a context whose first LOCK is denied keeps answering
+ * DENIED). Another client's whole-file lock covers that byte too: then
+ * the context is spoilt, a fresh one replaces it, and -EAGAIN tells the
+ * caller to wait like for any held lock (lock_timeout bounds it). */
+static int lk_establish(struct libnfs_ctx *c, struct backend_file *f)
+{
+    uint64_t mine = LK_PRIVATE_BASE + ((uint64_t)getpid() << 8) + c->lock_ctxs++ % 256;
+    int rc = lk_lock(f->lk, f->fh, F_WRLCK, mine, 1);
+    if (rc == 0)
+        rc = lk_unlock(f->lk, f->fh, mine, 1);
+    if (rc == 0) {
+        f->lk_owner = true;
+        return 0;
+    }
+    libnfs_note(c, f->lk->status);
+    if (rc != -EAGAIN)
+        return rc;
+    char status[sizeof c->status];
+    snprintf(status, sizeof status, "%s", c->status);
+    lk_free(f->lk);
+    int again = lk_make(c, f);
+    libnfs_note(c, status);
+    return again < 0 ? again : -EAGAIN;
 }
 
 /* One try, never waiting: 0 granted (or released), -EAGAIN held by
@@ -895,6 +909,8 @@ static int libnfs_lock_try(struct libnfs_ctx *c, struct backend_file *f, enum ba
             if (rc < 0)
                 return rc;
         }
+        if (!f->lk_owner && kind != BACKEND_UNLOCK && (rc = lk_establish(c, f)) < 0)
+            return rc;
         rc = kind == BACKEND_UNLOCK
                  ? lk_unlock(f->lk, f->fh, start, len)
                  : lk_lock(f->lk, f->fh, kind == BACKEND_LOCK_SHARED ? F_RDLCK : F_WRLCK, start,

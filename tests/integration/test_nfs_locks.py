@@ -19,15 +19,28 @@ and NFSv4 through LOCK/LOCKU (src/backend_libnfs.c).
 Not here: the fault backend wraps posix only, so lock=noop (a lock that
 does not lock, the negative control of test_workloads.py) cannot run over
 libnfs; the negative control here is the non-blocking whole-file phase,
-whose refusals show the server really excluded. A rank SIGKILLed while
-holding a v4 lock is not tested (the lease is 60 s here; see the report).
+whose refusals show the server really excluded.
+4. A dead client (server lease 10 s): a rank SIGKILLed while the ranks hold
+   (3 s each) and wait for an exclusive whole-file lock. Open MPI ends the
+   whole job at once, so the other ranks record nothing of their waits:
+   the job ends within seconds, the file is partial (exit_code -1) with
+   the phases before intact. A new run on the same lock file: NFSv3 (NLM
+   has no lease) gets lock_timeout ETIMEDOUT (NLM4_DENIED) on every rank,
+   no grant, no hang; NFSv4 runs again until the lease frees the lock
+   (about lease - hold .. 2 x lease after the kill): its first run waits
+   in the lock (bounded by lock_timeout) for the lease to free it, and the
+   open of the lock file never fails for it.
 
 Needs root, nfs-ganesha with NLM (rpc.statd) and a herd built with libnfs;
 skips with a message otherwise. Run:
 /usr/bin/python3 -m pytest -q -rsx tests/integration/test_nfs_locks.py
 """
 
+import contextlib
 import errno
+import os
+import signal
+import sys
 import time
 
 import h5py
@@ -234,3 +247,184 @@ def test_grace_after_restart(nfs_server, herd_bin, tmp_path, version):
     assert after.attrs["status"] == "ok", after.error_rows()
     assert after.ranks["grants"].tolist() == [5] * nranks
     assert int(after.ranks["violations"].sum()) == 0
+
+
+# ---------------------------------------------------------------- 4. dead client
+
+LEASE = 10  # s: the server's NFSv4 lease in the dead-client tests
+
+
+def rank_pids(session):
+    """{MPI rank: pid} of the processes in mpirun's session (mpirun puts
+    each rank in a process group of its own, in its session)."""
+    pids = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.getsid(int(pid)) != session or int(pid) == session:
+                continue
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for kv in env:
+            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
+                pids[int(kv.split(b"=", 1)[1])] = int(pid)
+    return pids
+
+
+def kill_ranks(session, pids):
+    """SIGKILL whatever of pids is still in mpirun's session (never another
+    process that got a recycled PID)."""
+    for pid in pids.values():
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == session:
+                os.kill(pid, signal.SIGKILL)
+
+
+_UNLINK = """import ctypes, sys
+lib = ctypes.CDLL("libnfs.so.13")
+lib.nfs_init_context.restype = ctypes.c_void_p
+lib.nfs_mount.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+lib.nfs_unlink.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+lib.nfs_get_error.argtypes = [ctypes.c_void_p]
+lib.nfs_get_error.restype = ctypes.c_char_p
+nfs = lib.nfs_init_context()
+if lib.nfs_mount(nfs, b"127.0.0.1", sys.argv[1].encode()) < 0 or \\
+        lib.nfs_unlink(nfs, sys.argv[2].encode()) < 0:
+    sys.exit(lib.nfs_get_error(nfs).decode())
+"""
+
+
+def nfs_unlink(s, path):
+    """Remove export file `path` ("/a/b") over NFSv3 (libnfs through ctypes):
+    removed behind ganesha's back on the export directory, its directory
+    cache would still show the file for a while."""
+    proc = s.exec(sys.executable, "-c", _UNLINK, os.path.realpath(s.state / "export"), path)
+    assert proc.returncode == 0, f"unlink {path} over NFS failed:\n{proc.stderr}"
+
+
+def lock_wait_s(ph):
+    """Longest lock call of a phase (latency histogram bucket bound), s."""
+    return ph.latency["lock"]["max_ns"] / 1e9 if "lock" in ph.latency else 0.0
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_dead_client(nfs_server, herd_bin, tmp_path, version):
+    """A rank SIGKILLed while the ranks hold and wait for an exclusive
+    whole-file lock. Open MPI ends the whole job when one rank dies, so the
+    other ranks cannot record their waits: what is checked is that the job
+    ends (no rank waits on), the results file is partial with the write
+    phase before intact, and that a NEW run's lock phase on the same file
+    meets the dead client's lock: over NFSv4 it waits about the lease and
+    then every rank is granted; over NFSv3 (NLM: no lease) the lock stays,
+    and the new run's tries end in lock_timeout (ETIMEDOUT) on every rank,
+    no grant, no hang."""
+    nranks, hold = 4, 3.0
+    s = nfs_server("--lease", str(LEASE))
+    g = lock_global(s, version, run_id="dead", fileset="data")
+    # The phases before the kill: a write (NFSv3 only: libnfs 4.0 cannot
+    # write over NFSv4, herd refuses it) and an uncontended lock phase.
+    before = [("w", {"kind": "write", "file_size": "64K"})] if version == 3 else []
+    before.append(("warm", {"kind": "lock", "fileset": "locks", "count": 5, "lock_hold": "1ms",
+                            "lock_range": "block"}))
+    job = write_job(tmp_path / "dead.ini", g, before + [
+        ("lk", {"kind": "lock", "fileset": "locks", "count": 20, "lock_hold": f"{hold:g}s",
+                "lock_timeout": f"{LEASE + 5}s"}),
+    ])
+    out = tmp_path / "dead.h5"
+    bg = Background(s, herd_bin, nranks, job, out)
+    pids = {}
+    try:
+        deadline = time.monotonic() + 30
+        while len(pids) < nranks and time.monotonic() < deadline:
+            pids = rank_pids(bg.proc.pid)
+            time.sleep(0.02)
+        assert len(pids) == nranks, f"never saw {nranks} ranks: {pids}"
+        bg.wait_line(r"^herd: phase warm: ", timeout=60)
+        # inside the lock phase: the holds are back to back (hold s each,
+        # a grant at most 10 ms after an unlock), so some rank holds the lock
+        time.sleep(hold / 2)
+        killed = time.monotonic()
+        os.kill(pids[1], signal.SIGKILL)
+        done, ended = bg.wait(timeout=LEASE + 60)
+    finally:
+        bg.kill()
+        kill_ranks(bg.proc.pid, pids)
+    took = ended - killed
+    print(f"\nNFSv{version}: rank 1 killed; mpirun exit {done.returncode} after {took:.1f} s")
+    assert done.returncode not in (0, None), describe(done)
+    assert took < LEASE, f"the job outlived its dead rank by {took:.1f} s"
+    with h5py.File(out, "r") as f:
+        assert f.attrs["status"] in ("partial", b"partial"), dict(f.attrs)
+        assert int(f.attrs["exit_code"]) == -1
+        names = list(f["phases"].keys())
+        assert names[:len(before)] == [n for n, _ in before], names
+        assert names[len(before):] in ([], ["lk"]), names
+        if "lk" in names:
+            assert "status" not in f["phases"]["lk"].attrs
+    res = load_results(out)
+    for name, _ in before:
+        ph = res.phases[name]
+        assert ph.attrs["status"] == "ok", (name, ph.error_rows())
+        assert sorted(ph.ranks["rank"].tolist()) == list(range(nranks)), name
+        assert int(ph.ranks["errors"].sum()) == 0, name
+    if version == 3:
+        assert int(res.phases["w"].ranks["bytes"].sum()) == 64 * 1024 * nranks
+    assert res.phases["warm"].ranks["grants"].tolist() == [5] * nranks
+
+    # A new run, at once: the same lock file, the same run directory (the
+    # killed run left its .herd-run.lock there: removed as the docs say).
+    nfs_unlink(s, "/herd-dead/.herd-run.lock")
+    timeout = LEASE + 8 if version == 4 else 5
+    job2 = write_job(tmp_path / "after.ini", g, [
+        ("lk2", {"kind": "lock", "fileset": "locks", "count": 2, "lock_hold": "1ms",
+                 "lock_timeout": f"{timeout}s"})])
+
+    def new_run(i):
+        out2 = tmp_path / f"after{i}.h5"
+        t0 = time.monotonic()
+        proc = herd_run_nfs(s, herd_bin, nranks, job2, out2, timeout=120)
+        took = time.monotonic() - t0
+        assert took < timeout + 30, "a new run hung on the dead client's lock"
+        assert out2.exists(), describe(proc)
+        ph = load_results(out2).phases["lk2"]
+        assert int(ph.ranks["violations"].sum()) == 0
+        print(f"NFSv{version}: new run {i} at +{t0 - killed:.1f} s took {took:.1f} s, exit "
+              f"{proc.returncode}, grants {ph.ranks['grants'].tolist()}, longest lock wait "
+              f"{lock_wait_s(ph):.2f} s, errors {lock_errors(ph)}")
+        return proc, ph, t0 - killed
+
+    proc, ph, at = new_run(0)
+    rows, errs = ph.ranks, lock_errors(ph)
+    if version == 3:
+        # NLM has no lease: the lock stays, every try ends in lock_timeout.
+        assert proc.returncode == 3, describe(proc)
+        assert rows["grants"].tolist() == [0] * nranks
+        assert sorted(errs) == list(range(nranks)), errs
+        for rank, erows in errs.items():
+            assert erows == [("lock", "ETIMEDOUT", "NLM4_DENIED", 2)], (rank, erows)
+        assert lock_wait_s(ph) >= timeout
+        return
+    # NFSv4: the dead client's lock should hold the new run up until its
+    # lease runs out (counted from its last renewal, before the kill), and
+    # then every rank gets every lock.
+    # (The open of the lock file must not fail: the rank's lock owner is
+    # established by its first lock, which waits like any lock.)
+    assert not any(e[0] == "open" for erows in errs.values() for e in erows), errs
+    assert proc.returncode == 0, describe(proc)
+    assert rows["grants"].tolist() == [2] * nranks, errs
+    assert LEASE - at - hold <= lock_wait_s(ph) <= timeout, lock_wait_s(ph)
+    # Until the lease ends a new run meets the lock; after it, none does:
+    # new runs, one after the other, until one is clean.
+    i = 0
+    while proc.returncode != 0 and at < 3 * LEASE:
+        i += 1
+        proc, ph, at = new_run(i)
+    assert proc.returncode == 0, describe(proc)
+    assert ph.ranks["grants"].tolist() == [2] * nranks
+    print(f"NFSv{version}: the dead client's lock blocked new runs until +{at:.1f} s "
+          f"(lease {LEASE} s)")
+    if i > 0:
+        # its holder renewed its lease at most `hold` s before the kill;
+        # the server's reaper drops it within about half a lease after
+        assert LEASE - hold - 1 <= at <= 2 * LEASE, at
+
