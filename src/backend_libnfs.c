@@ -48,7 +48,6 @@
  * The protocol's name of the last failure is the `status` op's answer. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +66,7 @@
 #include "backend.h"
 #include "job.h"
 #include "libnfs_nlm.h"
+#include "rpcwait.h"
 #include "safepath.h"
 #include "signals.h"
 
@@ -704,8 +704,7 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
 
 #define LOCK_BACKOFF_MIN_NS 100000L   /* first pause between tries: 0.1 ms */
 #define LOCK_BACKOFF_MAX_NS 10000000L /* longest pause: 10 ms */
-#define LK_SLICE_MS 100
-#define LK_PRIVATE_BASE (1ull << 62) /* private bytes: far past any file's end */
+#define LK_PRIVATE_BASE (1ull << 62)  /* private bytes: far past any file's end */
 
 /* One async libnfs call on a lock context, awaited by lk_wait. */
 struct lk_wait {
@@ -722,37 +721,17 @@ static void lk_replied(int err, struct nfs_context *nfs, void *data, void *priv)
     w->done = true;
 }
 
-static double lk_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Serve lk's socket until the reply, its timeout, a stop signal or a lost
- * connection (the context is then broken: never serviced again). The
- * lock_timeout alarm does not cut a call short: a LOCK the server granted
- * must not be forgotten (its owner would block others for a lease). */
+/* Wait for the reply to a call on lk (rpcwait.h); a failed wait breaks
+ * lk: it is never serviced again. The call's own result or -errno. */
 static int lk_wait(struct libnfs_ctx *lk, struct lk_wait *w)
 {
-    double deadline = lk->timeout_ms > 0 ? lk_now() + lk->timeout_ms / 1000.0 : 0;
-    while (!w->done) {
-        if (signals_caught() || (deadline > 0 && lk_now() >= deadline)) {
-            lk->broken = true;
-            libnfs_note(lk, signals_caught() ? "RPC_INTERRUPTED" : "RPC_TIMEOUT");
-            return signals_caught() ? -EINTR : -ETIMEDOUT;
-        }
-        struct pollfd pfd = {.fd = nfs_get_fd(lk->nfs), .events = (short)nfs_which_events(lk->nfs)};
-        int n = poll(&pfd, 1, LK_SLICE_MS);
-        if (n < 0 && errno != EINTR) {
-            lk->broken = true;
-            return -errno;
-        }
-        if (nfs_service(lk->nfs, n > 0 ? pfd.revents : 0) < 0) {
-            lk->broken = true;
-            libnfs_note(lk, "RPC_CONNECTION_LOST");
-            return -ECONNRESET;
-        }
+    const char *why;
+    int rc = rpcwait(nfs_get_rpc_context(lk->nfs), &w->done, lk->timeout_ms, &why);
+    if (rc < 0) {
+        lk->broken = true;
+        if (why)
+            libnfs_note(lk, why);
+        return rc;
     }
     return w->err;
 }

@@ -227,6 +227,15 @@ static int posix_stat(void *ctx, const char *path, struct stat *st)
     return posix_leaf(ctx, path, &dirfd, &leaf, st);
 }
 
+/* posix_leaf for a call that acts on the leaf itself: a symbolic link
+ * there (somebody planted it) is -ELOOP, never moved or removed. */
+static int posix_leaf_nolink(void *ctx, const char *path, int *dirfd, const char **leaf,
+                             struct stat *st)
+{
+    int rc = posix_leaf(ctx, path, dirfd, leaf, st);
+    return rc == 0 && S_ISLNK(st->st_mode) ? -ELOOP : rc;
+}
+
 /* Only a regular file is removed: never a link somebody planted (-ELOOP),
  * never a directory (-EISDIR). A swap of the leaf between the lstat and
  * the unlink can at worst remove that link itself, never its target. */
@@ -235,11 +244,9 @@ static int posix_unlink(void *ctx, const char *path)
     int dirfd = -1;
     const char *leaf;
     struct stat st;
-    int rc = posix_leaf(ctx, path, &dirfd, &leaf, &st);
+    int rc = posix_leaf_nolink(ctx, path, &dirfd, &leaf, &st);
     if (rc < 0)
         return rc;
-    if (S_ISLNK(st.st_mode))
-        return -ELOOP;
     if (S_ISDIR(st.st_mode))
         return -EISDIR;
     if (!S_ISREG(st.st_mode))
@@ -263,11 +270,9 @@ static int posix_rmdir(void *ctx, const char *path)
     int dirfd = -1;
     const char *leaf;
     struct stat st;
-    int rc = posix_leaf(ctx, path, &dirfd, &leaf, &st);
+    int rc = posix_leaf_nolink(ctx, path, &dirfd, &leaf, &st);
     if (rc < 0)
         return rc;
-    if (S_ISLNK(st.st_mode))
-        return -ELOOP;
     if (unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0)
         return -errno;
     posix_forget(ctx, path);
@@ -281,11 +286,9 @@ static int posix_rename(void *ctx, const char *from, const char *to)
     int fromfd = -1, tofd = -1;
     const char *fleaf, *tleaf;
     struct stat st;
-    int rc = posix_leaf(ctx, from, &fromfd, &fleaf, &st);
+    int rc = posix_leaf_nolink(ctx, from, &fromfd, &fleaf, &st);
     if (rc < 0)
         return rc;
-    if (S_ISLNK(st.st_mode))
-        return -ELOOP;
     rc = posix_leaf(ctx, to, &tofd, &tleaf, NULL);
     if (rc < 0)
         return rc;

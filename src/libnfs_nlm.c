@@ -1,6 +1,6 @@
 /* libnfs_nlm.c — the synchronous NLM v4 client of libnfs_nlm.h: async
- * libnfs RPCs driven by a poll loop of our own, so that the wait honours
- * op_timeout and herd's signals the way the rest of the backend does.
+ * libnfs RPCs awaited by rpcwait (rpcwait.h), so that the wait honours
+ * op_timeout and herd's signals the way the NFSv4 lock calls do.
  *
  * Invariants: at most one RPC is in flight per client; a call that stops
  * waiting for its reply (timeout, stop signal, connection lost) marks the
@@ -13,12 +13,10 @@
 #include "libnfs_nlm.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h> /* before libnfs.h */
-#include <time.h>
 #include <unistd.h>
 
 #include <nfsc/libnfs.h> /* before the raw headers, which need its types */
@@ -27,11 +25,10 @@
 
 #include <nfsc/libnfs-raw-nlm.h>
 
-#include "signals.h"
+#include "rpcwait.h"
 
 #define NLM_PROGRAM 100021
 #define NLM_V4 4
-#define NLM_SLICE_MS 100 /* rpc_service runs at least this often (its timeouts) */
 
 struct nlm_client {
     struct rpc_context *rpc;
@@ -51,40 +48,17 @@ struct nlm_wait {
     int nlm_stat;   /* nlmstat4 of the reply */
 };
 
-static double nlm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Serve the client's socket until w->done, the timeout, a stop signal or a
- * lost connection. 0 or -errno (the client is then broken). */
+/* Wait for the reply to the one call in flight (rpcwait.h). 0 or -errno
+ * (the client is then broken: never serviced again). */
 static int nlm_wait_reply(struct nlm_client *cl, struct nlm_wait *w)
 {
-    double deadline = cl->timeout_ms > 0 ? nlm_now() + cl->timeout_ms / 1000.0 : 0;
-    while (!w->done) {
-        if (signals_caught()) {
-            cl->broken = true;
-            cl->status = "RPC_INTERRUPTED";
-            return -EINTR;
-        }
-        if (deadline > 0 && nlm_now() >= deadline) {
-            cl->broken = true;
-            cl->status = "RPC_TIMEOUT";
-            return -ETIMEDOUT;
-        }
-        struct pollfd pfd = {.fd = rpc_get_fd(cl->rpc), .events = (short)rpc_which_events(cl->rpc)};
-        int n = poll(&pfd, 1, NLM_SLICE_MS);
-        if (n < 0 && errno != EINTR) {
-            cl->broken = true;
-            return -errno;
-        }
-        if (rpc_service(cl->rpc, n > 0 ? pfd.revents : 0) < 0) {
-            cl->broken = true;
-            cl->status = "RPC_CONNECTION_LOST";
-            return -ECONNRESET;
-        }
+    const char *why;
+    int rc = rpcwait(cl->rpc, &w->done, cl->timeout_ms, &why);
+    if (rc < 0) {
+        cl->broken = true;
+        if (why)
+            cl->status = why;
+        return rc;
     }
     if (w->rpc_status == RPC_STATUS_TIMEOUT) {
         cl->status = "RPC_TIMEOUT";

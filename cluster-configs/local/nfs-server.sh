@@ -713,9 +713,9 @@ cmd_restart_ganesha() {
     exit 1
 }
 
-# statd_args NAME ARGS...: parse --state for stop-statd / start-statd and
-# check there is a server with NLM.
-statd_args() {
+# state_only_args NAME ARGS...: the arguments of a command that takes only
+# --state DIR (required).
+state_only_args() {
     local name=$1
     shift
     while (($#)); do
@@ -726,6 +726,13 @@ statd_args() {
         esac
     done
     [ -n "${STATE:-}" ] || die "$name: --state DIR is required"
+}
+
+# statd_args NAME ARGS...: parse --state for stop-statd / start-statd and
+# check there is a server with NLM.
+statd_args() {
+    state_only_args "$@"
+    local name=$1
     if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
     load_settings
     [ "$NLM" = 1 ] || die "$name: the server runs without NLM (started with --no-nlm)"
@@ -779,14 +786,7 @@ grace_now() {
 }
 
 cmd_status() {
-    while (($#)); do
-        case "$1" in
-            --state) set_state "${2:-}"; shift 2 ;;
-            --state=*) set_state "${1#*=}"; shift ;;
-            *) log "status: unknown argument $1"; usage ;;
-        esac
-    done
-    [ -n "${STATE:-}" ] || die "status: --state DIR is required"
+    state_only_args status "$@"
     if [ ! -e "$STATE" ] || ! is_ours || ! [ -e "$STATE/pid/supervisor" ]; then
         echo "state=stopped"
         return 3

@@ -144,6 +144,27 @@ def signal_ganesha(s, sig):
     os.kill(pid, sig)
 
 
+def run_frozen(nfs, herd_bin, nranks, job, out, freeze):
+    """Run herd in the background and freeze ganesha (SIGSTOP) for `freeze`
+    seconds 1.5 s after the run starts. Returns (CompletedProcess, wall
+    time of the SIGSTOP, wall time of the SIGCONT)."""
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(rf"^herd: run \S+: {nranks} ranks")
+        time.sleep(1.5)
+        stop_unix = time.time()
+        signal_ganesha(nfs, signal.SIGSTOP)
+        try:
+            time.sleep(freeze)
+        finally:
+            cont_unix = time.time()
+            os.kill(nfs.pid, signal.SIGCONT)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    return proc, stop_unix, cont_unix
+
+
 def kill_ganesha(s):
     signal_ganesha(s, signal.SIGKILL)
     pid = s.pid
@@ -415,20 +436,7 @@ def test_server_frozen_longer_than_op_timeout(nfs, herd_bin, tmp_path):
                      ("read", {"kind": "read", "verify": "yes"}),
                      ("md5", {"kind": "md5"})])
     out = tmp_path / "freeze.h5"
-    run = Background(nfs, herd_bin, nranks, job, out)
-    try:
-        run.wait_line(r"^herd: run \S+: 4 ranks")
-        time.sleep(1.5)
-        stop_unix = time.time()
-        signal_ganesha(nfs, signal.SIGSTOP)
-        try:
-            time.sleep(freeze)
-        finally:
-            cont_unix = time.time()
-            os.kill(nfs.pid, signal.SIGCONT)
-        proc, _ = run.wait()
-    finally:
-        run.kill()
+    proc, stop_unix, cont_unix = run_frozen(nfs, herd_bin, nranks, job, out, freeze)
 
     assert proc.returncode == 3, describe(proc)
     res = load_results(out)
@@ -491,20 +499,7 @@ def test_watchdog_reports_frozen_server(nfs, herd_bin, tmp_path):
                     [("write", {"kind": "write", "iterations": 1000, "deadline": 12}),
                      ("read", {"kind": "read", "verify": "yes"})])
     out = tmp_path / "stuck.h5"
-    run = Background(nfs, herd_bin, nranks, job, out)
-    try:
-        run.wait_line(r"^herd: run \S+: 4 ranks")
-        time.sleep(1.5)
-        stop_unix = time.time()
-        signal_ganesha(nfs, signal.SIGSTOP)
-        try:
-            time.sleep(freeze)
-        finally:
-            cont_unix = time.time()
-            os.kill(nfs.pid, signal.SIGCONT)
-        proc, _ = run.wait()
-    finally:
-        run.kill()
+    proc, stop_unix, cont_unix = run_frozen(nfs, herd_bin, nranks, job, out, freeze)
     res = load_results(out)
     check_run(res, nranks, nfs.url, proc.returncode, ["write", "read"])
     assert proc.returncode == 0, describe(proc)  # the calls waited, none failed
