@@ -16,8 +16,14 @@
 #                       [--grace SECONDS]   (start in a grace period; 0: none)
 #                       [--lease SECONDS]   (NFSv4 lease; default 60, or the
 #                                            grace if shorter)
+#                       [--link delay=20ms,jitter=2ms,rate=8mbit]  (any of them:
+#                                            a slow, distant link; see "link")
 #       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
 #   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
+#       (HERD_LINK=the link's spec, or none, in COMMAND's environment)
+#   nfs-server.sh link --state DIR --set SPEC [--dev DEV]... | --clear
+#       (replaces the running server's link; --dev: the devices in its
+#        namespace for tbf/netem, default lo)
 #   nfs-server.sh restart-ganesha --state DIR [--grace SECONDS] [--lease SECONDS]
 #                                                  stdout: the new PID
 #   nfs-server.sh stop-statd --state DIR           (NLM then answers NOLOCKS)
@@ -28,8 +34,10 @@
 # Needs root, util-linux (unshare, nsenter, losetup), iproute2, rpcbind,
 # nfs-ganesha, nfs-ganesha-vfs, nfs-common (rpc.statd, rpcinfo; a dependency
 # of nfs-ganesha), libnfs-utils (nfs-ls, to see the server
-# answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems and a C
-# compiler (cc) for --async.
+# answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems, a C
+# compiler (cc) for --async, and for --link tc (iproute2) and, where the
+# kernel has no netem, iptables and herd-linkdelay (src/linkdelay.c, built
+# by CMake with libnetfilter-queue; $HERD_LINKDELAY, default build/).
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -260,6 +268,267 @@ wait_ready() {
     return 1
 }
 
+# ------------------------------------------------------------------ link
+
+# --link SPEC: a slow, distant link between the clients and the server,
+# SPEC = any of delay=T,jitter=T,rate=R (T: a number with us, ms or s; R: a
+# number with kbit, mbit or gbit). Each direction is delayed once by delay
+# (+ uniform jitter in [-jitter, jitter], clipped at 0), so a round trip
+# takes about 2 x delay. How, inside the server's network namespace:
+# - rate: tc tbf on the link devices (lo here; eth0 on a vcluster host).
+#   lo's MTU is 64 KiB: a burst under 256 KB stalls the link.
+# - delay/jitter with netem (probed: `tc qdisc add ... netem` in a
+#   throwaway namespace; HERD_LINK_NETEM=0 skips it): netem on the devices,
+#   tbf as its child. On lo both directions pass the device once each.
+# - delay/jitter without netem (this kernel): iptables rules send the
+#   server's packets to NFQUEUE LINK_QUEUE (--queue-bypass: they pass
+#   undelayed if no program listens), where herd-linkdelay (src/linkdelay.c)
+#   holds them. Packets are held where they *arrive*: in INPUT (on lo every
+#   packet passes it once: to the server's ports, and from them back to the
+#   client), or in FORWARD of another namespace (vcluster.sh: the switch,
+#   which every packet crosses once, bridged). Not in OUTPUT: a packet held
+#   there still belongs to its sending socket, and TCP small queues then
+#   throttle the sender to a few packets per delay (measured: 16 MiB over
+#   5 ms each way 15.7 s from OUTPUT, rate-bound from the receiving side).
+#   The rules live in that namespace's own tables and go with it.
+# Ports: portmapper 111 (clients look up ports there), NFS 2049, MOUNT
+# 20048, NLM. Not statd's: only ganesha and statd, both inside the server,
+# talk to it. IPv4 only (the URLs are IPv4).
+LINK_QUEUE=0
+LINK_PORTS=111,2049,20048,$NLM_PORT
+LINK_MAX_US=10000000 # delay and jitter: at most 10 s
+REPO=$(cd "$HERE/../.." && pwd)
+LINKDELAY=${HERD_LINKDELAY:-$REPO/build/herd-linkdelay}
+
+# link_time_us OPTION VALUE: print VALUE (us, ms or s) in microseconds.
+link_time_us() {
+    [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(us|ms|s)$ ]] ||
+        { log "$1: '$2' is not a time (a number with us, ms or s: 20ms)"; return 1; }
+    local us
+    us=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
+        'BEGIN { m = (u == "us") ? 1 : (u == "ms") ? 1000 : 1000000; printf "%d\n", v * m + 0.5 }')
+    ((us <= LINK_MAX_US)) || { log "$1: '$2' is longer than 10 s"; return 1; }
+    printf '%s\n' "$us"
+}
+
+# link_rate_bit OPTION VALUE: print VALUE (kbit, mbit or gbit) in bit/s.
+link_rate_bit() {
+    [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(kbit|mbit|gbit)$ ]] ||
+        { log "$1: '$2' is not a rate (a number with kbit, mbit or gbit: 8mbit)"; return 1; }
+    local bit
+    bit=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
+        'BEGIN { m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : 1e9; printf "%d\n", v * m + 0.5 }')
+    ((bit >= 8000 && bit <= 100000000000)) || { log "$1: '$2' is outside 8kbit..100gbit"; return 1; }
+    printf '%s\n' "$bit"
+}
+
+# parse_link SPEC: check SPEC; set LINK_SPEC (normalized: lower case, keys
+# in the order delay, jitter, rate), LINK_DELAY_US, LINK_JITTER_US,
+# LINK_RATE_BIT (0: not given). Returns 1 after one line on stderr.
+parse_link() {
+    local spec=${1,,} item key val items=() delay="" jitter="" rate=""
+    LINK_DELAY_US=0 LINK_JITTER_US=0 LINK_RATE_BIT=0 LINK_SPEC=""
+    [ -n "$spec" ] || { log "--link: empty (delay=T,jitter=T,rate=R, any of them)"; return 1; }
+    IFS=, read -ra items <<<"$spec"
+    for item in "${items[@]}"; do
+        key=${item%%=*} val=${item#*=}
+        if [ "$key" = "$item" ] || [ -z "$val" ]; then
+            log "--link: '$item' is not KEY=VALUE (delay=T,jitter=T,rate=R)"
+            return 1
+        fi
+        case "$key" in
+            delay)
+                [ -z "$delay" ] || { log "--link: delay given twice"; return 1; }
+                LINK_DELAY_US=$(link_time_us "--link delay" "$val") || return 1
+                delay=$val ;;
+            jitter)
+                [ -z "$jitter" ] || { log "--link: jitter given twice"; return 1; }
+                LINK_JITTER_US=$(link_time_us "--link jitter" "$val") || return 1
+                jitter=$val ;;
+            rate)
+                [ -z "$rate" ] || { log "--link: rate given twice"; return 1; }
+                LINK_RATE_BIT=$(link_rate_bit "--link rate" "$val") || return 1
+                rate=$val ;;
+            *) log "--link: unknown key '$key' (delay, jitter, rate)"; return 1 ;;
+        esac
+    done
+    ((${#items[@]})) && [[ "$spec" != *, ]] || { log "--link: empty item in '$1'"; return 1; }
+    LINK_SPEC=""
+    [ -n "$delay" ] && LINK_SPEC+=",delay=$delay"
+    [ -n "$jitter" ] && LINK_SPEC+=",jitter=$jitter"
+    [ -n "$rate" ] && LINK_SPEC+=",rate=$rate"
+    LINK_SPEC=${LINK_SPEC#,}
+}
+
+# link_wants_delay: the parsed link delays packets.
+link_wants_delay() { ((LINK_DELAY_US > 0 || LINK_JITTER_US > 0)); }
+
+# netem_works: tc can make a netem qdisc here (probed once, in a throwaway
+# network namespace; HERD_LINK_NETEM=0 says no without probing).
+netem_works() {
+    if [ -z "${NETEM_WORKS:-}" ]; then
+        NETEM_WORKS=0
+        if [ "${HERD_LINK_NETEM:-1}" != 0 ] &&
+            unshare --net -- tc qdisc add dev lo root netem delay 1ms >/dev/null 2>&1; then
+            NETEM_WORKS=1
+        fi
+    fi
+    [ "$NETEM_WORKS" = 1 ]
+}
+
+# check_link_tools: what the parsed link needs is there; one line and 1
+# otherwise. Run before anything starts.
+check_link_tools() {
+    if ((LINK_RATE_BIT > 0)) || link_wants_delay; then
+        command -v tc >/dev/null || { log "--link: tc not found (package iproute2)"; return 1; }
+    fi
+    link_wants_delay || return 0
+    netem_works && return 0
+    command -v iptables >/dev/null ||
+        { log "--link: no netem in this kernel and iptables not found (package iptables)"; return 1; }
+    [ -x "$LINKDELAY" ] || {
+        log "--link: no netem in this kernel and $LINKDELAY is missing: build it" \
+            "(libnetfilter-queue-dev; cmake -DHERD_REQUIRE_NFQUEUE=ON, target herd-linkdelay)" \
+            "or set HERD_LINKDELAY"
+        return 1
+    }
+}
+
+# qdisc_set NSPID DEV: the parsed link's qdisc on DEV in the network
+# namespace of process NSPID (replacing whatever was there): netem (when
+# delaying and netem works) with tbf below it, or tbf alone, or nothing.
+# tbf: burst max(256 KB, 10 ms of the rate), at most 100 ms of queue.
+qdisc_set() {
+    local ns=(nsenter --net="/proc/$1/ns/net" --) dev=$2 burst tbf=() parent=(root)
+    qdisc_clear "$1" "$dev"
+    if ((LINK_RATE_BIT > 0)); then
+        burst=$((LINK_RATE_BIT / 8 / 100))
+        ((burst >= 262144)) || burst=262144
+        tbf=(tbf rate "${LINK_RATE_BIT}bit" burst "$burst" latency 100ms)
+    fi
+    if link_wants_delay && netem_works; then
+        "${ns[@]}" tc qdisc add dev "$dev" root handle 1: netem \
+            delay "${LINK_DELAY_US}us" "${LINK_JITTER_US}us" || return 1
+        parent=(parent 1:1 handle 10:)
+    fi
+    if ((${#tbf[@]})); then
+        "${ns[@]}" tc qdisc add dev "$dev" "${parent[@]}" "${tbf[@]}" || return 1
+    fi
+    return 0
+}
+
+# qdisc_clear NSPID DEV: back to the device's default qdisc.
+qdisc_clear() {
+    nsenter --net="/proc/$1/ns/net" -- tc qdisc del dev "$2" root >/dev/null 2>&1 || true
+}
+
+# link_where: "PID START CHAIN ADDR" of where the delay rules go
+# (STATE/conf/link-where, from `link --netns-pid --chain --addr`): default
+# the server's namespace, INPUT, any address.
+link_where() {
+    if [ -s "$STATE/conf/link-where" ]; then
+        cat "$STATE/conf/link-where"
+    else
+        printf '%s %s INPUT -\n' "$(recorded supervisor)" "$(proc_start "$(recorded supervisor)" 2>/dev/null || echo 0)"
+    fi
+}
+
+# link_devs: the devices in the server's namespace the link's qdiscs go on
+# (STATE/conf/link-devs: lo, or what `link --dev` named).
+link_devs() {
+    if [ -s "$STATE/conf/link-devs" ]; then cat "$STATE/conf/link-devs"; else echo lo; fi
+}
+
+# iptables_link ACTION: add or remove (del) our chain HERD_LINK, hooked
+# into link_where's chain of its namespace: packets to the server's ports
+# (client -> server) and from them (server -> client) go to the queue.
+# Removing succeeds when it is already gone (or the namespace is).
+iptables_link() {
+    local pid start chain addr proto to=() from=()
+    read -r pid start chain addr < <(link_where)
+    proc_alive "$pid" "$start" || return "$([ "$1" = add ] && echo 1 || echo 0)"
+    local ipt=(nsenter --net="/proc/$pid/ns/net" -- iptables -w)
+    if [ "$1" = add ]; then
+        [ "$addr" = - ] || to=(-d "$addr") from=(-s "$addr")
+        "${ipt[@]}" -N HERD_LINK || return 1
+        for proto in tcp udp; do
+            "${ipt[@]}" -A HERD_LINK "${to[@]}" -p "$proto" -m multiport --dports "$LINK_PORTS" \
+                -j NFQUEUE --queue-num "$LINK_QUEUE" --queue-bypass || return 1
+            "${ipt[@]}" -A HERD_LINK "${from[@]}" -p "$proto" -m multiport --sports "$LINK_PORTS" \
+                -j NFQUEUE --queue-num "$LINK_QUEUE" --queue-bypass || return 1
+        done
+        "${ipt[@]}" -I "$chain" 1 -j HERD_LINK
+        return
+    fi
+    while "${ipt[@]}" -D "$chain" -j HERD_LINK 2>/dev/null; do :; done
+    "${ipt[@]}" -F HERD_LINK 2>/dev/null || true
+    "${ipt[@]}" -X HERD_LINK 2>/dev/null || true
+}
+
+# start_linkdelay: herd-linkdelay in link_where's namespace, recorded as
+# linkdelay; returns once it has bound the queue (its pidfile names it).
+start_linkdelay() {
+    local sup start chain addr pid i secs jit
+    read -r sup start chain addr < <(link_where)
+    secs=$(awk -v u="$LINK_DELAY_US" 'BEGIN { printf "%.6f", u / 1e6 }')
+    jit=$(awk -v u="$LINK_JITTER_US" 'BEGIN { printf "%.6f", u / 1e6 }')
+    rm -f "$STATE/run/linkdelay.pid"
+    # (setsid does not fork here, and nsenter execs: $! is the delayer)
+    setsid nsenter --net="/proc/$sup/ns/net" -- "$LINKDELAY" --queue "$LINK_QUEUE" \
+        --delay "$secs" --jitter "$jit" --pidfile "$STATE/run/linkdelay.pid" \
+        </dev/null >>"$STATE/log/linkdelay.log" 2>&1 &
+    pid=$!
+    record linkdelay "$pid"
+    for ((i = 0; i < 250; i++)); do
+        [ "$(cat "$STATE/run/linkdelay.pid" 2>/dev/null)" = "$pid" ] && return 0
+        alive linkdelay || break
+        sleep 0.02
+    done
+    log "link: herd-linkdelay did not start (see $STATE/log/linkdelay.log):"
+    tail -n 5 "$STATE/log/linkdelay.log" >&2 || true
+    terminate linkdelay 2
+    return 1
+}
+
+# link_clear: remove the whole link (rules, delayer, qdiscs); tolerates
+# parts that are already gone. Returns 1 if the delayer survives.
+link_clear() {
+    local dev sup
+    command -v iptables >/dev/null && iptables_link del
+    if alive supervisor; then
+        sup=$(recorded supervisor)
+        for dev in $(link_devs); do qdisc_clear "$sup" "$dev"; done
+    fi
+    terminate linkdelay 2
+    alive linkdelay && return 1
+    rm -f "$STATE/link" "$STATE/run/linkdelay.pid" "$STATE/pid/linkdelay"
+}
+
+# link_apply: replace the server's link with the parsed one (LINK_*).
+# Returns 1 (after one line) if any part fails; then no link is left.
+link_apply() {
+    local dev sup
+    sup=$(recorded supervisor)
+    link_clear || return 1
+    for dev in $(link_devs); do
+        qdisc_set "$sup" "$dev" || { log "link: tc on $dev failed"; link_clear; return 1; }
+    done
+    if link_wants_delay && ! netem_works; then
+        start_linkdelay || { link_clear; return 1; }
+        iptables_link add || { log "link: iptables in the namespace failed"; link_clear; return 1; }
+    fi
+    printf '%s\n' "$LINK_SPEC" >"$STATE/link.tmp"
+    mv -f "$STATE/link.tmp" "$STATE/link"
+    log "link: $LINK_SPEC ($(if link_wants_delay; then
+        netem_works && echo "netem" || echo "herd-linkdelay pid $(recorded linkdelay)"
+    else echo "no delay"; fi)$( ((LINK_RATE_BIT > 0)) && echo ", tbf") on $(link_devs | paste -sd ' '))"
+}
+
+# current_link: the running server's link spec, or "none".
+current_link() {
+    if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
+}
+
 # ------------------------------------------------------------------ supervisor
 
 # Runs as `unshare --net --mount --propagation private -- nfs-server.sh
@@ -431,7 +700,7 @@ supervise() {
 # ------------------------------------------------------------------ commands
 
 cmd_start() {
-    local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease=""
+    local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease="" link="" link_opt=0
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -453,6 +722,8 @@ cmd_start() {
             --grace=*) grace=${1#*=}; shift ;;
             --lease) lease=${2:-}; shift 2 ;;
             --lease=*) lease=${1#*=}; shift ;;
+            --link) [ $# -ge 2 ] || die "start: --link needs a SPEC"; link=$2 link_opt=1; shift 2 ;;
+            --link=*) link=${1#*=} link_opt=1; shift ;;
             -h | --help) usage ;;
             *) log "start: unknown argument $1"; usage ;;
         esac
@@ -485,6 +756,10 @@ cmd_start() {
         done
     fi
     [ -r "$TEMPLATE" ] || die "start: $TEMPLATE is missing"
+    if ((link_opt)); then
+        parse_link "$link" || exit 1
+        check_link_tools || exit 1
+    fi
     [ "$fs" = dir ] || command -v "mkfs.$fs" >/dev/null || die "start: mkfs.$fs not found"
     if [ "$mode" = async ]; then
         [ -r "$NOSYNC_SRC" ] || die "start: $NOSYNC_SRC is missing"
@@ -545,10 +820,13 @@ cmd_start() {
         alive supervisor && alive ganesha && break
         sleep 0.05
     done
+    if ((ok)) && [ -n "$link" ] && alive supervisor && ! link_apply; then
+        ok=0
+    fi
     if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT"; then
         log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT," \
             "nlm $( ((nlm)) && echo "on (port $NLM_PORT, statd port $STATD_PORT)" || echo off)," \
-            "grace $grace s, lease $lease s"
+            "grace $grace s, lease $lease s, link $(current_link)"
         url
         recorded ganesha
         return 0
@@ -565,6 +843,9 @@ cmd_start() {
 do_stop() {
     local purge=$1 problems=0 name mp dev i
     load_settings
+    # The link first: its rules and qdiscs live in the namespace (and go
+    # with it), the delayer is ours to stop (its packets then pass).
+    link_clear || true
     # The supervisor stops ganesha, statd and rpcbind, unmounts and detaches.
     if alive supervisor; then
         if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
@@ -572,10 +853,10 @@ do_stop() {
     fi
     # Whatever is left (the supervisor was killed, or hung): by recorded PID.
     terminate ganesha "$(ganesha_stop_timeout)"
-    for name in statd rpcbind supervisor launcher; do
+    for name in statd rpcbind supervisor launcher linkdelay; do
         terminate "$name"
     done
-    for name in ganesha statd rpcbind supervisor launcher; do
+    for name in ganesha statd rpcbind supervisor launcher linkdelay; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
@@ -654,6 +935,8 @@ cmd_exec() {
     if ! is_ours || ! alive supervisor; then die "exec: no server running with state $STATE"; fi
     local sup
     sup=$(recorded supervisor)
+    HERD_LINK=$(current_link)
+    export HERD_LINK
     if ((server_fs)); then
         # Also the server's mount namespace: the export as the server sees it.
         exec nsenter --net="/proc/$sup/ns/net" --mount="/proc/$sup/ns/mnt" --wd="$PWD" -- "$@"
@@ -801,9 +1084,11 @@ cmd_status() {
         printf 'nlm=off\n'
     fi
     printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
+    printf 'link=%s\n' "$(current_link)"
     local names=(supervisor rpcbind)
     [ "$NLM" = 1 ] && names+=(statd)
     names+=(ganesha)
+    [ -e "$STATE/pid/linkdelay" ] && names+=(linkdelay)
     for name in "${names[@]}"; do
         if alive "$name"; then
             printf '%s=%s running\n' "$name" "$(recorded "$name")"
@@ -829,6 +1114,74 @@ cmd_status() {
     return $rc
 }
 
+# link --state DIR --set SPEC [--dev DEV]... | --clear: change the running
+# server's link; each change replaces the previous link completely.
+cmd_link() {
+    local spec="" set=0 clear=0 devs=() nspid="" chain=INPUT addr=-
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --set) [ $# -ge 2 ] || die "link: --set needs a SPEC"; spec=$2 set=1; shift 2 ;;
+            --set=*) spec=${1#*=} set=1; shift ;;
+            --clear) clear=1; shift ;;
+            --dev) [[ "${2:-}" =~ ^[A-Za-z0-9._-]{1,15}$ ]] || die "link: --dev needs a device name"
+                devs+=("$2"); shift 2 ;;
+            # (for vcluster.sh: the delay rules and delayer in another
+            # namespace's chain, for packets of the server's address)
+            --netns-pid) [[ "${2:-}" =~ ^[0-9]+$ ]] || die "link: --netns-pid needs a PID"
+                nspid=$2; shift 2 ;;
+            --chain) [[ "${2:-}" =~ ^(INPUT|FORWARD|PREROUTING)$ ]] || die "link: --chain: INPUT or FORWARD"
+                chain=$2; shift 2 ;;
+            --addr) [[ "${2:-}" =~ ^[0-9.]+$ ]] || die "link: --addr needs an IPv4 address"
+                addr=$2; shift 2 ;;
+            *) log "link: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "link: --state DIR is required"
+    ((set + clear == 1)) || die "link: give one of --set SPEC or --clear"
+    ((set)) && { parse_link "$spec" || exit 1; check_link_tools || exit 1; }
+    if ! is_ours || ! alive supervisor; then die "link: no server running with state $STATE"; fi
+    load_settings
+    if ((clear)); then
+        link_clear || die "link: herd-linkdelay (pid $(recorded linkdelay)) is still running"
+        log "link: cleared"
+        return 0
+    fi
+    if ((${#devs[@]})) || [ -n "$nspid" ]; then
+        link_clear || die "link: herd-linkdelay (pid $(recorded linkdelay)) is still running"
+    fi
+    ((${#devs[@]} == 0)) || printf '%s\n' "${devs[@]}" >"$STATE/conf/link-devs"
+    if [ -n "$nspid" ]; then
+        local nsstart
+        nsstart=$(proc_start "$nspid") || die "link: --netns-pid $nspid: no such process"
+        printf '%s %s %s %s\n' "$nspid" "$nsstart" "$chain" "$addr" >"$STATE/conf/link-where"
+    fi
+    link_apply || exit 1
+}
+
+# _qdisc --netns-pid PID --dev DEV --set SPEC | --clear: the link's qdisc
+# part (tbf, and netem where the kernel has it) on a device of another
+# namespace (vcluster.sh: the switch port towards the server host).
+cmd_qdisc() {
+    local pid="" dev="" spec="" clear=0
+    while (($#)); do
+        case "$1" in
+            --netns-pid) pid=${2:-}; shift 2 ;;
+            --dev) dev=${2:-}; shift 2 ;;
+            --set) spec=${2:-}; shift 2 ;;
+            --clear) clear=1; shift ;;
+            *) die "_qdisc: unknown argument $1" ;;
+        esac
+    done
+    [[ "$pid" =~ ^[0-9]+$ ]] && [ -e "/proc/$pid/ns/net" ] || die "_qdisc: --netns-pid: no such process"
+    [[ "$dev" =~ ^[A-Za-z0-9._-]{1,15}$ ]] || die "_qdisc: --dev needs a device name"
+    if ((clear)); then qdisc_clear "$pid" "$dev"; return 0; fi
+    parse_link "$spec" || exit 1
+    check_link_tools || exit 1
+    qdisc_set "$pid" "$dev" || die "_qdisc: tc on $dev failed"
+}
+
 main() {
     (($#)) || usage
     local cmd=$1
@@ -841,6 +1194,14 @@ main() {
         stop-statd) cmd_stop_statd "$@" ;;
         start-statd) cmd_start_statd "$@" ;;
         status) cmd_status "$@" ;;
+        link) cmd_link "$@" ;;
+        _qdisc) cmd_qdisc "$@" ;;
+        _link_check)
+            # vcluster.sh up: check SPEC and what it needs before anything
+            # starts; stdout the normalized spec.
+            parse_link "${1-}" && check_link_tools || exit 1
+            printf '%s\n' "$LINK_SPEC"
+            ;;
         _supervise)
             [ "${1:-}" = --state ] || exit 2
             set_state "$2"

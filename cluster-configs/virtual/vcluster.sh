@@ -9,13 +9,20 @@
 #
 #   vcluster.sh up --state DIR [--clients 4] [--slots 5] [--server-fs xfs|ext4|dir]
 #                  [--server-size 2G] [--server-workers N] [--sync|--async] [--slurm]
+#                  [--link delay=20ms,jitter=2ms,rate=8mbit]
 #       stdout: the export's nfs:// URL as the clients reach it
+#       --link: a slow, distant link between the clients and the server host
+#       (any of delay, jitter, rate; see nfs-server.sh's "link"): delay on
+#       the server host's NFS ports (each direction once), tbf on its eth0
+#       (server -> clients) and on the switch port towards it (clients ->
+#       server)
 #       --slurm: a real Slurm too (vc-slurm.sh): slurmctld on the head host,
 #       a slurmd on every client (--slots CPUs) and on the server (1 CPU)
 #   vcluster.sh exec --state DIR -- COMMAND [ARG...]
 #       runs COMMAND on the head host with HERD_HOSTFILE (unless set, even
 #       empty: Slurm jobs under mpirun take their nodes from Slurm), HERD_MPIRUN_ARGS,
-#       VC_URL, VC_SERVER (the server's host name), VC_STATE, the cluster's
+#       VC_URL, VC_SERVER (the server's host name), VC_STATE, HERD_LINK (the
+#       --link spec, or none), the cluster's
 #       OMPI_MCA_* settings and, with --slurm, SLURM_CONF set: what
 #       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun,
 #       sbatch or srun here
@@ -110,7 +117,7 @@ connect() {
 }
 
 cmd_up() {
-    local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0
+    local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -121,6 +128,8 @@ cmd_up() {
             --server-workers) workers=${2:-}; shift 2 ;;
             --sync | --async) mode=$1; shift ;;
             --slurm) slurm=1; shift ;;
+            --link) [ $# -ge 2 ] || die "up: --link needs a SPEC"; link=$2 link_opt=1; shift 2 ;;
+            --link=*) link=${1#*=} link_opt=1; shift ;;
             *) log "up: unknown argument $1"; usage ;;
         esac
     done
@@ -133,6 +142,9 @@ cmd_up() {
         command -v "$tool" >/dev/null || die "up: $tool not found"
     done
     ((slurm == 0)) || slurm_check_tools
+    if ((link_opt)); then
+        link=$(bash "$NFS_SERVER" _link_check "$link" 2>&1) || die "up: ${link#nfs-server.sh: }"
+    fi
     if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
         [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
         die "up: a cluster already uses $STATE (vcluster.sh down --state $STATE first)"
@@ -164,6 +176,9 @@ cmd_up() {
     sup_start=$(proc_start "$sup")
     printf '%s %s %s - server\n' "$SERVER_NAME" "$sup" "$sup_start" >>"$STATE/hosts"
     connect "$SERVER_NAME" "$NET.2"
+    if [ -n "$link" ]; then
+        link_up "$link"
+    fi
 
     local i name
     : >"$STATE/hostfile"
@@ -185,9 +200,30 @@ cmd_up() {
     done
     ((slurm == 0)) || slurm_up "$clients" "$slots"
     trap - ERR
-    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1$(
+    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1, link $(vc_link)$(
         ((slurm == 0)) || printf ', Slurm (SLURM_CONF=%s)' "$(slurm_dir)/slurm.conf")"
     cat "$STATE/url"
+}
+
+# link_up SPEC: the link between the clients and the server host, made by
+# nfs-server.sh's link: tbf (and netem where the kernel has it) on the
+# server's eth0 (server -> clients) and on the switch port towards it
+# (clients -> server); without netem the delay rules and herd-linkdelay sit
+# in the switch's FORWARD chain (every packet to or from the server's
+# ports is bridged there once, and no longer belongs to its sender's
+# socket: see nfs-server.sh). The server's stop ends the delayer; the
+# rules and qdiscs go with their namespaces at down.
+link_up() {
+    # Bridged packets pass the switch's iptables (per namespace; default on).
+    in_host switch sh -c 'echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables'
+    bash "$NFS_SERVER" link --state "$STATE/server" --set "$1" --dev eth0 \
+        --netns-pid "$(host_field switch 2)" --chain FORWARD --addr "$NET.2" >&2
+    bash "$NFS_SERVER" _qdisc --netns-pid "$(host_field switch 2)" --dev "v-$SERVER_NAME" --set "$1" >&2
+    printf '%s\n' "$1" >"$STATE/link"
+}
+
+vc_link() {
+    if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
 }
 
 # mpirun's settings for this cluster, without the hostfile (HERD_HOSTFILE
@@ -218,7 +254,7 @@ cmd_exec() {
     local env=()
     mapfile -t env < <(mca_env)
     [ -f "$(slurm_dir)/slurm.conf" ] && env+=("SLURM_CONF=$(slurm_dir)/slurm.conf")
-    env VC_STATE="$STATE" VC_URL="$(cat "$STATE/url")" VC_SERVER="$SERVER_NAME" \
+    env VC_STATE="$STATE" VC_URL="$(cat "$STATE/url")" VC_SERVER="$SERVER_NAME" HERD_LINK="$(vc_link)" \
         HERD_HOSTFILE="${HERD_HOSTFILE-$STATE/hostfile}" HERD_MPIRUN_ARGS="$(mpirun_args)" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" \
         nsenter -t "$pid" --net --uts -- "${REST[@]}"
@@ -306,6 +342,7 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
+    printf 'link=%s\n' "$(vc_link)"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"
     return 1
