@@ -84,7 +84,7 @@ OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "
 OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
 # herd's ops in enum order (src/ops.h): the row order of op_summary.
 OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
-            "rename", "lock", "connect"]
+            "rename", "lock", "connect", "rpc_read", "rpc_write"]
 
 
 class Run:

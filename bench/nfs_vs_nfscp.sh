@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nfs_vs_nfscp.sh — herd's libnfs backend against nfs-cp (libnfs-utils) on
 # the same embedded NFS server (ganesha, xfs export), same file size, in one
-# run: sequential write then read of one file, 1 MiB calls. Also herd's
+# run: sequential write then read of one file, 1 MiB calls (herd with its
+# default nfs_inflight: 16 RPCs in flight). Also herd's
 # POSIX backend on the exported directory itself (no NFS in the path), to
 # show what the NFS layer costs. REPEAT rounds, herd and nfs-cp alternate,
 # medians, ratio herd/nfs-cp. Needs root (the server uses namespaces and a

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 struct backend_file; /* opaque, backend-specific */
+struct hist;         /* hist.h */
 struct phase;        /* job.h */
 
 /* BACKEND_EXCL with BACKEND_CREATE: fail with -EEXIST when the file exists
@@ -66,6 +67,16 @@ struct backend_ops {
      * errno in the error table; NULL when the protocol said nothing more
      * (or the backend has no protocol: posix). Valid until the next call. */
     const char *(*status)(void *ctx);
+    /* Where the backend times the RPCs it keeps in flight on its own
+     * (OP_RPC_READ, OP_RPC_WRITE: each one's round trip, beside the
+     * caller's read and write calls): the running phase's arrays of
+     * OP_COUNT histograms, call counts and seconds, all NULL between
+     * phases. NULL when the backend has no RPCs of its own. */
+    void (*observe)(void *ctx, struct hist *hist, uint64_t *count, double *seconds);
+    /* The caller will read [offset, offset + length) of f in order: the
+     * backend may read ahead within that range, never beyond it (a
+     * posix_fadvise(SEQUENTIAL) with bounds). NULL when it does not. */
+    void (*advise)(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length);
 };
 
 /* The backend called `name`, or NULL. */

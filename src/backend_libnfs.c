@@ -5,8 +5,10 @@
  * target = nfs://server/export[?version=3&nfsport=2049&mountport=...]; the
  * URL's path is the export, herd's relative paths resolve inside it.
  * rsize/wsize: libnfs 4 has no setter for its readmax/writemax, so this
- * backend issues one nfs_pread/nfs_pwrite (one READ/WRITE RPC) per
- * nfs_rsize/nfs_wsize bytes, capped at what the server offers.
+ * backend issues one nfs_pread_async/nfs_pwrite_async (one READ/WRITE
+ * RPC) per nfs_rsize/nfs_wsize bytes, capped at what the server offers,
+ * up to nfs_inflight of them at a time per file (libnfs_stream.h: read-
+ * ahead within the range the workload advised, write-behind).
  * A connection that fails (server killed, timed out) is marked broken; the
  * next open or phase reconnects, so a restarted server serves later work.
  * nfs://server:port/export means nfsport=port (libnfs 4.0 cannot parse a
@@ -66,6 +68,7 @@
 #include "backend.h"
 #include "job.h"
 #include "libnfs_nlm.h"
+#include "libnfs_stream.h"
 #include "rpcwait.h"
 #include "safepath.h"
 #include "signals.h"
@@ -88,6 +91,8 @@ struct libnfs_ctx {
     int timeout_ms; /* -1 = none */
     uint64_t server_rmax, server_wmax;
     uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
+    unsigned inflight;       /* READ / WRITE RPCs in flight per file (nfs_inflight) */
+    struct rpc_observer obs; /* the phase's RPC round trips (backend observe op) */
     bool broken;
     bool v4;                /* NFSv4 (URL or nfs_version): open checks the dirs first */
     bool lock_phase;        /* the phase configured last is a lock phase */
@@ -102,8 +107,9 @@ struct libnfs_ctx {
 struct backend_file {
     struct nfsfh *fh;
     struct libnfs_ctx *lk;
-    bool own_ctx;  /* lk's file: lk and fh NULL after a failed rebuild */
-    bool lk_owner; /* lk's lock owner is established (its first LOCK granted) */
+    bool own_ctx;              /* lk's file: lk and fh NULL after a failed rebuild */
+    bool lk_owner;             /* lk's lock owner is established (its first LOCK granted) */
+    struct nfs_stream *stream; /* its READs and WRITEs in flight */
     char path[LIBNFS_PATH_MAX];
 };
 
@@ -350,6 +356,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     }
     c->rchunk = c->server_rmax;
     c->wchunk = c->server_wmax;
+    c->inflight = ph->nfs_inflight > 0 ? (unsigned)ph->nfs_inflight : 1;
     *ctx = c;
     return 0;
 }
@@ -381,7 +388,15 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     uint64_t rsize = ph ? ph->nfs_rsize : 0, wsize = ph ? ph->nfs_wsize : 0;
     c->rchunk = rsize && rsize < c->server_rmax ? rsize : c->server_rmax;
     c->wchunk = wsize && wsize < c->server_wmax ? wsize : c->server_wmax;
+    if (ph && ph->nfs_inflight > 0)
+        c->inflight = (unsigned)ph->nfs_inflight;
     return 0;
+}
+
+static void libnfs_observe(void *ctx, struct hist *hist, uint64_t *count, double *seconds)
+{
+    struct libnfs_ctx *c = ctx;
+    c->obs = (struct rpc_observer){hist, count, seconds};
 }
 
 static void libnfs_disconnect(void *ctx)
@@ -487,6 +502,12 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
         return rc;
     }
     bf->lk = NULL;
+    bf->stream = stream_new(c->inflight);
+    if (!bf->stream) {
+        nfs_close(c->nfs, bf->fh);
+        free(bf);
+        return -ENOMEM;
+    }
     bf->own_ctx = c->lock_phase && c->v4;
     snprintf(bf->path, sizeof bf->path, "%s", p);
     if (c->lock_phase && c->v4) {
@@ -495,6 +516,7 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
         bf->fh = NULL;
         rc = lk_make(c, bf);
         if (rc < 0) {
+            stream_free(bf->stream);
             free(bf);
             return rc;
         }
@@ -503,23 +525,51 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     return 0;
 }
 
+/* A failed READ or WRITE RPC's result as -errno (libnfs_stream.h). */
+static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len);
+
+/* The stream call's view of file f: its context (the lock context when it
+ * has one), chunk sizes and the phase's observer (ctx's). */
+static struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f, const char **why)
+{
+    struct libnfs_ctx *c = f->lk ? f->lk : top;
+    *why = NULL;
+    return (struct stream_io){.nfs = c->nfs,
+                              .fh = f->fh,
+                              .rchunk = c->rchunk,
+                              .wchunk = c->wchunk,
+                              .timeout_ms = c->timeout_ms,
+                              .obs = &top->obs,
+                              .rpc_errno = libnfs_rpc_errno,
+                              .arg = c,
+                              .broken = &c->broken,
+                              .why = why};
+}
+
+/* After a stream call: a failed wait names its reason. */
+static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const char *why)
+{
+    if (why)
+        libnfs_note(f->lk ? f->lk : top, why);
+}
+
 static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
                             uint64_t offset)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     if (c->broken || !f->fh)
         return -ENOTCONN;
-    size_t done = 0;
-    while (done < len) {
-        size_t n = len - done < c->rchunk ? len - done : c->rchunk;
-        int rc = nfs_pread(c->nfs, f->fh, offset + done, n, (char *)buf + done);
-        if (rc < 0)
-            return libnfs_errno(c, rc);
-        if (rc == 0)
-            break; /* end of file */
-        done += (size_t)rc;
-    }
-    return (ssize_t)done;
+    const char *why;
+    struct stream_io io = libnfs_io(ctx, f, &why);
+    ssize_t rc = stream_pread(f->stream, &io, buf, len, offset);
+    libnfs_io_done(f, ctx, why);
+    return rc;
+}
+
+static void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length)
+{
+    (void)ctx;
+    stream_advise(f->stream, offset, length);
 }
 
 /* libnfs 4.0's nfs_pwrite loses the server's status of a refused WRITE:
@@ -535,26 +585,37 @@ static int libnfs_write_refused(struct libnfs_ctx *c, size_t chunk)
     return -EFAULT;
 }
 
+static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len)
+{
+    struct libnfs_ctx *c = arg;
+    return write && rc == -EFAULT ? libnfs_write_refused(c, len) : libnfs_errno(c, rc);
+}
+
 static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                              uint64_t offset)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     if (c->broken || !f->fh)
         return -ENOTCONN;
-    size_t done = 0;
-    while (done < len) {
-        size_t n = len - done < c->wchunk ? len - done : c->wchunk;
-        /* libnfs 4.x: (offset, count, buf); 5.x swaps count and buf. */
-        int rc = nfs_pwrite(c->nfs, f->fh, offset + done, n, (char *)buf + done);
-        if (rc == -EFAULT)
-            return libnfs_write_refused(c, n);
-        if (rc < 0)
-            return libnfs_errno(c, rc);
-        if (rc == 0)
-            return -EIO;
-        done += (size_t)rc;
-    }
-    return (ssize_t)done;
+    const char *why;
+    struct stream_io io = libnfs_io(ctx, f, &why);
+    ssize_t rc = stream_pwrite(f->stream, &io, buf, len, offset);
+    libnfs_io_done(f, ctx, why);
+    return rc;
+}
+
+/* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
+ * -errno of the wait. */
+static int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
+{
+    struct libnfs_ctx *c = f->lk ? f->lk : top;
+    if (c->broken || !f->fh || !f->stream)
+        return 0; /* broken: the call that broke it said why */
+    const char *why;
+    struct stream_io io = libnfs_io(top, f, &why);
+    int rc = stream_drain(f->stream, &io);
+    libnfs_io_done(f, top, why);
+    return rc;
 }
 
 static int libnfs_fsync(void *ctx, struct backend_file *f)
@@ -562,7 +623,10 @@ static int libnfs_fsync(void *ctx, struct backend_file *f)
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     if (c->broken || !f->fh)
         return -ENOTCONN;
-    int rc = nfs_fsync(c->nfs, f->fh);
+    int rc = libnfs_drain(ctx, f);
+    if (rc < 0)
+        return rc;
+    rc = nfs_fsync(c->nfs, f->fh);
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 }
 
@@ -571,7 +635,13 @@ static void lk_free(struct libnfs_ctx *lk);
 static int libnfs_close(void *ctx, struct backend_file *f)
 {
     struct libnfs_ctx *c = ctx;
-    int rc = 0;
+    /* Its RPCs in flight end first (a WRITE's late error is this close's,
+     * as a kernel client's close reports write-back errors); a failed wait
+     * breaks the context, which is then never serviced again, so the
+     * stream's memory can go. */
+    int rc = libnfs_drain(c, f);
+    stream_free(f->stream);
+    f->stream = NULL;
     if (f->own_ctx) {
         /* CLOSE after LOCK may fail NFS4ERR_BAD_SEQID in libnfs 4.0 (its
          * seqid bookkeeping, not the server's state): the context goes
@@ -581,13 +651,14 @@ static int libnfs_close(void *ctx, struct backend_file *f)
             nfs_close(f->lk->nfs, f->fh);
         lk_free(f->lk);
         free(f);
-        return 0;
+        return rc;
     }
     /* On a broken connection the handle belongs to a dead context: only
      * free our side. */
     if (!c->broken && c->nfs) {
-        rc = nfs_close(c->nfs, f->fh);
-        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+        int closed = nfs_close(c->nfs, f->fh);
+        if (closed < 0 && rc == 0)
+            rc = libnfs_errno(c, closed);
     }
     free(f);
     return rc;
@@ -975,4 +1046,6 @@ const struct backend_ops backend_libnfs = {
     .rename = libnfs_rename,
     .lock = libnfs_lock,
     .status = libnfs_status,
+    .observe = libnfs_observe,
+    .advise = libnfs_advise,
 };

@@ -111,6 +111,15 @@ const struct job_key job_keys[] = {
      "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
     {"nfs_wsize", KEY_SIZE, FIELD(nfs_wsize), NULL, "0",
      "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum"},
+    {"nfs_inflight", KEY_INT, FIELD(nfs_inflight), NULL, "16",
+     "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
+     "ahead, writes return before their RPCs are answered, as a Linux client's "
+     "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
+     "at a time, each waited for"},
+    {"link", KEY_STRING, FIELD(link), NULL, "",
+     "[global] only: the network link between clients and server this run saw, recorded "
+     "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
+     "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -"},
     {"nfs_version", KEY_INT, FIELD(nfs_version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)"},
     {"monitor_host", KEY_STRING, FIELD(monitor_host), NULL, "",
@@ -574,7 +583,8 @@ static bool key_global_only(const struct job_key *k)
 {
     return strcmp(k->name, "keep") == 0 || strcmp(k->name, "target") == 0 ||
            strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0 ||
-           strcmp(k->name, "nfs_version") == 0 || strncmp(k->name, "monitor_", 8) == 0;
+           strcmp(k->name, "nfs_version") == 0 || strcmp(k->name, "link") == 0 ||
+           strncmp(k->name, "monitor_", 8) == 0;
 }
 
 /* Apply the raw lines of one section (and, for phases, global first). */
@@ -792,6 +802,10 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
         BAD("nfs_version", "must be 3 or 4");
+    else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
+        BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
+    else if (ph->nfs_inflight < 1 || ph->nfs_inflight > JOB_INFLIGHT_MAX)
+        BAD("nfs_inflight", "must be 1 to %d", JOB_INFLIGHT_MAX);
     else if (ph->monitor_host[0] && ph->monitor_rank[0])
         BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
     else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&

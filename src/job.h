@@ -21,6 +21,9 @@
 #define JOB_META_MAX 10000000     /* meta: files and dirs per rank, at most */
 #define JOB_DURATION_MAX 604800.0 /* every duration: at most one week */
 #define JOB_RANKS_MAX 10000000    /* -n RANKS, at most */
+#define JOB_INFLIGHT_MAX 256      /* nfs_inflight, at most */
+#define JOB_LINK_CHARS                                                                             \
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=,._:+-" /* link's */
 
 enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
@@ -60,6 +63,8 @@ struct phase {
     uint64_t nfs_rsize;         /* libnfs readmax; 0 = what the server offers */
     uint64_t nfs_wsize;         /* libnfs writemax; 0 = what the server offers */
     int64_t nfs_version;        /* 3 or 4; 0 = the URL's or 3 */
+    int64_t nfs_inflight;       /* libnfs READ/WRITE RPCs in flight per rank, 1..256 */
+    char link[JOB_NAME_MAX];    /* [global] only: the link the clients saw, a label */
     char faults[JOB_PATH_MAX];  /* backend = fault: injection rules */
     int64_t count;              /* lock, storm: attempts per rank */
     enum lock_mode lock_mode;

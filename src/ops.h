@@ -16,7 +16,9 @@ enum op {
     OP_STAT,
     OP_RENAME,
     OP_LOCK,
-    OP_CONNECT, /* (re)connecting a backend to its target */
+    OP_CONNECT,   /* (re)connecting a backend to its target */
+    OP_RPC_READ,  /* one READ RPC a backend kept in flight: its round trip */
+    OP_RPC_WRITE, /* one WRITE RPC likewise */
     OP_COUNT
 };
 

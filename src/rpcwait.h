@@ -1,6 +1,7 @@
 /* rpcwait.h — wait for one asynchronous libnfs RPC on an rpc_context: the
- * one loop the NLM client (libnfs_nlm.c) and the NFSv4 lock calls
- * (backend_libnfs.c) share. It serves the context's socket until the
+ * one loop the NLM client (libnfs_nlm.c), the NFSv4 lock calls
+ * (backend_libnfs.c) and the READs and WRITEs in flight (libnfs_stream.c)
+ * share. It serves the context's socket until the
  * caller's callback sets *done, op_timeout passes, a stop signal is
  * caught or the connection is lost. The lock_timeout alarm does not cut a
  * call short: a LOCK the server granted must not be forgotten. */

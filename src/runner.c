@@ -606,8 +606,13 @@ static struct phase_outcome run_phase(struct run *r, int index)
         r->startup_seconds = clock_mono() - r->opts->t_init;
     if (c.progress)
         progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
-    if (run_it)
+    if (run_it) {
+        if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
+            r->be->observe(r->be_ctx, c.hist, c.op_count, c.op_seconds);
         wl->run(&c);
+        if (r->be->observe)
+            r->be->observe(r->be_ctx, NULL, NULL, NULL);
+    }
     if (c.progress)
         progress_end(c.progress);
     wl->finish(&c);

@@ -178,6 +178,8 @@ static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
                       &r->t_open) < 0)
         return false;
 
+    if (ph->kind != KIND_WRITE && be->advise) /* read and md5 go through their range in order */
+        be->advise(c->be_ctx, f, s->offset, s->length);
     bool mismatch = false;
     bool ok =
         ph->kind == KIND_MD5 ? io_digest(c, r, f, &mismatch) : io_transfer(c, r, f, &mismatch);

@@ -36,6 +36,7 @@ import subprocess
 import time
 
 import h5py
+import numpy as np
 import pytest
 
 from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe,
@@ -171,6 +172,26 @@ def kill_ganesha(s):
     assert wait_until(lambda: not running(pid), 5), f"ganesha {pid} survived SIGKILL"
 
 
+def run_and_kill(nfs, herd_bin, nranks, job, out, ready):
+    """Run herd in the background and SIGKILL ganesha once ready(run) has
+    returned. Returns (CompletedProcess, seconds from the kill to the
+    run's end, seconds from Popen to herd's first line, wall time of the
+    kill)."""
+    t_launch = time.monotonic()
+    run = Background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(rf"^herd: run \S+: {nranks} ranks")
+        launch = time.monotonic() - t_launch  # mpirun, MPI_Init, clock sync
+        ready(run)
+        kill_unix = time.time()
+        killed = time.monotonic()
+        kill_ganesha(nfs)
+        proc, ended = run.wait()
+    finally:
+        run.kill()
+    return proc, ended - killed, launch, kill_unix
+
+
 def restart_ganesha(s):
     proc = s.cmd("restart-ganesha", "--state", s.state)
     assert proc.returncode == 0, f"restart-ganesha failed:\n{proc.stderr}"
@@ -229,7 +250,15 @@ def check_clean_phase(name, k, ph, nranks, url, attr_order, where=None):
     (libnfs splits a block into RPCs inside one call, so ops per block are
     the same as over POSIX), and the phase ran on this server."""
     where = where or f"phase {name}"
-    check_phase(name, k, ph, nranks, attr_order, where)
+    check_phase(name, k, ph, nranks, attr_order, where, rpc_ops=True)
+    # each write call is at least one RPC; reads read ahead (one RPC may
+    # serve several calls), at least one per file read; each RPC timed once
+    io_op = "write" if k["kind"] == "write" else "read"
+    rpc = ph.latency.get(f"rpc_{io_op}")
+    assert rpc is not None, f"{where}: no rpc_{io_op} histogram"
+    least = ph.latency[io_op]["count"] if io_op == "write" else len(ph.ranks)
+    assert int(rpc["count"]) >= int(least), where
+    assert int(np.sum(rpc["counts"])) == int(rpc["count"]), where
     assert ph.attrs["target"] == url, where
     assert ph.attrs["backend"] == "libnfs", where
 
@@ -290,24 +319,16 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
                      ("read", {"kind": "read", "verify": "yes"}),
                      ("md5", {"kind": "md5"})])
     out = tmp_path / "kill.h5"
-    t_launch = time.monotonic()
-    run = Background(nfs, herd_bin, nranks, job, out)
-    try:
-        run.wait_line(r"^herd: run \S+: 4 ranks")
-        launch = time.monotonic() - t_launch  # mpirun, MPI_Init, clock sync
+
+    def mid_write(run):
         # In the middle of the write phase: every rank's file has reached its
         # full size on the server (its first iteration is done or nearly).
         assert wait_until(lambda: server_file_sizes(nfs, "herd-*/unique-64M/r*.dat") ==
                           [fsize] * nranks, timeout=60, step=0.1), \
             f"the files never reached 64M: {server_file_sizes(nfs, 'herd-*/unique-64M/r*.dat')}"
         time.sleep(1.0)
-        kill_unix = time.time()
-        killed = time.monotonic()
-        kill_ganesha(nfs)
-        proc, ended = run.wait()
-    finally:
-        run.kill()
-    after_kill = ended - killed
+
+    proc, after_kill, launch, kill_unix = run_and_kill(nfs, herd_bin, nranks, job, out, mid_write)
     print(f"\nrun ended {after_kill:.2f} s after the SIGKILL; exit code {proc.returncode}")
 
     assert proc.returncode == 3, describe(proc)

@@ -1,0 +1,380 @@
+/* libnfs_stream.c — READ and WRITE RPCs in flight on one open libnfs file
+ * (libnfs_stream.h). Slots hold one RPC each; reads queue in file order,
+ * so data is handed out in order whatever order the replies come in. */
+#include "libnfs_stream.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h> /* before libnfs.h */
+
+#include <nfsc/libnfs.h> /* before the raw header, which needs its types */
+
+#include <nfsc/libnfs-raw.h>
+
+#include "clock.h"
+#include "ops.h"
+#include "rpcwait.h"
+
+enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+
+struct rpc_slot {
+    struct nfs_stream *s;
+    enum slot_state state;
+    bool write;
+    bool queued;     /* a read in the file-order queue */
+    uint64_t offset; /* of the RPC */
+    size_t len;      /* bytes asked */
+    ssize_t got;     /* bytes answered, or libnfs's negative result */
+    size_t consumed; /* read: bytes handed out so far */
+    unsigned char *buf;
+    size_t cap; /* buf's size */
+    double sent;
+};
+
+struct nfs_stream {
+    unsigned n;
+    struct rpc_slot *slot;
+    unsigned *queue; /* read slots in file order: a ring of n */
+    unsigned qhead, qcount;
+    unsigned busy;               /* RPCs outstanding */
+    volatile bool progress;      /* set by every reply: the wait's flag */
+    uint64_t next;               /* read: offset of the next read-ahead RPC */
+    uint64_t adv_start, adv_end; /* the advised range; adv_end 0: none */
+    int werr;                    /* a failed WRITE not reported yet (-errno) */
+    const struct rpc_observer *obs;
+};
+
+struct nfs_stream *stream_new(unsigned inflight)
+{
+    struct nfs_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->n = inflight ? inflight : 1;
+    s->slot = calloc(s->n, sizeof *s->slot);
+    s->queue = calloc(s->n, sizeof *s->queue);
+    if (!s->slot || !s->queue) {
+        stream_free(s);
+        return NULL;
+    }
+    for (unsigned i = 0; i < s->n; i++)
+        s->slot[i].s = s;
+    return s;
+}
+
+void stream_free(struct nfs_stream *s)
+{
+    if (!s)
+        return;
+    for (unsigned i = 0; s->slot && i < s->n; i++)
+        free(s->slot[i].buf);
+    free(s->slot);
+    free(s->queue);
+    free(s);
+}
+
+void stream_advise(struct nfs_stream *s, uint64_t offset, uint64_t length)
+{
+    s->adv_start = offset;
+    s->adv_end = offset + length;
+}
+
+static void stream_observe(const struct rpc_observer *obs, enum op op, double seconds)
+{
+    if (!obs || !obs->hist || !obs->count || !obs->seconds)
+        return;
+    hist_add(&obs->hist[op], seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
+    obs->count[op]++;
+    obs->seconds[op] += seconds;
+}
+
+/* libnfs's callback: data is the reply's bytes for a READ (valid only
+ * now), the error message when err < 0. */
+static void stream_replied(int err, struct nfs_context *nfs, void *data, void *priv)
+{
+    (void)nfs;
+    struct rpc_slot *sl = priv;
+    struct nfs_stream *s = sl->s;
+    stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, clock_mono() - sl->sent);
+    if (!sl->write && err > 0) {
+        size_t n = (size_t)err < sl->len ? (size_t)err : sl->len;
+        memcpy(sl->buf, data, n);
+        err = (int)n;
+    }
+    sl->got = err;
+    sl->state = SLOT_DONE;
+    s->busy--;
+    s->progress = true;
+}
+
+/* Serve the socket without blocking: send what is queued, take replies
+ * that arrived. A lost connection breaks the context. */
+static int stream_pump(struct nfs_stream *s, const struct stream_io *io)
+{
+    (void)s;
+    struct rpc_context *rpc = nfs_get_rpc_context(io->nfs);
+    struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc)};
+    int n = poll(&pfd, 1, 0);
+    if (n <= 0)
+        return 0;
+    if (rpc_service(rpc, pfd.revents) < 0) {
+        *io->broken = true;
+        *io->why = "RPC_CONNECTION_LOST";
+        return -ECONNRESET;
+    }
+    return 0;
+}
+
+/* Wait until at least one more reply has come (rpcwait.h). */
+static int stream_wait(struct nfs_stream *s, const struct stream_io *io)
+{
+    s->progress = false;
+    const char *why = NULL;
+    int rc = rpcwait(nfs_get_rpc_context(io->nfs), &s->progress, io->timeout_ms, &why);
+    if (rc < 0) {
+        *io->broken = true;
+        *io->why = why;
+    }
+    return rc;
+}
+
+static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if (s->slot[i].state == SLOT_FREE)
+            return &s->slot[i];
+    return NULL;
+}
+
+static int stream_slot_room(struct rpc_slot *sl, size_t len)
+{
+    if (sl->cap >= len)
+        return 0;
+    unsigned char *b = realloc(sl->buf, len);
+    if (!b)
+        return -ENOMEM;
+    sl->buf = b;
+    sl->cap = len;
+    return 0;
+}
+
+/* Send one RPC from slot sl (its offset, len and, for a write, buf set). */
+static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct rpc_slot *sl)
+{
+    s->obs = io->obs;
+    sl->sent = clock_mono();
+    sl->got = 0;
+    sl->state = SLOT_BUSY;
+    int rc = sl->write ? nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf,
+                                          stream_replied, sl)
+                       : nfs_pread_async(io->nfs, io->fh, sl->offset, sl->len, stream_replied, sl);
+    if (rc < 0) { /* not queued: no callback will come */
+        sl->state = SLOT_FREE;
+        return io->rpc_errno(io->arg, rc, sl->write, sl->len);
+    }
+    s->busy++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+static struct rpc_slot *stream_head(struct nfs_stream *s)
+{
+    return s->qcount ? &s->slot[s->queue[s->qhead]] : NULL;
+}
+
+static void stream_pop(struct nfs_stream *s)
+{
+    struct rpc_slot *sl = stream_head(s);
+    sl->state = SLOT_FREE;
+    sl->queued = false;
+    s->qhead = (s->qhead + 1) % s->n;
+    s->qcount--;
+}
+
+/* Wait for every outstanding RPC; forget the queued reads. */
+static int stream_settle(struct nfs_stream *s, const struct stream_io *io)
+{
+    while (s->busy) {
+        int rc = stream_wait(s, io);
+        if (rc < 0)
+            return rc;
+    }
+    while (s->qcount)
+        stream_pop(s);
+    return 0;
+}
+
+/* Queue reads from s->next up to end while slots are free. */
+static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_t end)
+{
+    struct rpc_slot *sl;
+    while (s->next < end && (sl = stream_free_slot(s)) != NULL) {
+        size_t len = end - s->next < io->rchunk ? (size_t)(end - s->next) : io->rchunk;
+        if (stream_slot_room(sl, len) < 0)
+            return s->qcount ? 0 : -ENOMEM; /* fewer in flight, or none at all */
+        sl->write = false;
+        sl->offset = s->next;
+        sl->len = len;
+        sl->consumed = 0;
+        int rc = stream_send(s, io, sl);
+        if (rc < 0)
+            return rc;
+        sl->queued = true;
+        s->queue[(s->qhead + s->qcount) % s->n] = (unsigned)(sl - s->slot);
+        s->qcount++;
+        s->next += len;
+    }
+    return stream_pump(s, io);
+}
+
+/* Where read-ahead may go for a read of [offset, offset + len). */
+static uint64_t stream_read_end(const struct nfs_stream *s, uint64_t offset, size_t len)
+{
+    uint64_t end = offset + len;
+    if (s->adv_end && offset >= s->adv_start && offset < s->adv_end && s->adv_end > end)
+        end = s->adv_end;
+    return end;
+}
+
+ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
+                     uint64_t offset)
+{
+    if (s->busy && !s->qcount) { /* writes outstanding: they land first */
+        int rc = stream_drain(s, io);
+        if (rc < 0)
+            return rc;
+    }
+    uint64_t end = stream_read_end(s, offset, len);
+    size_t done = 0;
+    while (done < len) {
+        uint64_t pos = offset + done;
+        struct rpc_slot *head = stream_head(s);
+        if (head && head->offset + head->consumed != pos) { /* not where we read: restart */
+            int rc = stream_settle(s, io);
+            if (rc < 0)
+                return rc;
+            head = NULL;
+        }
+        if (!head)
+            s->next = pos;
+        int rc = stream_fill(s, io, end);
+        if (rc < 0)
+            return rc;
+        head = stream_head(s);
+        while (head->state == SLOT_BUSY)
+            if ((rc = stream_wait(s, io)) < 0)
+                return rc;
+        if (head->got < 0) {
+            rc = io->rpc_errno(io->arg, (int)head->got, false, head->len);
+            stream_pop(s);
+            int st = *io->broken ? 0 : stream_settle(s, io);
+            return st < 0 ? st : rc;
+        }
+        size_t avail = (size_t)head->got - head->consumed;
+        size_t n = avail < len - done ? avail : len - done;
+        memcpy((char *)buf + done, head->buf + head->consumed, n);
+        head->consumed += n;
+        done += n;
+        if (head->consumed == (size_t)head->got) {
+            bool eof = head->got == 0;
+            stream_pop(s); /* a short reply: the next slot no longer fits and restarts */
+            if (eof) {
+                rc = stream_settle(s, io);
+                return rc < 0 ? rc : (ssize_t)done;
+            }
+        }
+    }
+    int rc = stream_fill(s, io, end); /* keep the pipe full while the caller works */
+    return rc < 0 && *io->broken ? rc : (ssize_t)done;
+}
+
+/* --------------------------------------------------------------- writes */
+
+/* Take the answered WRITEs: a failure becomes the stream's pending error,
+ * a short one sends its remainder. */
+static int stream_reap(struct nfs_stream *s, const struct stream_io *io)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct rpc_slot *sl = &s->slot[i];
+        if (sl->state != SLOT_DONE || !sl->write)
+            continue;
+        if (sl->got < 0 || sl->got == 0) {
+            if (!s->werr)
+                s->werr = sl->got < 0 ? io->rpc_errno(io->arg, (int)sl->got, true, sl->len) : -EIO;
+            sl->state = SLOT_FREE;
+        } else if ((size_t)sl->got < sl->len) {
+            size_t got = (size_t)sl->got;
+            memmove(sl->buf, sl->buf + got, sl->len - got);
+            sl->offset += got;
+            sl->len -= got;
+            int rc = stream_send(s, io, sl);
+            if (rc < 0 && !s->werr)
+                s->werr = rc;
+        } else {
+            sl->state = SLOT_FREE;
+        }
+    }
+    return 0;
+}
+
+static int stream_take_werr(struct nfs_stream *s)
+{
+    int e = s->werr;
+    s->werr = 0;
+    return e;
+}
+
+ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const void *buf, size_t len,
+                      uint64_t offset)
+{
+    int rc;
+    if (s->qcount && (rc = stream_settle(s, io)) < 0) /* read-ahead of this file: drop it */
+        return rc;
+    stream_reap(s, io);
+    if (s->werr)
+        return stream_take_werr(s);
+    size_t done = 0;
+    while (done < len) {
+        struct rpc_slot *sl;
+        while ((sl = stream_free_slot(s)) == NULL) {
+            if ((rc = stream_wait(s, io)) < 0)
+                return rc;
+            stream_reap(s, io);
+        }
+        size_t n = len - done < io->wchunk ? len - done : io->wchunk;
+        if (stream_slot_room(sl, n) < 0)
+            return -ENOMEM;
+        memcpy(sl->buf, (const char *)buf + done, n);
+        sl->write = true;
+        sl->offset = offset + done;
+        sl->len = n;
+        if ((rc = stream_send(s, io, sl)) < 0)
+            return rc;
+        done += n;
+        if ((rc = stream_pump(s, io)) < 0)
+            return rc;
+    }
+    while (s->busy > s->n - 1) {
+        if ((rc = stream_wait(s, io)) < 0)
+            return rc;
+        stream_reap(s, io);
+    }
+    stream_reap(s, io);
+    return s->werr ? stream_take_werr(s) : (ssize_t)len;
+}
+
+int stream_drain(struct nfs_stream *s, const struct stream_io *io)
+{
+    int rc;
+    while (s->busy) {
+        if ((rc = stream_wait(s, io)) < 0)
+            return rc;
+        stream_reap(s, io);
+    }
+    stream_reap(s, io);
+    while (s->qcount)
+        stream_pop(s);
+    return stream_take_werr(s);
+}

@@ -1,0 +1,85 @@
+/* libnfs_stream.h — READ and WRITE RPCs in flight on one open libnfs
+ * file, as a kernel NFS client keeps them: up to `inflight` calls of one
+ * chunk (rsize / wsize) each, so that a rank's throughput is not capped at
+ * chunk / round trip.
+ *
+ * Reads: a read is cut into chunks sent together; within a range the
+ * caller announced (stream_advise: "I will read this in order") the stream
+ * also reads ahead, never past the range, so that the next read finds its
+ * data arrived or on the way. Data is handed out in file order.
+ * Writes: a write is copied into chunks and sent; it returns once at most
+ * inflight - 1 WRITEs are still outstanding (inflight 1: when its own are
+ * answered, a synchronous write). A WRITE that fails after its write
+ * returned is reported by the file's next write, stream_flush or close,
+ * as a kernel client reports write-back errors.
+ *
+ * Every RPC's round trip (sent to answered) goes to the observer's
+ * OP_RPC_READ / OP_RPC_WRITE histogram and counts.
+ *
+ * Memory: a callback of an outstanding RPC writes into the stream. So a
+ * stream is freed only when idle (stream_drain succeeded) or when its
+ * context will never be serviced again (after a failed wait, which sets
+ * *broken: the caller must then never service or destroy the context,
+ * only close its socket). Every wait is bounded by timeout_ms and ends
+ * at a stop signal (-EINTR). */
+#ifndef HERD_LIBNFS_STREAM_H
+#define HERD_LIBNFS_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hist.h"
+
+struct nfs_context;
+struct nfsfh;
+struct nfs_stream;
+
+/* Where RPC round trips are counted: arrays indexed by enum op (ops.h),
+ * the running phase's; any pointer NULL: not counted. */
+struct rpc_observer {
+    struct hist *hist;
+    uint64_t *count;
+    double *seconds;
+};
+
+/* The context a call works on and how. rpc_errno turns a failed RPC's
+ * libnfs result into -errno (write: the call was a WRITE of len bytes).
+ * A wait that failed sets *broken and *why (its status name). */
+struct stream_io {
+    struct nfs_context *nfs;
+    struct nfsfh *fh;
+    size_t rchunk, wchunk; /* bytes per READ / WRITE RPC, > 0 */
+    int timeout_ms;        /* per wait for one reply; <= 0: none */
+    const struct rpc_observer *obs;
+    int (*rpc_errno)(void *arg, int rc, bool write, size_t len);
+    void *arg;
+    bool *broken;
+    const char **why;
+};
+
+/* A stream of up to inflight (>= 1) RPCs; NULL on ENOMEM. Buffers are
+ * allocated on first use. */
+struct nfs_stream *stream_new(unsigned inflight);
+
+/* Free s. Only when idle or its context is broken (see above). */
+void stream_free(struct nfs_stream *s);
+
+/* The caller will read [offset, offset + length) in order. */
+void stream_advise(struct nfs_stream *s, uint64_t offset, uint64_t length);
+
+/* Like pread: bytes read (short at the end of the file) or -errno. */
+ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
+                     uint64_t offset);
+
+/* Like pwrite: len or -errno (this write's, or an earlier one's that
+ * failed after its write returned). */
+ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const void *buf, size_t len,
+                      uint64_t offset);
+
+/* Wait until no RPC is outstanding: 0, the first deferred write error, or
+ * -errno of a failed wait (then *io->broken). */
+int stream_drain(struct nfs_stream *s, const struct stream_io *io);
+
+#endif

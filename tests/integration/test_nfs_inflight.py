@@ -1,0 +1,249 @@
+"""READ and WRITE RPCs in flight over libnfs (nfs_inflight,
+src/libnfs_stream.c) against the embedded userspace NFS server.
+
+1. nfs_inflight 1 and 8, 4 ranks: write, read with verify and md5 of
+   unique files whose blocks (48K) are not a multiple of rsize (16K) or
+   wsize (32K): bytes exact, no verify failure, the MD5 matches; every
+   read and write call is in its latency histogram, and every RPC in the
+   rpc_read / rpc_write histogram: exactly the number a kernel client
+   would send (reads ahead only inside the rank's own range, never past it).
+2. ganesha SIGKILLed while every rank has READs in flight: exit 3 within
+   op_timeout and the launch's cost, connection errnos on every rank, no
+   crash (this test also runs under AddressSanitizer: ctest
+   sanitize_nfs_inflight).
+3. SIGTERM in the middle of a read phase with 16 READs in flight, 10
+   times: interrupted (143), no crash, the export cleaned each time.
+4. Over a slow link (nfs-server.sh --link, test_link.py): 10 ms each way,
+   one rank reading 4 MiB in 64K calls with rsize 64K: nfs_inflight 1
+   moves at most about rsize per round trip, nfs_inflight 8 at least 3x
+   that; rate=50mbit caps 4 ranks' aggregate read and write at about 50
+   Mbit/s. Behaviour checks with generous bounds, not benchmarks; they
+   skip where the link cannot be made (no herd-linkdelay, no tc).
+
+Needs root and the embedded server's packages (skips otherwise). Run:
+/usr/bin/python3 -m pytest -q -rs -s tests/integration/test_nfs_inflight.py
+"""
+
+import math
+import os
+import random
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from conftest import KIB, MIB, REPO_DIR, describe, load_results, mpi_env, mpirun_args, run_cmd, write_job
+from test_link import _why_skip_link
+from test_link import server as link_server
+from test_nfs import (_WHY, CONNECTION_ERRNOS, Background, errnos_by_rank, export_listing,
+                      herd_run_nfs, nfs, run_and_kill, server_file_sizes, wait_until)
+
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+_ = nfs  # the fixture, imported for the tests below
+
+SANITIZED = os.environ.get("HERD_SANITIZED") == "1"
+SCRIPT_LOCAL = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
+
+
+def no_crash(proc):
+    text = proc.stderr + proc.stdout
+    for mark in ("Segmentation", "signal 11", "AddressSanitizer", "runtime error",
+                 "LeakSanitizer", "double free", "core dumped"):
+        assert mark not in text, describe(proc)
+
+
+# ---------------------------------------------------------------- 1. exact
+
+
+@pytest.mark.parametrize("inflight", [1, 8])
+def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight):
+    nranks, iters = 4, 2
+    fsize, bsize, rsize, wsize = 8 * MIB, 48 * KIB, 16 * KIB, 32 * KIB
+    job = write_job(tmp_path / "inflight.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "8M",
+                     "block_size": "48K", "nfs_rsize": "16K", "nfs_wsize": "32K",
+                     "nfs_inflight": inflight, "iterations": iters, "fsync": "yes"},
+                    [("write", {"kind": "write"}),
+                     ("read", {"kind": "read", "verify": "yes"}),
+                     ("md5", {"kind": "md5"})])
+    out = tmp_path / "inflight.h5"
+    proc = herd_run_nfs(nfs, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    n = nranks * iters
+    nblocks = math.ceil(fsize / bsize)
+    last = fsize - (nblocks - 1) * bsize
+    want_rpcs = {
+        "write": n * ((nblocks - 1) * math.ceil(bsize / wsize) + math.ceil(last / wsize)),
+        "read": n * math.ceil(fsize / rsize),
+        "md5": n * math.ceil(fsize / rsize),
+    }
+    for name in ("write", "read", "md5"):
+        ph = res.phases[name]
+        rows = ph.ranks
+        assert ph.attrs["nfs_inflight"] == inflight, name
+        assert ph.attrs["status"] == "ok", (name, ph.attrs["status"], ph.error_rows())
+        assert (rows["completed"] == 1).all() and (rows["errors"] == 0).all(), name
+        assert (rows["bytes"] == fsize).all(), (name, rows["bytes"].tolist())
+        assert (rows["verify_failures"] == 0).all(), name
+        io_op = "write" if name == "write" else "read"
+        rpc = ph.latency[f"rpc_{io_op}"]
+        calls = ph.latency[io_op]
+        print(f"\ninflight {inflight} {name}: {int(calls['count'])} {io_op} calls, "
+              f"{int(rpc['count'])} RPCs; {ph.attrs.get('summary_mib_per_s', 0):.1f} MiB/s")
+        assert int(rpc["count"]) == want_rpcs[name], (name, int(rpc["count"]), want_rpcs[name])
+        assert int(np.sum(rpc["counts"])) == int(rpc["count"]), name
+        assert int(np.sum(calls["counts"])) == int(calls["count"]), name
+        if name != "md5":  # md5 reads in its prefetch thread's pieces
+            assert int(calls["count"]) == n * nblocks, name
+    assert export_listing(nfs) == [], "the export was not cleaned"
+
+
+# ---------------------------------------------------------------- 2. kill
+
+
+def test_server_killed_with_reads_in_flight(nfs, herd_bin, tmp_path):
+    nranks, op_timeout = 4, 2
+    job = write_job(tmp_path / "kill.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "32M",
+                     "block_size": "16K", "nfs_rsize": "16K", "nfs_inflight": 16,
+                     "op_timeout": op_timeout, "fsync": "no"},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("read", {"kind": "read", "iterations": 2000, "deadline": 60}),
+                     ("md5", {"kind": "md5"})])
+    out = tmp_path / "kill.h5"
+
+    def mid_read(run):
+        run.wait_line(r"^herd: phase write: ")
+        time.sleep(1.0)  # every rank is reading, 16 READs ahead
+
+    proc, after, launch, _ = run_and_kill(nfs, herd_bin, nranks, job, out, mid_read)
+    print(f"\nrun ended {after:.2f} s after the SIGKILL (launch {launch:.2f} s); "
+          f"exit {proc.returncode}")
+    no_crash(proc)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "complete", res.attrs["status"]
+    rd = res.phases["read"]
+    assert rd.attrs["status"] == "errors", rd.attrs["status"]
+    by_rank = errnos_by_rank(rd)
+    assert sorted(by_rank) == list(range(nranks)), f"ranks without errors: {by_rank}"
+    for row in rd.error_rows():
+        assert row["errno"] in CONNECTION_ERRNOS, row
+    done = rd.ranks[rd.ranks["completed"] == 1]
+    assert (done["bytes"] == 32 * MIB).all() and (done["verify_failures"] == 0).all()
+    slack = 10 if SANITIZED else 3
+    assert after <= op_timeout + 1 + launch + res.attrs["startup_seconds"] + slack, \
+        describe(proc)
+
+
+# ---------------------------------------------------------------- 3. SIGTERM
+
+
+def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
+    nranks, reps = 4, 10
+    rng = random.Random(14)
+    job = write_job(tmp_path / "sig.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
+                     "block_size": "16K", "nfs_rsize": "16K", "nfs_inflight": 16},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("read", {"kind": "read", "iterations": 5000, "verify": "yes"})])
+    for rep in range(reps):
+        out = tmp_path / f"sig{rep}.h5"
+        run = Background(nfs, herd_bin, nranks, job, out)
+        try:
+            run.wait_line(r"^herd: phase write: ")
+            time.sleep(rng.uniform(0.1, 0.8))
+            os.killpg(run.proc.pid, signal.SIGTERM)
+            proc, _ = run.wait()
+        finally:
+            run.kill()
+        no_crash(proc)
+        res = load_results(out)
+        assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, \
+            (rep, describe(proc))
+        assert res.phases["read"].attrs["status"] == "interrupted", rep
+        left = export_listing(nfs)
+        assert left == [], f"repetition {rep}: herd left files on the export: {left}"
+    print(f"\n{reps} SIGTERMs with READs in flight: all interrupted, no crash")
+    assert wait_until(lambda: server_file_sizes(nfs, "herd-*/*/r*.dat") == [], timeout=5)
+
+
+# ---------------------------------------------------------------- 4. slow link
+
+
+@pytest.fixture
+def slow(tmp_path):
+    """A server behind a link; yields a function starting it with a spec,
+    which returns (state, url). Stopped in teardown."""
+    why = _why_skip_link()
+    if why:
+        pytest.skip(why)
+    state = tmp_path / "slow"
+    started = []
+
+    def start(spec):
+        proc = link_server("start", "--state", state, "--fs", "dir", "--no-nlm", "--link", spec)
+        started.append(state)
+        return state, proc.stdout.splitlines()[0]
+    try:
+        yield start
+    finally:
+        for s in started:
+            link_server("stop", "--state", s, "--purge", check=False)
+
+
+def herd_over(state, herd_bin, nranks, job, out):
+    args = ["bash", str(SCRIPT_LOCAL), "exec", "--state", str(state), "--",
+            *mpirun_args(herd_bin, nranks, "run", job, "-o", out)]
+    env = mpi_env()
+    env["PATH"] = env.get("PATH", "") + ":/usr/sbin:/sbin"
+    return run_cmd(args, timeout=300, env=env)
+
+
+def mib_s(res, phase):
+    return float(res.phases[phase].attrs["summary_mib_per_s"])
+
+
+def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
+    state, url = slow("delay=10ms")
+    rtt, rsize = 0.020, 64 * KIB
+    job = write_job(tmp_path / "rtt.ini",
+                    {"backend": "libnfs", "target": url, "file_size": "4M",
+                     "block_size": "64K", "nfs_rsize": "64K", "nfs_wsize": "1M",
+                     "link": "delay=10ms"},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("read-1", {"kind": "read", "nfs_inflight": 1, "verify": "yes"}),
+                     ("read-8", {"kind": "read", "nfs_inflight": 8, "verify": "yes"})])
+    out = tmp_path / "rtt.h5"
+    proc = herd_over(state, herd_bin, 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    one, eight = mib_s(res, "read-1"), mib_s(res, "read-8")
+    ceiling = rsize / rtt / MIB  # one RPC per round trip
+    rpc = res.phases["read-1"].latency["rpc_read"]
+    print(f"\n10 ms each way, rsize 64K: in-flight 1 {one:.2f} MiB/s (rsize/RTT = "
+          f"{ceiling:.2f}), in-flight 8 {eight:.2f} MiB/s, x{eight / one:.1f}; "
+          f"link attribute {res.phases['read-1'].attrs['link']!r}")
+    assert res.phases["read-1"].attrs["link"] == "delay=10ms"
+    assert int(rpc["count"]) == 64
+    assert 0.3 * ceiling <= one <= 1.25 * ceiling, (one, ceiling)
+    assert eight >= 3 * one, (one, eight)
+
+
+def test_rate_cap_bounds_aggregate(slow, herd_bin, tmp_path):
+    state, url = slow("rate=50mbit")
+    cap = 50e6 / 8 / MIB  # MiB/s
+    job = write_job(tmp_path / "rate.ini",
+                    {"backend": "libnfs", "target": url, "file_size": "4M",
+                     "block_size": "1M", "fsync": "no", "link": "rate=50mbit"},
+                    [("write", {"kind": "write"}), ("read", {"kind": "read", "verify": "yes"})])
+    out = tmp_path / "rate.h5"
+    proc = herd_over(state, herd_bin, 4, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    w, r = mib_s(res, "write"), mib_s(res, "read")
+    print(f"\nrate=50mbit ({cap:.2f} MiB/s), 4 ranks: write {w:.2f} MiB/s, read {r:.2f} MiB/s")
+    for name, v in (("write", w), ("read", r)):
+        assert 0.3 * cap <= v <= 1.3 * cap, (name, v, cap)
