@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nfs-server.sh — a throwaway userspace NFS server for herd's tests and
 # local runs: nfs-ganesha (FSAL VFS) plus rpcbind and rpc.statd (for the NLM
-# lock manager), inside a private network
-# and mount namespace, exporting a plain directory or a loop-mounted xfs,
+# lock manager) and, with --smb, smbd (Samba, same export), inside a
+# private network and mount namespace, exporting a plain directory or a loop-mounted xfs,
 # ext4 or btrfs image. Everything it makes lives in one state directory;
 # `stop` removes every process, mount and loop device it made. No kernel
 # NFS is needed: clients reach the server with libnfs (nfs:// URLs) from
@@ -18,9 +18,14 @@
 #                                            grace if shorter)
 #                       [--link delay=20ms,jitter=2ms,rate=8mbit]  (any of them:
 #                                            a slow, distant link; see "link")
-#       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
+#                       [--smb [--smb-sendfile yes|no] [--smb-workers N]]
+#                                           (also smbd, Samba, on the same
+#                                            export: see smb.conf.in)
+#       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID,
+#               with --smb line 3 smb://127.0.0.1/export
 #   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
-#       (HERD_LINK=the link's spec, or none, in COMMAND's environment)
+#       (HERD_LINK=the link's spec, or none, in COMMAND's environment; with
+#        --smb also HERD_SMB_URL, HERD_SMB_USER, HERD_SMB_PASSWORD_FILE)
 #   nfs-server.sh link --state DIR --set SPEC [--dev DEV]... | --clear
 #       (replaces the running server's link; --dev: the devices in its
 #        namespace for tbf/netem, default lo)
@@ -28,6 +33,8 @@
 #                                                  stdout: the new PID
 #   nfs-server.sh stop-statd --state DIR           (NLM then answers NOLOCKS)
 #   nfs-server.sh start-statd --state DIR          stdout: statd's PID
+#   nfs-server.sh restart-smbd --state DIR         stdout: smbd's new PID
+#   nfs-server.sh stop-smbd --state DIR
 #   nfs-server.sh status --state DIR
 #   nfs-server.sh stop --state DIR [--purge]
 #
@@ -37,13 +44,15 @@
 # answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems, a C
 # compiler (cc) for --async, and for --link tc (iproute2) and, where the
 # kernel has no netem, iptables and herd-linkdelay (src/linkdelay.c, built
-# by CMake with libnetfilter-queue; $HERD_LINKDELAY, default build/).
+# by CMake with libnetfilter-queue; $HERD_LINKDELAY, default build/), and
+# for --smb samba (smbd, smbpasswd) and smbclient (to see it answer).
 set -euo pipefail
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 HERE=$(dirname "$SELF")
 TEMPLATE=$HERE/ganesha.conf.in
+SMB_TEMPLATE=$HERE/smb.conf.in
 MARKER=.herd-nfs-server
 NOSYNC_SRC=$HERE/nosync.c
 
@@ -68,6 +77,10 @@ NLM_STOP_TIMEOUT=${NFS_SERVER_NLM_STOP_TIMEOUT:-1}
 # port (ganesha's NLM_Port, otherwise random at every start) and statd's.
 NLM_PORT=32803
 STATD_PORT=32765
+# smbd (--smb): the standard SMB port, inside the namespace only; the
+# Samba user clients log in as (the unix account root, see smb.conf.in).
+SMB_PORT=445
+SMB_USER=herd
 
 log() { printf 'nfs-server.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -101,6 +114,15 @@ recorded() {
 
 # alive NAME: the process recorded as NAME exists (same PID and start time)
 # and is not a zombie.
+# reap NAME PID LABEL (supervisor): when the recorded NAME, started by this
+# shell as PID, has died, collect its status and log it; false otherwise.
+reap() {
+    local st=0
+    [ -n "$2" ] && ! alive "$1" || return 1
+    wait "$2" 2>/dev/null || st=$?
+    sup_log "$3 $2 exited (status $st)"
+}
+
 alive() {
     local pid start
     [ -r "$STATE/pid/$1" ] || return 1
@@ -146,12 +168,14 @@ set_state() {
     EXPORT=$STATE/export
     IMAGE=$STATE/image.img
     STATD_DIR=$STATE/statd
+    SMB_DIR=$STATE/smb
 }
 
 is_ours() { [ -f "$STATE/$MARKER" ]; }
 
 load_settings() {
     FS=dir SIZE=2G MODE=sync WORKERS=200 HOST_NAME="" NLM=1 GRACE=0 LEASE=60
+    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100
     # shellcheck disable=SC1091
     [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
     return 0
@@ -169,6 +193,9 @@ HOST_NAME=$HOST_NAME
 NLM=$NLM
 GRACE=$GRACE
 LEASE=$LEASE
+SMB=$SMB
+SMB_SENDFILE=$SMB_SENDFILE
+SMB_WORKERS=$SMB_WORKERS
 EOF
     mv -f "$STATE/conf/settings.tmp" "$STATE/conf/settings"
 }
@@ -211,6 +238,113 @@ check_seconds() {
 
 url() { printf 'nfs://127.0.0.1%s?version=3\n' "$EXPORT"; }
 
+# ------------------------------------------------------------------ smbd
+
+# --smb: smbd (Debian's samba) beside ganesha, in the same network and
+# mount namespaces (so it sees the loop-mounted export), serving the same
+# export directory as share "export" on port 445 of the namespace's lo.
+# STATE/smb holds every Samba directory (smb.conf.in points private, lock,
+# state, cache, pid, ncalrpc, binddns and usershare dirs there), the
+# password (STATE/smb/password, mode 0600), a credentials file for
+# `smbclient -A` and the username map (Samba user herd = unix root).
+# Measured: with these settings nothing is written under /var/lib/samba,
+# /var/cache/samba, /run/samba or /var/log/samba, neither by smbpasswd
+# nor by smbd.
+
+smb_url() { printf 'smb://127.0.0.1/export\n'; }
+
+# write_smb_conf: STATE/conf/smb.conf from smb.conf.in and the settings.
+# --smb-sendfile yes also sets aio read size 0: smbd only sendfiles reads
+# it does synchronously (see smb.conf.in).
+write_smb_conf() {
+    local aio_read=1
+    [ "$SMB_SENDFILE" = yes ] && aio_read=0
+    sed -e "s|@SMB@|$SMB_DIR|g" -e "s|@LOG@|$STATE/log|g" -e "s|@EXPORT@|$EXPORT|g" \
+        -e "s|@SENDFILE@|$SMB_SENDFILE|g" -e "s|@AIO_READ_SIZE@|$aio_read|g" \
+        -e "s|@WORKERS@|$SMB_WORKERS|g" \
+        "$SMB_TEMPLATE" >"$STATE/conf/smb.conf.tmp"
+    mv -f "$STATE/conf/smb.conf.tmp" "$STATE/conf/smb.conf"
+}
+
+# smb_setup: Samba's directories, a random password for user herd (the
+# passdb entry is for the unix account root, which the username map names
+# herd; no account is added to the host), the credentials file.
+smb_setup() {
+    local d pw
+    for d in private lock state cache pid ncalrpc binddns usershares; do
+        mkdir -p "$SMB_DIR/$d"
+    done
+    chmod 0700 "$SMB_DIR" "$SMB_DIR/private"
+    write_smb_conf
+    printf 'root = %s\n' "$SMB_USER" >"$SMB_DIR/users.map"
+    pw=$(head -c 18 /dev/urandom | base64 | tr -d '+/=\n')
+    (
+        umask 077
+        printf '%s\n' "$pw" >"$SMB_DIR/password"
+        printf 'username = %s\npassword = %s\n' "$SMB_USER" "$pw" >"$SMB_DIR/credentials"
+    )
+    printf '%s\n%s\n' "$pw" "$pw" |
+        smbpasswd -c "$STATE/conf/smb.conf" -a -s root >>"$STATE/log/smbpasswd.log" 2>&1
+}
+
+# smbd_exe: the smbd binary as /proc/PID/exe shows it.
+smbd_exe() { readlink -f "$(command -v smbd)"; }
+
+# smbd_leftovers: PIDs of live smbd processes in the server's network
+# namespace (STATE/pid/netns, recorded at start): smbd forks a child per
+# client connection plus smbd-notifyd and cleanupd, which are not recorded.
+smbd_leftovers() {
+    local ns exe p
+    [ -r "$STATE/pid/netns" ] || return 0
+    ns=$(cat "$STATE/pid/netns")
+    exe=$(smbd_exe 2>/dev/null) || return 0
+    [ -n "$ns" ] && [ -n "$exe" ] || return 0
+    # Every smbd on the host (one find), then those in our namespace.
+    while read -r p; do
+        p=${p%/exe}
+        [ "$(readlink "$p/ns/net" 2>/dev/null)" = "$ns" ] || continue
+        proc_start "${p#/proc/}" >/dev/null 2>&1 && printf '%s\n' "${p#/proc/}"
+    done < <(find /proc -mindepth 2 -maxdepth 2 -name exe -lname "$exe" 2>/dev/null)
+    return 0
+}
+
+# smbd_stop_all: the recorded smbd (SIGTERM: its children follow it), then
+# any smbd left in the namespace, each by PID and start time. Returns 1 if
+# one survives.
+smbd_stop_all() {
+    local p st i
+    terminate smbd 5
+    # Its children notice the parent's exit within a moment.
+    for ((i = 0; i < 40; i++)); do
+        [ -z "$(smbd_leftovers)" ] && return 0
+        sleep 0.05
+    done
+    for p in $(smbd_leftovers); do
+        st=$(proc_start "$p") || continue
+        log "stopping leftover smbd (pid $p)"
+        proc_stop "$p" "$st" 2 || true
+    done
+    [ -z "$(smbd_leftovers)" ]
+}
+
+# smb_answers: smbclient logs in as herd and lists the share, from inside.
+smb_answers() {
+    in_netns timeout 5 smbclient "//127.0.0.1/export" -A "$SMB_DIR/credentials" -m SMB3 \
+        -c ls >/dev/null 2>&1
+}
+
+# wait_smb_ready SECONDS: until smb_answers; fails early when smbd dies.
+wait_smb_ready() {
+    local deadline=$((SECONDS + $1))
+    while ((SECONDS < deadline)); do
+        alive smbd || { log "smbd exited (see $STATE/log/smbd.stdout)"; return 1; }
+        smb_answers && return 0
+        sleep 0.05
+    done
+    log "smbd did not answer within $1 s"
+    return 1
+}
+
 # mounts_under DIR: mount points at or below DIR in this mount namespace,
 # deepest first.
 mounts_under() {
@@ -224,7 +358,7 @@ loops_of() { losetup -j "$1" 2>/dev/null | cut -d: -f1; }
 log_tail() {
     local f
     for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log" \
-        "$STATE/log/statd.log"; do
+        "$STATE/log/statd.log" "$STATE/log/smbd.stdout"; do
         [ -s "$f" ] || continue
         printf -- '--- last lines of %s\n' "$f" >&2
         tail -n 25 "$f" >&2
@@ -292,10 +426,10 @@ wait_ready() {
 #   5 ms each way 15.7 s from OUTPUT, rate-bound from the receiving side).
 #   The rules live in that namespace's own tables and go with it.
 # Ports: portmapper 111 (clients look up ports there), NFS 2049, MOUNT
-# 20048, NLM. Not statd's: only ganesha and statd, both inside the server,
+# 20048, NLM, SMB 445 (smbd, with --smb). Not statd's: only ganesha and statd, both inside the server,
 # talk to it. IPv4 only (the URLs are IPv4).
 LINK_QUEUE=0
-LINK_PORTS=111,2049,20048,$NLM_PORT
+LINK_PORTS=111,2049,20048,$NLM_PORT,$SMB_PORT
 LINK_MAX_US=10000000 # delay and jitter: at most 10 s
 REPO=$(cd "$HERE/../.." && pwd)
 LINKDELAY=${HERD_LINKDELAY:-$REPO/build/herd-linkdelay}
@@ -533,13 +667,14 @@ current_link() {
 
 # Runs as `unshare --net --mount --propagation private -- nfs-server.sh
 # _supervise --state DIR`: the process that holds the namespaces, starts and
-# reaps rpcbind, rpc.statd and ganesha, and tears everything down on SIGTERM.
-# SIGUSR1 asks it to start ganesha again (restart-ganesha), SIGUSR2 to start
-# statd again (start-statd).
+# reaps rpcbind, rpc.statd, ganesha and smbd (--smb), and tears everything
+# down on SIGTERM. SIGUSR1 asks it to start ganesha again (restart-ganesha),
+# SIGUSR2 to start statd again (start-statd), the line "smbd" on its FIFO
+# STATE/run/tick to start smbd again (restart-smbd).
 supervise() {
     load_settings
-    local want_stop="" want_start="" want_statd="" ganesha_pid="" rpcbind_pid=""
-    local statd_pid="" loopdev="" cmd st i
+    local want_stop="" want_start="" want_statd="" want_smbd="" ganesha_pid="" rpcbind_pid=""
+    local statd_pid="" smbd_pid="" loopdev="" cmd st i
     trap 'want_stop=1' TERM INT HUP
     trap 'want_start=1' USR1
     trap 'want_statd=1' USR2
@@ -551,8 +686,12 @@ supervise() {
         trap '' TERM INT HUP USR1 USR2
         # By the recorded PID + start time, not kill -0: bash reaps its
         # children at once, so a bare PID could already belong to someone
-        # else. ganesha first (it unmonitors its NLM clients with statd on
-        # the way out), then statd, then rpcbind.
+        # else. smbd and its children first, then ganesha (it unmonitors
+        # its NLM clients with statd on the way out), then statd, then rpcbind.
+        if [ -n "$smbd_pid" ]; then
+            smbd_stop_all || sup_log "smbd processes left: $(smbd_leftovers | paste -sd ' ')"
+            wait "$smbd_pid" 2>/dev/null || true
+        fi
         if [ -n "$ganesha_pid" ]; then
             terminate ganesha "$(ganesha_stop_timeout)"
             wait "$ganesha_pid" 2>/dev/null || true
@@ -620,10 +759,29 @@ supervise() {
         return 1
     }
 
+    # start_smbd: smbd in the foreground (so the supervisor is its parent
+    # and reaps it), logging to stdout, in a process group of its own: on
+    # SIGTERM smbd signals its whole process group, which with
+    # --no-process-group would include the supervisor (measured: stop-smbd
+    # then stopped the whole server). Its per-connection children and
+    # helpers (smbd-notifyd, cleanupd) are in that group; they exit when it
+    # does.
+    start_smbd() {
+        rm -f "$SMB_DIR/pid/smbd.pid"
+        smbd --foreground --debug-stdout -s "$STATE/conf/smb.conf" \
+            </dev/null >>"$STATE/log/smbd.stdout" 2>&1 &
+        smbd_pid=$!
+        record smbd "$smbd_pid"
+        sup_log "started smbd pid $smbd_pid"
+    }
+
     fail() { sup_log "FAILED: $*"; printf '%s\n' "$*" >"$STATE/run/failed"; sup_cleanup; exit 1; }
 
     record supervisor "$$"
-    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS, nlm $NLM, grace $GRACE, lease $LEASE"
+    # The namespace, for finding smbd's unrecorded children (smbd_leftovers).
+    readlink /proc/self/ns/net >"$STATE/pid/netns"
+    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS, nlm $NLM, grace $GRACE, lease $LEASE," \
+        "smb $SMB (sendfile $SMB_SENDFILE, aio max threads $SMB_WORKERS)"
     ip link set lo up || fail "ip link set lo up"
     if [ -n "$HOST_NAME" ]; then
         hostname "$HOST_NAME" || fail "hostname $HOST_NAME"
@@ -654,6 +812,7 @@ supervise() {
         start_statd || fail "rpc.statd did not come up (see log/statd.log)"
     fi
     start_ganesha
+    [ "$SMB" = 1 ] && start_smbd
 
     # A FIFO nobody writes: read -t is a fork-free sleep that trapped
     # signals cut short.
@@ -661,18 +820,8 @@ supervise() {
     exec 3<>"$STATE/run/tick"
     while [ -z "$want_stop" ]; do
         # bash reaps its children itself: a dead ganesha is simply gone.
-        if [ -n "$ganesha_pid" ] && ! alive ganesha; then
-            st=0
-            wait "$ganesha_pid" 2>/dev/null || st=$?
-            sup_log "ganesha $ganesha_pid exited (status $st)"
-            ganesha_pid=""
-        fi
-        if [ -n "$statd_pid" ] && ! alive statd; then
-            st=0
-            wait "$statd_pid" 2>/dev/null || st=$?
-            sup_log "rpc.statd $statd_pid exited (status $st)"
-            statd_pid=""
-        fi
+        if reap ganesha "$ganesha_pid" ganesha; then ganesha_pid=""; fi
+        if reap statd "$statd_pid" rpc.statd; then statd_pid=""; fi
         if [ -n "$want_statd" ]; then
             want_statd=""
             if [ "$NLM" != 1 ]; then
@@ -691,7 +840,23 @@ supervise() {
                 start_ganesha
             fi
         fi
+        if reap smbd "$smbd_pid" smbd; then smbd_pid=""; fi
+        if [ -n "$want_smbd" ]; then
+            want_smbd=""
+            if [ "$SMB" != 1 ]; then
+                sup_log "smbd start requested but the server runs without --smb"
+            elif [ -n "$smbd_pid" ]; then
+                sup_log "smbd start requested but smbd $smbd_pid is running"
+            elif [ -n "$(smbd_leftovers)" ]; then
+                sup_log "smbd start requested but smbd processes are left: $(smbd_leftovers | paste -sd ' ')"
+            else
+                start_smbd
+            fi
+        fi
+        # (commands arrive as lines on the FIFO; a timeout leaves cmd empty)
+        cmd=""
         read -r -t 0.1 -u 3 cmd || true
+        [ "$cmd" = smbd ] && want_smbd=1
     done
     sup_cleanup
     exit 0
@@ -701,6 +866,7 @@ supervise() {
 
 cmd_start() {
     local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease="" link="" link_opt=0
+    local smb=0 smb_sendfile=yes smb_workers=100
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -724,6 +890,11 @@ cmd_start() {
             --lease=*) lease=${1#*=}; shift ;;
             --link) [ $# -ge 2 ] || die "start: --link needs a SPEC"; link=$2 link_opt=1; shift 2 ;;
             --link=*) link=${1#*=} link_opt=1; shift ;;
+            --smb) smb=1; shift ;;
+            --smb-sendfile) smb_sendfile=${2:-}; shift 2 ;;
+            --smb-sendfile=*) smb_sendfile=${1#*=}; shift ;;
+            --smb-workers) smb_workers=${2:-}; shift 2 ;;
+            --smb-workers=*) smb_workers=${1#*=}; shift ;;
             -h | --help) usage ;;
             *) log "start: unknown argument $1"; usage ;;
         esac
@@ -744,8 +915,19 @@ cmd_start() {
     else
         workers=200
     fi
+    case "$smb_sendfile" in yes | no) ;; *) die "start: --smb-sendfile must be yes or no" ;; esac
+    if ! [[ "$smb_workers" =~ ^[0-9]+$ ]] || ((smb_workers < 1 || smb_workers > 10000)); then
+        die "start: --smb-workers must be 1..10000 (smbd's aio max threads)"
+    fi
     [ "$(id -u)" -eq 0 ] || die "start: needs root (namespaces, mounts, loop devices)"
     local tool
+    if ((smb)); then
+        for tool in smbd smbpasswd smbclient; do
+            command -v "$tool" >/dev/null ||
+                die "start: --smb: $tool not found (apt-get install samba smbclient)"
+        done
+        [ -r "$SMB_TEMPLATE" ] || die "start: $SMB_TEMPLATE is missing"
+    fi
     for tool in unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
         command -v "$tool" >/dev/null || die "start: $tool not found (see cluster-configs/local/install.sh)"
     done
@@ -785,11 +967,13 @@ cmd_start() {
     chmod 0777 "$EXPORT"
     FS=$fs SIZE=$size WORKERS=$workers MODE=$mode HOST_NAME=$host_name
     NLM=$nlm GRACE=$grace LEASE=$lease
+    SMB=$smb SMB_SENDFILE=$smb_sendfile SMB_WORKERS=$smb_workers
     save_settings
     write_conf
 
     # From here on a failure undoes everything.
     trap 'log "start failed"; log_tail; do_stop 0 || true; exit 1' ERR
+    if ((smb)); then smb_setup; fi
     if [ "$mode" = async ] && ! build_nosync; then
         do_stop 0 || true
         exit 1
@@ -817,18 +1001,21 @@ cmd_start() {
         [ -e "$STATE/run/failed" ] && { ok=0; break; }
         # (setsid does not fork here, so the launcher is the supervisor)
         if ! alive launcher && ! alive supervisor; then ok=0; break; fi
-        alive supervisor && alive ganesha && break
+        alive supervisor && alive ganesha && { ((smb == 0)) || alive smbd; } && break
         sleep 0.05
     done
     if ((ok)) && [ -n "$link" ] && alive supervisor && ! link_apply; then
         ok=0
     fi
-    if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT"; then
+    if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT" &&
+        { ((smb == 0)) || wait_smb_ready "$START_TIMEOUT"; }; then
         log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT," \
             "nlm $( ((nlm)) && echo "on (port $NLM_PORT, statd port $STATD_PORT)" || echo off)," \
-            "grace $grace s, lease $lease s, link $(current_link)"
+            "grace $grace s, lease $lease s, link $(current_link)$( ((smb)) &&
+                echo ", smbd pid $(recorded smbd) (sendfile $smb_sendfile, aio max threads $smb_workers)")"
         url
         recorded ganesha
+        ((smb == 0)) || smb_url
         return 0
     fi
     log "start failed"
@@ -846,22 +1033,28 @@ do_stop() {
     # The link first: its rules and qdiscs live in the namespace (and go
     # with it), the delayer is ours to stop (its packets then pass).
     link_clear || true
-    # The supervisor stops ganesha, statd and rpcbind, unmounts and detaches.
+    # The supervisor stops smbd, ganesha, statd and rpcbind, unmounts and detaches.
     if alive supervisor; then
         if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
         terminate supervisor
     fi
-    # Whatever is left (the supervisor was killed, or hung): by recorded PID.
+    # Whatever is left (the supervisor was killed, or hung): by recorded PID;
+    # smbd's children by namespace (smbd_leftovers).
+    if [ "$SMB" = 1 ] || [ -e "$STATE/pid/smbd" ]; then smbd_stop_all || true; fi
     terminate ganesha "$(ganesha_stop_timeout)"
     for name in statd rpcbind supervisor launcher linkdelay; do
         terminate "$name"
     done
-    for name in ganesha statd rpcbind supervisor launcher linkdelay; do
+    for name in smbd ganesha statd rpcbind supervisor launcher linkdelay; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
         fi
     done
+    if [ -e "$STATE/pid/smbd" ] && [ -n "$(smbd_leftovers)" ]; then
+        log "smbd processes still running: $(smbd_leftovers | paste -sd ' ')"
+        problems=1
+    fi
     # The namespace's mounts went with its last process. Loop devices of our
     # image: detach what is left (losetup -d on a busy device detaches it
     # when it is released).
@@ -890,7 +1083,7 @@ do_stop() {
     if [ "$purge" = 1 ]; then
         rm -rf --one-file-system -- "$STATE"
     else
-        rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,statd,export,pid} "$IMAGE"
+        rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,statd,smb,export,pid} "$IMAGE"
     fi
     return 0
 }
@@ -937,6 +1130,11 @@ cmd_exec() {
     sup=$(recorded supervisor)
     HERD_LINK=$(current_link)
     export HERD_LINK
+    load_settings
+    if [ "$SMB" = 1 ]; then
+        HERD_SMB_URL=$(smb_url) HERD_SMB_USER=$SMB_USER HERD_SMB_PASSWORD_FILE=$SMB_DIR/password
+        export HERD_SMB_URL HERD_SMB_USER HERD_SMB_PASSWORD_FILE
+    fi
     if ((server_fs)); then
         # Also the server's mount namespace: the export as the server sees it.
         exec nsenter --net="/proc/$sup/ns/net" --mount="/proc/$sup/ns/mnt" --wd="$PWD" -- "$@"
@@ -1057,6 +1255,52 @@ cmd_start_statd() {
     exit 1
 }
 
+# smb_args NAME ARGS...: parse --state for stop-smbd / restart-smbd and
+# check there is a server with smbd.
+smb_args() {
+    state_only_args "$@"
+    local name=$1
+    if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
+    load_settings
+    [ "$SMB" = 1 ] || die "$name: the server runs without smbd (start it with --smb)"
+}
+
+# stop-smbd: stop smbd and every smbd process in the namespace (its
+# per-connection children); ganesha keeps serving.
+cmd_stop_smbd() {
+    smb_args stop-smbd "$@"
+    smbd_stop_all || die "stop-smbd: smbd processes left: $(smbd_leftovers | paste -sd ' ')"
+    log "smbd stopped"
+}
+
+# restart-smbd: stop smbd (if it runs) and have the supervisor start it
+# again (same config, same password); prints its PID once smbclient can log
+# in. Files on the export are untouched.
+cmd_restart_smbd() {
+    smb_args restart-smbd "$@"
+    local old i
+    smbd_stop_all || die "restart-smbd: smbd processes left: $(smbd_leftovers | paste -sd ' ')"
+    old=$(cat "$STATE/pid/smbd" 2>/dev/null || true)
+    # The supervisor holds the FIFO open for reading, so this open does not
+    # block while it lives (timeout: in case it died just now).
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    timeout 5 bash -c 'printf "smbd\n" >"$1"' _ "$STATE/run/tick" ||
+        die "restart-smbd: cannot reach the supervisor"
+    for ((i = 0; i < START_TIMEOUT * 20; i++)); do
+        [ "$(cat "$STATE/pid/smbd" 2>/dev/null || true)" != "$old" ] && alive smbd && break
+        alive supervisor || break
+        sleep 0.05
+    done
+    if alive smbd && [ "$(cat "$STATE/pid/smbd")" != "$old" ] && wait_smb_ready "$START_TIMEOUT"; then
+        log "smbd restarted"
+        recorded smbd
+        return 0
+    fi
+    log "restart-smbd failed"
+    log_tail
+    exit 1
+}
+
 # grace_now: "yes" while ganesha's log says its latest start is in grace,
 # "no" otherwise (ganesha logs "NFS Server Now IN GRACE, duration N" and
 # "NFS Server Now NOT IN GRACE" at EVENT level).
@@ -1085,9 +1329,17 @@ cmd_status() {
     fi
     printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
     printf 'link=%s\n' "$(current_link)"
+    if [ "$SMB" = 1 ]; then
+        printf 'smb=on\nsmb_url=%s\nsmb_user=%s\nsmb_password_file=%s\nsmb_conf=%s\n' \
+            "$(smb_url)" "$SMB_USER" "$SMB_DIR/password" "$STATE/conf/smb.conf"
+        printf 'smb_sendfile=%s\nsmb_workers=%s\n' "$SMB_SENDFILE" "$SMB_WORKERS"
+    else
+        printf 'smb=off\n'
+    fi
     local names=(supervisor rpcbind)
     [ "$NLM" = 1 ] && names+=(statd)
     names+=(ganesha)
+    [ "$SMB" = 1 ] && names+=(smbd)
     [ -e "$STATE/pid/linkdelay" ] && names+=(linkdelay)
     for name in "${names[@]}"; do
         if alive "$name"; then
@@ -1101,13 +1353,22 @@ cmd_status() {
         answers=yes
     fi
     printf 'answers=%s\n' "$answers"
+    local smb_ok=1
+    if [ "$SMB" = 1 ]; then
+        if alive supervisor && alive smbd && smb_answers; then
+            printf 'smb_answers=yes\n'
+        else
+            printf 'smb_answers=no\n'
+            smb_ok=0
+        fi
+    fi
     local st=stopped
     rc=3
     # running: NFS answers and, with NLM, statd is there (without it every
-    # NLM lock is refused).
-    if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || alive statd; }; then
+    # NLM lock is refused); with --smb smbd answers too.
+    if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || alive statd; } && ((smb_ok)); then
         st=running rc=0
-    elif alive supervisor || alive ganesha || alive rpcbind || alive statd; then
+    elif alive supervisor || alive ganesha || alive rpcbind || alive statd || alive smbd; then
         st=degraded rc=1
     fi
     printf 'state=%s\n' "$st"
@@ -1193,6 +1454,8 @@ main() {
         restart-ganesha | start-ganesha) cmd_restart_ganesha "$@" ;;
         stop-statd) cmd_stop_statd "$@" ;;
         start-statd) cmd_start_statd "$@" ;;
+        restart-smbd | start-smbd) cmd_restart_smbd "$@" ;;
+        stop-smbd) cmd_stop_smbd "$@" ;;
         status) cmd_status "$@" ;;
         link) cmd_link "$@" ;;
         _qdisc) cmd_qdisc "$@" ;;

@@ -148,7 +148,8 @@ def write_random(path, size):
 
 
 class Server:
-    """One nfs-server.sh instance: start() parses its two stdout lines."""
+    """One nfs-server.sh instance: start() parses its stdout lines (two, or
+    three with --smb)."""
 
     def __init__(self, state):
         self.state = Path(state)
@@ -167,8 +168,10 @@ class Server:
         self.start_seconds = time.monotonic() - t0
         assert proc.returncode == 0, f"start failed:\n{proc.stderr}"
         lines = proc.stdout.splitlines()
-        assert len(lines) == 2, f"start must print exactly two lines, got {proc.stdout!r}"
-        self.url, pid = lines
+        want = 3 if "--smb" in [str(o) for o in opts] else 2  # line 3: the smb:// URL
+        assert len(lines) == want, f"start must print exactly {want} lines, got {proc.stdout!r}"
+        self.url, pid = lines[:2]
+        self.smb_url = lines[2] if want == 3 else None
         assert re.fullmatch(r"\d+", pid), pid
         self.pid = int(pid)
         export = os.path.realpath(self.state / "export")
@@ -188,7 +191,7 @@ class Server:
     def refresh(self):
         """Remember the PIDs (and start times) the server runs as now."""
         rc, kv = self.status()
-        for name in ("supervisor", "rpcbind", "statd", "ganesha"):
+        for name in ("supervisor", "rpcbind", "statd", "ganesha", "smbd"):
             if name in kv:
                 pid = int(kv[name].split()[0])
                 st = proc_stat(pid)
