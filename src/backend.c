@@ -9,6 +9,9 @@ static const struct backend_ops *const backends[] = {
 #ifdef HERD_HAVE_LIBNFS
     &backend_libnfs,
 #endif
+#ifdef HERD_HAVE_SMB
+    &backend_smb,
+#endif
 };
 
 const struct backend_ops *backend_find(const char *name)

@@ -32,6 +32,9 @@ enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE 
 
 struct backend_ops {
     const char *name;
+    /* Every call must come from the thread that connected (libsmbclient's
+     * contexts are not thread-safe): no read-ahead thread uses it. */
+    bool one_thread;
     /* What is wrong with running phase ph on this backend (a job-file key
      * and why, written into why), or NULL. Called by `herd check` and run
      * before anything starts. */
@@ -77,6 +80,11 @@ struct backend_ops {
      * backend may read ahead within that range, never beyond it (a
      * posix_fadvise(SEQUENTIAL) with bounds). NULL when it does not. */
     void (*advise)(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length);
+    /* What the connection negotiated, for the run's /hosts table: a file
+     * system type ("libnfs", "smb") and mount-option-like text
+     * ("vers=3,rsize=1048576", "dialect=SMB3_11,signing=on"). NULL: the
+     * kernel mount's entry says it (posix). */
+    void (*describe)(void *ctx, char *fstype, size_t flen, char *options, size_t olen);
 };
 
 /* The backend called `name`, or NULL. */
@@ -86,6 +94,9 @@ extern const struct backend_ops backend_posix;
 extern const struct backend_ops backend_fault;
 #ifdef HERD_HAVE_LIBNFS
 extern const struct backend_ops backend_libnfs;
+#endif
+#ifdef HERD_HAVE_SMB
+extern const struct backend_ops backend_smb;
 #endif
 
 #endif

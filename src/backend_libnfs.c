@@ -393,6 +393,14 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     return 0;
 }
 
+static void libnfs_describe(void *ctx, char *fstype, size_t flen, char *options, size_t olen)
+{
+    struct libnfs_ctx *c = ctx;
+    snprintf(fstype, flen, "libnfs");
+    snprintf(options, olen, "vers=%d,rsize=%llu,wsize=%llu,inflight=%u", c->v4 ? 4 : 3,
+             (unsigned long long)c->rchunk, (unsigned long long)c->wchunk, c->inflight);
+}
+
 static void libnfs_observe(void *ctx, struct hist *hist, uint64_t *count, double *seconds)
 {
     struct libnfs_ctx *c = ctx;
@@ -999,6 +1007,12 @@ static int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind
                        uint64_t start, uint64_t len)
 {
     struct libnfs_ctx *c = ctx;
+    /* A lock or unlock first lands the file's WRITEs in flight and drops
+     * its read-ahead, as a kernel client flushes and revalidates around
+     * locks: the next holder must read what this one wrote. */
+    int drained = libnfs_drain(c, f);
+    if (drained < 0)
+        return drained;
     /* NFSv4 locks live on the file's own context; NLM on its own client,
      * needing only the handle's bytes (an NFSv3 handle outlives the
      * connection it came from). A lost main connection is remade here for
@@ -1047,5 +1061,6 @@ const struct backend_ops backend_libnfs = {
     .lock = libnfs_lock,
     .status = libnfs_status,
     .observe = libnfs_observe,
+    .describe = libnfs_describe,
     .advise = libnfs_advise,
 };

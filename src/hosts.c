@@ -44,9 +44,8 @@ void hosts_describe(const char *target, struct host_info *out)
     memset(out, 0, sizeof *out);
     if (gethostname(out->hostname, sizeof out->hostname - 1) != 0)
         snprintf(out->hostname, sizeof out->hostname, "unknown");
-    if (strncmp(target, "nfs://", 6) == 0) { /* libnfs: no kernel mount */
+    if (strstr(target, "://")) { /* libnfs, smb: no kernel mount; the backend describes it */
         snprintf(out->mount_source, sizeof out->mount_source, "%s", target);
-        snprintf(out->fstype, sizeof out->fstype, "libnfs");
         return;
     }
     char real[PATH_MAX];

@@ -36,13 +36,23 @@ static const char *const meta_step_names[META_STEPS] = {"create", "stat", "renam
 static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
+const char *const job_smb_protocols[] = {"NT1",     "SMB2_02", "SMB2_10", "SMB3_00",
+                                         "SMB3_02", "SMB3_11", NULL};
+static const char *const smb_encryption_choices[] = {"default", "off", "desired", "required", NULL};
 
+/* Rows name scope, kinds and backend only where they differ from the
+ * default (any section, every kind, every backend). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const struct job_key job_keys[] = {
     {"target", KEY_STRING, FIELD(target), NULL, NULL,
-     "directory herd works in (it creates and uses only target/herd-<run id>/)"},
+     "directory herd works in (it creates and uses only target/herd-<run id>/)",
+     .scope = KEY_GLOBAL_ONLY},
     {"backend", KEY_STRING, FIELD(backend), NULL, "posix",
      "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export) | "
-     "fault (posix with injected faults, see faults)"},
+     "smb (target = smb://server/share, libsmbclient) | fault (posix with injected faults, "
+     "see faults)",
+     .scope = KEY_GLOBAL_ONLY},
     {"kind", KEY_ENUM, FIELD(kind), kind_choices, NULL,
      "what the phase does: write | read | md5 | lock | storm | meta | idle"},
     {"sharing", KEY_ENUM, FIELD(sharing), sharing_choices, "unique",
@@ -56,15 +66,16 @@ const struct job_key job_keys[] = {
     {"iterations", KEY_INT, FIELD(iterations), NULL, "1",
      "times each rank repeats the phase's work, back to back"},
     {"fsync", KEY_BOOL, FIELD(fsync), NULL, "yes",
-     "write phases: fsync before close, inside the timed region"},
+     "write phases: fsync before close, inside the timed region", .kinds = KIND_BIT(KIND_WRITE)},
     {"direct", KEY_BOOL, FIELD(direct), NULL, "no",
      "open with O_DIRECT (block_size and file_size multiples of 4K)"},
     {"verify", KEY_BOOL, FIELD(verify), NULL, "no",
-     "read phases: compare every byte with the expected pattern"},
+     "read phases: compare every byte with the expected pattern", .kinds = KIND_BIT(KIND_READ)},
     {"keep", KEY_BOOL, FIELD(keep), NULL, "no",
-     "[global] only: leave the run directory in place at the end"},
+     "[global] only: leave the run directory in place at the end", .scope = KEY_GLOBAL_ONLY},
     {"read_from", KEY_ENUM, FIELD(read_from), read_from_choices, "self",
-     "read/md5: self | neighbor (a file written by a rank on another host)"},
+     "read/md5: self | neighbor (a file written by a rank on another host)",
+     .kinds = KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5)},
     {"pattern", KEY_PATTERN, FIELD(pattern), NULL, "random",
      "data written: random | zero | compressible:PERCENT (zero bytes per 4K)"},
     {"seed", KEY_INT, FIELD(seed), NULL, "1",
@@ -74,72 +85,114 @@ const struct job_key job_keys[] = {
      "phases find the files a write phase made through it"},
     {"run_id", KEY_STRING, FIELD(run_id), NULL, "",
      "[global] only: fixed run id, so a later run works in the same directory "
-     "target/herd-<run_id> (e.g. write, remount, then read in a second run)"},
+     "target/herd-<run_id> (e.g. write, remount, then read in a second run)",
+     .scope = KEY_GLOBAL_ONLY},
     {"deadline", KEY_DURATION, FIELD(deadline), NULL, "0",
      "stop issuing operations this long after the phase start (0 = none)"},
     {"duration", KEY_DURATION, FIELD(duration), NULL, "0",
      "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
      "instead of `count` attempts"},
-    {"count", KEY_INT, FIELD(count), NULL, "100", "lock, storm: attempts per rank"},
+    {"count", KEY_INT, FIELD(count), NULL, "100", "lock, storm: attempts per rank",
+     .kinds = KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM)},
     {"lock_mode", KEY_ENUM, FIELD(lock_mode), lock_mode_choices, "exclusive",
-     "lock: exclusive | shared | mixed (alternating exclusive and shared)"},
+     "lock: exclusive | shared | mixed (alternating exclusive and shared)",
+     .kinds = KIND_BIT(KIND_LOCK)},
     {"lock_range", KEY_ENUM, FIELD(lock_range), lock_range_choices, "whole",
      "lock: whole (all ranks contend for the file) | block (each rank its own "
-     "block_size range) | overlap (ranges of two blocks: neighbours overlap)"},
+     "block_size range) | overlap (ranges of two blocks: neighbours overlap)",
+     .kinds = KIND_BIT(KIND_LOCK)},
     {"lock_wait", KEY_ENUM, FIELD(lock_wait), lock_wait_choices, "blocking",
-     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)"},
+     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)",
+     .kinds = KIND_BIT(KIND_LOCK)},
     {"lock_hold", KEY_DURATION, FIELD(lock_hold), NULL, "1ms",
      "lock: how long a granted lock is held (an exclusive holder writes its token, "
-     "sleeps, reads it back)"},
+     "sleeps, reads it back)",
+     .kinds = KIND_BIT(KIND_LOCK)},
     {"lock_timeout", KEY_DURATION, FIELD(lock_timeout), NULL, "0",
      "lock: a blocking lock not granted in this long is given up, counted "
-     "ETIMEDOUT (0 = wait forever)"},
-    {"dirs", KEY_INT, FIELD(dirs), NULL, "10", "meta: directories in each tree"},
+     "ETIMEDOUT (0 = wait forever)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"dirs", KEY_INT, FIELD(dirs), NULL, "10", "meta: directories in each tree",
+     .kinds = KIND_BIT(KIND_META)},
     {"files", KEY_INT, FIELD(files), NULL, "100",
-     "meta: files each rank creates, spread over the directories"},
+     "meta: files each rank creates, spread over the directories", .kinds = KIND_BIT(KIND_META)},
     {"meta_ops", KEY_STRING, FIELD(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
      "meta: which steps to run, always in the order create, stat, rename, unlink, "
-     "rmdir, all ranks finishing one before the next (split them over phases to time each)"},
+     "rmdir, all ranks finishing one before the next (split them over phases to time each)",
+     .kinds = KIND_BIT(KIND_META)},
     {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
     {"stuck_after", KEY_DURATION, FIELD(stuck_after), NULL, "10s",
      "report (stderr, and the phase's stuck table) any call in flight this long"},
     {"faults", KEY_STRING, FIELD(faults), NULL, "",
-     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop"},
+     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop",
+     .backend = "fault"},
     {"nfs_rsize", KEY_SIZE, FIELD(nfs_rsize), NULL, "0",
-     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
+     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum", .backend = "libnfs"},
     {"nfs_wsize", KEY_SIZE, FIELD(nfs_wsize), NULL, "0",
-     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum"},
+     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum", .backend = "libnfs"},
     {"nfs_inflight", KEY_INT, FIELD(nfs_inflight), NULL, "16",
      "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
      "ahead, writes return before their RPCs are answered, as a Linux client's "
      "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
-     "at a time, each waited for"},
+     "at a time, each waited for",
+     .backend = "libnfs"},
     {"link", KEY_STRING, FIELD(link), NULL, "",
      "[global] only: the network link between clients and server this run saw, recorded "
      "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
-     "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -"},
+     "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_user", KEY_STRING, FIELD(smb_user), NULL, "",
+     "[global] only, smb: the user to log in as (its password in smb_password_file; never "
+     "in the job or the URL)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_password_file", KEY_STRING, FIELD(smb_password_file), NULL, "",
+     "[global] only, smb: a file whose first line is smb_user's password, read by every "
+     "rank at connect (mode 0600 advised); its path is recorded, never its content",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_guest", KEY_BOOL, FIELD(smb_guest), NULL, "no",
+     "[global] only, smb: log in anonymously as guest (instead of smb_user); without it "
+     "a refused login is an error, never a silent fall back to guest",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_min_protocol", KEY_ENUM, FIELD(smb_min_protocol), job_smb_protocols, "SMB2_02",
+     "[global] only, smb: lowest dialect offered: NT1 | SMB2_02 | SMB2_10 | SMB3_00 | "
+     "SMB3_02 | SMB3_11",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_max_protocol", KEY_ENUM, FIELD(smb_max_protocol), job_smb_protocols, "SMB3_11",
+     "[global] only, smb: highest dialect offered (the negotiated one is in /hosts)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_encryption", KEY_ENUM, FIELD(smb_encryption), smb_encryption_choices, "default",
+     "[global] only, smb: default (the client configuration's) | off | desired | required",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
     {"nfs_version", KEY_INT, FIELD(nfs_version), NULL, "0",
-     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)"},
+     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "libnfs"},
     {"monitor_host", KEY_STRING, FIELD(monitor_host), NULL, "",
      "[global] only: host name (as ranks report it) of the file server in the MPI "
-     "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks"},
+     "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks",
+     .scope = KEY_GLOBAL_ONLY},
     {"monitor_rank", KEY_STRING, FIELD(monitor_rank), NULL, "",
      "[global] only: last | a rank number: that one rank samples its host instead of "
-     "doing I/O (when the server runs one rank)"},
+     "doing I/O (when the server runs one rank)",
+     .scope = KEY_GLOBAL_ONLY},
     {"monitor_interval", KEY_DURATION, FIELD(monitor_interval), NULL, "1s",
-     "[global] only: seconds between monitor samples and node_exporter scrapes"},
+     "[global] only: seconds between monitor samples and node_exporter scrapes",
+     .scope = KEY_GLOBAL_ONLY},
     {"monitor_processes", KEY_STRING, FIELD(monitor_processes), NULL, "ganesha.nfsd,nfsd",
      "[global] only: command names whose CPU and RSS the monitor records "
-     "(kernel nfsd threads included)"},
+     "(kernel nfsd threads included)",
+     .scope = KEY_GLOBAL_ONLY},
     {"monitor_disks", KEY_STRING, FIELD(monitor_disks), NULL, "",
      "[global] only: block devices the monitor records, by name (sdb, loop0) or by a "
-     "path on the monitor host (the exported directory)"},
+     "path on the monitor host (the exported directory)",
+     .scope = KEY_GLOBAL_ONLY},
     {"monitor_url", KEY_STRING, FIELD(monitor_url), NULL, "",
      "[global] only: node_exporter metrics URL scraped by rank 0 every "
-     "monitor_interval (http://HOST:9100/metrics)"},
+     "monitor_interval (http://HOST:9100/metrics)",
+     .scope = KEY_GLOBAL_ONLY},
 };
+#pragma GCC diagnostic pop
 const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
 _Static_assert(sizeof job_keys / sizeof job_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
 
@@ -578,15 +631,6 @@ void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, 
     }
 }
 
-/* Keys that describe the run as a whole, not one phase. */
-static bool key_global_only(const struct job_key *k)
-{
-    return strcmp(k->name, "keep") == 0 || strcmp(k->name, "target") == 0 ||
-           strcmp(k->name, "backend") == 0 || strcmp(k->name, "run_id") == 0 ||
-           strcmp(k->name, "nfs_version") == 0 || strcmp(k->name, "link") == 0 ||
-           strncmp(k->name, "monitor_", 8) == 0;
-}
-
 /* Apply the raw lines of one section (and, for phases, global first). */
 static void section_apply(struct parse_state *st, const char *section, struct phase *ph,
                           bool global_only_check)
@@ -597,7 +641,7 @@ static void section_apply(struct parse_state *st, const char *section, struct ph
         if (strcmp(r->section, section) != 0)
             continue;
         const struct job_key *k = key_lookup(r->key);
-        if (global_only_check && key_global_only(k)) {
+        if (global_only_check && k->scope == KEY_GLOBAL_ONLY) {
             fail(st, r->line, r->key, "can only be set in [global]");
             return;
         }
@@ -620,14 +664,47 @@ static int line_of(struct parse_state *st, const char *section, const char *key)
     return 0;
 }
 
-/* Whether the phase's own section sets any lock_* key (global ones are
- * defaults for lock phases and fine elsewhere). */
-static bool phase_sets_lock_key(struct parse_state *st, const char *section)
+/* The first key the phase's own section sets that does not apply to its
+ * kind (a [global] one is a default for the kinds it applies to, and fine
+ * elsewhere), or NULL. */
+static const struct job_key *phase_foreign_kind_key(struct parse_state *st, const struct phase *ph)
 {
-    for (size_t i = 0; i < st->nraws; i++)
-        if (strcmp(st->raws[i].section, section) == 0 && strncmp(st->raws[i].key, "lock_", 5) == 0)
-            return true;
-    return false;
+    for (size_t i = 0; i < st->nraws; i++) {
+        const struct job_key *k = key_lookup(st->raws[i].key);
+        if (strcmp(st->raws[i].section, ph->name) == 0 && k && k->kinds &&
+            !(k->kinds & KIND_BIT(ph->kind)))
+            return k;
+    }
+    return NULL;
+}
+
+/* The first key set for the phase (its section or [global]) that belongs
+ * to another backend than the phase's, or NULL. */
+static const struct job_key *phase_foreign_backend_key(struct parse_state *st,
+                                                       const struct phase *ph)
+{
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        if (k->backend && strcmp(k->backend, ph->backend) != 0 && line_of(st, ph->name, k->name))
+            return k;
+    }
+    return NULL;
+}
+
+/* "lock and storm" for a key's kinds, into buf. */
+static const char *key_kinds_text(const struct job_key *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    int n = 0, total = __builtin_popcount(k->kinds);
+    buf[0] = '\0';
+    for (int kind = 0; kind_choices[kind] && used < len; kind++) {
+        if (!(k->kinds & KIND_BIT(kind)))
+            continue;
+        n++;
+        const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, kind_choices[kind]);
+    }
+    return buf;
 }
 
 uint64_t job_host_memory(void)
@@ -743,6 +820,8 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
 {
 #define BAD(key, ...)                                                                              \
     fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
+    const struct job_key *foreign;
+    char kinds[64];
     if (!ph->target[0])
         BAD("target", "missing: set it in [global] or in [%s]", ph->name);
     else if (!backend_find(ph->backend))
@@ -764,12 +843,14 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (ph->duration > 0 && ph->kind != KIND_IDLE && ph->kind != KIND_LOCK &&
              ph->kind != KIND_STORM)
         BAD("duration", "applies to idle, lock and storm phases (use deadline to bound others)");
-    else if (line_of(st, ph->name, "count") && ph->kind != KIND_LOCK && ph->kind != KIND_STORM)
-        BAD("count", "applies to lock and storm phases only");
+    else if ((foreign = phase_foreign_kind_key(st, ph)) != NULL)
+        BAD(foreign->name, "applies to %s phases only, not to %s",
+            key_kinds_text(foreign, kinds, sizeof kinds), kind_choices[ph->kind]);
+    else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
+        BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
+            ph->backend);
     else if (ph->count < 1)
         BAD("count", "must be at least 1");
-    else if (ph->kind != KIND_LOCK && phase_sets_lock_key(st, ph->name))
-        BAD("kind", "lock_* keys set in [%s], which is not a lock phase", ph->name);
     else if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
         BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
                           "use block_size >= 16");
@@ -798,8 +879,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
             "'%s' must be letters, digits, '_', '.' and '-', not starting with "
             "'.' or '-'",
             ph->fileset);
-    else if (ph->faults[0] && strcmp(ph->backend, "fault") != 0)
-        BAD("faults", "applies to backend = fault only");
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
         BAD("nfs_version", "must be 3 or 4");
     else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
@@ -822,12 +901,14 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if (ph->monitor_url[0])
         BAD("monitor_url", "this herd was built without libcurl");
 #endif
-    else if (ph->kind == KIND_LOCK && !backend_find(ph->backend)->lock)
-        BAD("kind", "lock is not supported by the %s backend", ph->backend);
     else {
         char why[512];
         const struct backend_ops *be = backend_find(ph->backend);
         const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
+        if (!key && ph->kind == KIND_LOCK && !be->lock) {
+            snprintf(why, sizeof why, "lock is not supported by the %s backend", ph->backend);
+            key = "kind";
+        }
         if (!key)
             key = phase_scale(ph, 1, job_host_memory(), why, sizeof why);
         if (key)

@@ -55,18 +55,23 @@ struct phase {
     enum pattern_kind pattern;
     int64_t zero_percent; /* for pattern = compressible:P */
     int64_t seed;
-    char fileset[JOB_NAME_MAX]; /* names the files; default <sharing>-<file_size> */
-    double deadline;            /* seconds, 0 = none */
-    double duration;            /* idle phases: seconds to wait */
-    double op_timeout;          /* seconds per operation where the backend can */
-    double stuck_after;         /* watchdog: report a call in flight this long */
-    uint64_t nfs_rsize;         /* libnfs readmax; 0 = what the server offers */
-    uint64_t nfs_wsize;         /* libnfs writemax; 0 = what the server offers */
-    int64_t nfs_version;        /* 3 or 4; 0 = the URL's or 3 */
-    int64_t nfs_inflight;       /* libnfs READ/WRITE RPCs in flight per rank, 1..256 */
-    char link[JOB_NAME_MAX];    /* [global] only: the link the clients saw, a label */
-    char faults[JOB_PATH_MAX];  /* backend = fault: injection rules */
-    int64_t count;              /* lock, storm: attempts per rank */
+    char fileset[JOB_NAME_MAX];             /* names the files; default <sharing>-<file_size> */
+    double deadline;                        /* seconds, 0 = none */
+    double duration;                        /* idle phases: seconds to wait */
+    double op_timeout;                      /* seconds per operation where the backend can */
+    double stuck_after;                     /* watchdog: report a call in flight this long */
+    uint64_t nfs_rsize;                     /* libnfs readmax; 0 = what the server offers */
+    uint64_t nfs_wsize;                     /* libnfs writemax; 0 = what the server offers */
+    int64_t nfs_version;                    /* 3 or 4; 0 = the URL's or 3 */
+    int64_t nfs_inflight;                   /* libnfs READ/WRITE RPCs in flight per rank, 1..256 */
+    char link[JOB_NAME_MAX];                /* [global] only: the link the clients saw, a label */
+    char smb_user[JOB_NAME_MAX];            /* smb: the user to log in as */
+    char smb_password_file[JOB_PATH_MAX];   /* smb: its password, first line of this file */
+    bool smb_guest;                         /* smb: log in as guest instead */
+    int smb_min_protocol, smb_max_protocol; /* smb: index into job_smb_protocols */
+    int smb_encryption;                     /* smb: enum smb_encryption */
+    char faults[JOB_PATH_MAX];              /* backend = fault: injection rules */
+    int64_t count;                          /* lock, storm: attempts per rank */
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
@@ -99,6 +104,19 @@ struct job {
 
 enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
 
+/* SMB dialects in order, as Samba names them (smb_min/max_protocol). */
+extern const char *const job_smb_protocols[];
+enum smb_encryption {
+    SMB_ENCRYPT_DEFAULT,
+    SMB_ENCRYPT_OFF,
+    SMB_ENCRYPT_DESIRED,
+    SMB_ENCRYPT_REQUIRED
+};
+
+/* KEY_GLOBAL_ONLY: describes the run as a whole, set in [global] only. */
+enum key_scope { KEY_ANY_SECTION, KEY_GLOBAL_ONLY };
+#define KIND_BIT(k) (1u << (k))
+
 struct job_key {
     const char *name;
     enum key_type type;
@@ -107,6 +125,11 @@ struct job_key {
     const char *const *choices; /* KEY_ENUM: NULL-terminated, index = value */
     const char *fallback;       /* default as text; NULL = required */
     const char *help;
+    /* Where the key may appear and what it applies to; job_load refuses it
+     * elsewhere with "applies to ...". */
+    enum key_scope scope;
+    unsigned kinds;      /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
+    const char *backend; /* the one backend it applies to; NULL = every backend */
 };
 
 extern const struct job_key job_keys[];

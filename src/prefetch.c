@@ -1,4 +1,6 @@
-/* prefetch.c — a reader thread feeding a ring of buffers (see prefetch.h). */
+/* prefetch.c — a reader thread feeding a ring of buffers (see prefetch.h);
+ * for a backend that must be called from one thread only, the same reads
+ * done in the consumer's thread, one slot at a time. */
 #include "prefetch.h"
 
 #include <errno.h>
@@ -29,11 +31,13 @@ struct prefetch {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     struct slot slots[PREFETCH_DEPTH];
-    unsigned filled; /* slots written by the reader, in total */
-    unsigned taken;  /* slots handed to the consumer, in total */
-    bool done;       /* the reader has finished (end, error or stop) */
-    int status;      /* 0, or -errno why it finished early */
-    bool cancel;     /* the consumer wants it to stop */
+    unsigned filled;   /* slots written by the reader, in total */
+    unsigned taken;    /* slots handed to the consumer, in total */
+    bool done;         /* the reader has finished (end, error or stop) */
+    int status;        /* 0, or -errno why it finished early */
+    bool cancel;       /* the consumer wants it to stop */
+    bool inline_reads; /* no thread: prefetch_next reads (backend one_thread) */
+    uint64_t next;     /* inline: where the next slot starts */
 };
 
 static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, size_t n,
@@ -130,6 +134,10 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, str
             return NULL;
         }
     }
+    p->inline_reads = c->be->one_thread;
+    p->next = offset;
+    if (p->inline_reads)
+        return p;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
     if (pthread_create(&p->thread, NULL, prefetch_main, p) != 0) {
@@ -141,8 +149,30 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, str
     return p;
 }
 
+/* prefetch_next without a thread: read the next slot here. */
+static ssize_t prefetch_next_inline(struct prefetch *p, const void **data)
+{
+    if (p->done || p->next >= p->end) {
+        p->done = true;
+        return p->status;
+    }
+    struct slot *s = &p->slots[0];
+    int rc = prefetch_fill(p, s, p->next);
+    p->next += (uint64_t)s->len;
+    if (rc < 0) {
+        p->done = true;
+        p->status = rc;
+    }
+    if (s->len == 0)
+        return p->status;
+    *data = s->buf; /* its bytes first; the failure comes with the next call */
+    return s->len;
+}
+
 ssize_t prefetch_next(struct prefetch *p, const void **data)
 {
+    if (p->inline_reads)
+        return prefetch_next_inline(p, data);
     pthread_mutex_lock(&p->lock);
     while (p->filled == p->taken && !p->done)
         pthread_cond_wait(&p->changed, &p->lock);
@@ -164,14 +194,16 @@ void prefetch_finish(struct prefetch *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->lock);
-    p->cancel = true;
-    pthread_cond_broadcast(&p->changed);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
+    if (!p->inline_reads) {
+        pthread_mutex_lock(&p->lock);
+        p->cancel = true;
+        pthread_cond_broadcast(&p->changed);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->thread, NULL);
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->changed);
+    }
     for (int i = 0; i < PREFETCH_DEPTH; i++)
         free(p->slots[i].buf);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->changed);
     free(p);
 }

@@ -7,7 +7,9 @@
  * each read is timed into the phase's histograms and the row, failures are
  * counted, the watchdog sees them in flight. The consumer only takes filled
  * buffers in file order. While a prefetch runs, only its thread may use
- * the backend context. */
+ * the backend context. A backend marked one_thread (libsmbclient) is never
+ * called from a second thread: its reads happen inside prefetch_next, in
+ * the consumer's thread, and digesting no longer overlaps reading. */
 #ifndef HERD_PREFETCH_H
 #define HERD_PREFETCH_H
 

@@ -135,6 +135,9 @@ static int run_map_hosts(struct run *r, struct host_info **hosts_out, struct ran
 {
     struct host_info me;
     hosts_describe(r->job->phases[0].target, &me);
+    if (r->be->describe)
+        r->be->describe(r->be_ctx, me.fstype, sizeof me.fstype, me.mount_options,
+                        sizeof me.mount_options);
     char *names = calloc((size_t)r->size, RESULTS_HOST_MAX);
     r->rank_host = calloc((size_t)r->size, sizeof *r->rank_host);
     struct host_info *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
@@ -897,14 +900,6 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
     r->clock_error_max = r->clock.error;
     MPI_Allreduce(MPI_IN_PLACE, &r->clock_error_max, 1, MPI_DOUBLE, MPI_MAX, r->comm);
 
-    struct host_info *hosts = NULL;
-    struct rank_info *ranks = NULL;
-    if (run_map_hosts(r, &hosts, &ranks) < 0) {
-        if (r->rank == 0)
-            fprintf(stderr, "herd: out of memory mapping %d ranks to hosts\n", r->size);
-        return 1;
-    }
-
     /* Every rank must reach the target; otherwise nothing can run. */
     r->be = backend_find(first->backend);
     int rc = r->be->connect(first->target, first, &r->be_ctx);
@@ -916,9 +911,16 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
                     r->rank);
         if (rc == 0)
             r->be->disconnect(r->be_ctx);
-        free(hosts);
-        free(ranks);
         return 2;
+    }
+    /* After connect: a backend describes what its connection negotiated. */
+    struct host_info *hosts = NULL;
+    struct rank_info *ranks = NULL;
+    if (run_map_hosts(r, &hosts, &ranks) < 0) {
+        if (r->rank == 0)
+            fprintf(stderr, "herd: out of memory mapping %d ranks to hosts\n", r->size);
+        r->be->disconnect(r->be_ctx);
+        return 1;
     }
 
     int refused = 0;

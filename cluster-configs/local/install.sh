@@ -22,6 +22,7 @@ packages=(
   xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
   nfs-ganesha nfs-ganesha-vfs rpcbind  # the embedded userspace NFS server
   libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces; tc (--link rate)
+  samba smbclient libsmbclient-dev     # nfs-server.sh --smb: smbd on the same export; smbclient probes; SMB client library
   libnetfilter-queue-dev iptables      # herd-linkdelay: --link delay/jitter without netem
   slurmctld slurmd slurm-client munge  # a real Slurm on the virtual cluster (tests); not configured here
   fio                                  # bench/ peer
@@ -40,6 +41,6 @@ if ((${#missing[@]})); then
 fi
 
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON \
-  -DHERD_REQUIRE_CURL=ON -DHERD_REQUIRE_NFQUEUE=ON >/dev/null
+  -DHERD_REQUIRE_CURL=ON -DHERD_REQUIRE_NFQUEUE=ON -DHERD_REQUIRE_SMBCLIENT=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "install.sh: built $build/herd" >&2

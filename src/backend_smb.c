@@ -1,0 +1,483 @@
+/* backend_smb.c — SMB2/3 from user space with libsmbclient (Samba): one
+ * SMB connection per rank, no kernel mount needed.
+ *
+ * target = smb://server[:port]/share[/path]; herd's relative paths resolve
+ * below it. Login: smb_user with the password from smb_password_file (read
+ * at connect, kept in memory only, never in the job, URL or results), or
+ * smb_guest = yes; a refused login is never turned into a guest login
+ * (NoAutoAnonymousLogin). Dialects offered: smb_min/max_protocol; the one
+ * negotiated, the server's signing mode and the cipher it chose go into
+ * /hosts (describe), from an SMB2 NEGOTIATE of our own at connect with the
+ * same dialects (smbneg.h: libsmbclient has no call that returns them).
+ *
+ * Limits of libsmbclient (Samba 4.17), refused at `herd check` with the
+ * reason: no byte-range lock call (lock phases), no flush call (fsync =
+ * yes), no O_DIRECT. Its contexts are not thread-safe: one_thread keeps
+ * every call in the rank's main thread (md5 reads without a read-ahead
+ * thread). Paths: the same syntax check as every backend (safepath.h);
+ * symbolic links are resolved by the server, never seen by a client
+ * without SMB3 POSIX extensions: the server's `follow symlinks` / `wide
+ * links` settings keep a planted link from leading out of the share
+ * (the embedded server refuses every link).
+ * A call that fails with a lost connection or a timeout marks the context
+ * broken; the next open or phase makes a new one (a restarted smbd serves
+ * later work). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libsmbclient.h>
+
+#include "backend.h"
+#include "job.h"
+#include "safepath.h"
+#include "smbneg.h"
+
+#define SMB_URL_MAX (JOB_PATH_MAX + HERD_PATH_MAX + 2)
+#define SMB_SECRET_MAX 256
+#define SMB_PORT 445
+
+struct smb_ctx {
+    SMBCCTX *smb;
+    char target[JOB_PATH_MAX];
+    char user[JOB_NAME_MAX];
+    char password[SMB_SECRET_MAX];
+    bool guest;
+    int min_protocol, max_protocol, encryption;
+    int timeout_ms;
+    bool broken;
+    struct smbneg_result neg; /* what the server agreed to (smbneg.h) */
+    int neg_rc;               /* 0, or why the probe failed */
+};
+
+struct backend_file {
+    SMBCFILE *file;
+};
+
+static bool smb_url_has_userinfo(const char *target)
+{
+    const char *host = target + 6; /* after smb:// */
+    size_t n = strcspn(host, "/");
+    return memchr(host, '@', n) != NULL;
+}
+
+static const char *smb_check(const struct phase *ph, char *why, size_t len)
+{
+    if (strncmp(ph->target, "smb://", 6) != 0 || !ph->target[6]) {
+        snprintf(why, len, "the smb backend needs an smb://server/share[/path] URL, not '%s'",
+                 ph->target);
+        return "target";
+    }
+    if (smb_url_has_userinfo(ph->target)) {
+        snprintf(why, len,
+                 "no user or password in the URL: set smb_user and smb_password_file "
+                 "(or smb_guest = yes)");
+        return "target";
+    }
+    if (ph->smb_guest && (ph->smb_user[0] || ph->smb_password_file[0])) {
+        snprintf(why, len,
+                 "smb_guest = yes logs in as guest: leave smb_user and "
+                 "smb_password_file unset");
+        return "smb_guest";
+    }
+    if (!ph->smb_guest && (!ph->smb_user[0] || !ph->smb_password_file[0])) {
+        snprintf(why, len, "set smb_user and smb_password_file, or smb_guest = yes");
+        return ph->smb_user[0] ? "smb_password_file" : "smb_user";
+    }
+    if (ph->smb_min_protocol > ph->smb_max_protocol) {
+        snprintf(why, len, "%s is above smb_max_protocol %s",
+                 job_smb_protocols[ph->smb_min_protocol], job_smb_protocols[ph->smb_max_protocol]);
+        return "smb_min_protocol";
+    }
+    if (ph->kind == KIND_LOCK) {
+        snprintf(why, len,
+                 "libsmbclient (Samba 4.17) has no byte-range lock call: lock "
+                 "phases need backend = posix on a CIFS mount, or libnfs");
+        return "kind";
+    }
+    if (ph->kind == KIND_WRITE && ph->fsync) {
+        snprintf(why, len,
+                 "libsmbclient has no flush call: set fsync = no (the server's "
+                 "`strict sync` decides what a flush would)");
+        return "fsync";
+    }
+    if (ph->direct) {
+        snprintf(why, len, "O_DIRECT has no meaning over libsmbclient: set direct = no");
+        return "direct";
+    }
+    return NULL;
+}
+
+/* The password: the first line of path, without its newline. */
+static int smb_read_secret(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    ssize_t n = read(fd, buf, len - 1);
+    int err = errno;
+    close(fd);
+    if (n < 0)
+        return -err;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return 0;
+}
+
+/* The server's host and port from smb://host[:port]/share... into host. */
+static int smb_host_port(const char *target, char *host, size_t len)
+{
+    const char *h = target + 6;
+    size_t n = strcspn(h, "/");
+    const char *colon = memchr(h, ':', n);
+    if (*h == '[') { /* [IPv6]:port */
+        const char *close = memchr(h, ']', n);
+        if (!close)
+            return -EINVAL;
+        snprintf(host, len, "%.*s", (int)(close - h - 1), h + 1);
+        colon = close[1] == ':' ? close + 1 : NULL;
+    } else {
+        snprintf(host, len, "%.*s", (int)(colon ? colon - h : (long)n), h);
+    }
+    return colon ? atoi(colon + 1) : SMB_PORT;
+}
+
+static void smb_auth(SMBCCTX *smb, const char *server, const char *share, char *workgroup,
+                     int wglen, char *user, int userlen, char *password, int pwlen)
+{
+    (void)server;
+    (void)share;
+    (void)workgroup;
+    (void)wglen;
+    struct smb_ctx *c = smbc_getOptionUserData(smb);
+    snprintf(user, (size_t)userlen, "%s", c->guest ? "" : c->user);
+    snprintf(password, (size_t)pwlen, "%s", c->guest ? "" : c->password);
+}
+
+static void smb_drop(struct smb_ctx *c)
+{
+    if (c->smb)
+        smbc_free_context(c->smb, 1);
+    c->smb = NULL;
+}
+
+/* A new context, logged in: every call on it reconnects by itself while
+ * the server answers; -errno when the share cannot be reached. */
+static int smb_open_context(struct smb_ctx *c)
+{
+    c->smb = smbc_new_context();
+    if (!c->smb)
+        return -ENOMEM;
+    smbc_setOptionUserData(c->smb, c);
+    smbc_setFunctionAuthDataWithContext(c->smb, smb_auth);
+    smbc_setOptionNoAutoAnonymousLogin(c->smb, !c->guest);
+    smbc_setOptionProtocols(c->smb, job_smb_protocols[c->min_protocol],
+                            job_smb_protocols[c->max_protocol]);
+    static const smbc_smb_encrypt_level levels[] = {
+        [SMB_ENCRYPT_DEFAULT] = SMBC_ENCRYPTLEVEL_DEFAULT,
+        [SMB_ENCRYPT_OFF] = SMBC_ENCRYPTLEVEL_NONE,
+        [SMB_ENCRYPT_DESIRED] = SMBC_ENCRYPTLEVEL_REQUEST,
+        [SMB_ENCRYPT_REQUIRED] = SMBC_ENCRYPTLEVEL_REQUIRE};
+    smbc_setOptionSmbEncryptionLevel(c->smb, levels[c->encryption]);
+    smbc_setTimeout(c->smb, c->timeout_ms > 0 ? c->timeout_ms : 0);
+    if (!smbc_init_context(c->smb)) {
+        int err = errno ? errno : EINVAL;
+        smbc_free_context(c->smb, 0);
+        c->smb = NULL;
+        return -err;
+    }
+    /* The first call logs in: the share's root must answer. */
+    struct stat st;
+    errno = 0;
+    int rc = smbc_getFunctionStat(c->smb)(c->smb, c->target, &st);
+    int err = errno ? errno : EIO;
+    if (rc < 0) {
+        smb_drop(c);
+        return -err;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        smb_drop(c);
+        return -ENOTDIR;
+    }
+    c->broken = false;
+    return 0;
+}
+
+static int smb_timeout_ms(double seconds)
+{
+    return seconds > 0 ? (int)(seconds * 1000 + 0.5) : 0;
+}
+
+static int smb_connect(const char *target, const struct phase *ph, void **ctx)
+{
+    struct smb_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    snprintf(c->target, sizeof c->target, "%s", target);
+    size_t n = strlen(c->target);
+    while (n > 6 && c->target[n - 1] == '/')
+        c->target[--n] = '\0';
+    snprintf(c->user, sizeof c->user, "%s", ph->smb_user);
+    c->guest = ph->smb_guest;
+    c->min_protocol = ph->smb_min_protocol;
+    c->max_protocol = ph->smb_max_protocol;
+    c->encryption = ph->smb_encryption;
+    c->timeout_ms = smb_timeout_ms(ph->op_timeout);
+    int rc = c->guest ? 0 : smb_read_secret(ph->smb_password_file, c->password, sizeof c->password);
+    if (rc == 0)
+        rc = smb_open_context(c);
+    if (rc == 0) {
+        char host[256];
+        int port = smb_host_port(c->target, host, sizeof host);
+        c->neg_rc = port <= 0 || port > 65535
+                        ? -EINVAL
+                        : smbneg_probe(host, port, c->min_protocol, c->max_protocol,
+                                       c->timeout_ms > 0 ? c->timeout_ms : 10000, &c->neg);
+    }
+    if (rc < 0) {
+        explicit_bzero(c->password, sizeof c->password);
+        free(c);
+        return rc;
+    }
+    *ctx = c;
+    return 0;
+}
+
+static void smb_disconnect(void *ctx)
+{
+    struct smb_ctx *c = ctx;
+    if (!c)
+        return;
+    smb_drop(c);
+    explicit_bzero(c->password, sizeof c->password);
+    free(c);
+}
+
+/* A broken (or never made) context is made anew. */
+static int smb_ready(struct smb_ctx *c)
+{
+    if (c->smb && !c->broken)
+        return 0;
+    smb_drop(c);
+    return smb_open_context(c);
+}
+
+static int smb_configure(void *ctx, const struct phase *ph)
+{
+    struct smb_ctx *c = ctx;
+    c->timeout_ms = smb_timeout_ms(ph ? ph->op_timeout : 60);
+    int rc = smb_ready(c);
+    if (rc == 0)
+        smbc_setTimeout(c->smb, c->timeout_ms);
+    return rc;
+}
+
+static void smb_describe(void *ctx, char *fstype, size_t flen, char *options, size_t olen)
+{
+    struct smb_ctx *c = ctx;
+    static const char *const levels[] = {"default", "off", "desired", "required"};
+    snprintf(fstype, flen, "smb");
+    if (c->neg_rc < 0) {
+        snprintf(options, olen, "dialect=unknown (negotiate probe: %s),min=%s,max=%s,encryption=%s",
+                 strerror(-c->neg_rc), job_smb_protocols[c->min_protocol],
+                 job_smb_protocols[c->max_protocol], levels[c->encryption]);
+        return;
+    }
+    const struct smbneg_result *n = &c->neg;
+    snprintf(options, olen,
+             "dialect=%s,signing=%s,encryption=%s,cipher=%s,rsize=%u,wsize=%u,min=%s,max=%s",
+             smbneg_dialect_name(n->dialect),
+             n->signing_required  ? "required"
+             : n->signing_enabled ? "enabled"
+                                  : "off",
+             levels[c->encryption], smbneg_cipher_name(n->cipher), n->max_read, n->max_write,
+             job_smb_protocols[c->min_protocol], job_smb_protocols[c->max_protocol]);
+}
+
+/* -errno of a failed libsmbclient call; a lost or silent server breaks
+ * the context. */
+static int smb_errno(struct smb_ctx *c)
+{
+    int err = errno ? errno : EIO;
+    if (err == ETIMEDOUT || err == ECONNRESET || err == ECONNREFUSED || err == EPIPE ||
+        err == ENOTCONN || err == ECONNABORTED || err == EHOSTUNREACH)
+        c->broken = true;
+    return -err;
+}
+
+/* The URL of a herd path, after the common check. */
+static int smb_url(struct smb_ctx *c, const char *path, char *buf, size_t len)
+{
+    int rc = safepath_check(path);
+    if (rc < 0)
+        return rc;
+    if ((size_t)snprintf(buf, len, "%s/%s", c->target, path) >= len)
+        return -ENAMETOOLONG;
+    return smb_ready(c);
+}
+
+static int smb_open(void *ctx, const char *path, int flags, struct backend_file **f)
+{
+    struct smb_ctx *c = ctx;
+    char url[SMB_URL_MAX];
+    int rc = smb_url(c, path, url, sizeof url);
+    if (rc < 0)
+        return rc;
+    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
+    if (flags & BACKEND_CREATE)
+        oflags |= O_CREAT;
+    if ((flags & BACKEND_CREATE) && (flags & BACKEND_EXCL))
+        oflags |= O_EXCL;
+    struct backend_file *bf = malloc(sizeof *bf);
+    if (!bf)
+        return -ENOMEM;
+    errno = 0;
+    bf->file = smbc_getFunctionOpen(c->smb)(c->smb, url, oflags, 0644);
+    if (!bf->file) {
+        rc = smb_errno(c);
+        free(bf);
+        return rc;
+    }
+    *f = bf;
+    return 0;
+}
+
+static int smb_seek(struct smb_ctx *c, struct backend_file *f, uint64_t offset)
+{
+    if (c->broken)
+        return -ENOTCONN;
+    errno = 0;
+    off_t at = smbc_getFunctionLseek(c->smb)(c->smb, f->file, (off_t)offset, SEEK_SET);
+    return at == (off_t)offset ? 0 : smb_errno(c);
+}
+
+/* Move len bytes at offset in as many read or write calls as it takes:
+ * bytes moved (short at the end of the file for reads) or -errno. */
+static ssize_t smb_move(struct smb_ctx *c, struct backend_file *f, char *buf, size_t len,
+                        uint64_t offset, bool write)
+{
+    int rc = smb_seek(c, f, offset);
+    if (rc < 0)
+        return rc;
+    size_t done = 0;
+    while (done < len) {
+        errno = 0;
+        ssize_t n = write ? smbc_getFunctionWrite(c->smb)(c->smb, f->file, buf + done, len - done)
+                          : smbc_getFunctionRead(c->smb)(c->smb, f->file, buf + done, len - done);
+        if (n < 0)
+            return smb_errno(c);
+        if (n == 0) {
+            if (write)
+                return -EIO;
+            break; /* end of file */
+        }
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t smb_pread(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset)
+{
+    return smb_move(ctx, f, buf, len, offset, false);
+}
+
+static ssize_t smb_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
+                          uint64_t offset)
+{
+    return smb_move(ctx, f, (char *)buf, len, offset, true); /* write never writes into buf */
+}
+
+static int smb_fsync(void *ctx, struct backend_file *f)
+{
+    (void)ctx;
+    (void)f;
+    return -EOPNOTSUPP; /* smb_check refuses fsync = yes */
+}
+
+static int smb_close(void *ctx, struct backend_file *f)
+{
+    struct smb_ctx *c = ctx;
+    int rc = 0;
+    /* On a broken context the handle died with it: only free our side. */
+    if (!c->broken && c->smb) {
+        errno = 0;
+        if (smbc_getFunctionClose(c->smb)(c->smb, f->file) < 0)
+            rc = smb_errno(c);
+    }
+    free(f);
+    return rc;
+}
+
+/* The path-only calls share their shape: the URL (check, reconnect), the
+ * call on it, errno mapped. */
+#define SMB_PATH_CALL(call)                                                                        \
+    struct smb_ctx *c = ctx;                                                                       \
+    char url[SMB_URL_MAX];                                                                         \
+    int rc = smb_url(c, path, url, sizeof url);                                                    \
+    if (rc < 0)                                                                                    \
+        return rc;                                                                                 \
+    errno = 0;                                                                                     \
+    return (call) < 0 ? smb_errno(c) : 0;
+
+static int smb_stat(void *ctx, const char *path, struct stat *st)
+{
+    SMB_PATH_CALL(smbc_getFunctionStat(c->smb)(c->smb, url, st))
+}
+
+static int smb_unlink(void *ctx, const char *path)
+{
+    SMB_PATH_CALL(smbc_getFunctionUnlink(c->smb)(c->smb, url))
+}
+
+static int smb_mkdir(void *ctx, const char *path)
+{
+    SMB_PATH_CALL(smbc_getFunctionMkdir(c->smb)(c->smb, url, 0755))
+}
+
+static int smb_rmdir(void *ctx, const char *path)
+{
+    SMB_PATH_CALL(smbc_getFunctionRmdir(c->smb)(c->smb, url))
+}
+
+static int smb_rename(void *ctx, const char *from, const char *to)
+{
+    struct smb_ctx *c = ctx;
+    char a[SMB_URL_MAX], b[SMB_URL_MAX];
+    int rc = smb_url(c, from, a, sizeof a);
+    if (rc == 0)
+        rc = smb_url(c, to, b, sizeof b);
+    if (rc < 0)
+        return rc;
+    errno = 0;
+    return smbc_getFunctionRename(c->smb)(c->smb, a, c->smb, b) < 0 ? smb_errno(c) : 0;
+}
+
+const struct backend_ops backend_smb = {
+    .name = "smb",
+    .one_thread = true,
+    .check = smb_check,
+    .connect = smb_connect,
+    .configure = smb_configure,
+    .disconnect = smb_disconnect,
+    .open = smb_open,
+    .pread = smb_pread,
+    .pwrite = smb_pwrite,
+    .fsync = smb_fsync,
+    .close = smb_close,
+    .stat = smb_stat,
+    .unlink = smb_unlink,
+    .mkdir = smb_mkdir,
+    .rmdir = smb_rmdir,
+    .rename = smb_rename,
+    .describe = smb_describe,
+};

@@ -1,0 +1,335 @@
+"""herd over SMB: the smb backend (src/backend_smb.c, libsmbclient) against
+the embedded smbd that cluster-configs/local/nfs-server.sh --smb starts
+beside ganesha, on the same loop-mounted xfs export.
+
+1. The core checks of test_core.py over SMB at 4 and 20 ranks (write, read
+   with verify, md5 of unique, same-content and segmented files): exact
+   bytes, verify clean, every call in the latency histograms; the export
+   is left empty. /hosts records the dialect the server agreed to
+   (SMB3_11, or SMB3_02 when smb_max_protocol says so).
+2. Meta and storm counts exact over SMB (test_lock_meta.py's checks).
+3. One export, two protocols: a job writes over NFS (libnfs) and keeps its
+   files; the same job's read and md5 over SMB find them intact; the two
+   runs compared with herd-compare.
+4. smbd stopped in the middle of a write phase and started again: errors
+   with connection errnos on every rank, the later iterations and phases
+   reconnect and run clean, exit 3.
+5. A wrong password, a share that does not exist, a port nobody listens
+   on: exit 2 and one line naming the target, no results file claiming
+   success; the password appears nowhere (results file, stdout, stderr).
+6. `herd check` refuses what libsmbclient cannot do (lock phases, fsync,
+   direct) and credentials in the URL, with the reason.
+7. A monitor rank records smbd's CPU (monitor_processes = smbd) and the
+   report's server table shows it.
+
+Needs root, nfs-ganesha, samba and smbclient (skips with a message
+otherwise) and herd built with libsmbclient. Run:
+/usr/bin/python3 -m pytest -q -rs -s tests/integration/test_smb.py
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import h5py
+import pytest
+
+from conftest import (REPO_DIR, describe, herd_cmd, load_results, mpi_env, mpirun_args,
+                      phase_attr_order, read_csv, run_cmd, write_job)
+from test_core import GLOBAL as CORE_GLOBAL
+from test_core import PHASES as CORE_PHASES
+from test_core import check_phase, resolved
+from test_lock_meta import (FULL, META, STORM, LockResults, check_meta_phase, check_storm_ok,
+                            meta_full_phases, split_phases)
+from test_nfs import CONNECTION_ERRNOS, errnos_by_rank, export_listing
+from test_nfs_server import SBIN_PATH, Server, _why_skip, wait_until
+
+RUN_TIMEOUT = 300
+
+
+def _why_skip_smb():
+    why = _why_skip()
+    if why:
+        return why
+    for tool, pkg in (("smbd", "samba"), ("smbpasswd", "samba"), ("smbclient", "smbclient")):
+        if shutil.which(tool, path=SBIN_PATH) is None:
+            return f"{tool} not found (apt-get install {pkg})"
+    return None
+
+
+_WHY = _why_skip_smb()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+
+@pytest.fixture
+def smb(tmp_path):
+    """The embedded server with smbd on a fresh 1G xfs export; stopped and
+    checked for leftovers in teardown."""
+    s = Server(tmp_path / "srv")
+    try:
+        s.start("--fs", "xfs", "--size", "1G", "--smb")
+        s.password_file = s.state / "smb" / "password"
+        s.password = s.password_file.read_text().strip()
+        assert s.smb_url == "smb://127.0.0.1/export", s.smb_url
+        yield s
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+
+
+def smb_keys(s, **extra):
+    keys = {"backend": "smb", "target": s.smb_url, "smb_user": "herd",
+            "smb_password_file": s.password_file, "fsync": "no", "op_timeout": 10}
+    keys.update(extra)
+    return keys
+
+
+def run_in(s, herd_bin, nranks, job, out, *extra, timeout=RUN_TIMEOUT):
+    args = ["bash", str(REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"), "exec",
+            "--state", str(s.state), "--", *mpirun_args(herd_bin, nranks, "run", job, "-o", out,
+                                                         *extra)]
+    env = mpi_env()
+    env["PATH"] = SBIN_PATH
+    return run_cmd(args, timeout=timeout, env=env)
+
+
+def assert_no_secret(s, proc, out):
+    secret = s.password.encode()
+    assert len(secret) >= 8
+    assert secret not in proc.stdout.encode() and secret not in proc.stderr.encode()
+    if os.path.exists(out):
+        assert secret not in open(out, "rb").read(), "the password is in the results file"
+
+
+def host_options(out):
+    with h5py.File(out, "r") as f:
+        hosts = f["hosts"][()]
+    return [(h["fstype"].decode(), h["mount_options"].decode()) for h in hosts]
+
+
+# ---------------------------------------------------------------- 1. core
+
+
+@pytest.mark.parametrize("nranks", [4, 20])
+def test_core_over_smb(smb, herd_bin, tmp_path, nranks):
+    glob = {**CORE_GLOBAL, "fsync": "no"}
+    job = write_job(tmp_path / "core.ini", smb_keys(smb, **glob), CORE_PHASES)
+    out = tmp_path / "core.h5"
+    proc = run_in(smb, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "complete" and res.attrs["nranks"] == nranks
+    order = phase_attr_order(herd_bin)
+    for name, keys in CORE_PHASES:
+        ph = res.phases[name]
+        check_phase(name, resolved({**keys, "fsync": "no"}), ph, nranks, order, f"smb {name}")
+        assert ph.attrs["backend"] == "smb" and ph.attrs["target"] == smb.smb_url
+    (fstype, options), = host_options(out)
+    print(f"\n{nranks} ranks over SMB: /hosts {fstype} {options}")
+    assert fstype == "smb" and "dialect=SMB3_11" in options, options
+    assert export_listing(smb) == [], "herd left files on the export"
+    assert_no_secret(smb, proc, out)
+
+
+def test_max_protocol_is_what_is_negotiated(smb, herd_bin, tmp_path):
+    job = write_job(tmp_path / "p.ini", smb_keys(smb, smb_max_protocol="SMB3_02",
+                                                 file_size="1M"),
+                    [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"})])
+    out = tmp_path / "p.h5"
+    proc = run_in(smb, herd_bin, 2, job, out)
+    assert proc.returncode == 0, describe(proc)
+    (fstype, options), = host_options(out)
+    assert "dialect=SMB3_02" in options and "max=SMB3_02" in options, options
+
+
+# ---------------------------------------------------------------- 2. meta, storm
+
+
+def test_meta_and_storm_over_smb(smb, herd_bin, tmp_path):
+    nranks, n = 4, 10
+    phases = meta_full_phases() + split_phases("unique") + \
+        [("make", {"kind": "write", **STORM}), ("storm", {"kind": "storm", "count": n, **STORM})]
+    job = write_job(tmp_path / "meta.ini", smb_keys(smb, **META), phases)
+    out = tmp_path / "meta.h5"
+    proc = run_in(smb, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    r = LockResults(out)
+    for name, keys in meta_full_phases():
+        check_meta_phase(r, name, {**META, **keys}, nranks, FULL, backend="smb")
+    for name, keys in split_phases("unique"):
+        check_meta_phase(r, name, {**META, **keys}, nranks, keys["meta_ops"].split(","),
+                         backend="smb")
+    check_storm_ok(r, "storm", nranks, n, 16 * 1024, backend="smb")
+    assert export_listing(smb) == []
+
+
+# ---------------------------------------------------------------- 3. NFS and SMB
+
+
+def test_same_files_over_nfs_and_smb(smb, herd_bin, tmp_path):
+    nranks = 4
+    common = {"file_size": "8M", "block_size": "64K", "fsync": "no", "run_id": "both"}
+    phases = [("write", {"kind": "write"}), ("read", {"kind": "read", "verify": "yes"}),
+              ("md5", {"kind": "md5"})]
+    nfs_job = write_job(tmp_path / "nfs.ini",
+                        {"backend": "libnfs", "target": smb.url, "keep": "yes", **common},
+                        phases)
+    proc = run_in(smb, herd_bin, nranks, nfs_job, tmp_path / "nfs.h5")
+    assert proc.returncode == 0, describe(proc)
+    # SMB reads what NFS wrote (the run directory is reused: fixed run_id)
+    smb_job = write_job(tmp_path / "smb.ini", smb_keys(smb, keep="no", **common), phases[1:])
+    proc = run_in(smb, herd_bin, nranks, smb_job, tmp_path / "smb.h5")
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(tmp_path / "smb.h5")
+    for name in ("read", "md5"):
+        ph = res.phases[name]
+        assert ph.attrs["status"] == "ok", (name, ph.error_rows())
+        assert (ph.ranks["bytes"] == 8 << 20).all() and (ph.ranks["verify_failures"] == 0).all()
+    cmp_dir = tmp_path / "cmp"
+    proc = run_cmd([str(REPO_DIR / "analysis" / "herd-compare"), tmp_path / "nfs.h5",
+                    tmp_path / "smb.h5", "--label", "backend", "-o", cmp_dir])
+    assert proc.returncode == 0, describe(proc)
+    rows = read_csv(cmp_dir / "compare.csv")
+    runs = {(r["phase"], r["run"]) for r in rows}
+    assert {("read", "libnfs"), ("read", "smb"), ("md5", "libnfs"), ("md5", "smb")} <= runs
+    print("\n" + proc.stdout)
+
+
+# ---------------------------------------------------------------- 4. smbd stopped
+
+
+def test_smbd_stopped_mid_phase(smb, herd_bin, tmp_path):
+    nranks = 4
+    job = write_job(tmp_path / "stop.ini", smb_keys(smb, file_size="4M", block_size="64K",
+                                                   op_timeout=3),
+                    [("w1", {"kind": "write", "iterations": 100000, "deadline": 10}),
+                     ("w2", {"kind": "write", "fileset": "after"}),
+                     ("r2", {"kind": "read", "fileset": "after", "verify": "yes"})])
+    out = tmp_path / "stop.h5"
+    args = ["bash", str(REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"), "exec",
+            "--state", str(smb.state), "--", *mpirun_args(herd_bin, nranks, "run", job, "-o",
+                                                          out)]
+    env = mpi_env()
+    env["PATH"] = SBIN_PATH
+    run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env, start_new_session=True)
+    try:
+        time.sleep(4)
+        stop = smb.cmd("stop-smbd", "--state", smb.state)
+        assert stop.returncode == 0, stop.stderr
+        time.sleep(2)
+        start = smb.cmd("restart-smbd", "--state", smb.state)
+        assert start.returncode == 0, start.stderr
+        smb.refresh()
+        out_text, err_text = run.communicate(timeout=RUN_TIMEOUT)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    proc = subprocess.CompletedProcess(args, run.returncode, out_text, err_text)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    w1 = res.phases["w1"]
+    assert w1.attrs["status"] in ("errors", "deadline"), w1.attrs["status"]  # cut at 10 s
+    by_rank = errnos_by_rank(w1)
+    print(f"\nw1 errors by rank: {by_rank}")
+    assert sorted(by_rank) == list(range(nranks)), by_rank
+    for row in w1.error_rows():
+        assert row["errno"] in CONNECTION_ERRNOS | {5, 103, 104, 107, 110, 111, 113}, row
+    done_after = w1.ranks[(w1.ranks["completed"] == 1)]
+    assert len(done_after) > nranks, "no iteration completed (before or after the stop)"
+    for name in ("w2", "r2"):
+        ph = res.phases[name]
+        assert ph.attrs["status"] == "ok", (name, ph.error_rows())
+        assert (ph.ranks["verify_failures"] == 0).all()
+    assert_no_secret(smb, proc, out)
+
+
+# ---------------------------------------------------------------- 5. refused at start
+
+
+@pytest.mark.parametrize("case", ["password", "share", "port"])
+def test_refused_at_start(smb, herd_bin, tmp_path, case):
+    keys = smb_keys(smb, file_size="1M")
+    if case == "password":
+        bad = tmp_path / "wrong"
+        bad.write_text("not-the-password\n")
+        keys["smb_password_file"] = bad
+    elif case == "share":
+        keys["target"] = "smb://127.0.0.1/nosuchshare"
+    else:
+        keys["target"] = "smb://127.0.0.1:4455/export"
+    job = write_job(tmp_path / "bad.ini", keys, [("w", {"kind": "write"})])
+    out = tmp_path / "bad.h5"
+    proc = run_in(smb, herd_bin, 2, job, out, timeout=120)
+    print(f"\n{case}: exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
+    assert proc.returncode == 2, describe(proc)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("herd: target")]
+    assert len(lines) == 1, describe(proc)
+    assert "smb://" in lines[0]
+    assert not out.exists() or load_results(out).attrs["status"] != "complete"
+    assert_no_secret(smb, proc, out)
+
+
+# ---------------------------------------------------------------- 6. herd check
+
+
+@pytest.mark.parametrize("keys,phase,key", [
+    ({}, {"kind": "lock"}, "kind"),
+    ({"fsync": "yes"}, {"kind": "write"}, "fsync"),
+    ({"direct": "yes", "file_size": "4M", "block_size": "64K"}, {"kind": "write"}, "direct"),
+    ({"target": "smb://herd:secret@127.0.0.1/export"}, {"kind": "write"}, "target"),
+    ({"smb_guest": "yes"}, {"kind": "write"}, "smb_guest"),
+    ({"smb_password_file": ""}, {"kind": "write"}, "smb_password_file"),
+    ({"smb_min_protocol": "SMB3_11", "smb_max_protocol": "SMB2_10"}, {"kind": "write"},
+     "smb_min_protocol"),
+])
+def test_check_refuses(herd_bin, tmp_path, keys, phase, key):
+    base = {"backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
+            "smb_password_file": "/nonexistent", "fsync": "no"}
+    base.update(keys)
+    base = {k: v for k, v in base.items() if v != ""}
+    job = write_job(tmp_path / "c.ini", base, [("p", phase)])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 2, describe(proc)
+    assert f"key '{key}'" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_smb_keys_refused_with_other_backends(herd_bin, tmp_path):
+    job = write_job(tmp_path / "k.ini", {"target": str(tmp_path), "smb_user": "herd"},
+                    [("w", {"kind": "write"})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 2
+    assert "key 'smb_user': applies to backend = smb only" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- 7. monitor
+
+
+def test_monitor_records_smbd(smb, herd_bin, tmp_path):
+    nranks = 3
+    job = write_job(tmp_path / "mon.ini",
+                    smb_keys(smb, file_size="64M", block_size="64K", monitor_rank="last",
+                             monitor_interval="100ms", monitor_processes="smbd,ganesha.nfsd"),
+                    [("write", {"kind": "write", "iterations": 3}),
+                     ("read", {"kind": "read", "iterations": 3})])
+    out = tmp_path / "mon.h5"
+    proc = run_in(smb, herd_bin, nranks + 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    with h5py.File(out, "r") as f:
+        procs = f["monitor/processes"][()]
+    names = {p.decode() for p in procs["name"]}
+    smbd = procs[[p.decode() == "smbd" for p in procs["name"]]]
+    print(f"\nsmbd: {len(smbd)} samples, CPU max {smbd['cpu'].max():.2f}, "
+          f"processes max {smbd['processes'].max()}")
+    assert "smbd" in names and len(smbd) > 0
+    assert smbd["cpu"].max() > 0.05, "smbd never used CPU while 3 ranks moved data"
+    assert smbd["processes"].max() >= nranks  # one smbd per connection
+    rep = tmp_path / "report"
+    proc = run_cmd([str(REPO_DIR / "analysis" / "herd-report"), out, "-o", rep])
+    assert proc.returncode == 0, describe(proc)
+    html = (rep / "index.html").read_text()
+    assert re.search(r"smbd[^<]* CPU mean", html), "the server table has no smbd column"
