@@ -310,7 +310,7 @@ static int smb_errno(struct smb_ctx *c)
 {
     int err = errno ? errno : EIO;
     if (err == ETIMEDOUT || err == ECONNRESET || err == ECONNREFUSED || err == EPIPE ||
-        err == ENOTCONN || err == ECONNABORTED || err == EHOSTUNREACH)
+        err == ENOTCONN || err == ECONNABORTED || err == EHOSTUNREACH || err == ENETRESET)
         c->broken = true;
     return -err;
 }
