@@ -5,6 +5,7 @@
  * output and the results file's phase attributes all come from that table.
  * Errors are one line: "FILE:LINE: key 'K': what is wrong". */
 #include "job.h"
+#include "jobtext.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -309,7 +310,9 @@ static bool kind_moves_data(enum phase_kind k)
 struct parse_state {
     FILE *file;
     const char *path;
-    int line;                  /* line most recently handed to libinih */
+    int line;  /* location (JOB_LOC_BASE) most recently handed to libinih */
+    int *locs; /* the location of every line read, in order */
+    size_t nlocs, caplocs;
     int header_line;           /* line of the most recent [section] header */
     char header[JOB_NAME_MAX]; /* first section header that had no keys yet */
     int empty_line;
@@ -329,6 +332,14 @@ struct parse_state {
     char *err;
     size_t errlen;
     bool failed;
+    /* --set KEY=VALUE (phase "": every phase it applies to) and
+     * --set PHASE.KEY=VALUE, applied after the file's values. */
+    struct set {
+        char phase[JOB_NAME_MAX];
+        const struct job_key *key;
+        const char *value;
+    } * sets;
+    int nsets;
 };
 
 /* Line number of a value that came from --set rather than the file. */
@@ -336,16 +347,29 @@ struct parse_state {
 
 /* The one-line message "FILE:LINE: key 'K': msg" (or without line or
  * key), every unprintable byte escaped. */
-static void error_format(char *err, size_t errlen, const char *path, int line, const char *key,
-                         const char *msg)
+/* "FILE:LINE" of a location, into buf. */
+static const char *loc_text(const struct job *job, const char *path, int loc, char *buf, size_t len)
 {
-    char raw[JOB_ERR_MAX];
+    int source = loc / JOB_LOC_BASE;
+    const char *file = source > 0 && source < JOB_SOURCES && job && job->sources[source][0]
+                           ? job->sources[source]
+                           : path;
+    snprintf(buf, len, "%s:%d", file, loc % JOB_LOC_BASE);
+    return buf;
+}
+
+static void error_format(char *err, size_t errlen, const struct job *job, const char *path,
+                         int line, const char *key, const char *msg)
+{
+    char raw[JOB_ERR_MAX], where[JOB_PATH_MAX + 16];
+    if (line > 0)
+        path = loc_text(job, path, line, where, sizeof where);
     if (line == LINE_SET)
         snprintf(raw, sizeof raw, "%s: --set %s: %s", path, key ? key : "", msg);
     else if (line > 0 && key)
-        snprintf(raw, sizeof raw, "%s:%d: key '%s': %s", path, line, key, msg);
+        snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
     else if (line > 0)
-        snprintf(raw, sizeof raw, "%s:%d: %s", path, line, msg);
+        snprintf(raw, sizeof raw, "%s: %s", path, msg);
     else if (key)
         snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
     else
@@ -363,7 +387,7 @@ static void fail(struct parse_state *st, int line, const char *key, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    error_format(st->err, st->errlen, st->path, line, key, msg);
+    error_format(st->err, st->errlen, st->job, st->path, line, key, msg);
 }
 
 static int section_index(struct parse_state *st, const char *section)
@@ -374,14 +398,42 @@ static int section_index(struct parse_state *st, const char *section)
     return -1;
 }
 
+/* Remember the location of the line just read (for libinih's error line). */
+static void reader_note(struct parse_state *st, int loc)
+{
+    if (st->nlocs == st->caplocs) {
+        size_t cap = st->caplocs ? st->caplocs * 2 : 256;
+        int *p = realloc(st->locs, cap * sizeof *p);
+        if (!p)
+            return; /* only error lines suffer: they fall back to libinih's count */
+        st->locs = p;
+        st->caplocs = cap;
+    }
+    st->locs[st->nlocs++] = loc;
+}
+
 /* fgets-style reader that also counts lines, since Debian's libinih is
  * built without line numbers in the handler. */
 static char *reader_next_line(char *str, int num, void *stream)
 {
     struct parse_state *st = stream;
     char *s = fgets(str, num, st->file);
+    if (s && strncmp(s, JOBTEXT_MARKER, strlen(JOBTEXT_MARKER)) == 0) {
+        /* jobtext.h: the lines that follow are LINE... of source INDEX */
+        int index, line, at = 0;
+        if (sscanf(s + strlen(JOBTEXT_MARKER), "%d %d %n", &index, &line, &at) == 2 && index >= 0 &&
+            index < JOB_SOURCES && line > 0 && line < JOB_LOC_BASE) {
+            char *name = s + strlen(JOBTEXT_MARKER) + at;
+            name[strcspn(name, "\r\n")] = '\0';
+            snprintf(st->job->sources[index], sizeof st->job->sources[index], "%s", name);
+            st->line = index * JOB_LOC_BASE + line - 1;
+            reader_note(st, st->line);
+            return s; /* a comment to libinih */
+        }
+    }
     if (s) {
         st->line++;
+        reader_note(st, st->line);
         const char *p = s + strspn(s, " \t");
         if (*p == '[') {
             /* A header with no keys before the next one is never reported
@@ -481,8 +533,9 @@ static int handle_key(void *user, const char *section, const char *name, const c
     }
     for (size_t i = 0; i < st->nraws; i++)
         if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, name) == 0) {
-            fail(st, st->line, name, "given twice in [%s] (first on line %d)", section,
-                 st->raws[i].line);
+            char first[JOB_PATH_MAX + 16];
+            fail(st, st->line, name, "given twice in [%s] (first at %s)", section,
+                 loc_text(st->job, st->path, st->raws[i].line, first, sizeof first));
             return 1;
         }
     raw_append(st, section, name, value, st->line);
@@ -655,6 +708,10 @@ static void section_apply(struct parse_state *st, const char *section, struct ph
  * (LINE_SET when --set gave it), or 0 when it is the default. */
 static int line_of(struct parse_state *st, const char *section, const char *key)
 {
+    for (int i = 0; i < st->nsets; i++)
+        if (strcmp(st->sets[i].key->name, key) == 0 &&
+            (!st->sets[i].phase[0] || strcmp(st->sets[i].phase, section) == 0))
+            return LINE_SET;
     for (size_t i = 0; i < st->nraws; i++)
         if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, key) == 0)
             return st->raws[i].line;
@@ -919,73 +976,102 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
 
 int job_read_text(const char *path, char **text)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat sb;
-    if (fstat(fd, &sb) < 0) {
-        int rc = -errno;
-        close(fd);
-        return rc;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
-    }
-    if (sb.st_size > JOB_FILE_MAX) {
-        close(fd);
-        return -EFBIG;
-    }
-    /* Read at most JOB_FILE_MAX + 1 bytes: a file that grew is refused too. */
-    char *buf = malloc(JOB_FILE_MAX + 2);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t n = 0;
-    while (n < JOB_FILE_MAX + 1) {
-        ssize_t got = read(fd, buf + n, JOB_FILE_MAX + 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int rc = -errno;
-            free(buf);
-            close(fd);
-            return rc;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    if (n > JOB_FILE_MAX) {
-        free(buf);
-        return -EFBIG;
-    }
-    buf[n] = '\0';
-    if (strlen(buf) != n) { /* a NUL byte: not a text file */
-        free(buf);
-        return -EILSEQ;
-    }
-    *text = buf;
-    return 0;
+    return jobtext_read(path, text, NULL, 0);
 }
 
-/* Why job_read_text failed, in words. */
-static const char *read_error(int rc)
+/* The --set arguments: "KEY=VALUE" for every phase the key applies to,
+ * "PHASE.KEY=VALUE" for one phase (split at the last '.' before '=':
+ * key names have none, phase names may). */
+static void sets_parse(struct parse_state *st, char *const *sets, int nsets)
 {
-    switch (rc) {
-    case -EILSEQ:
-        return "not a text file";
-    case -EISDIR:
-        return "is a directory";
-    case -ENOTSUP:
-        return "not a regular file";
-    case -EFBIG:
-        return "larger than 1 MiB: not a job file";
-    default:
-        return strerror(-rc);
+    st->sets = nsets > 0 ? calloc((size_t)nsets, sizeof *st->sets) : NULL;
+    if (nsets > 0 && !st->sets) {
+        fail(st, 0, NULL, "out of memory");
+        return;
+    }
+    for (int i = 0; i < nsets && !st->failed; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || eq == sets[i]) {
+            fail(st, 0, NULL, "--set %s: expected KEY=VALUE or PHASE.KEY=VALUE", sets[i]);
+            return;
+        }
+        const char *dot = memrchr(sets[i], '.', (size_t)(eq - sets[i]));
+        const char *name = dot ? dot + 1 : sets[i];
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(eq - name < 63 ? eq - name : 63), name);
+        struct set *set = &st->sets[st->nsets];
+        set->key = key_lookup(key);
+        set->value = eq + 1;
+        if (!set->key || (size_t)(eq - name) >= sizeof key) {
+            fail(st, LINE_SET, key, "unknown key (see `herd keys`)");
+            return;
+        }
+        if (strlen(eq + 1) >= JOB_PATH_MAX) {
+            fail(st, LINE_SET, key, "value too long");
+            return;
+        }
+        if (dot) {
+            snprintf(set->phase, sizeof set->phase, "%.*s", (int)(dot - sets[i]), sets[i]);
+            if ((size_t)(dot - sets[i]) >= sizeof set->phase || section_index(st, set->phase) < 0 ||
+                strcmp(set->phase, "global") == 0) {
+                fail(st, LINE_SET, key, "no phase [%.*s] in the job", (int)(dot - sets[i]),
+                     sets[i]);
+                return;
+            }
+            if (set->key->scope == KEY_GLOBAL_ONLY) {
+                fail(st, LINE_SET, key, "describes the whole run: --set %s=..., not per phase",
+                     key);
+                return;
+            }
+        }
+        st->nsets++;
+    }
+}
+
+/* Whether --set s reaches phase (NULL: [global]). A key of some kinds
+ * reaches only those phases, never [global] (whose value every phase
+ * would inherit); a [global]-only key reaches only [global]. */
+static bool set_reaches(const struct set *s, const struct phase *ph)
+{
+    if (!ph)
+        return !s->phase[0] && !s->key->kinds;
+    if (s->phase[0])
+        return strcmp(s->phase, ph->name) == 0;
+    return s->key->scope != KEY_GLOBAL_ONLY &&
+           (!s->key->kinds || (s->key->kinds & KIND_BIT(ph->kind)));
+}
+
+/* Apply the --set values that reach ph (global: the [global] values),
+ * after its own. */
+static void sets_apply(struct parse_state *st, struct phase *ph, bool global)
+{
+    char why[256];
+    for (int i = 0; i < st->nsets && !st->failed; i++) {
+        struct set *s = &st->sets[i];
+        if (!set_reaches(s, global ? NULL : ph))
+            continue;
+        const char *bad = key_assign(s->key, ph, s->value, why, sizeof why);
+        if (bad)
+            fail(st, LINE_SET, s->key->name, "%s", bad);
+    }
+}
+
+/* A --set of a key of some kinds that no phase of the job has: say so
+ * rather than ignore it. */
+static void sets_unused(struct parse_state *st)
+{
+    for (int i = 0; i < st->nsets && !st->failed; i++) {
+        const struct set *s = &st->sets[i];
+        if (s->phase[0] || !s->key->kinds)
+            continue;
+        bool used = false;
+        for (int p = 0; p < st->job->nphases && !used; p++)
+            used = set_reaches(s, &st->job->phases[p]);
+        if (!used) {
+            char kinds[64];
+            fail(st, LINE_SET, s->key->name, "applies to %s phases, and the job has none",
+                 key_kinds_text(s->key, kinds, sizeof kinds));
+        }
     }
 }
 
@@ -997,14 +1083,16 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     struct parse_state st = {.path = path, .job = job, .err = err, .errlen = errlen};
     err[0] = '\0';
 
-    int rc = text ? ((job->text = strdup(text)) ? 0 : -ENOMEM) : job_read_text(path, &job->text);
-    if (rc == 0 && strlen(job->text) > JOB_FILE_MAX) {
-        free(job->text);
-        job->text = NULL;
-        rc = -EFBIG;
+    if (!text) { /* read it here: includes and ${VAR} (jobtext.h), with their own errors */
+        if (jobtext_read(path, &job->text, err, errlen) < 0)
+            return -1;
+    } else if (!(job->text = strdup(text))) {
+        fail(&st, 0, NULL, "out of memory");
+        return -1;
     }
-    if (rc < 0) {
-        fail(&st, 0, NULL, "cannot read job file: %s", read_error(rc));
+    if (strlen(job->text) > JOBTEXT_MAX) {
+        fail(&st, 0, NULL, "larger than 1 MiB: not a job file");
+        job_free(job);
         return -1;
     }
     st.file = fmemopen(job->text, strlen(job->text), "r");
@@ -1015,10 +1103,12 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     }
     ini_max_line = 4096;
     ini_allow_multiline = false; /* keeps reported line numbers exact */
-    rc = ini_parse_stream(reader_next_line, &st, handle_key, &st);
+    int rc = ini_parse_stream(reader_next_line, &st, handle_key, &st);
     fclose(st.file);
-    if (rc > 0)
-        fail(&st, rc, NULL, "syntax error (expected [section] or key = value)");
+    if (rc > 0) /* libinih counts every line it read: its location is ours */
+        fail(&st, rc <= (int)st.nlocs ? st.locs[rc - 1] : rc, NULL,
+             "syntax error (expected [section] or key = value)");
+    free(st.locs);
     if (st.header_line && !st.empty_line && section_index(&st, st.header) < 0)
         st.empty_line = st.header_line;
     if (st.empty_line)
@@ -1026,29 +1116,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     else if (rc < 0)
         fail(&st, 0, NULL, "cannot parse job file");
 
-    /* Command-line overrides replace [global] values. */
-    for (int i = 0; i < nsets && !st.failed; i++) {
-        const char *eq = strchr(sets[i], '=');
-        char key[64];
-        if (!eq || eq == sets[i] || (size_t)(eq - sets[i]) >= sizeof key) {
-            fail(&st, 0, NULL, "--set %s: expected key=value", sets[i]);
-            break;
-        }
-        snprintf(key, sizeof key, "%.*s", (int)(eq - sets[i]), sets[i]);
-        if (!key_lookup(key)) {
-            fail(&st, LINE_SET, key, "unknown key (see `herd keys`)");
-            break;
-        }
-        if (section_index(&st, "global") < 0 && st.nsections < 128) {
-            snprintf(st.sections[st.nsections], JOB_NAME_MAX, "global");
-            st.section_lines[st.nsections++] = 0;
-        }
-        if (strlen(eq + 1) >= JOB_PATH_MAX) {
-            fail(&st, LINE_SET, key, "value too long");
-            break;
-        }
-        raw_append(&st, "global", key, eq + 1, LINE_SET);
-    }
+    sets_parse(&st, sets, nsets);
 
     /* Defaults, then [global], then each phase. */
     struct phase global;
@@ -1060,6 +1128,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
             fail(&st, 0, job_keys[i].name, "internal: bad default");
     if (!st.failed)
         section_apply(&st, "global", &global, false);
+    sets_apply(&st, &global, true);
     job->keep = global.keep;
     snprintf(job->run_id, sizeof job->run_id, "%s", global.run_id);
     if (!st.failed && global.run_id[0] && !job_name_ok(global.run_id))
@@ -1086,6 +1155,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         for (size_t k = 0; k < job_nkeys; k++)
             ph->key_line[k] = line_of(&st, ph->name, job_keys[k].name);
         section_apply(&st, st.sections[i], ph, true);
+        sets_apply(&st, ph, false);
         if (st.failed)
             break;
         if (!line_of(&st, ph->name, "kind")) {
@@ -1101,7 +1171,9 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         }
         phase_validate(&st, ph);
     }
+    sets_unused(&st);
     free(st.raws);
+    free(st.sets);
     if (st.failed) {
         job_free(job);
         return -1;
@@ -1158,8 +1230,69 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
         for (size_t k = 0; k < job_nkeys; k++)
             if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
                 line = ph->key_line[k];
-        error_format(err, len, job->path, line, key, why);
+        error_format(err, len, job, job->path, line, key, why);
         return -EOVERFLOW;
     }
     return 0;
+}
+
+/* Append one warning line for key of phase ph. */
+static void lint_add(const struct job *job, const struct phase *ph, const char *key, char *out,
+                     size_t len, const char *fmt, ...)
+{
+    char msg[512], line[JOB_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int loc = ph->line;
+    for (size_t k = 0; k < job_nkeys; k++)
+        if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
+            loc = ph->key_line[k];
+    char warn[600];
+    snprintf(warn, sizeof warn, "warning: %s", msg);
+    error_format(line, sizeof line, job, job->path, loc, key, warn);
+    size_t used = strlen(out);
+    if (used < len)
+        snprintf(out + used, len - used, "%s\n", line);
+}
+
+/* Whether a phase before index writes fileset. */
+static bool lint_written_before(const struct job *job, int index, const char *fileset)
+{
+    for (int i = 0; i < index; i++)
+        if (job->phases[i].kind == KIND_WRITE && strcmp(job->phases[i].fileset, fileset) == 0)
+            return true;
+    return false;
+}
+
+int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
+{
+    int n = 0;
+    if (len)
+        out[0] = '\0';
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        uint64_t bytes = job_phase_bytes_per_rank(ph);
+        double all = (double)bytes * (double)nranks;
+        if (ph->kind == KIND_META && all > (double)JOB_LINT_META_BYTES) {
+            char size[32], total[32];
+            units_format_size(ph->file_size, size, sizeof size);
+            units_format_human(all, total, sizeof total);
+            lint_add(job, ph, "file_size", out, len,
+                     "meta phase [%s] writes %s: %lld files x %lld ranks of file_size %s "
+                     "(inherited?); set file_size in [%s] (0: empty files)",
+                     ph->name, total, (long long)ph->files, (long long)nranks, size, ph->name);
+            n++;
+        }
+        bool reads = ph->kind == KIND_READ || ph->kind == KIND_MD5 || ph->kind == KIND_STORM;
+        if (reads && !job->run_id[0] && !lint_written_before(job, i, ph->fileset)) {
+            lint_add(job, ph, "fileset", out, len,
+                     "%s phase [%s] reads fileset '%s', which no earlier phase writes (and no "
+                     "fixed run_id names an earlier run's files): every open will fail",
+                     job_kind_name(ph->kind), ph->name, ph->fileset);
+            n++;
+        }
+    }
+    return n;
 }

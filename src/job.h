@@ -93,9 +93,15 @@ struct phase {
     int key_line[JOB_KEYS_MAX];
 };
 
+/* A line of a job: source * JOB_LOC_BASE + line, source 0 the job file
+ * itself, others its includes (struct job's sources). */
+#define JOB_LOC_BASE (1 << 21)
+#define JOB_SOURCES 16
+
 struct job {
     char path[JOB_PATH_MAX];
-    char *text; /* the job file as read */
+    char *text; /* the job file as parsed (includes and ${VAR} done: jobtext.h) */
+    char sources[JOB_SOURCES][JOB_PATH_MAX]; /* file of each source index */
     struct phase *phases;
     int nphases;
     bool keep;                 /* global keep: leave the run directory */
@@ -165,6 +171,15 @@ uint64_t job_phase_bytes_per_rank(const struct phase *ph);
  * bits. job_load applies the same rule with nranks = 1. Returns 0, or
  * -EOVERFLOW with one line "FILE:LINE: key 'K': why" in err. */
 int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len);
+
+/* What is legal but almost surely a mistake, for nranks I/O ranks: a meta
+ * phase that writes more than JOB_LINT_META_BYTES in all (an inherited
+ * file_size), a read, md5 or storm phase whose fileset no earlier phase
+ * writes (unless a fixed run_id says the files are an earlier run's).
+ * One line "FILE:LINE: key 'K': warning: why" per finding, appended to out
+ * (each ending in a newline). Returns how many. */
+#define JOB_LINT_META_BYTES (1ull << 30)
+int job_lint(const struct job *job, int64_t nranks, char *out, size_t len);
 
 /* Bytes of physical memory of this host (0 if unknown). */
 uint64_t job_host_memory(void);

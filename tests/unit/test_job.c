@@ -64,19 +64,38 @@ static void test_inheritance_and_override(void **state)
     job_free(&job);
 }
 
-static void test_set_overrides_global_not_phase(void **state)
+/* --set KEY beats the file in every phase (as fio's command line does);
+ * --set PHASE.KEY one phase; a key of some kinds only phases of those. */
+static void test_set_overrides_every_phase(void **state)
 {
     (void)state;
     const char *text = "[global]\ntarget = /a\nfile_size = 8M\n"
                        "[w]\nkind = write\n"
-                       "[w2]\nkind = write\nfile_size = 4M\n";
-    char *sets[] = {"file_size=1M", "target=/b"};
+                       "[w2]\nkind = write\nfile_size = 4M\n"
+                       "[r.1]\nkind = read\n";
+    char *sets[] = {"file_size=1M", "target=/b", "w2.block_size=64K", "verify=yes",
+                    "r.1.iterations=3"};
     struct job job;
-    assert_int_equal(load(text, sets, 2, &job), 0);
+    assert_int_equal(load(text, sets, 5, &job), 0);
     assert_int_equal(job.phases[0].file_size, 1u << 20);
-    assert_int_equal(job.phases[1].file_size, 4u << 20);
+    assert_int_equal(job.phases[1].file_size, 1u << 20);
     assert_string_equal(job.phases[1].target, "/b");
+    assert_int_equal(job.phases[1].block_size, 64u << 10);
+    assert_int_equal(job.phases[0].block_size, 1u << 20);
+    assert_false(job.phases[0].verify); /* verify reaches read phases only */
+    assert_true(job.phases[2].verify);
+    assert_int_equal(job.phases[2].iterations, 3);
+    assert_int_equal(job.phases[0].iterations, 1);
     job_free(&job);
+    char *nophase[] = {"w3.file_size=1M"};
+    assert_int_equal(load(text, nophase, 1, &job), -1);
+    assert_non_null(strstr(err, "--set file_size: no phase [w3] in the job"));
+    char *perphase_global[] = {"w.target=/c"};
+    assert_int_equal(load(text, perphase_global, 1, &job), -1);
+    assert_non_null(strstr(err, "--set target: describes the whole run"));
+    char *unused[] = {"lock_hold=1s"};
+    assert_int_equal(load(text, unused, 1, &job), -1);
+    assert_non_null(strstr(err, "--set lock_hold: applies to lock phases, and the job has none"));
 }
 
 static void test_set_without_global_section(void **state)
@@ -135,7 +154,7 @@ static void test_set_errors(void **state)
     assert_non_null(strstr(err, "test.ini: --set nosuch: unknown key"));
     char *no_eq[] = {"file_size"};
     assert_int_equal(load("[global]\ntarget=/x\n[w]\nkind=write\n", no_eq, 1, &job), -1);
-    assert_non_null(strstr(err, "expected key=value"));
+    assert_non_null(strstr(err, "expected KEY=VALUE or PHASE.KEY=VALUE"));
     char *too_big[] = {"block_size=32M"};
     assert_int_equal(load("[global]\ntarget=/x\nfile_size=1M\n[w]\nkind=write\n", too_big, 1, &job),
                      -1);
@@ -418,18 +437,108 @@ static void test_read_not_a_job_file(void **state)
     assert_int_equal(job_load(big, NULL, NULL, 0, &job, err, sizeof err), -1);
     assert_non_null(strstr(err, "larger than 1 MiB: not a job file"));
     assert_int_equal(truncate(big, JOB_FILE_MAX), 0); /* exactly 1 MiB is read */
-    assert_int_equal(job_read_text(big, &text), 0);
-    assert_int_equal(strlen(text), JOB_FILE_MAX);
+    assert_int_equal(job_read_text(big, &text), 0);   /* one source line, then the file */
+    size_t body = strlen(text) - strcspn(text, "\n") - 1;
+    assert_true(body == JOB_FILE_MAX || body == JOB_FILE_MAX + 1); /* + a final newline */
     free(text);
     unlink(big);
     rmdir(dir);
+}
+
+/* Write path with text. */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* jobtext.h through job_load: include (relative, errors naming the
+ * included file and line, a missing file, a cycle), ${VAR}, # comments. */
+static void test_include_vars_comments(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/herd-test-jobtext-XXXXXX", main_ini[64], common[64], sub[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(main_ini, sizeof main_ini, "%s/main.ini", dir);
+    snprintf(common, sizeof common, "%s/common.ini", dir);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    setenv("HERD_TEST_TARGET", "/tmp/from-env", 1);
+    unsetenv("HERD_TEST_UNSET");
+    write_file(common, "[global]\ntarget = ${HERD_TEST_TARGET}/x#y  # where\n");
+    write_file(main_ini, "include common.ini\n[w]\nkind = write\nfile_size = 2M ; size\n");
+    struct job job;
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), 0);
+    assert_string_equal(job.phases[0].target,
+                        "/tmp/from-env/x#y"); /* '#' ends only after a space */
+    assert_int_equal(job.phases[0].file_size, 2u << 20);
+    job_free(&job);
+    /* errors name the file and line they are on, included or not */
+    write_file(common, "[global]\ntarget = /x\nblock_size = 1Q\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "common.ini:3: key 'block_size'"));
+    write_file(common, "[global]\ntarget = /x\n");
+    write_file(main_ini, "include common.ini\n[w]\nkind = write\nbogus = 1\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "main.ini:4: key 'bogus': unknown key"));
+    write_file(main_ini, "[w]\nkind = write\ninclude nosuch.ini\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "main.ini:3: include "));
+    assert_non_null(strstr(err, "nosuch.ini: No such file or directory"));
+    write_file(main_ini, "include main.ini\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "nested more than 8 deep"));
+    write_file(main_ini, "[global]\ntarget = ${HERD_TEST_UNSET}\n[w]\nkind = write\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "main.ini:2: ${HERD_TEST_UNSET} is not set in the environment"));
+    write_file(main_ini, "[global]\ntarget = ${HERD_TEST_TARGET\n[w]\nkind = write\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), -1);
+    assert_non_null(strstr(err, "main.ini:2: '${' without a closing '}'"));
+    /* a value from the environment is not read for comments or variables again */
+    setenv("HERD_TEST_TARGET", "/tmp/a #b ${X}", 1);
+    write_file(main_ini, "[global]\ntarget = ${HERD_TEST_TARGET}\n[w]\nkind = write\n");
+    assert_int_equal(job_load(main_ini, NULL, NULL, 0, &job, err, sizeof err), 0);
+    assert_string_equal(job.phases[0].target, "/tmp/a #b ${X}");
+    job_free(&job);
+    unlink(main_ini);
+    unlink(common);
+    rmdir(sub);
+    rmdir(dir);
+}
+
+/* herd check's warnings: a meta phase that writes gigabytes with an
+ * inherited file_size, a read of a fileset nobody wrote (not with a fixed
+ * run_id); a clean job has none. */
+static void test_lint(void **state)
+{
+    (void)state;
+    struct job job;
+    char out[2048];
+    assert_int_equal(load("[global]\ntarget = /x\nfile_size = 64M\n[w]\nkind = write\n"
+                          "[r]\nkind = read\n[m]\nkind = meta\nfiles = 100\n"
+                          "[r2]\nkind = md5\nsharing = shared\n",
+                          NULL, 0, &job),
+                     0);
+    assert_int_equal(job_lint(&job, 4, out, sizeof out), 2);
+    assert_non_null(strstr(out, "test.ini:3: key 'file_size': warning: meta phase [m] writes"));
+    assert_non_null(strstr(out, "100 files x 4 ranks"));
+    assert_non_null(strstr(out, "warning: md5 phase [r2] reads fileset 'shared-64M'"));
+    assert_int_equal(job_lint(&job, 1, out, sizeof out), 2); /* 6.25 GiB at 1 rank: still */
+    job_free(&job);
+    assert_int_equal(
+        load("[global]\ntarget = /x\nrun_id = kept\n[r]\nkind = read\n", NULL, 0, &job), 0);
+    assert_int_equal(job_lint(&job, 4, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    job_free(&job);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inheritance_and_override),
-        cmocka_unit_test(test_set_overrides_global_not_phase),
+        cmocka_unit_test(test_set_overrides_every_phase),
         cmocka_unit_test(test_set_without_global_section),
         cmocka_unit_test(test_errors_name_line_and_key),
         cmocka_unit_test(test_set_errors),
@@ -441,6 +550,8 @@ int main(void)
         cmocka_unit_test(test_bytes_in_values),
         cmocka_unit_test(test_fault_probability),
         cmocka_unit_test(test_read_not_a_job_file),
+        cmocka_unit_test(test_include_vars_comments),
+        cmocka_unit_test(test_lint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,303 @@
+/* jobtext.c — a job file's text with includes, # comments and ${VAR}
+ * done (jobtext.h). */
+#include "jobtext.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job.h"
+
+int jobtext_read_file(const char *path, char **text)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
+    }
+    if (sb.st_size > JOB_FILE_MAX) {
+        close(fd);
+        return -EFBIG;
+    }
+    /* Read at most JOB_FILE_MAX + 1 bytes: a file that grew is refused too. */
+    char *buf = malloc(JOB_FILE_MAX + 2);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    size_t n = 0;
+    while (n < JOB_FILE_MAX + 1) {
+        ssize_t got = read(fd, buf + n, JOB_FILE_MAX + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int rc = -errno;
+            free(buf);
+            close(fd);
+            return rc;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (n > JOB_FILE_MAX) {
+        free(buf);
+        return -EFBIG;
+    }
+    buf[n] = '\0';
+    if (strlen(buf) != n) { /* a NUL byte: not a text file */
+        free(buf);
+        return -EILSEQ;
+    }
+    *text = buf;
+    return 0;
+}
+
+/* The output being built and where errors go. */
+struct out {
+    char *buf;
+    size_t len, cap;
+    char *err;
+    size_t errlen;
+    int nsources;
+    bool failed;
+    int rc; /* the first failure's -errno */
+};
+
+static void out_fail(struct out *o, const char *path, int line, const char *fmt, ...)
+{
+    if (o->failed)
+        return;
+    o->failed = true;
+    if (!o->err)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char raw[JOB_ERR_MAX];
+    if (line > 0)
+        snprintf(raw, sizeof raw, "%s:%d: %s", path, line, msg);
+    else
+        snprintf(raw, sizeof raw, "%s: %s", path, msg);
+    job_escape(raw, o->err, o->errlen);
+}
+
+static void out_put(struct out *o, const char *s, size_t n)
+{
+    if (o->failed)
+        return;
+    if (o->len + n > JOBTEXT_MAX) { /* the whole text obeys the job file limit */
+        o->failed = true;
+        return;
+    }
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = (o->len + n + 1) * 2;
+        char *b = realloc(o->buf, cap);
+        if (!b) {
+            o->failed = true;
+            return;
+        }
+        o->buf = b;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    o->buf[o->len] = '\0';
+}
+
+static void out_marker(struct out *o, int index, int line, const char *path)
+{
+    char m[JOB_PATH_MAX + 64];
+    int n = snprintf(m, sizeof m, "%s%d %d %s\n", JOBTEXT_MARKER, index, line, path);
+    out_put(o, m, (size_t)n < sizeof m ? (size_t)n : sizeof m - 1);
+}
+
+/* The value part of a `key = value` line (after '='), or NULL for a
+ * section header, a comment or a line without '='. */
+static const char *line_value(const char *line, const char *end)
+{
+    const char *p = line;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p == '[' || *p == ';' || *p == '#')
+        return NULL;
+    const char *eq = memchr(p, '=', (size_t)(end - p));
+    return eq ? eq + 1 : NULL;
+}
+
+/* Copy a value to the output: a '#' after white space ends it, ${NAME}
+ * becomes the environment's NAME. */
+static void out_value(struct out *o, const char *v, const char *end, const char *path, int line)
+{
+    for (const char *p = v; p < end && !o->failed;) {
+        if (*p == '#' && p > v && (p[-1] == ' ' || p[-1] == '\t'))
+            return; /* a comment to the end of the line */
+        if (p[0] == '$' && p + 1 < end && p[1] == '{') {
+            const char *name = p + 2, *close = memchr(name, '}', (size_t)(end - name));
+            size_t n = close ? (size_t)(close - name) : 0;
+            if (!close) {
+                out_fail(o, path, line, "'${' without a closing '}'");
+                return;
+            }
+            bool ok = n > 0 && n < 128 && (isalpha((unsigned char)*name) || *name == '_');
+            for (size_t i = 0; ok && i < n; i++)
+                ok = isalnum((unsigned char)name[i]) || name[i] == '_';
+            char var[128];
+            snprintf(var, sizeof var, "%.*s", (int)(n < 127 ? n : 127), name);
+            if (!ok) {
+                out_fail(o, path, line, "'${%s}' is not a variable name (letters, digits, _)", var);
+                return;
+            }
+            const char *val = getenv(var);
+            if (!val) {
+                out_fail(o, path, line, "${%s} is not set in the environment", var);
+                return;
+            }
+            out_put(o, val, strlen(val));
+            p = close + 1;
+            continue;
+        }
+        out_put(o, p, 1);
+        p++;
+    }
+}
+
+/* An `include PATH` line: PATH, else NULL. */
+static bool line_include(const char *line, const char *end, char *path, size_t len)
+{
+    const char *p = line;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if ((size_t)(end - p) < 8 || strncmp(p, "include", 7) != 0 || (p[7] != ' ' && p[7] != '\t'))
+        return false;
+    p += 8;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    const char *e = end;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
+    snprintf(path, len, "%.*s", (int)(e - p), p);
+    return true;
+}
+
+/* Add the file at path; from:line names the include line (NULL: the job
+ * file itself). */
+static void text_add(struct out *o, const char *path, int depth, const char *from, int line);
+
+/* The file an include line names: relative to the including file's
+ * directory. False when the result does not fit. */
+static bool include_path(const char *from, const char *name, char *buf, size_t len)
+{
+    const char *slash = strrchr(from, '/');
+    int n = name[0] == '/' || !slash
+                ? snprintf(buf, len, "%s", name)
+                : snprintf(buf, len, "%.*s/%s", (int)(slash - from), from, name);
+    return n >= 0 && (size_t)n < len;
+}
+
+static void text_lines(struct out *o, const char *path, int index, const char *text, int depth)
+{
+    int line = 0;
+    for (const char *p = text; *p && !o->failed;) {
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        line++;
+        char name[JOB_PATH_MAX];
+        if (line_include(p, end, name, sizeof name)) {
+            char inc[JOB_PATH_MAX];
+            if (!include_path(path, name, inc, sizeof inc))
+                out_fail(o, path, line, "include: the path is too long");
+            else if (!name[0])
+                out_fail(o, path, line, "include: no file named");
+            else if (depth + 1 >= JOBTEXT_DEPTH)
+                out_fail(o, path, line, "include %s: nested more than %d deep (a cycle?)", name,
+                         JOBTEXT_DEPTH);
+            else
+                text_add(o, inc, depth + 1, path, line);
+            out_marker(o, index, line + 1, path);
+        } else {
+            const char *v = line_value(p, end);
+            out_put(o, p, (size_t)((v ? v : end) - p));
+            if (v)
+                out_value(o, v, end, path, line);
+            out_put(o, "\n", 1);
+        }
+        p = nl ? nl + 1 : end;
+    }
+}
+
+static const char *jobtext_error(int rc)
+{
+    switch (rc) {
+    case -EILSEQ:
+        return "not a text file";
+    case -EISDIR:
+        return "is a directory";
+    case -ENOTSUP:
+        return "not a regular file";
+    case -EFBIG:
+        return "larger than 1 MiB: not a job file";
+    default:
+        return strerror(-rc);
+    }
+}
+
+static void text_add(struct out *o, const char *path, int depth, const char *from, int line)
+{
+    if (o->nsources == JOBTEXT_SOURCES) {
+        out_fail(o, from, line, "include %s: more than %d files included", path,
+                 JOBTEXT_SOURCES - 1);
+        return;
+    }
+    char *text;
+    int rc = jobtext_read_file(path, &text);
+    if (rc < 0 && !o->failed)
+        o->rc = rc;
+    if (rc < 0) {
+        if (from)
+            out_fail(o, from, line, "include %s: %s", path, jobtext_error(rc));
+        else
+            out_fail(o, path, 0, "cannot read job file: %s", jobtext_error(rc));
+        return;
+    }
+    int index = o->nsources++;
+    out_marker(o, index, 1, path);
+    text_lines(o, path, index, text, depth);
+    free(text);
+}
+
+int jobtext_read(const char *path, char **text, char *err, size_t errlen)
+{
+    struct out o = {.err = err, .errlen = errlen};
+    if (err && errlen)
+        err[0] = '\0';
+    text_add(&o, path, 0, NULL, 0);
+    if (o.failed) {
+        if (err && errlen && !err[0])
+            out_fail(&(struct out){.err = err, .errlen = errlen}, path, 0,
+                     "larger than 1 MiB with its includes: not a job file");
+        free(o.buf);
+        return o.rc ? o.rc : -EINVAL;
+    }
+    *text = o.buf ? o.buf : strdup("");
+    return *text ? 0 : -ENOMEM;
+}

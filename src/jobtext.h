@@ -1,0 +1,42 @@
+/* jobtext.h — a job file's text as the parser sees it, made on the rank
+ * that reads the file (rank 0) and broadcast as it is:
+ *
+ *   - a line `include PATH` is replaced by that file's text (PATH relative
+ *     to the including file; nested at most JOBTEXT_DEPTH deep);
+ *   - in a `key = value` line, a `#` after white space starts a comment
+ *     (as `;` does for libinih), so `target = /x  # note` is `/x`;
+ *   - `${NAME}` in a value is replaced by the environment variable NAME; an
+ *     unset one is an error.
+ *
+ * Where lines come from is kept in the text itself: a comment line
+ * ";@source INDEX LINE PATH" before the lines of each file (and again after
+ * an include, for the rest of the including file), so that job.c's errors
+ * name the file and line of the original even on ranks that never saw the
+ * files. Every file is read with the same rules as a job file (regular,
+ * at most JOB_FILE_MAX, no NUL byte); so is the whole result. */
+#ifndef HERD_JOBTEXT_H
+#define HERD_JOBTEXT_H
+
+#include <stddef.h>
+
+#include "job.h" /* JOB_FILE_MAX, JOB_PATH_MAX */
+
+#define JOBTEXT_DEPTH 8            /* include nesting, at most */
+#define JOBTEXT_SOURCES 16         /* files in one job (the main one and includes) */
+#define JOBTEXT_MARKER ";@source " /* starts a source line */
+/* The longest result: a job file's limit for the text itself, plus its
+ * source lines (two per file at most, each a marker, two numbers and a
+ * path). */
+#define JOBTEXT_MAX (JOB_FILE_MAX + 2 * JOBTEXT_SOURCES * (JOB_PATH_MAX + 40))
+
+/* The text of path with includes, comments and variables done, into
+ * *text (malloc'd). 0, or -errno with one line "FILE:LINE: why" (or
+ * "FILE: why") in err (err may be NULL). */
+int jobtext_read(const char *path, char **text, char *err, size_t errlen);
+
+/* A file's bytes as a job file (no processing): 0 or -errno (-EISDIR,
+ * -ENOTSUP not a regular file, -EFBIG larger than JOB_FILE_MAX, -EILSEQ a
+ * NUL byte). */
+int jobtext_read_file(const char *path, char **text);
+
+#endif
