@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lib-embedded.sh — what the seed drivers (seed002-threads.sh,
+# lib-embedded.sh — what the seed drivers (seed002-nfs-smb.sh,
 # seed003-sync-async.sh) share: one run of a job file against a fresh
 # embedded NFS server (cluster-configs/local/nfs-server.sh), through
 # jobs/herd-batch.sh inside the server's network namespace, with a monitor

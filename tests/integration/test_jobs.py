@@ -18,9 +18,12 @@ that drive the embedded NFS server.
    dependency of the final job); slurm without sbatch and bad arguments:
    exit 2 with one line.
 5. Root, nfs-ganesha and a herd with libnfs only: seed003-sync-async.sh
-   (sync and async exports, 300 files) and seed002-threads.sh (workers 2
-   and 4, 2 ranks x 32M with a monitor rank): complete results, ganesha
-   rows in /monitor/processes, a comparison table; the servers are gone
+   (sync and async exports, 300 files) and seed002-nfs-smb.sh (also samba
+   and a herd with libsmbclient: workers 2 and 4 over NFS, smbd with
+   sendfile on and off, one 16M file, 2 ranks and a monitor rank, in under
+   2 minutes): complete results, ganesha's or smbd's rows in
+   /monitor/processes, a comparison table naming every variant, the server
+   CPU table with smbd's CPU on the SMB rows; the servers are gone
    afterwards. seed001-locks.sh (xfs and ext4, 4 ranks): every blocking
    lock granted, the non-blocking one contended, no errors; with --grace 5
    the first lock phase is all NLM4_DENIED_GRACE_PERIOD (ENOLCK) in the
@@ -412,7 +415,7 @@ def leftovers(tmp):
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             except OSError:
                 continue
-            if str(tmp) in cmd and "ganesha" in cmd:
+            if str(tmp) in cmd and ("ganesha" in cmd or "smbd" in cmd):
                 left.append(f"pid {pid}: {cmd}")
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     left += [l for l in loops.splitlines() if str(tmp) in l]
@@ -450,34 +453,57 @@ def test_seed003_sync_async(herd_bin, tmp_path):
     assert (out / "summary.txt").is_file()
 
 
-def test_seed002_threads(herd_bin, tmp_path):
+def test_seed002_nfs_smb(herd_bin, tmp_path):
     why = _why_no_server()
     if why:
         pytest.skip(why)
-    tmp, env = seed_env(herd_bin, tmp_path, WORKERS="2 4", FILE_SIZE="32M", RANKS=2)
-    proc = run_cmd(["bash", JOBS / "seed002-threads.sh"], env=env, timeout=300)
+    sbin = os.environ.get("PATH", "/usr/bin:/bin") + SBIN
+    if not all(shutil.which(t, path=sbin) for t in ("smbd", "smbclient", "smbpasswd")):
+        pytest.skip("samba and smbclient are not installed (apt-get install samba smbclient)")
+    if "smb_user" not in run_cmd([herd_bin, "keys"], timeout=30).stdout:
+        pytest.skip("herd was built without libsmbclient (no smb backend)")
+    variants = ("nfs-w2", "nfs-w4", "smb-sendfile", "smb-nosendfile")
+    tmp, env = seed_env(herd_bin, tmp_path, NFS_WORKERS="2 4", SMB_SENDFILE="yes no",
+                        FILE_SIZE="16M", RANKS=2)
+    t0 = time.monotonic()
+    proc = run_cmd(["bash", JOBS / "seed002-nfs-smb.sh"], env=env, timeout=300)
     assert proc.returncode == 0, describe(proc)
+    assert time.monotonic() - t0 < 120, "the tiny seed 002 matrix took over 2 minutes"
     assert leftovers(tmp) == []
     out = tmp_path / "out"
-    for w in ("w2", "w4"):
-        run = (out / f"{w}.h5").resolve()
-        assert re.match(DIR_RE % ("seed002", 3), run.parent.name) and run.parent.name.endswith(w)
+    for v in variants:
+        run = (out / f"{v}.h5").resolve()
+        assert re.match(DIR_RE % ("seed002", 3), run.parent.name) and run.parent.name.endswith(v)
         with h5py.File(run, "r") as f:
             assert text(f.attrs["status"]) == "complete"
             assert int(f.attrs["nranks"]) == 2
-            assert set(f["phases"]) == {"write", "read", "md5"}
-            assert int(f["phases/read"].attrs["block_size"]) == 64 << 10
-            assert int(f["phases/read"].attrs["file_size"]) == 32 << 20
+            assert set(f["phases"]) == {"write", "read"}
+            read = f["phases/read"].attrs
+            assert int(read["block_size"]) == 64 << 10 and int(read["file_size"]) == 8 << 20
+            assert text(read["backend"]) == ("smb" if v.startswith("smb") else "libnfs")
             procs = f["monitor/processes"][()]
-        names = {text(n) for n in procs["name"]}
-        assert names == {"ganesha.nfsd"}, names
-        assert len(procs) >= 2 and procs["threads"].max() > 1, procs
+        serving = "smbd" if v.startswith("smb") else "ganesha.nfsd"
+        mine = procs[[text(n) == serving for n in procs["name"]]]
+        assert len(mine) >= 1 and mine["processes"].max() >= 1, (v, procs)
     rows = read_csv(out / "compare" / "compare.csv")
     assert {(r["phase"], r["run"]) for r in rows} == \
-        {(ph, w) for ph in ("write", "read", "md5") for w in ("w2", "w4")}
+        {(ph, v) for ph in ("write", "read") for v in variants}
     assert all(r["status"] == "ok" and r["errors"] == "0" for r in rows), rows
-    assert re.search(r"^read +w4 +ok", proc.stdout, re.M), describe(proc)
-    assert "ganesha.nfsd per phase" in proc.stdout and re.search(r"^w2 +write ", proc.stdout, re.M)
+    assert (out / "compare" / "compare.png").is_file()
+    for v in variants:
+        assert re.search(r"^read +%s +ok" % v, proc.stdout, re.M), describe(proc)
+    # The server table: every variant's read row names the process that
+    # served it and shows its CPU (a number, not "-").
+    cpu = read_csv(out / "server-cpu.csv")
+    assert {(r["variant"], r["phase"]) for r in cpu} == \
+        {(v, ph) for ph in ("write", "read") for v in variants}
+    for r in cpu:
+        assert r["server"] == ("smbd" if r["variant"].startswith("smb") else "ganesha.nfsd"), r
+        assert float(r["cpu"]) >= 0 and float(r["mib_per_s"]) > 0, r
+    for v in variants:
+        serving = "smbd" if v.startswith("smb") else "ganesha.nfsd"
+        assert re.search(r"^%s +read +%s +[0-9.]+ +[0-9.]+ +[0-9.]+ " % (v, re.escape(serving)),
+                         proc.stdout, re.M), describe(proc)
 
 
 LOCK_PHASES = ("lock-exclusive-whole", "lock-shared-whole", "lock-mixed-overlap",
