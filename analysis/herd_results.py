@@ -128,7 +128,13 @@ class Run:
                             if "status" in self._f["phases"][n].attrs]
         self._samples = self._monitor_table("samples")
         rows = [self._phase_row(n) for n in self.phase_names]
-        self.phases = pd.DataFrame(rows, columns=PHASE_COLUMNS)
+        # Per-op latency quantiles (<op>_p50_s ... <op>_max_s) for the ops
+        # any phase called, in herd's op order, after the fixed columns.
+        called = {k[:-len(suffix)] for r in rows for k in r
+                  for suffix in ("_p50_s",) if k.endswith(suffix)}
+        latency = [f"{op}_{key}" for op in OP_ORDER + sorted(called - set(OP_ORDER))
+                   if op in called for key, _ in OP_QUANTILES]
+        self.phases = pd.DataFrame(rows, columns=PHASE_COLUMNS + latency)
 
     def close(self):
         self._f.close()
@@ -314,6 +320,10 @@ class Run:
         }
         row.update(stats)
         row.update(server)
+        ops = self._op_summary(name, stats["last_done"])
+        for op in ops.itertuples(index=False):
+            for key, _ in OP_QUANTILES:
+                row[f"{op.op}_{key}"] = float(getattr(op, key))
         return row
 
     def _recompute_stats(self, name, t0):
@@ -356,6 +366,11 @@ class Run:
         bound of the merged histogram's bucket holding that quantile).
         herd's /phases/NAME/op_summary where present, else recomputed from
         the ops table and the latency histograms by the same rules."""
+        last = self.phases.loc[self.phases["phase"] == name, "last_done"]
+        return self._op_summary(name, float(last.iloc[0]) if len(last) else np.nan)
+
+    def _op_summary(self, name, last):
+        """op_summary for a phase whose last_done is known (no self.phases)."""
         g = self._f["phases"][name]
         if "op_summary" in g:
             return _table(g["op_summary"])
@@ -365,8 +380,6 @@ class Run:
         known = {op: i for i, op in enumerate(OP_ORDER)}
         per_op = per_op.iloc[sorted(range(len(per_op)),
                                     key=lambda i: known.get(per_op.index[i], len(known)))]
-        last = self.phases.loc[self.phases["phase"] == name, "last_done"]
-        last = float(last.iloc[0]) if len(last) else np.nan
         hists = self.latency(name) if "latency" in g else {}
         rows = []
         for op, (calls, secs) in per_op.iterrows():  # one row per op: a handful

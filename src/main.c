@@ -9,13 +9,15 @@
 #include "clock.h"
 #include "job.h"
 #include "runner.h"
+#include "summary.h"
+#include "summary_json.h"
 #include "units.h"
 
 #define MAX_SETS 64
 
 static const char usage[] =
-    "usage: herd run JOB.ini [-o RESULTS.h5] [--force] [--set KEY=VALUE]...\n"
-    "       herd check JOB.ini [-n RANKS] [--set KEY=VALUE]...\n"
+    "usage: herd run JOB.ini [-o RESULTS.h5] [--force] [--json FILE] [--set KEY=VALUE]...\n"
+    "       herd check JOB.ini [-n RANKS] [--strict] [--set KEY=VALUE]...\n"
     "       herd keys\n"
     "       herd --help | --version\n"
     "\n"
@@ -27,6 +29,8 @@ static const char usage[] =
     "  run     run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5\n"
     "          (default output herd-<run id>.h5; an existing file is kept\n"
     "          unless --force). --set replaces a [global] key's value.\n"
+    "          --json FILE: also write the end-of-run summary as JSON\n"
+    "          (docs/results-format.md); a bad path is refused before any I/O.\n"
     "  check   validate the job without MPI and print the resolved phases with\n"
     "          the bytes each moves, per rank and for RANKS ranks (default 1).\n"
     "  keys    list every job-file key with its default.\n"
@@ -39,6 +43,8 @@ struct args {
     const char *job;
     const char *output;
     bool force;
+    bool strict;      /* check: refuse what it would only warn about */
+    const char *json; /* run: --json FILE */
     long ranks;
     char *sets[MAX_SETS];
     int nsets;
@@ -61,6 +67,10 @@ static int args_parse(int argc, char **argv, struct args *a)
             a->output = argv[++i];
         } else if (strcmp(s, "--force") == 0) {
             a->force = true;
+        } else if (strcmp(s, "--strict") == 0) {
+            a->strict = true;
+        } else if (strcmp(s, "--json") == 0 && has_next) {
+            a->json = argv[++i];
         } else if (strcmp(s, "--set") == 0 && has_next) {
             if (a->nsets == MAX_SETS) {
                 fprintf(stderr, "herd: too many --set options (at most %d)\n", MAX_SETS);
@@ -143,7 +153,19 @@ static int command_check(const struct args *a)
     char total[32];
     units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", a->ranks, a->ranks == 1 ? "" : "s", total);
+    if (first->monitor_rank[0])
+        printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
+               first->monitor_rank, a->ranks + 1, a->ranks);
+    /* Legal but almost surely a mistake: warned, or refused with --strict. */
+    char warnings[8192];
+    int nwarn = job_lint(&job, a->ranks, warnings, sizeof warnings);
+    for (char *line = warnings, *nl; nwarn > 0 && (nl = strchr(line, '\n')); line = nl + 1)
+        fprintf(stderr, "herd: %.*s\n", (int)(nl - line), line);
     job_free(&job);
+    if (nwarn > 0 && a->strict) {
+        fprintf(stderr, "herd: %d warning%s: refused (--strict)\n", nwarn, nwarn == 1 ? "" : "s");
+        return 2;
+    }
     return 0;
 }
 
@@ -197,6 +219,23 @@ static int run_check_scale(int rank, const struct job *job)
     return verdict;
 }
 
+/* Rank 0 checks the --json path before any I/O; every rank gets the
+ * verdict. Returns 0 or -1 (one line printed). */
+static int run_check_json(int rank, const char *path)
+{
+    int verdict = 0;
+    if (!path)
+        return 0;
+    if (rank == 0) {
+        char err[512];
+        verdict = summary_json_check(path, err, sizeof err);
+        if (verdict < 0)
+            fprintf(stderr, "herd: %s\n", err);
+    }
+    MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return verdict;
+}
+
 static int command_run(int argc, char **argv, const struct args *a)
 {
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
@@ -218,7 +257,7 @@ static int command_run(int argc, char **argv, const struct args *a)
         if (rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;
-    } else if (run_check_scale(rank, &job) < 0) {
+    } else if (run_check_scale(rank, &job) < 0 || run_check_json(rank, a->json) < 0) {
         job_free(&job);
         code = 2;
     } else {
@@ -226,6 +265,7 @@ static int command_run(int argc, char **argv, const struct args *a)
         struct runner_opts opts = {.output = a->output,
                                    .force = a->force,
                                    .t_init = t_init,
+                                   .json = a->json,
                                    .command_line = cmd ? cmd : ""};
         code = runner_run(&job, &opts);
         free(cmd);
@@ -244,6 +284,8 @@ int main(int argc, char **argv)
     if (strcmp(a.command, "--help") == 0 || strcmp(a.command, "-h") == 0 ||
         strcmp(a.command, "help") == 0) {
         fputs(usage, stdout);
+        fputs("\nThe summary table at the end of a run:\n", stdout);
+        summary_print_legend(stdout);
         return 0;
     }
     if (strcmp(a.command, "--version") == 0 || strcmp(a.command, "-V") == 0) {

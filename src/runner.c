@@ -29,6 +29,7 @@
 #include "runner_stop.h"
 #include "signals.h"
 #include "summary.h"
+#include "summary_json.h"
 #include "watchdog.h"
 #include "workload.h"
 
@@ -440,6 +441,7 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
         .hists = g.merged,
         .stats = &line->stats,
     };
+    summary_add_detail(line, ph, &data);
     run_record_phase(r, ph, sum, &data, t_gather);
     fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name, sum->status,
             sum->t_end - sum->t_start, sum->start_skew * 1e6);
@@ -531,6 +533,8 @@ static void run_sync(struct phase_ctx *c)
 static bool run_peer_stopped(struct phase_ctx *c)
 {
     struct run *r = c->sync_data;
+    if (c->progress) /* between operations, on the main thread: due sends */
+        progress_poll(c->progress);
     return runner_stop_poll(&r->stop);
 }
 
@@ -560,9 +564,8 @@ static struct phase_outcome run_phase(struct run *r, int index)
         .peer_stopped = run_peer_stopped,
         .claims = &r->claims,
     };
-    struct progress progress;
-    if (r->rank == 0)
-        c.progress = &progress;
+    struct progress progress; /* every rank counts; rank 0 prints */
+    c.progress = &progress;
     struct watchdog *dog =
         watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank, r->hostname);
     if (r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches the target */
@@ -607,8 +610,9 @@ static struct phase_outcome run_phase(struct run *r, int index)
     double started = clock_now(&r->clock);
     if (index == 0 && r->rank == 0)
         r->startup_seconds = clock_mono() - r->opts->t_init;
-    if (c.progress)
-        progress_begin(c.progress, ph->name, job_phase_bytes_per_rank(ph));
+    bool io = ph->kind == KIND_WRITE || ph->kind == KIND_READ || ph->kind == KIND_MD5;
+    progress_begin(c.progress, r->comm, ph->name, index, io ? job_phase_bytes_per_rank(ph) : 0,
+                   io ? NULL : c.op_count);
     if (run_it) {
         if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
             r->be->observe(r->be_ctx, c.hist, c.op_count, c.op_seconds);
@@ -616,14 +620,14 @@ static struct phase_outcome run_phase(struct run *r, int index)
         if (r->be->observe)
             r->be->observe(r->be_ctx, NULL, NULL, NULL);
     }
-    if (c.progress)
-        progress_end(c.progress);
+    progress_end(c.progress);
     wl->finish(&c);
     struct stuck_entry *stuck;
     size_t nstuck;
     watchdog_stop(dog, &stuck, &nstuck);
     runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
+    progress_finish(c.progress); /* all ranks: the phase's closing progress line */
 
     struct phase_outcome o = {0};
     if (run_all_ok(r, c.records && c.hist))
@@ -878,6 +882,18 @@ static int run_finish(struct run *r, int signal)
     r->results = NULL;
     summary_print(stdout, r->lines, r->nlines);
     printf("\nresults: %s (status %s)\n", r->output, status_name);
+    if (r->opts->json) {
+        struct summary_json_run jr = {.run_id = r->run_id,
+                                      .status = status_name,
+                                      .exit_code = exit_code,
+                                      .results_file = r->output,
+                                      .job_path = r->job->path,
+                                      .nranks = r->size};
+        if (summary_json_write(r->opts->json, &jr, r->lines, r->nlines, err, sizeof err) < 0)
+            fprintf(stderr, "herd: %s\n", err);
+        else
+            printf("summary: %s\n", r->opts->json);
+    }
     if (r->nlost) {
         printf("not in the results file: %d phase%s:", r->nlost, r->nlost == 1 ? "" : "s");
         for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)

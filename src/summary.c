@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "h5util.h"
 #include "units.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -54,6 +55,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->t_start = sum->t_start;
     out->t_end = sum->t_end;
     out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
+    out->main_op = -1;
+    out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
     struct phase_stats *st = &out->stats;
     st->rows = (int64_t)nrows;
     st->errors = errors;
@@ -148,6 +151,265 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
     }
 }
 
+/* The call a kind's p50/p99 are shown for; -1 = none. A meta phase's is
+ * its first step that made calls (create = open). */
+static int summary_main_op(const struct summary_line *l, enum phase_kind kind)
+{
+    static const int meta[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR};
+    switch (kind) {
+    case KIND_WRITE:
+        return OP_WRITE;
+    case KIND_READ:
+    case KIND_MD5:
+        return OP_READ;
+    case KIND_STORM:
+        return OP_OPEN;
+    case KIND_LOCK:
+        return OP_LOCK;
+    case KIND_META:
+        for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+            for (int k = 0; k < l->nops; k++)
+                if (l->ops[k].op == meta[i])
+                    return meta[i];
+        return -1;
+    default:
+        return -1;
+    }
+}
+
+static int cmp_err_count(const void *a, const void *b)
+{
+    const struct summary_err *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    if (x->op != y->op)
+        return x->op - y->op;
+    return x->err - y->err;
+}
+
+/* Merge the ranks' error entries by (op, errno, status), most frequent
+ * first; kinds beyond SUMMARY_ERRS_MAX are counted in errs_other. */
+static void summary_add_errors(struct summary_line *l, const struct err_entry *e, size_t n)
+{
+    struct summary_err *all = n ? calloc(n, sizeof *all) : NULL;
+    size_t nall = 0;
+    for (size_t i = 0; all && i < n; i++) {
+        size_t k = 0;
+        while (k < nall && !(all[k].op == e[i].op && all[k].err == e[i].err &&
+                             strncmp(all[k].status, e[i].status, ERRTAB_STATUS_MAX) == 0))
+            k++;
+        if (k == nall) {
+            all[k].op = e[i].op;
+            all[k].err = e[i].err;
+            memcpy(all[k].status, e[i].status, ERRTAB_STATUS_MAX);
+            all[k].status[ERRTAB_STATUS_MAX - 1] = '\0';
+            nall++;
+        }
+        all[k].count += e[i].count;
+    }
+    if (all)
+        qsort(all, nall, sizeof *all, cmp_err_count);
+    for (size_t k = 0; k < nall; k++) {
+        if (l->nerrs < SUMMARY_ERRS_MAX)
+            l->errs[l->nerrs++] = all[k];
+        else
+            l->errs_other += all[k].count;
+    }
+    free(all);
+}
+
+/* IOR's per-iteration bandwidth: each iteration's bytes over its last end
+ * minus its first start (rows that did work), mean and population stddev. */
+static void summary_add_iterations(struct summary_line *l, const struct rank_record *rows,
+                                   size_t nrows)
+{
+    l->iter_mean = l->iter_stddev = l->iter_min = l->iter_max = NAN;
+    if (l->iterations < 2 || nrows == 0)
+        return;
+    /* One pass over the rows (nranks x iterations may be 10^6). */
+    size_t ni = (size_t)l->iterations;
+    double *t0 = malloc(ni * sizeof *t0), *t1 = malloc(ni * sizeof *t1);
+    uint64_t *bytes = calloc(ni, sizeof *bytes);
+    if (!t0 || !t1 || !bytes) {
+        free(t0);
+        free(t1);
+        free(bytes);
+        return;
+    }
+    for (size_t it = 0; it < ni; it++) {
+        t0[it] = INFINITY;
+        t1[it] = -INFINITY;
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        const struct rank_record *r = &rows[i];
+        if (r->ops == 0 || r->iteration < 0 || (size_t)r->iteration >= ni)
+            continue;
+        size_t it = (size_t)r->iteration;
+        bytes[it] += r->bytes;
+        t0[it] = r->t_start < t0[it] ? r->t_start : t0[it];
+        t1[it] = r->t_end > t1[it] ? r->t_end : t1[it];
+    }
+    double sum = 0, sq = 0, lo = INFINITY, hi = -INFINITY;
+    int64_t n = 0;
+    for (size_t it = 0; it < ni; it++) {
+        if (!(t1[it] > t0[it]))
+            continue; /* an iteration that never ran */
+        double bw = (double)bytes[it] / 1048576.0 / (t1[it] - t0[it]);
+        sum += bw;
+        sq += bw * bw;
+        lo = bw < lo ? bw : lo;
+        hi = bw > hi ? bw : hi;
+        n++;
+    }
+    free(t0);
+    free(t1);
+    free(bytes);
+    if (n == 0)
+        return;
+    l->iter_mean = sum / (double)n;
+    double var = sq / (double)n - l->iter_mean * l->iter_mean;
+    l->iter_stddev = var > 0 ? sqrt(var) : 0;
+    l->iter_min = lo;
+    l->iter_max = hi;
+}
+
+void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d)
+{
+    l->block_size = ph->block_size;
+    l->file_size = ph->file_size;
+    l->files = ph->files;
+    l->dirs = ph->dirs;
+    l->count = ph->count;
+    l->fsync = ph->fsync;
+    l->iterations = ph->iterations;
+    snprintf(l->backend, sizeof l->backend, "%s", ph->backend);
+    l->nops = 0;
+    l->nerrs = 0;
+    l->errs_other = 0;
+    uint64_t calls = 0, failed = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        struct summary_op o = {.op = op};
+        for (size_t k = 0; d->ops && k < d->nranks; k++) {
+            o.calls += d->ops[k].count[op];
+            o.seconds += d->ops[k].seconds[op];
+        }
+        if (o.calls == 0)
+            continue;
+        for (size_t k = 0; k < d->nerrors; k++)
+            if (d->errors[k].op == op)
+                o.errors += d->errors[k].count;
+        o.per_s = l->last_done > 0 ? (double)o.calls / l->last_done : NAN;
+        const struct hist *h = d->hists ? &d->hists[op] : NULL;
+        bool sampled = h && hist_count(h) > 0;
+        o.p50 = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
+        o.p90 = sampled ? (double)hist_quantile(h, 0.90) * 1e-9 : NAN;
+        o.p99 = sampled ? (double)hist_quantile(h, 0.99) * 1e-9 : NAN;
+        o.max = sampled ? (double)hist_quantile(h, 1.0) * 1e-9 : NAN;
+        if (op != OP_RPC_READ && op != OP_RPC_WRITE && op != OP_CONNECT) {
+            calls += o.calls;
+            failed += o.errors < o.calls ? o.errors : o.calls;
+        }
+        l->ops[l->nops++] = o;
+    }
+    /* The rows' own counts too: a phase with no op table still says. */
+    l->all_failed = (calls > 0 && failed >= calls) ||
+                    (calls == 0 && l->stats.ops > 0 && l->errors >= l->stats.ops);
+    l->main_op = summary_main_op(l, ph->kind);
+    summary_add_errors(l, d->errors, d->nerrors);
+    summary_add_iterations(l, d->rows, d->nrows);
+}
+
+const char *summary_op_label(const struct summary_line *l, int op)
+{
+    if (strcmp(l->kind, "meta") == 0 && op == OP_OPEN)
+        return "create";
+    return op_name((enum op)op);
+}
+
+static const struct summary_op *summary_find_op(const struct summary_line *l, int op)
+{
+    for (int k = 0; k < l->nops; k++)
+        if (l->ops[k].op == op)
+            return &l->ops[k];
+    return NULL;
+}
+
+/* A latency as "850us", "12.3ms", "1.20s"; "-" for none. */
+static void summary_format_latency(double s, char *buf, size_t len)
+{
+    if (isnan(s))
+        snprintf(buf, len, "-");
+    else if (s < 1e-3)
+        snprintf(buf, len, "%.0fus", s * 1e6);
+    else if (s < 1.0)
+        snprintf(buf, len, "%.3gms", s * 1e3);
+    else
+        snprintf(buf, len, "%.3gs", s);
+}
+
+/* A rate, or "-" when nothing worked (or nothing was timed). */
+static void summary_format_rate(double v, bool none, const char *fmt, char *buf, size_t len)
+{
+    if (none || isnan(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, fmt, v);
+}
+
+/* The second line: effective parameters, the main call, per-op items/s
+ * (meta), per-iteration bandwidth, the other error kinds. */
+static void summary_print_detail(FILE *out, const struct summary_line *l)
+{
+    char bs[32], fs[32];
+    units_format_size(l->block_size, bs, sizeof bs);
+    units_format_size(l->file_size, fs, sizeof fs);
+    fprintf(out, "    %s; bs %s", l->layout, bs);
+    if (strcmp(l->kind, "meta") == 0)
+        fprintf(out, ", %lld files/rank, file %s", (long long)l->files, fs);
+    else if (strcmp(l->kind, "storm") == 0 || strcmp(l->kind, "lock") == 0)
+        fprintf(out, ", count %lld", (long long)l->count);
+    fprintf(out, ", fsync %s, backend %s", l->fsync ? "yes" : "no", l->backend);
+    if (l->main_op >= 0)
+        fprintf(out, "; p50/p99 of %s", summary_op_label(l, l->main_op));
+    if (strcmp(l->kind, "meta") == 0) {
+        static const int steps[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK};
+        fprintf(out, "; items/s");
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            const struct summary_op *o = summary_find_op(l, steps[i]);
+            if (!o)
+                continue;
+            char rate[32];
+            uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
+            summary_format_rate(l->last_done > 0 ? (double)ok / l->last_done : NAN, ok == 0, "%.0f",
+                                rate, sizeof rate);
+            fprintf(out, " %s %s", summary_op_label(l, steps[i]), rate);
+        }
+    }
+    if (!isnan(l->iter_mean))
+        fprintf(out, "; %lld iterations: mean %.1f stddev %.1f MiB/s (min %.1f max %.1f)",
+                (long long)l->iterations, l->iter_mean, l->iter_stddev, l->iter_min, l->iter_max);
+    for (int k = 0; k < l->nerrs && k < 4; k++) {
+        char name[32];
+        h5_errno_name(l->errs[k].err, name, sizeof name);
+        fprintf(out, "%s%llu %s %s", k == 0 ? "; errors " : ", ",
+                (unsigned long long)l->errs[k].count, name, op_name((enum op)l->errs[k].op));
+    }
+    fputc('\n', out);
+}
+
+void summary_print_legend(FILE *out)
+{
+    fputs("units: MiB = 2^20 bytes, s = seconds. rows = ranks x iterations; min/median/max s =\n"
+          "one rank's time for one iteration; last s = phase start to the last rank done;\n"
+          "MiB/s = all bytes / last s; calls/s = every timed call (open, write, close, mkdir,\n"
+          "stat... each counts: not files/s) / last s; items/s (meta, second line) = files\n"
+          "created, stat'ed, renamed, unlinked without error / last s, as mdtest counts;\n"
+          "p50/p99 = latency of the phase's main call (second line); errors = failed calls,\n"
+          "with the most frequent errno and op; verify = blocks with wrong data; viol = lock\n"
+          "exclusion broken; '-' = no rate: calls were made and every one failed.\n",
+          out);
+}
+
 void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
     bool cpu = false, threads = false;
@@ -155,17 +417,35 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
         cpu |= !isnan(lines[i].cpu_mean);
         threads |= !isnan(lines[i].nfsd_threads);
     }
-    fprintf(out, "\n%-18s %-5s %-22s %5s %8s %8s %8s %8s %9s %9s %7s %6s %5s %s\n", "phase", "kind",
-            "files", "rows", "min s", "median s", "max s", "last s", "MiB/s", "ops/s", "errors",
-            "verify", "viol", "status");
+    fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %7s %7s %6s %4s %-11s %s\n", "phase",
+            "kind", "rows", "min s", "median s", "max s", "last s", "MiB/s", "calls/s", "p50",
+            "p99", "verify", "viol", "status", "errors");
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
-        fprintf(
-            out, "%-18s %-5s %-22s %5d %8.3f %8.3f %8.3f %8.3f %9.1f %9.0f %7llu %6llu %5llu %s\n",
-            l->name, l->kind, l->layout, l->rows, l->t_min, l->t_median, l->t_max, l->last_done,
-            l->mib_per_s, l->ops_per_s, (unsigned long long)l->errors,
-            (unsigned long long)l->verify_failures, (unsigned long long)l->violations, l->status);
+        char mib[32], cps[32], p50[16] = "-", p99[16] = "-", errs[64];
+        summary_format_rate(l->mib_per_s, l->all_failed, "%.1f", mib, sizeof mib);
+        summary_format_rate(l->ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
+        const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
+        if (m) {
+            summary_format_latency(m->p50, p50, sizeof p50);
+            summary_format_latency(m->p99, p99, sizeof p99);
+        }
+        if (l->nerrs > 0) {
+            char name[32];
+            h5_errno_name(l->errs[0].err, name, sizeof name);
+            snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->errors, name);
+        } else {
+            snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->errors);
+        }
+        fprintf(out,
+                "%-16s %-5s %5d %7.3f %8.3f %7.3f %7.3f %9s %9s %7s %7s %6llu %4llu %-11s %s\n",
+                l->name, l->kind, l->rows, l->t_min, l->t_median, l->t_max, l->last_done, mib, cps,
+                p50, p99, (unsigned long long)l->verify_failures, (unsigned long long)l->violations,
+                l->status, errs);
+        summary_print_detail(out, l);
     }
+    fputc('\n', out);
+    summary_print_legend(out);
     if (!cpu && !threads)
         return;
     fprintf(out, "\n%-18s %12s %12s %12s\n", "phase", "srv cpu mean", "srv cpu max",

@@ -1,17 +1,40 @@
-/* summary.h — the end-of-run table rank 0 prints, one line per phase, in
+/* summary.h — the end-of-run table rank 0 prints, two lines per phase, in
  * the shape of the seed's hand-made tables: per-rank time min / median /
- * max, first and last rank done, aggregate MiB/s, errors, verify failures,
- * and the server's CPU while the phase ran when a monitor sampled it. */
+ * max, first and last rank done, aggregate MiB/s, calls/s and per-op
+ * items/s (meta, as mdtest counts them), p50/p99 of the phase's main call,
+ * errors with their top errno, verify failures, the phase's effective
+ * parameters, IOR-style mean/stddev of per-iteration bandwidth, and the
+ * server's CPU while the phase ran when a monitor sampled it. The same
+ * numbers go to --json (summary_json.h) and into results.h5. */
 #ifndef HERD_SUMMARY_H
 #define HERD_SUMMARY_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+#include "errtab.h"
 #include "job.h"
 #include "monitor.h"
 #include "record.h"
 #include "results.h"
+
+/* One op of a phase over all ranks (the op_summary table's row). */
+struct summary_op {
+    int op; /* enum op */
+    uint64_t calls, errors;
+    double seconds;            /* summed over ranks */
+    double per_s;              /* calls / last_done */
+    double p50, p90, p99, max; /* seconds, from the merged histogram; NaN = no samples */
+};
+
+/* Failed calls of one (op, errno, protocol status) over all ranks. */
+#define SUMMARY_ERRS_MAX 16
+struct summary_err {
+    int op;  /* enum op */
+    int err; /* positive errno */
+    char status[ERRTAB_STATUS_MAX];
+    uint64_t count;
+};
 
 struct summary_line {
     char name[JOB_NAME_MAX];
@@ -30,16 +53,47 @@ struct summary_line {
     double cpu_mean, cpu_max; /* server CPU busy fraction; NaN = no samples */
     double nfsd_threads;      /* NaN = unknown */
     struct phase_stats stats; /* the same numbers and more, as stored in results.h5 */
+    /* Filled by summary_add_detail (all zero / NaN before). */
+    struct summary_op ops[OP_COUNT]; /* ops with calls, in enum op order */
+    int nops;
+    int main_op; /* the kind's main call (write, read, ...); -1 = none */
+    /* Error kinds, most frequent first (the first SUMMARY_ERRS_MAX);
+     * errs_other counts the failures of the kinds left out. */
+    struct summary_err errs[SUMMARY_ERRS_MAX];
+    int nerrs;
+    uint64_t errs_other;
+    bool all_failed; /* calls were made and every one failed: no rate */
+    /* iterations > 1: per-iteration MiB/s (bytes of the iteration's rows
+     * over its last end - first start), mean and population stddev as
+     * IOR prints them; NaN otherwise. */
+    int64_t iterations;
+    double iter_mean, iter_stddev, iter_min, iter_max;
+    /* Effective parameters, echoed in the table. */
+    uint64_t block_size, file_size;
+    int64_t files, dirs, count;
+    bool fsync;
+    char backend[16];
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows, uint64_t errors,
                      struct summary_line *out);
+/* Per-op calls, rates and latency quantiles, error kinds, per-iteration
+ * bandwidth and the effective parameters, from what was gathered for the
+ * phase (d->stats is not used). Call after summary_compute. */
+void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d);
 /* Server CPU (cpu_busy) mean and max, and the nfsd thread count, of the
  * monitor samples whose interval (t - dt, t] meets each phase; samples of
  * the local /proc source are preferred over a node_exporter's. */
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
                          size_t ns);
+/* The table, its legend (units, each column once) and, when sampled, the
+ * server's CPU per phase. */
 void summary_print(FILE *out, const struct summary_line *lines, int n);
+/* The legend alone (also shown by herd run --help). */
+void summary_print_legend(FILE *out);
+/* "write" or "create"/"stat"/...: the name an op's rate is shown under
+ * (meta phases count items as mdtest does: open = create). */
+const char *summary_op_label(const struct summary_line *l, int op);
 
 #endif

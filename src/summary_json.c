@@ -1,0 +1,347 @@
+/* summary_json.c — the end-of-run summary as JSON (see summary_json.h).
+ * Strings may hold any byte (paths, protocol statuses): valid UTF-8 passes,
+ * control characters, '"' and '\' are escaped, and a byte that is not part
+ * of valid UTF-8 becomes \udcXX (Python's surrogateescape; os.fsencode
+ * gives the byte back). NaN and infinities are null. */
+#include "summary_json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "h5util.h"
+#ifdef HERD_HAVE_SMB
+#include <libsmbclient.h>
+#endif
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
+static size_t json_utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned min;
+    unsigned cp;
+    if (s[0] < 0x80)
+        return 1;
+    if ((s[0] & 0xe0) == 0xc0)
+        len = 2, min = 0x80, cp = s[0] & 0x1f;
+    else if ((s[0] & 0xf0) == 0xe0)
+        len = 3, min = 0x800, cp = s[0] & 0x0f;
+    else if ((s[0] & 0xf8) == 0xf0)
+        len = 4, min = 0x10000, cp = s[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+static void json_str(FILE *f, const char *text)
+{
+    const unsigned char *s = (const unsigned char *)(text ? text : "");
+    size_t n = strlen((const char *)s);
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        } else {
+            size_t len = json_utf8_len(s + i, n - i);
+            if (len == 0) {
+                fprintf(f, "\\udc%02x", c);
+                i++;
+            } else {
+                fwrite(s + i, 1, len, f);
+                i += len;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+/* A double exactly (round-trips), or null when not finite. */
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.17g", v);
+    else
+        fputs("null", f);
+}
+
+static void json_key(FILE *f, const char *key, bool *first)
+{
+    if (!*first)
+        fputc(',', f);
+    *first = false;
+    json_str(f, key);
+    fputc(':', f);
+}
+
+static void json_kd(FILE *f, const char *key, double v, bool *first)
+{
+    json_key(f, key, first);
+    json_num(f, v);
+}
+
+static void json_ku(FILE *f, const char *key, uint64_t v, bool *first)
+{
+    json_key(f, key, first);
+    fprintf(f, "%llu", (unsigned long long)v);
+}
+
+static void json_ki(FILE *f, const char *key, int64_t v, bool *first)
+{
+    json_key(f, key, first);
+    fprintf(f, "%lld", (long long)v);
+}
+
+static void json_ks(FILE *f, const char *key, const char *v, bool *first)
+{
+    json_key(f, key, first);
+    if (v)
+        json_str(f, v);
+    else
+        fputs("null", f);
+}
+
+static void json_kb(FILE *f, const char *key, bool v, bool *first)
+{
+    json_key(f, key, first);
+    fputs(v ? "true" : "false", f);
+}
+
+static void json_op(FILE *f, const struct summary_line *l, const struct summary_op *o)
+{
+    bool first = true;
+    fputc('{', f);
+    json_ks(f, "op", op_name((enum op)o->op), &first);
+    json_ks(f, "label", summary_op_label(l, o->op), &first);
+    json_ku(f, "calls", o->calls, &first);
+    json_ku(f, "errors", o->errors, &first);
+    json_kd(f, "seconds", o->seconds, &first);
+    json_kd(f, "ops_per_s", o->per_s, &first);
+    uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
+    json_kd(f, "ok_per_s", ok > 0 && l->last_done > 0 ? (double)ok / l->last_done : NAN, &first);
+    json_key(f, "latency_s", &first);
+    bool lf = true;
+    fputc('{', f);
+    json_kd(f, "p50", o->p50, &lf);
+    json_kd(f, "p90", o->p90, &lf);
+    json_kd(f, "p99", o->p99, &lf);
+    json_kd(f, "max", o->max, &lf);
+    fputs("}}", f);
+}
+
+static void json_phase(FILE *f, const struct summary_line *l, int index)
+{
+    const struct phase_stats *st = &l->stats;
+    bool first = true;
+    fputc('{', f);
+    json_ks(f, "name", l->name, &first);
+    json_ki(f, "index", index, &first);
+    json_ks(f, "kind", l->kind, &first);
+    json_ks(f, "status", l->status, &first);
+    json_ks(f, "layout", l->layout, &first);
+    json_ki(f, "rows", st->rows, &first);
+    json_ki(f, "ranks", st->ranks, &first);
+    json_ki(f, "iterations", l->iterations, &first);
+    json_key(f, "params", &first);
+    bool pf = true;
+    fputc('{', f);
+    json_ku(f, "block_size", l->block_size, &pf);
+    json_ku(f, "file_size", l->file_size, &pf);
+    json_ki(f, "files", l->files, &pf);
+    json_ki(f, "dirs", l->dirs, &pf);
+    json_ki(f, "count", l->count, &pf);
+    json_kb(f, "fsync", l->fsync, &pf);
+    json_ks(f, "backend", l->backend, &pf);
+    fputc('}', f);
+    json_kd(f, "t_start", l->t_start, &first);
+    json_kd(f, "t_end", l->t_end, &first);
+    json_key(f, "seconds", &first);
+    bool sf = true;
+    fputc('{', f);
+    json_kd(f, "min", st->t_min, &sf);
+    json_kd(f, "median", st->t_median, &sf);
+    json_kd(f, "max", st->t_max, &sf);
+    json_kd(f, "first_done", st->first_done, &sf);
+    json_kd(f, "last_done", st->last_done, &sf);
+    fputc('}', f);
+    json_ku(f, "bytes", st->bytes, &first);
+    json_ku(f, "calls", st->ops, &first);
+    json_kb(f, "all_calls_failed", l->all_failed, &first);
+    /* No rate for a phase whose every call failed: null, as the table's '-'. */
+    json_kd(f, "mib_per_s", l->all_failed ? NAN : st->mib_per_s, &first);
+    json_kd(f, "ops_per_s", l->all_failed ? NAN : st->ops_per_s, &first);
+    json_key(f, "iterations_mib_per_s", &first);
+    if (isnan(l->iter_mean)) {
+        fputs("null", f);
+    } else {
+        bool itf = true;
+        fputc('{', f);
+        json_kd(f, "mean", l->iter_mean, &itf);
+        json_kd(f, "stddev", l->iter_stddev, &itf);
+        json_kd(f, "min", l->iter_min, &itf);
+        json_kd(f, "max", l->iter_max, &itf);
+        fputc('}', f);
+    }
+    json_ks(f, "main_op", l->main_op >= 0 ? op_name((enum op)l->main_op) : NULL, &first);
+    json_key(f, "ops", &first);
+    fputc('[', f);
+    for (int k = 0; k < l->nops; k++) {
+        if (k)
+            fputc(',', f);
+        json_op(f, l, &l->ops[k]);
+    }
+    fputc(']', f);
+    json_ku(f, "errors", st->errors, &first);
+    json_key(f, "errors_by_kind", &first);
+    fputc('[', f);
+    for (int k = 0; k < l->nerrs; k++) {
+        const struct summary_err *e = &l->errs[k];
+        char name[32];
+        h5_errno_name(e->err, name, sizeof name);
+        bool ef = true;
+        fputs(k ? ",{" : "{", f);
+        json_ks(f, "op", op_name((enum op)e->op), &ef);
+        json_ki(f, "errno", e->err, &ef);
+        json_ks(f, "errno_name", name, &ef);
+        json_ks(f, "status", e->status, &ef);
+        json_ku(f, "count", e->count, &ef);
+        fputc('}', f);
+    }
+    fputc(']', f);
+    json_ku(f, "errors_other", l->errs_other, &first);
+    json_ku(f, "verify_failures", st->verify_failures, &first);
+    json_ku(f, "violations", st->violations, &first);
+    json_ku(f, "grants", st->grants, &first);
+    json_ku(f, "contended", st->contended, &first);
+    json_ku(f, "stuck", st->stuck, &first);
+    json_key(f, "server", &first);
+    bool vf = true;
+    fputc('{', f);
+    json_kd(f, "cpu_mean", l->cpu_mean, &vf);
+    json_kd(f, "cpu_max", l->cpu_max, &vf);
+    json_kd(f, "nfsd_threads", l->nfsd_threads, &vf);
+    fputs("}}", f);
+}
+
+static void json_run(FILE *f, const struct summary_json_run *run, const struct summary_line *lines,
+                     int n)
+{
+    bool first = true;
+    fputc('{', f);
+    json_ki(f, "schema_version", SUMMARY_JSON_SCHEMA, &first);
+    json_ks(f, "herd_version", HERD_VERSION, &first);
+#ifdef HERD_LIBNFS_VERSION
+    json_ks(f, "libnfs_version", HERD_LIBNFS_VERSION, &first);
+#else
+    json_ks(f, "libnfs_version", NULL, &first);
+#endif
+#ifdef HERD_HAVE_SMB
+    json_ks(f, "libsmbclient_version", smbc_version(), &first);
+#else
+    json_ks(f, "libsmbclient_version", NULL, &first);
+#endif
+    json_ks(f, "run_id", run->run_id, &first);
+    json_ks(f, "status", run->status, &first);
+    json_ki(f, "exit_code", run->exit_code, &first);
+    json_ks(f, "results_file", run->results_file, &first);
+    json_ks(f, "job", run->job_path, &first);
+    json_ki(f, "ranks", run->nranks, &first);
+    json_kd(f, "mib", 1048576.0, &first);
+    json_key(f, "phases", &first);
+    fputc('[', f);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ",\n" : "\n", f);
+        json_phase(f, &lines[i], i);
+    }
+    fputs("]}\n", f);
+}
+
+int summary_json_check(const char *path, char *err, size_t errlen)
+{
+    char shown[256];
+    job_escape(path, shown, sizeof shown);
+    if (!path[0]) {
+        snprintf(err, errlen, "--json: an empty path");
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "--json %s: exists and is not a regular file", shown);
+        return -1;
+    }
+    char *copy = strdup(path);
+    if (!copy) {
+        snprintf(err, errlen, "--json %s: out of memory", shown);
+        return -1;
+    }
+    const char *dir = dirname(copy);
+    int rc = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "--json %s: no directory %s", shown,
+                 errno ? strerror(errno) : "there");
+        rc = -1;
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errlen, "--json %s: its directory is not writable: %s", shown,
+                 strerror(errno));
+        rc = -1;
+    }
+    free(copy);
+    return rc;
+}
+
+int summary_json_write(const char *path, const struct summary_json_run *run,
+                       const struct summary_line *lines, int n, char *err, size_t errlen)
+{
+    char shown[256];
+    job_escape(path, shown, sizeof shown);
+    size_t len = strlen(path) + 5;
+    char *tmp = malloc(len);
+    if (!tmp) {
+        snprintf(err, errlen, "--json %s: out of memory", shown);
+        return -ENOMEM;
+    }
+    snprintf(tmp, len, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    int rc = 0;
+    if (!f) {
+        rc = -errno;
+        if (fd >= 0)
+            close(fd);
+        snprintf(err, errlen, "--json %s: cannot create %s.tmp: %s", shown, shown, strerror(-rc));
+        free(tmp);
+        return rc;
+    }
+    json_run(f, run, lines, n);
+    if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
+        rc = -(errno ? errno : EIO);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -(errno ? errno : EIO);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0) {
+        snprintf(err, errlen, "--json %s: %s", shown, strerror(-rc));
+        unlink(tmp);
+    }
+    free(tmp);
+    return rc;
+}

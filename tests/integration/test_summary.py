@@ -1,0 +1,257 @@
+"""The end-of-run summary: --json against the HDF5 file, the printed table's
+legend, meta items/s, top errno, no rate for a phase whose every call
+failed, and the live progress of all ranks in a batch log.
+
+1. A clean run (write with 3 iterations, read, meta, storm) and a faulty
+   one (fault backend: write=ENOSPC@0.5, and a storm on a missing file)
+   both with --json: every number of the JSON equals the results file's
+   (summary_* attributes, op_summary, errors table, ranks rows).
+2. The table: units and legend; meta items/s equal the ops table's calls
+   (less errors) over summary_last_done; the errors column names the top
+   errno; the all-failed storm prints '-' for MiB/s and calls/s.
+3. --json to a bad path: one line, exit 2, nothing written to the target.
+4. Progress on stderr (not a terminal): one closing line per phase with all
+   ranks' bytes, equal to the phase's bytes in the file.
+"""
+import json
+import math
+import os
+
+import h5py
+import pytest
+
+from conftest import describe, herd_cmd, herd_run, write_job
+
+NRANKS = 2
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def same(a, b, what):
+    """JSON null is NaN; numbers must be equal (doubles round-trip)."""
+    if a is None:
+        assert b is None or math.isnan(float(b)), f"{what}: json null, h5 {b}"
+    else:
+        assert float(a) == pytest.approx(float(b), rel=1e-12, abs=0), f"{what}: {a} != {b}"
+
+
+@pytest.fixture(scope="module")
+def runs(herd_bin, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("summary")
+    target = tmp / "target"
+    target.mkdir()
+    clean = write_job(tmp / "clean.ini", {"target": target, "fsync": "no"}, [
+        ("w", {"kind": "write", "file_size": "4M", "block_size": "256K", "iterations": "3"}),
+        ("r", {"kind": "read", "file_size": "4M", "block_size": "256K"}),
+        ("m", {"kind": "meta", "files": "120", "dirs": "3", "file_size": "0"}),
+        ("sw", {"kind": "write", "sharing": "shared", "file_size": "1M", "fileset": "one"}),
+        ("s", {"kind": "storm", "sharing": "shared", "fileset": "one", "count": "40"}),
+    ])
+    faulty = write_job(tmp / "faulty.ini",
+                       {"target": target, "fsync": "no", "backend": "fault"}, [
+        ("bad", {"kind": "write", "faults": "write=ENOSPC@0.5", "file_size": "4M",
+                 "block_size": "64K", "iterations": "4"}),
+        ("gone", {"kind": "storm", "fileset": "nothere", "count": "30"}),
+    ])
+    out = {}
+    for name, job, want in (("clean", clean, 0), ("faulty", faulty, 3)):
+        h5, js = tmp / f"{name}.h5", tmp / f"{name} \u00e9.json"
+        proc = herd_run(herd_bin, NRANKS, job, h5, "--json", js)
+        assert proc.returncode == want, describe(proc)
+        assert not (tmp / f"{name} \u00e9.json.tmp").exists()
+        out[name] = (h5, json.loads(js.read_text()), proc)
+    return out
+
+
+def check_json_against_h5(h5, doc):
+    with h5py.File(h5, "r") as f:
+        assert doc["schema_version"] == 1
+        assert doc["run_id"] == text(f.attrs["run_id"])
+        assert doc["status"] == text(f.attrs["status"])
+        assert doc["exit_code"] == int(f.attrs["exit_code"])
+        assert doc["herd_version"] == text(f.attrs["version"])
+        names = sorted(f["phases"], key=lambda n: int(f["phases"][n].attrs["index"]))
+        assert [p["name"] for p in doc["phases"]] == names
+        for p in doc["phases"]:
+            g = f["phases"][p["name"]]
+            a = g.attrs
+            assert p["kind"] == text(a["kind"]) and p["status"] == text(a["status"])
+            for key, attr in (("rows", "summary_rows"), ("ranks", "summary_ranks"),
+                              ("bytes", "summary_bytes"), ("calls", "summary_ops"),
+                              ("errors", "summary_errors"),
+                              ("verify_failures", "summary_verify_failures"),
+                              ("violations", "summary_violations"),
+                              ("grants", "summary_grants"), ("contended", "summary_contended"),
+                              ("stuck", "summary_stuck")):
+                assert p[key] == int(a[attr]), (p["name"], key)
+            for key, attr in (("min", "summary_t_min"), ("median", "summary_t_median"),
+                              ("max", "summary_t_max"), ("first_done", "summary_first_done"),
+                              ("last_done", "summary_last_done")):
+                same(p["seconds"][key], a[attr], f"{p['name']} {key}")
+            if p["all_calls_failed"]:
+                assert p["mib_per_s"] is None and p["ops_per_s"] is None
+            else:
+                same(p["mib_per_s"], a["summary_mib_per_s"], "mib_per_s")
+                same(p["ops_per_s"], a["summary_ops_per_s"], "ops_per_s")
+            for key in ("block_size", "file_size", "iterations"):
+                want = int(a[key])
+                got = p["params"][key] if key in p["params"] else p[key]
+                assert got == want, (p["name"], key)
+            assert p["params"]["backend"] == text(a["backend"])
+            # Per op: op_summary's row, and calls/errors from the raw tables.
+            table = {text(r["op"]): r for r in g["op_summary"][()]}
+            assert {o["op"] for o in p["ops"]} == set(table), p["name"]
+            errs = g["errors"][()] if "errors" in g else []
+            for o in p["ops"]:
+                r = table[o["op"]]
+                assert o["calls"] == int(r["calls"])
+                same(o["seconds"], r["seconds"], "seconds")
+                same(o["ops_per_s"], r["ops_per_s"], "ops_per_s")
+                for q in ("p50", "p90", "p99", "max"):
+                    same(o["latency_s"][q], r[f"{q}_s"], f"{o['op']} {q}")
+                raw = sum(int(c) for op, c in
+                          zip(g["ops"]["op"], g["ops"]["count"]) if text(op) == o["op"])
+                assert o["calls"] == raw
+                assert o["errors"] == sum(int(e["count"]) for e in errs
+                                          if text(e["op"]) == o["op"])
+            # Errors by (op, errno, status), summed over ranks.
+            want = {}
+            for e in errs:
+                k = (text(e["op"]), int(e["errno"]), text(e["status"]) if "status" in
+                     e.dtype.names else "")
+                want[k] = want.get(k, 0) + int(e["count"])
+            got = {(e["op"], e["errno"], e["status"]): e["count"] for e in p["errors_by_kind"]}
+            assert got == want, p["name"]
+            counts = [e["count"] for e in p["errors_by_kind"]]
+            assert counts == sorted(counts, reverse=True)
+            # IOR-style per-iteration bandwidth from the ranks rows.
+            rows = g["ranks"][()]
+            iters = int(a["iterations"])
+            if iters > 1:
+                bws = []
+                for i in range(iters):
+                    it = rows[(rows["iteration"] == i) & (rows["ops"] > 0)]
+                    if len(it):
+                        span = it["t_end"].max() - it["t_start"].min()
+                        bws.append(it["bytes"].sum() / 1048576.0 / span)
+                mean = sum(bws) / len(bws)
+                sd = math.sqrt(sum((b - mean) ** 2 for b in bws) / len(bws))
+                assert p["iterations_mib_per_s"]["mean"] == pytest.approx(mean, rel=1e-9)
+                assert p["iterations_mib_per_s"]["stddev"] == pytest.approx(sd, rel=1e-6,
+                                                                             abs=1e-6)
+            else:
+                assert p["iterations_mib_per_s"] is None
+
+
+def test_json_matches_h5_clean(runs):
+    h5, doc, _ = runs["clean"]
+    assert [p["kind"] for p in doc["phases"]] == ["write", "read", "meta", "write", "storm"]
+    assert doc["phases"][0]["iterations_mib_per_s"] is not None
+    check_json_against_h5(h5, doc)
+
+
+def test_json_matches_h5_errors(runs):
+    h5, doc, _ = runs["faulty"]
+    bad = doc["phases"][0]
+    assert bad["errors_by_kind"][0]["errno_name"] == "ENOSPC", bad["errors_by_kind"]
+    assert bad["errors"] > 0 and not bad["all_calls_failed"]
+    gone = doc["phases"][1]
+    assert gone["all_calls_failed"] and gone["mib_per_s"] is None
+    check_json_against_h5(h5, doc)
+
+
+def table_rows(stdout):
+    """{phase: (first line's fields, second line)} of the printed table."""
+    lines = stdout.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.split()[:2] == ["phase", "kind"])
+    out = {}
+    i = head + 1
+    while i + 1 < len(lines) and lines[i].strip():
+        out[lines[i].split()[0]] = (lines[i].split(), lines[i + 1])
+        i += 2
+    return out
+
+
+def test_table_has_units_and_legend(runs, herd_bin):
+    _, _, proc = runs["clean"]
+    assert "MiB = 2^20 bytes" in proc.stdout
+    assert "calls/s = every timed call" in proc.stdout and "not files/s" in proc.stdout
+    assert "calls/s" in proc.stdout.splitlines()[
+        next(i for i, l in enumerate(proc.stdout.splitlines()) if l.startswith("phase "))]
+    rows = table_rows(proc.stdout)
+    assert set(rows) == {"w", "r", "m", "sw", "s"}, proc.stdout
+    second = rows["w"][1]
+    assert "bs 256K" in second and "fsync no" in second and "backend posix" in second
+    assert "3 iterations: mean" in second and "stddev" in second
+    assert "p50/p99 of write" in second
+    help_text = herd_cmd(herd_bin, "--help").stdout
+    assert "MiB = 2^20 bytes" in help_text and "--json FILE" in help_text
+
+
+def test_meta_items_per_second(runs):
+    h5, _, proc = runs["clean"]
+    second = table_rows(proc.stdout)["m"][1]
+    printed = second.split("items/s")[1].split(";")[0].split()
+    printed = dict(zip(printed[::2], (float(v) for v in printed[1::2])))
+    assert set(printed) == {"create", "stat", "rename", "unlink"}, second
+    with h5py.File(h5, "r") as f:
+        g = f["phases"]["m"]
+        last = float(g.attrs["summary_last_done"])
+        # The phase's time, recomputed from the ranks rows.
+        rows = g["ranks"][()]
+        assert last == pytest.approx(rows["t_end"].max() - g.attrs["t_start"], rel=1e-9)
+        for label, op in (("create", "open"), ("stat", "stat"), ("rename", "rename"),
+                          ("unlink", "unlink")):
+            calls = sum(int(c) for o, c in zip(g["ops"]["op"], g["ops"]["count"])
+                        if text(o) == op)
+            assert calls == NRANKS * 120
+            assert printed[label] == pytest.approx(calls / last, abs=0.51), label
+    # calls/s counts every call (mkdir, close, rmdir too): more than any item rate.
+    first = table_rows(proc.stdout)["m"][0]
+    assert float(first[8]) > max(printed.values())
+
+
+def test_errors_name_top_errno_and_failed_phase_has_no_rate(runs):
+    _, doc, proc = runs["faulty"]
+    rows = table_rows(proc.stdout)
+    first, second = rows["bad"]
+    total = doc["phases"][0]["errors"]
+    assert first[-2:] == [str(total), "ENOSPC"], proc.stdout
+    assert "ENOSPC write" in second
+    first, _ = rows["gone"]
+    assert first[7] == "-" and first[8] == "-", proc.stdout  # MiB/s, calls/s
+    assert first[-1] == "ENOENT" and first[-3] == "errors"
+
+
+def test_json_bad_path_refused_before_io(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "j.ini", {"target": target},
+                    [("w", {"kind": "write", "file_size": "1M"})])
+    for bad in (tmp_path / "no" / "such" / "s.json", tmp_path):
+        proc = herd_run(herd_bin, NRANKS, job, tmp_path / "r.h5", "--json", bad, quiet=True)
+        assert proc.returncode == 2, describe(proc)
+        said = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+        assert len(said) == 1 and "--json" in said[0], proc.stderr
+        assert list(target.iterdir()) == [], "I/O happened before the refusal"
+        assert not (tmp_path / "r.h5").exists()
+
+
+def test_progress_lines_in_batch_log(runs):
+    h5, _, proc = runs["clean"]
+    with h5py.File(h5, "r") as f:
+        for name in ("w", "r", "sw"):
+            lines = [l for l in proc.stderr.splitlines()
+                     if l.startswith(f"herd: {name}: {NRANKS} ranks done")]
+            assert len(lines) == 1, proc.stderr
+            assert "100%" in lines[0], lines[0]
+            nbytes = int(f["phases"][name].attrs["summary_bytes"])
+            assert f"({nbytes >> 20}.0 MiB," in lines[0], (lines[0], nbytes)
+        for name in ("m", "s"):
+            lines = [l for l in proc.stderr.splitlines()
+                     if l.startswith(f"herd: {name}: {NRANKS} ranks done")]
+            assert len(lines) == 1, proc.stderr
+            calls = sum(int(c) for c in f["phases"][name]["ops"]["count"])
+            assert f"({calls} calls," in lines[0], (lines[0], calls)
