@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nfs_vs_nfscp.sh — herd's libnfs backend against nfs-cp (libnfs-utils) on
-# the same embedded NFS server (ganesha, xfs export), same file size, in one
+# the same embedded NFS server (ganesha; FS=tmpfs or xfs export), same file size, in one
 # run: sequential write then read of one file, 1 MiB calls (herd with its
 # default nfs_inflight: 16 RPCs in flight). Also herd's
 # POSIX backend on the exported directory itself (no NFS in the path), to
@@ -13,6 +13,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 REPEAT=${REPEAT:-5}
 SIZE_MB=${SIZE_MB:-256}           # MiB per file
+# The export: tmpfs (nfs-server.sh --fs tmpfs: the clients and the server's
+# CPU are measured, not the disk's writeback, which made single 256 MiB
+# writes range 180-1150 MiB/s on a loop xfs) or xfs (a loop image).
+FS=${FS:-tmpfs}
 TARGET=${TARGET:-1.0}             # herd must be >= nfs-cp
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
@@ -30,12 +34,20 @@ done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 mkdir -p "$OUT"
+case $FS in
+tmpfs | xfs) ;;
+*) echo "nfs_vs_nfscp: FS=$FS: tmpfs or xfs" >&2; exit 2 ;;
+esac
 work=$(mktemp -d /tmp/herd-bench-nfs.XXXXXX)
 state=$work/server
 cleanup() { "$SERVER" stop --state "$state" --purge >/dev/null 2>&1; rm -rf "$work"; }
 trap cleanup EXIT INT TERM
 
-"$SERVER" start --state "$state" --fs xfs --size 2G >"$work/start" || exit 1
+# tmpfs: room for the files ganesha still holds open after their unlink
+# (its fd cache keeps deleted files' space until it closes them).
+size=2G
+[ "$FS" = tmpfs ] && size=8G
+"$SERVER" start --state "$state" --fs "$FS" --size "$size" >"$work/start" || exit 1
 url=$(sed -n 1p "$work/start")
 export_dir=${url#nfs://127.0.0.1}
 export_dir=${export_dir%%\?*}
@@ -64,7 +76,8 @@ job posix "$export_dir" >"$work/posix.ini"
 herd_run() { # herd_run NAME INI [--server-fs]: prints write and read MiB/s
     local name=$1 ini=$2 extra=${3:-}
     "$SERVER" exec --state "$state" $extra -- mpirun -np 1 "$HERD" run "$ini" \
-        -o "$work/$name.h5" --force >/dev/null 2>"$work/$name.err" || { cat "$work/$name.err" >&2; return 1; }
+        -o "$work/$name.h5" --force >"$work/$name.out" 2>"$work/$name.err" ||
+        { cat "$work/$name.err" "$work/$name.out" >&2; return 1; }
     echo "$("$PY" "$HERE/bench_util.py" herd "$work/$name.h5" write "$bytes" 2>/dev/null)" \
          "$("$PY" "$HERE/bench_util.py" herd "$work/$name.h5" read "$bytes" 2>/dev/null)"
 }
@@ -104,7 +117,7 @@ for round in $(seq 1 "$REPEAT"); do
     done
 done
 
-echo "herd (libnfs) vs nfs-cp, same ganesha server on loop xfs, ${SIZE_MB} MiB file, 1 MiB calls, median of $REPEAT"
+echo "herd (libnfs) vs nfs-cp, same ganesha server, $FS export, ${SIZE_MB} MiB file, 1 MiB calls, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw" "$OUT/nfs_vs_nfscp.csv" "$TARGET"
 echo "(posix-* rows: herd's POSIX backend on the exported xfs directory itself, no NFS;"
 echo " nfs-cp's time includes its start-up and mount, herd's excludes its mount, done before the phase)"

@@ -8,7 +8,7 @@
 # NFS is needed: clients reach the server with libnfs (nfs:// URLs) from
 # inside the namespace (`exec`). See README.md beside this file.
 #
-#   nfs-server.sh start --state DIR [--fs dir|xfs|ext4|btrfs] [--size 2G]
+#   nfs-server.sh start --state DIR [--fs dir|tmpfs|xfs|ext4|btrfs] [--size 2G]
 #                       [--workers N] [--sync|--async|--sync-writes]
 #                       [--hostname NAME]   (own UTS namespace: a host of
 #                                            cluster-configs/virtual/)
@@ -792,7 +792,12 @@ supervise() {
     if [ -d /var/lib/nfs ]; then
         mount --bind "$STATE/lib-nfs" /var/lib/nfs || fail "bind over /var/lib/nfs"
     fi
-    if [ "$FS" != dir ]; then
+    if [ "$FS" = tmpfs ]; then
+        # RAM: no disk's writeback in what clients measure (benchmarks of
+        # the client side); gone with the namespace's mount at stop.
+        mount -t tmpfs -o "size=$SIZE,mode=0777" tmpfs "$EXPORT" || fail "mount tmpfs on $EXPORT"
+        sup_log "mounted tmpfs (size $SIZE) on $EXPORT"
+    elif [ "$FS" != dir ]; then
         loopdev=$(losetup --find --show "$IMAGE") || fail "losetup $IMAGE"
         printf '%s\n' "$loopdev" >"$STATE/run/loopdev"
         mount -t "$FS" "$loopdev" "$EXPORT" || fail "mount -t $FS $loopdev $EXPORT"
@@ -900,7 +905,7 @@ cmd_start() {
         esac
     done
     [ -n "${STATE:-}" ] || die "start: --state DIR is required"
-    case "$fs" in dir | xfs | ext4 | btrfs) ;; *) die "start: --fs must be dir, xfs, ext4 or btrfs" ;; esac
+    case "$fs" in dir | tmpfs | xfs | ext4 | btrfs) ;; *) die "start: --fs must be dir, tmpfs, xfs, ext4 or btrfs" ;; esac
     [[ "$size" =~ ^[0-9]+[KMGT]?$ ]] || die "start: --size: a number with an optional K, M, G or T"
     if [ -n "$host_name" ] && ! [[ "$host_name" =~ ^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$ ]]; then
         die "start: --hostname: letters, digits, '.' and '-', at most 63"
@@ -942,7 +947,8 @@ cmd_start() {
         parse_link "$link" || exit 1
         check_link_tools || exit 1
     fi
-    [ "$fs" = dir ] || command -v "mkfs.$fs" >/dev/null || die "start: mkfs.$fs not found"
+    [ "$fs" = dir ] || [ "$fs" = tmpfs ] || command -v "mkfs.$fs" >/dev/null ||
+        die "start: mkfs.$fs not found"
     if [ "$mode" = async ]; then
         [ -r "$NOSYNC_SRC" ] || die "start: $NOSYNC_SRC is missing"
         command -v cc >/dev/null || die "start: --async needs a C compiler (cc) to build $NOSYNC_SRC"
@@ -978,7 +984,7 @@ cmd_start() {
         do_stop 0 || true
         exit 1
     fi
-    if [ "$fs" != dir ]; then
+    if [ "$fs" != dir ] && [ "$fs" != tmpfs ]; then
         truncate -s "$size" "$IMAGE"
         case "$fs" in
             xfs) mkfs.xfs -q -f "$IMAGE" >&2 ;;
