@@ -70,7 +70,11 @@ trap smb_cleanup EXIT
 cc -std=gnu11 -O2 -Wall -o "$WORK/smb_copy_peer" "$HERE/smb_copy_peer.c" \
     $(pkg-config --cflags --libs smbclient) >"$LOGS/peer-cc.log" 2>&1 ||
     { warn "cc smb_copy_peer.c failed, see $LOGS/peer-cc.log"; exit 2; }
-"$SERVER" start --state "$state" --fs xfs --size 2G --smb >"$WORK/start" 2>"$LOGS/server-start.log" ||
+# FS=tmpfs (default): a RAM export, so the clients are compared, not the
+# disk's writeback (as bench/nfs_vs_nfscp.sh); FS=xfs: a loop image.
+FS=${FS:-tmpfs}
+case $FS in tmpfs) size=8G ;; xfs) size=2G ;; *) warn "FS=$FS: tmpfs or xfs"; exit 2 ;; esac
+"$SERVER" start --state "$state" --fs "$FS" --size "$size" --smb >"$WORK/start" 2>"$LOGS/server-start.log" ||
     { warn "nfs-server.sh start --smb failed, see $LOGS/server-start.log"; exit 1; }
 smb_url=$(sed -n 3p "$WORK/start")
 [[ $smb_url == smb://* ]] || { warn "nfs-server.sh printed no smb URL"; exit 1; }
