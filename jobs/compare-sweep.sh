@@ -15,8 +15,9 @@
 # that never made a directory; of two runs with the same job and rank count
 # the newest is used. Exit code: 0 when every job was compared, 1 when a job
 # had no results or herd-compare failed, 2 for bad usage.
-# Environment: HERD_REPO (default this script's ../), HERD_PYTHON (default
-# /usr/bin/python3, else python3).
+# Environment: HERD_REPO (default this script's ../: a checkout, or
+# PREFIX/share/herd when installed), HERD_PYTHON (default /usr/bin/python3,
+# else python3; installed: python3).
 set -euo pipefail
 
 ME=compare-sweep.sh
@@ -26,7 +27,14 @@ bad() { log "$*"; exit 2; }
 
 SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=${HERD_REPO:-$(cd "$SELF_DIR/.." && pwd)}
+compare=$REPO/analysis/herd-compare
 python=${HERD_PYTHON:-}
+if [ ! -f "$compare" ]; then
+    # installed (REPO is PREFIX/share/herd): PREFIX/bin/herd-compare, else PATH's
+    compare=$REPO/../../bin/herd-compare
+    [ -f "$compare" ] || compare=$(command -v herd-compare 2>/dev/null) || compare=herd-compare
+    python=${python:-python3}
+fi
 if [ -z "$python" ]; then
     if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python=python3; fi
 fi
@@ -106,7 +114,7 @@ for job in "${names[@]}"; do
     fi
     echo "runs: ${ranks[*]} ranks"
     out=$sweep/compare-$job
-    if ! "$python" "$REPO/analysis/herd-compare" "${files[@]}" --label nranks -o "$out"; then
+    if ! "$python" "$compare" "${files[@]}" --label nranks -o "$out"; then
         log "$job: herd-compare failed"
         status=1
         continue

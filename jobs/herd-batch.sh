@@ -21,9 +21,12 @@
 # no directory is made).
 #
 # Environment (all optional):
-#   HERD              herd binary (default <repo>/build/herd)
-#   HERD_REPO         repository (default: this script's ../)
-#   HERD_RESULTS      base results directory (default <repo>/results)
+#   HERD              herd binary (default <repo>/build/herd, else the herd
+#                     on PATH: an installed herd)
+#   HERD_REPO         the herd tree: a checkout, or PREFIX/share/herd when
+#                     installed (default: this script's ../)
+#   HERD_RESULTS      base results directory (default <repo>/results in a
+#                     checkout, ./results when installed)
 #   HERD_LAUNCHER     srun | mpirun (default srun when SLURM_JOB_ID is set, else mpirun)
 #   HERD_HOSTFILE     mpirun --hostfile (default $PBS_NODEFILE when set; set
 #                     but empty: no hostfile)
@@ -34,7 +37,8 @@
 #                     (e.g. "--map-by node --oversubscribe")
 #   HERD_SRUN_ARGS    extra srun arguments, split on white space
 #   HERD_TAG          extra part of the directory name (letters, digits, ._+-)
-#   HERD_PYTHON       Python for herd-report (default /usr/bin/python3, else python3)
+#   HERD_PYTHON       Python for herd-report (default in a checkout
+#                     /usr/bin/python3, else python3; installed: python3)
 set -euo pipefail
 
 ME=herd-batch.sh
@@ -44,8 +48,16 @@ bad() { log "$*"; exit 2; }   # bad usage or input: one line, exit 2
 
 SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=${HERD_REPO:-$(cd "$SELF_DIR/.." && pwd)}
-HERD=${HERD:-$REPO/build/herd}
-RESULTS=${HERD_RESULTS:-$REPO/results}
+# A checkout has analysis/; an installed tree (PREFIX/share/herd) has the
+# same jobs/ but takes herd and herd-report from PREFIX/bin (or PATH).
+checkout=""
+[ -f "$REPO/analysis/herd-report" ] && checkout=1
+if [ -z "${HERD:-}" ]; then
+    HERD=$REPO/build/herd
+    [ -x "$HERD" ] || HERD=$(command -v herd 2>/dev/null) || HERD=$REPO/build/herd
+fi
+RESULTS=${HERD_RESULTS:-${checkout:+$REPO/results}}
+RESULTS=${RESULTS:-$PWD/results}
 
 # ---------------------------------------------------------------- arguments
 
@@ -66,7 +78,7 @@ while (($#)); do
     esac
 done
 
-[[ -x "$HERD" && -f "$HERD" ]] || bad "herd binary $HERD not found or not executable (build it, or set HERD)"
+[[ -x "$HERD" && -f "$HERD" ]] || bad "herd binary $HERD not found or not executable (build it, put an installed herd on PATH, or set HERD)"
 
 launcher=${HERD_LAUNCHER:-}
 if [ -z "$launcher" ]; then
@@ -208,7 +220,14 @@ trap - INT TERM HUP
 
 python=${HERD_PYTHON:-}
 if [ -z "$python" ]; then
-    if [ -x /usr/bin/python3 ]; then python=/usr/bin/python3; else python=python3; fi
+    python=python3
+    [ -n "$checkout" ] && [ -x /usr/bin/python3 ] && python=/usr/bin/python3
+fi
+report=$REPO/analysis/herd-report
+if [ -z "$checkout" ]; then
+    # installed: bin/herd-report beside herd (a link into libexec/herd)
+    report=$(dirname -- "$HERD")/herd-report
+    [ -f "$report" ] || report=$(command -v herd-report 2>/dev/null) || report=herd-report
 fi
 # mpirun answers a signal with its own exit code (1); herd's is in the file
 # once herd closed it (-1 while it was never closed).
@@ -228,7 +247,7 @@ esac
 # ---------------------------------------------------------------- report
 
 if [ -s "$dir/results.h5" ]; then
-    if "$python" "$REPO/analysis/herd-report" "$dir/results.h5" -o "$dir/report" \
+    if "$python" "$report" "$dir/results.h5" -o "$dir/report" \
         >"$dir/report.log" 2>&1; then
         log "report: $dir/report/index.html"
     else

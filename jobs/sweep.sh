@@ -24,7 +24,8 @@
 #   --set key=value    passed to every run (herd run --set)
 #
 # The sweep directory is $OUT if set, else
-# ${HERD_RESULTS:-<repo>/results}/sweep-<YYYYmmdd-HHMMSS>/; every run's
+# ${HERD_RESULTS:-<repo>/results}/sweep-<YYYYmmdd-HHMMSS>/ (./results when
+# installed); every run's
 # directory goes in it (it is HERD_RESULTS for the runs), with sweep.tsv
 # (what was submitted or run), sweep.log (what this script printed) and the
 # scheduler's output files. Every (job, node count) is checked with
@@ -46,7 +47,11 @@ bad() { log "$*"; exit 2; }
 
 SELF_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=${HERD_REPO:-$(cd "$SELF_DIR/.." && pwd)}
-HERD=${HERD:-$REPO/build/herd}
+# REPO: a checkout, or PREFIX/share/herd when installed (herd then from PATH).
+if [ -z "${HERD:-}" ]; then
+    HERD=$REPO/build/herd
+    [ -x "$HERD" ] || HERD=$(command -v herd 2>/dev/null) || HERD=$REPO/build/herd
+fi
 USAGE="usage: $ME --scheduler slurm|pbs|local --nodes \"20 100 300\" [--ppn N] [--set key=value]... JOB.ini..."
 
 # ---------------------------------------------------------------- arguments
@@ -116,7 +121,9 @@ if [ -n "${OUT:-}" ]; then
     sweep=$OUT
     mkdir -p -- "$sweep" || die "cannot create $sweep"
 else
-    base=${HERD_RESULTS:-$REPO/results}
+    base=$REPO/results
+    [ -f "$REPO/analysis/herd-report" ] || base=$PWD/results # installed
+    base=${HERD_RESULTS:-$base}
     mkdir -p -- "$base" || die "cannot create $base"
     sweep=$base/sweep-$(date +%Y%m%d-%H%M%S)
     n=1 stem=$sweep

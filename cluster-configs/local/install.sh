@@ -24,6 +24,7 @@ packages=(
   libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces; tc (--link rate)
   samba smbclient libsmbclient-dev     # nfs-server.sh --smb: smbd on the same export; smbclient probes; SMB client library
   libnetfilter-queue-dev iptables      # herd-linkdelay: --link delay/jitter without netem
+  environment-modules                  # test_install.py loads the installed modulefile
   slurmctld slurmd slurm-client munge  # a real Slurm on the virtual cluster (tests); not configured here
   fio                                  # bench/ peer
 )

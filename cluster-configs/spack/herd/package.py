@@ -1,0 +1,80 @@
+# package.py — a Spack recipe for herd, the MPI load tester for NFS and
+# shared file systems: builds it with the site's MPI and HDF5 (whatever
+# provides `mpi`, and hdf5+mpi built with it) and installs the analysis
+# tools with their Python dependencies. See docs/install.md.
+#
+# Use it from a repository of your own (no upstream release exists yet):
+#   spack repo create ~/spack-herd && mkdir -p ~/spack-herd/packages/herd
+#   cp cluster-configs/spack/herd/package.py ~/spack-herd/packages/herd/
+#   spack repo add ~/spack-herd
+#   spack install herd@main ^openmpi            # or ^mpich, ^intel-oneapi-mpi...
+#   spack dev-build herd@main                   # from inside a checkout
+# and set `git` below to where your site keeps the herd repository.
+#
+# Variants: the optional parts of CMakeLists.txt. Each +variant adds the
+# dependency and makes CMake fail when it is not found (HERD_REQUIRE_*);
+# ~variant leaves the dependency out of the build environment, so the part
+# is not built. Spack has no libsmbclient: +smb takes it from the system
+# (an external `pkg-config smbclient`) and is off by default.
+
+from spack.package import *  # Spack 1.0 repositories also need:
+# from spack_repo.builtin.build_systems.cmake import CMakePackage
+
+
+class Herd(CMakePackage):
+    """herd: a multi-client (MPI) load tester for NFS and other shared file
+    systems: write, read, md5, lock, open-storm and metadata phases started
+    by every rank at one instant, every error counted, every result per rank
+    in one HDF5 file; herd-report and herd-compare analyse it."""
+
+    homepage = "https://example.invalid/herd"  # set to your site's copy
+    git = "https://example.invalid/herd.git"  # set to your site's copy
+
+    version("main", branch="main")
+
+    variant("libnfs", default=True, description="userspace NFS client backend (libnfs)")
+    variant("curl", default=True, description="node_exporter scraping (monitor_url, libcurl)")
+    variant("smb", default=False, description="SMB2/3 backend (libsmbclient from the system)")
+    variant("nfqueue", default=False,
+            description="herd-linkdelay, the packet delayer (libnetfilter_queue)")
+    variant("tools", default=True,
+            description="Python dependencies of herd-report and herd-compare")
+
+    depends_on("c", type="build")  # compilers as dependencies (Spack 0.23+; drop before)
+    depends_on("cmake@3.18:", type="build")
+    depends_on("pkgconfig", type="build")
+
+    depends_on("mpi")
+    depends_on("hdf5+mpi")  # herd writes from rank 0 only; a serial HDF5 works too
+    depends_on("zlib")
+    depends_on("openssl")
+    depends_on("libinih")  # Debian: libinih-dev; pkg-config name inih
+    depends_on("libnfs", when="+libnfs")
+    depends_on("curl", when="+curl")
+    depends_on("libnetfilter-queue", when="+nfqueue")
+
+    with when("+tools"):
+        depends_on("python@3.8:", type="run")
+        depends_on("py-h5py", type="run")
+        depends_on("py-numpy", type="run")
+        depends_on("py-pandas", type="run")
+        depends_on("py-matplotlib", type="run")
+
+    def cmake_args(self):
+        args = [
+            self.define("HERD_TESTS", False),
+            self.define_from_variant("HERD_REQUIRE_LIBNFS", "libnfs"),
+            self.define_from_variant("HERD_REQUIRE_CURL", "curl"),
+            self.define_from_variant("HERD_REQUIRE_SMBCLIENT", "smb"),
+            self.define_from_variant("HERD_REQUIRE_NFQUEUE", "nfqueue"),
+        ]
+        if "~curl" in self.spec:
+            # FindCURL could still find a system libcurl outside Spack's view.
+            args.append(self.define("CMAKE_DISABLE_FIND_PACKAGE_CURL", True))
+        return args
+
+    def setup_run_environment(self, env):
+        # herd_results for the user's own scripts (import herd_results)
+        env.prepend_path("PYTHONPATH", self.prefix.libexec.herd)
+        env.set("HERD_ROOT", self.prefix)
+        env.set("HERD_JOBS", self.prefix.share.herd.jobs)
