@@ -37,6 +37,7 @@ static const char *const meta_step_names[META_STEPS] = {"create", "stat", "renam
 static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
+static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
 const char *const job_smb_protocols[] = {"NT1",     "SMB2_02", "SMB2_10", "SMB3_00",
                                          "SMB3_02", "SMB3_11", NULL};
 static const char *const smb_encryption_choices[] = {"default", "off", "desired", "required", NULL};
@@ -121,6 +122,27 @@ const struct job_key job_keys[] = {
      "meta: which steps to run, always in the order create, stat, rename, unlink, "
      "rmdir, all ranks finishing one before the next (split them over phases to time each)",
      .kinds = KIND_BIT(KIND_META)},
+    {"access", KEY_ENUM, FIELD(access), access_choices, "sequential",
+     "write, read: the order of a rank's blocks: sequential | random (a permutation "
+     "from seed: every block once) | strided (passes of every 16th block: each block once); "
+     "md5 phases always read in file order",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+    {"rwmix_read", KEY_STRING, FIELD(rwmix_text), NULL, "none",
+     "read and write phases: percent of blocks read (0..100), the rest written, per rank "
+     "(none: the kind's own: all read or all written)",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+    {"files_per_rank", KEY_INT, FIELD(files_per_rank), NULL, "1",
+     "write, read, md5 with sharing = unique: files each rank works on per iteration",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5)},
+    {"ranks_active", KEY_STRING, FIELD(ranks_active), NULL, "",
+     "load ladder: the phase runs once per step with this many ranks doing I/O, e.g. "
+     "1,2,4,8,all (ranks spread over hosts; the others wait); one results phase per step"},
+    {"ranks_step", KEY_INT, FIELD(ranks_step), NULL, "0",
+     "load ladder: steps of 1, f, f^2 ... ranks up to all (f >= 2; 0 = no ladder)"},
+    {"step_duration", KEY_DURATION, FIELD(step_duration), NULL, "0",
+     "load ladder: each step stops after this long (its deadline; 0 = its iterations)"},
+    {"think_time", KEY_DURATION, FIELD(think_time), NULL, "0",
+     "pause after each timed call of a rank, so it offers a fixed load (0 = none)"},
     {"op_timeout", KEY_DURATION, FIELD(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
@@ -872,6 +894,17 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
     return NULL;
 }
 
+/* rwmix_read's value: -1 for "none", 0..100, or -2 when it is neither. */
+static int64_t rwmix_parse(const char *text)
+{
+    if (strcmp(text, "none") == 0)
+        return -1;
+    int64_t v;
+    if (strspn(text, "0123456789") != strlen(text) || parse_int(text, &v) != 0 || v > 100)
+        return -2;
+    return v;
+}
+
 /* Combinations that cannot work; one message naming the offending key. */
 static void phase_validate(struct parse_state *st, const struct phase *ph)
 {
@@ -940,6 +973,25 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("nfs_version", "must be 3 or 4");
     else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
         BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
+    else if (ph->rwmix_read < -1)
+        BAD("rwmix_read", "'%s' is not none or a percent 0 to 100", ph->rwmix_text);
+    else if (ph->files_per_rank < 1 || ph->files_per_rank > JOB_META_MAX)
+        BAD("files_per_rank", "must be 1 to %d", JOB_META_MAX);
+    else if (ph->files_per_rank > 1 && ph->sharing != SHARING_UNIQUE)
+        BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
+    else if (ph->ranks_active[0] && ph->ranks_step)
+        BAD("ranks_step", "set ranks_active or ranks_step, not both");
+    else if (ph->ranks_step == 1 || ph->ranks_step < 0 || ph->ranks_step > 1000)
+        BAD("ranks_step", "must be 2 to 1000 (the factor between steps), or 0");
+    else if (ph->ranks_active[0] && job_ladder_steps(ph->ranks_active, NULL, 0, 0) < 0)
+        BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
+            ph->ranks_active);
+    else if (ph->step_duration > 0 && !ph->ranks_active[0] && !ph->ranks_step)
+        BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
+    else if ((ph->ranks_active[0] || ph->ranks_step) && ph->kind == KIND_META &&
+             ph->sharing == SHARING_SHARED)
+        BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
+                       "every rank)");
     else if (ph->nfs_inflight < 1 || ph->nfs_inflight > JOB_INFLIGHT_MAX)
         BAD("nfs_inflight", "must be 1 to %d", JOB_INFLIGHT_MAX);
     else if (ph->monitor_host[0] && ph->monitor_rank[0])
@@ -1169,6 +1221,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
             snprintf(ph->fileset, sizeof ph->fileset, "%s-%s",
                      ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size);
         }
+        ph->rwmix_read = rwmix_parse(ph->rwmix_text);
         phase_validate(&st, ph);
     }
     sets_unused(&st);
@@ -1204,6 +1257,8 @@ int job_phase_bytes(const struct phase *ph, uint64_t *bytes)
             return -EOVERFLOW;
     } else if (!kind_moves_data(ph->kind)) {
         return 0;
+    } else if (__builtin_mul_overflow(times, (uint64_t)ph->files_per_rank, &times)) {
+        return -EOVERFLOW; /* write, read, md5: every file of the rank */
     }
     if (__builtin_mul_overflow(unit, times, &b))
         return -EOVERFLOW;
@@ -1217,6 +1272,16 @@ uint64_t job_phase_bytes_per_rank(const struct phase *ph)
     return job_phase_bytes(ph, &b) < 0 ? UINT64_MAX : b;
 }
 
+/* Where a phase's value of key came from (the phase's header line when
+ * it is the default). */
+static int phase_key_loc(const struct phase *ph, const char *key)
+{
+    for (size_t k = 0; k < job_nkeys; k++)
+        if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
+            return ph->key_line[k];
+    return ph->line;
+}
+
 int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len)
 {
     uint64_t mem = job_host_memory();
@@ -1226,11 +1291,7 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
         const char *key = phase_scale(ph, nranks, mem, why, sizeof why);
         if (!key)
             continue;
-        int line = ph->line;
-        for (size_t k = 0; k < job_nkeys; k++)
-            if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
-                line = ph->key_line[k];
-        error_format(err, len, job, job->path, line, key, why);
+        error_format(err, len, job, job->path, phase_key_loc(ph, key), key, why);
         return -EOVERFLOW;
     }
     return 0;
@@ -1245,10 +1306,7 @@ static void lint_add(const struct job *job, const struct phase *ph, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    int loc = ph->line;
-    for (size_t k = 0; k < job_nkeys; k++)
-        if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
-            loc = ph->key_line[k];
+    int loc = phase_key_loc(ph, key);
     char warn[600];
     snprintf(warn, sizeof warn, "warning: %s", msg);
     error_format(line, sizeof line, job, job->path, loc, key, warn);
@@ -1295,4 +1353,124 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
         }
     }
     return n;
+}
+
+int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks)
+{
+    int n = 0;
+    int64_t last = 0;
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ",");
+        int64_t v;
+        if (len == 3 && strncmp(p, "all", 3) == 0) {
+            if (p[len]) /* "all" is the last step */
+                return -EINVAL;
+            v = nranks > 0 ? nranks : INT64_MAX;
+        } else {
+            char num[24];
+            if (len == 0 || len >= sizeof num || strspn(p, "0123456789") < len)
+                return -EINVAL;
+            snprintf(num, sizeof num, "%.*s", (int)len, p);
+            v = strtoll(num, NULL, 10);
+            if (v < 1 || v > JOB_RANKS_MAX)
+                return -EINVAL;
+            if (nranks > 0 && v > nranks)
+                return -ERANGE;
+        }
+        if (v <= last || n == (out ? max : JOB_STEPS_MAX))
+            return -EINVAL;
+        if (out)
+            out[n] = v;
+        n++;
+        last = v;
+        p += len;
+        if (*p == ',' && !*++p)
+            return -EINVAL; /* a trailing comma */
+    }
+    return n > 0 ? n : -EINVAL;
+}
+
+/* The steps of a ladder phase for nranks ranks into steps; how many. */
+static int ladder_counts(const struct phase *ph, int64_t nranks, int64_t *steps, char *why,
+                         size_t len)
+{
+    if (ph->ranks_active[0]) {
+        int n = job_ladder_steps(ph->ranks_active, steps, JOB_STEPS_MAX, nranks);
+        if (n == -ERANGE)
+            snprintf(why, len, "'%s' asks for more ranks than the run's %lld I/O ranks",
+                     ph->ranks_active, (long long)nranks);
+        else if (n < 0)
+            snprintf(why, len, "'%s' is not a list of rank counts", ph->ranks_active);
+        return n;
+    }
+    int n = 0;
+    for (int64_t v = 1; v < nranks && n < JOB_STEPS_MAX - 1; v *= ph->ranks_step)
+        steps[n++] = v;
+    steps[n++] = nranks;
+    return n;
+}
+
+int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, char *err,
+                       size_t len)
+{
+    *out = *job;
+    out->text = job->text ? strdup(job->text) : NULL;
+    int total = 0;
+    int64_t steps[JOB_STEPS_MAX];
+    char why[256];
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        bool ladder = ph->ranks_active[0] || ph->ranks_step;
+        int n = ladder ? ladder_counts(ph, nranks, steps, why, sizeof why) : 1;
+        if (n < 0) {
+            error_format(err, len, job, job->path, phase_key_loc(ph, "ranks_active"),
+                         "ranks_active", why);
+            free(out->text);
+            out->text = NULL;
+            return -1;
+        }
+        total += n;
+    }
+    out->phases = calloc((size_t)total, sizeof *out->phases);
+    if (!out->phases || (job->text && !out->text)) {
+        free(out->text);
+        free(out->phases);
+        snprintf(err, len, "%s: out of memory", job->path);
+        return -1;
+    }
+    out->nphases = 0;
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        if (!ph->ranks_active[0] && !ph->ranks_step) {
+            out->phases[out->nphases++] = *ph;
+            continue;
+        }
+        int n = ladder_counts(ph, nranks, steps, why, sizeof why);
+        for (int k = 0; k < n; k++) {
+            struct phase *st = &out->phases[out->nphases++];
+            *st = *ph;
+            char suffix[32];
+            int sl = snprintf(suffix, sizeof suffix, ".%lldr", (long long)steps[k]);
+            snprintf(st->name, sizeof st->name, "%.*s%s", (int)(JOB_NAME_MAX - 1 - sl), ph->name,
+                     suffix);
+            snprintf(st->ladder, sizeof st->ladder, "%s", ph->name);
+            st->step = k + 1;
+            st->active_ranks = steps[k];
+            if (ph->step_duration > 0)
+                st->deadline = ph->step_duration;
+            st->ranks_active[0] = '\0';
+            st->ranks_step = 0;
+        }
+    }
+    for (int i = 0; i < out->nphases; i++) /* step names must not clash with other phases */
+        for (int j = i + 1; j < out->nphases; j++)
+            if (strcmp(out->phases[i].name, out->phases[j].name) == 0) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "the ladder step [%s] has the name of another phase",
+                         out->phases[i].name);
+                error_format(err, len, job, job->path, out->phases[j].line, NULL, msg);
+                job_free(out);
+                return -1;
+            }
+    return 0;
 }

@@ -75,11 +75,23 @@ struct phase {
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
-    double lock_hold;          /* seconds a granted lock is held */
-    double lock_timeout;       /* blocking lock: give up after; 0 = never */
-    int64_t dirs;              /* meta: directories per tree */
-    int64_t files;             /* meta: files per rank */
-    char meta_ops[64];         /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    double lock_hold;       /* seconds a granted lock is held */
+    double lock_timeout;    /* blocking lock: give up after; 0 = never */
+    int64_t dirs;           /* meta: directories per tree */
+    int64_t files;          /* meta: files per rank */
+    char meta_ops[64];      /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    int access;             /* enum access: the order of a file's blocks */
+    char rwmix_text[8];     /* rwmix_read as written: "none" or 0..100 */
+    int64_t rwmix_read;     /* read/write: percent of blocks read (-1: none, the kind's) */
+    int64_t files_per_rank; /* read/write/md5: unique files each rank works on */
+    char ranks_active[128]; /* load ladder: "1,2,4,all"; "" = every rank, no ladder */
+    int64_t ranks_step;     /* load ladder: 1, f, f^2 ... all ranks (0 = none) */
+    double step_duration;   /* load ladder: each step's deadline (0 = its iterations) */
+    double think_time;      /* seconds a rank pauses after each timed call (0 = none) */
+    /* Set by job_expand_ladders for one step of a ladder phase: */
+    char ladder[JOB_NAME_MAX]; /* the ladder phase's name, "" for a plain phase */
+    int64_t step;              /* 1-based step number */
+    int64_t active_ranks;      /* ranks doing I/O in this step (0: every rank) */
     char run_id[JOB_NAME_MAX]; /* [global] only; "" = a fresh id per run */
     /* [global] only (every phase holds the same): the server monitor */
     char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
@@ -109,6 +121,9 @@ struct job {
 };
 
 enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
+
+/* access: how a rank walks its range of a file. */
+enum access { ACCESS_SEQUENTIAL, ACCESS_RANDOM, ACCESS_STRIDED };
 
 /* SMB dialects in order, as Samba names them (smb_min/max_protocol). */
 extern const char *const job_smb_protocols[];
@@ -179,6 +194,22 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
  * One line "FILE:LINE: key 'K': warning: why" per finding, appended to out
  * (each ending in a newline). Returns how many. */
 #define JOB_LINT_META_BYTES (1ull << 30)
+
+/* The rank counts of a ranks_active list ("1,2,4,all"): positive, rising,
+ * "all" only last. nranks > 0 resolves "all" to it and refuses counts above
+ * it. Up to max counts into out (out NULL: only check). Returns how many,
+ * or -EINVAL (-ERANGE: a count above nranks). */
+#define JOB_STEPS_MAX 64
+int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks);
+
+/* A copy of job with every load-ladder phase (ranks_active, ranks_step)
+ * replaced by one phase per step, for nranks I/O ranks: "<name>.<N>r",
+ * with ladder = the phase's name, step = 1.., active_ranks = N and, with
+ * step_duration, that deadline. out is freed with job_free. 0, or -1 with
+ * one line "FILE:LINE: key 'K': why" in err. */
+int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, char *err,
+                       size_t len);
+
 int job_lint(const struct job *job, int64_t nranks, char *out, size_t len);
 
 /* Bytes of physical memory of this host (0 if unknown). */

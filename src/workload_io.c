@@ -1,17 +1,31 @@
 /* workload_io.c — the bandwidth workloads: write, read and md5 of unique
  * or shared files, the seed's `dd` and `md5sum` runs. One rank's share of
- * a phase: for each iteration open, move file_size bytes block by block,
- * (fsync,) close, and for md5 digest what was read and compare it with the
- * digest the pattern predicts. A failing call is counted and ends only the
- * iteration it happened in.
+ * a phase: for each iteration and each of its files (files_per_rank),
+ * open, move file_size bytes block by block, (fsync,) close, and for md5
+ * digest what was read and compare it with the digest the pattern
+ * predicts. A failing call is counted and ends only the iteration it
+ * happened in.
  *
- * A write phase claims (workload_claim) its file when prepare finds it
- * absent: the clean-up then removes only files this run created, never
+ * Block order (access, access.h): write and read visit the blocks of the
+ * rank's range sequentially, in a seeded random permutation or in strided
+ * passes, each block exactly once, so the bytes moved are exact and every
+ * block verifies at its own offset. md5 always reads in file order (a
+ * digest needs the bytes in order; holding a whole range to reorder it
+ * would cost its size in memory): `access` does not change an md5 phase.
+ * rwmix_read = P in a write or read phase reads P % of the blocks (chosen
+ * by access_reads) and writes the pattern into the others, so the file
+ * still holds the pattern afterwards.
+ *
+ * A write phase claims (workload_claim) its files when prepare finds them
+ * all absent: the clean-up then removes only files this run created, never
  * one an earlier run kept. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "md5.h"
 #include "pattern.h"
 #include "prefetch.h"
@@ -19,13 +33,35 @@
 
 struct io_state {
     struct pattern pattern;
-    unsigned char *buf;      /* read buffer, 4 KiB aligned */
-    uint64_t key;            /* pattern key of the file */
-    uint64_t offset, length; /* this rank's region of the file */
-    int file_index;          /* rank whose file, or -1 for the shared file */
-    unsigned char expected[16];
-    char path[HERD_PATH_MAX];
+    unsigned char *buf;            /* read buffer, 4 KiB aligned (read and mixed phases) */
+    uint64_t offset, length;       /* this rank's region of each file */
+    int file_index;                /* rank whose files, or -1 for the shared file */
+    int64_t nfiles;                /* files per iteration: files_per_rank, 1 if shared */
+    int mix;                       /* rwmix_read percent, or -1: the kind's own */
+    unsigned char (*expected)[16]; /* md5: the digest of each file's region */
+    bool reported;                 /* the first verify mismatch has been printed */
 };
+
+/* File f (0 .. nfiles - 1) of this rank's set: file 0 keeps the name and
+ * pattern key of files_per_rank = 1 (r<rank>.dat), file f > 0 is
+ * r<rank>.<f>.dat with its own key. */
+static uint64_t io_file_key(const struct phase_ctx *c, const struct io_state *s, int64_t f)
+{
+    if (s->file_index < 0)
+        return pattern_file_key(c->ph->fileset, UINT64_MAX);
+    return pattern_file_key(c->ph->fileset, (uint64_t)f << 32 | (uint32_t)s->file_index);
+}
+
+static void io_file_path(const struct phase_ctx *c, int index, int64_t f, char *buf, size_t len)
+{
+    if (f == 0 || index < 0) {
+        workload_file_path(c, index, buf, len);
+        return;
+    }
+    char dir[HERD_PATH_MAX];
+    workload_fileset_dir(c, dir, sizeof dir);
+    workload_path(buf, len, "%s/r%06d.%" PRId64 ".dat", dir, index, f);
+}
 
 /* pattern_md5's stop test: the expected digest of a huge region must not
  * outlast a SIGTERM. */
@@ -34,14 +70,22 @@ static bool io_stop(const void *arg)
     return workload_should_stop(arg);
 }
 
-/* Claim the data file if it does not exist yet. Every rank stats in
- * prepare, before any rank runs the phase, so exactly the files this run
- * will create are claimed (by at least one rank for the shared file). */
-static void io_claim(struct phase_ctx *c, const char *path)
+/* Claim this rank's data files if none of them exists yet. Every rank
+ * stats in prepare, before any rank runs the phase, so exactly the files
+ * this run will create are claimed (by at least one rank for the shared
+ * file). One claim bit covers all files_per_rank files: when only some
+ * exist (an earlier run kept fewer under the same run_id) none is claimed,
+ * so the clean-up never removes a kept file (the new ones are left). */
+static void io_claim(struct phase_ctx *c, const struct io_state *s)
 {
-    struct stat st;
-    if (c->be->stat(c->be_ctx, path, &st) == -ENOENT)
-        workload_claim(c, CLAIM_FILE);
+    for (int64_t f = 0; f < s->nfiles; f++) {
+        char path[HERD_PATH_MAX];
+        struct stat st;
+        io_file_path(c, s->file_index, f, path, sizeof path);
+        if (c->be->stat(c->be_ctx, path, &st) != -ENOENT)
+            return;
+    }
+    workload_claim(c, CLAIM_FILE);
 }
 
 static int io_prepare(struct phase_ctx *c)
@@ -53,76 +97,114 @@ static int io_prepare(struct phase_ctx *c)
     c->state = s;
     int owner = ph->kind == KIND_WRITE ? c->rank : c->peer;
     s->file_index = ph->sharing == SHARING_UNIQUE ? owner : -1;
+    s->nfiles = ph->sharing == SHARING_UNIQUE && ph->files_per_rank > 1 ? ph->files_per_rank : 1;
+    s->mix = ph->kind != KIND_MD5 && ph->rwmix_read >= 0 ? (int)ph->rwmix_read : -1;
     s->length = ph->file_size;
     s->offset = (ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED)
                     ? (uint64_t)owner * ph->file_size
                     : 0;
-    s->key =
-        pattern_file_key(ph->fileset, s->file_index < 0 ? UINT64_MAX : (uint64_t)s->file_index);
-    workload_file_path(c, s->file_index, s->path, sizeof s->path);
     for (int64_t i = 0; i < ph->iterations; i++)
         c->records[i].file_rank =
             s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1) : s->file_index;
 
-    int rc = pattern_init(&s->pattern, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed,
-                          ph->block_size);
+    struct access_order probe; /* an access value this build does not know */
+    int rc = access_init(&probe, (enum access)ph->access, 0, 0);
     if (rc < 0)
         return rc;
-    if (ph->kind == KIND_READ) { /* md5 reads into its read-ahead ring */
+    rc = pattern_init(&s->pattern, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed,
+                      ph->block_size);
+    if (rc < 0)
+        return rc;
+    if (ph->kind == KIND_READ || s->mix >= 0) { /* md5 reads into its read-ahead ring */
         size_t size = (ph->block_size + 4095) / 4096 * 4096;
         s->buf = aligned_alloc(4096, size);
         if (!s->buf)
             return -ENOMEM;
     }
     if (ph->kind == KIND_MD5) {
-        rc = pattern_md5(&s->pattern, s->key, s->offset, s->length, s->expected, io_stop, c);
-        if (rc < 0)
-            return rc; /* -EINTR: stopped; the runner ends the run */
+        s->expected = calloc((size_t)s->nfiles, sizeof *s->expected);
+        if (!s->expected)
+            return -ENOMEM;
+        for (int64_t f = 0; f < s->nfiles; f++) {
+            rc = pattern_md5(&s->pattern, io_file_key(c, s, f), s->offset, s->length,
+                             s->expected[f], io_stop, c);
+            if (rc < 0)
+                return rc; /* -EINTR: stopped; the runner ends the run */
+        }
     }
     if (ph->kind == KIND_WRITE) {
         workload_make_dirs(c);
-        io_claim(c, s->path);
+        io_claim(c, s);
     }
     return 0;
 }
 
-/* Write or read the rank's range block by block (read: verify if asked).
- * Returns true if every block moved; *mismatch when the data was wrong. */
+/* The first block of this phase that failed verify, on stderr (once per
+ * rank and phase): results.h5 counts verify failures per row but keeps no
+ * offset. */
+static void io_report_mismatch(struct phase_ctx *c, const char *path, int64_t at, int64_t iteration)
+{
+    struct io_state *s = c->state;
+    if (s->reported)
+        return;
+    s->reported = true;
+    fprintf(stderr,
+            "herd: rank %d: phase %s: verify: %s differs from the pattern at offset %" PRId64
+            " (iteration %" PRId64 ")\n",
+            c->rank, c->ph->name, path, at, iteration);
+}
+
+/* Write or read the rank's range of one file block by block, in the
+ * phase's access order, each block once (read: verify if asked; mixed:
+ * access_reads chooses). Returns true if every block moved; *mismatch
+ * when the data was wrong. */
 static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
-                        bool *mismatch)
+                        const char *path, uint64_t key, int64_t iteration, bool *mismatch)
 {
     struct io_state *s = c->state;
     const struct phase *ph = c->ph;
-    enum op op = ph->kind == KIND_WRITE ? OP_WRITE : OP_READ;
-    uint64_t end = s->offset + s->length;
-    for (uint64_t off = s->offset; off < end;) {
+    uint64_t bs = ph->block_size, end = s->offset + s->length;
+    uint64_t nblocks = (s->length + bs - 1) / bs;
+    struct access_order order; /* the kind was checked in prepare */
+    access_init(&order, (enum access)ph->access, nblocks,
+                access_seed((uint64_t)ph->seed, key, iteration));
+    for (uint64_t i = 0; i < nblocks; i++) {
         if (workload_should_stop(c))
             return false;
-        size_t n = (size_t)(end - off < ph->block_size ? end - off : ph->block_size);
+        uint64_t block = access_block(&order, i);
+        uint64_t off = s->offset + block * bs;
+        size_t n = (size_t)(end - off < bs ? end - off : bs);
+        bool read = s->mix < 0
+                        ? ph->kind == KIND_READ
+                        : access_reads((uint64_t)ph->seed, key, c->rank, iteration, block, s->mix);
+        enum op op = read ? OP_READ : OP_WRITE;
         ssize_t got;
         double t0;
-        if (ph->kind == KIND_WRITE) {
-            const void *data = pattern_block(&s->pattern, s->key, off, n);
-            t0 = op_begin(c, op, s->path);
+        if (!read) {
+            const void *data = pattern_block(&s->pattern, key, off, n);
+            t0 = op_begin(c, op, path);
             got = c->be->pwrite(c->be_ctx, f, data, n, off);
         } else {
-            t0 = op_begin(c, op, s->path);
+            t0 = op_begin(c, op, path);
             got = c->be->pread(c->be_ctx, f, s->buf, n, off);
         }
-        if (workload_done(c, r, op, t0, got, s->path, &r->t_io) < 0)
+        if (workload_done(c, r, op, t0, got, path, &r->t_io) < 0)
             return false;
         r->bytes += (uint64_t)got;
         if (c->progress)
             progress_add(c->progress, (uint64_t)got);
         if ((size_t)got < n) { /* the file is shorter than the phase expects */
-            workload_fail(c, r, op, -ENODATA, s->path);
+            workload_fail(c, r, op, -ENODATA, path);
             *mismatch = ph->verify;
             return false;
         }
-        if (ph->kind == KIND_READ && ph->verify && !*mismatch &&
-            pattern_compare(&s->pattern, s->key, off, s->buf, n) >= 0)
-            *mismatch = true;
-        off += n;
+        if (read && ph->verify && !*mismatch) {
+            int64_t at = pattern_compare(&s->pattern, key, off, s->buf, n);
+            if (at >= 0) {
+                *mismatch = true;
+                io_report_mismatch(c, path, at, iteration);
+            }
+        }
     }
     return true;
 }
@@ -130,15 +212,15 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
 /* Read the rank's range ahead in a second thread while digesting it here,
  * then compare the MD5 with the pattern's. Returns true if all was read. */
 static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
-                      bool *mismatch)
+                      const char *path, const unsigned char expected[16], bool *mismatch)
 {
     struct io_state *s = c->state;
     struct md5 md5;
     if (md5_begin(&md5) < 0) {
-        workload_fail(c, r, OP_MD5, -ENOMEM, s->path);
+        workload_fail(c, r, OP_MD5, -ENOMEM, path);
         return false;
     }
-    struct prefetch *p = prefetch_start(c, f, r, s->path, s->offset, s->length);
+    struct prefetch *p = prefetch_start(c, f, r, path, s->offset, s->length);
     ssize_t n = -ENOMEM;
     const void *data;
     while (p && (n = prefetch_next(p, &data)) > 0) {
@@ -152,49 +234,69 @@ static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend
     md5_end(&md5, digest);
     r->t_md5 += clock_mono() - t0;
     if (!p)
-        workload_fail(c, r, OP_READ, -ENOMEM, s->path);
+        workload_fail(c, r, OP_READ, -ENOMEM, path);
     if (n < 0) {
         *mismatch = n == -ENODATA; /* too short: its digest cannot match */
         return false;
     }
     hist_add(&c->hist[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
-    *mismatch = memcmp(digest, s->expected, sizeof digest) != 0;
+    *mismatch = memcmp(digest, expected, 16) != 0;
     return true;
 }
 
-/* One iteration: returns true if it ran to its end without error. */
-static bool io_iteration(struct phase_ctx *c, struct rank_record *r)
+/* One file of one iteration: open, move, (fsync,) close. Returns true if
+ * it ran to its end without error. */
+static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteration, int64_t fi)
 {
     struct io_state *s = c->state;
     const struct phase *ph = c->ph;
     const struct backend_ops *be = c->be;
+    char path[HERD_PATH_MAX];
+    io_file_path(c, s->file_index, fi, path, sizeof path);
+    uint64_t key = io_file_key(c, s, fi);
     int flags = ph->kind == KIND_WRITE ? BACKEND_WRITE | BACKEND_CREATE : BACKEND_READ;
+    if (s->mix >= 0)
+        flags |= BACKEND_READ | BACKEND_WRITE;
     if (ph->direct)
         flags |= BACKEND_DIRECT;
 
     struct backend_file *f = NULL;
-    double t0 = op_begin(c, OP_OPEN, s->path);
-    if (workload_done(c, r, OP_OPEN, t0, be->open(c->be_ctx, s->path, flags, &f), s->path,
-                      &r->t_open) < 0)
+    double t0 = op_begin(c, OP_OPEN, path);
+    if (workload_done(c, r, OP_OPEN, t0, be->open(c->be_ctx, path, flags, &f), path, &r->t_open) <
+        0)
         return false;
 
-    if (ph->kind != KIND_WRITE && be->advise) /* read and md5 go through their range in order */
+    /* md5, and a plain sequential read, go through their range in order. */
+    bool in_order = ph->kind == KIND_MD5 ||
+                    (ph->kind == KIND_READ && s->mix < 0 && ph->access == ACCESS_SEQUENTIAL);
+    if (in_order && be->advise)
         be->advise(c->be_ctx, f, s->offset, s->length);
     bool mismatch = false;
-    bool ok =
-        ph->kind == KIND_MD5 ? io_digest(c, r, f, &mismatch) : io_transfer(c, r, f, &mismatch);
+    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &mismatch)
+                                   : io_transfer(c, r, f, path, key, iteration, &mismatch);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
-        t0 = op_begin(c, OP_FSYNC, s->path);
-        if (workload_done(c, r, OP_FSYNC, t0, be->fsync(c->be_ctx, f), s->path, &r->t_fsync) < 0)
+        t0 = op_begin(c, OP_FSYNC, path);
+        if (workload_done(c, r, OP_FSYNC, t0, be->fsync(c->be_ctx, f), path, &r->t_fsync) < 0)
             ok = false;
     }
-    t0 = op_begin(c, OP_CLOSE, s->path);
-    if (workload_done(c, r, OP_CLOSE, t0, be->close(c->be_ctx, f), s->path, &r->t_close) < 0)
+    t0 = op_begin(c, OP_CLOSE, path);
+    if (workload_done(c, r, OP_CLOSE, t0, be->close(c->be_ctx, f), path, &r->t_close) < 0)
         ok = false;
     if (mismatch)
-        r->verify_failures++;
+        r->verify_failures++; /* one per file that did not match */
     return ok;
+}
+
+/* One iteration: each of the rank's files in turn. Returns true if it ran
+ * to its end without error; the first failing file ends it. */
+static bool io_iteration(struct phase_ctx *c, struct rank_record *r, int64_t iteration)
+{
+    struct io_state *s = c->state;
+    for (int64_t fi = 0; fi < s->nfiles; fi++)
+        if (workload_should_stop(c) || !io_file(c, r, iteration, fi))
+            return false;
+    return true;
 }
 
 static void io_run(struct phase_ctx *c)
@@ -203,7 +305,7 @@ static void io_run(struct phase_ctx *c)
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
         if (!workload_should_stop(c))
-            r->completed = io_iteration(c, r);
+            r->completed = io_iteration(c, r, i);
         r->t_end = clock_now(c->clock);
     }
 }
@@ -215,12 +317,14 @@ static void io_finish(struct phase_ctx *c)
         return;
     pattern_free(&s->pattern);
     free(s->buf);
+    free(s->expected);
     free(s);
     c->state = NULL;
 }
 
-/* A write phase leaves its files: each rank its own, rank 0 the shared
- * one; only a file this run created (claimed in prepare). */
+/* A write phase leaves its files: each rank its own (all files_per_rank
+ * of them), rank 0 the shared one; only files this run created (claimed
+ * in prepare). */
 static void io_remove(struct phase_ctx *c, int pass)
 {
     bool unique = c->ph->sharing == SHARING_UNIQUE;
@@ -228,11 +332,14 @@ static void io_remove(struct phase_ctx *c, int pass)
         return;
     if (!workload_claimed(c, CLAIM_FILE, !unique))
         return;
-    char path[HERD_PATH_MAX];
-    workload_file_path(c, unique ? c->rank : -1, path, sizeof path);
-    int rc = c->be->unlink(c->be_ctx, path);
-    if (rc < 0 && rc != -ENOENT) /* ENOENT: an earlier phase removed it */
-        workload_error(c, OP_UNLINK, rc, path);
+    int64_t nfiles = unique && c->ph->files_per_rank > 1 ? c->ph->files_per_rank : 1;
+    for (int64_t fi = 0; fi < nfiles && !workload_should_stop(c); fi++) {
+        char path[HERD_PATH_MAX];
+        io_file_path(c, unique ? c->rank : -1, fi, path, sizeof path);
+        int rc = c->be->unlink(c->be_ctx, path);
+        if (rc < 0 && rc != -ENOENT) /* ENOENT: an earlier phase removed it */
+            workload_error(c, OP_UNLINK, rc, path);
+    }
 }
 
 const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish, io_remove};
