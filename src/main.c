@@ -127,6 +127,15 @@ static int command_check(const struct args *a)
         job_free(&job);
         return 2;
     }
+    /* Load ladders as they will run on these ranks: one phase per step. */
+    struct job steps;
+    if (job_expand_ladders(&job, a->ranks, &steps, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        job_free(&job);
+        return 2;
+    }
+    job_free(&job);
+    job = steps;
     const struct phase *first = &job.phases[0];
     printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
            job.nphases == 1 ? "" : "s", first->target, first->backend,
@@ -140,9 +149,10 @@ static int command_check(const struct args *a)
         units_format_size(ph->file_size, file, sizeof file);
         units_format_size(ph->block_size, block, sizeof block);
         uint64_t bytes = job_phase_bytes_per_rank(ph);
-        grand += (double)(bytes * (uint64_t)a->ranks); /* job_check_scale: no overflow */
+        long n = ph->active_ranks > 0 ? (long)ph->active_ranks : a->ranks; /* a ladder step's */
+        grand += (double)(bytes * (uint64_t)n); /* job_check_scale: no overflow */
         units_format_human((double)bytes, per, sizeof per);
-        units_format_human((double)bytes * (double)a->ranks, all, sizeof all);
+        units_format_human((double)bytes * (double)n, all, sizeof all);
         printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
                job_kind_name(ph->kind), ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
                ph->sharing == SHARING_UNIQUE         ? "-"

@@ -691,6 +691,12 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
         h5_attr_f64(g, "start_skew", sum->start_skew, err, errlen) < 0 ||
         key_attrs(r, g, ph, err, errlen) < 0)
         return -1;
+    if (ph->ladder[0] && /* one step of a load ladder */
+        (h5_attr_str(r->str, g, "ladder", ph->ladder, err, errlen) < 0 ||
+         h5_attr_i64(g, "step", ph->step, err, errlen) < 0 ||
+         h5_attr_i64(g, "active_ranks", sum->active_ranks, err, errlen) < 0 ||
+         h5_attr_i64(g, "active_hosts", sum->active_hosts, err, errlen) < 0))
+        return -1;
     if (nrows > 0 && rows == NULL)
         return h5_msg_fail(err, errlen, "no rank records given");
     if (nerrors > 0 && errors == NULL)

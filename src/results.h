@@ -68,13 +68,14 @@ const char *run_status_name(enum run_status s);
 
 /* What the runner knows of a phase as a whole. */
 struct phase_summary {
-    int index;                    /* 0-based order in the job */
-    double t_start;               /* the common instant all ranks were told */
-    double t_end;                 /* after the closing barrier */
-    double start_skew;            /* max - min of the ranks' achieved starts */
-    const char *status;           /* phase_status_name(): ok | errors | deadline | interrupted */
-    size_t stuck;                 /* operations the watchdogs saw hanging */
-    struct holds_overlap overlap; /* lock phases: holds of all ranks together */
+    int index;                      /* 0-based order in the job */
+    double t_start;                 /* the common instant all ranks were told */
+    double t_end;                   /* after the closing barrier */
+    double start_skew;              /* max - min of the ranks' achieved starts */
+    const char *status;             /* phase_status_name(): ok | errors | deadline | interrupted */
+    size_t stuck;                   /* operations the watchdogs saw hanging */
+    struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
+    int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
 };
 
 struct results;

@@ -75,6 +75,8 @@ struct run {
     struct monitor_sample *samples;     /* rank 0: every server sample so far */
     size_t nsamples;
     double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
+    int *spread;            /* each rank's place in the host-spread order (ladder steps) */
+    MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
 };
 
 static void utc_now(char *buf, size_t len)
@@ -527,7 +529,55 @@ static void run_phase_monitor(struct run *r, int index, const struct phase_summa
 static void run_sync(struct phase_ctx *c)
 {
     struct run *r = c->sync_data;
-    runner_stop_barrier(&r->stop);
+    if (r->step_comm != MPI_COMM_NULL) /* a ladder step: only its active ranks run */
+        runner_stop_barrier_on(&r->stop, r->step_comm);
+    else
+        runner_stop_barrier(&r->stop);
+}
+
+/* Ladder steps take ranks spread over hosts: the first rank of every
+ * host, then the second of every host, ... (4 active ranks on 4 hosts are
+ * one per host). spread[rank] is the rank's place in that order. */
+static int *run_spread_order(const struct run *r)
+{
+    int *spread = calloc((size_t)r->size, sizeof *spread);
+    int *seen = calloc((size_t)r->nhosts + 1, sizeof *seen);
+    int *nth = calloc((size_t)r->size, sizeof *nth);
+    if (!spread || !seen || !nth) {
+        free(seen);
+        free(nth);
+        free(spread);
+        return NULL;
+    }
+    for (int i = 0; i < r->size; i++)
+        nth[i] = seen[r->rank_host[i]]++;
+    int place = 0;
+    for (int k = 0; place < r->size; k++)
+        for (int i = 0; i < r->size; i++)
+            if (nth[i] == k)
+                spread[i] = place++;
+    free(seen);
+    free(nth);
+    return spread;
+}
+
+/* Whether rank i does I/O in a phase with active_ranks (0: every rank). */
+static bool run_active(const struct run *r, int i, int64_t active_ranks)
+{
+    return active_ranks <= 0 || (r->spread ? r->spread[i] : i) < active_ranks;
+}
+
+/* Hosts with at least one active rank. */
+static int run_active_hosts(const struct run *r, int64_t active_ranks)
+{
+    int n = 0;
+    for (int h = 0; h < r->nhosts; h++)
+        for (int i = 0; i < r->size; i++)
+            if (r->rank_host[i] == h && run_active(r, i, active_ranks)) {
+                n++;
+                break;
+            }
+    return n;
 }
 
 static bool run_peer_stopped(struct phase_ctx *c)
@@ -568,12 +618,18 @@ static struct phase_outcome run_phase(struct run *r, int index)
     c.progress = &progress;
     struct watchdog *dog =
         watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank, r->hostname);
-    if (r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches the target */
+    /* A ladder step: only its active ranks touch the target; the others
+     * wait at the phase's barriers with empty rows. */
+    bool active = run_active(r, r->rank, ph->active_ranks);
+    r->step_comm = MPI_COMM_NULL;
+    if (ph->active_ranks > 0)
+        MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
+    if (active && r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches it */
         int rc = r->be->configure(r->be_ctx, ph);
         if (rc < 0 && c.records)
             workload_fail(&c, NULL, OP_CONNECT, rc, ph->target);
     }
-    int prep = (c.records && c.hist) ? wl->prepare(&c) : -ENOMEM;
+    int prep = !(c.records && c.hist) ? -ENOMEM : active ? wl->prepare(&c) : 0;
     for (int64_t i = 0; c.records && i < ph->iterations; i++) {
         c.records[i].rank = r->rank;
         c.records[i].iteration = (int32_t)i;
@@ -592,7 +648,10 @@ static struct phase_outcome run_phase(struct run *r, int index)
     bool stopping = runner_stop_poll(&r->stop);
     bool run_it = run_all_ok(r, prep >= 0 && !stopping && c.records && c.hist);
 
-    struct phase_summary sum = {.index = index};
+    struct phase_summary sum = {.index = index,
+                                .active_ranks =
+                                    ph->active_ranks > 0 ? (int)ph->active_ranks : r->size,
+                                .active_hosts = run_active_hosts(r, ph->active_ranks)};
     MPI_Barrier(r->comm);
     double t_start = 0;
     if (r->rank == 0)
@@ -613,7 +672,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     bool io = ph->kind == KIND_WRITE || ph->kind == KIND_READ || ph->kind == KIND_MD5;
     progress_begin(c.progress, r->comm, ph->name, index, io ? job_phase_bytes_per_rank(ph) : 0,
                    io ? NULL : c.op_count);
-    if (run_it) {
+    if (run_it && active) {
         if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
             r->be->observe(r->be_ctx, c.hist, c.op_count, c.op_seconds);
         wl->run(&c);
@@ -628,6 +687,8 @@ static struct phase_outcome run_phase(struct run *r, int index)
     runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
     progress_finish(c.progress); /* all ranks: the phase's closing progress line */
+    if (r->step_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&r->step_comm);
 
     struct phase_outcome o = {0};
     if (run_all_ok(r, c.records && c.hist))
@@ -938,6 +999,7 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
         r->be->disconnect(r->be_ctx);
         return 1;
     }
+    r->spread = run_spread_order(r); /* NULL (no memory): ladder steps take ranks 0..N-1 */
 
     int refused = 0;
     if (r->rank == 0) {
@@ -1045,7 +1107,19 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     } else {
         MPI_Comm_rank(r.comm, &r.rank);
         MPI_Comm_size(r.comm, &r.size);
-        exit_code = run_io(&r, sync_seconds, start_utc);
+        /* Load ladders become one phase per step, for this many I/O ranks;
+         * every I/O rank expands the same job the same way. */
+        struct job steps;
+        if (job_expand_ladders(job, r.size, &steps, err, sizeof err) < 0) {
+            if (r.rank == 0)
+                fprintf(stderr, "herd: %s\n", err);
+            exit_code = 2;
+        } else {
+            r.job = &steps;
+            exit_code = run_io(&r, sync_seconds, start_utc);
+            job_free(&steps);
+        }
+        free(r.spread);
         if (r.rank == 0)
             runner_monitor_release(&r.mon, exit_code);
         else

@@ -30,6 +30,9 @@ bool runner_stop_poll(struct runner_stop *s);
 int runner_stop_signal(const struct runner_stop *s);
 /* MPI_Barrier on s->comm that still sends and hears stops while waiting. */
 void runner_stop_barrier(struct runner_stop *s);
+/* The same barrier on another communicator (a subset of s's ranks: a
+ * ladder step's active ranks), still hearing a stop on s. */
+void runner_stop_barrier_on(struct runner_stop *s, MPI_Comm comm);
 void runner_stop_free(struct runner_stop *s);
 
 #endif

@@ -283,6 +283,8 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     l->fsync = ph->fsync;
     l->iterations = ph->iterations;
     snprintf(l->backend, sizeof l->backend, "%s", ph->backend);
+    l->step = ph->ladder[0] ? ph->step : 0;
+    l->active_ranks = ph->active_ranks;
     l->nops = 0;
     l->nerrs = 0;
     l->errs_other = 0;
@@ -363,7 +365,11 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     char bs[32], fs[32];
     units_format_size(l->block_size, bs, sizeof bs);
     units_format_size(l->file_size, fs, sizeof fs);
-    fprintf(out, "    %s; bs %s", l->layout, bs);
+    fprintf(out, "    ");
+    if (l->step > 0) /* which load point of its ladder */
+        fprintf(out, "ladder step %lld: %lld ranks; ", (long long)l->step,
+                (long long)l->active_ranks);
+    fprintf(out, "%s; bs %s", l->layout, bs);
     if (strcmp(l->kind, "meta") == 0)
         fprintf(out, ", %lld files/rank, file %s", (long long)l->files, fs);
     else if (strcmp(l->kind, "storm") == 0 || strcmp(l->kind, "lock") == 0)

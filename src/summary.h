@@ -73,6 +73,7 @@ struct summary_line {
     int64_t files, dirs, count;
     bool fsync;
     char backend[16];
+    int64_t step, active_ranks; /* a load ladder's step (0: not a ladder) and its ranks */
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,

@@ -161,6 +161,10 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_ki(f, "rows", st->rows, &first);
     json_ki(f, "ranks", st->ranks, &first);
     json_ki(f, "iterations", l->iterations, &first);
+    if (l->step > 0) { /* one step of a load ladder: "<ladder>.<N>r" */
+        json_ki(f, "step", l->step, &first);
+        json_ki(f, "active_ranks", l->active_ranks, &first);
+    }
     json_key(f, "params", &first);
     bool pf = true;
     fputc('{', f);

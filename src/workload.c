@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "signals.h"
 
@@ -48,10 +49,24 @@ void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int e
     workload_error(c, op, err, path);
 }
 
+/* think_time: the rank pauses after a call, in slices so that a stop or
+ * the deadline is heard within 50 ms. */
+static void workload_think(const struct phase_ctx *c)
+{
+    double left = c->ph ? c->ph->think_time : 0;
+    while (left > 0 && !workload_should_stop(c)) {
+        double slice = left < 0.05 ? left : 0.05;
+        struct timespec ts = {(time_t)slice, (long)((slice - (double)(time_t)slice) * 1e9)};
+        nanosleep(&ts, NULL);
+        left -= slice;
+    }
+}
+
 ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0, ssize_t rc,
                       const char *path, double *t)
 {
     double dt = op_end(c, op, t0);
+    workload_think(c); /* outside the call's time: a client's think time */
     if (t)
         *t += dt;
     r->ops++;

@@ -24,6 +24,7 @@ import subprocess
 import time
 from collections import defaultdict
 
+import h5py
 import pytest
 
 from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
@@ -327,3 +328,32 @@ def test_cleanup_fresh_run_leaves_nothing(herd_bin, tmp_path):
     proc = herd_run(herd_bin, nranks, job, tmp_path / "fresh.h5")
     assert proc.returncode == 0, describe(proc)
     assert tree(target) == [], describe(proc)
+
+
+def test_think_time_paces_a_rank(herd_bin, tmp_path):
+    """think_time: each rank pauses after every timed call (so it offers a
+    fixed load); the calls' latencies do not include the pause, the
+    iteration's time does."""
+    target = tmp_path / "t"
+    target.mkdir()
+    gl = {"target": target, "file_size": "64K", "block_size": "16K", "fsync": "yes"}
+    job = write_job(tmp_path / "think.ini", {**gl, "think_time": "50ms"},
+                    [("w", {"kind": "write", "iterations": 2})])
+    out = tmp_path / "think.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    ph = res.phases["w"]
+    calls = 2 * (1 + 4 + 1 + 1)  # per rank: 2 x (open, 4 writes, fsync, close)
+    rows = ph.ranks
+    per_rank = {int(r): float(rows[rows["rank"] == r]["t_end"].max() -
+                              rows[rows["rank"] == r]["t_start"].min()) for r in (0, 1)}
+    print(f"\nthink_time 50ms, {calls} calls per rank: {per_rank}")
+    for r, secs in per_rank.items():
+        assert calls * 0.05 <= secs <= calls * 0.05 + 2.0, (r, secs)
+    lat = ph.latency["write"]
+    assert int(lat["count"]) == 2 * 2 * 4
+    # every write call took far less than the pause: latencies exclude it
+    with h5py.File(out, "r") as f:
+        summ = {row["op"].decode(): row for row in f["phases/w/op_summary"][()]}
+    assert float(summ["write"]["max_s"]) < 0.05, summ["write"]
