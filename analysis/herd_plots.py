@@ -11,6 +11,13 @@ returns False without writing anything when the run has nothing to show
     server(run, path)     server CPU by mode and load; named processes; disks
     errors(run, path)     heatmap of failed calls by rank and errno
     retrans(run, path)    NFS client retransmissions per host and phase
+    loadcurve(steps, knee, path, title)
+                          one load ladder: throughput and server CPU, and the
+                          main call's p99 latency, against active ranks; the
+                          knee and error steps marked, the rule as subtitle
+    loadcurves(curves, path)
+                          herd-compare: several runs' curves of a ladder
+                          overlaid, one line per run, knee markers
 
 Every time axis is seconds since the first phase's start on herd's common
 clock, and each phase keeps one colour in every figure.
@@ -555,5 +562,148 @@ def retrans(run, path):
                  + ("  (none)" if not table.values.any() else ""))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="client host", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+    save(fig, path)
+    return True
+
+
+# ---------------------------------------------------------------- load curve
+
+KNEE_COLOUR = "#2ca02c"
+ERROR_COLOUR = "#d62728"
+
+
+def ranks_axis(ax, ranks):
+    """Active ranks on x: a log2 axis for ladders spanning a factor of 4 or
+    more (1, 2, 4 ... evenly spaced), ticks at the steps' rank counts."""
+    ranks = sorted({int(r) for r in ranks})
+    if ranks and ranks[0] > 0 and ranks[-1] / ranks[0] >= 4:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(ranks)
+    ax.set_xticklabels([str(r) for r in ranks], fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel("active ranks (clients doing I/O)")
+
+
+def latency_axis(ax, values):
+    """Seconds on y: a log axis when the values span a decade or more, else
+    linear from 0 (a log axis inside one decade shows no labelled tick)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if len(v) and v.max() / v.min() >= 10:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(0, 1.15 * v.max() if len(v) else 1)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: human_seconds(x) if x > 0 else "0"))
+
+
+def loadcurve(steps, knee, path, title):
+    """One ladder (herd_results.Run.ladder_steps, herd_knee.knee): top,
+    throughput against active ranks with the server's CPU (when sampled)
+    on a second axis; bottom, the main call's p50 / p99 / max latency (log).
+    The knee is a green star and line, steps with errors or stuck calls a
+    red cross; the rule is the subtitle. False for no steps."""
+    if steps is None or len(steps) == 0:
+        return False
+    metric, unit = knee["metric"], knee["unit"]
+    x = steps["active_ranks"].astype(float).to_numpy()
+    y = steps[metric].astype(float).to_numpy()
+    bad = ((steps["errors"] > 0) | (steps["stuck"] > 0)).to_numpy()
+    fig, (ax, lat) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 2]})
+    ax.plot(x, y, marker="o", color="#1f77b4", lw=1.8, label=f"{unit} (all active ranks)")
+    cpu = steps["cpu_mean"].astype(float)
+    if cpu.notna().any():
+        right = ax.twinx()
+        right.plot(x, 100 * cpu, marker="s", ls="--", color="0.45", lw=1.2,
+                   label="server CPU mean %")
+        right.plot(x, 100 * steps["cpu_max"].astype(float), marker="^", ls=":", color="0.45",
+                   lw=1.0, label="server CPU max %")
+        right.set_ylim(0, 105)
+        right.set_ylabel("server CPU %")
+        right.legend(loc="lower right", fontsize=8)
+    for key, style, label in (("p99_s", "-", "p99"), ("p50_s", ":", "p50"),
+                              ("max_s", "--", "max")):
+        values = steps[key].astype(float)
+        if values.notna().any():
+            lat.plot(x, values, marker="o" if key == "p99_s" else None, ls=style,
+                     lw=1.8 if key == "p99_s" else 1.0, color="#ff7f0e", label=label)
+    if not math.isnan(knee.get("p99_bound", math.nan)):
+        lat.axhline(knee["p99_bound"], color="0.5", lw=0.8, ls="-.",
+                    label=f"p99 bound ({knee['p99_factor']:g} x step 1)")
+    i = knee.get("saturation_index")
+    if i is not None:
+        for a in (ax, lat):
+            a.axvline(x[i], color=KNEE_COLOUR, lw=1.2, ls="--")
+        ax.plot([x[i]], [y[i]], marker="*", markersize=18, color=KNEE_COLOUR,
+                markeredgecolor="black", ls="none", label=f"knee: step {knee['saturation']}")
+    if bad.any():
+        ax.plot(x[bad], y[bad], marker="X", markersize=11, color=ERROR_COLOUR, ls="none",
+                label="errors or stuck calls")
+        for a in (ax, lat):
+            a.axvline(x[bad][0], color=ERROR_COLOUR, lw=1.0, ls=":")
+    top = np.nanmax(y, initial=0)
+    ax.set_ylim(0, 1.3 * top if top > 0 else 1)  # room for the legend above the curve
+    ax.set_ylabel(unit)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    if lat.lines:
+        latency_axis(lat, np.append(steps[["p50_s", "p99_s", "max_s"]].to_numpy(dtype=float)
+                                    .ravel(), knee.get("p99_bound", math.nan)))
+        lat.legend(loc="upper left", fontsize=8)
+    op = steps["main_op"].dropna()
+    lat.set_ylabel(f"{safe(op.iloc[0]) if len(op) else 'main call'} latency")
+    lat.grid(alpha=0.3, which="both")
+    ranks_axis(lat, x)
+    ax.set_title(safe(knee["rule"], limit=400), fontsize=8, wrap=True)
+    fig.suptitle(safe(title, limit=120))
+    fig.tight_layout()
+    save(fig, path)
+    return True
+
+
+def loadcurves(curves, path, title):
+    """herd-compare: [(label, steps, knee)] of one ladder over several runs:
+    throughput (top) and p99 (bottom) against active ranks, one colour per
+    run, its knee a star, error steps a red cross. False for no curves."""
+    curves = [c for c in curves if len(c[1])]
+    if not curves:
+        return False
+    fig, (ax, lat) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
+                                  gridspec_kw={"height_ratios": [3, 2]})
+    units, ranks = set(), []
+    for n, (label, steps, knee) in enumerate(curves):
+        colour = plt.get_cmap("tab10")(n % 10)
+        x = steps["active_ranks"].astype(float).to_numpy()
+        y = steps[knee["metric"]].astype(float).to_numpy()
+        ranks += list(x)
+        units.add(knee["unit"])
+        ax.plot(x, y, marker="o", color=colour, lw=1.6, label=safe(label))
+        lat.plot(x, steps["p99_s"].astype(float), marker="o", color=colour, lw=1.4)
+        i = knee.get("saturation_index")
+        if i is not None:
+            ax.plot([x[i]], [y[i]], marker="*", markersize=17, color=colour,
+                    markeredgecolor="black", ls="none")
+        bad = ((steps["errors"] > 0) | (steps["stuck"] > 0)).to_numpy()
+        if bad.any():
+            ax.plot(x[bad], y[bad], marker="X", markersize=10, color=ERROR_COLOUR, ls="none")
+    ax.plot([], [], marker="*", markersize=12, color="white", markeredgecolor="black",
+            ls="none", label="knee")
+    if any(((c[1]["errors"] > 0) | (c[1]["stuck"] > 0)).any() for c in curves):
+        ax.plot([], [], marker="X", markersize=9, color=ERROR_COLOUR, ls="none",
+                label="errors or stuck calls")
+    top = max((np.nanmax(c[1][c[2]["metric"]].astype(float).to_numpy(), initial=0)
+               for c in curves), default=0)
+    ax.set_ylim(0, 1.3 * top if top > 0 else 1)
+    ax.set_ylabel(" / ".join(sorted(units)))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, title="run")
+    latency_axis(lat, np.concatenate([c[1]["p99_s"].astype(float).to_numpy() for c in curves]))
+    lat.set_ylabel("main call p99")
+    lat.grid(alpha=0.3, which="both")
+    ranks_axis(lat, ranks)
+    ax.set_title(safe(curves[0][2]["rule"], limit=400), fontsize=8, wrap=True)
+    fig.suptitle(safe(title, limit=120))
+    fig.tight_layout()
     save(fig, path)
     return True

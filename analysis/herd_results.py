@@ -12,6 +12,8 @@ Layout: docs/results-format.md; this API: docs/analysis.md.
         run.all_ranks()                 # every phase's rows, with a phase column
         run.errors("write-unique-16M")  # one row per (rank, op, errno)
         run.samples()                   # server monitor samples (/monitor/samples)
+        run.ladders()                   # load ladders: ["read", ...]
+        run.ladder_steps("read")        # one row per step: ranks, MiB/s, p99, errors, CPU
 
 Every failure to read (missing file, not HDF5, truncated, not herd's)
 raises ResultsError with a one-line reason.
@@ -85,6 +87,19 @@ OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0
 # herd's ops in enum order (src/ops.h): the row order of op_summary.
 OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
             "rename", "lock", "connect", "rpc_read", "rpc_write"]
+
+# Load ladders: each step is a phase with the attributes ladder (str), step
+# (1-based), active_ranks and active_hosts (int64); Run.ladder_steps() gives
+# one row per step with these columns.
+LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hosts",
+                  "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s", "max_s", "errors",
+                  "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "start_skew"]
+# The call whose latency a step shows: herd's own choice (summary_main_op in
+# src/summary.c, the p50/p99 its summary prints): a meta phase's is the
+# first of META_OPS that made calls.
+MAIN_OP = {"write": "write", "read": "read", "md5": "read", "storm": "open", "lock": "lock"}
+META_OPS = ["open", "stat", "rename", "unlink", "rmdir", "mkdir"]
+LADDER_COUNTS = ("step", "active_ranks", "active_hosts")
 
 
 class Run:
@@ -219,6 +234,98 @@ class Run:
                 df.insert(1, "kind", self.phase_attrs(name).get("kind"))
             frames.append(df)
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    # ---- load ladders ----
+
+    @_reading
+    def ladders(self):
+        """The names of the run's load ladders, in job order (empty: none)."""
+        names = []
+        for name in self.phase_names:
+            step = self._ladder_step(name)
+            if step is not None and step[0] not in names:
+                names.append(step[0])
+        return names
+
+    @_reading
+    def ladder_steps(self, ladder):
+        """One row per step of a ladder, in step order (LADDER_COLUMNS):
+        the step's phase, its active ranks and hosts, MiB/s and ops/s,
+        p50/p99/max of its main call (main_op), errors and the most
+        frequent errno, stuck calls, server CPU and nfsd threads (NaN
+        without a monitor) and start skew. ResultsError for a ladder the
+        file does not hold or whose steps are not herd's (a step number
+        twice, counts out of range, latencies negative)."""
+        rows = []
+        for name in self.phase_names:
+            step = self._ladder_step(name)
+            if step is None or step[0] != ladder:
+                continue
+            rows.append(self._step_row(name, *step[1:]))
+        if not rows:
+            raise ResultsError(herd_safe.line(f"{self.path}: no load ladder named {ladder!r}"))
+        rows.sort(key=lambda r: r["step"])
+        numbers = [r["step"] for r in rows]
+        if len(set(numbers)) != len(numbers):
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: ladder {ladder!r}: a step number appears twice ({numbers})"))
+        return pd.DataFrame(rows, columns=LADDER_COLUMNS)
+
+    def _ladder_step(self, name):
+        """(ladder, step, active_ranks, active_hosts) of a phase that is a
+        ladder step, None for any other; ResultsError when the attributes
+        are not what herd writes (docs/results-format.md)."""
+        a = self.phase_attrs(name)
+        ladder = a.get("ladder")
+        if ladder is None or (isinstance(ladder, str) and not ladder):
+            return None
+        where = f"{self.path}: phase {herd_safe.line(name)!r}"
+        if not isinstance(ladder, str):
+            raise ResultsError(herd_safe.line(f"{where}: attribute 'ladder' is not a string"))
+        counts = []
+        for key in LADDER_COUNTS:
+            value = a.get(key)
+            low = 1 if key != "active_hosts" else 0
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                    or not low <= int(value) <= herd_safe.MAX_COUNT:
+                raise ResultsError(herd_safe.line(
+                    f"{where}: ladder attribute {key!r} is {herd_safe.line(value)[:40]}, not a "
+                    f"count ({low} to {herd_safe.MAX_COUNT})"))
+            counts.append(int(value))
+        return (ladder, *counts)
+
+    def _step_row(self, name, step, active_ranks, active_hosts):
+        """One row of ladder_steps from the phase's summary row, op_summary
+        and errors table."""
+        ph = self.phases[self.phases["phase"] == name].iloc[0]
+        kind = ph["kind"]
+        ops = self._op_summary(name, ph["last_done"])
+        called = ops[ops["calls"] > 0].drop_duplicates("op").set_index("op")
+        op = MAIN_OP.get(kind)
+        if kind == "meta":
+            op = next((o for o in META_OPS if o in called.index), None)
+        row = {"step": step, "phase": name, "kind": kind, "status": ph["status"],
+               "active_ranks": active_ranks, "active_hosts": active_hosts,
+               "main_op": op}
+        for key in ("mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean", "cpu_max",
+                    "nfsd_threads", "start_skew"):
+            row[key] = ph[key]
+        for key in ("p50_s", "p99_s", "max_s"):
+            value = float(called.at[op, key]) if op in called.index else np.nan
+            if value < 0 or math.isinf(value):
+                raise ResultsError(herd_safe.line(
+                    f"{self.path}: phase {name!r}: {op} {key} is {value}, not a latency"))
+            row[key] = value
+        skew = row["start_skew"]
+        if skew is None or not isinstance(skew, (int, float, np.number)) or skew != skew:
+            row["start_skew"] = np.nan
+        elif not 0 <= float(skew) < math.inf:
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: phase {name!r}: start_skew {skew} is not a time (>= 0)"))
+        errs = self.errors(name) if row["errors"] else pd.DataFrame()
+        row["top_errno"] = (errs.groupby("errno_name", sort=False)["count"].sum().idxmax()
+                            if len(errs) else None)
+        return row
 
     # ---- the monitor ----
 

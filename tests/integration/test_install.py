@@ -40,7 +40,7 @@ import pytest
 from conftest import REPO_DIR, describe, run_cmd, write_job
 
 TOOLS = ("herd-report", "herd-compare")
-MODULES = ("herd_results.py", "herd_safe.py", "herd_plots.py")
+MODULES = tuple(sorted(p.name for p in (REPO_DIR / "analysis").glob("herd_*.py")))
 USER = "nobody"
 
 

@@ -1,0 +1,161 @@
+"""herd_knee — where a load ladder stops scaling: the knee of its load curve.
+
+A pure module (no file, no plot, no pandas needed): it takes a ladder's
+step table, one row per step in step order, as Run.ladder_steps() returns
+it (a DataFrame, or any sequence of mappings), and states the answer:
+
+    knee(steps, growth=0.10, p99_factor=4.0) -> {
+        "saturation": step number of the knee (None for no steps),
+        "first_error": first step with errors or stuck calls (None: none),
+        "rule": one line stating the rule with its numbers, ...}
+    describe(result, steps) -> one line naming the knee with its numbers
+    throughput_metric(kind) -> "mib_per_s" or "ops_per_s"
+    file_slug(name, taken)  -> a ladder name made safe for a file name
+
+The rule (docs/analysis.md, "Load curves"): starting from step 1, a step
+extends the climb when its throughput grew by more than `growth` (a
+fraction) over the previous step's while its main call's p99 stayed under
+`p99_factor` x step 1's p99. The knee is the last step of that climb: the
+last step that still paid off before the first one that did not. So a
+curve that never stops growing has its knee at its last step (the server
+was not saturated: add ranks), one flat from the start at step 1, and a
+p99 that blows up ends the climb even while throughput still grows.
+Throughput is MiB/s for kinds that move data (write, read, md5) and calls/s
+for the others (lock, storm, meta), as throughput_metric says.
+"""
+import math
+import re
+
+DATA_KINDS = ("write", "read", "md5")
+UNITS = {"mib_per_s": "MiB/s", "ops_per_s": "calls/s"}
+
+
+def file_slug(name, taken):
+    """A ladder name from a results file (untrusted: any bytes) as a safe,
+    unique file-name part: only letters, digits, '.', '_' and '-', no
+    leading dot, at most 60 characters; a name already in taken (a set,
+    updated) gets -2, -3 ..."""
+    if isinstance(name, (bytes, bytearray)):
+        name = bytes(name).decode("utf-8", errors="replace")
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", str(name))[:60].lstrip(".") or "ladder"
+    unique, n = slug, 1
+    while unique in taken:
+        n += 1
+        unique = f"{slug}-{n}"
+    taken.add(unique)
+    return unique
+
+
+def throughput_metric(kind):
+    """The step column a kind's load curve plots: MiB/s when it moves data."""
+    return "mib_per_s" if kind in DATA_KINDS else "ops_per_s"
+
+
+def _rows(steps):
+    """Steps as a list of dicts, whatever the container."""
+    if hasattr(steps, "to_dict"):
+        return steps.to_dict("records")
+    return [dict(r) for r in steps]
+
+
+def _number(value):
+    """A float, NaN for anything that is not a finite number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return v if math.isfinite(v) else math.nan
+
+
+def _count(value):
+    v = _number(value)
+    return 0 if math.isnan(v) else v
+
+
+def _human(seconds):
+    """3 ms, 250 us, 1.5 s: the p99 bound as the rule line shows it."""
+    if math.isnan(seconds):
+        return "-"
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
+    """The knee and the first error step of a ladder (see the module text).
+
+    steps: rows with step, active_ranks, the metric column (mib_per_s or
+    ops_per_s; by default throughput_metric of the rows' kind), p99_s,
+    errors and stuck, in step order. Returns a dict: saturation and
+    first_error (step numbers or None), saturation_index and
+    first_error_index (row positions or None), metric, unit, p99_bound (s;
+    NaN when step 1 has no p99), stopped (why the climb ended, or None
+    when it reached the last step) and rule (one line)."""
+    if not growth >= 0 or not p99_factor > 0:
+        raise ValueError(f"knee: growth {growth} must be >= 0 and p99_factor {p99_factor} > 0")
+    rows = _rows(steps)
+    if metric is None:
+        metric = throughput_metric(rows[0].get("kind") if rows else None)
+    unit = UNITS.get(metric, metric)
+    base_p99 = _number(rows[0].get("p99_s")) if rows else math.nan
+    bound = p99_factor * base_p99
+    out = {"saturation": None, "saturation_index": None, "first_error": None,
+           "first_error_index": None, "metric": metric, "unit": unit, "p99_bound": bound,
+           "stopped": None, "growth": growth, "p99_factor": p99_factor}
+    p99_text = (f"p99 < {p99_factor:g} x step 1's ({_human(bound)})" if not math.isnan(bound)
+                else "p99 not bounded (step 1 has none)")
+    out["rule"] = (f"knee = last step of the climb from step 1 in which each step's {unit} grew "
+                   f"> {100 * growth:g}% over the previous step with {p99_text}; "
+                   "first error = first step with errors or stuck calls")
+    if not rows:
+        return out
+    climb = 0
+    for i in range(1, len(rows)):
+        before, now = _number(rows[i - 1].get(metric)), _number(rows[i].get(metric))
+        p99 = _number(rows[i].get("p99_s"))
+        grew = now > (1.0 + growth) * before if not math.isnan(before) else False
+        bounded = math.isnan(bound) or p99 < bound
+        if not (grew and bounded):
+            gain = (f"{round(100 * (now / before - 1)) + 0:+d}%"
+                    if before > 0 and not math.isnan(now) else f"{now:.4g} {unit}")
+            out["stopped"] = (f"step {rows[i].get('step', i + 1)}: {unit} {gain}"
+                              + ("" if bounded else f", p99 {_human(p99)} over the bound"))
+            break
+        climb = i
+    out["saturation_index"] = climb
+    out["saturation"] = rows[climb].get("step", climb + 1)
+    for i, r in enumerate(rows):
+        if _count(r.get("errors")) > 0 or _count(r.get("stuck")) > 0:
+            out["first_error_index"] = i
+            out["first_error"] = r.get("step", i + 1)
+            break
+    return out
+
+
+def describe(result, steps):
+    """One line naming the knee (and the first error step) with their
+    numbers, for reports: 'knee: step 3 (4 ranks on 2 hosts, 812 MiB/s);
+    first error: none'."""
+    rows = _rows(steps)
+    if result["saturation_index"] is None:
+        return "no steps"
+    k = rows[result["saturation_index"]]
+    value = _number(k.get(result["metric"]))
+    text = (f"knee: step {result['saturation']} ({_int(k.get('active_ranks'))} ranks on "
+            f"{_int(k.get('active_hosts'))} hosts, {value:,.1f} {result['unit']})")
+    if result["stopped"]:
+        text += f"; the climb stopped at {result['stopped']}"
+    else:
+        text += "; still growing at the last step: not saturated"
+    if result["first_error_index"] is None:
+        return text + "; first error: none"
+    e = rows[result["first_error_index"]]
+    return (text + f"; first error: step {result['first_error']} "
+            f"({_int(e.get('active_ranks'))} ranks, {_int(e.get('errors'))} errors, "
+            f"{_int(e.get('stuck'))} stuck)")
+
+
+def _int(value):
+    v = _number(value)
+    return "-" if math.isnan(v) else f"{int(v):,}"

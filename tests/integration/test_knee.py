@@ -1,0 +1,307 @@
+"""Load ladders on the analysis side (issue 17, items 2-3): the loader's
+Run.ladders() / Run.ladder_steps(), the knee rule (analysis/herd_knee.py),
+herd-report's load-curve section and herd-compare's overlay.
+
+1. The knee rule on synthetic step tables: a curve that saturates (knee at
+   the expected step), one that never saturates (knee = last step), one
+   flat from the start (knee = step 1), a p99 blow-up while throughput
+   still grows (knee before it), errors and stuck calls (first_error), the
+   thresholds and the rule text with its numbers.
+2. One real run, 4 I/O ranks and a monitor rank, on a directory in
+   tmp_path: a read ladder 1,2,4; a lock ladder on one whole-file exclusive
+   lock (one holder at a time: calls/s cannot grow, so the knee is step 1);
+   a write ladder on the fault backend where every write sleeps 20 ms
+   (throughput doubles with each step: the knee is the last step). The
+   steps table has the right active ranks, bytes and inactive ranks with 0
+   bytes; herd-report writes loadcurve_<ladder>.csv/.md/.png and lists
+   them in index.html; herd-compare overlays two runs (ladder.png).
+3. Hostile ladder attributes: a name with markup and '/' is escaped and
+   made a safe file name; a step count that is negative or a string, or a
+   step number twice, gives one line and exit 2.
+
+Run: /usr/bin/python3 -m pytest -q tests/integration/test_knee.py
+"""
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import MIB, REPO_DIR, describe, herd_run, read_csv, write_job
+
+ANALYSIS = REPO_DIR / "analysis"
+REPORT = ANALYSIS / "herd-report"
+COMPARE = ANALYSIS / "herd-compare"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+RANKS = 4
+
+sys.path.insert(0, str(ANALYSIS))
+import herd_knee  # noqa: E402
+import herd_results  # noqa: E402
+
+
+def tool(path, *args, timeout=300):
+    return subprocess.run(["/usr/bin/python3", str(path)] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- the rule
+
+
+def steps(mib, p99=None, errors=None, stuck=None, kind="read"):
+    """A synthetic ladder_steps table: ranks 1, 2, 4 ... on up to 4 hosts."""
+    n = len(mib)
+    ranks = [2 ** i for i in range(n)]
+    return pd.DataFrame({
+        "step": range(1, n + 1), "phase": [f"x.{r}r" for r in ranks], "kind": kind,
+        "active_ranks": ranks, "active_hosts": [min(r, 4) for r in ranks],
+        "mib_per_s": [float(v) for v in mib], "ops_per_s": [float(v) * 10 for v in mib],
+        "p99_s": p99 or [1e-3] * n, "errors": errors or [0] * n, "stuck": stuck or [0] * n})
+
+
+def test_knee_saturates_at_the_expected_step():
+    # +90 %, +84 %, then +9 % and +3 %: the climb ends after step 3.
+    s = steps([100, 190, 350, 380, 390])
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 3 and k["saturation_index"] == 2
+    assert k["first_error"] is None
+    assert k["stopped"].startswith("step 4: MiB/s +9%")
+    assert "knee: step 3 (4 ranks on 4 hosts, 350.0 MiB/s)" in herd_knee.describe(k, s)
+
+
+def test_knee_never_saturates_is_the_last_step():
+    s = steps([100, 200, 400, 800])
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 4 and k["stopped"] is None
+    assert "not saturated" in herd_knee.describe(k, s)
+
+
+def test_knee_flat_from_the_start_is_step_1():
+    assert herd_knee.knee(steps([100, 105, 103, 101]))["saturation"] == 1
+    assert herd_knee.knee(steps([100, 50, 25]))["saturation"] == 1
+    assert herd_knee.knee(steps([100]))["saturation"] == 1
+
+
+def test_knee_p99_blow_up_ends_the_climb():
+    # Throughput still doubles, but step 3's p99 (5 ms) passes 4 x 1 ms.
+    s = steps([100, 200, 400, 800], p99=[1e-3, 1.5e-3, 5e-3, 9e-3])
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 2
+    assert k["p99_bound"] == pytest.approx(4e-3)
+    assert "p99 5 ms over the bound" in k["stopped"]
+    # With a looser bound the same curve never saturates.
+    assert herd_knee.knee(s, p99_factor=10)["saturation"] == 4
+
+
+def test_knee_first_error_and_stuck():
+    k = herd_knee.knee(steps([100, 200, 400, 800], errors=[0, 0, 7, 9]))
+    assert k["first_error"] == 3 and k["first_error_index"] == 2
+    assert k["saturation"] == 4  # errors are reported apart from the knee
+    s = steps([100, 200, 400], stuck=[0, 1, 0])
+    k = herd_knee.knee(s)
+    assert k["first_error"] == 2
+    assert "first error: step 2 (2 ranks, 0 errors, 1 stuck)" in herd_knee.describe(k, s)
+
+
+def test_knee_thresholds_and_rule_text():
+    s = steps([100, 140, 200])  # +40 %, +43 %
+    assert herd_knee.knee(s)["saturation"] == 3
+    assert herd_knee.knee(s, growth=0.5)["saturation"] == 1
+    rule = herd_knee.knee(s, growth=0.25, p99_factor=3)["rule"]
+    assert "> 25%" in rule and "p99 < 3 x step 1's (3 ms)" in rule and "MiB/s" in rule
+    # Kinds that move no data are judged on calls/s.
+    k = herd_knee.knee(steps([100, 100, 100], kind="lock"))
+    assert k["metric"] == "ops_per_s" and "calls/s" in k["rule"]
+    # No steps: no knee; no p99 at step 1: no bound, and the rule says so.
+    assert herd_knee.knee(steps([]))["saturation"] is None
+    k = herd_knee.knee(steps([100, 200], p99=[float("nan"), 1.0]))
+    assert k["saturation"] == 2 and "not bounded" in k["rule"]
+    with pytest.raises(ValueError):
+        herd_knee.knee(s, growth=-1)
+
+
+def test_file_slug():
+    taken = set()
+    assert herd_knee.file_slug("read", taken) == "read"
+    assert herd_knee.file_slug("read", taken) == "read-2"
+    assert herd_knee.file_slug("../<b>x|y", taken) == "__b_x_y"
+    assert herd_knee.file_slug("...", taken) == "ladder"
+    assert len(herd_knee.file_slug("a" * 500, taken)) == 60
+
+
+# ---------------------------------------------------------------- a real run
+
+READ_SIZE = 4 * MIB
+READ_ITERS = 2
+WRITE_SIZE = 2 * MIB
+WRITE_BLOCK = 256 * 1024
+LADDER = "1,2,4"
+
+
+@pytest.fixture(scope="module")
+def run(herd_bin, tmp_path_factory):
+    """One run with three ladders; returns the results path. The fault
+    backend (posix plus the phase's faults) only delays the slow phase."""
+    work = tmp_path_factory.mktemp("knee")
+    target = work / "target"
+    target.mkdir()
+    job = write_job(work / "ladder.ini",
+                    {"target": target, "block_size": "1M", "fsync": "no", "backend": "fault",
+                     "monitor_rank": "last", "monitor_interval": "50ms"},
+                    [("write", {"kind": "write", "file_size": "4M"}),
+                     ("read", {"kind": "read", "file_size": "4M", "iterations": READ_ITERS,
+                               "ranks_active": LADDER, "verify": "yes"}),
+                     ("lock", {"kind": "lock", "lock_range": "whole", "count": "200",
+                               "ranks_active": LADDER}),
+                     ("slow", {"kind": "write", "file_size": "2M",
+                               "block_size": "256K", "faults": "write=delay:20ms",
+                               "ranks_active": LADDER})])
+    out = work / "ladder.h5"
+    proc = herd_run(herd_bin, RANKS + 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    return out
+
+
+def test_loader_ladder_steps(run):
+    with herd_results.load(run) as r:
+        assert r.ladders() == ["read", "lock", "slow"]
+        for name in r.ladders():
+            s = r.ladder_steps(name)
+            assert list(s.columns) == herd_results.LADDER_COLUMNS
+            assert list(s["step"]) == [1, 2, 3]
+            assert list(s["phase"]) == [f"{name}.{n}r" for n in (1, 2, 4)]
+            assert list(s["active_ranks"]) == [1, 2, 4]
+            assert list(s["active_hosts"]) == [1, 1, 1]
+            assert (s["errors"] == 0).all() and (s["stuck"] == 0).all()
+            assert s["top_errno"].isna().all()
+            assert (s["p99_s"] > 0).all() and (s["p50_s"] <= s["p99_s"]).all()
+            assert (s["p99_s"] <= s["max_s"]).all()
+            # A monitor rank sampled the server: CPU per step.
+            assert s["cpu_mean"].notna().all(), s
+        assert list(r.ladder_steps("read")["main_op"]) == ["read"] * 3
+        assert list(r.ladder_steps("lock")["main_op"]) == ["lock"] * 3
+        assert list(r.ladder_steps("slow")["main_op"]) == ["write"] * 3
+        # Exact bytes per step, and the inactive ranks did no I/O.
+        for n in (1, 2, 4):
+            phase = r.phases[r.phases["phase"] == f"read.{n}r"].iloc[0]
+            assert phase["bytes"] == n * READ_SIZE * READ_ITERS
+            rows = r.ranks(f"read.{n}r")
+            idle = rows[rows["rank"] >= n]
+            assert (idle["bytes"] == 0).all() and (idle["ops"] == 0).all()
+            assert (rows[rows["rank"] < n]["bytes"] == READ_SIZE).all()
+        with pytest.raises(herd_results.ResultsError, match="no load ladder named"):
+            r.ladder_steps("write")
+
+
+def test_lock_ladder_knee_is_step_1(run):
+    """One whole-file exclusive lock: one holder at a time, so more ranks
+    give no more lock calls per second (and wait longer): knee at step 1."""
+    with herd_results.load(run) as r:
+        s = r.ladder_steps("lock")
+    k = herd_knee.knee(s)
+    assert k["metric"] == "ops_per_s"
+    assert k["saturation"] == 1, (k, s[["active_ranks", "ops_per_s", "p99_s"]])
+
+
+def test_delay_ladder_grows_to_the_last_step(run):
+    """Every write sleeps 20 ms: ranks do not compete, throughput doubles
+    with the ranks, p99 stays ~20 ms: the knee is the last step."""
+    with herd_results.load(run) as r:
+        s = r.ladder_steps("slow")
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 3 and k["stopped"] is None, (k, s)
+    calls = WRITE_SIZE // WRITE_BLOCK
+    for row in s.itertuples():  # about ranks x 2 MiB / (8 x 20 ms)
+        ideal = row.active_ranks * WRITE_SIZE / MIB / (calls * 0.020)
+        assert 0.5 * ideal < row.mib_per_s <= 1.05 * ideal, s
+        assert 0.019 < row.p99_s < 0.2, s
+
+
+def test_report_load_curve(run, tmp_path):
+    out = tmp_path / "report"
+    proc = tool(REPORT, run, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    page = (out / "index.html").read_text()
+    assert "<h2>Load curve</h2>" in page
+    for name in ("read", "lock", "slow"):
+        assert (out / f"loadcurve_{name}.png").read_bytes()[:8] == PNG_MAGIC
+        assert f'<img src="loadcurve_{name}.png"' in page
+        assert f"<h3>ladder {name}</h3>" in page
+        rows = read_csv(out / f"loadcurve_{name}.csv")
+        assert [int(r["active_ranks"]) for r in rows] == [1, 2, 4]
+        assert [r["phase"] for r in rows] == [f"{name}.{n}r" for n in (1, 2, 4)]
+        assert sum(r["mark"] == "knee" for r in rows) == 1
+        md = (out / f"loadcurve_{name}.md").read_text()
+        assert md.count("\n") == 2 + 3
+    assert read_csv(out / "loadcurve_lock.csv")[0]["mark"] == "knee"
+    assert read_csv(out / "loadcurve_slow.csv")[2]["mark"] == "knee"
+    assert "knee: step 1 (1 ranks on 1 hosts" in page
+    assert "rule: knee = last step of the climb" in page
+
+
+def test_compare_overlays_ladders(run, tmp_path):
+    other = tmp_path / "other.h5"
+    shutil.copy(run, other)
+    out = tmp_path / "cmp"
+    proc = tool(COMPARE, run, other, "--ladder", "slow", "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    assert "ladder slow: MiB/s per active ranks" in proc.stdout
+    assert (out / "ladder.png").read_bytes()[:8] == PNG_MAGIC
+    rows = read_csv(out / "ladder.csv")
+    assert len(rows) == 6 and {r["ladder"] for r in rows} == {"slow"}
+    assert [r["mark"] for r in rows].count("knee") == 2
+    # Without --ladder: every ladder both runs have, one plot each.
+    proc = tool(COMPARE, run, other, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    for name in ("ladder.png", "ladder_lock.png", "ladder_slow.png"):
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC
+    proc = tool(COMPARE, run, other, "--ladder", "nope")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and "no load ladder of that name" in proc.stderr
+
+
+# ---------------------------------------------------------------- hostile
+
+
+def edited(run, tmp_path, fn):
+    path = tmp_path / "bad.h5"
+    shutil.copy(run, path)
+    with h5py.File(path, "r+") as f:
+        fn(f["phases"])
+    return path
+
+
+def test_hostile_ladder_name_is_escaped(run, tmp_path):
+    def rename(phases):
+        for n in ("read.1r", "read.2r", "read.4r"):
+            phases[n].attrs["ladder"] = "../<b>x|y"
+    path = edited(run, tmp_path, rename)
+    out = tmp_path / "report"
+    proc = tool(REPORT, path, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    assert (out / "loadcurve___b_x_y.png").read_bytes()[:8] == PNG_MAGIC
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.h5", "report"]
+    page = (out / "index.html").read_text()
+    assert "<b>x" not in page and "<h3>ladder ../&lt;b&gt;x|y</h3>" in page
+
+
+def _set(phase, key, value):
+    return lambda phases: phases[phase].attrs.__setitem__(key, value)
+
+
+@pytest.mark.parametrize("fn,words", [
+    (_set("read.2r", "step", np.int64(-1)), "not a count"),
+    (_set("read.2r", "active_ranks", "many"), "not a count"),
+    (_set("read.4r", "step", np.int64(2)), "appears twice"),
+    (_set("read.4r", "ladder", np.int64(3)), "not a string"),
+], ids=["negative step", "string ranks", "step twice", "numeric ladder"])
+def test_hostile_ladder_attributes(run, tmp_path, fn, words):
+    path = edited(run, tmp_path, fn)
+    for script, args in ((REPORT, ["-o", tmp_path / "r"]), (COMPARE, [])):
+        proc = tool(script, path, *args)
+        assert proc.returncode == 2, describe(proc)
+        assert len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
