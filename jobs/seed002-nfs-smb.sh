@@ -20,8 +20,10 @@
 # it: ganesha.nfsd for nfs-*, smbd (all its processes) for smb-*.
 #
 # Variants: nfs-wN (backend libnfs, nfs-server.sh --workers N, ganesha's
-# worker pool; ganesha refuses N = 1, so the seed's single thread cannot
-# be made: 2 is the fewest) and smb-sendfile / smb-nosendfile (backend
+# worker pool; ganesha refuses N = 1, also with RPC_Ioq_ThrdMin = 1, so
+# the seed's single thread cannot be made: 2 is the fewest; confining
+# ganesha to one CPU changed nothing measurable either, see docs/seed002.md)
+# and smb-sendfile / smb-nosendfile (backend
 # smb, --smb-sendfile yes|no; see cluster-configs/local/README.md).
 #
 #   jobs/seed002-nfs-smb.sh

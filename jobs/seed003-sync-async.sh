@@ -6,16 +6,20 @@
 # way, the creates and unlinks were slow.)
 #
 # The embedded userspace server (cluster-configs/local/nfs-server.sh,
-# nfs-ganesha on a loop-mounted xfs) is started twice: --sync (ganesha's
-# normal behaviour: metadata and COMMITs reach stable storage before the
-# reply) and --async (every fsync in ganesha made a no-op, as the kernel's
-# `async` export replies before anything is on disk). Each time
+# nfs-ganesha on a loop-mounted xfs) is started twice: --sync (COMMITs
+# fsynced, and the export mounted with dirsync so that every CREATE,
+# RENAME, REMOVE, MKDIR, RMDIR is on the disk before the reply, as a kernel
+# nfsd `sync` export's commit_metadata does) and --async (no dirsync,
+# every fsync in ganesha made a no-op, as the kernel's `async` export
+# replies before anything is on disk). Each time
 # jobs/seed003.ini (create the tree, stat it, mv every file into a second
 # tree, remove it) runs over libnfs inside the server's network namespace
 # with jobs/herd-batch.sh, RANKS ranks (the seed had one user) plus one
 # monitor rank (ganesha.nfsd's CPU and the loop disk every 200 ms). The
 # server is stopped after each run, also on error or ^C. Then herd-compare
-# prints sync and async side by side (labels sync, async).
+# prints sync and async side by side (labels sync, async), then a table
+# per step: seconds per mode, the loop disk's writes per file, and the
+# sync/async time ratio, with the mechanism named (docs/seed003.md).
 #
 #   jobs/seed003-sync-async.sh
 #
@@ -27,7 +31,8 @@
 #   HERD, HERD_MPIRUN_ARGS (added after --oversubscribe), HERD_PYTHON: as herd-batch.sh
 # Output in OUT: runs/<date>-seed003-<np>r-<mode>/ (herd-batch.sh's
 # directories), sync.h5 and async.h5 (links to their results), compare/
-# (herd-compare -o) and summary.txt (the table printed at the end).
+# (herd-compare -o), steps.csv (the per-step table) and summary.txt (the
+# tables printed at the end).
 # Needs root (namespaces, loop devices), nfs-ganesha (see
 # cluster-configs/local/install.sh), /usr/bin/python3 (for --async) and a
 # herd built with libnfs.
@@ -78,4 +83,56 @@ for m in "${modes[@]}"; do
     embedded_run "$m" "--$m" --set files="$FILES"
 done
 
-embedded_finish "seed 003, $RANKS rank(s) x $FILES files over libnfs: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)"
+# Per step: seconds under each mode, sync/async (time ratio: > 1 = sync
+# slower) and the loop disk's writes per item in the step (the monitor's
+# disks table): under --sync every CREATE/RENAME/REMOVE/MKDIR/RMDIR forces
+# the file system's log to the disk before the reply (the mechanism),
+# under --async nothing is written while the step runs.
+# shellcheck disable=SC2317,SC2154 # called by embedded_finish; out, links: lib-embedded.sh
+steps_per_mode() {
+    echo
+    echo "per step: seconds, sync/async = time ratio (> 1: sync slower), wr/item = loop disk writes per file or directory"
+    echo "mechanism: --sync mounts the export with dirsync (each namespace op commits the fs log before ganesha replies, as kernel nfsd's commit_metadata); --async: no dirsync, ganesha's fsyncs are no-ops"
+    REPO=$REPO "$python" - "$out/steps.csv" "${links[@]}" <<'PY'
+import csv, os, sys
+sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
+import herd_results
+runs = {}
+for path in sys.argv[2:]:
+    mode = os.path.basename(path)[:-3]
+    with herd_results.load(path) as run:
+        disks = run.disks()
+        for _, ph in run.phases.iterrows():
+            a = run.phase_attrs(ph["phase"])
+            t0, t1 = a["t_start"], a["t_end"]
+            d = herd_results.meeting(disks, t0, t1) if len(disks) else disks
+            wr = float(d["writes"].sum()) if len(d) else float("nan")
+            files = int(a.get("files", 0)) * int(a.get("summary_ranks", 1))
+            runs.setdefault(ph["phase"], {})[mode] = (t1 - t0, wr, files)
+modes = [os.path.basename(p)[:-3] for p in sys.argv[2:]]
+rows = []
+for phase, per in runs.items():
+    r = {"phase": phase}
+    for m in modes:
+        sec, wr, files = per.get(m, (float("nan"), float("nan"), 0))
+        r[f"{m}_s"] = f"{sec:.2f}"
+        r[f"{m}_wr_per_item"] = f"{wr / files:.2f}" if files and wr == wr else "-"
+    if "sync" in per and "async" in per and per["async"][0] > 0:
+        r["sync_over_async"] = f"{per['sync'][0] / per['async'][0]:.2f}"
+    else:
+        r["sync_over_async"] = "-"
+    rows.append(r)
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+head = f"{'step':8}" + "".join(f" {m + ' s':>12} {m + ' wr/item':>16}" for m in modes) + f" {'sync/async':>10}"
+print(head)
+for r in rows:
+    print(f"{r['phase']:8}" + "".join(f" {r[m + '_s']:>12} {r[m + '_wr_per_item']:>16}" for m in modes)
+          + f" {r['sync_over_async']:>10}")
+PY
+}
+
+embedded_finish "seed 003, $RANKS rank(s) x $FILES files over libnfs: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)" \
+    steps_per_mode

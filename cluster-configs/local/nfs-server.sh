@@ -800,9 +800,17 @@ supervise() {
     elif [ "$FS" != dir ]; then
         loopdev=$(losetup --find --show "$IMAGE") || fail "losetup $IMAGE"
         printf '%s\n' "$loopdev" >"$STATE/run/loopdev"
-        mount -t "$FS" "$loopdev" "$EXPORT" || fail "mount -t $FS $loopdev $EXPORT"
+        # --sync and --sync-writes: dirsync, so that CREATE, REMOVE, RENAME,
+        # MKDIR, RMDIR (and LINK, SYMLINK) reach stable storage before
+        # ganesha replies, as a kernel nfsd `sync` export does with its
+        # commit_metadata (ganesha's FSAL VFS never fsyncs a directory).
+        # xfs and ext4 then commit the transaction (log force / jbd2 commit)
+        # inside the system call. --async: no dirsync (today's behaviour).
+        local mopts=()
+        [ "$MODE" = async ] || mopts=(-o dirsync)
+        mount -t "$FS" "${mopts[@]}" "$loopdev" "$EXPORT" || fail "mount -t $FS $loopdev $EXPORT"
         chmod 0777 "$EXPORT" || fail "chmod $EXPORT"
-        sup_log "mounted $FS $loopdev on $EXPORT"
+        sup_log "mounted $FS $loopdev on $EXPORT${mopts[*]:+ (${mopts[*]})}"
     fi
     rpcbind -f </dev/null >>"$STATE/log/rpcbind.log" 2>&1 &
     rpcbind_pid=$!
