@@ -1456,8 +1456,8 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
             snprintf(st->ladder, sizeof st->ladder, "%s", ph->name);
             st->step = k + 1;
             st->active_ranks = steps[k];
-            if (ph->step_duration > 0)
-                st->deadline = ph->step_duration;
+            if (ph->step_duration > 0 && (st->deadline <= 0 || ph->step_duration < st->deadline))
+                st->deadline = ph->step_duration; /* a deadline set too stays a bound */
             st->ranks_active[0] = '\0';
             st->ranks_step = 0;
         }
