@@ -5,23 +5,32 @@
 # a PID together with its start time can never be mistaken for a later
 # process that reuses the PID. Source it; it defines functions only.
 
-# proc_start PID: the start time (clock ticks since boot, /proc/PID/stat
-# field 22) of a live process; fails for no process, a zombie (dead, not
-# yet reaped by its parent) or one being torn down (state X).
+# proc_start PID [VAR]: the start time (clock ticks since boot, /proc/PID/stat
+# field 22) of a live process, printed or, with VAR, put in that variable;
+# fails for no process, a zombie (dead, not yet reaped by its parent) or
+# one being torn down (state X). No subshell and no command substitution:
+# a trap that runs while bash 5.2 parses a $(...) can break its parser
+# ("trap: unexpected EOF while looking for matching `)'", seen in the
+# supervisor when restart-ganesha's SIGKILL and USR1 met its alive check).
 proc_start() {
-    local s
-    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    local s var=${2:-}
+    { IFS= read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1
     s=${s##*) }
     # shellcheck disable=SC2086 # split the fields
     set -- $s
     [ "$1" != Z ] && [ "$1" != X ] || return 1
-    printf '%s\n' "${20}"
+    if [ -n "$var" ]; then
+        printf -v "$var" '%s' "${20}"
+    else
+        printf '%s\n' "${20}"
+    fi
 }
 
 # proc_alive PID START: that very process (same PID, same start time) is
 # alive and not a zombie.
 proc_alive() {
-    [ -n "$1" ] && [ "$(proc_start "$1" 2>/dev/null)" = "$2" ]
+    local now
+    [ -n "$1" ] && proc_start "$1" now && [ "$now" = "$2" ]
 }
 
 # proc_stop PID START [SECONDS]: stop that very process: SIGTERM and

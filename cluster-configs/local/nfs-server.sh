@@ -114,6 +114,13 @@ recorded() {
 
 # alive NAME: the process recorded as NAME exists (same PID and start time)
 # and is not a zombie.
+alive() {
+    local pid start
+    [ -r "$STATE/pid/$1" ] || return 1
+    read -r pid start <"$STATE/pid/$1" || return 1
+    proc_alive "${pid:-}" "${start:-}"
+}
+
 # reap NAME PID LABEL (supervisor): when the recorded NAME, started by this
 # shell as PID, has died, collect its status and log it; false otherwise.
 reap() {
@@ -121,13 +128,6 @@ reap() {
     [ -n "$2" ] && ! alive "$1" || return 1
     wait "$2" 2>/dev/null || st=$?
     sup_log "$3 $2 exited (status $st)"
-}
-
-alive() {
-    local pid start
-    [ -r "$STATE/pid/$1" ] || return 1
-    read -r pid start <"$STATE/pid/$1" || return 1
-    proc_alive "${pid:-}" "${start:-}"
 }
 
 # terminate NAME [SECONDS]: SIGTERM (and SIGCONT, in case a test stopped

@@ -56,7 +56,7 @@ usage() {
 # proc_start PID (lib-proc.sh); alive_pid PID START: that very process runs.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/../local/lib-proc.sh"
-alive_pid() { [ "$(proc_start "$1" 2>/dev/null)" = "$2" ]; }
+alive_pid() { proc_alive "$1" "$2"; }
 # shellcheck source=cluster-configs/virtual/vc-slurm.sh
 . "$HERE/vc-slurm.sh"
 

@@ -14,7 +14,7 @@ src/libnfs_stream.c) against the embedded userspace NFS server.
 3. SIGTERM in the middle of a read phase with 16 READs in flight, 10
    times: interrupted (143), no crash, the export cleaned each time.
 4. Over a slow link (nfs-server.sh --link, test_link.py): 10 ms each way,
-   one rank reading 4 MiB in 64K calls with rsize 64K: nfs_inflight 1
+   one rank reading 16 MiB in 64K calls with rsize 64K: nfs_inflight 1
    moves at most about rsize per round trip, nfs_inflight 8 at least 3x
    that; rate=50mbit caps 4 ranks' aggregate read and write at about 50
    Mbit/s. Behaviour checks with generous bounds, not benchmarks; they
@@ -210,7 +210,7 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     state, url = slow("delay=10ms")
     rtt, rsize = 0.020, 64 * KIB
     job = write_job(tmp_path / "rtt.ini",
-                    {"backend": "libnfs", "target": url, "file_size": "4M",
+                    {"backend": "libnfs", "target": url, "file_size": "16M",
                      "block_size": "64K", "nfs_rsize": "64K", "nfs_wsize": "1M",
                      "link": "delay=10ms"},
                     [("write", {"kind": "write", "block_size": "1M"}),
@@ -227,9 +227,11 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
           f"{ceiling:.2f}), in-flight 8 {eight:.2f} MiB/s, x{eight / one:.1f}; "
           f"link attribute {res.phases['read-1'].attrs['link']!r}")
     assert res.phases["read-1"].attrs["link"] == "delay=10ms"
-    assert int(rpc["count"]) == 64
+    assert int(rpc["count"]) == 256  # 16 MiB / 64K: no read past the file
     assert 0.3 * ceiling <= one <= 1.25 * ceiling, (one, ceiling)
-    assert eight >= 2 * one, (one, eight)  # 3.5x on a quiet machine; 8x is the ideal
+    # 256 READs: 5.1 s one at a time, 0.64 s eight at a time, plus the same
+    # open and close (a few round trips) in both; 2x leaves room for a busy CI
+    assert eight >= 2 * one, (one, eight)
 
 
 def test_rate_cap_bounds_aggregate(slow, herd_bin, tmp_path):

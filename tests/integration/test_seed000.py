@@ -1,8 +1,8 @@
 """Seed 000, the rsize sweep: herd-compare's sweep view (--x KEY) and the
 driver jobs/seed000.sh.
 
-1. herd-compare --x nfs_rsize over two small real runs (posix backend on a
-   directory in tmp_path: posix ignores nfs_rsize, but every phase records
+1. herd-compare --x nfs_rsize over two small real runs (libnfs against the
+   embedded server on a tmpfs export; every phase records
    its value, which is all the view needs): one row per rsize, one column
    per run, exactly one '*' per column and on the cell whose MiB/s is the
    highest of the phases' summary_mib_per_s read here with h5py; the
@@ -84,21 +84,35 @@ def fmt(nbytes):
 
 @pytest.fixture(scope="module")
 def sweep_runs(herd_bin, tmp_path_factory):
-    """Two runs of an rsize sweep on a local directory, nfs_inflight 1 and 4."""
+    """Two runs of an rsize sweep over libnfs against the embedded server
+    (tmpfs export), nfs_inflight 1 and 4; nfs_* keys belong to libnfs."""
+    from test_nfs import _WHY
+    from test_nfs_server import Server
+    if _WHY:
+        pytest.skip(_WHY)
     work = tmp_path_factory.mktemp("seed000")
-    target = work / "target"
-    target.mkdir()
-    phases = [("write", {"kind": "write", "block_size": "64K"})]
-    phases += [(f"read-rsize-{r}", {"kind": "read", "nfs_rsize": r, "iterations": "2"})
-               for r in RSIZES]
-    job = write_job(work / "sweep.ini", {"target": target, "file_size": "2M",
-                                         "block_size": "16K", "sharing": "shared"}, phases)
-    out = []
-    for n in (1, 4):
-        path = work / f"if{n}.h5"
-        proc = herd_run(herd_bin, 1, job, path, "--set", f"nfs_inflight={n}")
-        assert proc.returncode == 0, describe(proc)
-        out.append(path)
+    server = Server(work / "srv")
+    try:
+        server.start("--fs", "tmpfs", "--size", "256M", "--no-nlm")
+        phases = [("write", {"kind": "write", "block_size": "64K"})]
+        phases += [(f"read-rsize-{r}", {"kind": "read", "nfs_rsize": r, "iterations": "2"})
+                   for r in RSIZES]
+        job = write_job(work / "sweep.ini", {"backend": "libnfs", "target": server.url,
+                                             "file_size": "2M", "block_size": "16K",
+                                             "sharing": "shared"}, phases)
+        out = []
+        for n in (1, 4):
+            path = work / f"if{n}.h5"
+            args = ["bash", str(SERVER), "exec", "--state", str(server.state), "--",
+                    "mpirun", "--oversubscribe", "-np", "1", herd_bin, "run", str(job), "-o",
+                    str(path), "--set", f"nfs_inflight={n}"]
+            env = mpi_env()
+            env["PATH"] = SBIN_PATH
+            proc = run_cmd(args, env=env, timeout=300)
+            assert proc.returncode == 0, describe(proc)
+            out.append(path)
+    finally:
+        server.stop(check=False)
     return work, out
 
 
