@@ -40,7 +40,7 @@ embedded_begin() {
 # with those options, run JOB on it, stop it; the results become
 # $out/NAME.h5 (a link, added to links) and a failure sets failed=1.
 embedded_run() {
-    local name=$1 server_opts=$2 url loopdev runout rc dir
+    local name=$1 server_opts=$2 url loopdev
     shift 2
     state=$(mktemp -d "$tmp/herd-$name.XXXXXX")
     # shellcheck disable=SC2086 # server_opts are separate words
@@ -52,15 +52,26 @@ embedded_run() {
     loopdev=$(losetup -j "$state/image.img" | cut -d: -f1 | sed -n 1p)
     [ -z "$loopdev" ] || disk=(--set monitor_disks="${loopdev##*/}")
     log "$name: export $url"
+    embedded_batch "$name" --set backend=libnfs --set target="$url" \
+        --set monitor_processes=ganesha.nfsd "${disk[@]}" "$@"
+}
+
+# embedded_batch NAME SET_ARG...: run $JOB with herd-batch.sh inside the
+# started server's namespace ($state), one more rank sampling the server,
+# the given --set arguments after the monitor's; stop the server; the
+# results become $out/NAME.h5 (a link, added to links), a failure sets
+# failed=1. What every seed driver's run shares.
+embedded_batch() {
+    local name=$1 runout rc dir
+    shift
     runout=$out/.run-$name.out
     set +e
     "$SERVER" exec --state "$state" -- env HERD="$HERD" HERD_REPO="$REPO" \
         HERD_RESULTS="$out/runs" HERD_TAG="$name" HERD_NP=$((RANKS + 1)) HERD_LAUNCHER=mpirun \
         HERD_HOSTFILE= HERD_MPIRUN_ARGS="--oversubscribe ${HERD_MPIRUN_ARGS:-}" \
         HERD_PYTHON="$python" \
-        bash "$REPO/jobs/herd-batch.sh" "$JOB" --set backend=libnfs --set target="$url" \
-        --set monitor_rank=last --set monitor_interval=200ms \
-        --set monitor_processes=ganesha.nfsd "${disk[@]}" "$@" | tee "$runout"
+        bash "$REPO/jobs/herd-batch.sh" "$JOB" --set monitor_rank=last \
+        --set monitor_interval=200ms "$@" | tee "$runout"
     rc=${PIPESTATUS[0]}
     set -e
     stop_server

@@ -130,7 +130,7 @@ embedded_begin seed002
 # $out/NAME.h5 (added to links); a failure sets failed=1.
 # shellcheck disable=SC2154,SC2034 # out, state, links, failed: lib-embedded.sh's
 seed002_run() {
-    local name=$1 proto=$2 server_opts=$3 started loopdev runout rc dir
+    local name=$1 proto=$2 server_opts=$3 started loopdev
     local sets=()
     # A short name: Samba's sockets live under the state directory (see below).
     state=$(mktemp -d "$tmp/herd-seed002.XXXXXX")
@@ -147,31 +147,8 @@ seed002_run() {
     loopdev=$(losetup -j "$state/image.img" | cut -d: -f1 | sed -n 1p)
     [ -z "$loopdev" ] || sets+=(--set monitor_disks="${loopdev##*/}")
     log "$name: ${sets[3]#target=}"
-    runout=$out/.run-$name.out
-    set +e
-    "$SERVER" exec --state "$state" -- env HERD="$HERD" HERD_REPO="$REPO" \
-        HERD_RESULTS="$out/runs" HERD_TAG="$name" HERD_NP=$((RANKS + 1)) HERD_LAUNCHER=mpirun \
-        HERD_HOSTFILE= HERD_MPIRUN_ARGS="--oversubscribe ${HERD_MPIRUN_ARGS:-}" \
-        HERD_PYTHON="$python" \
-        bash "$REPO/jobs/herd-batch.sh" "$JOB" "${sets[@]}" --set file_size="$segment" \
-        --set monitor_rank=last --set monitor_interval=200ms \
-        --set monitor_processes=ganesha.nfsd,smbd | tee "$runout"
-    rc=${PIPESTATUS[0]}
-    set -e
-    stop_server
-    dir=$(tail -n 1 "$runout")
-    rm -f "$runout"
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
-        log "$name: herd-batch.sh exit code $rc"
-        failed=1
-    fi
-    if [ -d "$dir" ] && [ -s "$dir/results.h5" ]; then
-        ln -sfn "runs/$(basename -- "$dir")/results.h5" "$out/$name.h5"
-        links+=("$out/$name.h5")
-    else
-        log "$name: no results"
-        failed=1
-    fi
+    embedded_batch "$name" "${sets[@]}" --set file_size="$segment" \
+        --set monitor_processes=ganesha.nfsd,smbd
 }
 
 variants=()
