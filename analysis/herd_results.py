@@ -91,9 +91,15 @@ OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink",
 # Load ladders: each step is a phase with the attributes ladder (str), step
 # (1-based), active_ranks and active_hosts (int64); Run.ladder_steps() gives
 # one row per step with these columns.
+# herd stores the same table as /phases/<ladder>/steps when the run closes;
+# ladder_steps() reads it and builds it from the steps' phases only for a
+# file without it (a run that never closed, a file of an older herd).
 LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hosts",
-                  "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s", "max_s", "errors",
-                  "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "start_skew"]
+                  "bytes", "ops", "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s",
+                  "max_s", "errors",
+                  "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "start_skew",
+                  "verify_failures", "t_start", "elapsed"]
+LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
 # The call whose latency a step shows: herd's own choice (summary_main_op in
 # src/summary.c, the p50/p99 its summary prints): a meta phase's is the
 # first of META_OPS that made calls.
@@ -139,8 +145,12 @@ class Run:
         self.hosts = _table(self._f["hosts"])
         self.rank_info = _table(self._f["ranks"])
         # A phase group without a status attribute was cut off mid-write.
+        # A load ladder's /phases/<ladder> group holds its steps table, not
+        # a phase (and has no status).
         self.phase_names = [n for n in self._f["phases"]
-                            if "status" in self._f["phases"][n].attrs]
+                            if "status" in self._f["phases"][n].attrs
+                            and _text(self._f["phases"][n].attrs.get("kind")) !=
+                            herd_safe.LADDER_KIND]
         self._samples = self._monitor_table("samples")
         rows = [self._phase_row(n) for n in self.phase_names]
         # Per-op latency quantiles (<op>_p50_s ... <op>_max_s) for the ops
@@ -256,6 +266,12 @@ class Run:
         without a monitor) and start skew. ResultsError for a ladder the
         file does not hold or whose steps are not herd's (a step number
         twice, counts out of range, latencies negative)."""
+        stored = self._stored_steps(ladder)
+        return stored if stored is not None else self._computed_steps(ladder)
+
+    def _computed_steps(self, ladder):
+        """ladder_steps built from the steps' phases (their summary_*
+        attributes, op_summary and errors tables), as src/summary.c does."""
         rows = []
         for name in self.phase_names:
             step = self._ladder_step(name)
@@ -270,6 +286,42 @@ class Run:
             raise ResultsError(herd_safe.line(
                 f"{self.path}: ladder {ladder!r}: a step number appears twice ({numbers})"))
         return pd.DataFrame(rows, columns=LADDER_COLUMNS)
+
+    def _stored_steps(self, ladder):
+        """/phases/<ladder>/steps as LADDER_COLUMNS, checked (every step
+        once, each naming a phase of the file, counts, latencies and rates
+        that are ones); None when the file has no such table."""
+        g = self._f["phases"].get(ladder) if isinstance(ladder, str) and "/" not in ladder \
+            else None
+        if g is None or _text(g.attrs.get("kind")) != herd_safe.LADDER_KIND:
+            return None
+        where = f"{self.path}: /phases/{herd_safe.line(ladder)}/steps"
+        df = _decode(pd.DataFrame(herd_safe.read_table(g["steps"], where)))
+        missing = [c for c in LADDER_COLUMNS if c not in df.columns]
+        for col in missing:  # optional fields a writer may lack: NaN
+            df[col] = np.nan
+        df = df[LADDER_COLUMNS].sort_values("step", kind="stable").reset_index(drop=True)
+        numbers = list(df["step"])
+        if len(set(numbers)) != len(numbers):
+            raise ResultsError(herd_safe.line(f"{where}: a step number appears twice "
+                                              f"({numbers[:20]})"))
+        for row in df.itertuples(index=False):
+            if row.phase not in self.phase_names:
+                raise ResultsError(herd_safe.line(
+                    f"{where}: step {row.step} names phase {row.phase!r}, not in the file"))
+            for key in ("step", "active_ranks"):
+                if not 1 <= getattr(row, key) <= herd_safe.MAX_COUNT:
+                    raise ResultsError(herd_safe.line(
+                        f"{where}: {key} {getattr(row, key)} is not a count"))
+            for key in ("mib_per_s", "ops_per_s", "p50_s", "p99_s", "max_s", "start_skew",
+                        "cpu_mean", "cpu_max", "nfsd_threads", "elapsed"):
+                value = float(getattr(row, key))
+                if value < 0 or math.isinf(value):
+                    raise ResultsError(herd_safe.line(
+                        f"{where}: step {row.step}: {key} is {value}, not >= 0"))
+        for col in ("main_op", "top_errno"):  # "" in the file: none
+            df[col] = df[col].where(df[col].astype(str) != "", None)
+        return df
 
     def _ladder_step(self, name):
         """(ladder, step, active_ranks, active_hosts) of a phase that is a
@@ -307,8 +359,9 @@ class Run:
         row = {"step": step, "phase": name, "kind": kind, "status": ph["status"],
                "active_ranks": active_ranks, "active_hosts": active_hosts,
                "main_op": op}
-        for key in ("mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean", "cpu_max",
-                    "nfsd_threads", "start_skew"):
+        for key in ("bytes", "ops", "mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean",
+                    "cpu_max", "nfsd_threads", "start_skew", "verify_failures", "t_start",
+                    "elapsed"):
             row[key] = ph[key]
         for key in ("p50_s", "p99_s", "max_s"):
             value = float(called.at[op, key]) if op in called.index else np.nan

@@ -166,6 +166,7 @@ ROOT_NUMBER = {"epoch_unix": "f", "nranks": "i", "nhosts": "i", "clock_sync_seco
                "exit_code": "i", "startup_seconds": "f"}
 STATUSES = ("partial", "complete", "incomplete", "interrupted")
 PHASE_STATUSES = ("ok", "errors", "interrupted", "deadline")
+LADDER_KIND = "ladder"  # the kind of a /phases/<ladder> group: a steps table, not a phase
 PHASE_NUMBER = {"index": "i", "t_start": "f", "t_end": "f", "elapsed": "f", "start_skew": "f",
                 "gather_seconds": "f", "write_seconds": "f"}
 # herd's stored phase summary (src/summary.c): counts are integers, never
@@ -220,9 +221,19 @@ TABLES = {
                 ("phase", "host", "connects")),
     "client_ops": ({"phase": "S", "host": "i", "op": "S"},
                    ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms")),
+    # /phases/<ladder>/steps: a load ladder's steps (src/summary.c).
+    "steps": ({"step": "i", "phase": "S", "kind": "S", "status": "S", "active_ranks": "i",
+               "active_hosts": "i", "mib_per_s": "f", "ops_per_s": "f", "main_op": "S",
+               "p50_s": "f", "p99_s": "f", "max_s": "f", "bytes": "u", "ops": "u", "errors": "u",
+               "top_errno": "S",
+               "stuck": "u", "verify_failures": "u", "cpu_mean": "f", "cpu_max": "f",
+               "nfsd_threads": "f", "t_start": "f", "elapsed": "f", "start_skew": "f"},
+              ("step", "phase", "active_ranks", "active_hosts", "mib_per_s", "ops_per_s",
+               "main_op", "p50_s", "p99_s", "max_s", "errors", "top_errno", "stuck")),
 }
 # Integer fields that are indexes or counts: never negative.
-NON_NEGATIVE = ("rank", "host", "iteration", "errno", "index", "exclusive", "completed")
+NON_NEGATIVE = ("rank", "host", "iteration", "errno", "index", "exclusive", "completed", "step",
+                "active_ranks", "active_hosts")
 PHASE_TABLES = ("ranks", "errors", "stuck", "ops", "holds", "op_summary")
 REQUIRED_PHASE_TABLES = ("ranks", "errors")
 NUMBER_KINDS = "iufb"
@@ -441,6 +452,9 @@ def _root(f):
 
 def _phase(g, where, budget):
     a = _attrs(g, where, ("kind", "status"), PHASE_NUMBER)
+    if _str(a.get("kind")) == LADDER_KIND:
+        _ladder(g, where, budget)
+        return
     if "status" not in a:
         return  # cut off while being written: the tools skip it
     status = _str(a["status"])
@@ -474,6 +488,18 @@ def _phase(g, where, budget):
                 _table(obj, at, ({}, ()), budget)
             else:
                 _dataset(obj, at, budget)
+
+
+def _ladder(g, where, budget):
+    """A load ladder's group: attributes ladder and steps, one steps table."""
+    a = _attrs(g, where, ("ladder",), {"steps": "i"})
+    if "ladder" not in a:
+        raise FormatError(f"{where}: a ladder group without a 'ladder' attribute")
+    _count(a, "steps", where)
+    ds = _child(g, "steps", f"{where}/steps")
+    if ds is None:
+        raise FormatError(f"{where}: a ladder group without a 'steps' table")
+    _table(ds, f"{where}/steps", TABLES["steps"], budget)
 
 
 def _summary(a, where):

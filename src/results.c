@@ -26,8 +26,6 @@
 #include "h5util.h"
 #include "ops.h"
 #include "results_monitor.h"
-
-#define OP_NAME_LEN 16
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
 #define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
@@ -846,6 +844,86 @@ int results_phase_server(struct results *r, const char *phase, double cpu_mean, 
                  ? -1
                  : 0;
     H5Gclose(g);
+    return rc;
+}
+
+static const struct field step_fields[] = {
+    FIELD("step", struct step_row, step, FIELD_I32),
+    FIELD("phase", struct step_row, phase, FIELD_STR),
+    FIELD("kind", struct step_row, kind, FIELD_STR),
+    FIELD("status", struct step_row, status, FIELD_STR),
+    FIELD("active_ranks", struct step_row, active_ranks, FIELD_I32),
+    FIELD("active_hosts", struct step_row, active_hosts, FIELD_I32),
+    FIELD("mib_per_s", struct step_row, mib_per_s, FIELD_F64),
+    FIELD("ops_per_s", struct step_row, ops_per_s, FIELD_F64),
+    FIELD("main_op", struct step_row, main_op, FIELD_STR),
+    FIELD("p50_s", struct step_row, p50_s, FIELD_F64),
+    FIELD("p99_s", struct step_row, p99_s, FIELD_F64),
+    FIELD("max_s", struct step_row, max_s, FIELD_F64),
+    FIELD("bytes", struct step_row, bytes, FIELD_U64),
+    FIELD("ops", struct step_row, ops, FIELD_U64),
+    FIELD("errors", struct step_row, errors, FIELD_U64),
+    FIELD("top_errno", struct step_row, top_errno, FIELD_STR),
+    FIELD("stuck", struct step_row, stuck, FIELD_U64),
+    FIELD("verify_failures", struct step_row, verify_failures, FIELD_U64),
+    FIELD("cpu_mean", struct step_row, cpu_mean, FIELD_F64),
+    FIELD("cpu_max", struct step_row, cpu_max, FIELD_F64),
+    FIELD("nfsd_threads", struct step_row, nfsd_threads, FIELD_F64),
+    FIELD("t_start", struct step_row, t_start, FIELD_F64),
+    FIELD("elapsed", struct step_row, elapsed, FIELD_F64),
+    FIELD("start_skew", struct step_row, start_skew, FIELD_F64),
+};
+
+/* The group's members first, its kind last: a group cut off while written
+ * has no kind and no status, and readers skip it as they skip a cut-off
+ * phase. */
+static int steps_fill(const struct results *r, hid_t g, const char *ladder,
+                      const struct step_row *rows, size_t n, char *err, size_t errlen)
+{
+    if (h5_table_write(g, "steps", step_fields, NFIELDS(step_fields), sizeof *rows, rows, n, err,
+                       errlen) < 0 ||
+        h5_attr_str(r->str, g, "ladder", ladder, err, errlen) < 0 ||
+        h5_attr_i64(g, "steps", (int64_t)n, err, errlen) < 0)
+        return -1;
+    return h5_attr_str(r->str, g, "kind", "ladder", err, errlen);
+}
+
+int results_write_steps(struct results *r, const char *ladder, const struct step_row *rows,
+                        size_t n, char *err, size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL || r->broken)
+        return h5_msg_fail(err, errlen, "ladder steps not recorded: %s",
+                           r ? "an earlier write failed" : "no file");
+    if (ladder[0] == '\0' || strchr(ladder, '/') != NULL || strcmp(ladder, ".") == 0)
+        return h5_msg_fail(err, errlen, "%s: ladder name '%s' cannot name an HDF5 group", r->path,
+                           ladder);
+    if (H5Lexists(r->phases, ladder, H5P_DEFAULT) != 0)
+        return h5_msg_fail(err, errlen, "%s: /phases/%s is already in the file", r->path, ladder);
+    struct step_row *kept = n ? malloc(n * sizeof *kept) : NULL;
+    if (n && !kept)
+        return h5_msg_fail(err, errlen, "%s: ladder '%s': out of memory", r->path, ladder);
+    size_t nkept = 0;
+    for (size_t i = 0; i < n; i++) /* a lost step has no phase to point to */
+        if (H5Lexists(r->phases, rows[i].phase, H5P_DEFAULT) > 0)
+            kept[nkept++] = rows[i];
+    int rc = -1;
+    hid_t g = h5_group_create(r->phases, ladder, err, errlen);
+    if (g >= 0) {
+        rc = steps_fill(r, g, ladder, kept, nkept, err, errlen);
+        if (H5Gclose(g) < 0 && rc == 0)
+            rc = h5_fail(err, errlen, "cannot close the group");
+        if (rc < 0)
+            H5Ldelete(r->phases, ladder, H5P_DEFAULT);
+        if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
+            if (rc == 0)
+                rc = h5_fail(err, errlen, "cannot flush");
+            r->broken = true;
+        }
+    }
+    free(kept);
+    if (rc < 0)
+        h5_msg_prefix(err, errlen, "%s: ladder '%s'", r->path, ladder);
     return rc;
 }
 

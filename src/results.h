@@ -80,6 +80,8 @@ struct phase_summary {
 
 struct results;
 
+#define OP_NAME_LEN 16 /* an op's name in a table: "rpc_write" and its NUL fit */
+
 /* May the run write its results to path? Yes when nothing is there; with
  * force also when it is a regular file that is empty or an HDF5 file.
  * Never anything else (device, directory, link, FIFO): 0, or -1 with one
@@ -166,6 +168,31 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
  * the run's samples are in: set at the end. 0 or -1 (with err). */
 int results_phase_server(struct results *r, const char *phase, double cpu_mean, double cpu_max,
                          double nfsd_threads, char *err, size_t errlen);
+
+/* One step of a load ladder: a row of /phases/<ladder>/steps, gathered
+ * from the step's summary when the run closes (summary_ladder_steps). */
+struct step_row {
+    int32_t step; /* 1-based */
+    char phase[JOB_NAME_MAX];
+    char kind[8];
+    char status[16];
+    int32_t active_ranks, active_hosts;
+    double mib_per_s, ops_per_s; /* the step's summary_mib/ops_per_s */
+    char main_op[OP_NAME_LEN];   /* "" : none (a meta step without calls) */
+    double p50_s, p99_s, max_s;  /* of main_op; NaN = no samples */
+    uint64_t bytes, ops;         /* of the active ranks: the inactive ones did none */
+    uint64_t errors;
+    char top_errno[24]; /* the most frequent errno's name, "" : none */
+    uint64_t stuck, verify_failures;
+    double cpu_mean, cpu_max, nfsd_threads; /* NaN = not sampled */
+    double t_start, elapsed, start_skew;
+};
+
+/* Write /phases/<ladder>/steps (a group of kind "ladder" holding the
+ * table; attributes ladder and steps) and flush. Rows whose phase is not in
+ * the file (lost) are left out. 0 or -1 (with err). */
+int results_write_steps(struct results *r, const char *ladder, const struct step_row *rows,
+                        size_t n, char *err, size_t errlen);
 
 /* One I/O rank's resource use over the whole run: /usage. */
 struct usage_row {

@@ -913,6 +913,26 @@ static void run_release_rundir(struct run *r)
     r->rundir_locked = false;
 }
 
+/* Rank 0, once the server CPU is in the lines: one /phases/<ladder>/steps
+ * table per load ladder, in job order. */
+static void run_write_ladders(struct run *r)
+{
+    struct step_row *rows = r->nlines ? malloc((size_t)r->nlines * sizeof *rows) : NULL;
+    for (int i = 0; rows && i < r->nlines; i++) {
+        const char *ladder = r->lines[i].ladder;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = strcmp(r->lines[k].ladder, ladder) == 0;
+        if (!ladder[0] || seen)
+            continue;
+        size_t n = summary_ladder_steps(r->lines, r->nlines, ladder, rows);
+        char err[512];
+        if (results_write_steps(r->results, ladder, rows, n, err, sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+    }
+    free(rows);
+}
+
 /* Rank 0: final status, exit code, results file closed, summary printed. */
 static int run_finish(struct run *r, int signal)
 {
@@ -925,6 +945,7 @@ static int run_finish(struct run *r, int signal)
                                  sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }
+    run_write_ladders(r);
     enum run_status status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
     int exit_code = signal                                 ? 128 + signal
                     : r->nlost                             ? EXIT_RESULTS_LOST

@@ -54,6 +54,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->errors = errors;
     out->t_start = sum->t_start;
     out->t_end = sum->t_end;
+    out->start_skew = sum->start_skew;
+    out->active_hosts = sum->active_hosts;
+    snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
     out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
     out->main_op = -1;
     out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
@@ -467,4 +470,73 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
             snprintf(thr, sizeof thr, "%.0f", l->nfsd_threads);
         fprintf(out, "%-18s %12s %12s %12s\n", l->name, mean, max, thr);
     }
+}
+
+/* The errno failing most calls over every op (errs[] is per op, errno and
+ * status), as a name; "" when nothing failed. */
+static void summary_top_errno(const struct summary_line *l, char *name, size_t len)
+{
+    uint64_t best = 0;
+    int top = 0;
+    for (int i = 0; i < l->nerrs; i++) {
+        uint64_t total = 0;
+        for (int k = 0; k < l->nerrs; k++)
+            if (l->errs[k].err == l->errs[i].err)
+                total += l->errs[k].count;
+        if (total > best) {
+            best = total;
+            top = l->errs[i].err;
+        }
+    }
+    if (top)
+        h5_errno_name(top, name, len);
+    else
+        name[0] = '\0';
+}
+
+size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
+                            struct step_row *rows)
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        const struct summary_line *l = &lines[i];
+        if (l->step <= 0 || strcmp(l->ladder, ladder) != 0)
+            continue;
+        struct step_row *row = &rows[k++];
+        memset(row, 0, sizeof *row);
+        row->step = (int32_t)l->step;
+        snprintf(row->phase, sizeof row->phase, "%s", l->name);
+        snprintf(row->kind, sizeof row->kind, "%s", l->kind);
+        snprintf(row->status, sizeof row->status, "%s", l->status);
+        row->active_ranks = (int32_t)l->active_ranks;
+        row->active_hosts = (int32_t)l->active_hosts;
+        row->mib_per_s = l->stats.mib_per_s; /* as summary_mib_per_s, even when all failed */
+        row->ops_per_s = l->stats.ops_per_s;
+        const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
+        if (l->main_op >= 0)
+            snprintf(row->main_op, sizeof row->main_op, "%s", op_name((enum op)l->main_op));
+        row->p50_s = m ? m->p50 : NAN;
+        row->p99_s = m ? m->p99 : NAN;
+        row->max_s = m ? m->max : NAN;
+        row->bytes = l->stats.bytes;
+        row->ops = l->stats.ops;
+        row->errors = l->errors;
+        summary_top_errno(l, row->top_errno, sizeof row->top_errno);
+        row->stuck = l->stats.stuck;
+        row->verify_failures = l->verify_failures;
+        row->cpu_mean = l->cpu_mean;
+        row->cpu_max = l->cpu_max;
+        row->nfsd_threads = l->nfsd_threads;
+        row->t_start = l->t_start;
+        row->elapsed = l->t_end - l->t_start;
+        row->start_skew = l->start_skew;
+    }
+    /* The lines are in job order, which is step order; sort anyway. */
+    for (size_t i = 1; i < k; i++)
+        for (size_t j = i; j > 0 && rows[j - 1].step > rows[j].step; j--) {
+            struct step_row t = rows[j];
+            rows[j] = rows[j - 1];
+            rows[j - 1] = t;
+        }
+    return k;
 }

@@ -74,6 +74,9 @@ struct summary_line {
     bool fsync;
     char backend[16];
     int64_t step, active_ranks; /* a load ladder's step (0: not a ladder) and its ranks */
+    int64_t active_hosts;       /* the hosts those ranks ran on */
+    char ladder[JOB_NAME_MAX];  /* the ladder's name ("" : not a ladder) */
+    double start_skew;          /* latest minus earliest of the ranks' achieved starts */
 };
 
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
@@ -88,6 +91,10 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
  * the local /proc source are preferred over a node_exporter's. */
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
                          size_t ns);
+/* The rows of ladder's /phases/<ladder>/steps table, one per line that is
+ * one of its steps, in step order: at most n; returns how many. */
+size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
+                            struct step_row *rows);
 /* The table, its legend (units, each column once) and, when sampled, the
  * server's CPU per phase. */
 void summary_print(FILE *out, const struct summary_line *lines, int n);

@@ -162,8 +162,10 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_ki(f, "ranks", st->ranks, &first);
     json_ki(f, "iterations", l->iterations, &first);
     if (l->step > 0) { /* one step of a load ladder: "<ladder>.<N>r" */
+        json_ks(f, "ladder", l->ladder, &first);
         json_ki(f, "step", l->step, &first);
         json_ki(f, "active_ranks", l->active_ranks, &first);
+        json_ki(f, "active_hosts", l->active_hosts, &first);
     }
     json_key(f, "params", &first);
     bool pf = true;
@@ -178,6 +180,7 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     fputc('}', f);
     json_kd(f, "t_start", l->t_start, &first);
     json_kd(f, "t_end", l->t_end, &first);
+    json_kd(f, "start_skew", l->start_skew, &first);
     json_key(f, "seconds", &first);
     bool sf = true;
     fputc('{', f);

@@ -260,7 +260,11 @@ class Results:
     def __init__(self, path):
         with h5py.File(path, "r") as f:
             self.attrs = {k: _text(v) for k, v in f.attrs.items()}
-            self.phase_names = list(f["phases"].keys())
+            # /phases/<ladder> groups hold a load ladder's steps table
+            # (kind "ladder"), not a phase.
+            self.ladder_steps = {name: g["steps"][()] for name, g in f["phases"].items()
+                                 if _text(g.attrs.get("kind")) == "ladder"}
+            self.phase_names = [n for n in f["phases"] if n not in self.ladder_steps]
             self.phases = {name: Phase(f["phases"][name]) for name in self.phase_names}
             self.rank_table = f["ranks"][()]
             self.hosts = f["hosts"][()]

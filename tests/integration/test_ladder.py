@@ -127,6 +127,169 @@ def test_ladder_more_ranks_than_the_run(herd_bin, tmp_path):
     assert not out.exists()
 
 
+# ---------------------------------------------------------------- the steps table
+
+STEP_SIZE = 2 * MIB
+STEP_BLOCK = 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def stepped(herd_bin, tmp_path_factory):
+    """4 I/O ranks and a monitor rank on the fault backend: a clean read
+    ladder 1,2,4 and one where half the reads fail with EIO, every open
+    30 ms long so that each step outlasts a few monitor samples; --json.
+    Returns (results path, json path, herd's stdout)."""
+    work = tmp_path_factory.mktemp("steps")
+    target = work / "t"
+    target.mkdir()
+    job = write_job(work / "steps.ini",
+                    {"target": target, "file_size": "2M", "block_size": "64K", "fsync": "no",
+                     "backend": "fault", "monitor_rank": "last", "monitor_interval": "20ms"},
+                    [("write", {"kind": "write"}),
+                     ("clean", {"kind": "read", "ranks_active": "1,2,4", "iterations": 4,
+                                "faults": "open=delay:30ms"}),
+                     ("eio", {"kind": "read", "ranks_active": "1,2,4", "iterations": 4,
+                              "faults": "open=delay:30ms,read=EIO@0.5"})])
+    out, js = work / "steps.h5", work / "steps.json"
+    proc = herd_run(herd_bin, 5, job, out, "--json", js)
+    assert proc.returncode == 3, describe(proc)  # the EIO ladder's errors
+    return out, js, proc.stdout
+
+
+def _analysis():
+    import sys
+    from conftest import REPO_DIR
+    sys.path.insert(0, str(REPO_DIR / "analysis"))
+    import herd_results
+    return herd_results
+
+
+def test_steps_table(stepped):
+    """/phases/<ladder>/steps: one row per step, the right ranks, exact
+    bytes, the errors and their errno, the server's CPU per step."""
+    out, js, stdout = stepped
+    res = load_results(out)
+    assert sorted(res.ladder_steps) == ["clean", "eio"], list(res.ladder_steps)
+    with h5py.File(out, "r") as f:
+        g = f["phases/clean"]
+        assert text(g.attrs["kind"]) == "ladder" and text(g.attrs["ladder"]) == "clean"
+        assert int(g.attrs["steps"]) == 3 and "status" not in g.attrs
+    for name in ("clean", "eio"):
+        t = res.ladder_steps[name]
+        assert list(t["step"]) == [1, 2, 3]
+        assert [text(p) for p in t["phase"]] == [f"{name}.{n}r" for n in (1, 2, 4)]
+        assert list(t["active_ranks"]) == [1, 2, 4] and list(t["active_hosts"]) == [1, 1, 1]
+        assert [text(m) for m in t["main_op"]] == ["read"] * 3
+        assert np.isfinite(t["cpu_mean"]).all(), t["cpu_mean"]  # the monitor's samples
+        assert (t["p50_s"] <= t["p99_s"]).all() and (t["p99_s"] <= t["max_s"]).all()
+        for row in t:
+            ph = res.phases[text(row["phase"])]
+            assert row["bytes"] == ph.attrs["summary_bytes"], text(row["phase"])
+            assert row["errors"] == ph.attrs["summary_errors"]
+            assert row["cpu_mean"] == ph.attrs["summary_cpu_mean"]
+            assert row["start_skew"] == ph.attrs["start_skew"]
+            assert row["elapsed"] == ph.attrs["elapsed"]
+    clean, eio = res.ladder_steps["clean"], res.ladder_steps["eio"]
+    assert list(clean["bytes"]) == [n * 4 * STEP_SIZE for n in (1, 2, 4)]
+    assert (clean["errors"] == 0).all() and {text(e) for e in clean["top_errno"]} == {""}
+    assert (eio["errors"] > 0).all() and {text(e) for e in eio["top_errno"]} == {"EIO"}
+    assert "ladder step 3: 4 ranks" in stdout, stdout
+
+
+def test_steps_table_matches_the_loader(stepped, tmp_path):
+    """The stored table and the one the loader builds from the steps'
+    phases (a run that never closed has only those) are the same."""
+    out, _, _ = stepped
+    herd_results = _analysis()
+    with herd_results.load(out) as r:
+        assert r.ladders() == ["clean", "eio"]
+        for name in r.ladders():
+            stored, built = r.ladder_steps(name), r._computed_steps(name)
+            assert list(stored.columns) == herd_results.LADDER_COLUMNS
+            for col in herd_results.LADDER_COLUMNS:
+                a, b = stored[col], built[col]
+                if a.dtype.kind == "f" or b.dtype.kind == "f":
+                    np.testing.assert_allclose(a.astype(float), b.astype(float), rtol=1e-12,
+                                               err_msg=f"{name}.{col}")
+                else:
+                    assert list(a) == list(b), (name, col, list(a), list(b))
+    # Without the table (a killed run): the same from the phases.
+    copy = tmp_path / "killed.h5"
+    copy.write_bytes(out.read_bytes())
+    with h5py.File(copy, "r+") as f:
+        del f["phases/eio"]
+    with herd_results.load(copy) as r, herd_results.load(out) as whole:
+        a, b = r.ladder_steps("eio"), whole.ladder_steps("eio")
+        assert list(a["phase"]) == list(b["phase"]) and list(a["top_errno"]) == ["EIO"] * 3
+        np.testing.assert_allclose(a["mib_per_s"], b["mib_per_s"], rtol=1e-12)
+
+
+def test_steps_in_the_json(stepped):
+    import json
+    out, js, _ = stepped
+    doc = json.loads(js.read_text())
+    steps = [p for p in doc["phases"] if p.get("ladder") == "eio"]
+    res = load_results(out)
+    assert [p["active_ranks"] for p in steps] == [1, 2, 4]
+    assert [p["active_hosts"] for p in steps] == [1, 1, 1]
+    for p, row in zip(steps, res.ladder_steps["eio"]):
+        assert p["name"] == text(row["phase"]) and p["step"] == row["step"]
+        assert p["start_skew"] == pytest.approx(row["start_skew"], rel=1e-9)
+        assert p["mib_per_s"] == pytest.approx(row["mib_per_s"], rel=1e-9)
+
+
+def _steps_edit(fn):
+    def edit(f):
+        g = f["phases/clean"]
+        rows = g["steps"][()]
+        del g["steps"]
+        rows = fn(g, rows)
+        if rows is not None:
+            g.create_dataset("steps", data=rows)
+    return edit
+
+
+def _float_step(rows):
+    dt = np.dtype([(n, "f8" if n == "step" else rows.dtype[n]) for n in rows.dtype.names])
+    out = np.zeros(len(rows), dt)
+    for n in rows.dtype.names:
+        out[n] = rows[n]
+    return out
+
+
+def _field(name, value, row=1):
+    def fn(g, rows):
+        rows[name][row] = value
+        return rows
+    return _steps_edit(fn)
+
+
+@pytest.mark.parametrize("edit,words", [
+    (_field("phase", b"nowhere"), "not in the file"),
+    (_field("step", 1), "appears twice"),
+    (_field("p99_s", -1.0), "not >= 0"),
+    (_field("active_ranks", -3), "negative value"),
+    (_steps_edit(lambda g, rows: None), "without a 'steps' table"),
+    (_steps_edit(lambda g, rows: _float_step(rows)), "not an integer"),
+], ids=["unknown phase", "step twice", "negative p99", "negative ranks", "no table",
+        "float step"])
+def test_hostile_steps_table(stepped, tmp_path, edit, words):
+    """A steps table that is not herd's: one line, exit 2, for herd-report
+    and herd-compare alike."""
+    import subprocess
+    from conftest import REPO_DIR
+    out, _, _ = stepped
+    copy = tmp_path / "bad.h5"
+    copy.write_bytes(out.read_bytes())
+    with h5py.File(copy, "r+") as f:
+        edit(f)
+    for script, args in (("herd-report", ["-o", tmp_path / "r"]), ("herd-compare", [])):
+        proc = subprocess.run(["/usr/bin/python3", str(REPO_DIR / "analysis" / script), copy,
+                               *args], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2, describe(proc)
+        assert len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr
+
+
 # ---------------------------------------------------------------- virtual cluster
 
 
@@ -171,6 +334,14 @@ def test_ladder_spread_over_virtual_hosts(herd_bin, tmp_path):
             assert len(inside) >= 1, f"{name}: no server sample in the step"
             assert np.isfinite(ph.attrs["summary_cpu_mean"]), name
         assert len({host_of[r] for r in order[:4]}) == 4, "step 4 is not one rank per host"
+        # The ladder's steps table says the same, with the server per step.
+        t = res.ladder_steps["read"]
+        assert list(t["active_ranks"]) == [1, 2, 4, 8] and list(t["active_hosts"]) == [1, 2, 4, 4]
+        assert list(t["bytes"]) == [n * 8 * 32 * MIB for n in (1, 2, 4, 8)], t["bytes"]
+        for row in t:
+            ph = res.phases[text(row["phase"])]
+            assert row["cpu_mean"] == ph.attrs["summary_cpu_mean"], text(row["phase"])
+            assert np.isfinite(row["cpu_max"]) and row["cpu_max"] >= row["cpu_mean"]
         assert np.isfinite(res.phases["read.8r"].attrs["summary_mib_per_s"])
     finally:
         cluster.down()
