@@ -238,6 +238,28 @@ def test_steps_in_the_json(stepped):
         assert p["mib_per_s"] == pytest.approx(row["mib_per_s"], rel=1e-9)
 
 
+def test_steps_table_of_a_stopped_run(herd_bin, tmp_path):
+    """SIGTERM in step 2: the file keeps step 1 and the cut step 2, and the
+    steps table lists both (step 3 never ran)."""
+    from conftest import herd_run_interrupted
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "stop.ini",
+                    {"target": target, "file_size": "256K", "block_size": "64K",
+                     "fsync": "no", "backend": "fault"},
+                    [("slow", {"kind": "write", "ranks_active": "1,2,4", "iterations": 40,
+                               "faults": "write=delay:50ms"})])
+    out = tmp_path / "stop.h5"
+    herd_run_interrupted(herd_bin, 4, job, out, "slow.1r", 1.0)
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted", res.attrs
+    assert res.phase_names == ["slow.1r", "slow.2r"], res.phase_names
+    t = res.ladder_steps["slow"]
+    assert [text(p) for p in t["phase"]] == ["slow.1r", "slow.2r"]
+    assert [text(s) for s in t["status"]] == ["ok", "interrupted"]
+    assert t["bytes"][0] == 40 * 256 * 1024 and 0 < t["bytes"][1] < 2 * 40 * 256 * 1024
+
+
 def _steps_edit(fn):
     def edit(f):
         g = f["phases/clean"]
