@@ -6,10 +6,29 @@
  *   open=delay:200ms  sleep before every open (a slow server)
  *   lock=noop         report every lock as granted without locking (a
  *                     broken lock manager: the lock check must catch it)
+ *   read=serve:5ms/2  a server with 2 workers shared by every rank: each
+ *                     read first takes one of 2 worker slots, holds it
+ *                     5 ms, then does the real read. Beyond 2 concurrent
+ *                     callers the others queue, so call time grows with
+ *                     the callers and throughput stays at 2 / 5 ms (what
+ *                     a plain delay, where every rank sleeps alone, never
+ *                     does: a load ladder on it finds a knee).
  *
  * op is one of open read write fsync close stat unlink mkdir rmdir rename
- * lock, or `all`. Failures draw from a per-rank seeded generator. */
+ * lock, or `all`. Failures draw from a per-rank seeded generator.
+ *
+ * Worker slots are exclusive 1-byte open file description locks (fcntl
+ * F_OFD_SETLK) at FAULT_SLOT_BASE + k on the run directory's lock file
+ * (RUNDIR_LOCK), which exists for the whole run: shared by every rank on
+ * the host and, where the file system shares locks, across hosts. OFD
+ * locks, not POSIX record locks: closing a descriptor of the lock file
+ * would drop every record lock the process holds on it. A serve call
+ * opens the lock file (safepath: no link followed), takes a slot, sleeps,
+ * and closes the descriptor, which releases the slot: nothing is held
+ * between calls, so nothing is left to clean up. The run directory is the
+ * first component of the last path the backend was given. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,19 +40,32 @@
 #include "backend.h"
 #include "job.h"
 #include "ops.h"
+#include "rundir.h"
+#include "safepath.h"
 #include "units.h"
 
-enum fault_kind { FAULT_NONE, FAULT_ERRNO, FAULT_DELAY, FAULT_NOOP };
+/* serve:DURATION/WORKERS: 1..FAULT_SERVE_MAX workers. Slot k is the byte
+ * FAULT_SLOT_BASE + k of the lock file: far beyond the one owner line
+ * herd writes there, so no real byte is ever locked. */
+#define FAULT_SERVE_MAX 64
+#define FAULT_SLOT_BASE ((off_t)1 << 40)
+
+enum fault_kind { FAULT_NONE, FAULT_ERRNO, FAULT_DELAY, FAULT_NOOP, FAULT_SERVE };
 
 struct fault_rule {
     enum fault_kind kind;
     int err;        /* FAULT_ERRNO */
     double chance;  /* FAULT_ERRNO: 0..1 */
-    double seconds; /* FAULT_DELAY */
+    double seconds; /* FAULT_DELAY, FAULT_SERVE: how long a call sleeps (holds its slot) */
+    int workers;    /* FAULT_SERVE: 1..FAULT_SERVE_MAX */
 };
 
 struct fault_ctx {
     void *inner; /* the posix backend's context */
+    int rootfd;  /* the target directory: the lock file is opened beneath it */
+    /* First component of the last path given ("herd-<run id>"), "" before
+     * any: the run directory whose lock file holds the worker slots. */
+    char rundir[HERD_PATH_MAX];
     struct fault_rule rules[OP_COUNT];
     uint64_t rng;
 };
@@ -57,6 +89,34 @@ static const struct {
     {"ECONNRESET", ECONNRESET},
     {"EBADF", EBADF},
 };
+
+/* Parse serve's "DURATION/WORKERS" into rule: 0, or -EINVAL when the
+ * duration is not one (or over a week) or workers is not a plain number
+ * in 1..FAULT_SERVE_MAX. */
+static int fault_parse_serve(const char *text, struct fault_rule *rule)
+{
+    const char *slash = strrchr(text, '/');
+    if (!slash)
+        return -EINVAL;
+    char dur[32];
+    if ((size_t)(slash - text) >= sizeof dur)
+        return -EINVAL;
+    snprintf(dur, sizeof dur, "%.*s", (int)(slash - text), text);
+    double secs;
+    if (units_parse_duration(dur, &secs) != 0 || secs > JOB_DURATION_MAX)
+        return -EINVAL;
+    const char *k = slash + 1;
+    size_t digits = strspn(k, "0123456789");
+    if (digits == 0 || digits > 2 || k[digits] != '\0')
+        return -EINVAL;
+    int workers = atoi(k);
+    if (workers < 1 || workers > FAULT_SERVE_MAX)
+        return -EINVAL;
+    rule->kind = FAULT_SERVE;
+    rule->seconds = secs;
+    rule->workers = workers;
+    return 0;
+}
 
 /* Parse spec into rules; returns NULL or what is wrong. */
 static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUNT], char *why,
@@ -99,6 +159,14 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
             }
             rule.kind = FAULT_DELAY;
             rule.seconds = secs;
+        } else if (strncmp(action, "serve:", 6) == 0) {
+            if (fault_parse_serve(action + 6, &rule) != 0) {
+                snprintf(why, len,
+                         "'%s': want serve:DURATION/WORKERS, workers 1 to %d (a duration of "
+                         "at most a week)",
+                         action, FAULT_SERVE_MAX);
+                return why;
+            }
         } else {
             char name[32];
             double chance = 1.0;
@@ -126,7 +194,8 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
                     rule.err = fault_errnos[i].err;
             if (!rule.err) {
                 snprintf(why, len,
-                         "'%s' is not noop, delay:DURATION or ERRNO[@P] (EIO, "
+                         "'%s' is not noop, delay:DURATION, serve:DURATION/WORKERS or "
+                         "ERRNO[@P] (EIO, "
                          "ESTALE, ENOSPC, ...)",
                          action);
                 return why;
@@ -150,17 +219,72 @@ static double fault_random(struct fault_ctx *c)
     return (double)((c->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
+/* Sleep seconds: 0, or -EINTR when a signal (stop request, lock_timeout
+ * alarm) cut it short, as it would a real blocked call. */
+static int fault_sleep(double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
+        return -EINTR;
+    return 0;
+}
+
+/* Remember path's first component: the run directory (every path herd
+ * gives a backend is "herd-<run id>/..."). */
+static void fault_remember(struct fault_ctx *c, const char *path)
+{
+    size_t n = strcspn(path, "/");
+    if (n < sizeof c->rundir)
+        snprintf(c->rundir, sizeof c->rundir, "%.*s", (int)n, path);
+}
+
+/* Take one of r->workers slots (exclusive OFD locks on the run's lock
+ * file), hold it r->seconds, release it. Non-blocking tries first, from a
+ * per-rank random slot, so that free workers are used; when all are busy,
+ * wait on a random one. 0, or a negative errno: the lock file could not be
+ * opened (its errno), the wait or sleep was cut short (-EINTR). */
+static int fault_serve(struct fault_ctx *c, const struct fault_rule *r)
+{
+    /* Slots live only in herd's own run directory: a first component that
+     * is not "herd-..." (no path seen yet, or not herd's) names no lock
+     * file herd made, and locking some other file could block whatever
+     * really uses it. */
+    if (strncmp(c->rundir, "herd-", 5) != 0)
+        return -EINVAL;
+    char lock[HERD_PATH_MAX];
+    if (snprintf(lock, sizeof lock, "%s/%s", c->rundir, RUNDIR_LOCK) >= (int)sizeof lock)
+        return -ENAMETOOLONG;
+    /* Read and write (a write lock needs it), never created, no link followed. */
+    int fd = safepath_open(c->rootfd, lock, O_RDWR, 0);
+    if (fd < 0)
+        return fd;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1};
+    int first = (int)(fault_random(c) * r->workers);
+    int rc = -EAGAIN;
+    for (int i = 0; i < r->workers && rc == -EAGAIN; i++) {
+        fl.l_start = FAULT_SLOT_BASE + (first + i) % r->workers;
+        rc = fcntl(fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+        if (rc == -EACCES)
+            rc = -EAGAIN; /* the other "held by somebody" answer */
+    }
+    if (rc == -EAGAIN) { /* every worker busy: queue on one */
+        fl.l_start = FAULT_SLOT_BASE + (int)(fault_random(c) * r->workers);
+        rc = fcntl(fd, F_OFD_SETLKW, &fl) == 0 ? 0 : -errno;
+    }
+    if (rc == 0)
+        rc = fault_sleep(r->seconds);
+    close(fd); /* releases the slot: OFD locks belong to this description */
+    return rc;
+}
+
 /* Apply op's rule before the real call: 0 = go on, else the errno to fail with. */
 static int fault_apply(struct fault_ctx *c, enum op op)
 {
     const struct fault_rule *r = &c->rules[op];
     if (r->kind == FAULT_DELAY) {
-        /* A slow call: a signal (stop request, lock_timeout alarm) cuts it
-         * short as it would a real blocked call. */
-        struct timespec ts = {(time_t)r->seconds,
-                              (long)((r->seconds - (double)(time_t)r->seconds) * 1e9)};
-        if (nanosleep(&ts, NULL) != 0 && errno == EINTR)
-            return -EINTR;
+        return fault_sleep(r->seconds);
+    } else if (r->kind == FAULT_SERVE) {
+        return fault_serve(c, r);
     } else if (r->kind == FAULT_ERRNO && fault_random(c) < r->chance) {
         return -r->err;
     }
@@ -180,8 +304,17 @@ static int fault_connect(const char *target, const struct phase *ph, void **ctx)
     struct fault_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
+    /* The posix backend keeps its own target descriptor private: open
+     * the same directory for the lock file (safepath_open beneath it). */
+    c->rootfd = open(target, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (c->rootfd < 0) {
+        int err = errno;
+        free(c);
+        return -err;
+    }
     int rc = backend_posix.connect(target, ph, &c->inner);
     if (rc < 0) {
+        close(c->rootfd);
         free(c);
         return rc;
     }
@@ -205,10 +338,12 @@ static void fault_disconnect(void *ctx)
 {
     struct fault_ctx *c = ctx;
     backend_posix.disconnect(c->inner);
+    close(c->rootfd);
     free(c);
 }
 
-/* Every call: the rule first, then the POSIX backend. */
+/* Every call: the rule first, then the POSIX backend. A call that takes
+ * a path first remembers its run directory (fault_remember). */
 #define FAULT_CALL(op, call)                                                                       \
     struct fault_ctx *c = ctx;                                                                     \
     int injected = fault_apply(c, op);                                                             \
@@ -218,6 +353,7 @@ static void fault_disconnect(void *ctx)
 
 static int fault_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
+    fault_remember(ctx, path);
     FAULT_CALL(OP_OPEN, open(c->inner, path, flags, f))
 }
 
@@ -248,26 +384,31 @@ static int fault_close(void *ctx, struct backend_file *f)
 
 static int fault_stat(void *ctx, const char *path, struct stat *st)
 {
+    fault_remember(ctx, path);
     FAULT_CALL(OP_STAT, stat(c->inner, path, st))
 }
 
 static int fault_unlink(void *ctx, const char *path)
 {
+    fault_remember(ctx, path);
     FAULT_CALL(OP_UNLINK, unlink(c->inner, path))
 }
 
 static int fault_mkdir(void *ctx, const char *path)
 {
+    fault_remember(ctx, path);
     FAULT_CALL(OP_MKDIR, mkdir(c->inner, path))
 }
 
 static int fault_rmdir(void *ctx, const char *path)
 {
+    fault_remember(ctx, path);
     FAULT_CALL(OP_RMDIR, rmdir(c->inner, path))
 }
 
 static int fault_rename(void *ctx, const char *from, const char *to)
 {
+    fault_remember(ctx, from);
     FAULT_CALL(OP_RENAME, rename(c->inner, from, to))
 }
 

@@ -149,7 +149,8 @@ const struct job_key job_keys[] = {
     {"stuck_after", KEY_DURATION, FIELD(stuck_after), NULL, "10s",
      "report (stderr, and the phase's stuck table) any call in flight this long"},
     {"faults", KEY_STRING, FIELD(faults), NULL, "",
-     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop",
+     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop, "
+     "read=serve:5ms/2 (a server of 2 workers shared by all ranks: calls queue)",
      .backend = "fault"},
     {"nfs_rsize", KEY_SIZE, FIELD(nfs_rsize), NULL, "0",
      "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum", .backend = "libnfs"},

@@ -18,6 +18,12 @@ herd-report's load-curve section and herd-compare's overlay.
 3. Hostile ladder attributes: a name with markup and '/' is escaped and
    made a safe file name; a step count that is negative or a string, or a
    step number twice, gives one line and exit 2.
+4. A server with K workers (fault backend, read=serve:10ms/K: every read
+   holds one of K worker slots shared by all ranks for 10 ms): with K = 2
+   throughput doubles from 1 to 2 ranks and then stays at 2 / 10 ms while
+   p99 grows (queueing): the knee is step 2; with K = 1 it is step 1. A
+   plain delay (item 2, slow) would grow to the last step. Bad serve rules
+   are refused by herd check; the run directory is removed as usual.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_knee.py
 """
@@ -30,7 +36,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import MIB, REPO_DIR, describe, herd_run, read_csv, write_job
+from conftest import MIB, REPO_DIR, describe, herd_cmd, herd_run, read_csv, write_job
 
 ANALYSIS = REPO_DIR / "analysis"
 REPORT = ANALYSIS / "herd-report"
@@ -267,9 +273,15 @@ def test_compare_overlays_ladders(run, tmp_path):
 
 
 def edited(run, tmp_path, fn):
+    """A copy of the run with its steps' phase attributes edited by fn and
+    without the /phases/<ladder> steps tables (as a run killed before it
+    closed): the loader then builds the steps from the phases' attributes.
+    test_ladder.py edits the stored tables."""
     path = tmp_path / "bad.h5"
     shutil.copy(run, path)
     with h5py.File(path, "r+") as f:
+        for name in [n for n, g in f["phases"].items() if g.attrs.get("kind") == "ladder"]:
+            del f["phases"][name]
         fn(f["phases"])
     return path
 
@@ -305,3 +317,123 @@ def test_hostile_ladder_attributes(run, tmp_path, fn, words):
         assert proc.returncode == 2, describe(proc)
         assert len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------- serve: a server with K workers
+
+SERVE_S = 0.010  # each read holds a worker slot this long
+SERVE_SIZE = 2 * MIB
+SERVE_BLOCK = 64 * 1024  # 32 reads per rank per step
+
+
+@pytest.fixture(scope="module")
+def served(herd_bin, tmp_path_factory):
+    """One run, 4 I/O ranks, no monitor: a write, then two read ladders
+    1,2,4 on a server of 2 workers and of 1 worker. Returns (results path,
+    target, herd's stdout)."""
+    work = tmp_path_factory.mktemp("serve")
+    target = work / "target"
+    target.mkdir()
+    ms = f"{SERVE_S * 1000:g}ms"
+    job = write_job(work / "serve.ini",
+                    {"target": target, "backend": "fault", "fsync": "no",
+                     "file_size": "2M", "block_size": "64K"},
+                    [("write", {"kind": "write"}),
+                     ("two", {"kind": "read", "ranks_active": LADDER,
+                              "faults": f"read=serve:{ms}/2"}),
+                     ("one", {"kind": "read", "ranks_active": LADDER,
+                              "faults": f"read=serve:{ms}/1"})])
+    out = work / "serve.h5"
+    proc = herd_run(herd_bin, RANKS, job, out)
+    assert proc.returncode == 0, describe(proc)
+    return out, target, proc.stdout
+
+
+def serve_steps(path, ladder):
+    """The ladder's steps with reads/s (every read moves one block)."""
+    with herd_results.load(path) as r:
+        s = r.ladder_steps(ladder)
+    assert list(s["main_op"]) == ["read"] * 3 and (s["errors"] == 0).all(), s
+    s["reads_per_s"] = s["mib_per_s"] * MIB / SERVE_BLOCK
+    return s
+
+
+def test_serve_two_workers_knee_is_step_2(served):
+    """1 rank: ~1/d reads/s; 2 ranks: one worker each, ~2/d; 4 ranks: still
+    ~2/d (two queue), calls wait their turn: p99 grows. Ranks sleeping
+    alone (no shared slots) would give 4/d at step 3 and a knee at 3."""
+    s = serve_steps(served[0], "two")
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 2, (k, s)
+    rate = s["reads_per_s"].tolist()
+    assert 0.6 / SERVE_S < rate[0] <= 1.05 / SERVE_S, s
+    for step in (1, 2):
+        assert 0.6 * 2 / SERVE_S < rate[step] <= 1.05 * 2 / SERVE_S, s
+    assert abs(rate[2] - rate[1]) <= 0.15 * rate[1], s
+    p99 = s["p99_s"].tolist()
+    assert p99[0] >= SERVE_S and p99[2] > 1.5 * p99[0], s
+
+
+def test_serve_one_worker_knee_is_step_1(served):
+    """One worker: ~1/d reads/s whatever the ranks; each waits for all the
+    others, so p99 grows with them."""
+    s = serve_steps(served[0], "one")
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 1, (k, s)
+    for rate in s["reads_per_s"]:
+        assert 0.6 / SERVE_S < rate <= 1.05 / SERVE_S, s
+    p99 = s["p99_s"].tolist()
+    assert p99[1] > 1.5 * p99[0] and p99[2] > 1.5 * p99[1], s
+
+
+def test_serve_leaves_an_empty_target(served):
+    """The slots are locks on the run's lock file, taken and dropped per
+    call: the run directory is removed as usual, nothing is left."""
+    out, target, stdout = served
+    assert list(target.iterdir()) == [], list(target.rglob("*"))
+    assert "results: " in stdout and "(status complete)" in stdout, stdout
+
+
+@pytest.mark.parametrize("rule", ["read=serve:5ms", "read=serve:5ms/0", "read=serve:5ms/65",
+                                  "read=serve:abc/2", "read=serve:5ms/2x", "write=serve:/2"])
+def test_serve_refused(herd_bin, tmp_path, rule):
+    job = write_job(tmp_path / "bad.ini", {"target": tmp_path, "backend": "fault"},
+                    [("r", {"kind": "write", "faults": rule})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 2, describe(proc)
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    action = rule.split("=", 1)[1]
+    assert f"key 'faults': '{action}': want serve:DURATION/WORKERS, workers 1 to 64" \
+        in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("rule", ["read=serve:5ms/1", "read=serve:5ms/64", "all=serve:0/3"])
+def test_serve_bounds_accepted(herd_bin, tmp_path, rule):
+    job = write_job(tmp_path / "ok.ini", {"target": tmp_path, "backend": "fault"},
+                    [("r", {"kind": "write", "faults": rule})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 0, describe(proc)
+
+
+def test_serve_wait_is_cut_by_lock_timeout(herd_bin, tmp_path):
+    """A lock call stuck in a serve slot (waiting for the one worker, or
+    holding it for 2 s) is cut short by lock_timeout's alarm like a real
+    blocked call: ETIMEDOUT for every call, the phase far shorter than the
+    serialised 2 ranks x 2 calls x 2 s."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "cut.ini",
+                    {"target": target, "backend": "fault", "sharing": "shared",
+                     "fileset": "locks", "file_size": "1M"},
+                    [("cut", {"kind": "lock", "count": 2, "lock_hold": "1ms",
+                              "lock_timeout": "200ms", "faults": "lock=serve:2s/1"})])
+    out = tmp_path / "cut.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 3, describe(proc)
+    with herd_results.load(out) as r:
+        errs = r.errors("cut")
+        elapsed = r.phase_attrs("cut")["elapsed"]
+    assert set(errs["op"]) == {"lock"} and set(errs["errno_name"]) == {"ETIMEDOUT"}, errs
+    assert errs["count"].sum() == 2 * 2, errs
+    assert elapsed < 2.0, elapsed
+    assert list(target.iterdir()) == [], list(target.rglob("*"))
