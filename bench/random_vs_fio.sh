@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# random_vs_fio.sh — herd's random-order read path against fio on a private
-# tmpfs: random 4 KiB reads of one 1 GiB file, herd (1 rank, a read phase
-# with access = random, verify = no) vs `fio --rw=randread --bs=4k
-# --ioengine=psync` (one job). Both read the same file, which herd writes
-# once at the start (keep = yes), from the page cache, LOOPS times: herd
-# `iterations`, each a fresh permutation of the blocks, fio `--loops`, each
-# with its random map (every block once per loop, as herd).
-# The two tools alternate, the order flips every round; the table shows
-# medians of REPEAT rounds, herd/fio and PASS/FAIL against TARGET
+# random_vs_fio.sh — herd's random-order read path against fio and IOR on a
+# private tmpfs: random 4 KiB reads of one 1 GiB file, herd (1 rank, a read
+# phase with access = random, verify = no) vs `fio --rw=randread --bs=4k
+# --ioengine=psync` (one job) and, when an IOR binary is found (IOR=, or
+# `ior` on PATH; IOR is not packaged in Debian 12: build it from
+# github.com/hpc/ior), `ior -a POSIX -r -E -z` (one task). All read the same
+# file, which herd writes once at the start (keep = yes), from the page
+# cache, LOOPS times: herd `iterations`, each a fresh permutation of the
+# blocks, fio `--loops`, each with its random map, IOR `-i`, each a shuffle
+# of the offsets (every block once per loop, as herd).
+# The tools take turns, the order changes every round; the table shows
+# medians of REPEAT rounds, herd/peer and PASS/FAIL against TARGET
 # (bench_util.py table). Needs root (it mounts a tmpfs; as another user it
 # says SKIP and exits 0); exits 0 whatever the results, 2 when a tool is
 # missing or a setting is wrong.
 #
 # Settings: REPEAT (5) WARMUP (1) SIZE (1G) BS (4K) LOOPS (4) TARGET (0.9)
-# OUT (./bench-results-random) HERD (build/herd) MPIRUN_ARGS (--bind-to none).
+# OUT (./bench-results-random) HERD (build/herd) IOR (ior on PATH, else none)
+# MPIRUN_ARGS (--bind-to none).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,6 +32,7 @@ TARGET=${TARGET:-0.9} # herd/fio must be >= TARGET
 OUT=${OUT:-./bench-results-random}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS:---bind-to none} # fio is not pinned either
+IOR=${IOR:-$(command -v ior || true)}
 
 BENCH=random_vs_fio
 # shellcheck source=bench/lib.sh
@@ -114,6 +119,31 @@ fio_rand() {
         warn "fio results unusable, see $log.*"
 }
 
+# IOR: one task reads the whole file (-b SIZE, one segment) in random order
+# (-z), LOOPS repetitions; MiB/s = bytes per repetition / mean time of one.
+ior_rand() {
+    local log=$LOGS/ior-read-$1
+    # shellcheck disable=SC2086
+    if ! mpirun --oversubscribe -np 1 $MPIRUN_ARGS "$IOR" -a POSIX -r -E -k -z -t "$BS_B" \
+        -b "$SIZE_B" -s 1 -i "$LOOPS" -o "$FILE" -O summaryFormat=JSON \
+        -O summaryFile="$log.json" >"$log.out" 2>&1; then
+        warn "ior failed, see $log.*"
+        return
+    fi
+    $PY -c 'import json, sys
+s = [t for t in json.load(open(sys.argv[1]))["summary"] if t["operation"] == "read"][0]
+print("%.1f" % (s["xsizeMiB"] / s["MeanTime"]))' "$log.json" 2>>"$log.out" ||
+        warn "ior results unusable, see $log.*"
+}
+
+peers="fio"
+if [ -n "$IOR" ] && [ -x "$IOR" ]; then
+    peers="fio ior"
+else
+    IOR=
+    say "IOR: not found (set IOR=/path/to/ior; Debian 12 has no package): herd vs fio only"
+fi
+
 echo "config,tool,round,mib_s,load1" >"$RAW"
 record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
 {
@@ -122,6 +152,7 @@ record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
     echo "cpu: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) online"
     echo "herd: $HERD ($("$HERD" --version 2>&1 | head -1))"
     echo "fio: $(fio --version)"
+    [ -z "$IOR" ] || echo "ior: $IOR"
     echo "params: REPEAT=$REPEAT WARMUP=$WARMUP SIZE=$SIZE_B BS=$BS_B LOOPS=$LOOPS" \
         "TARGET=$TARGET MPIRUN_ARGS='$MPIRUN_ARGS'"
     echo "file: $FILE on tmpfs $MNT size=$TMPFS_B"
@@ -129,18 +160,25 @@ record() { echo "$1,$2,$3,$4,$(cut -d' ' -f1 /proc/loadavg)" >>"$RAW"; }
 cat "$OUT/env.txt"
 say ""
 say "random ${BS_B}-byte reads of a $((SIZE_B >> 20)) MiB file, $LOOPS pass(es), page cache"
-say "rounds: $WARMUP warm-up + $REPEAT measured; herd and fio alternate, order flips per round"
+say "rounds: $WARMUP warm-up + $REPEAT measured; herd, $peers take turns, order rotates per round"
 say ""
 
-config="randread bs=$BS np=1"
+# One table row per peer, each with herd's sample of the same round.
 total=$((WARMUP + REPEAT))
+tools=(herd $peers)
 for ((round = 1; round <= total; round++)); do
     if [ "$round" -le "$WARMUP" ]; then label=warmup$round; rec=0; else label=$((round - WARMUP)); rec=1; fi
-    if ((round % 2)); then order="herd fio"; else order="fio herd"; fi
     line="round $label:"
-    for who in $order; do
-        if [ "$who" = herd ]; then v=$(herd_rand "$label"); else v=$(fio_rand "$label"); fi
-        [ "$rec" = 1 ] && record "$config" "$who" "$label" "$v"
+    for ((k = 0; k < ${#tools[@]}; k++)); do
+        who=${tools[$(((k + round) % ${#tools[@]}))]}
+        v=$("${who}_rand" "$label")
+        if [ "$rec" = 1 ]; then
+            for peer in $peers; do
+                if [ "$who" = herd ] || [ "$who" = "$peer" ]; then
+                    record "randread bs=$BS np=1 vs $peer" "$who" "$label" "$v"
+                fi
+            done
+        fi
         line+=" $who=${v:-ERR}"
     done
     say "$line"
@@ -151,6 +189,7 @@ say "medians of $REPEAT rounds (MiB/s = 2^20 bytes/s):"
 $UTIL table "$RAW" "$CSV" "$TARGET" || warn "could not build the table from $RAW"
 say ""
 say "herd: sum(bytes) / (last rank's end - phase start), open and close included;"
-say "fio: io_bytes / runtime. Both: one process, pread of $BS_B bytes, each block once per pass."
+say "fio: io_bytes / runtime; ior: bytes of a repetition / its mean time (open and close in)."
+say "All: one process, pread of $BS_B bytes, each block once per pass."
 say "results: $CSV (raw samples: $RAW, logs: $LOGS)"
 exit 0
