@@ -369,9 +369,13 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     units_format_size(l->block_size, bs, sizeof bs);
     units_format_size(l->file_size, fs, sizeof fs);
     fprintf(out, "    ");
-    if (l->step > 0) /* which load point of its ladder */
-        fprintf(out, "ladder step %lld: %lld ranks; ", (long long)l->step,
-                (long long)l->active_ranks);
+    if (l->step > 0) { /* which load point of its ladder */
+        char skew[16];
+        summary_format_latency(l->start_skew, skew, sizeof skew);
+        fprintf(out, "ladder step %lld: %lld ranks on %lld host%s, start skew %s; ",
+                (long long)l->step, (long long)l->active_ranks, (long long)l->active_hosts,
+                l->active_hosts == 1 ? "" : "s", skew);
+    }
     fprintf(out, "%s; bs %s", l->layout, bs);
     if (strcmp(l->kind, "meta") == 0)
         fprintf(out, ", %lld files/rank, file %s", (long long)l->files, fs);

@@ -193,7 +193,7 @@ def test_steps_table(stepped):
     assert list(clean["bytes"]) == [n * 4 * STEP_SIZE for n in (1, 2, 4)]
     assert (clean["errors"] == 0).all() and {text(e) for e in clean["top_errno"]} == {""}
     assert (eio["errors"] > 0).all() and {text(e) for e in eio["top_errno"]} == {"EIO"}
-    assert "ladder step 3: 4 ranks" in stdout, stdout
+    assert "ladder step 3: 4 ranks on 1 host, start skew " in stdout, stdout
 
 
 def test_steps_table_matches_the_loader(stepped, tmp_path):
