@@ -71,7 +71,7 @@ PHASE_COLUMNS = [
     "t_start", "t_end", "elapsed", "start_skew", "t_min", "t_median", "t_max", "first_done",
     "last_done", "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
     "grants", "contended", "contention", "violations", "stuck", "cpu_mean", "cpu_max",
-    "nfsd_threads",
+    "nfsd_threads", "proc_cpu", "proc_thread_max",
 ]
 
 # The phase statistics herd stores as summary_<name> attributes of each
@@ -80,7 +80,7 @@ SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "l
                  "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
                  "grants", "contended", "violations", "stuck"]
 # ... and those added when the run closes, when a monitor sampled.
-SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads"]
+SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max"]
 # /phases/<name>/op_summary, and the quantiles it holds.
 OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s"]
 OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
@@ -97,7 +97,8 @@ OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink",
 LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hosts",
                   "bytes", "ops", "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s",
                   "max_s", "errors",
-                  "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "start_skew",
+                  "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
+                  "proc_thread_max", "start_skew",
                   "verify_failures", "t_start", "elapsed"]
 LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
 # The call whose latency a step shows: herd's own choice (summary_main_op in
@@ -152,6 +153,7 @@ class Run:
                             and _text(self._f["phases"][n].attrs.get("kind")) !=
                             herd_safe.LADDER_KIND]
         self._samples = self._monitor_table("samples")
+        self._processes = None
         rows = [self._phase_row(n) for n in self.phase_names]
         # Per-op latency quantiles (<op>_p50_s ... <op>_max_s) for the ops
         # any phase called, in herd's op order, after the fixed columns.
@@ -314,7 +316,8 @@ class Run:
                     raise ResultsError(herd_safe.line(
                         f"{where}: {key} {getattr(row, key)} is not a count"))
             for key in ("mib_per_s", "ops_per_s", "p50_s", "p99_s", "max_s", "start_skew",
-                        "cpu_mean", "cpu_max", "nfsd_threads", "elapsed"):
+                        "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
+                        "elapsed"):
                 value = float(getattr(row, key))
                 if value < 0 or math.isinf(value):
                     raise ResultsError(herd_safe.line(
@@ -360,8 +363,8 @@ class Run:
                "active_ranks": active_ranks, "active_hosts": active_hosts,
                "main_op": op}
         for key in ("bytes", "ops", "mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean",
-                    "cpu_max", "nfsd_threads", "start_skew", "verify_failures", "t_start",
-                    "elapsed"):
+                    "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max", "start_skew",
+                    "verify_failures", "t_start", "elapsed"):
             row[key] = ph[key]
         for key in ("p50_s", "p99_s", "max_s"):
             value = float(called.at[op, key]) if op in called.index else np.nan
@@ -438,15 +441,25 @@ class Run:
         return met.iloc[0:0]
 
     def server_cpu(self, t0, t1):
-        """(mean, max) of cpu_busy over server_samples(t0, t1), and the last
-        nfsd thread count among them; NaN where there are none (herd's
-        summary uses the same rule)."""
+        """(mean, max) of cpu_busy over server_samples(t0, t1), the last
+        nfsd thread count among them, and of the named processes' rows
+        meeting [t0, t1]: the cores they used (per name the mean, summed
+        over names) and the busiest thread's share of a core (max); NaN
+        where there are none (herd's summary uses the same rules)."""
+        if self._processes is None:  # read once: the summary asks per phase
+            self._processes = self._monitor_table("processes")
+        procs = meeting(self._processes, t0, t1)
+        cpu = procs["cpu"].dropna() if len(procs) else procs
+        proc_cpu = (procs.loc[cpu.index].groupby("name")["cpu"].mean().sum()
+                    if len(cpu) else np.nan)
+        top = procs["cpu_max_thread"].max() if len(procs) else np.nan
         rows = self.server_samples(t0, t1)
         if rows.empty:
-            return np.nan, np.nan, np.nan
+            return np.nan, np.nan, np.nan, proc_cpu, top
         busy = rows["cpu_busy"].dropna()
         threads = rows["nfsd_threads"].dropna()
-        return busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan
+        return (busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan,
+                proc_cpu, top)
 
     # ---- the summary ----
 

@@ -826,8 +826,8 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
     return rc;
 }
 
-int results_phase_server(struct results *r, const char *phase, double cpu_mean, double cpu_max,
-                         double nfsd_threads, char *err, size_t errlen)
+int results_phase_server(struct results *r, const char *phase, const struct phase_server *s,
+                         char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     if (r == NULL || r->broken)
@@ -838,9 +838,11 @@ int results_phase_server(struct results *r, const char *phase, double cpu_mean, 
     hid_t g = H5Gopen2(r->phases, phase, H5P_DEFAULT);
     if (g < 0)
         return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
-    int rc = (h5_attr_f64(g, "summary_cpu_mean", cpu_mean, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_cpu_max", cpu_max, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_nfsd_threads", nfsd_threads, err, errlen) < 0)
+    int rc = (h5_attr_f64(g, "summary_cpu_mean", s->cpu_mean, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_cpu_max", s->cpu_max, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_nfsd_threads", s->nfsd_threads, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_proc_cpu", s->proc_cpu, err, errlen) < 0 ||
+              h5_attr_f64(g, "summary_proc_thread_max", s->proc_thread_max, err, errlen) < 0)
                  ? -1
                  : 0;
     H5Gclose(g);
@@ -869,6 +871,8 @@ static const struct field step_fields[] = {
     FIELD("cpu_mean", struct step_row, cpu_mean, FIELD_F64),
     FIELD("cpu_max", struct step_row, cpu_max, FIELD_F64),
     FIELD("nfsd_threads", struct step_row, nfsd_threads, FIELD_F64),
+    FIELD("proc_cpu", struct step_row, proc_cpu, FIELD_F64),
+    FIELD("proc_thread_max", struct step_row, proc_thread_max, FIELD_F64),
     FIELD("t_start", struct step_row, t_start, FIELD_F64),
     FIELD("elapsed", struct step_row, elapsed, FIELD_F64),
     FIELD("start_skew", struct step_row, start_skew, FIELD_F64),

@@ -163,11 +163,15 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
 int results_phase_timing(struct results *r, const char *phase, double gather_seconds,
                          double write_seconds, char *err, size_t errlen);
 
-/* The server's CPU during a phase (summary_cpu_mean, summary_cpu_max,
- * summary_nfsd_threads attributes; NaN = not sampled), known only when
- * the run's samples are in: set at the end. 0 or -1 (with err). */
-int results_phase_server(struct results *r, const char *phase, double cpu_mean, double cpu_max,
-                         double nfsd_threads, char *err, size_t errlen);
+/* The server during a phase, known only when the run's samples are in:
+ * set at the end. NaN = not sampled. */
+struct phase_server {
+    double cpu_mean, cpu_max, nfsd_threads; /* summary_cpu_mean, _max, summary_nfsd_threads */
+    double proc_cpu, proc_thread_max;       /* summary_proc_cpu, summary_proc_thread_max */
+};
+/* Set the phase's summary_* attributes of s. 0 or -1 (with err). */
+int results_phase_server(struct results *r, const char *phase, const struct phase_server *s,
+                         char *err, size_t errlen);
 
 /* One step of a load ladder: a row of /phases/<ladder>/steps, gathered
  * from the step's summary when the run closes (summary_ladder_steps). */
@@ -185,6 +189,7 @@ struct step_row {
     char top_errno[24]; /* the most frequent errno's name, "" : none */
     uint64_t stuck, verify_failures;
     double cpu_mean, cpu_max, nfsd_threads; /* NaN = not sampled */
+    double proc_cpu, proc_thread_max;       /* the monitored processes; NaN = none */
     double t_start, elapsed, start_skew;
 };
 

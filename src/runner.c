@@ -74,6 +74,8 @@ struct run {
     char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */
     struct monitor_sample *samples;     /* rank 0: every server sample so far */
     size_t nsamples;
+    struct monitor_process *procs; /* rank 0: every named process's row so far */
+    size_t nprocs;
     double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
     int *spread;            /* each rank's place in the host-spread order (ladder steps) */
     MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
@@ -451,9 +453,25 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
     return o;
 }
 
+/* Append n rows of size bytes to the array *all of *nall rows (kept for
+ * the summary); without memory the rows are left out of it (they are in
+ * the file all the same). */
+static void run_keep(void **all, size_t *nall, const void *rows, size_t n, size_t size)
+{
+    if (n == 0)
+        return;
+    char *grown = realloc(*all, (*nall + n) * size);
+    if (!grown)
+        return;
+    memcpy(grown + *nall * size, rows, n * size);
+    *all = grown;
+    *nall += n;
+}
+
 /* Rank 0, after a phase (or, with final, at the end): take the monitor's
  * rows and append them, the phase's mark and the hosts' NFS client
- * counters to /monitor. Server samples are kept for the summary. */
+ * counters to /monitor. Server samples and process rows are kept for the
+ * summary. */
 static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                               const struct client_op_row *ops, size_t nops,
                               const struct client_row *clients, size_t nclients, bool final)
@@ -466,14 +484,8 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                                .nclients = nclients};
     runner_monitor_collect(&r->mon, final, &a.batch);
     const struct monitor_batch *b = &a.batch;
-    if (b->nsamples) {
-        struct monitor_sample *all = realloc(r->samples, (r->nsamples + b->nsamples) * sizeof *all);
-        if (all) {
-            memcpy(all + r->nsamples, b->samples, b->nsamples * sizeof *all);
-            r->samples = all;
-            r->nsamples += b->nsamples;
-        }
-    }
+    run_keep((void **)&r->samples, &r->nsamples, b->samples, b->nsamples, sizeof *b->samples);
+    run_keep((void **)&r->procs, &r->nprocs, b->processes, b->nprocesses, sizeof *b->processes);
     for (size_t i = 0; i < b->nnotes; i++)
         fprintf(stderr, "herd: monitor %s on %s: %s\n", b->notes[i].source, b->notes[i].host,
                 b->notes[i].text);
@@ -936,13 +948,15 @@ static void run_write_ladders(struct run *r)
 /* Rank 0: final status, exit code, results file closed, summary printed. */
 static int run_finish(struct run *r, int signal)
 {
-    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples);
+    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs);
     for (int i = 0; i < r->nlines; i++) {
         const struct summary_line *l = &r->lines[i];
+        struct phase_server s = {l->cpu_mean, l->cpu_max, l->nfsd_threads, l->proc_cpu,
+                                 l->proc_thread_max};
         char err[512];
-        if ((!isnan(l->cpu_mean) || !isnan(l->nfsd_threads)) &&
-            results_phase_server(r->results, l->name, l->cpu_mean, l->cpu_max, l->nfsd_threads, err,
-                                 sizeof err) < 0)
+        if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
+             !isnan(s.proc_thread_max)) &&
+            results_phase_server(r->results, l->name, &s, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }
     run_write_ladders(r);
@@ -1147,6 +1161,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
             free(r.mon.monitors);
         free(r.rank_host);
         free(r.samples);
+        free(r.procs);
     }
     MPI_Comm_free(&r.comm);
     return exit_code;

@@ -58,6 +58,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->active_hosts = sum->active_hosts;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
     out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
+    out->proc_cpu = out->proc_thread_max = NAN;
     out->main_op = -1;
     out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
     struct phase_stats *st = &out->stats;
@@ -142,8 +143,43 @@ static bool summary_cpu(const struct monitor_sample *s, size_t ns, const char *s
     return true;
 }
 
+/* proc_cpu and proc_thread_max of l from the process rows meeting it. */
+static void summary_processes(struct summary_line *l, const struct monitor_process *p, size_t np)
+{
+    enum { NAMES = 32 }; /* more distinct names than this: the first ones */
+    struct proc_sum {
+        const char *name;
+        double sum;
+        size_t n;
+    } names[NAMES];
+    int nnames = 0;
+    double top = -1;
+    for (size_t i = 0; i < np; i++) {
+        if (p[i].t - p[i].dt > l->t_end || p[i].t <= l->t_start)
+            continue;
+        if (!isnan(p[i].cpu_max_thread) && p[i].cpu_max_thread > top)
+            top = p[i].cpu_max_thread;
+        if (isnan(p[i].cpu))
+            continue;
+        int k = 0;
+        while (k < nnames && strcmp(names[k].name, p[i].name) != 0)
+            k++;
+        if (k == nnames) {
+            if (nnames == NAMES)
+                continue;
+            names[nnames++] = (struct proc_sum){.name = p[i].name};
+        }
+        names[k].sum += p[i].cpu;
+        names[k].n++;
+    }
+    if (top >= 0)
+        l->proc_thread_max = top;
+    for (int k = 0; k < nnames; k++)
+        l->proc_cpu = (isnan(l->proc_cpu) ? 0 : l->proc_cpu) + names[k].sum / (double)names[k].n;
+}
+
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
-                         size_t ns)
+                         size_t ns, const struct monitor_process *p, size_t np)
 {
     for (int i = 0; i < n; i++) {
         struct summary_line *l = &lines[i];
@@ -151,6 +187,7 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
                          &l->nfsd_threads))
             summary_cpu(s, ns, "node_exporter", l->t_start, l->t_end, &l->cpu_mean, &l->cpu_max,
                         &l->nfsd_threads);
+        summary_processes(l, p, np);
     }
 }
 
@@ -427,7 +464,7 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
     bool cpu = false, threads = false;
     for (int i = 0; i < n; i++) {
-        cpu |= !isnan(lines[i].cpu_mean);
+        cpu |= !isnan(lines[i].cpu_mean) || !isnan(lines[i].proc_cpu);
         threads |= !isnan(lines[i].nfsd_threads);
     }
     fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %7s %7s %6s %4s %-11s %s\n", "phase",
@@ -461,18 +498,24 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
     summary_print_legend(out);
     if (!cpu && !threads)
         return;
-    fprintf(out, "\n%-18s %12s %12s %12s\n", "phase", "srv cpu mean", "srv cpu max",
-            "nfsd threads");
+    /* procs cpu: cores the monitor_processes used; top thread: the
+     * busiest one's share of a core (100% = a thread pinned on a core). */
+    fprintf(out, "\n%-18s %12s %12s %12s %10s %10s\n", "phase", "srv cpu mean", "srv cpu max",
+            "nfsd threads", "procs cpu", "top thread");
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
-        char mean[16] = "-", max[16] = "-", thr[16] = "-";
+        char mean[16] = "-", max[16] = "-", thr[16] = "-", pc[16] = "-", pt[16] = "-";
         if (!isnan(l->cpu_mean)) {
             snprintf(mean, sizeof mean, "%.1f%%", 100 * l->cpu_mean);
             snprintf(max, sizeof max, "%.1f%%", 100 * l->cpu_max);
         }
         if (!isnan(l->nfsd_threads))
             snprintf(thr, sizeof thr, "%.0f", l->nfsd_threads);
-        fprintf(out, "%-18s %12s %12s %12s\n", l->name, mean, max, thr);
+        if (!isnan(l->proc_cpu))
+            snprintf(pc, sizeof pc, "%.2f", l->proc_cpu);
+        if (!isnan(l->proc_thread_max))
+            snprintf(pt, sizeof pt, "%.0f%%", 100 * l->proc_thread_max);
+        fprintf(out, "%-18s %12s %12s %12s %10s %10s\n", l->name, mean, max, thr, pc, pt);
     }
 }
 
@@ -531,6 +574,8 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         row->cpu_mean = l->cpu_mean;
         row->cpu_max = l->cpu_max;
         row->nfsd_threads = l->nfsd_threads;
+        row->proc_cpu = l->proc_cpu;
+        row->proc_thread_max = l->proc_thread_max;
         row->t_start = l->t_start;
         row->elapsed = l->t_end - l->t_start;
         row->start_skew = l->start_skew;

@@ -52,6 +52,10 @@ struct summary_line {
     double t_start, t_end;    /* the phase on the common clock */
     double cpu_mean, cpu_max; /* server CPU busy fraction; NaN = no samples */
     double nfsd_threads;      /* NaN = unknown */
+    /* The monitored server processes (monitor_processes): cores they used
+     * (per name, the mean over its readings, summed over names) and the
+     * busiest single thread's share of a core (max); NaN = none sampled. */
+    double proc_cpu, proc_thread_max;
     struct phase_stats stats; /* the same numbers and more, as stored in results.h5 */
     /* Filled by summary_add_detail (all zero / NaN before). */
     struct summary_op ops[OP_COUNT]; /* ops with calls, in enum op order */
@@ -88,9 +92,10 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
 void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d);
 /* Server CPU (cpu_busy) mean and max, and the nfsd thread count, of the
  * monitor samples whose interval (t - dt, t] meets each phase; samples of
- * the local /proc source are preferred over a node_exporter's. */
+ * the local /proc source are preferred over a node_exporter's. The same
+ * for the named processes' rows: proc_cpu and proc_thread_max. */
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
-                         size_t ns);
+                         size_t ns, const struct monitor_process *p, size_t np);
 /* The rows of ladder's /phases/<ladder>/steps table, one per line that is
  * one of its steps, in step order: at most n; returns how many. */
 size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,

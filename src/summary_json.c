@@ -246,6 +246,8 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_kd(f, "cpu_mean", l->cpu_mean, &vf);
     json_kd(f, "cpu_max", l->cpu_max, &vf);
     json_kd(f, "nfsd_threads", l->nfsd_threads, &vf);
+    json_kd(f, "proc_cpu", l->proc_cpu, &vf);
+    json_kd(f, "proc_thread_max", l->proc_thread_max, &vf);
     fputs("}}", f);
 }
 

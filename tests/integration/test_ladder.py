@@ -144,7 +144,8 @@ def stepped(herd_bin, tmp_path_factory):
     target.mkdir()
     job = write_job(work / "steps.ini",
                     {"target": target, "file_size": "2M", "block_size": "64K", "fsync": "no",
-                     "backend": "fault", "monitor_rank": "last", "monitor_interval": "20ms"},
+                     "backend": "fault", "monitor_rank": "last", "monitor_interval": "20ms",
+                     "monitor_processes": "herd"},
                     [("write", {"kind": "write"}),
                      ("clean", {"kind": "read", "ranks_active": "1,2,4", "iterations": 4,
                                 "faults": "open=delay:30ms"}),
@@ -181,12 +182,15 @@ def test_steps_table(stepped):
         assert list(t["active_ranks"]) == [1, 2, 4] and list(t["active_hosts"]) == [1, 1, 1]
         assert [text(m) for m in t["main_op"]] == ["read"] * 3
         assert np.isfinite(t["cpu_mean"]).all(), t["cpu_mean"]  # the monitor's samples
+        # monitor_processes = herd: the ranks themselves, as named processes
+        assert (t["proc_cpu"] >= 0).all() and (t["proc_thread_max"] >= 0).all(), t
         assert (t["p50_s"] <= t["p99_s"]).all() and (t["p99_s"] <= t["max_s"]).all()
         for row in t:
             ph = res.phases[text(row["phase"])]
             assert row["bytes"] == ph.attrs["summary_bytes"], text(row["phase"])
             assert row["errors"] == ph.attrs["summary_errors"]
             assert row["cpu_mean"] == ph.attrs["summary_cpu_mean"]
+            assert row["proc_thread_max"] == ph.attrs["summary_proc_thread_max"]
             assert row["start_skew"] == ph.attrs["start_skew"]
             assert row["elapsed"] == ph.attrs["elapsed"]
     clean, eio = res.ladder_steps["clean"], res.ladder_steps["eio"]
@@ -362,8 +366,11 @@ def test_ladder_spread_over_virtual_hosts(herd_bin, tmp_path):
         assert list(t["bytes"]) == [n * 8 * 32 * MIB for n in (1, 2, 4, 8)], t["bytes"]
         for row in t:
             ph = res.phases[text(row["phase"])]
-            assert row["cpu_mean"] == ph.attrs["summary_cpu_mean"], text(row["phase"])
+            assert row["cpu_mean"] == ph.attrs["summary_cpu_mean"]
+            assert row["proc_thread_max"] == ph.attrs["summary_proc_thread_max"], text(row["phase"])
             assert np.isfinite(row["cpu_max"]) and row["cpu_max"] >= row["cpu_mean"]
+            # ganesha.nfsd, a named process: the cores it used, its busiest thread
+            assert 0 < row["proc_cpu"] and 0 < row["proc_thread_max"] <= 1.05, t
         assert np.isfinite(res.phases["read.8r"].attrs["summary_mib_per_s"])
     finally:
         cluster.down()

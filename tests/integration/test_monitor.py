@@ -142,7 +142,7 @@ def test_monitor_rank_samples(herd_bin, tmp_path):
     assert sum("no-such-process" in n for n in notes) == 1, notes
     # The summary prints the server CPU per phase, equal to the samples' mean.
     lines = [l.split() for l in proc.stdout.splitlines()]
-    cpu_lines = {l[0]: l for l in lines if len(l) == 4 and l[1].endswith("%")}
+    cpu_lines = {l[0]: l for l in lines if len(l) == 6 and l[1].endswith("%")}
     assert set(cpu_lines) == {"write", "idle"}, proc.stdout
     i = 0
     inside = samples[(samples["t"] - samples["dt"] <= marks["t_end"][i]) &
@@ -318,9 +318,9 @@ def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
     # The summary: server CPU and nfsd threads for the phase the exporter
     # answered in, none for the phases after it stopped.
     table = [l.split() for l in stdout.splitlines()]
-    rows = {l[0]: l for l in table if len(l) == 4 and l[0] in ("first", "write", "after")}
+    rows = {l[0]: l for l in table if len(l) == 6 and l[0] in ("first", "write", "after")}
     assert rows["first"][3] == "8" and rows["first"][1].endswith("%"), stdout
-    assert rows["after"][1:] == ["-", "-", "-"], stdout
+    assert rows["after"][1:] == ["-"] * 5, stdout
 
 
 # ---------------------------------------------------------------- NFS server
