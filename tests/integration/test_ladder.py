@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import describe, herd_cmd, herd_run, load_results, write_job
+from conftest import describe, herd_cmd, herd_run, load_results, tree, write_job
 
 MIB = 1 << 20
 
@@ -80,6 +80,32 @@ def test_ladder_local(herd_bin, tmp_path):
         assert (rows[rows["rank"] < n]["ops"] > 0).all()
         assert (rows[rows["rank"] >= n]["ops"] == 0).all()
     assert list(target.iterdir()) == [], "the ladder left files behind"
+
+
+def test_ladder_4_steps_on_tmpfs(herd_bin, tmp_path, mount_fs):
+    """8 ranks on a tmpfs: write, then read and md5 ladders 1,2,4,8: each
+    step's bytes exact (in its rows and in the steps table), the idle ranks
+    without I/O, verify and md5 clean, nothing left on the file system."""
+    from conftest import require_root
+    require_root()
+    m = mount_fs("tmpfs", size="64m")
+    job = write_job(tmp_path / "t.ini",
+                    {"target": m.path, "file_size": "2M", "block_size": "1M", "fsync": "no"},
+                    [("write", {"kind": "write"}),
+                     ("read", {"kind": "read", "ranks_active": "1,2,4,8", "verify": "yes"}),
+                     ("md5", {"kind": "md5", "ranks_active": "1,2,4,8"})])
+    out = tmp_path / "t.h5"
+    proc = herd_run(herd_bin, 8, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    for name, kind in (("read", "read"), ("md5", "read")):
+        for n in (1, 2, 4, 8):
+            check_step(res, f"{name}.{n}r", 8, set(range(n)), 2 * MIB, 1, kind=kind)
+        t = res.ladder_steps[name]
+        assert list(t["active_ranks"]) == [1, 2, 4, 8]
+        assert list(t["bytes"]) == [n * 2 * MIB for n in (1, 2, 4, 8)], t["bytes"]
+        assert (t["errors"] == 0).all() and (t["verify_failures"] == 0).all()
+    assert tree(m.path) == [], tree(m.path)
 
 
 def test_step_duration_cuts_each_step(herd_bin, tmp_path):
