@@ -409,9 +409,9 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     if (l->step > 0) { /* which load point of its ladder */
         char skew[16];
         summary_format_latency(l->start_skew, skew, sizeof skew);
-        fprintf(out, "ladder step %lld: %lld ranks on %lld host%s, start skew %s; ",
-                (long long)l->step, (long long)l->active_ranks, (long long)l->active_hosts,
-                l->active_hosts == 1 ? "" : "s", skew);
+        fprintf(out, "ladder step %lld: %lld rank%s on %lld host%s, start skew %s; ",
+                (long long)l->step, (long long)l->active_ranks, l->active_ranks == 1 ? "" : "s",
+                (long long)l->active_hosts, l->active_hosts == 1 ? "" : "s", skew);
     }
     fprintf(out, "%s; bs %s", l->layout, bs);
     if (strcmp(l->kind, "meta") == 0)
