@@ -142,8 +142,8 @@ def describe(result, steps):
         return "no steps"
     k = rows[result["saturation_index"]]
     value = _number(k.get(result["metric"]))
-    text = (f"knee: step {result['saturation']} ({_int(k.get('active_ranks'))} ranks on "
-            f"{_int(k.get('active_hosts'))} hosts, {value:,.1f} {result['unit']})")
+    text = (f"knee: step {result['saturation']} ({_plural(k.get('active_ranks'), 'rank')} on "
+            f"{_plural(k.get('active_hosts'), 'host')}, {value:,.1f} {result['unit']})")
     if result["stopped"]:
         text += f"; the climb stopped at {result['stopped']}"
     else:
@@ -152,10 +152,15 @@ def describe(result, steps):
         return text + "; first error: none"
     e = rows[result["first_error_index"]]
     return (text + f"; first error: step {result['first_error']} "
-            f"({_int(e.get('active_ranks'))} ranks, {_int(e.get('errors'))} errors, "
+            f"({_plural(e.get('active_ranks'), 'rank')}, {_plural(e.get('errors'), 'error')}, "
             f"{_int(e.get('stuck'))} stuck)")
 
 
 def _int(value):
     v = _number(value)
     return "-" if math.isnan(v) else f"{int(v):,}"
+
+
+def _plural(value, noun):
+    """'1 rank', '4 ranks', '- ranks' (unknown)."""
+    return f"{_int(value)} {noun}{'' if _number(value) == 1 else 's'}"

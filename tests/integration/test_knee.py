@@ -244,7 +244,7 @@ def test_report_load_curve(run, tmp_path):
         assert md.count("\n") == 2 + 3
     assert read_csv(out / "loadcurve_lock.csv")[0]["mark"] == "knee"
     assert read_csv(out / "loadcurve_slow.csv")[2]["mark"] == "knee"
-    assert "knee: step 1 (1 ranks on 1 hosts" in page
+    assert "knee: step 1 (1 rank on 1 host" in page
     assert "rule: knee = last step of the climb" in page
 
 
@@ -321,7 +321,7 @@ def test_hostile_ladder_attributes(run, tmp_path, fn, words):
 
 # ---------------------------------------------------------------- serve: a server with K workers
 
-SERVE_S = 0.010  # each read holds a worker slot this long
+SERVE_S = 0.020  # each read holds a worker slot this long (>> a loaded VM's wake-up lag)
 SERVE_SIZE = 2 * MIB
 SERVE_BLOCK = 64 * 1024  # 32 reads per rank per step
 
@@ -375,15 +375,16 @@ def test_serve_two_workers_knee_is_step_2(served):
 
 
 def test_serve_one_worker_knee_is_step_1(served):
-    """One worker: ~1/d reads/s whatever the ranks; each waits for all the
-    others, so p99 grows with them."""
+    """One worker: ~1/d reads/s whatever the ranks; a call waits for the
+    others', so p99 is a multiple of d from 2 ranks on (how many depends on
+    who the kernel hands the freed lock to: not step on step)."""
     s = serve_steps(served[0], "one")
     k = herd_knee.knee(s)
     assert k["saturation"] == 1, (k, s)
     for rate in s["reads_per_s"]:
         assert 0.6 / SERVE_S < rate <= 1.05 / SERVE_S, s
     p99 = s["p99_s"].tolist()
-    assert p99[1] > 1.5 * p99[0] and p99[2] > 1.5 * p99[1], s
+    assert p99[1] > 1.5 * p99[0] and p99[2] > 2.5 * p99[0], s
 
 
 def test_serve_leaves_an_empty_target(served):
