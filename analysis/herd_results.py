@@ -449,9 +449,8 @@ class Run:
         if self._processes is None:  # read once: the summary asks per phase
             self._processes = self._monitor_table("processes")
         procs = meeting(self._processes, t0, t1)
-        cpu = procs["cpu"].dropna() if len(procs) else procs
-        proc_cpu = (procs.loc[cpu.index].groupby("name")["cpu"].mean().sum()
-                    if len(cpu) else np.nan)
+        means = procs.groupby("name")["cpu"].mean().dropna() if len(procs) else ()
+        proc_cpu = means.sum() if len(means) else np.nan
         top = procs["cpu_max_thread"].max() if len(procs) else np.nan
         rows = self.server_samples(t0, t1)
         if rows.empty:

@@ -26,7 +26,7 @@
  * opens the lock file (safepath: no link followed), takes a slot, sleeps,
  * and closes the descriptor, which releases the slot: nothing is held
  * between calls, so nothing is left to clean up. The run directory is the
- * first component of the last path the backend was given. */
+ * first component of the first "herd-..." path the backend was given. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -63,8 +63,8 @@ struct fault_rule {
 struct fault_ctx {
     void *inner; /* the posix backend's context */
     int rootfd;  /* the target directory: the lock file is opened beneath it */
-    /* First component of the last path given ("herd-<run id>"), "" before
-     * any: the run directory whose lock file holds the worker slots. */
+    /* First component of the first "herd-..." path given, "" before any:
+     * the run directory whose lock file holds the worker slots. */
     char rundir[HERD_PATH_MAX];
     struct fault_rule rules[OP_COUNT];
     uint64_t rng;
@@ -229,10 +229,13 @@ static int fault_sleep(double seconds)
     return 0;
 }
 
-/* Remember path's first component: the run directory (every path herd
- * gives a backend is "herd-<run id>/..."). */
+/* Remember the first "herd-..." path's first component: the run
+ * directory (every path herd gives a backend is "herd-<run id>/..."; it
+ * does not change within a run, so later calls cost one test). */
 static void fault_remember(struct fault_ctx *c, const char *path)
 {
+    if (c->rundir[0] || strncmp(path, "herd-", 5) != 0)
+        return;
     size_t n = strcspn(path, "/");
     if (n < sizeof c->rundir)
         snprintf(c->rundir, sizeof c->rundir, "%.*s", (int)n, path);

@@ -26,6 +26,7 @@
 #include "h5util.h"
 #include "ops.h"
 #include "results_monitor.h"
+#include "summary.h"
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
 #define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
@@ -649,28 +650,22 @@ static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t 
     for (size_t i = 0; i < sizeof u64 / sizeof u64[0]; i++)
         if (h5_attr_i64(g, u64[i].name, (int64_t)u64[i].v, err, errlen) < 0)
             return -1;
+    struct summary_op ops[OP_COUNT];
     struct op_summary_row rows[OP_COUNT];
-    size_t n = 0;
-    for (int op = 0; op < OP_COUNT; op++) {
-        struct op_summary_row row = {.calls = 0};
-        for (size_t k = 0; d->ops && k < d->nranks; k++) {
-            row.calls += d->ops[k].count[op];
-            row.seconds += d->ops[k].seconds[op];
-        }
-        if (row.calls == 0)
-            continue;
-        snprintf(row.op, sizeof row.op, "%s", op_name((enum op)op));
-        row.ops_per_s = st->last_done > 0 ? (double)row.calls / st->last_done : NAN;
-        const struct hist *h = d->hists ? &d->hists[op] : NULL;
-        bool sampled = h && hist_count(h) > 0;
-        row.p50_s = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
-        row.p90_s = sampled ? (double)hist_quantile(h, 0.90) * 1e-9 : NAN;
-        row.p99_s = sampled ? (double)hist_quantile(h, 0.99) * 1e-9 : NAN;
-        row.max_s = sampled ? (double)hist_quantile(h, 1.0) * 1e-9 : NAN;
-        rows[n++] = row;
+    int n = summary_op_totals(d, st->last_done, ops);
+    for (int i = 0; i < n; i++) {
+        const struct summary_op *o = &ops[i];
+        rows[i] = (struct op_summary_row){.calls = o->calls,
+                                          .seconds = o->seconds,
+                                          .ops_per_s = o->per_s,
+                                          .p50_s = o->p50,
+                                          .p90_s = o->p90,
+                                          .p99_s = o->p99,
+                                          .max_s = o->max};
+        snprintf(rows[i].op, sizeof rows[i].op, "%s", op_name((enum op)o->op));
     }
     return h5_table_write(g, "op_summary", op_summary_fields, NFIELDS(op_summary_fields),
-                          sizeof rows[0], rows, n, err, errlen);
+                          sizeof rows[0], rows, (size_t)n, err, errlen);
 }
 
 static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
@@ -904,6 +899,12 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
                            ladder);
     if (H5Lexists(r->phases, ladder, H5P_DEFAULT) != 0)
         return h5_msg_fail(err, errlen, "%s: /phases/%s is already in the file", r->path, ladder);
+    /* On a full disk the table is left out (readers build it from the
+     * steps' phases) rather than risk the file's final status. */
+    if (h5_space_check(r->path, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "%s: ladder '%s'", r->path, ladder);
+        return -1;
+    }
     struct step_row *kept = n ? malloc(n * sizeof *kept) : NULL;
     if (n && !kept)
         return h5_msg_fail(err, errlen, "%s: ladder '%s': out of memory", r->path, ladder);

@@ -313,6 +313,32 @@ static void summary_add_iterations(struct summary_line *l, const struct rank_rec
     l->iter_max = hi;
 }
 
+int summary_op_totals(const struct phase_data *d, double last_done, struct summary_op out[OP_COUNT])
+{
+    int n = 0;
+    for (int op = 0; op < OP_COUNT; op++) {
+        struct summary_op o = {.op = op};
+        for (size_t k = 0; d->ops && k < d->nranks; k++) {
+            o.calls += d->ops[k].count[op];
+            o.seconds += d->ops[k].seconds[op];
+        }
+        if (o.calls == 0)
+            continue;
+        for (size_t k = 0; k < d->nerrors; k++)
+            if (d->errors[k].op == op)
+                o.errors += d->errors[k].count;
+        o.per_s = last_done > 0 ? (double)o.calls / last_done : NAN;
+        const struct hist *h = d->hists ? &d->hists[op] : NULL;
+        bool sampled = h && hist_count(h) > 0;
+        o.p50 = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
+        o.p90 = sampled ? (double)hist_quantile(h, 0.90) * 1e-9 : NAN;
+        o.p99 = sampled ? (double)hist_quantile(h, 0.99) * 1e-9 : NAN;
+        o.max = sampled ? (double)hist_quantile(h, 1.0) * 1e-9 : NAN;
+        out[n++] = o;
+    }
+    return n;
+}
+
 void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d)
 {
     l->block_size = ph->block_size;
@@ -325,33 +351,16 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     snprintf(l->backend, sizeof l->backend, "%s", ph->backend);
     l->step = ph->ladder[0] ? ph->step : 0;
     l->active_ranks = ph->active_ranks;
-    l->nops = 0;
     l->nerrs = 0;
     l->errs_other = 0;
     uint64_t calls = 0, failed = 0;
-    for (int op = 0; op < OP_COUNT; op++) {
-        struct summary_op o = {.op = op};
-        for (size_t k = 0; d->ops && k < d->nranks; k++) {
-            o.calls += d->ops[k].count[op];
-            o.seconds += d->ops[k].seconds[op];
+    l->nops = summary_op_totals(d, l->last_done, l->ops);
+    for (int i = 0; i < l->nops; i++) {
+        const struct summary_op *o = &l->ops[i];
+        if (o->op != OP_RPC_READ && o->op != OP_RPC_WRITE && o->op != OP_CONNECT) {
+            calls += o->calls;
+            failed += o->errors < o->calls ? o->errors : o->calls;
         }
-        if (o.calls == 0)
-            continue;
-        for (size_t k = 0; k < d->nerrors; k++)
-            if (d->errors[k].op == op)
-                o.errors += d->errors[k].count;
-        o.per_s = l->last_done > 0 ? (double)o.calls / l->last_done : NAN;
-        const struct hist *h = d->hists ? &d->hists[op] : NULL;
-        bool sampled = h && hist_count(h) > 0;
-        o.p50 = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
-        o.p90 = sampled ? (double)hist_quantile(h, 0.90) * 1e-9 : NAN;
-        o.p99 = sampled ? (double)hist_quantile(h, 0.99) * 1e-9 : NAN;
-        o.max = sampled ? (double)hist_quantile(h, 1.0) * 1e-9 : NAN;
-        if (op != OP_RPC_READ && op != OP_RPC_WRITE && op != OP_CONNECT) {
-            calls += o.calls;
-            failed += o.errors < o.calls ? o.errors : o.calls;
-        }
-        l->ops[l->nops++] = o;
     }
     /* The rows' own counts too: a phase with no op table still says. */
     l->all_failed = (calls > 0 && failed >= calls) ||
@@ -580,12 +589,5 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         row->elapsed = l->t_end - l->t_start;
         row->start_skew = l->start_skew;
     }
-    /* The lines are in job order, which is step order; sort anyway. */
-    for (size_t i = 1; i < k; i++)
-        for (size_t j = i; j > 0 && rows[j - 1].step > rows[j].step; j--) {
-            struct step_row t = rows[j];
-            rows[j] = rows[j - 1];
-            rows[j - 1] = t;
-        }
     return k;
 }

@@ -83,6 +83,12 @@ struct summary_line {
     double start_skew;          /* latest minus earliest of the ranks' achieved starts */
 };
 
+/* d's ops that made calls, in enum op order: calls, errors and seconds
+ * summed over ranks, calls over last_done, quantiles of the merged
+ * histogram; returns how many. The one computation behind the printed
+ * table, the JSON and the op_summary table of results.h5. */
+int summary_op_totals(const struct phase_data *d, double last_done,
+                      struct summary_op out[OP_COUNT]);
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows, uint64_t errors,
                      struct summary_line *out);
@@ -97,7 +103,8 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
                          size_t ns, const struct monitor_process *p, size_t np);
 /* The rows of ladder's /phases/<ladder>/steps table, one per line that is
- * one of its steps, in step order: at most n; returns how many. */
+ * one of its steps, in line order (job_expand_ladders makes the steps
+ * consecutive phases in step order): at most n; returns how many. */
 size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
                             struct step_row *rows);
 /* The table, its legend (units, each column once) and, when sampled, the
