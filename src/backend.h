@@ -85,6 +85,13 @@ struct backend_ops {
      * ("vers=3,rsize=1048576", "dialect=SMB3_11,signing=on"). NULL: the
      * kernel mount's entry says it (posix). */
     void (*describe)(void *ctx, char *fstype, size_t flen, char *options, size_t olen);
+    /* A descriptor on this host (O_PATH; the caller closes it) of the
+     * directory path beneath the target, resolved like every path
+     * (safepath.h), "" for the target itself; or a negative errno. For the
+     * run's check that its own outputs (results, --json) do not land in
+     * its run directory. NULL where the target is not a local directory
+     * (libnfs, smb). */
+    int (*local_dir)(void *ctx, const char *path);
 };
 
 /* The backend called `name`, or NULL. */

@@ -423,6 +423,12 @@ static int fault_lock(void *ctx, struct backend_file *f, enum backend_lock kind,
     FAULT_CALL(OP_LOCK, lock(c->inner, f, kind, wait, start, len))
 }
 
+static int fault_local_dir(void *ctx, const char *path)
+{
+    struct fault_ctx *c = ctx;
+    return backend_posix.local_dir(c->inner, path);
+}
+
 const struct backend_ops backend_fault = {
     .name = "fault",
     .check = fault_check,
@@ -440,4 +446,5 @@ const struct backend_ops backend_fault = {
     .rmdir = fault_rmdir,
     .rename = fault_rename,
     .lock = fault_lock,
+    .local_dir = fault_local_dir,
 };

@@ -319,6 +319,14 @@ static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind,
     return fcntl(f->fd, wait ? F_SETLKW : F_SETLK, &fl) < 0 ? -errno : 0;
 }
 
+static int posix_local_dir(void *ctx, const char *path)
+{
+    struct posix_ctx *c = ctx;
+    int fd = path[0] ? safepath_open(c->dirfd, path, O_PATH | O_DIRECTORY, 0)
+                     : fcntl(c->dirfd, F_DUPFD_CLOEXEC, 0);
+    return fd < 0 && !path[0] ? -errno : fd;
+}
+
 const struct backend_ops backend_posix = {
     .name = "posix",
     .check = posix_check,
@@ -336,4 +344,5 @@ const struct backend_ops backend_posix = {
     .rmdir = posix_rmdir,
     .rename = posix_rename,
     .lock = posix_lock,
+    .local_dir = posix_local_dir,
 };

@@ -378,12 +378,12 @@ int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf
 /* HDF5 before 1.14.1 cannot close a file after a failed metadata write:
  * the close fails and the library crashes when it shuts down (at exit or in
  * MPI_Finalize). A full disk, the likely cause, is therefore caught before
- * writing: refuse when the file system holding path has less than need
+ * writing: refuse when the file system holding fd's file has less than need
  * bytes free. Quotas are not seen here; an unknown answer lets the write go. */
-int h5_space_check(const char *path, uint64_t need, char *err, size_t errlen)
+int h5_space_check(int fd, uint64_t need, char *err, size_t errlen)
 {
     struct statvfs st;
-    if (statvfs(path, &st) != 0)
+    if (fstatvfs(fd, &st) != 0)
         return 0;
     uint64_t avail = (uint64_t)st.f_bavail * (uint64_t)st.f_frsize;
     if (avail >= need)

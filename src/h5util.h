@@ -72,9 +72,9 @@ int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf
 int h5_table_append(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
                     const void *rows, size_t n, char *err, size_t errlen);
 
-/* Refuse (-1) when the file system holding path has less than need bytes
+/* Refuse (-1) when the file system holding fd's file has less than need bytes
  * free: HDF5 before 1.14.1 cannot recover from a failed metadata write. */
-int h5_space_check(const char *path, uint64_t need, char *err, size_t errlen);
+int h5_space_check(int fd, uint64_t need, char *err, size_t errlen);
 /* Copy at most srclen bytes of src into dst, NUL-padded, cut before a
  * UTF-8 character if it must be shortened. */
 void h5_str_copy(char *dst, size_t dstlen, const char *src, size_t srclen);

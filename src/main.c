@@ -10,7 +10,6 @@
 #include "job.h"
 #include "runner.h"
 #include "summary.h"
-#include "summary_json.h"
 #include "units.h"
 
 #define MAX_SETS 64
@@ -229,23 +228,6 @@ static int run_check_scale(int rank, const struct job *job)
     return verdict;
 }
 
-/* Rank 0 checks the --json path before any I/O; every rank gets the
- * verdict. Returns 0 or -1 (one line printed). */
-static int run_check_json(int rank, const char *path)
-{
-    int verdict = 0;
-    if (!path)
-        return 0;
-    if (rank == 0) {
-        char err[512];
-        verdict = summary_json_check(path, err, sizeof err);
-        if (verdict < 0)
-            fprintf(stderr, "herd: %s\n", err);
-    }
-    MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return verdict;
-}
-
 static int command_run(int argc, char **argv, const struct args *a)
 {
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
@@ -267,7 +249,7 @@ static int command_run(int argc, char **argv, const struct args *a)
         if (rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;
-    } else if (run_check_scale(rank, &job) < 0 || run_check_json(rank, a->json) < 0) {
+    } else if (run_check_scale(rank, &job) < 0) {
         job_free(&job);
         code = 2;
     } else {

@@ -12,6 +12,7 @@
 #include "results.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,6 +40,7 @@ struct results {
     hid_t str;     /* variable-length UTF-8 string type */
     hid_t boolean; /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
     bool broken;   /* a flush failed: HDF5 cannot write this file any more */
+    int fd;        /* the file, for the free-space checks */
     char path[];   /* for messages */
 };
 
@@ -162,27 +164,24 @@ static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
     return rc;
 }
 
-/* Room for the root attributes, /hosts and /ranks in the directory that
- * will hold path. */
-static int create_space_check(const char *path, const struct run_info *run, int nhosts, int nranks,
-                              char *err, size_t errlen)
+/* Room for the root attributes, /hosts and /ranks beside the file. */
+static int create_space_check(int fd, const struct run_info *run, int nhosts, int nranks, char *err,
+                              size_t errlen)
 {
-    char dir[JOB_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof dir, ".");
-    else
-        slash[slash == dir ? 1 : 0] = '\0'; /* "/x.h5" -> "/" */
     uint64_t need = (uint64_t)(nhosts > 0 ? nhosts : 0) * sizeof(struct host_row) +
                     (uint64_t)(nranks > 0 ? nranks : 0) * sizeof(struct rank_row) +
                     (run->job_text ? strlen(run->job_text) : 0) +
                     (run->command_line ? strlen(run->command_line) : 0);
-    return h5_space_check(dir, 2 * need + SPACE_MARGIN, err, errlen);
+    return h5_space_check(fd, 2 * need + SPACE_MARGIN, err, errlen);
 }
 
-static hid_t file_create(const char *path, hid_t fcpl, char *err, size_t errlen)
+/* HDF5 opens by name: the file open on fd is reached through its
+ * /proc/self/fd link, which names that very file, not a path that could
+ * be swapped for another meanwhile. */
+static hid_t file_create(int fd, hid_t fcpl, char *err, size_t errlen)
 {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     errno = 0;
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
     int e = errno; /* HDF5 leaves the failing call's errno in place */
@@ -221,10 +220,12 @@ static void results_free(struct results *r)
         H5Tclose(r->boolean);
     if (r->file >= 0)
         H5Fclose(r->file);
+    if (r->fd >= 0)
+        close(r->fd);
     free(r);
 }
 
-struct results *results_create(const char *path, const struct run_info *run,
+struct results *results_create(int fd, const char *path, const struct run_info *run,
                                const struct host_info *hosts, int nhosts,
                                const struct rank_info *ranks, int nranks, char *err, size_t errlen)
 {
@@ -242,6 +243,12 @@ struct results *results_create(const char *path, const struct run_info *run,
     r->file = r->phases = r->monitor = r->str = r->boolean = H5I_INVALID_HID;
     r->broken = false;
     memcpy(r->path, path, plen + 1);
+    r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (r->fd < 0) {
+        h5_msg_fail(err, errlen, "%s: %s", path, strerror(errno));
+        free(r);
+        return NULL;
+    }
 
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     int rc = -1;
@@ -256,9 +263,9 @@ struct results *results_create(const char *path, const struct run_info *run,
         h5_fail(err, errlen, "cannot build string and bool types");
         goto out;
     }
-    if (create_space_check(path, run, nhosts, nranks, err, errlen) < 0)
+    if (create_space_check(r->fd, run, nhosts, nranks, err, errlen) < 0)
         goto out;
-    r->file = file_create(path, fcpl, err, errlen);
+    r->file = file_create(r->fd, fcpl, err, errlen);
     if (r->file < 0)
         goto out;
     if (root_attrs(r, run, err, errlen) < 0 ||
@@ -283,13 +290,9 @@ struct results *results_create(const char *path, const struct run_info *run,
 out:
     if (fcpl >= 0)
         H5Pclose(fcpl);
-    if (rc < 0) {
+    if (rc < 0) { /* the caller removes the half-made file (safeout_abandon) */
         h5_msg_prefix(err, errlen, "%s", path);
-        bool created = r->file >= 0;
         results_free(r);
-        struct stat st; /* a half-made file would only block the next run */
-        if (created && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
-            unlink(path);
         return NULL;
     }
     return r;
@@ -307,36 +310,18 @@ const char *run_status_name(enum run_status s)
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "partial";
 }
 
-int results_check_output(const char *path, bool force, char *err, size_t errlen)
+const char *results_file_check(int fd, off_t size)
 {
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-        if (errno == ENOENT)
-            return 0;
-        return h5_msg_fail(err, errlen, "%s: %s", path, strerror(errno));
+    /* HDF5's superblock: at 0, or at 512 and each doubling (a user block). */
+    static const unsigned char sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (off_t at = 0; at + (off_t)sizeof sig <= size; at = at ? 2 * at : 512) {
+        unsigned char buf[sizeof sig];
+        if (pread(fd, buf, sizeof buf, at) != (ssize_t)sizeof buf)
+            break;
+        if (memcmp(buf, sig, sizeof sig) == 0)
+            return NULL;
     }
-    if (!force)
-        return h5_msg_fail(err, errlen, "%s: exists; choose another -o or add --force", path);
-    if (!S_ISREG(st.st_mode))
-        return h5_msg_fail(
-            err, errlen, "%s: not a regular file (%s): --force replaces only a results file", path,
-            S_ISLNK(st.st_mode)                          ? "a symbolic link"
-            : S_ISDIR(st.st_mode)                        ? "a directory"
-            : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-            : S_ISFIFO(st.st_mode)                       ? "a FIFO"
-                                                         : "not a file");
-    if (st.st_size == 0)
-        return 0;
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-#if H5_VERSION_GE(1, 12, 0)
-    htri_t is_h5 = H5Fis_accessible(path, H5P_DEFAULT);
-#else
-    htri_t is_h5 = H5Fis_hdf5(path);
-#endif
-    if (is_h5 <= 0)
-        return h5_msg_fail(err, errlen,
-                           "%s: not an HDF5 file: --force replaces only a results file", path);
-    return 0;
+    return "not an HDF5 file";
 }
 
 /* ---- phases ---- */
@@ -743,7 +728,7 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
                     (uint64_t)d->nholds * sizeof(struct hold) +
                     (uint64_t)d->nranks * sizeof(struct op_stats) +
                     (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
-    if (h5_space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
+    if (h5_space_check(r->fd, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
         return -1;
     }
@@ -787,7 +772,7 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
                     b->nprocesses * sizeof *b->processes + b->ndisks * sizeof *b->disks +
                     b->nnotes * sizeof *b->notes + a->nclient_ops * sizeof *a->client_ops +
                     a->nclients * sizeof *a->clients + a->nmarks * sizeof *a->marks;
-    int rc = h5_space_check(r->path, 2 * need + SPACE_MARGIN, err, errlen);
+    int rc = h5_space_check(r->fd, 2 * need + SPACE_MARGIN, err, errlen);
     if (rc == 0)
         rc = results_monitor_append(r->monitor, a, err, errlen);
     if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
@@ -901,7 +886,7 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
         return h5_msg_fail(err, errlen, "%s: /phases/%s is already in the file", r->path, ladder);
     /* On a full disk the table is left out (readers build it from the
      * steps' phases) rather than risk the file's final status. */
-    if (h5_space_check(r->path, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0) {
+    if (h5_space_check(r->fd, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "%s: ladder '%s'", r->path, ladder);
         return -1;
     }
@@ -947,7 +932,7 @@ int results_write_usage(struct results *r, const struct usage_row *rows, size_t 
     if (r == NULL || r->broken)
         return h5_msg_fail(err, errlen, "/usage not written: %s",
                            r ? "an earlier write failed" : "no file");
-    if (h5_space_check(r->path, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0 ||
+    if (h5_space_check(r->fd, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0 ||
         h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows, n,
                        err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "%s: /usage", r->path);
@@ -961,7 +946,7 @@ static int final_attrs(const struct results *r, const char *status, const char *
 {
     if (r->broken)
         return h5_msg_fail(err, errlen, "final status not recorded: an earlier write failed");
-    if (h5_space_check(r->path, FINAL_NEED, err, errlen) < 0) {
+    if (h5_space_check(r->fd, FINAL_NEED, err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "final status");
         return -1;
     }
@@ -1006,7 +991,7 @@ int results_write_cleanup(struct results *r, const struct err_entry *left, size_
     if (r == NULL || r->broken)
         return h5_msg_fail(err, errlen, "/cleanup not written: %s",
                            r ? "an earlier write failed" : "no file");
-    if (h5_space_check(r->path, 2 * n * sizeof(struct error_row) + SPACE_MARGIN, err, errlen) < 0)
+    if (h5_space_check(r->fd, 2 * n * sizeof(struct error_row) + SPACE_MARGIN, err, errlen) < 0)
         return -1;
     hid_t g = h5_group_create(r->file, "cleanup", err, errlen);
     if (g < 0)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "client_stats.h"
 #include "errtab.h"
@@ -82,15 +83,16 @@ struct results;
 
 #define OP_NAME_LEN 16 /* an op's name in a table: "rpc_write" and its NUL fit */
 
-/* May the run write its results to path? Yes when nothing is there; with
- * force also when it is a regular file that is empty or an HDF5 file.
- * Never anything else (device, directory, link, FIFO): 0, or -1 with one
- * line in err. */
-int results_check_output(const char *path, bool force, char *err, size_t errlen);
+/* What --force may replace with a results file (a safeout_accept_fn):
+ * NULL for an HDF5 file (its signature where HDF5 puts it), else "not an
+ * HDF5 file". Reads fd from the start. */
+const char *results_file_check(int fd, off_t size);
 
-/* Create (truncate) path; writes root attributes with status "partial",
- * /hosts and /ranks. Returns NULL and writes one line into err on failure. */
-struct results *results_create(const char *path, const struct run_info *run,
+/* Write a new results file into the empty regular file open on fd (made
+ * by safeout_create; results keeps its own descriptor of it), named path
+ * in messages: root attributes with status "partial", /hosts and /ranks.
+ * Returns NULL and writes one line into err on failure. */
+struct results *results_create(int fd, const char *path, const struct run_info *run,
                                const struct host_info *hosts, int nhosts,
                                const struct rank_info *ranks, int nranks, char *err, size_t errlen);
 

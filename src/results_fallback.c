@@ -3,11 +3,11 @@
  * line parses as CSV whatever a path holds. */
 #include "results_fallback.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "safeout.h"
 
 static void csv_string(FILE *f, const char *s)
 {
@@ -54,26 +54,35 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     }
 }
 
-int results_fallback_phase(const char *results_path, const struct phase *ph,
-                           const struct phase_summary *sum, const struct phase_data *d,
-                           FILE *stream, char *where, size_t wherelen)
+struct fallback_args {
+    const struct phase *ph;
+    const struct phase_summary *sum;
+    const struct phase_data *d;
+};
+
+static void fallback_write_file(FILE *f, const void *arg)
 {
-    char path[RESULTS_FALLBACK_PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s.%s.lost.csv", results_path, ph->name);
-    if (n > 0 && (size_t)n < sizeof path) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-        if (f) {
-            fallback_write(f, "", ph, sum, d);
-            int bad = ferror(f);
-            if (fclose(f) == 0 && !bad) {
-                snprintf(where, wherelen, "%s", path);
-                return 0;
-            }
-            unlink(path); /* half a file would mislead: use the stream */
-        } else if (fd >= 0) {
-            close(fd);
-            unlink(path);
+    const struct fallback_args *a = arg;
+    fallback_write(f, "", a->ph, a->sum, a->d);
+}
+
+int results_fallback_phase(int dirfd, const char *results_leaf, const char *results_shown,
+                           const struct phase *ph, const struct phase_summary *sum,
+                           const struct phase_data *d, FILE *stream, char *where, size_t wherelen)
+{
+    char leaf[RESULTS_FALLBACK_PATH_MAX], shown[RESULTS_FALLBACK_PATH_MAX];
+    int n = snprintf(leaf, sizeof leaf, "%s.%s.lost.csv", results_leaf, ph->name);
+    snprintf(shown, sizeof shown, "%s.%s.lost.csv", results_shown, ph->name);
+    struct fallback_args a = {ph, sum, d};
+    struct safeout out;
+    char err[512];
+    if (n > 0 && (size_t)n < sizeof leaf &&
+        safeout_prepare_at(&out, dirfd, leaf, shown, err, sizeof err) == 0) {
+        int rc = safeout_write(&out, fallback_write_file, &a, err, sizeof err);
+        safeout_close(&out);
+        if (rc == 0) {
+            snprintf(where, wherelen, "%s", shown);
+            return 0;
         }
     }
     if (!stream)

@@ -14,11 +14,14 @@
 /* Longest "<results>.<phase>.lost.csv". */
 #define RESULTS_FALLBACK_PATH_MAX (JOB_PATH_MAX + 2 * JOB_NAME_MAX)
 
-/* Write phase ph to "<results>.<phase>.lost.csv" (a new file; an existing
- * one is never replaced) or else to stream. *where gets the file's path or
- * "stderr". Returns 0 (file), 1 (stream) or -1 (neither). */
-int results_fallback_phase(const char *results_path, const struct phase *ph,
-                           const struct phase_summary *sum, const struct phase_data *d,
-                           FILE *stream, char *where, size_t wherelen);
+/* Write phase ph to "<results>.<phase>.lost.csv" in the results file's
+ * directory dirfd (a new file, made by the safe-output rule, safeout.h:
+ * an existing entry is never replaced) or else to stream. results_leaf is
+ * the results file's name in dirfd, results_shown its path for messages.
+ * *where gets the file's path or "stderr". Returns 0 (file), 1 (stream)
+ * or -1 (neither). */
+int results_fallback_phase(int dirfd, const char *results_leaf, const char *results_shown,
+                           const struct phase *ph, const struct phase_summary *sum,
+                           const struct phase_data *d, FILE *stream, char *where, size_t wherelen);
 
 #endif

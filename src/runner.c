@@ -27,6 +27,7 @@
 #include "rundir.h"
 #include "runner_monitor.h"
 #include "runner_stop.h"
+#include "safeout.h"
 #include "signals.h"
 #include "summary.h"
 #include "summary_json.h"
@@ -58,6 +59,8 @@ struct run {
     const struct backend_ops *be;
     void *be_ctx;
     char output[JOB_PATH_MAX + 96]; /* results file path */
+    struct safeout out;             /* rank 0: the results file's place (safeout.h) */
+    struct safeout json;            /* rank 0: the --json summary's place */
     struct results *results;        /* rank 0 only */
     bool rundir_locked;             /* rank 0 holds the run directory's lock file */
     bool rundir_ours;               /* this run made the run directory */
@@ -382,7 +385,8 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
     if (r->results)
         fprintf(stderr, "herd: results: %s\n", err);
     char where[RESULTS_FALLBACK_PATH_MAX];
-    int fb = results_fallback_phase(r->output, ph, sum, data, stderr, where, sizeof where);
+    int fb = results_fallback_phase(safeout_dirfd(&r->out), r->out.leaf, r->output, ph, sum, data,
+                                    stderr, where, sizeof where);
     fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->output,
             fb < 0 ? "nothing (the fallback failed too)" : where);
     if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0]))
@@ -841,16 +845,60 @@ static void run_write_usage(struct run *r)
     free(all);
 }
 
-/* Rank 0, before anything is written: may the results go to r->output,
- * and may this run have the run directory? Returns 0, or 2 (refused, with
- * one line on stderr; nothing was made). */
-static int run_claim_places(struct run *r)
+static void run_release_rundir(struct run *r);
+
+/* Rank 0: the outputs' places, checked by the safe-output rule
+ * (safeout.h): -o, and --json (which may not name the results file).
+ * Returns 0, or 2 (refused, one line on stderr). */
+static int run_check_outputs(struct run *r)
 {
-    char err[JOB_ERR_MAX];
-    if (results_check_output(r->output, r->opts->force, err, sizeof err) < 0) {
+    char err[JOB_ERR_MAX], shown[256];
+    job_escape(r->output, shown, sizeof shown);
+    if (safeout_prepare(&r->out, shown, r->output, r->opts->force, results_file_check,
+                        "a results file", err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 2;
     }
+    if (!r->opts->json)
+        return 0;
+    job_escape(r->opts->json, shown, sizeof shown);
+    if (safeout_names(&r->out, r->opts->json)) {
+        fprintf(stderr, "herd: --json %s: names the results file (-o): refused\n", shown);
+        return 2;
+    }
+    if (safeout_prepare(&r->json, shown, r->opts->json, r->opts->force, summary_json_file_check,
+                        "an earlier herd JSON summary", err, sizeof err) < 0) {
+        fprintf(stderr, "herd: --json %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Rank 0: the option (-o, --json) whose output would land in the run
+ * directory, which the workloads write and the clean-up removes; NULL when
+ * none does (or the target is not a local directory). */
+static const char *run_output_in_rundir(const struct run *r)
+{
+    if (!r->be->local_dir)
+        return NULL;
+    int fd = r->be->local_dir(r->be_ctx, r->rundir);
+    if (fd < 0)
+        return NULL;
+    const char *which = safeout_beneath(&r->out, fd)                     ? "-o"
+                        : r->opts->json && safeout_beneath(&r->json, fd) ? "--json"
+                                                                         : NULL;
+    close(fd);
+    return which;
+}
+
+/* Rank 0, before anything is written: may the results go where the
+ * options say, and may this run have the run directory? Returns 0, or 2
+ * (refused, with one line on stderr; nothing was made). */
+static int run_claim_places(struct run *r)
+{
+    if (run_check_outputs(r) != 0)
+        return 2;
+    char err[JOB_ERR_MAX];
     char owner[512];
     snprintf(owner, sizeof owner, "run %s, host %s, pid %ld\n", r->run_id, r->hostname,
              (long)getpid());
@@ -864,6 +912,15 @@ static int run_claim_places(struct run *r)
     if (rc < 0) /* a read-only or full target: the phases count why */
         fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
     r->rundir_locked = rc == 0;
+    const char *inside = rc == 0 ? run_output_in_rundir(r) : NULL;
+    if (inside) {
+        fprintf(stderr,
+                "herd: %s %s: inside the run directory %s, which the run writes and removes: "
+                "refused\n",
+                inside, strcmp(inside, "-o") == 0 ? r->out.shown : r->json.shown, r->rundir);
+        run_release_rundir(r);
+        return 2;
+    }
     return 0;
 }
 
@@ -897,8 +954,20 @@ static int run_create_results(struct run *r, double sync_seconds, const char *st
         .monitor_url = first->monitor_url,
     };
     char err[JOB_ERR_MAX];
-    r->results =
-        results_create(r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
+    int fd;
+    r->results = NULL;
+    if (safeout_create(&r->out, &fd, err, sizeof err) == 0) {
+        r->results =
+            results_create(fd, r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
+        close(fd);
+        /* In place once its header is written; never over what is not ours. */
+        if (r->results && safeout_commit(&r->out, err, sizeof err) < 0) {
+            char ignored[512];
+            results_close(r->results, "partial", "", 2, -1, ignored, sizeof ignored);
+            r->results = NULL;
+        }
+        safeout_abandon(&r->out); /* a file that did not make it */
+    }
     r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
     if (!r->results || !r->lines) {
         fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
@@ -945,6 +1014,29 @@ static void run_write_ladders(struct run *r)
     free(rows);
 }
 
+/* Rank 0: the --json summary, by the safe-output rule. When it cannot be
+ * written, an earlier summary that --force was allowed to replace is
+ * removed too: a reader must never take it for this run's. 0 or -1. */
+static int run_write_json(struct run *r, const char *status_name, int exit_code)
+{
+    struct summary_json_run jr = {.run_id = r->run_id,
+                                  .status = status_name,
+                                  .exit_code = exit_code,
+                                  .results_file = r->output,
+                                  .job_path = r->job->path,
+                                  .nranks = r->size};
+    char err[512];
+    if (summary_json_write(&r->json, &jr, r->lines, r->nlines, err, sizeof err) == 0) {
+        printf("summary: %s\n", r->json.shown);
+        return 0;
+    }
+    fprintf(stderr, "herd: --json %s\n", err);
+    if (safeout_remove_old(&r->json, err, sizeof err) < 0)
+        fprintf(stderr, "herd: --json %s\n", err);
+    printf("summary: NOT written to %s (see the error above)\n", r->json.shown);
+    return -1;
+}
+
 /* Rank 0: final status, exit code, results file closed, summary printed. */
 static int run_finish(struct run *r, int signal)
 {
@@ -978,18 +1070,8 @@ static int run_finish(struct run *r, int signal)
     r->results = NULL;
     summary_print(stdout, r->lines, r->nlines);
     printf("\nresults: %s (status %s)\n", r->output, status_name);
-    if (r->opts->json) {
-        struct summary_json_run jr = {.run_id = r->run_id,
-                                      .status = status_name,
-                                      .exit_code = exit_code,
-                                      .results_file = r->output,
-                                      .job_path = r->job->path,
-                                      .nranks = r->size};
-        if (summary_json_write(r->opts->json, &jr, r->lines, r->nlines, err, sizeof err) < 0)
-            fprintf(stderr, "herd: %s\n", err);
-        else
-            printf("summary: %s\n", r->opts->json);
-    }
+    if (r->opts->json && run_write_json(r, status_name, exit_code) < 0 && !signal)
+        exit_code = EXIT_RESULTS_LOST;
     if (r->nlost) {
         printf("not in the results file: %d phase%s:", r->nlost, r->nlost == 1 ? "" : "s");
         for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
@@ -1099,7 +1181,12 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
 
 int runner_run(const struct job *job, const struct runner_opts *opts)
 {
-    struct run r = {.job = job, .opts = opts, .comm = MPI_COMM_WORLD, .startup_seconds = -1};
+    struct run r = {.job = job,
+                    .opts = opts,
+                    .comm = MPI_COMM_WORLD,
+                    .startup_seconds = -1,
+                    .out = SAFEOUT_NONE,
+                    .json = SAFEOUT_NONE};
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     signals_install();
@@ -1162,6 +1249,8 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
         free(r.rank_host);
         free(r.samples);
         free(r.procs);
+        safeout_close(&r.out);
+        safeout_close(&r.json);
     }
     MPI_Comm_free(&r.comm);
     return exit_code;

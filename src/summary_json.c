@@ -6,13 +6,10 @@
 #include "summary_json.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "h5util.h"
@@ -255,7 +252,7 @@ static void json_run(FILE *f, const struct summary_json_run *run, const struct s
                      int n)
 {
     bool first = true;
-    fputc('{', f);
+    fputc('{', f); /* JSON_HEAD: summary_json_file_check knows a summary by it */
     json_ki(f, "schema_version", SUMMARY_JSON_SCHEMA, &first);
     json_ks(f, "herd_version", HERD_VERSION, &first);
 #ifdef HERD_LIBNFS_VERSION
@@ -284,73 +281,33 @@ static void json_run(FILE *f, const struct summary_json_run *run, const struct s
     fputs("]}\n", f);
 }
 
-int summary_json_check(const char *path, char *err, size_t errlen)
+/* How every summary this writer makes begins. */
+#define JSON_HEAD "{\"schema_version\":"
+
+const char *summary_json_file_check(int fd, off_t size)
 {
-    char shown[256];
-    job_escape(path, shown, sizeof shown);
-    if (!path[0]) {
-        snprintf(err, errlen, "--json: an empty path");
-        return -1;
-    }
-    struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "--json %s: exists and is not a regular file", shown);
-        return -1;
-    }
-    char *copy = strdup(path);
-    if (!copy) {
-        snprintf(err, errlen, "--json %s: out of memory", shown);
-        return -1;
-    }
-    const char *dir = dirname(copy);
-    int rc = 0;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "--json %s: no directory %s", shown,
-                 errno ? strerror(errno) : "there");
-        rc = -1;
-    } else if (access(dir, W_OK | X_OK) != 0) {
-        snprintf(err, errlen, "--json %s: its directory is not writable: %s", shown,
-                 strerror(errno));
-        rc = -1;
-    }
-    free(copy);
-    return rc;
+    char head[sizeof JSON_HEAD - 1];
+    if (size < (off_t)sizeof head || pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
+        memcmp(head, JSON_HEAD, sizeof head) != 0)
+        return "not a herd JSON summary";
+    return NULL;
 }
 
-int summary_json_write(const char *path, const struct summary_json_run *run,
+struct json_args {
+    const struct summary_json_run *run;
+    const struct summary_line *lines;
+    int n;
+};
+
+static void json_write_file(FILE *f, const void *arg)
+{
+    const struct json_args *a = arg;
+    json_run(f, a->run, a->lines, a->n);
+}
+
+int summary_json_write(struct safeout *out, const struct summary_json_run *run,
                        const struct summary_line *lines, int n, char *err, size_t errlen)
 {
-    char shown[256];
-    job_escape(path, shown, sizeof shown);
-    size_t len = strlen(path) + 5;
-    char *tmp = malloc(len);
-    if (!tmp) {
-        snprintf(err, errlen, "--json %s: out of memory", shown);
-        return -ENOMEM;
-    }
-    snprintf(tmp, len, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-    int rc = 0;
-    if (!f) {
-        rc = -errno;
-        if (fd >= 0)
-            close(fd);
-        snprintf(err, errlen, "--json %s: cannot create %s.tmp: %s", shown, shown, strerror(-rc));
-        free(tmp);
-        return rc;
-    }
-    json_run(f, run, lines, n);
-    if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0)
-        rc = -(errno ? errno : EIO);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -(errno ? errno : EIO);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0) {
-        snprintf(err, errlen, "--json %s: %s", shown, strerror(-rc));
-        unlink(tmp);
-    }
-    free(tmp);
-    return rc;
+    struct json_args a = {run, lines, n};
+    return safeout_write(out, json_write_file, &a, err, errlen);
 }

@@ -6,7 +6,9 @@
 #define HERD_SUMMARY_JSON_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
+#include "safeout.h"
 #include "summary.h"
 
 #define SUMMARY_JSON_SCHEMA 1
@@ -20,15 +22,15 @@ struct summary_json_run {
     int nranks; /* I/O ranks */
 };
 
-/* May the run write its JSON to path? Yes when its directory exists and
- * is writable and path is not something other than a regular file (a
- * directory, a device, a FIFO, a link). Touches nothing. 0, or -1 with
- * one line in err. */
-int summary_json_check(const char *path, char *err, size_t errlen);
+/* What --force may replace with a summary (a safeout_accept_fn): NULL
+ * for an earlier herd JSON summary (it starts as this writer starts one),
+ * else "not a herd JSON summary". Reads fd from the start. */
+const char *summary_json_file_check(int fd, off_t size);
 
-/* Write path.tmp, fsync, rename onto path. 0, or -errno with one line in
- * err (path.tmp removed). */
-int summary_json_write(const char *path, const struct summary_json_run *run,
+/* Write the summary to the prepared output out (safeout.h: a private
+ * file, fsync, renamed into place). 0, or -1 with one line in err
+ * (nothing left behind). */
+int summary_json_write(struct safeout *out, const struct summary_json_run *run,
                        const struct summary_line *lines, int n, char *err, size_t errlen);
 
 #endif
