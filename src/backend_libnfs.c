@@ -194,17 +194,19 @@ static int libnfs_begin(struct libnfs_ctx *c, const char *path, char *buf, size_
     return rc < 0 ? rc : libnfs_ready(c);
 }
 
-/* A mount that failed before any RPC: libnfs 4.0 says EPERM ("Operation not
- * permitted") for a host it cannot resolve and EIO for a server that does
- * not answer; tell them apart by its message. */
-static int libnfs_mount_errno(struct libnfs_ctx *c, int rc)
+/* A mount that failed: libnfs 4.0 says EPERM ("Operation not permitted")
+ * for a host it cannot resolve and EIO for a server that does not answer;
+ * tell them apart by its message (msg: the mount's own, else libnfs's). */
+static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
 {
-    const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
+    if (!msg || !msg[0])
+        msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
     if (msg && (strstr(msg, "Can not resolv") || strstr(msg, "Invalid address")))
         return -EHOSTUNREACH;
     if (msg && strstr(msg, "refused"))
         return -ECONNREFUSED;
-    rc = libnfs_errno(c, rc);
+    if (rc != -EINTR && rc != -ETIMEDOUT)
+        rc = libnfs_errno(c, rc);
     if (rc == -EIO || rc == -ECONNRESET || rc == -EPERM)
         rc = -ECONNREFUSED; /* nobody answered the mount */
     return rc;
@@ -248,6 +250,24 @@ static void libnfs_client_name(struct nfs_context *nfs)
     nfs4_set_client_name(nfs, name);
 }
 
+/* A mount in progress, awaited by rpcwait (so that a stop from any rank
+ * ends the wait, not only op_timeout). */
+struct libnfs_mount_wait {
+    bool done;
+    int err;
+    char msg[200];
+};
+
+static void libnfs_mounted(int err, struct nfs_context *nfs, void *data, void *priv)
+{
+    (void)nfs;
+    struct libnfs_mount_wait *w = priv;
+    w->err = err;
+    if (err < 0 && data)
+        snprintf(w->msg, sizeof w->msg, "%s", (const char *)data);
+    w->done = true;
+}
+
 static int libnfs_mount(struct libnfs_ctx *c)
 {
     c->nfs = nfs_init_context();
@@ -268,11 +288,20 @@ static int libnfs_mount(struct libnfs_ctx *c)
         c->nfs = NULL;
         return -EINVAL;
     }
-    int rc = nfs_mount(c->nfs, url->server, url->path);
-    nfs_destroy_url(url);
+    struct libnfs_mount_wait w = {0};
+    const char *why = NULL;
+    int rc = nfs_mount_async(c->nfs, url->server, url->path, libnfs_mounted, &w);
+    nfs_destroy_url(url); /* the call keeps copies */
+    bool queued = rc == 0;
+    if (queued)
+        rc = rpcwait(nfs_get_rpc_context(c->nfs), &w.done, c->timeout_ms, &why);
+    if (rc == 0)
+        rc = w.err;
     if (rc < 0) {
-        rc = libnfs_mount_errno(c, rc);
-        c->broken = rc == -ETIMEDOUT || rc == -EINTR; /* a half-open call is still queued */
+        rc = libnfs_mount_errno(c, rc, w.msg);
+        if (why)
+            libnfs_note(c, why);
+        c->broken = queued && !w.done; /* a half-open call is still queued */
         libnfs_drop(c);
         c->broken = true;
         return rc;

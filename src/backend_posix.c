@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -165,10 +166,21 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
     struct backend_file *bf = malloc(sizeof *bf);
     if (!bf)
         return -ENOMEM;
-    /* The parent was resolved without links; the leaf is not followed. */
-    bf->fd = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (bf->fd < 0) {
-        int err = errno;
+    /* The parent was resolved without links; the leaf is not followed.
+     * O_NONBLOCK: a FIFO or a device planted at the name must not make
+     * the open wait; anything but a regular file is refused. */
+    bf->fd = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    struct stat st;
+    int fl = -1;
+    int err = bf->fd < 0                                      ? errno
+              : fstat(bf->fd, &st) != 0                       ? errno
+              : !S_ISREG(st.st_mode)                          ? ENOTSUP
+              : (fl = fcntl(bf->fd, F_GETFL)) < 0             ? errno
+              : fcntl(bf->fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? errno
+                                                              : 0;
+    if (err) {
+        if (bf->fd >= 0)
+            close(bf->fd);
         free(bf);
         return -err;
     }

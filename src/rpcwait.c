@@ -21,7 +21,7 @@ int rpcwait(struct rpc_context *rpc, volatile bool *done, int timeout_ms, const 
     double deadline = timeout_ms > 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
     *status = NULL;
     while (!*done) {
-        if (signals_caught()) {
+        if (signals_stop_requested()) {
             *status = "RPC_INTERRUPTED";
             return -EINTR;
         }

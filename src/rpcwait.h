@@ -2,8 +2,9 @@
  * one loop the NLM client (libnfs_nlm.c), the NFSv4 lock calls
  * (backend_libnfs.c) and the READs and WRITEs in flight (libnfs_stream.c)
  * share. It serves the context's socket until the
- * caller's callback sets *done, op_timeout passes, a stop signal is
- * caught or the connection is lost. The lock_timeout alarm does not cut a
+ * caller's callback sets *done, op_timeout passes, a stop is requested
+ * (a signal here or a peer rank's stop: signals_stop_requested) or the
+ * connection is lost. The lock_timeout alarm does not cut a
  * call short: a LOCK the server granted must not be forgotten. */
 #ifndef HERD_RPCWAIT_H
 #define HERD_RPCWAIT_H

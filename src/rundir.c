@@ -115,7 +115,7 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
 }
 
 int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
-                 char *err, size_t errlen)
+                 bool cleaned, char *err, size_t errlen)
 {
     char lock[HERD_PATH_MAX];
     rundir_lock_path(rundir, lock, sizeof lock);
@@ -128,7 +128,9 @@ int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bo
         return 0;
     rc = be->rmdir(ctx, rundir);
     if (rc == -ENOTEMPTY || rc == -EEXIST) {
-        snprintf(err, errlen, "left %s: it holds entries this run did not make", rundir);
+        snprintf(err, errlen, "left %s: %s", rundir,
+                 cleaned ? "it holds entries this run did not make"
+                         : "the clean-up did not remove all this run made (see above)");
         return -ENOTEMPTY;
     }
     if (rc < 0 && rc != -ENOENT) {

@@ -27,8 +27,10 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
 
 /* Remove the lock file, then (remove_dir) the directory itself. A
  * directory still holding entries is left, and said so in err (returns
- * -ENOTEMPTY); 0 when all went as asked. */
+ * -ENOTEMPTY): as entries this run did not make when the clean-up removed
+ * all it made (cleaned), else as the clean-up's leftovers; 0 when all
+ * went as asked. */
 int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
-                 char *err, size_t errlen);
+                 bool cleaned, char *err, size_t errlen);
 
 #endif

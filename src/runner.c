@@ -71,6 +71,7 @@ struct run {
     struct summary_line *lines;
     int nlines;
     uint64_t total_errors, total_verify;
+    bool cleanup_unfinished; /* the clean-up was stopped or failed to remove something */
     struct monitor_link mon;
     double epoch_unix;
     bool client_stats;                  /* this rank reads its host's NFS client counters */
@@ -348,8 +349,8 @@ struct phase_outcome {
 
 static struct phase_outcome run_agree_outcome(struct run *r, const struct phase_ctx *c)
 {
-    int mine[2] = {runner_stop_signal(&r->stop), 0};
-    for (int64_t i = 0; i < c->ph->iterations; i++)
+    int mine[2] = {runner_stop_signal(&r->stop), c->prepare_late};
+    for (int64_t i = 0; c->records && i < c->ph->iterations; i++)
         if (!c->records[i].completed && c->deadline_at > 0 && c->records[i].t_end >= c->deadline_at)
             mine[1] = 1;
     int all[2] = {mine[0], mine[1]};
@@ -645,7 +646,14 @@ static struct phase_outcome run_phase(struct run *r, int index)
         if (rc < 0 && c.records)
             workload_fail(&c, NULL, OP_CONNECT, rc, ph->target);
     }
+    /* Preparing (expected digests, directories) is untimed but bounded: by
+     * a stop, and by the phase's deadline, as the phase itself is. */
+    c.deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
     int prep = !(c.records && c.hist) ? -ENOMEM : active ? wl->prepare(&c) : 0;
+    c.prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
+    if (c.prepare_late && r->rank == 0)
+        fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",
+                ph->name, ph->deadline);
     for (int64_t i = 0; c.records && i < ph->iterations; i++) {
         c.records[i].rank = r->rank;
         c.records[i].iteration = (int32_t)i;
@@ -721,10 +729,18 @@ static struct phase_outcome run_phase(struct run *r, int index)
     return o;
 }
 
-/* The clean-up stops at its deadline or at a signal that came during it. */
-static bool run_cleanup_stopped(const struct run *r, double deadline, unsigned signals_before)
+/* The clean-up stops at its deadline or at a stop that came during it,
+ * to this rank or to any other. */
+static bool run_cleanup_stopped(struct run *r, double deadline)
 {
-    return signals_count() > signals_before || clock_now(&r->clock) >= deadline;
+    return runner_stop_in_stage(&r->stop) || clock_now(&r->clock) >= deadline;
+}
+
+/* The workloads' stop test during the clean-up (phase_ctx.peer_stopped). */
+static bool run_cleanup_peer_stopped(struct phase_ctx *c)
+{
+    struct run *r = c->sync_data;
+    return runner_stop_in_stage(&r->stop);
 }
 
 /* Remove what this run made (keep = no), and only that: every rank ORs
@@ -733,8 +749,7 @@ static bool run_cleanup_stopped(const struct run *r, double deadline, unsigned s
  * directories. Bounded by CLEANUP_SECONDS and by a signal that comes
  * during the clean-up (one that ended the phases does not skip it). What
  * could not be removed is gathered to rank 0 (*left, *nleft). */
-static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry **left,
-                        size_t *nleft)
+static void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
 {
     const struct job *job = r->job;
     struct errtab errs;
@@ -748,7 +763,7 @@ static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry
             const struct workload_ops *wl = workload_find(job->phases[i].kind);
             if (!wl->remove || !(r->claims.any[i] & (CLAIM_FILE | CLAIM_TREE)))
                 continue;
-            if (run_cleanup_stopped(r, deadline, signals_before))
+            if (run_cleanup_stopped(r, deadline))
                 break;
             struct phase_ctx c = {.ph = &job->phases[i],
                                   .index = i,
@@ -761,15 +776,17 @@ static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry
                                   .errors = &errs,
                                   .deadline_at = deadline,
                                   .claims = &r->claims,
-                                  .signals_before = signals_before};
+                                  .sync_data = r,
+                                  .peer_stopped = run_cleanup_peer_stopped,
+                                  .signals_before = r->stop.stage_signals};
             wl->remove(&c, pass);
         }
-        MPI_Barrier(r->comm);
+        runner_stop_barrier(&r->stop);
     }
     for (int i = 0; r->rank == 0 && i < job->nphases; i++) {
         if (!(r->claims.any[i] & CLAIM_FILESET_DIR))
             continue;
-        if (run_cleanup_stopped(r, deadline, signals_before))
+        if (run_cleanup_stopped(r, deadline))
             break;
         char path[HERD_PATH_MAX];
         struct phase_ctx c = {.ph = &job->phases[i], .rundir = r->rundir};
@@ -778,12 +795,12 @@ static void run_cleanup(struct run *r, unsigned signals_before, struct err_entry
         if (rc < 0 && rc != -ENOENT)
             errtab_add(&errs, r->rank, OP_RMDIR, rc, path, clock_now(&r->clock));
     }
-    int stopped = run_cleanup_stopped(r, deadline, signals_before);
-    MPI_Allreduce(MPI_IN_PLACE, &stopped, 1, MPI_INT, MPI_MAX, r->comm);
-    if (stopped && r->rank == 0)
+    int stopped[2] = {runner_stop_in_stage(&r->stop), clock_now(&r->clock) >= deadline};
+    MPI_Allreduce(MPI_IN_PLACE, stopped, 2, MPI_INT, MPI_MAX, r->comm);
+    r->cleanup_unfinished = stopped[0] || stopped[1];
+    if (r->cleanup_unfinished && r->rank == 0)
         fprintf(stderr, "herd: clean-up stopped (%s): what this run made in %s/%s is left\n",
-                signals_count() > signals_before ? "signal" : "after its time limit",
-                job->phases[0].target, r->rundir);
+                stopped[0] ? "signal" : "after its time limit", job->phases[0].target, r->rundir);
     bool ok = true;
     *left = run_gather(r, errs.entries, errs.n, sizeof(struct err_entry), nleft, &ok);
     errtab_free(&errs);
@@ -797,6 +814,8 @@ static void run_report_cleanup(struct run *r, const struct err_entry *left, size
         total += left[i].count;
     if (total == 0)
         return;
+    r->cleanup_unfinished = true; /* a leftover is an I/O error of the run: exit 3 */
+    r->total_errors += total;
     fprintf(stderr, "herd: clean-up could not remove %llu entr%s:\n", (unsigned long long)total,
             total == 1 ? "y" : "ies");
     for (size_t i = 0; i < nleft && i < 10; i++)
@@ -988,8 +1007,8 @@ static void run_release_rundir(struct run *r)
     if (!r->rundir_locked)
         return;
     char err[JOB_ERR_MAX];
-    if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours, err,
-                     sizeof err) < 0)
+    if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours,
+                     !r->cleanup_unfinished, err, sizeof err) < 0)
         fprintf(stderr, "herd: %s\n", err);
     r->rundir_locked = false;
 }
@@ -1053,10 +1072,10 @@ static int run_finish(struct run *r, int signal)
     }
     run_write_ladders(r);
     enum run_status status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
-    int exit_code = signal                                 ? 128 + signal
-                    : r->nlost                             ? EXIT_RESULTS_LOST
-                    : (r->total_errors || r->total_verify) ? 3
-                                                           : 0;
+    int exit_code = signal     ? 128 + signal
+                    : r->nlost ? EXIT_RESULTS_LOST
+                    : (r->total_errors || r->total_verify || r->cleanup_unfinished) ? 3
+                                                                                    : 0;
     char end_utc[40], err[512];
     utc_now(end_utc, sizeof end_utc);
     const char *status_name = run_status_name(status);
@@ -1086,7 +1105,7 @@ static int run_finish(struct run *r, int signal)
 
 /* The I/O ranks' run, after the common set-up: hosts, target, run
  * directory, results file, the phases, clean-up, final status. */
-static int run_io(struct run *r, double sync_seconds, const char *start_utc)
+static int run_io_stages(struct run *r, double sync_seconds, const char *start_utc)
 {
     const struct job *job = r->job;
     const struct phase *first = &job->phases[0];
@@ -1094,11 +1113,23 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
     r->clock_error_max = r->clock.error;
     MPI_Allreduce(MPI_IN_PLACE, &r->clock_error_max, 1, MPI_DOUBLE, MPI_MAX, r->comm);
 
-    /* Every rank must reach the target; otherwise nothing can run. */
+    /* Every rank must reach the target; otherwise nothing can run. A stop
+     * that comes meanwhile (a connect that waits on a frozen server hears
+     * another rank's too) ends the run here with its signal's exit code. */
     r->be = backend_find(first->backend);
     int rc = r->be->connect(first->target, first, &r->be_ctx);
     int failed_rank = rc < 0 ? r->rank : r->size;
+    int sig = runner_stop_poll(&r->stop) ? runner_stop_signal(&r->stop) : 0;
     MPI_Allreduce(MPI_IN_PLACE, &failed_rank, 1, MPI_INT, MPI_MIN, r->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, r->comm);
+    if (sig) {
+        if (r->rank == 0)
+            fprintf(stderr, "herd: stopped by signal %d while connecting to '%s': nothing ran\n",
+                    sig, first->target);
+        if (rc == 0)
+            r->be->disconnect(r->be_ctx);
+        return 128 + sig;
+    }
     if (failed_rank < r->size) {
         if (r->rank == failed_rank)
             fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, strerror(-rc),
@@ -1142,22 +1173,21 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
             run_release_rundir(r);
             free(r->lines);
         }
-        free(r->claims.mine);
-        free(r->claims.any);
+        workload_claims_free(&r->claims);
         r->be->disconnect(r->be_ctx);
         return refused;
     }
-    runner_stop_init(&r->stop, r->comm);
+    runner_stop_stage(&r->stop, RUNNER_STAGE_PHASES);
     struct phase_outcome o = {0};
     for (int i = 0; i < job->nphases && !o.signal; i++)
         o = run_phase(r, i);
     if (!job->keep) {
-        unsigned signals_before = signals_count(); /* later ones stop the clean-up */
+        runner_stop_stage(&r->stop, RUNNER_STAGE_CLEANUP); /* later stops end the clean-up */
         if (r->be->configure)
             r->be->configure(r->be_ctx, NULL); /* no phase's faults or sizes */
         struct err_entry *left = NULL;
         size_t nleft = 0;
-        run_cleanup(r, signals_before, &left, &nleft);
+        run_cleanup(r, &left, &nleft);
         if (r->rank == 0)
             run_report_cleanup(r, left, nleft);
         free(left);
@@ -1165,16 +1195,24 @@ static int run_io(struct run *r, double sync_seconds, const char *start_utc)
     if (r->rank == 0)
         run_release_rundir(r); /* even after a stop: one call, bounded by op_timeout */
     r->be->disconnect(r->be_ctx);
-    free(r->claims.mine);
-    free(r->claims.any);
+    workload_claims_free(&r->claims);
 
     /* A signal during the clean-up ends the run as interrupted too. */
-    int sig = o.signal ? o.signal : runner_stop_signal(&r->stop);
+    sig = o.signal ? o.signal : runner_stop_signal(&r->stop);
     MPI_Allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, r->comm);
 
     run_write_usage(r);
     int exit_code = r->rank == 0 ? run_finish(r, sig) : 0;
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, r->comm);
+    return exit_code;
+}
+
+/* The I/O ranks' run, with a stop heard by every rank from start-up to
+ * the end. */
+static int run_io(struct run *r, double sync_seconds, const char *start_utc)
+{
+    runner_stop_init(&r->stop, r->comm);
+    int exit_code = run_io_stages(r, sync_seconds, start_utc);
     runner_stop_free(&r->stop);
     return exit_code;
 }

@@ -10,6 +10,19 @@
 
 #define STOP_TAG 7401
 #define STOP_POLL_SECONDS 0.005
+#define STOP_SLOTS 16 /* send buffers in turn: a send may still read its own */
+
+static bool stop_check(void *arg)
+{
+    return runner_stop_poll(arg);
+}
+
+static void stop_listen(struct runner_stop *s)
+{
+    s->recv = MPI_REQUEST_NULL;
+    if (s->size > 1)
+        MPI_Irecv(&s->inbox, 1, MPI_INT, MPI_ANY_SOURCE, STOP_TAG, s->comm, &s->recv);
+}
 
 void runner_stop_init(struct runner_stop *s, MPI_Comm comm)
 {
@@ -17,58 +30,85 @@ void runner_stop_init(struct runner_stop *s, MPI_Comm comm)
     MPI_Comm_rank(comm, &s->rank);
     MPI_Comm_size(comm, &s->size);
     s->owner = pthread_self();
-    s->sent = false;
+    s->sent = 0;
     s->heard = 0;
+    s->heard_stage = -1;
+    s->stage = RUNNER_STAGE_START;
+    s->stage_signals = signals_count();
     s->next_poll = 0;
-    s->recv = MPI_REQUEST_NULL;
-    if (s->size > 1)
-        MPI_Irecv(&s->inbox, 1, MPI_INT, MPI_ANY_SOURCE, STOP_TAG, comm, &s->recv);
+    stop_listen(s);
+    signals_stop_check(stop_check, s);
 }
 
-/* Tell every other rank, once; the sends are small and complete eagerly,
- * so their requests are released at once. */
+/* Tell every other rank of the signals caught since the last time; the
+ * sends are small and complete eagerly, so their requests are released
+ * at once. */
 static void stop_send(struct runner_stop *s, int sig)
 {
-    static int payload[1];
-    payload[0] = sig;
+    static int payload[STOP_SLOTS];
+    static unsigned next;
+    int *slot = &payload[next++ % STOP_SLOTS];
+    *slot = sig | (int)s->stage << 8;
     for (int i = 0; i < s->size; i++) {
         if (i == s->rank)
             continue;
         MPI_Request req;
-        if (MPI_Isend(payload, 1, MPI_INT, i, STOP_TAG, s->comm, &req) == MPI_SUCCESS)
+        if (MPI_Isend(slot, 1, MPI_INT, i, STOP_TAG, s->comm, &req) == MPI_SUCCESS)
             MPI_Request_free(&req);
     }
-    s->sent = true;
+}
+
+/* Every peer's message that arrived, each one heard. */
+static void stop_receive(struct runner_stop *s)
+{
+    while (s->recv != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&s->recv, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            return;
+        int sig = s->inbox & 0xff, stage = s->inbox >> 8;
+        if (!s->heard)
+            s->heard = sig > 0 ? sig : 15;
+        if (stage > s->heard_stage)
+            s->heard_stage = stage;
+        stop_listen(s);
+    }
 }
 
 bool runner_stop_poll(struct runner_stop *s)
 {
     if (!pthread_equal(pthread_self(), s->owner))
         return s->heard != 0 || signals_caught() != 0;
-    int sig = signals_caught();
-    if (sig && !s->sent && s->size > 1)
-        stop_send(s, sig);
-    if (sig)
-        return true;
-    if (s->heard)
-        return true;
-    if (s->recv == MPI_REQUEST_NULL)
-        return false;
+    unsigned count = signals_count();
+    if (count != s->sent && s->size > 1) {
+        s->sent = count;
+        stop_send(s, signals_caught());
+    }
     double now = clock_mono();
-    if (now < s->next_poll)
-        return false;
-    s->next_poll = now + STOP_POLL_SECONDS;
-    int done = 0;
-    MPI_Test(&s->recv, &done, MPI_STATUS_IGNORE);
-    if (done)
-        s->heard = s->inbox > 0 ? s->inbox : 15;
-    return done != 0;
+    if (now >= s->next_poll) {
+        s->next_poll = now + STOP_POLL_SECONDS;
+        stop_receive(s);
+    }
+    return signals_caught() != 0 || s->heard != 0;
 }
 
 int runner_stop_signal(const struct runner_stop *s)
 {
     int sig = signals_caught();
     return sig ? sig : s->heard;
+}
+
+void runner_stop_stage(struct runner_stop *s, enum runner_stage stage)
+{
+    runner_stop_poll(s); /* what came before belongs to the stage before */
+    s->stage = stage;
+    s->stage_signals = signals_count();
+}
+
+bool runner_stop_in_stage(struct runner_stop *s)
+{
+    runner_stop_poll(s);
+    return signals_count() != s->stage_signals || s->heard_stage >= (int)s->stage;
 }
 
 #define RUNNER_STOP_NAP_MIN_NS 50000L    /* 50 us */
@@ -108,6 +148,7 @@ void runner_stop_barrier_on(struct runner_stop *s, MPI_Comm comm)
 
 void runner_stop_free(struct runner_stop *s)
 {
+    signals_stop_check(NULL, NULL);
     if (s->recv != MPI_REQUEST_NULL) {
         MPI_Cancel(&s->recv);
         MPI_Wait(&s->recv, MPI_STATUS_IGNORE);

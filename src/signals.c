@@ -1,8 +1,9 @@
 /* signals.c — turn SIGINT/SIGTERM into a flag polled between operations,
  * and SIGALRM into EINTR for a blocking call with a time limit. These
  * flags (the first stop signal, how many came, whether the alarm fired)
- * are herd's only process-wide mutable state besides the parsed job and
- * the test hooks that clock.c reads once. */
+ * and the installed stop check (how a wait hears another rank's stop) are
+ * herd's only process-wide mutable state besides the parsed job and the
+ * test hooks that clock.c reads once. */
 #include "signals.h"
 
 #include <signal.h>
@@ -12,6 +13,8 @@
 static volatile sig_atomic_t caught_signal;
 static volatile sig_atomic_t caught_count;
 static volatile sig_atomic_t alarm_fired;
+static bool (*stop_check)(void *arg);
+static void *stop_check_arg;
 
 static void signals_on_stop(int sig)
 {
@@ -51,6 +54,17 @@ int signals_caught(void)
 unsigned signals_count(void)
 {
     return (unsigned)caught_count;
+}
+
+void signals_stop_check(bool (*check)(void *arg), void *arg)
+{
+    stop_check = check;
+    stop_check_arg = arg;
+}
+
+bool signals_stop_requested(void)
+{
+    return caught_signal != 0 || (stop_check && stop_check(stop_check_arg));
 }
 
 /* After the first alarm, it repeats every ALARM_REPEAT_US until disarmed:

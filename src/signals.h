@@ -10,6 +10,13 @@ void signals_install(void);
 int signals_caught(void);     /* the first stop signal caught, or 0 */
 unsigned signals_count(void); /* how many stop signals were caught */
 
+/* Whether a waiting call (rpcwait, a libnfs mount) should give up: a stop
+ * signal caught here, or a stop another rank sent, as told by the check
+ * installed with signals_stop_check (runner_stop installs its poll; NULL
+ * removes it). The check runs on whichever thread asks. */
+void signals_stop_check(bool (*check)(void *arg), void *arg);
+bool signals_stop_requested(void);
+
 /* Interrupt the calling process's next blocking call (it returns EINTR)
  * after `seconds`; disarm returns whether the alarm went off. */
 void signals_alarm_arm(double seconds);

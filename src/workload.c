@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "signals.h"
@@ -125,6 +126,45 @@ void workload_claim(struct phase_ctx *c, unsigned bits)
 {
     if (c->claims && c->index >= 0 && c->index < c->claims->nphases)
         c->claims->mine[c->index] |= (unsigned char)bits;
+}
+
+int workload_claim_files(struct phase_ctx *c, int64_t nfiles)
+{
+    struct claims *k = c->claims;
+    if (!k || c->index < 0 || c->index >= k->nphases || nfiles < 1)
+        return 0;
+    if (!k->files && !(k->files = calloc((size_t)k->nphases, sizeof *k->files)))
+        return -ENOMEM;
+    if (!k->files[c->index] && !(k->files[c->index] = calloc((size_t)(nfiles + 7) / 8, 1)))
+        return -ENOMEM;
+    return 0;
+}
+
+void workload_claim_file(struct phase_ctx *c, int64_t f)
+{
+    workload_claim(c, CLAIM_FILE);
+    unsigned char *bits = c->claims && c->claims->files ? c->claims->files[c->index] : NULL;
+    if (bits)
+        bits[f / 8] |= (unsigned char)(1u << (f % 8));
+}
+
+bool workload_claimed_file(const struct phase_ctx *c, int64_t f)
+{
+    const unsigned char *bits = c->claims && c->claims->files ? c->claims->files[c->index] : NULL;
+    if (!bits) /* one file per rank: the phase's bit */
+        return workload_claimed(c, CLAIM_FILE, false);
+    return (bits[f / 8] >> (f % 8)) & 1u;
+}
+
+void workload_claims_free(struct claims *claims)
+{
+    for (int i = 0; claims->files && i < claims->nphases; i++)
+        free(claims->files[i]);
+    free(claims->files);
+    free(claims->mine);
+    free(claims->any);
+    claims->files = NULL;
+    claims->mine = claims->any = NULL;
 }
 
 bool workload_claimed(const struct phase_ctx *c, unsigned bits, bool any)

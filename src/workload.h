@@ -28,8 +28,11 @@
 enum claim { CLAIM_FILESET_DIR = 1, CLAIM_FILE = 2, CLAIM_TREE = 4 };
 struct claims {
     int nphases;
-    unsigned char *mine; /* [nphases] bits of enum claim, this rank */
-    unsigned char *any;  /* [nphases] OR over the ranks (clean-up only) */
+    unsigned char *mine;   /* [nphases] bits of enum claim, this rank */
+    unsigned char *any;    /* [nphases] OR over the ranks (clean-up only) */
+    unsigned char **files; /* [nphases]: a bit per file this rank created, for a
+                              phase of many files per rank; NULL: none, or
+                              the phase's CLAIM_FILE bit says it (one file) */
 };
 
 struct phase_ctx {
@@ -43,6 +46,7 @@ struct phase_ctx {
     const char *rundir; /* relative to the target: "herd-<run id>" */
     const struct clock *clock;
     double deadline_at;          /* common clock; 0 = none */
+    bool prepare_late;           /* prepare outlasted the phase's deadline: not run */
     struct rank_record *records; /* ph->iterations rows, filled by run */
     struct errtab *errors;
     struct hist *hist;           /* OP_COUNT histograms */
@@ -144,6 +148,14 @@ void workload_make_dirs(struct phase_ctx *c);
 
 /* Mark what this rank created in this phase (enum claim bits). */
 void workload_claim(struct phase_ctx *c, unsigned bits);
+/* A phase of nfiles files per rank: room for a bit per file (prepare);
+ * 0 or -ENOMEM. Then file f created by this rank: claimed (CLAIM_FILE for
+ * the phase, and f's bit). workload_claimed_file: whether it was. */
+int workload_claim_files(struct phase_ctx *c, int64_t nfiles);
+void workload_claim_file(struct phase_ctx *c, int64_t f);
+bool workload_claimed_file(const struct phase_ctx *c, int64_t f);
+/* The per-file bits, at the end of the run. */
+void workload_claims_free(struct claims *claims);
 /* Whether this run created it: this rank (mine) or any rank. */
 bool workload_claimed(const struct phase_ctx *c, unsigned bits, bool any);
 

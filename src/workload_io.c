@@ -16,9 +16,11 @@
  * by access_reads) and writes the pattern into the others, so the file
  * still holds the pattern afterwards.
  *
- * A write phase claims (workload_claim) its files when prepare finds them
- * all absent: the clean-up then removes only files this run created, never
- * one an earlier run kept. */
+ * A write phase claims (workload_claim_file) each file as it creates it:
+ * the first open of a file asks for a new one (BACKEND_EXCL) and opens
+ * the existing file only when there is one. The clean-up then removes only
+ * files this run created, never one an earlier run kept, and nothing is
+ * looked at in advance (a phase of millions of files starts at once). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,6 +41,7 @@ struct io_state {
     int64_t nfiles;                /* files per iteration: files_per_rank, 1 if shared */
     int mix;                       /* rwmix_read percent, or -1: the kind's own */
     unsigned char (*expected)[16]; /* md5: the digest of each file's region */
+    unsigned char *settled;        /* write: a bit per file whose first open is done */
     bool reported;                 /* the first verify mismatch has been printed */
 };
 
@@ -68,24 +71,6 @@ static void io_file_path(const struct phase_ctx *c, int index, int64_t f, char *
 static bool io_stop(const void *arg)
 {
     return workload_should_stop(arg);
-}
-
-/* Claim this rank's data files if none of them exists yet. Every rank
- * stats in prepare, before any rank runs the phase, so exactly the files
- * this run will create are claimed (by at least one rank for the shared
- * file). One claim bit covers all files_per_rank files: when only some
- * exist (an earlier run kept fewer under the same run_id) none is claimed,
- * so the clean-up never removes a kept file (the new ones are left). */
-static void io_claim(struct phase_ctx *c, const struct io_state *s)
-{
-    for (int64_t f = 0; f < s->nfiles; f++) {
-        char path[HERD_PATH_MAX];
-        struct stat st;
-        io_file_path(c, s->file_index, f, path, sizeof path);
-        if (c->be->stat(c->be_ctx, path, &st) != -ENOENT)
-            return;
-    }
-    workload_claim(c, CLAIM_FILE);
 }
 
 static int io_prepare(struct phase_ctx *c)
@@ -126,15 +111,18 @@ static int io_prepare(struct phase_ctx *c)
         if (!s->expected)
             return -ENOMEM;
         for (int64_t f = 0; f < s->nfiles; f++) {
-            rc = pattern_md5(&s->pattern, io_file_key(c, s, f), s->offset, s->length,
-                             s->expected[f], io_stop, c);
+            rc = io_stop(c) ? -EINTR
+                            : pattern_md5(&s->pattern, io_file_key(c, s, f), s->offset, s->length,
+                                          s->expected[f], io_stop, c);
             if (rc < 0)
-                return rc; /* -EINTR: stopped; the runner ends the run */
+                return rc; /* -EINTR: stopped (signal, deadline); the runner says which */
         }
     }
     if (ph->kind == KIND_WRITE) {
+        s->settled = calloc((size_t)(s->nfiles + 7) / 8, 1);
+        if (!s->settled || (s->nfiles > 1 && workload_claim_files(c, s->nfiles) < 0))
+            return -ENOMEM;
         workload_make_dirs(c);
-        io_claim(c, s);
     }
     return 0;
 }
@@ -244,6 +232,26 @@ static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend
     return true;
 }
 
+/* Open file fi. A write's first open of a file asks for a new one: made
+ * here, it is this run's (claimed); already there (kept by an earlier run,
+ * or made by another rank: the shared file), it is opened as it is. */
+static int io_open(struct phase_ctx *c, const char *path, int64_t fi, int flags,
+                   struct backend_file **f)
+{
+    struct io_state *s = c->state;
+    unsigned char bit = (unsigned char)(1u << (fi % 8));
+    if (!s->settled || (s->settled[fi / 8] & bit))
+        return c->be->open(c->be_ctx, path, flags, f);
+    int rc = c->be->open(c->be_ctx, path, flags | BACKEND_EXCL, f);
+    if (rc == 0)
+        workload_claim_file(c, fi);
+    else if (rc == -EEXIST)
+        rc = c->be->open(c->be_ctx, path, flags, f);
+    if (rc == 0)
+        s->settled[fi / 8] |= bit; /* after a failure the next iteration asks again */
+    return rc;
+}
+
 /* One file of one iteration: open, move, (fsync,) close. Returns true if
  * it ran to its end without error. */
 static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteration, int64_t fi)
@@ -262,8 +270,8 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
 
     struct backend_file *f = NULL;
     double t0 = op_begin(c, OP_OPEN, path);
-    if (workload_done(c, r, OP_OPEN, t0, be->open(c->be_ctx, path, flags, &f), path, &r->t_open) <
-        0)
+    int rc = io_open(c, path, fi, flags, &f);
+    if (workload_done(c, r, OP_OPEN, t0, rc, path, &r->t_open) < 0)
         return false;
 
     /* md5, and a plain sequential read, go through their range in order. */
@@ -318,6 +326,7 @@ static void io_finish(struct phase_ctx *c)
     pattern_free(&s->pattern);
     free(s->buf);
     free(s->expected);
+    free(s->settled);
     free(s);
     c->state = NULL;
 }
@@ -334,6 +343,8 @@ static void io_remove(struct phase_ctx *c, int pass)
         return;
     int64_t nfiles = unique && c->ph->files_per_rank > 1 ? c->ph->files_per_rank : 1;
     for (int64_t fi = 0; fi < nfiles && !workload_should_stop(c); fi++) {
+        if (unique && !workload_claimed_file(c, fi))
+            continue; /* there before this run */
         char path[HERD_PATH_MAX];
         io_file_path(c, unique ? c->rank : -1, fi, path, sizeof path);
         int rc = c->be->unlink(c->be_ctx, path);

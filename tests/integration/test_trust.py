@@ -16,7 +16,10 @@ to one rank ends every rank with the right exit code.
    exit 128+N.
 """
 
+import contextlib
+import errno
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -351,3 +354,249 @@ def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nf
     assert res.attrs["exit_code"] == 143
     assert res.phase_names == ["tree", "pause"]
     assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
+
+
+def rank_pids(mpirun_pid, nranks):
+    """{MPI rank: pid} of the herd processes of one mpirun (from each
+    process's OMPI_COMM_WORLD_RANK)."""
+    pids = subprocess.run(["pgrep", "-s", str(mpirun_pid), "-x", "herd"],
+                          capture_output=True, text=True).stdout.split()
+    ranks = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            for var in env:
+                if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                    ranks[int(var.split(b"=", 1)[1])] = int(pid)
+    assert len(ranks) == nranks, f"ranks {ranks} of mpirun {mpirun_pid}"
+    return ranks
+
+
+def catches_sigterm(pid):
+    """Whether process pid has its SIGTERM handler installed."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+@pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
+def test_sigterm_to_rank_0_in_the_cleanup_stops_every_rank(herd_bin, tmp_path, nfs):
+    """Only rank 0 gets the signal, during a clean-up against a frozen
+    server: the other rank hears it after its current call, instead of
+    working through its files to the clean-up's 60 s cap."""
+    op_timeout = 2
+    job = write_job(tmp_path / "job.ini",
+                    {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s",
+                     "keep": "no"},
+                    [("tree", {"kind": "meta", "files": 300, "dirs": 3, "meta_ops": "create",
+                               "file_size": "1K", "block_size": "1K"}),
+                     ("pause", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / "run.h5"
+    bg = Background(nfs, herd_bin, 2, job, out)
+    frozen = False
+    try:
+        bg.wait_line(r"phase tree: ")
+        signal_ganesha(nfs, signal.SIGSTOP)
+        frozen = True
+        bg.wait_line(r"phase pause: ")
+        time.sleep(op_timeout + 1)  # into the clean-up: calls are timing out
+        assert bg.proc.poll() is None, "herd ended before the clean-up could stall"
+        t0 = time.monotonic()
+        os.kill(rank_pids(bg.proc.pid, 2)[0], signal.SIGTERM)
+        proc, ended = bg.wait(timeout=120)
+    finally:
+        if frozen:
+            signal_ganesha(nfs, signal.SIGCONT)
+        bg.kill()
+    took = ended - t0
+    # Each rank finishes the call it is in (op_timeout), rank 0 gives the
+    # run directory back (one more call): a few op_timeouts, not the cap.
+    assert took < 4 * op_timeout + 10, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
+    assert proc.returncode == 143, proc.stderr
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143
+    assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
+def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_path, nfs):
+    """The server is frozen before herd starts: every rank waits in its
+    mount. SIGTERM to rank 0 alone ends every rank at once with 143, not
+    the others' mounts timing out into exit 2."""
+    op_timeout = 30
+    job = write_job(tmp_path / "job.ini",
+                    {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s"},
+                    [("w", {"kind": "write", "file_size": "64K", "block_size": "16K"})])
+    out = tmp_path / "run.h5"
+    signal_ganesha(nfs, signal.SIGSTOP)
+    try:
+        bg = Background(nfs, herd_bin, 2, job, out)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                pids = subprocess.run(["pgrep", "-s", str(bg.proc.pid), "-x", "herd"],
+                                      capture_output=True, text=True).stdout.split()
+                if len(pids) == 2 and all(catches_sigterm(p) for p in pids):
+                    break
+                time.sleep(0.05)
+            time.sleep(1)  # into the mount
+            t0 = time.monotonic()
+            os.kill(rank_pids(bg.proc.pid, 2)[0], signal.SIGTERM)
+            proc, ended = bg.wait(timeout=120)
+        finally:
+            bg.kill()
+    finally:
+        signal_ganesha(nfs, signal.SIGCONT)
+    took = ended - t0
+    assert proc.returncode == 143, proc.stderr
+    assert took < op_timeout / 2, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
+    assert "stopped by signal 15 while connecting" in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- 7. FIFOs
+
+
+def test_fifo_at_the_lock_file_is_refused_at_once(herd_bin, tmp_path):
+    """A FIFO planted as the kept run directory's lock file: herd asks who
+    holds the lock without waiting on it, and refuses."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target, run_id="fixed", keep="yes")
+    assert herd_run(herd_bin, 2, job, tmp_path / "1.h5").returncode == 0
+    os.mkfifo(target / "herd-fixed" / ".herd-run.lock")
+    proc = herd_run(herd_bin, 2, job, tmp_path / "2.h5", quiet=True, timeout=60)
+    assert proc.returncode == 2, describe(proc)
+    assert "in use by another run" in one_line_error(proc)
+    assert stat.S_ISFIFO(os.lstat(target / "herd-fixed" / ".herd-run.lock").st_mode)
+
+
+def test_fifo_as_a_data_file_is_an_error_not_a_hang(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    g = {"target": target, "run_id": "fixed", "keep": "yes", "file_size": "64K",
+         "block_size": "16K"}
+    write = write_job(tmp_path / "w.ini", g, [("w", {"kind": "write"})])
+    assert herd_run(herd_bin, 2, write, tmp_path / "1.h5").returncode == 0
+    data = target / "herd-fixed" / "unique-64K"
+    (data / "r000001.dat").unlink()
+    os.mkfifo(data / "r000001.dat")
+    deadline = 10
+    read = write_job(tmp_path / "r.ini", {**g, "deadline": f"{deadline}s"},
+                     [("r", {"kind": "read", "verify": "yes"}), ("m", {"kind": "md5"})])
+    t0 = time.monotonic()
+    proc = herd_run(herd_bin, 2, read, tmp_path / "2.h5", timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 3, describe(proc)
+    assert took < 2 * deadline, f"{took:.1f} s: the open waited on the FIFO"
+    res = load_results(tmp_path / "2.h5")
+    for name in ("r", "m"):
+        errs = res.phases[name].error_rows()
+        assert [(e["rank"], e["op"], e["errno"]) for e in errs] == \
+            [(1, "open", errno.ENOTSUP)], errs
+        assert res.phases[name].ranks["bytes"].tolist() == [64 * 1024, 0]
+
+
+# ---------------------------------------------------------------- 8. many files
+
+
+def test_files_per_rank_at_its_maximum_starts_at_once_and_stops(herd_bin, tmp_path):
+    """files_per_rank = 10,000,000 with a 3 s deadline: nothing is looked
+    at in advance (each file is claimed as it is created), the phase ends
+    at its deadline and the clean-up removes exactly what was written."""
+    target = tmp_path / "target"
+    target.mkdir()
+    deadline = 3
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "file_size": "4K", "block_size": "4K",
+                     "deadline": f"{deadline}s"},
+                    [("w", {"kind": "write", "files_per_rank": 10_000_000, "fsync": "no"})])
+    t0 = time.monotonic()
+    proc = herd_run(herd_bin, 2, job, tmp_path / "run.h5", timeout=170)
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(tmp_path / "run.h5")
+    ph = res.phases["w"]
+    assert ph.attrs["status"] == "deadline"
+    written = int(ph.ranks["bytes"].sum()) // 4096
+    assert written > 0
+    # Start-up, the phase, and a clean-up of what the phase wrote (unlinks
+    # cost less than create + write + close): never a scan of 10^7 names.
+    phase_s = ph.attrs["t_end"] - ph.attrs["t_start"]
+    startup_s = res.attrs["startup_seconds"]
+    assert took < startup_s + 3 * phase_s + 30, f"{took:.1f} s for {written} files"
+    assert tree(target) == [], "the clean-up left files"
+
+
+def test_files_per_rank_stops_on_sigterm_and_cleans_up(herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "file_size": "4K", "block_size": "4K"},
+                    [("w", {"kind": "write", "files_per_rank": 10_000_000, "fsync": "no"})])
+    out = tmp_path / "run.h5"
+    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out, quiet=True),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, so = LineReader(p.stderr), LineReader(p.stdout)
+    try:
+        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
+        time.sleep(3)
+        os.kill(rank_pids(p.pid, 2)[1], signal.SIGTERM)
+        t0 = time.monotonic()
+        p.wait(timeout=120)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+    so.rest(5)
+    text = err.rest(5)
+    assert p.returncode == 143, text
+    res = load_results(out)
+    written = int(res.phases["w"].ranks["bytes"].sum()) // 4096
+    # The stop is heard within a poll; the clean-up removes what was written.
+    assert took < 3 + written / 2000 + 10, f"{took:.1f} s for {written} files\n{text}"
+    assert tree(target) == []
+
+
+# ---------------------------------------------------------------- 9. leftovers
+
+
+def test_cleanup_leftovers_are_errors_of_the_run(herd_bin, tmp_path, mount_fs):
+    """Files the clean-up cannot remove (their directory made immutable
+    during the run) fail the run (exit 3), and the message says they are
+    this run's leftovers, not entries it did not make."""
+    require_root()
+    fs = mount_fs("ext4")
+    target = fs.path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "file_size": "4K", "block_size": "4K", "keep": "no"},
+                    [("w", {"kind": "write", "files_per_rank": 25}),
+                     ("pause", {"kind": "idle", "duration": "2s"})])
+    out = tmp_path / "run.h5"
+    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err, so = LineReader(p.stderr), LineReader(p.stdout)
+    data = None
+    try:
+        assert err.wait_for(lambda l: "phase w:" in l, 60), err.rest(5)
+        data = next(target.glob("herd-*/unique-4K"))
+        subprocess.run(["chattr", "+i", str(data)], check=True)
+        p.wait(timeout=120)
+    finally:
+        if p.poll() is None:
+            _kill_group(p)
+        if data is not None:
+            subprocess.run(["chattr", "-i", str(data)], check=False)
+        shutil.rmtree(target, ignore_errors=True)
+    text = err.rest(5)
+    so.rest(5)
+    assert p.returncode == 3, text
+    assert "clean-up could not remove 51 entries" in text, text  # 50 files, their dir
+    assert "the clean-up did not remove all this run made" in text, text
+    assert "did not make" not in text, text
+    res = load_results(out)
+    assert res.attrs["status"] == "complete" and res.attrs["exit_code"] == 3
