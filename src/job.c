@@ -1156,6 +1156,9 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     }
     ini_max_line = 4096;
     ini_allow_multiline = false; /* keeps reported line numbers exact */
+    /* jobtext.c took the comments out before it replaced ${VAR}: a ';'
+     * left in a value came from a variable and belongs to it. */
+    ini_allow_inline_comments = false;
     int rc = ini_parse_stream(reader_next_line, &st, handle_key, &st);
     fclose(st.file);
     if (rc > 0) /* libinih counts every line it read: its location is ours */

@@ -159,10 +159,10 @@ extern const size_t job_nkeys;
 /* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
 int job_read_text(const char *path, char **text);
 
-/* Load and validate a job file. text is the file's content, or NULL to read
- * it from path (path also names the file in messages). `sets` are
- * "key=value" strings that
- * replace [global] values. On error returns -1 and writes one line
+/* Load and validate a job file. text is what jobtext_read made of it
+ * (variables replaced, no comment after a value: jobtext.h), or NULL to
+ * read it from path (path also names the file in messages). `sets` are
+ * "key=value" strings that replace [global] values. On error returns -1 and writes one line
  * "FILE:LINE: key 'K': what is wrong" (or without key/line where none
  * applies) into err. */
 int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,

@@ -1,5 +1,5 @@
-/* jobtext.c — a job file's text with includes, # comments and ${VAR}
- * done (jobtext.h). */
+/* jobtext.c — a job file's text with includes, comments and ${VAR} done
+ * (jobtext.h). */
 #include "jobtext.h"
 
 #include <ctype.h>
@@ -131,26 +131,34 @@ static void out_marker(struct out *o, int index, int line, const char *path)
     out_put(o, m, (size_t)n < sizeof m ? (size_t)n : sizeof m - 1);
 }
 
-/* The value part of a `key = value` line (after '='), or NULL for a
- * section header, a comment or a line without '='. */
-static const char *line_value(const char *line, const char *end)
+/* Where a line's comment starts: at its first non-blank byte when that is
+ * ';' or '#', else at the first ';' or '#' after a space or tab; end when
+ * it has none. */
+static const char *line_comment(const char *line, const char *end)
 {
-    const char *p = line;
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
-    if (p == end || *p == '[' || *p == ';' || *p == '#')
-        return NULL;
-    const char *eq = memchr(p, '=', (size_t)(end - p));
-    return eq ? eq + 1 : NULL;
+    const char *p = line + strspn(line, " \t");
+    if (p < end && (*p == ';' || *p == '#'))
+        return p;
+    for (; p < end; p++)
+        if ((*p == ';' || *p == '#') && (p[-1] == ' ' || p[-1] == '\t'))
+            return p;
+    return end;
 }
 
-/* Copy a value to the output: a '#' after white space ends it, ${NAME}
- * becomes the environment's NAME. */
+/* Whether [p, end) holds a "${". */
+static bool has_variable(const char *p, const char *end)
+{
+    for (; p + 1 < end; p++)
+        if (p[0] == '$' && p[1] == '{')
+            return true;
+    return false;
+}
+
+/* Copy a value to the output with each ${NAME} replaced by the
+ * environment's NAME, which must be one line of text. */
 static void out_value(struct out *o, const char *v, const char *end, const char *path, int line)
 {
     for (const char *p = v; p < end && !o->failed;) {
-        if (*p == '#' && p > v && (p[-1] == ' ' || p[-1] == '\t'))
-            return; /* a comment to the end of the line */
         if (p[0] == '$' && p + 1 < end && p[1] == '{') {
             const char *name = p + 2, *close = memchr(name, '}', (size_t)(end - name));
             size_t n = close ? (size_t)(close - name) : 0;
@@ -161,7 +169,7 @@ static void out_value(struct out *o, const char *v, const char *end, const char 
             bool ok = n > 0 && n < 128 && (isalpha((unsigned char)*name) || *name == '_');
             for (size_t i = 0; ok && i < n; i++)
                 ok = isalnum((unsigned char)name[i]) || name[i] == '_';
-            char var[128];
+            char var[128], why[128];
             snprintf(var, sizeof var, "%.*s", (int)(n < 127 ? n : 127), name);
             if (!ok) {
                 out_fail(o, path, line, "'${%s}' is not a variable name (letters, digits, _)", var);
@@ -172,6 +180,10 @@ static void out_value(struct out *o, const char *v, const char *end, const char 
                 out_fail(o, path, line, "${%s} is not set in the environment", var);
                 return;
             }
+            if (job_text_check(val, why, sizeof why) < 0) {
+                out_fail(o, path, line, "${%s}: %s (a value is one line of text)", var, why);
+                return;
+            }
             out_put(o, val, strlen(val));
             p = close + 1;
             continue;
@@ -179,6 +191,37 @@ static void out_value(struct out *o, const char *v, const char *end, const char 
         out_put(o, p, 1);
         p++;
     }
+}
+
+/* One line that is not an include, comment stripped (at end): a section
+ * header or a line without '=' as it is, a `key = value` line with its
+ * value's variables replaced. libinih splits a key from its value at the
+ * first '=' or ':', so this does too. */
+static void out_line(struct out *o, const char *line, const char *end, const char *path, int lineno)
+{
+    const char *p = line + strspn(line, " \t"), *sep = NULL;
+    for (const char *q = p; q < end && *p != '[' && !sep; q++)
+        if (*q == '=' || *q == ':')
+            sep = q;
+    if (has_variable(p, sep ? sep : end)) {
+        out_fail(o, path, lineno, "%s: variables are replaced in values only",
+                 p < end && *p == '[' ? "a ${...} in a section name" : "a ${...} in a key name");
+        return;
+    }
+    out_put(o, line, (size_t)((sep ? sep + 1 : end) - line));
+    if (sep)
+        out_value(o, sep + 1, end, path, lineno);
+}
+
+/* A comment line as it is, but never one that job.c would read as a
+ * source line: ";@source" becomes "; @source". */
+static void out_comment(struct out *o, const char *c, const char *end)
+{
+    if (strncmp(c, JOBTEXT_MARKER, strlen(JOBTEXT_MARKER)) == 0) {
+        out_put(o, "; ", 2);
+        c++;
+    }
+    out_put(o, c, (size_t)(end - c));
 }
 
 /* An `include PATH` line: PATH, else NULL. */
@@ -221,8 +264,9 @@ static void text_lines(struct out *o, const char *path, int index, const char *t
         const char *nl = strchr(p, '\n');
         const char *end = nl ? nl : p + strlen(p);
         line++;
+        const char *cut = line_comment(p, end);
         char name[JOB_PATH_MAX];
-        if (line_include(p, end, name, sizeof name)) {
+        if (line_include(p, cut, name, sizeof name)) {
             char inc[JOB_PATH_MAX];
             if (!include_path(path, name, inc, sizeof inc))
                 out_fail(o, path, line, "include: the path is too long");
@@ -235,10 +279,9 @@ static void text_lines(struct out *o, const char *path, int index, const char *t
                 text_add(o, inc, depth + 1, path, line);
             out_marker(o, index, line + 1, path);
         } else {
-            const char *v = line_value(p, end);
-            out_put(o, p, (size_t)((v ? v : end) - p));
-            if (v)
-                out_value(o, v, end, path, line);
+            out_line(o, p, cut, path, line);
+            if (cut == p + strspn(p, " \t")) /* a comment line: kept, for the record */
+                out_comment(o, cut, end);
             out_put(o, "\n", 1);
         }
         p = nl ? nl + 1 : end;

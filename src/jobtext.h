@@ -1,12 +1,17 @@
 /* jobtext.h — a job file's text as the parser sees it, made on the rank
  * that reads the file (rank 0) and broadcast as it is:
  *
- *   - a line `include PATH` is replaced by that file's text (PATH relative
- *     to the including file; nested at most JOBTEXT_DEPTH deep);
- *   - in a `key = value` line, a `#` after white space starts a comment
- *     (as `;` does for libinih), so `target = /x  # note` is `/x`;
- *   - `${NAME}` in a value is replaced by the environment variable NAME; an
- *     unset one is an error.
+ *   - a comment starts at a `;` or `#` that begins a line or follows a
+ *     space or tab; a comment line stays (for the record, a ";@source" of
+ *     the file's own made "; @source"), any other comment goes, so that
+ *     libinih, which job.c runs without inline comments, never sees one;
+ *   - a line `include PATH` (comment gone) is replaced by that file's text
+ *     (PATH relative to the including file; nested at most JOBTEXT_DEPTH
+ *     deep);
+ *   - after that, `${NAME}` in the value of a `key = value` line is
+ *     replaced by the environment variable NAME, which must be set and one
+ *     line of valid UTF-8 (no byte below 0x20, nor 0x7f): a value can add
+ *     no line, key or comment. `${` in a section or key name is an error.
  *
  * Where lines come from is kept in the text itself: a comment line
  * ";@source INDEX LINE PATH" before the lines of each file (and again after

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import (REPO_DIR, describe, format_size, herd_cmd, herd_run, load_results, mpi_env, mpirun_args, parse_size, write_job)
+from conftest import (REPO_DIR, describe, format_size, herd_cmd, herd_run, load_results, mpi_env, mpirun_args, parse_size, run_cmd, write_job)
 
 UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
 
@@ -357,3 +357,24 @@ def test_run_with_include_vars_and_set(herd_bin, tmp_path):
     assert proc.returncode == 2, describe(proc)
     assert f"{tmp_path / 'site.ini'}:2: ${{HERD_TEST_TARGET}} is not set" in proc.stderr
     assert not (tmp_path / "x.h5").exists()
+
+
+@pytest.mark.parametrize("value", ["{t}\n[evil]\nkind = write\nfile_size = 8M",
+                                   "{t}\nkeep = yes\nrun_id = victim", "{t}\r", "{t}\x1b[31m"])
+def test_variable_is_one_value(herd_bin, tmp_path, value):
+    """A ${VAR} whose value holds a section or keys on lines of their own
+    adds no phase and sets no key: `herd check` and `herd run` refuse the
+    job with one line naming the variable and its line, exit 2, and the
+    run makes no run directory (no herd-victim kept)."""
+    job = tmp_path / "v.ini"
+    job.write_text("[global]\ntarget = ${HERD_TEST_TARGET}\n[w]\nkind = write\n")
+    env = dict(mpi_env(), HERD_TEST_TARGET=value.format(t=tmp_path))
+    expect = (f"{job}:2: ${{HERD_TEST_TARGET}}: control byte", "(a value is one line of text)")
+    line = one_line_refusal(run_cmd([herd_bin, "check", str(job)], env=env), *expect)
+    assert not re.search(r"[\x00-\x1f\x7f]", line), line
+    proc = run_cmd(mpirun_args(herd_bin, 2, "run", job, "-o", tmp_path / "out.h5", quiet=True),
+                   env=env, timeout=60)
+    assert proc.returncode == 2, describe(proc)
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+    assert len(lines) == 1 and all(text in lines[0] for text in expect), describe(proc)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.ini"]
