@@ -22,7 +22,8 @@
    monitor and not by one confined to the namespace (root); processes in a
    cgroup (v1 and v2 hierarchies, made by the test) and below it are
    counted, one outside is not (root); a scope that cannot be opened on the
-   monitor host is a note, no process rows, and the run goes on.
+   monitor host is a note, no process rows, and the run goes on. The scope
+   is the scope attribute of /monitor/processes.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 """
@@ -32,6 +33,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +43,9 @@ import pytest
 
 from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_cmd, herd_run,
                       herd_run_interrupted, mpi_env, mpirun_args, write_job)
+
+sys.path.insert(0, str(REPO_DIR / "analysis"))
+import herd_results  # noqa: E402
 
 CPU_MODES = ["cpu_user", "cpu_nice", "cpu_system", "cpu_idle", "cpu_iowait", "cpu_irq",
              "cpu_softirq", "cpu_steal"]
@@ -63,10 +68,13 @@ def monitor_tables(path):
 
 
 def process_rows(path, name):
-    """The /monitor/processes rows of one name."""
+    """The /monitor/processes rows of one name, and the table's scope
+    attribute (through the loader)."""
     tables, _, _ = monitor_tables(path)
     procs = tables["processes"]
-    return procs[[text(n) == name for n in procs["name"]]]
+    with herd_results.load(path) as run:
+        scope = run.process_scope
+    return procs[[text(n) == name for n in procs["name"]]], scope
 
 
 @contextlib.contextmanager
@@ -386,7 +394,8 @@ def test_monitor_ganesha_cpu(herd_bin, tmp_path):
     server.assert_clean()
     tables, _, _ = monitor_tables(out)
     marks = tables["marks"]
-    ganesha = process_rows(out, "ganesha.nfsd")
+    ganesha, recorded_scope = process_rows(out, "ganesha.nfsd")
+    assert recorded_scope == scope
     during = ganesha[(ganesha["t"] > marks["t_start"][0]) &
                      (ganesha["t"] - ganesha["dt"] < marks["t_end"][0])]
     assert len(during) > 0 and np.all(during["processes"] == 1)
@@ -439,10 +448,12 @@ def test_monitor_scope_leaves_out_a_decoy(herd_bin, tmp_path):
     finally:
         server.stop(check=False)
     server.assert_clean()
-    host = rows["host"]
+    host, host_scope = rows["host"]
+    assert host_scope == "host"  # the key unset: the whole host, and the file says so
     # The whole host: our server and the decoy (and any other ganesha here).
     assert len(host) > 0 and np.all(host["processes"] >= 2), host["processes"]
-    ns = rows["ns"]
+    ns, ns_scope = rows["ns"]
+    assert ns_scope == f"ns:/proc/{server.pid}/ns/net"
     # The server's namespace: its one ganesha (many threads), not the decoy (one).
     assert len(ns) > 0 and np.all(ns["processes"] == 1), ns["processes"]
     assert np.all(ns["threads"] > 1) and np.all(ns["rss_bytes"] > 0)
@@ -501,7 +512,8 @@ def test_monitor_cgroup_scope(herd_bin, tmp_path, version):
                 proc = herd_run(herd_bin, 2, scope_job(tmp_path / "job.ini", tmp_path, name,
                                                         scope), out)
                 assert proc.returncode == 0, describe(proc)
-                rows = process_rows(out, name)
+                rows, recorded = process_rows(out, name)
+                assert recorded == (scope or "host")
                 assert len(rows) > 0
                 counts[label] = set(rows["processes"])
     finally:
@@ -521,8 +533,8 @@ def test_monitor_scope_not_found_is_noted(herd_bin, tmp_path):
     tables, _, status = monitor_tables(out)
     assert status == "complete"
     assert len(tables["samples"]) > 0  # the host is sampled all the same
-    rows = process_rows(out, name)
-    assert len(rows) == 0  # none: the whole host would mislead
+    rows, recorded = process_rows(out, name)
+    assert len(rows) == 0 and recorded == scope  # none: the whole host would mislead
     notes = [text(n) for n in tables["notes"]["text"]]
     want = f"monitor_scope '{scope}': No such file or directory; no process is sampled"
     assert notes.count(want) == 1, notes
