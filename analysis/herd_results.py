@@ -390,6 +390,15 @@ class Run:
         g = self._f.get("monitor")
         return {k: _text(v) for k, v in g.attrs.items()} if g is not None else {}
 
+    @property
+    def process_scope(self):
+        """monitor_scope of /monitor/processes: which processes of each name
+        its rows count ("host": all on the monitor host, as in files from
+        before the key)."""
+        g = self._f.get("monitor")
+        ds = g.get("processes") if g is not None else None
+        return _text(ds.attrs.get("scope", "host")) if ds is not None else "host"
+
     def _monitor_table(self, name):
         g = self._f.get("monitor")
         if g is None or name not in g:

@@ -591,7 +591,10 @@ def _validate(f, path):
             where = f"/monitor/{line(name)}"
             if name not in TABLES:
                 continue  # a later version's table: never read
-            _table(_child(monitor, name, where), where, TABLES[name], budget)
+            ds = _child(monitor, name, where)
+            if name == "processes":
+                _attrs(ds, where, ("scope",))  # the monitor_scope its rows count
+            _table(ds, where, TABLES[name], budget)
     return True
 
 

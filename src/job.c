@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "holds.h"
+#include "monitor_scope.h"
 #include "record.h"
 #include "units.h"
 
@@ -207,6 +208,11 @@ const struct job_key job_keys[] = {
      "[global] only: command names whose CPU and RSS the monitor records "
      "(kernel nfsd threads included)",
      .scope = KEY_GLOBAL_ONLY},
+    {"monitor_scope", KEY_STRING, FIELD(monitor_scope), NULL, "host",
+     "[global] only: which monitor_processes count: host (all on the monitor host) | "
+     "ns:PATH (those in the namespace of file PATH: /proc/PID/ns/net, /run/netns/NAME) | "
+     "cgroup:PATH (those in cgroup directory PATH or below it); paths of the monitor host",
+     .scope = KEY_GLOBAL_ONLY, .check = monitor_scope_check},
     {"monitor_disks", KEY_STRING, FIELD(monitor_disks), NULL, "",
      "[global] only: block devices the monitor records, by name (sdb, loop0) or by a "
      "path on the monitor host (the exported directory)",
@@ -624,7 +630,7 @@ static const char *key_assign(const struct job_key *k, struct phase *ph, const c
             return why;
         }
         snprintf(field, k->size, "%s", v);
-        return NULL;
+        return k->check ? k->check(v, why, whylen) : NULL;
     case KEY_SIZE:
         if (units_parse_size(v, field) != 0) {
             snprintf(why, whylen, "'%s' is not a size (e.g. 4096, 64K, 16M, 1G)", v);

@@ -98,6 +98,7 @@ struct phase {
     char monitor_rank[16];           /* "" | "last" | a rank number: that rank samples */
     double monitor_interval;
     char monitor_processes[256];
+    char monitor_scope[JOB_PATH_MAX]; /* host | ns:PATH | cgroup:PATH (monitor_scope.h) */
     char monitor_disks[JOB_PATH_MAX];
     char monitor_url[JOB_PATH_MAX];
     /* Line each key's value came from, indexed like job_keys[]: > 0 a line
@@ -151,6 +152,9 @@ struct job_key {
     enum key_scope scope;
     unsigned kinds;      /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
     const char *backend; /* the one backend it applies to; NULL = every backend */
+    /* KEY_STRING: what is wrong with a value (NULL: nothing), asked
+     * wherever the key is set; NULL = any text that fits the field. */
+    const char *(*check)(const char *value, char *why, size_t whylen);
 };
 
 extern const struct job_key job_keys[];

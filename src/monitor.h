@@ -54,7 +54,8 @@ struct monitor_metric {
     double value; /* delta for counters (*_total, op counts), else gauge */
 };
 
-/* /monitor/processes: every process with this command name, together. */
+/* /monitor/processes: every process with this command name in the
+ * monitor's scope (monitor_scope.h), together. */
 struct monitor_process {
     double t, dt;
     char host[MONITOR_HOST_MAX];
@@ -102,6 +103,7 @@ struct monitor_config {
     double interval;       /* seconds between samples */
     bool local;            /* sample this host's /proc */
     const char *processes; /* comma-separated comm names ("" = none) */
+    const char *scope;     /* monitor_scope: which of them count (NULL = "host") */
     const char *disks;     /* comma-separated device names or paths ("" = none) */
     const char *url;       /* node_exporter metrics URL ("" = none) */
     const char *hostname;  /* host column of local rows */

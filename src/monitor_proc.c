@@ -1,8 +1,9 @@
 /* monitor_proc.c — the monitor's local source: this host's /proc read at
  * every sample (CPU by mode, load, memory, the kernel NFS server's
- * counters and thread pools, named processes and their busiest thread,
- * block devices), turned into rows of deltas since the previous sample.
- * What is missing here (no nfsd, an unknown device) is noted once. */
+ * counters and thread pools, named processes in the monitor's scope and
+ * their busiest thread, block devices), turned into rows of deltas since
+ * the previous sample. What is missing here (no nfsd, an unknown device,
+ * a scope that cannot be opened) is noted once. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "monitor_scope.h"
 #include "monitor_sources.h"
 #include "nfsd_stats.h"
 #include "procfs.h"
@@ -51,8 +53,11 @@ struct proc_source {
     bool have_pool;
     char names[MAX_NAMES][32];
     int nnames;
-    unsigned absent_noted;           /* bit i: names[i] was noted as not running */
-    struct idmap procs[2], tasks[2]; /* [0] previous sample, [1] this one */
+    char scope_text[PATH_MAX + 8];    /* monitor_scope as configured */
+    struct monitor_scope *scope;      /* NULL: it could not be opened here, */
+    char scope_why[MONITOR_NOTE_MAX]; /* for this reason */
+    unsigned absent_noted;            /* bit i: names[i] was noted as not running */
+    struct idmap procs[2], tasks[2];  /* [0] previous sample, [1] this one */
     struct disk disks[MAX_DISKS];
     int ndisks;
     unsigned noted; /* NOTE_* bits: said once already */
@@ -64,7 +69,9 @@ enum {
     NOTE_MEMINFO = 4,
     NOTE_NFSD = 8,
     NOTE_POOL = 16,
-    NOTE_PROCS = 32
+    NOTE_PROCS = 32,
+    NOTE_SCOPE = 64,
+    NOTE_SCOPE_DENIED = 128
 };
 
 static void note_once(struct proc_source *s, struct monitor_batch *out, double t, unsigned bit,
@@ -191,6 +198,9 @@ struct proc_source *proc_source_open(const struct monitor_config *cfg)
     s->tick_seconds = 1.0 / (double)(hz > 0 ? hz : 100);
     s->page_bytes = (double)(page > 0 ? page : 4096);
     s->nnames = split_list(cfg->processes, &s->names[0][0], sizeof s->names[0], MAX_NAMES);
+    snprintf(s->scope_text, sizeof s->scope_text, "%s", cfg->scope ? cfg->scope : "host");
+    if (s->nnames > 0)
+        s->scope = monitor_scope_open(s->scope_text, s->scope_why, sizeof s->scope_why);
     char specs[MAX_DISKS][PATH_MAX];
     s->ndisks = split_list(cfg->disks, &specs[0][0], PATH_MAX, MAX_DISKS);
     for (int i = 0; i < s->ndisks; i++) {
@@ -210,6 +220,7 @@ void proc_source_close(struct proc_source *s)
         free(s->tasks[i].keys);
         free(s->tasks[i].vals);
     }
+    monitor_scope_close(s->scope);
     free(s->buf);
     free(s);
 }
@@ -369,11 +380,31 @@ static uint64_t busiest_thread(struct proc_source *s, const char *pid)
     return best;
 }
 
+/* Whether process pid is in the monitor's scope; one that cannot be told
+ * is left out, and when herd may not look (another user's), noted once. */
+static bool in_scope(struct proc_source *s, const char *pid, struct monitor_batch *out, double t)
+{
+    int rc = monitor_scope_has(s->scope, pid);
+    if (rc == -EACCES || rc == -EPERM) {
+        char what[MONITOR_NOTE_MAX];
+        snprintf(what, sizeof what, "monitor_scope '%.100s': process %.20s left out", s->scope_text,
+                 pid);
+        note_once(s, out, t, NOTE_SCOPE_DENIED, what, rc);
+    }
+    return rc > 0;
+}
+
 static void sample_processes(struct proc_source *s, double t, double dt, struct monitor_batch *out,
                              bool emit)
 {
     if (s->nnames == 0)
         return;
+    if (!s->scope) { /* no rows: counting the whole host instead would mislead */
+        if (!(s->noted & NOTE_SCOPE))
+            monitor_add_note(out, t, s->host, SOURCE, "%s; no process is sampled", s->scope_why);
+        s->noted |= NOTE_SCOPE;
+        return;
+    }
     struct monitor_process rows[MAX_NAMES];
     uint64_t ticks[MAX_NAMES] = {0}, busiest[MAX_NAMES] = {0};
     for (int i = 0; i < s->nnames; i++) {
@@ -397,7 +428,7 @@ static void sample_processes(struct proc_source *s, double t, double dt, struct 
         if (n < 0 || procfs_parse_pid_stat(s->buf, (size_t)n, &ps) != 0)
             continue; /* it exited meanwhile */
         int j = name_index(s, ps.comm);
-        if (j < 0)
+        if (j < 0 || !in_scope(s, e->d_name, out, t))
             continue;
         rows[j].processes += 1;
         rows[j].threads += (double)ps.num_threads;
@@ -414,9 +445,11 @@ static void sample_processes(struct proc_source *s, double t, double dt, struct 
     closedir(dir);
     idmap_swap(s->procs);
     idmap_swap(s->tasks);
+    bool whole_host = strcmp(s->scope_text, "host") == 0;
     for (int i = 0; emit && i < s->nnames; i++) {
         if (rows[i].processes == 0 && !(s->absent_noted & (1u << i)))
-            monitor_add_note(out, t, s->host, SOURCE, "no process named '%s' here", s->names[i]);
+            monitor_add_note(out, t, s->host, SOURCE, "no process named '%s' %s%s", s->names[i],
+                             whole_host ? "here" : "in ", whole_host ? "" : s->scope_text);
         if (rows[i].processes == 0)
             s->absent_noted |= 1u << i;
         rows[i].cpu = dt > 0 ? (double)ticks[i] * s->tick_seconds / dt : NAN;

@@ -147,6 +147,7 @@ struct monitor_mark {
 /* Rows to append under /monitor after a phase. */
 struct monitor_append {
     struct monitor_batch batch; /* server samples taken so far */
+    const char *process_scope;  /* monitor_scope: /monitor/processes' attribute scope */
     const struct monitor_mark *marks;
     size_t nmarks;
     const struct client_op_row *client_ops;

@@ -102,15 +102,33 @@ static const struct field client_fields[] = {
 #undef X
 /* clang-format on */
 
+/* /monitor/processes' attribute scope, once the table is made: the
+ * monitor_scope its rows were confined to. */
+static int processes_scope_write(hid_t group, const char *scope, char *err, size_t errlen)
+{
+    hid_t d = H5Dopen2(group, "processes", H5P_DEFAULT), str = h5_type_var_string();
+    int rc = d < 0 || str < 0 ? h5_fail(err, errlen, "cannot open 'processes'")
+                              : h5_attr_str(str, d, "scope", scope, err, errlen);
+    if (str >= 0)
+        H5Tclose(str);
+    if (d >= 0)
+        H5Dclose(d);
+    return rc;
+}
+
 #define APPEND(name, fields, rows, n)                                                              \
     h5_table_append(group, name, fields, NFIELDS(fields), sizeof *(rows), rows, n, err, errlen)
 
 int results_monitor_append(hid_t group, const struct monitor_append *a, char *err, size_t errlen)
 {
     const struct monitor_batch *b = &a->batch;
+    htri_t had_processes = H5Lexists(group, "processes", H5P_DEFAULT);
+    if (had_processes < 0)
+        return h5_fail(err, errlen, "cannot look up 'processes'");
     if (APPEND("samples", sample_fields, b->samples, b->nsamples) < 0 ||
         APPEND("metrics", metric_fields, b->metrics, b->nmetrics) < 0 ||
         APPEND("processes", process_fields, b->processes, b->nprocesses) < 0 ||
+        (!had_processes && processes_scope_write(group, a->process_scope, err, errlen) < 0) ||
         APPEND("disks", disk_fields, b->disks, b->ndisks) < 0 ||
         APPEND("notes", note_fields, b->notes, b->nnotes) < 0 ||
         APPEND("marks", mark_fields, a->marks, a->nmarks) < 0 ||

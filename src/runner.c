@@ -481,7 +481,8 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                               const struct client_op_row *ops, size_t nops,
                               const struct client_row *clients, size_t nclients, bool final)
 {
-    struct monitor_append a = {.marks = mark,
+    struct monitor_append a = {.process_scope = r->job->phases[0].monitor_scope,
+                               .marks = mark,
                                .nmarks = mark ? 1 : 0,
                                .client_ops = ops,
                                .nclient_ops = nops,

@@ -332,6 +332,8 @@ BAD = [  # (name, maker, words the one stderr line must hold)
         "summary_bytes", np.int64(-5))), "'summary_bytes'"),
     ("summary-rate-nan", edit(lambda f: f["phases/write"].attrs.__setitem__(
         "summary_mib_per_s", np.nan)), "'summary_mib_per_s'"),
+    ("process-scope-int", edit(lambda f: f["monitor/processes"].attrs.__setitem__("scope", 3)),
+     "'scope'"),
     ("op-summary-calls-float", edit(lambda f: replace_table(
         f, "phases/write/op_summary", retype={"calls": "f8"})), "'calls'"),
     ("phase-without-tables", edit(no_tables), "no 'ranks' table"),

@@ -7,7 +7,8 @@
    the phases' span, phase marks, named processes (herd itself), notes for
    what this host lacks (no kernel nfsd), the summary's server CPU lines.
 2. Against the embedded NFS server (root): ganesha.nfsd's CPU is above 0
-   while a libnfs write phase runs, and the export's loop device shows the
+   while a libnfs write phase runs (the monitor confined to the server's
+   network namespace: one process), and the export's loop device shows the
    written bytes.
 3. node_exporter (Debian's prometheus-node-exporter, started by the test on
    127.0.0.1 at a free port, reading this host's CPU, load and memory and a
@@ -16,14 +17,23 @@
    every phase still ends ok and the exit code is 0.
 4. Bad monitor settings: one line, exit 2.
 5. A run stopped by SIGTERM keeps the samples up to the stop.
+6. monitor_scope: a decoy named ganesha.nfsd (a copy of sleep) outside the
+   embedded server's network namespace is counted by the whole-host
+   monitor and not by one confined to the namespace (root); processes in a
+   cgroup (v1 and v2 hierarchies, made by the test) and below it are
+   counted, one outside is not (root); a scope that cannot be opened on the
+   monitor host is a note, no process rows, and the run goes on. The scope
+   is the scope attribute of /monitor/processes.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 """
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +43,9 @@ import pytest
 
 from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_cmd, herd_run,
                       herd_run_interrupted, mpi_env, mpirun_args, write_job)
+
+sys.path.insert(0, str(REPO_DIR / "analysis"))
+import herd_results  # noqa: E402
 
 CPU_MODES = ["cpu_user", "cpu_nice", "cpu_system", "cpu_idle", "cpu_iowait", "cpu_irq",
              "cpu_softirq", "cpu_steal"]
@@ -52,6 +65,31 @@ def monitor_tables(path):
         attrs = {k: text(v) for k, v in m.attrs.items()}
         status = text(f.attrs["status"])
     return tables, attrs, status
+
+
+def process_rows(path, name):
+    """The /monitor/processes rows of one name, and the table's scope
+    attribute (through the loader)."""
+    tables, _, _ = monitor_tables(path)
+    procs = tables["processes"]
+    with herd_results.load(path) as run:
+        scope = run.process_scope
+    return procs[[text(n) == name for n in procs["name"]]], scope
+
+
+@contextlib.contextmanager
+def sleepers(exe, n):
+    """n processes of executable exe (a copy of sleep: its file name is
+    their comm), stopped by PID when the block ends."""
+    procs = []
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen([str(exe), "600"]))
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
 def check_samples(samples, interval, t0, t1):
@@ -173,6 +211,9 @@ def test_monitor_settings_refused(herd_bin, tmp_path):
         ({"monitor_rank": "1", "monitor_host": "x"}, "set monitor_host or monitor_rank"),
         ({"monitor_interval": "1ms"}, "key 'monitor_interval': must be at least 10ms"),
         ({"monitor_url": "ftp://x/metrics"}, "is not an http:// or https:// URL"),
+        ({"monitor_scope": "pid:1"}, "key 'monitor_scope': 'pid:1' is not host, ns:PATH"),
+        ({"monitor_scope": "ns:proc/1/ns/net"}, "the path after ns: must be absolute"),
+        ({"monitor_scope": "cgroup:"}, "the path after cgroup: must be absolute"),
     ]
     for keys, message in checks:
         job = write_job(tmp_path / "bad.ini", {"target": tmp_path, **keys},
@@ -336,9 +377,13 @@ def test_monitor_ganesha_cpu(herd_bin, tmp_path):
         server.start("--fs", "xfs", "--size", "1G")
         loop = subprocess.run(["losetup", "-j", str(server.state / "image.img")],
                               capture_output=True, text=True).stdout.split(":")[0]
+        # Confined to the server's network namespace: another ganesha.nfsd
+        # on this machine (another test's server) is not counted with ours.
+        scope = f"ns:/proc/{server.pid}/ns/net"
         job = write_job(tmp_path / "job.ini",
                         {"target": server.url, "backend": "libnfs", "monitor_rank": "last",
-                         "monitor_interval": "100ms", "monitor_disks": Path(loop).name},
+                         "monitor_interval": "100ms", "monitor_disks": Path(loop).name,
+                         "monitor_scope": scope},
                         [("write", {"kind": "write", "file_size": "128M", "iterations": "2"})])
         out = tmp_path / "r.h5"
         args = ns_args(server, *mpirun_args(herd_bin, 4, "run", job, "-o", out))
@@ -349,8 +394,8 @@ def test_monitor_ganesha_cpu(herd_bin, tmp_path):
     server.assert_clean()
     tables, _, _ = monitor_tables(out)
     marks = tables["marks"]
-    procs = tables["processes"]
-    ganesha = procs[[text(n) == "ganesha.nfsd" for n in procs["name"]]]
+    ganesha, recorded_scope = process_rows(out, "ganesha.nfsd")
+    assert recorded_scope == scope
     during = ganesha[(ganesha["t"] > marks["t_start"][0]) &
                      (ganesha["t"] - ganesha["dt"] < marks["t_end"][0])]
     assert len(during) > 0 and np.all(during["processes"] == 1)
@@ -361,3 +406,136 @@ def test_monitor_ganesha_cpu(herd_bin, tmp_path):
     # 3 ranks x 2 x 128 MiB went to the export; most reach the disk in the run.
     assert disks["write_bytes"].sum() >= 0.5 * 3 * 2 * 128 * 2**20, disks["write_bytes"].sum()
     assert disks["busy"].max() > 0
+
+
+# ---------------------------------------------------------------- monitor_scope
+
+
+def scope_job(path, target, name, scope=None, backend="posix"):
+    """A short idle run sampled every 100 ms by the last rank, counting
+    processes named name within scope (None: the key unset)."""
+    keys = {"target": target, "backend": backend, "monitor_rank": "last",
+            "monitor_interval": "100ms", "monitor_processes": name}
+    if scope is not None:
+        keys["monitor_scope"] = scope
+    return write_job(path, keys, [("idle", {"kind": "idle", "duration": "500ms"})])
+
+
+def test_monitor_scope_leaves_out_a_decoy(herd_bin, tmp_path):
+    from test_nfs import _WHY, ns_args, ns_env
+    from test_nfs_server import Server
+    if _WHY:
+        pytest.skip(_WHY)
+    # comm is the executable's file name: a sleep that the host lists as ganesha.nfsd
+    (tmp_path / "decoy").mkdir()
+    decoy = tmp_path / "decoy" / "ganesha.nfsd"
+    shutil.copy("/bin/sleep", decoy)
+    server = Server(tmp_path / "nfs")
+    rows = {}
+    try:
+        server.start("--fs", "tmpfs", "--size", "256M", "--no-nlm")
+        # The decoy runs in this test's network namespace, not the server's.
+        with sleepers(decoy, 1):
+            for label, scope in (("host", None), ("ns", f"ns:/proc/{server.pid}/ns/net")):
+                job = scope_job(tmp_path / f"{label}.ini", server.url, "ganesha.nfsd", scope,
+                                backend="libnfs")
+                out = tmp_path / f"{label}.h5"
+                args = ns_args(server, *mpirun_args(herd_bin, 2, "run", job, "-o", out))
+                proc = subprocess.run(args, capture_output=True, text=True, env=ns_env(),
+                                      timeout=180)
+                assert proc.returncode == 0, describe(proc)
+                rows[label] = process_rows(out, "ganesha.nfsd")
+    finally:
+        server.stop(check=False)
+    server.assert_clean()
+    host, host_scope = rows["host"]
+    assert host_scope == "host"  # the key unset: the whole host, and the file says so
+    # The whole host: our server and the decoy (and any other ganesha here).
+    assert len(host) > 0 and np.all(host["processes"] >= 2), host["processes"]
+    ns, ns_scope = rows["ns"]
+    assert ns_scope == f"ns:/proc/{server.pid}/ns/net"
+    # The server's namespace: its one ganesha (many threads), not the decoy (one).
+    assert len(ns) > 0 and np.all(ns["processes"] == 1), ns["processes"]
+    assert np.all(ns["threads"] > 1) and np.all(ns["rss_bytes"] > 0)
+
+
+def cgroup_hierarchy(version):
+    """Mount point of this host's cgroup v1 pids hierarchy or of cgroup2,
+    or a pytest skip saying why the test cannot make a cgroup."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a cgroup and move processes into it")
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            after = fields[fields.index("-") + 1:]
+            if version == "v2" and after[0] == "cgroup2":
+                return Path(fields[4])
+            if version == "v1" and after[0] == "cgroup" and "pids" in after[2].split(","):
+                return Path(fields[4])
+    pytest.skip(f"no cgroup {version} hierarchy mounted here"
+                f"{' with the pids controller' if version == 'v1' else ''}")
+
+
+def cgroup_remove(path):
+    """rmdir a cgroup whose processes have been reaped (the kernel may take
+    a moment to let go of it)."""
+    deadline = time.monotonic() + 30
+    while path.exists():
+        try:
+            path.rmdir()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_monitor_cgroup_scope(herd_bin, tmp_path, version):
+    root = cgroup_hierarchy(version)
+    name = f"herdcg{os.getpid() % 100000}"  # a comm of this test's own
+    exe = tmp_path / name
+    shutil.copy("/bin/sleep", exe)
+    group = root / f"herd-test-{os.getpid()}-{version}"
+    below = group / "below"
+    try:
+        try:
+            below.mkdir(parents=True)
+        except OSError as e:
+            pytest.skip(f"cannot make a cgroup under {root}: {e}")
+        with sleepers(exe, 3) as procs:
+            # Two in the scope (in the cgroup, and in one below it), one outside.
+            (group / "cgroup.procs").write_text(f"{procs[0].pid}\n")
+            (below / "cgroup.procs").write_text(f"{procs[1].pid}\n")
+            counts = {}
+            for label, scope in (("host", None), ("cgroup", f"cgroup:{group}")):
+                out = tmp_path / f"{label}.h5"
+                proc = herd_run(herd_bin, 2, scope_job(tmp_path / "job.ini", tmp_path, name,
+                                                        scope), out)
+                assert proc.returncode == 0, describe(proc)
+                rows, recorded = process_rows(out, name)
+                assert recorded == (scope or "host")
+                assert len(rows) > 0
+                counts[label] = set(rows["processes"])
+    finally:
+        for path in (below, group):
+            cgroup_remove(path)
+    assert counts == {"host": {3}, "cgroup": {2}}, counts
+
+
+def test_monitor_scope_not_found_is_noted(herd_bin, tmp_path):
+    name = f"herd{os.getpid() % 100000}"
+    shutil.copy(herd_bin, tmp_path / name)
+    scope = f"ns:{tmp_path}/no-such-namespace"
+    out = tmp_path / "r.h5"
+    proc = herd_run(str(tmp_path / name), 2, scope_job(tmp_path / "job.ini", tmp_path, name,
+                                                       scope), out)
+    assert proc.returncode == 0, describe(proc)
+    tables, _, status = monitor_tables(out)
+    assert status == "complete"
+    assert len(tables["samples"]) > 0  # the host is sampled all the same
+    rows, recorded = process_rows(out, name)
+    assert len(rows) == 0 and recorded == scope  # none: the whole host would mislead
+    notes = [text(n) for n in tables["notes"]["text"]]
+    want = f"monitor_scope '{scope}': No such file or directory; no process is sampled"
+    assert notes.count(want) == 1, notes
+    assert f"herd: monitor proc on {socket.gethostname()}: {want}" in proc.stderr, describe(proc)
