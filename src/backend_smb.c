@@ -66,6 +66,44 @@ static bool smb_url_has_userinfo(const char *target)
     return memchr(host, '@', n) != NULL;
 }
 
+/* The password: the first line of path, without its newline. The file
+ * must be a regular file that only its owner may read or write (as ssh
+ * asks of a key) and hold a password. 0, or -errno with why filled. */
+static int smb_read_secret(const char *path, char *buf, size_t len, char *why, size_t whylen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int rc = 0;
+    struct stat st;
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(why, whylen, "%s", strerror(-rc));
+        return rc;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        rc = -EINVAL;
+    } else if (st.st_mode & 077) {
+        snprintf(why, whylen, "other users may read or write it (mode %04o): chmod 600 it",
+                 (unsigned)(st.st_mode & 07777));
+        rc = -EACCES;
+    } else {
+        ssize_t n = read(fd, buf, len - 1);
+        if (n < 0) {
+            rc = -errno;
+            snprintf(why, whylen, "%s", strerror(-rc));
+        } else {
+            buf[n] = '\0';
+            buf[strcspn(buf, "\r\n")] = '\0';
+            if (!buf[0]) {
+                snprintf(why, whylen, "empty: the password is its first line");
+                rc = -ENODATA;
+            }
+        }
+    }
+    close(fd);
+    return rc;
+}
+
 static const char *smb_check(const struct phase *ph, char *why, size_t len)
 {
     if (strncmp(ph->target, "smb://", 6) != 0 || !ph->target[6]) {
@@ -110,28 +148,16 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "O_DIRECT has no meaning over libsmbclient: set direct = no");
         return "direct";
     }
-    return NULL;
-}
-
-/* The password: the first line of path, without its newline. */
-static int smb_read_secret(const char *path, char *buf, size_t len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return -EINVAL;
+    if (!ph->smb_guest) { /* read here, so that check and run refuse a bad one */
+        char secret[SMB_SECRET_MAX], what[160];
+        int rc = smb_read_secret(ph->smb_password_file, secret, sizeof secret, what, sizeof what);
+        explicit_bzero(secret, sizeof secret);
+        if (rc < 0) {
+            snprintf(why, len, "'%s': %s", ph->smb_password_file, what);
+            return "smb_password_file";
+        }
     }
-    ssize_t n = read(fd, buf, len - 1);
-    int err = errno;
-    close(fd);
-    if (n < 0)
-        return -err;
-    buf[n] = '\0';
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return 0;
+    return NULL;
 }
 
 /* The server's host and port from smb://host[:port]/share... into host. */
@@ -233,7 +259,10 @@ static int smb_connect(const char *target, const struct phase *ph, void **ctx)
     c->max_protocol = ph->smb_max_protocol;
     c->encryption = ph->smb_encryption;
     c->timeout_ms = smb_timeout_ms(ph->op_timeout);
-    int rc = c->guest ? 0 : smb_read_secret(ph->smb_password_file, c->password, sizeof c->password);
+    char why[160];
+    int rc = c->guest ? 0
+                      : smb_read_secret(ph->smb_password_file, c->password, sizeof c->password, why,
+                                        sizeof why);
     if (rc == 0)
         rc = smb_open_context(c);
     if (rc == 0) {

@@ -833,25 +833,30 @@ static const char *bytes_key(const struct phase *ph)
     return ph->iterations > 1 ? "iterations" : "file_size";
 }
 
-/* The scale rule of one phase on nranks ranks with mem bytes of memory on
- * rank 0's host (0 = unknown): NULL, or the key at fault with why. Every
- * product is computed with overflow checks; numbers in messages are the
- * exact product or, past 2^64, a double. */
+/* The scale rule of one phase on nranks ranks (0: before the rank count
+ * is known, as for one rank) with mem bytes of memory on rank 0's host
+ * (0 = unknown): NULL, or the key at fault with why. Every product is
+ * computed with overflow checks; numbers in messages are the exact
+ * product or, past 2^64, a double. */
 static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
                                size_t len)
 {
-    char what[160];
-    double n = (double)nranks;
+    char what[160], ranks[48];
+    double n = nranks > 0 ? (double)nranks : 1.0;
+    /* "x 4 ranks", or, before -n is known, what even one rank needs */
+    if (nranks > 0)
+        snprintf(ranks, sizeof ranks, "x %lld rank%s", (long long)nranks, nranks == 1 ? "" : "s");
+    else
+        snprintf(ranks, sizeof ranks, "need, even for one rank,");
     /* Records: iterations rows per rank, all gathered to rank 0. */
-    snprintf(what, sizeof what, "%lld iterations x %lld rank%s need", (long long)ph->iterations,
-             (long long)nranks, nranks == 1 ? "" : "s");
+    snprintf(what, sizeof what, "%lld iterations %s%s", (long long)ph->iterations, ranks,
+             nranks > 0 ? " need" : "");
     if (!gather_fits((double)ph->iterations * sizeof(struct rank_record) * n, mem, what, why, len))
         return "iterations";
     /* Lock holds: one per granted lock, gathered to rank 0 likewise. */
     if (ph->kind == KIND_LOCK && ph->duration <= 0) {
-        snprintf(what, sizeof what, "%lld locks x %lld iterations x %lld rank%s need",
-                 (long long)ph->count, (long long)ph->iterations, (long long)nranks,
-                 nranks == 1 ? "" : "s");
+        snprintf(what, sizeof what, "%lld locks x %lld iterations %s%s", (long long)ph->count,
+                 (long long)ph->iterations, ranks, nranks > 0 ? " need" : "");
         if (!gather_fits((double)ph->count * (double)ph->iterations * sizeof(struct hold) * n, mem,
                          what, why, len))
             return "count";
@@ -872,8 +877,8 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
         char size[32];
         units_format_size(ph->file_size, size, sizeof size);
         if (segmented)
-            snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)nranks,
-                     nranks == 1 ? "" : "s");
+            snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)n,
+                     n == 1 ? "" : "s");
         else
             snprintf(what, sizeof what, "%s", size);
         snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,
@@ -901,10 +906,11 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
     return NULL;
 }
 
-/* rwmix_read's value: -1 for "none", 0..100, or -2 when it is neither. */
+/* rwmix_read's value: -1 for "none" (or "-1", as the docs write it),
+ * 0..100, or -2 when it is neither. */
 static int64_t rwmix_parse(const char *text)
 {
-    if (strcmp(text, "none") == 0)
+    if (strcmp(text, "none") == 0 || strcmp(text, "-1") == 0)
         return -1;
     int64_t v;
     if (strspn(text, "0123456789") != strlen(text) || parse_int(text, &v) != 0 || v > 100)
@@ -1026,7 +1032,7 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
             key = "kind";
         }
         if (!key)
-            key = phase_scale(ph, 1, job_host_memory(), why, sizeof why);
+            key = phase_scale(ph, 0, job_host_memory(), why, sizeof why);
         if (key)
             BAD(key, "%s", why);
     }
@@ -1376,6 +1382,8 @@ int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks)
             if (p[len]) /* "all" is the last step */
                 return -EINVAL;
             v = nranks > 0 ? nranks : INT64_MAX;
+            if (v == last) /* the step before already has all ranks: the same step */
+                break;
         } else {
             char num[24];
             if (len == 0 || len >= sizeof num || strspn(p, "0123456789") < len)

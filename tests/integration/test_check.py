@@ -207,7 +207,8 @@ def test_check_scale_depends_on_ranks(herd_bin, tmp_path):
 
 
 @pytest.mark.parametrize("keys,key,words", [
-    ({"kind": "write", "iterations": 16000000}, "iterations", "16000000 iterations x 1 rank"),
+    ({"kind": "write", "iterations": 16000000}, "iterations",
+     "16000000 iterations need, even for one rank,"),
     ({"kind": "write", "iterations": 100000000000}, "iterations", "100000000000 iterations"),
     ({"kind": "meta", "files": 1000000000000}, "files", "1000000000000 is more than"),
     ({"kind": "write", "file_size": "1000000T", "iterations": 100}, "iterations",
@@ -219,6 +220,32 @@ def test_check_refuses_absurd_scale(herd_bin, tmp_path, keys, key, words):
     job = write_job(tmp_path / "big.ini", {"target": tmp_path}, [("p", keys)])
     proc = herd_cmd(herd_bin, "check", job, timeout=20)
     one_line_refusal(proc, f"key '{key}'", words)
+
+
+def test_check_scale_message_names_no_rank_count_it_does_not_know(herd_bin, tmp_path):
+    """Too many iterations for even one rank: the message says so under
+    -n 2 too, instead of "x 1 rank"."""
+    job = write_job(tmp_path / "big.ini", {"target": tmp_path},
+                    [("w", {"kind": "write", "iterations": 16000000})])
+    line = one_line_refusal(herd_cmd(herd_bin, "check", job, "-n", "2", timeout=20),
+                            "key 'iterations'", "even for one rank")
+    assert "x 1 rank" not in line, line
+
+
+def test_check_small_verdicts(herd_bin, tmp_path):
+    """`all` right after a step that already has every rank is that step;
+    rwmix_read = -1 is the documented spelling of none."""
+    job = write_job(tmp_path / "all.ini", {"target": tmp_path},
+                    [("r", {"kind": "write", "ranks_active": "1,2,4,all"})])
+    proc = herd_cmd(herd_bin, "check", job, "-n", "4")
+    assert proc.returncode == 0, describe(proc)
+    assert [l.split()[1] for l in proc.stdout.splitlines() if l[:1].isdigit()] == \
+        ["r.1r", "r.2r", "r.4r"], proc.stdout
+    proc = herd_cmd(herd_bin, "check", job, "-n", "5")
+    assert proc.returncode == 0 and "r.5r" in proc.stdout, describe(proc)
+    job = write_job(tmp_path / "mix.ini", {"target": tmp_path},
+                    [("r", {"kind": "read", "rwmix_read": "-1"})])
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
 
 
 def test_check_overflow_for_ranks_not_wrapped(herd_bin, tmp_path):

@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import h5py
 import pytest
@@ -260,6 +261,7 @@ def test_refused_at_start(smb, herd_bin, tmp_path, case):
     if case == "password":
         bad = tmp_path / "wrong"
         bad.write_text("not-the-password\n")
+        bad.chmod(0o600)  # a well-kept file with the wrong password
         keys["smb_password_file"] = bad
     elif case == "share":
         keys["target"] = "smb://127.0.0.1/nosuchshare"
@@ -300,6 +302,39 @@ def test_check_refuses(herd_bin, tmp_path, keys, phase, key):
     assert proc.returncode == 2, describe(proc)
     assert f"key '{key}'" in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_check_refuses_bad_password_files(herd_bin, tmp_path):
+    """The password file is read by check as by run: a missing, empty,
+    shared (group/other may read it) or not-a-file password file is one
+    line naming smb_password_file, not a failure blamed on the target."""
+    good = tmp_path / "pw"
+    good.write_text("secret\n")
+    good.chmod(0o600)
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    empty.chmod(0o600)
+    shared = tmp_path / "shared"
+    shared.write_text("secret\n")
+    shared.chmod(0o644)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo, 0o600)
+    cases = {tmp_path / "missing": "No such file", empty: "empty", shared: "mode 0644",
+             fifo: "not a regular file", tmp_path: "not a regular file",
+             Path("/dev/zero"): "not a regular file"}
+    base = {"backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
+            "fsync": "no"}
+    job = write_job(tmp_path / "ok.ini", {**base, "smb_password_file": good},
+                    [("w", {"kind": "write"})])
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
+    for path, why in cases.items():
+        job = write_job(tmp_path / "c.ini", {**base, "smb_password_file": path},
+                        [("w", {"kind": "write"})])
+        proc = herd_cmd(herd_bin, "check", job, timeout=20)
+        assert proc.returncode == 2, describe(proc)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "key 'smb_password_file'" in lines[0] and why in lines[0], \
+            lines
 
 
 def test_smb_keys_refused_with_other_backends(herd_bin, tmp_path):
