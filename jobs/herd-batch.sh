@@ -36,6 +36,10 @@
 #   HERD_MPIRUN_ARGS  extra mpirun arguments, split on white space
 #                     (e.g. "--map-by node --oversubscribe")
 #   HERD_SRUN_ARGS    extra srun arguments, split on white space
+#   HERD_STOP_GRACE   seconds mpirun waits, after passing on a signal, before
+#                     it SIGKILLs the ranks (default 120: the clean-up's 60 s
+#                     cap, a stalled server's op_timeout and the results
+#                     file's last write fit); sets odls_base_sigkill_timeout
 #   HERD_TAG          extra part of the directory name (letters, digits, ._+-)
 #   HERD_PYTHON       Python for herd-report (default in a checkout
 #                     /usr/bin/python3, else python3; installed: python3)
@@ -153,6 +157,12 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 fi
 cmd=()
+# A stop (scancel, ^C, a time limit) is passed on to the ranks; Open MPI
+# SIGKILLs them 1 s later by default, before they could end their phase,
+# write it and clean up. Slurm's equivalent is KillWait (slurm.conf).
+grace=${HERD_STOP_GRACE:-120}
+[[ "$grace" =~ ^[0-9]+$ ]] || bad "HERD_STOP_GRACE must be a number of seconds (got '$grace')"
+export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-$grace}
 if [ "$launcher" = mpirun ]; then
     cmd=(mpirun)
     [ -n "$hostfile" ] && cmd+=(--hostfile "$hostfile")

@@ -1229,6 +1229,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     signals_install();
+    signals_follow_parent();
     const struct phase *first = &job->phases[0];
 
     char start_utc[40];

@@ -8,7 +8,9 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t caught_signal;
 static volatile sig_atomic_t caught_count;
@@ -44,6 +46,18 @@ void signals_install(void)
     signals_handle(SIGINT, signals_on_stop);
     signals_handle(SIGTERM, signals_on_stop);
     signals_handle(SIGALRM, signals_on_alarm);
+    /* A closed stdout or stderr (the launcher gone) or a reset socket is
+     * an EPIPE to handle, never a reason to die before the results are
+     * written. */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void signals_follow_parent(void)
+{
+    pid_t parent = getppid();
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) /* it died before the line above */
+        raise(SIGTERM);
 }
 
 int signals_caught(void)

@@ -7,6 +7,10 @@
 #include <stdbool.h>
 
 void signals_install(void);
+/* A rank must not outlive its launcher: when the parent process (mpirun,
+ * orted, slurmstepd) dies, this process gets SIGTERM and stops as on any
+ * stop signal (results written, run directory given back). */
+void signals_follow_parent(void);
 int signals_caught(void);     /* the first stop signal caught, or 0 */
 unsigned signals_count(void); /* how many stop signals were caught */
 

@@ -31,6 +31,10 @@ MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     # No network interfaces are needed: every rank is on this host.
     "OMPI_MCA_btl_base_warn_component_unused": "0",
+    # mpirun SIGKILLs the ranks 1 s after it passes a signal on: on a busy
+    # machine too soon for them to end the phase and close the results file
+    # (herd's batch scripts give it HERD_STOP_GRACE, 120 s, likewise).
+    "OMPI_MCA_odls_base_sigkill_timeout": "60",
 }
 
 # Seconds a whole mpirun may take before the test calls it hung.

@@ -455,6 +455,39 @@ def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_pat
     assert not out.exists()
 
 
+def test_ranks_do_not_outlive_a_killed_launcher(herd_bin, tmp_path):
+    """mpirun SIGKILLed in a long lock phase: its ranks take it as a stop
+    (SIGTERM from the kernel when their parent dies), write the results
+    and clean up, instead of dying on its closed pipes or running on."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "lock.ini",
+                    {"target": target, "file_size": "64K", "block_size": "16K"},
+                    [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"})])
+    out = tmp_path / "run.h5"
+    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=mpi_env(), start_new_session=True)
+    err = LineReader(p.stderr)
+    try:
+        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
+        ranks = list(rank_pids(p.pid, 2).values())
+        time.sleep(1)
+        p.kill()  # mpirun alone
+        p.wait(timeout=30)
+        t0 = time.monotonic()
+        while any(Path(f"/proc/{r}").exists() for r in ranks) and time.monotonic() - t0 < 60:
+            time.sleep(0.1)
+        took = time.monotonic() - t0
+    finally:
+        _kill_group(p)
+    assert not any(Path(f"/proc/{r}").exists() for r in ranks), "ranks outlived mpirun"
+    assert took < 30, f"ranks ended {took:.1f} s after mpirun (the phase had 40 s)"
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143
+    assert tree(target) == []
+
+
 # ---------------------------------------------------------------- 7. FIFOs
 
 
