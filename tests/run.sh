@@ -5,37 +5,98 @@
 # under AddressSanitizer and UBSan (which stop at their first report).
 # Tests that need root (tmpfs and loop mounts, the embedded NFS server)
 # skip with a message otherwise. Arguments go to the last ctest.
-set -euo pipefail
+#
+# Every stage runs even when one before it failed (a stage that needs a
+# failed build is skipped and said so), and the end lists every failure:
+# one run shows all that is wrong, not only the first thing. The last line
+# counts the tests: "tests: N passed, M failed".
+set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${HERD_BUILD_DIR:-$repo/build}
+asan=$build-asan
 t0=$SECONDS
+failures=()
+passed=0
+failed=0
 stamp() { echo "run.sh: $* ($((SECONDS - t0)) s)" >&2; }
 
-# The format check first: seconds, and it names the files to fix.
-# (clang-format is a check tool, not a build dependency: install.sh leaves it out.)
-if ! command -v clang-format >/dev/null; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo=sudo
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends clang-format
-fi
-"$repo/.ci/format-check"
+# stage NAME COMMAND...: run it; on failure remember NAME. Returns its status.
+stage() {
+    local name=$1
+    shift
+    stamp "stage $name"
+    if "$@"; then
+        return 0
+    fi
+    failures+=("$name")
+    stamp "stage $name FAILED"
+    return 1
+}
 
-"$repo/cluster-configs/local/install.sh"
+# ctest_counted DIR ARGS...: ctest in DIR, adding its pass/fail counts.
+ctest_counted() {
+    local dir=$1 log rc
+    shift
+    log=$(mktemp)
+    (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    # "95% tests passed, 2 tests failed out of 45"
+    read -r p f < <(awk '/tests passed, .* tests failed out of/ {
+        total = $NF; bad = $4; print total - bad, bad }' "$log")
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0}))
+    rm -f "$log"
+    return "$rc"
+}
+
+# clang-format is a check tool, not a build dependency: install.sh leaves it out.
+check_format() {
+    if ! command -v clang-format >/dev/null; then
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+                clang-format || return 1
+    fi
+    "$repo/.ci/format-check"
+}
+
+build_werror() {
+    cmake -S "$repo" -B "$build" -DHERD_WERROR=ON >/dev/null && cmake --build "$build" -j"$(nproc)"
+}
+
+build_asan() {
+    cmake -S "$repo" -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DHERD_SANITIZE=ON -DHERD_WERROR=ON \
+        -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON -DHERD_REQUIRE_CURL=ON >/dev/null &&
+        cmake --build "$asan" -j"$(nproc)"
+}
+
+# The format check first: seconds, and it names the files to fix.
+stage format check_format
 # install.sh builds without -Werror (a user's build); the tests' builds
 # must be warning-free. Only the flag changes, so this rebuild is short.
-cmake -S "$repo" -B "$build" -DHERD_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)"
-stamp "built $build with -Werror"
+if stage install "$repo/cluster-configs/local/install.sh" && stage build build_werror; then
+    built=1
+else
+    built=0
+fi
+if stage build-asan build_asan; then
+    stage sanitizers ctest_counted "$asan" -R '^(unit_|sanitize_)'
+else
+    stamp "stage sanitizers skipped: no sanitizer build"
+    failures+=("sanitizers (not run)")
+fi
+if ((built)); then
+    stage tests ctest_counted "$build" --timeout 900 "$@"
+else
+    stamp "stage tests skipped: no build"
+    failures+=("tests (not run)")
+fi
 
-asan=$build-asan
-cmake -S "$repo" -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DHERD_SANITIZE=ON -DHERD_WERROR=ON \
-  -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON -DHERD_REQUIRE_CURL=ON >/dev/null
-cmake --build "$asan" -j"$(nproc)"
-stamp "built $asan (AddressSanitizer, UBSan, -Werror)"
-(cd "$asan" && ctest --output-on-failure -R '^(unit_|sanitize_)')
-stamp "sanitizer tests passed"
-
-cd "$build"
-ctest --output-on-failure --timeout 900 "$@"
-stamp "all tests passed"
+if ((${#failures[@]})); then
+    stamp "failed stages: ${failures[*]}"
+else
+    stamp "every stage passed"
+fi
+echo "tests: $passed passed, $failed failed"
+((${#failures[@]} == 0))
