@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "safeout.h"
+
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h> /* NF_ACCEPT */
 
@@ -271,21 +273,10 @@ static int linkdelay_drain(struct nfq_handle *h, int fd, char *buf, size_t len)
     }
 }
 
-static int linkdelay_write_pidfile(const char *path)
+static void linkdelay_write_pid(FILE *f, const void *arg)
 {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return -ENAMETOOLONG;
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -errno;
+    (void)arg;
     fprintf(f, "%ld\n", (long)getpid());
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        int e = -errno;
-        unlink(tmp);
-        return e;
-    }
-    return 0;
 }
 
 /* linkdelay_open: bind queue o->queue with metadata-only copies, a long
@@ -397,22 +388,26 @@ int main(int argc, char **argv)
     struct nfq_handle *h = NULL;
     if (linkdelay_open(&st, &h) < 0)
         return 1;
-    if (st.o.pidfile) {
-        int rc = linkdelay_write_pidfile(st.o.pidfile);
-        if (rc < 0) {
-            fprintf(stderr, "herd-linkdelay: pidfile %s: %s\n", st.o.pidfile, strerror(-rc));
-            nfq_destroy_queue(st.qh);
-            nfq_close(h);
-            return 1;
-        }
+    /* The pid file is made by the safe-output rule (safeout.h): only where
+     * nothing is, and at the end removed only if it is still ours. */
+    struct safeout pid = SAFEOUT_NONE;
+    char err[600];
+    if (st.o.pidfile &&
+        (safeout_prepare(&pid, st.o.pidfile, st.o.pidfile, false, NULL, "", err, sizeof err) < 0 ||
+         safeout_write(&pid, linkdelay_write_pid, NULL, err, sizeof err) < 0)) {
+        fprintf(stderr, "herd-linkdelay: pidfile %s\n", err);
+        safeout_close(&pid);
+        nfq_destroy_queue(st.qh);
+        nfq_close(h);
+        return 1;
     }
     fprintf(stderr, "herd-linkdelay: queue %d, delay %.6f s, jitter %.6f s, seed %" PRIu64 "\n",
             st.o.queue, st.o.delay_ns / 1e9, st.o.jitter_ns / 1e9, st.o.seed);
     int rc = linkdelay_run(&st, h, &waitmask);
     nfq_destroy_queue(st.qh);
     nfq_close(h);
-    if (st.o.pidfile)
-        unlink(st.o.pidfile);
+    safeout_remove_made(&pid);
+    safeout_close(&pid);
     fprintf(stderr, "herd-linkdelay: %s after %" PRIu64 " packets (%" PRIu64 " overflows)%s%s\n",
             rc ? "failed" : "stopped", st.packets, st.overflows, rc ? ": " : "",
             rc ? strerror(-rc) : "");

@@ -314,6 +314,12 @@ int safeout_remove_old(struct safeout *o, char *err, size_t errlen)
     return 0;
 }
 
+void safeout_remove_made(struct safeout *o)
+{
+    if (o->dirfd >= 0 && o->tmp_ino && safeout_entry_is(o, o->leaf, o->tmp_dev, o->tmp_ino))
+        unlinkat(o->dirfd, o->leaf, 0);
+}
+
 bool safeout_names(const struct safeout *o, const char *path)
 {
     struct safeout other;

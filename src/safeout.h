@@ -94,6 +94,10 @@ void safeout_abandon(struct safeout *o);
  * written). 0 when there was none or it was removed. */
 int safeout_remove_old(struct safeout *o, char *err, size_t errlen);
 
+/* The file safeout_commit put in place, removed when it is still there
+ * (a pid file at the end of its process): never what replaced it. */
+void safeout_remove_made(struct safeout *o);
+
 /* Whether path names o's entry (the same directory, the same name). */
 bool safeout_names(const struct safeout *o, const char *path);
 
