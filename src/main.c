@@ -27,15 +27,18 @@ static const char usage[] =
     "\n"
     "  run     run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5\n"
     "          (default output herd-<run id>.h5; an existing file is kept\n"
-    "          unless --force). --set replaces a [global] key's value.\n"
+    "          unless --force, which replaces only an earlier results file or\n"
+    "          summary of yours). --set replaces a [global] key's value.\n"
     "          --json FILE: also write the end-of-run summary as JSON\n"
     "          (docs/results-format.md); a bad path is refused before any I/O.\n"
     "  check   validate the job without MPI and print the resolved phases with\n"
     "          the bytes each moves, per rank and for RANKS ranks (default 1).\n"
     "  keys    list every job-file key with its default.\n"
     "\n"
-    "exit codes: 0 clean; 2 bad input; 3 the run completed with I/O errors or\n"
-    "verify failures; 128+N stopped by signal N (results kept); 1 internal.\n";
+    "exit codes: 0 clean; 2 bad input; 3 the run completed with I/O errors,\n"
+    "verify failures or clean-up leftovers; 4 an output (a phase, the --json\n"
+    "summary) could not be written; 128+N stopped by signal N (results kept);\n"
+    "1 internal.\n";
 
 struct args {
     const char *command;
