@@ -57,7 +57,8 @@ embedded_run() {
 }
 
 # embedded_batch NAME SET_ARG...: run $JOB with herd-batch.sh inside the
-# started server's namespace ($state), one more rank sampling the server,
+# started server's namespace ($state), one more rank sampling the server
+# (its processes only: those in the namespace the monitor runs in),
 # the given --set arguments after the monitor's; stop the server; the
 # results become $out/NAME.h5 (a link, added to links), a failure sets
 # failed=1. What every seed driver's run shares.
@@ -71,7 +72,7 @@ embedded_batch() {
         HERD_HOSTFILE= HERD_MPIRUN_ARGS="--oversubscribe ${HERD_MPIRUN_ARGS:-}" \
         HERD_PYTHON="$python" \
         bash "$REPO/jobs/herd-batch.sh" "$JOB" --set monitor_rank=last \
-        --set monitor_interval=200ms "$@" | tee "$runout"
+        --set monitor_interval=200ms --set monitor_scope=ns:/proc/self/ns/net "$@" | tee "$runout"
     rc=${PIPESTATUS[0]}
     set -e
     stop_server
