@@ -1,23 +1,30 @@
 """herd_plots — the PNG plots of herd-report, drawn with matplotlib (Agg,
 no display) from a herd_results.Run.
 
-Each public function draws one figure into a file and returns True, or
-returns False without writing anything when the run has nothing to show
-(no monitor samples, no errors, no NFS client counters):
+Each public function draws one figure into the file NAME of outdir (a
+herd_output.OutputDir, which never writes through a link) and returns
+True, or returns False without writing anything when the run has nothing
+to show (no monitor samples, no errors, no NFS client counters):
 
-    timeline(run, path)   per-rank bars on the common clock, stragglers marked;
-                          lanes with quantile bands when rows or ranks are many
-    latency(run, path)    latency CDF per op, one line per phase
-    server(run, path)     server CPU by mode and load; named processes; disks
-    errors(run, path)     heatmap of failed calls by rank and errno
-    retrans(run, path)    NFS client retransmissions per host and phase
-    loadcurve(steps, knee, path, title)
-                          one load ladder: throughput and server CPU, and the
-                          main call's p99 latency, against active ranks; the
-                          knee and error steps marked, the rule as subtitle
-    loadcurves(curves, path)
-                          herd-compare: several runs' curves of a ladder
-                          overlaid, one line per run, knee markers
+    timeline(run, outdir, name)  per-rank bars on the common clock, stragglers
+                                 marked; lanes with quantile bands when rows
+                                 or ranks are many
+    latency(run, outdir, name)   latency CDF per op, one line per phase
+    server(run, outdir, name)    server CPU by mode and load; named processes; disks
+    errors(run, outdir, name)    heatmap of failed calls by rank and errno
+    retrans(run, outdir, name)   NFS client retransmissions per host and phase
+    loadcurve(steps, knee, outdir, name, title)
+                                 one load ladder: throughput and server CPU,
+                                 and the main call's p99 latency, against
+                                 active ranks; the knee and error steps
+                                 marked, the rule as subtitle
+    loadcurves(curves, outdir, name, title)
+                                 herd-compare: several runs' curves of a
+                                 ladder overlaid, one line per run, knee
+                                 markers
+    save(fig, outdir, name, tight=True)
+                                 any figure as a PNG through outdir
+                                 (herd-compare's plots)
 
 Every time axis is seconds since the first phase's start on herd's common
 clock, and each phase keeps one colour in every figure.
@@ -98,9 +105,14 @@ def human_seconds(x, _pos=None):
     return f"{x * 1e9:.3g} ns"
 
 
-def save(fig, path):
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+def save(fig, outdir, name, tight=True):
+    """fig as the PNG file NAME of outdir (herd_output.OutputDir), then closed;
+    tight: cropped to what is drawn."""
+    try:
+        with outdir.new_file(name, binary=True) as f:
+            fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight" if tight else None)
+    finally:
+        plt.close(fig)
 
 
 # ---------------------------------------------------------------- timeline
@@ -113,18 +125,18 @@ def stragglers(rows, medians):
                 & (rows["seconds"] > median + STRAGGLER_MARGIN)]
 
 
-def timeline(run, path):
+def timeline(run, outdir, name):
     """A bar per rank row while there are few (MAX_ROW_BARS, MAX_RANK_LANES);
     beyond that, lanes with each phase's spread over ranks (timeline_lanes),
     so that 300 ranks x 1000 iterations stay readable and quick to draw."""
     if run.phases.empty or not run.phases["rows"].sum():
         return False
     if run.phases["rows"].sum() <= MAX_ROW_BARS and run.phases["ranks"].max() <= MAX_RANK_LANES:
-        return timeline_rows(run, path)
-    return timeline_lanes(run, path)
+        return timeline_rows(run, outdir, name)
+    return timeline_lanes(run, outdir, name)
 
 
-def timeline_rows(run, path):
+def timeline_rows(run, outdir, name):
     """One bar per (rank, iteration), stragglers outlined in red."""
     rows = run.all_ranks()
     if rows.empty:
@@ -170,7 +182,7 @@ def timeline_rows(run, path):
         handles, labels = handles[1:] + handles[:1], labels[1:] + labels[:1]
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9,
               title="phase")
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -209,7 +221,7 @@ def timeline_lanes_of(run):
     return (lambda spans: spans.index.to_numpy() // size), names, f"ranks ({size} per lane)"
 
 
-def timeline_lanes(run, path):
+def timeline_lanes(run, outdir, name):
     """Each phase as bands per lane (rank, host or all ranks): from the
     first rank's start to the last rank's end (light), the median rank's
     start to its end (solid), a tick where 90 % of the lane's ranks were
@@ -285,7 +297,7 @@ def timeline_lanes(run, path):
     if named:  # under the plot: never over the bars or the legend
         ax.text(0.0, -0.8 / (0.75 * fig.get_figheight()), named, transform=ax.transAxes,
                 va="top", ha="left", fontsize=8, family="monospace")
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -346,7 +358,7 @@ def whole_decades(limits):
     return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
 
 
-def latency(run, path):
+def latency(run, outdir, name):
     per_op = latency_histograms(run)
     if not per_op:
         return False
@@ -381,7 +393,7 @@ def latency(run, path):
                title="phase", fontsize=9)
     fig.suptitle("Latency CDF per op (from the log-linear histograms, merged over ranks)")
     fig.tight_layout()
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -458,7 +470,7 @@ def running_processes(run):
     return processes[ran]
 
 
-def server(run, path):
+def server(run, outdir, name):
     samples = monitor_samples(run)
     if samples.empty:
         return False
@@ -486,7 +498,7 @@ def server(run, path):
     fig.suptitle(f"Server {safe(host)} ({safe(samples['source'].iloc[0])}): "
                  "CPU by mode and load")
     fig.tight_layout()
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -505,7 +517,7 @@ def error_matrix(run):
     return matrix
 
 
-def errors(run, path):
+def errors(run, outdir, name):
     matrix = error_matrix(run)
     if matrix is None:
         return False
@@ -525,7 +537,7 @@ def errors(run, path):
     ax.set_ylabel("rank")
     ax.set_title("Failed calls by rank and errno\n(all phases and ops)")
     fig.colorbar(image, ax=ax, label="failed calls")
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -539,7 +551,7 @@ def annotate_counts(ax, values):
 
 # ---------------------------------------------------------------- retrans
 
-def retrans(run, path):
+def retrans(run, outdir, name):
     ops = run.client_ops()
     if ops.empty:
         return False
@@ -562,7 +574,7 @@ def retrans(run, path):
                  + ("  (none)" if not table.values.any() else ""))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="client host", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
@@ -597,7 +609,7 @@ def latency_axis(ax, values):
     ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: human_seconds(x) if x > 0 else "0"))
 
 
-def loadcurve(steps, knee, path, title):
+def loadcurve(steps, knee, outdir, name, title):
     """One ladder (herd_results.Run.ladder_steps, herd_knee.knee): top,
     throughput against active ranks with the server's CPU (when sampled)
     on a second axis; bottom, the main call's p50 / p99 / max latency (log).
@@ -658,11 +670,11 @@ def loadcurve(steps, knee, path, title):
     ax.set_title(safe(knee["rule"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()
-    save(fig, path)
+    save(fig, outdir, name)
     return True
 
 
-def loadcurves(curves, path, title):
+def loadcurves(curves, outdir, name, title):
     """herd-compare: [(label, steps, knee)] of one ladder over several runs:
     throughput (top) and p99 (bottom) against active ranks, one colour per
     run, its knee a star, error steps a red cross. False for no curves."""
@@ -705,5 +717,5 @@ def loadcurves(curves, path, title):
     ax.set_title(safe(curves[0][2]["rule"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()
-    save(fig, path)
+    save(fig, outdir, name)
     return True

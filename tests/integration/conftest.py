@@ -12,6 +12,7 @@ HERD_BIN names the program (ctest sets it); without it the tests use
 import contextlib
 import csv
 import os
+import pwd
 import queue
 import signal
 import subprocess
@@ -93,6 +94,23 @@ def run_cmd(args, timeout=RUN_TIMEOUT, env=None, cwd=None):
         if proc.poll() is None:
             _kill_group(proc)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def other_user(name, purpose):
+    """The pwd entry of user NAME, for a test that acts as root and as NAME;
+    skips (saying it needs root PURPOSE) when not root or NAME is missing."""
+    if os.geteuid() != 0:
+        pytest.skip(f"needs root {purpose}")
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        pytest.skip(f"no user {name} on this machine")
+
+
+def as_user(uid, gid, args, env, cwd, timeout=180):
+    """args as uid:gid, no supplementary groups, no capabilities (setpriv)."""
+    return run_cmd(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+                   + [str(a) for a in args], env=env, cwd=cwd, timeout=timeout)
 
 
 def mpirun_args(herd_bin, nranks, *herd_args, quiet=False):

@@ -26,7 +26,6 @@ Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/tes
 """
 
 import os
-import pwd
 import re
 import shutil
 import stat
@@ -37,7 +36,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import REPO_DIR, describe, run_cmd, write_job
+from conftest import REPO_DIR, as_user, describe, other_user, run_cmd, write_job
 
 TOOLS = ("herd-report", "herd-compare")
 MODULES = tuple(sorted(p.name for p in (REPO_DIR / "analysis").glob("herd_*.py")))
@@ -135,19 +134,8 @@ def test_layout(installed):
 # ---------------------------------------------------------------- 2. as nobody
 
 
-def as_user(uid, gid, args, env, cwd, timeout=180):
-    """args as uid:gid, no supplementary groups, no capabilities."""
-    return run_cmd(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
-                   + [str(a) for a in args], env=env, cwd=cwd, timeout=timeout)
-
-
 def test_run_as_nobody(installed):
-    if os.geteuid() != 0:
-        pytest.skip("needs root to run the installed herd as user nobody")
-    try:
-        user = pwd.getpwnam(USER)
-    except KeyError:
-        pytest.skip(f"no user {USER} on this machine")
+    user = other_user(USER, "to run the installed herd as user nobody")
     if not shutil.which("setpriv") or not shutil.which("mpirun"):
         pytest.skip("setpriv (util-linux) or mpirun is missing")
     base, p = installed
