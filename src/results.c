@@ -960,6 +960,19 @@ static int final_attrs(const struct results *r, const char *status, const char *
     return 0;
 }
 
+int results_status(struct results *r, const char *status, const char *end_utc, int exit_code,
+                   double startup_seconds, char *err, size_t errlen)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "results: no file");
+    if (final_attrs(r, status, end_utc, exit_code, startup_seconds, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "%s", r->path);
+        return -1;
+    }
+    return 0;
+}
+
 int results_close(struct results *r, const char *status, const char *end_utc, int exit_code,
                   double startup_seconds, char *err, size_t errlen)
 {

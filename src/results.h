@@ -218,9 +218,13 @@ int results_write_cleanup(struct results *r, const struct err_entry *left, size_
                           size_t errlen);
 
 /* Set root attributes status (complete | incomplete | interrupted |
- * partial; docs/results-format.md), end_utc,
- * exit_code and startup_seconds (MPI_Init to the first phase's start, -1
- * when no phase started), flush and close. Returns 0 or -1. */
+ * partial; docs/results-format.md), end_utc, exit_code and
+ * startup_seconds (MPI_Init to the first phase's start, -1 when no phase
+ * started) and flush: what the file says if the run dies before
+ * results_close. Returns 0 or -1 with one line in err. */
+int results_status(struct results *r, const char *status, const char *end_utc, int exit_code,
+                   double startup_seconds, char *err, size_t errlen);
+/* The same, then close the file. Returns 0 or -1. */
 int results_close(struct results *r, const char *status, const char *end_utc, int exit_code,
                   double startup_seconds, char *err, size_t errlen);
 

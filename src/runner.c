@@ -1034,6 +1034,33 @@ static void run_write_ladders(struct run *r)
     free(rows);
 }
 
+/* Rank 0: how the run ended as far as it is known (signal: the agreed
+ * stop signal, 0 for none): its status and its exit code. */
+static int run_outcome(const struct run *r, int signal, enum run_status *status)
+{
+    *status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
+    return signal                                                          ? 128 + signal
+           : r->nlost                                                      ? EXIT_RESULTS_LOST
+           : (r->total_errors || r->total_verify || r->cleanup_unfinished) ? 3
+                                                                           : 0;
+}
+
+/* Rank 0, after the phases: the outcome so far into the results file,
+ * before the clean-up. A launcher that SIGKILLs the ranks soon after
+ * passing a stop on (Open MPI's mpirun: 1 s) then leaves a file that says
+ * how the run ended; closing the file records it again with what the
+ * clean-up changed. */
+static void run_record_outcome(struct run *r, int signal)
+{
+    enum run_status status;
+    int exit_code = run_outcome(r, signal, &status);
+    char end_utc[40], err[512];
+    utc_now(end_utc, sizeof end_utc);
+    if (r->results && results_status(r->results, run_status_name(status), end_utc, exit_code,
+                                     r->startup_seconds, err, sizeof err) < 0)
+        fprintf(stderr, "herd: results: %s\n", err);
+}
+
 /* Rank 0: the --json summary, by the safe-output rule. When it cannot be
  * written, an earlier summary that --force was allowed to replace is
  * removed too: a reader must never take it for this run's. 0 or -1. */
@@ -1072,11 +1099,8 @@ static int run_finish(struct run *r, int signal)
             fprintf(stderr, "herd: results: %s\n", err);
     }
     run_write_ladders(r);
-    enum run_status status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
-    int exit_code = signal     ? 128 + signal
-                    : r->nlost ? EXIT_RESULTS_LOST
-                    : (r->total_errors || r->total_verify || r->cleanup_unfinished) ? 3
-                                                                                    : 0;
+    enum run_status status;
+    int exit_code = run_outcome(r, signal, &status);
     char end_utc[40], err[512];
     utc_now(end_utc, sizeof end_utc);
     const char *status_name = run_status_name(status);
@@ -1182,6 +1206,8 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
     struct phase_outcome o = {0};
     for (int i = 0; i < job->nphases && !o.signal; i++)
         o = run_phase(r, i);
+    if (r->rank == 0)
+        run_record_outcome(r, o.signal);
     if (!job->keep) {
         runner_stop_stage(&r->stop, RUNNER_STAGE_CLEANUP); /* later stops end the clean-up */
         if (r->be->configure)
