@@ -37,9 +37,10 @@
 #                     (e.g. "--map-by node --oversubscribe")
 #   HERD_SRUN_ARGS    extra srun arguments, split on white space
 #   HERD_STOP_GRACE   seconds mpirun waits, after passing on a signal, before
-#                     it SIGKILLs the ranks (default 120: the clean-up's 60 s
-#                     cap, a stalled server's op_timeout and the results
-#                     file's last write fit); sets odls_base_sigkill_timeout
+#                     it SIGKILLs the ranks (Open MPI's odls_base_sigkill_timeout,
+#                     1 s by its default). Default 10: time for the ranks to
+#                     write a big cut phase; Open MPI 4 waits it in full, also
+#                     twice after any non-zero exit (exit 3 costs 20 s more)
 #   HERD_TAG          extra part of the directory name (letters, digits, ._+-)
 #   HERD_PYTHON       Python for herd-report (default in a checkout
 #                     /usr/bin/python3, else python3; installed: python3)
@@ -158,9 +159,11 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 cmd=()
 # A stop (scancel, ^C, a time limit) is passed on to the ranks; Open MPI
-# SIGKILLs them 1 s later by default, before they could end their phase,
-# write it and clean up. Slurm's equivalent is KillWait (slurm.conf).
-grace=${HERD_STOP_GRACE:-120}
+# SIGKILLs them 1 s later by default, which on a busy node can be before
+# they have written the cut phase (herd records the run's outcome before
+# its clean-up, so a kill during the clean-up only leaves files in the
+# target). Slurm's equivalent for srun is KillWait (slurm.conf).
+grace=${HERD_STOP_GRACE:-10}
 [[ "$grace" =~ ^[0-9]+$ ]] || bad "HERD_STOP_GRACE must be a number of seconds (got '$grace')"
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-$grace}
 if [ "$launcher" = mpirun ]; then
