@@ -281,9 +281,11 @@ def test_sigterm_interrupts(herd_bin, tmp_path):
                     [("first", {"kind": "write"}),
                      ("second", {"kind": "write", "iterations": 100000})])
     out = tmp_path / "long.h5"
+    # mpirun passes the signal on, then SIGKILLs the ranks: give them the
+    # time to write 400,000 rows on a busy machine (conftest.STOP_GRACE).
     proc = subprocess.Popen(mpirun_args(herd_bin, nranks, "run", job, "-o", out),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env(), start_new_session=True)
+                            env=mpi_env(stop_grace=True), start_new_session=True)
     try:
         err = LineReader(proc.stderr)
         outr = LineReader(proc.stdout)

@@ -41,7 +41,7 @@ import pytest
 
 from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe,
                       load_results, mpi_env, mpirun_args, parse_size, phase_attr_order,
-                      run_cmd, write_job)
+                      run_cmd, signal_ranks, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
 from test_core import check_phase
 from test_core import PHASES as CORE_PHASES
@@ -416,7 +416,7 @@ def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
     try:
         run.wait_line(r"^herd: phase write: ")
         time.sleep(0.5)
-        os.killpg(run.proc.pid, signal.SIGTERM)
+        signal_ranks(run.proc.pid, signal.SIGTERM)
         proc, _ = run.wait()
     finally:
         run.kill()

@@ -33,7 +33,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import KIB, MIB, REPO_DIR, describe, load_results, mpi_env, mpirun_args, run_cmd, write_job
+from conftest import (KIB, MIB, REPO_DIR, describe, load_results, mpi_env, mpirun_args, run_cmd,
+                      signal_ranks, write_job)
 from test_link import _why_skip_link
 from test_link import server as link_server
 from test_nfs import (_WHY, CONNECTION_ERRNOS, Background, errnos_by_rank, export_listing,
@@ -155,7 +156,7 @@ def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
         try:
             run.wait_line(r"^herd: phase write: ")
             time.sleep(rng.uniform(0.1, 0.8))
-            os.killpg(run.proc.pid, signal.SIGTERM)
+            signal_ranks(run.proc.pid, signal.SIGTERM)
             proc, _ = run.wait()
         finally:
             run.kill()

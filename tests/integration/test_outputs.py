@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
-                      mpirun_args, require_root, run_cmd, tree, write_job)
+from conftest import (LineReader, _kill_group, as_user, describe, herd_run, load_results, mpi_env,
+                      other_user, require_root, tree, write_job)
 
 USER = "nobody"
 
@@ -74,13 +74,8 @@ def shared_dir():
 
 def as_other_user(*args):
     """args as user nobody (no groups, no capabilities): the other user."""
-    require_root()
-    try:
-        user = pwd.getpwnam(USER)
-    except KeyError:
-        pytest.skip(f"no user {USER} on this machine")
-    proc = run_cmd(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
-                    "--clear-groups", "--"] + [str(a) for a in args], timeout=30)
+    user = other_user(USER, "to act as another user")
+    proc = as_user(user.pw_uid, user.pw_gid, args, env=None, cwd=None, timeout=30)
     assert proc.returncode == 0, describe(proc)
 
 

@@ -16,7 +16,6 @@ to one rank ends every rank with the right exit code.
    exit 128+N.
 """
 
-import contextlib
 import errno
 import os
 import shutil
@@ -30,7 +29,8 @@ import h5py
 import pytest
 
 from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
-                      mpirun_args, read_csv, require_root, tree, write_job)
+                      mpirun_args, rank_pids, read_csv, require_root, signal_ranks, tree,
+                      write_job)
 
 
 def small_job(tmp_path, target, **extra):
@@ -212,7 +212,7 @@ def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bi
         line = one_line_error(second)
         assert "in use by another run" in line and "run shared-id" in line, line
         assert not (tmp_path / "2.h5").exists()
-        os.killpg(first.pid, signal.SIGTERM)
+        signal_ranks(first.pid, signal.SIGTERM)
         first.wait(timeout=60)
     finally:
         if first.poll() is None:
@@ -295,8 +295,9 @@ def run_and_signal_one_rank(herd_bin, tmp_path, sig, nranks=4):
 def test_signal_to_one_rank_stops_every_rank(herd_bin, tmp_path, sig):
     code, took, err, out, target = run_and_signal_one_rank(herd_bin, tmp_path, sig)
     assert code == 128 + sig, f"exit {code}\n{err}"
-    # the lock phase had 38 s left: every rank stopped with the signalled one
-    assert took < 10, f"run ended {took:.1f} s after the signal\n{err}"
+    # the lock phase had 38 s left: every rank stopped with the signalled
+    # one, not at the phase's end (half of what was left, for a busy machine)
+    assert took < (40 - 2) / 2, f"run ended {took:.1f} s after the signal\n{err}"
     res = load_results(out)
     assert res.attrs["status"] == "interrupted"
     assert res.attrs["exit_code"] == 128 + sig
@@ -315,10 +316,14 @@ from test_nfs import Background, nfs, signal_ganesha  # noqa: E402,F401
 
 
 @pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
-def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nfs):
+@pytest.mark.parametrize("who", ["every rank", "rank 0"])
+def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nfs, who):
     """The server freezes after the phases: the clean-up's calls time out
-    (op_timeout) instead of hanging, and a SIGTERM during the clean-up ends
-    herd within about one op_timeout, with the phases in the file."""
+    (op_timeout) instead of hanging, and a SIGTERM during the clean-up, to
+    every rank (as a scheduler sends it) or to rank 0 alone, ends herd
+    after the calls in flight, with the phases in the file. Alone, rank 0
+    tells the other rank, which would otherwise work through its files to
+    the clean-up's 60 s cap."""
     op_timeout = 2
     job = write_job(tmp_path / "job.ini",
                     {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s",
@@ -336,40 +341,28 @@ def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nf
         bg.wait_line(r"phase pause: ")
         time.sleep(op_timeout + 1)  # well into the clean-up: calls are timing out
         assert bg.proc.poll() is None, "herd ended before the clean-up could stall"
-        ranks = subprocess.run(["pgrep", "-s", str(bg.proc.pid), "-x", "herd"],
-                               capture_output=True, text=True).stdout.split()
-        assert len(ranks) == 2, ranks
+        ranks = rank_pids(bg.proc.pid, 2)
         t0 = time.monotonic()
-        for pid in ranks:  # as a scheduler does; mpirun would SIGKILL them after 1 s
-            os.kill(int(pid), signal.SIGTERM)
+        for rank, pid in ranks.items():
+            if who == "every rank" or rank == 0:
+                os.kill(pid, signal.SIGTERM)
         proc, ended = bg.wait(timeout=120)
     finally:
         if frozen:
             signal_ganesha(nfs, signal.SIGCONT)
         bg.kill()
     took = ended - t0
-    assert took < 2 * op_timeout + 3, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
     res = load_results(out)
+    # Each rank ends the call it is in, rank 0 gives the run directory back
+    # (one more call), then MPI ends as it began (its start-up on this
+    # machine, measured: the run's startup_seconds).
+    bound = 3 * op_timeout + res.attrs["startup_seconds"] + 1
+    assert took < bound, f"{took:.1f} s after SIGTERM (bound {bound:.1f} s)\n{proc.stderr}"
+    assert proc.returncode == 143, proc.stderr
     assert res.attrs["status"] == "interrupted", proc.stderr
     assert res.attrs["exit_code"] == 143
     assert res.phase_names == ["tree", "pause"]
     assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
-
-
-def rank_pids(mpirun_pid, nranks):
-    """{MPI rank: pid} of the herd processes of one mpirun (from each
-    process's OMPI_COMM_WORLD_RANK)."""
-    pids = subprocess.run(["pgrep", "-s", str(mpirun_pid), "-x", "herd"],
-                          capture_output=True, text=True).stdout.split()
-    ranks = {}
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            for var in env:
-                if var.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    ranks[int(var.split(b"=", 1)[1])] = int(pid)
-    assert len(ranks) == nranks, f"ranks {ranks} of mpirun {mpirun_pid}"
-    return ranks
 
 
 def catches_sigterm(pid):
@@ -378,45 +371,6 @@ def catches_sigterm(pid):
         if line.startswith("SigCgt:"):
             return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
     return False
-
-
-@pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
-def test_sigterm_to_rank_0_in_the_cleanup_stops_every_rank(herd_bin, tmp_path, nfs):
-    """Only rank 0 gets the signal, during a clean-up against a frozen
-    server: the other rank hears it after its current call, instead of
-    working through its files to the clean-up's 60 s cap."""
-    op_timeout = 2
-    job = write_job(tmp_path / "job.ini",
-                    {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s",
-                     "keep": "no"},
-                    [("tree", {"kind": "meta", "files": 300, "dirs": 3, "meta_ops": "create",
-                               "file_size": "1K", "block_size": "1K"}),
-                     ("pause", {"kind": "idle", "duration": "1s"})])
-    out = tmp_path / "run.h5"
-    bg = Background(nfs, herd_bin, 2, job, out)
-    frozen = False
-    try:
-        bg.wait_line(r"phase tree: ")
-        signal_ganesha(nfs, signal.SIGSTOP)
-        frozen = True
-        bg.wait_line(r"phase pause: ")
-        time.sleep(op_timeout + 1)  # into the clean-up: calls are timing out
-        assert bg.proc.poll() is None, "herd ended before the clean-up could stall"
-        t0 = time.monotonic()
-        os.kill(rank_pids(bg.proc.pid, 2)[0], signal.SIGTERM)
-        proc, ended = bg.wait(timeout=120)
-    finally:
-        if frozen:
-            signal_ganesha(nfs, signal.SIGCONT)
-        bg.kill()
-    took = ended - t0
-    # Each rank finishes the call it is in (op_timeout), rank 0 gives the
-    # run directory back (one more call): a few op_timeouts, not the cap.
-    assert took < 4 * op_timeout + 10, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
-    assert proc.returncode == 143, proc.stderr
-    res = load_results(out)
-    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143
-    assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
 
 
 @pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")

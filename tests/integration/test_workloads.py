@@ -18,7 +18,6 @@
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_workloads.py
 """
 
-import os
 import signal
 import subprocess
 import time
@@ -28,7 +27,7 @@ import h5py
 import pytest
 
 from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
-                      mpirun_args, tree, write_job)
+                      mpirun_args, signal_ranks, tree, write_job)
 
 
 def errors_per_rank(ph):
@@ -205,7 +204,7 @@ def _run_and_term(herd_bin, nranks, job, out, wait_line, delay):
         time.sleep(delay)
         assert p.poll() is None, f"herd ended before the signal:\n{err.rest(5)}"
         t0 = time.monotonic()
-        os.killpg(p.pid, signal.SIGTERM)
+        signal_ranks(p.pid, signal.SIGTERM)
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
