@@ -422,6 +422,19 @@ def leftovers(tmp):
     return left
 
 
+@pytest.fixture(autouse=True)
+def stop_servers_left(tmp_path):
+    """A seed driver stopped at its time-out cannot stop the servers it
+    started (each supervisor has a session of its own, out of reach of the
+    test's kill): stop any whose state is under this test's TMPDIR, with the
+    script's own verb, so that a failed test leaves no server behind."""
+    yield
+    for state in sorted((tmp_path / "tmp").glob("herd-*")):
+        if (state / "pid" / "supervisor").exists():
+            subprocess.run(["bash", str(REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"),
+                            "stop", "--state", str(state)], capture_output=True, timeout=120)
+
+
 def seed_env(herd_bin, tmp_path, **extra):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
