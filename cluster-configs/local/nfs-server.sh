@@ -64,6 +64,11 @@ NOSYNC_SRC=$HERE/nosync.c
 # source beside the script.
 
 START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must answer
+# A readiness probe (nfs-ls of the export; smbclient's login and ls) gets
+# PROBE_TIMEOUT seconds plus PROBE_ROUND_TRIPS round trips of the link
+# (--link): each takes 16-17 round trips (measured: 1.6 s over delay=50ms).
+PROBE_TIMEOUT=5
+PROBE_ROUND_TRIPS=20
 STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
 # ganesha 4.3 with NLM: once it has monitored a lock client with statd, its
 # shutdown calls SM_UNMON after it has already shut its RPC event channels,
@@ -327,21 +332,25 @@ smbd_stop_all() {
     [ -z "$(smbd_leftovers)" ]
 }
 
-# smb_answers: smbclient logs in as herd and lists the share, from inside.
+# smb_answers SECONDS: smbclient logs in as herd and lists the share, from
+# inside, within SECONDS.
 smb_answers() {
-    in_netns timeout 5 smbclient "//127.0.0.1/export" -A "$SMB_DIR/credentials" -m SMB3 \
+    in_netns timeout "$1" smbclient "//127.0.0.1/export" -A "$SMB_DIR/credentials" -m SMB3 \
         -c ls >/dev/null 2>&1
 }
 
-# wait_smb_ready SECONDS: until smb_answers; fails early when smbd dies.
+# wait_smb_ready SECONDS: until smb_answers (SECONDS more the time of one
+# probe over the link); fails early when smbd dies.
 wait_smb_ready() {
-    local deadline=$((SECONDS + $1))
+    local probe deadline
+    probe=$(probe_timeout)
+    deadline=$((SECONDS + $1 + probe))
     while ((SECONDS < deadline)); do
         alive smbd || { log "smbd exited (see $STATE/log/smbd.stdout)"; return 1; }
-        smb_answers && return 0
+        smb_answers "$probe" && return 0
         sleep 0.05
     done
-    log "smbd did not answer within $1 s"
+    log "smbd did not answer within $(($1 + probe)) s"
     return 1
 }
 
@@ -386,19 +395,23 @@ in_netns() {
     nsenter --net="/proc/$sup/ns/net" -- "$@"
 }
 
-# wait_ready SECONDS: until nfs-ls of the export answers; fails early when
-# ganesha or the supervisor dies.
+# nfs_answers SECONDS: nfs-ls of the export answers, from inside, within
+# SECONDS.
+nfs_answers() { in_netns timeout "$1" nfs-ls "$(url)" >/dev/null 2>&1; }
+
+# wait_ready SECONDS: until nfs_answers (SECONDS more the time of one probe
+# over the link); fails early when ganesha or the supervisor dies.
 wait_ready() {
-    local deadline=$((SECONDS + $1))
+    local probe deadline
+    probe=$(probe_timeout)
+    deadline=$((SECONDS + $1 + probe))
     while ((SECONDS < deadline)); do
         alive supervisor || { log "the namespace supervisor died"; return 1; }
         alive ganesha || { log "ganesha.nfsd exited"; return 1; }
-        if in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
-            return 0
-        fi
+        nfs_answers "$probe" && return 0
         sleep 0.05
     done
-    log "the server did not answer within $1 s"
+    log "the server did not answer within $(($1 + probe)) s"
     return 1
 }
 
@@ -431,28 +444,65 @@ wait_ready() {
 LINK_QUEUE=0
 LINK_PORTS=111,2049,20048,$NLM_PORT,$SMB_PORT
 LINK_MAX_US=10000000 # delay and jitter: at most 10 s
+LINK_MIN_BIT=8000 LINK_MAX_BIT=100000000000 # rate: 8kbit..100gbit
 REPO=$(cd "$HERE/../.." && pwd)
 LINKDELAY=${HERD_LINKDELAY:-$REPO/build/herd-linkdelay}
+
+# link_scaled NUMBER DIGITS: NUMBER (digits with an optional fraction:
+# 2.5) times 10^DIGITS, rounded to the nearest integer, in bash's 64-bit
+# integers (awk's %d stops at 2^31 - 1: 10gbit became 2147 Mbit). Fails
+# when the result could reach 10^18, before anything can overflow: callers
+# refuse that as out of range.
+link_scaled() {
+    local int=${1%%.*} frac="" zeros=0000000000
+    [[ "$1" == *.* ]] && frac=${1#*.}
+    [[ "$int" =~ ^0*([0-9]+)$ ]] && int=${BASH_REMATCH[1]}
+    ((${#int} + $2 <= 17)) || return 1
+    frac=$frac$zeros
+    frac=${frac:0:$2 + 1}
+    printf '%s\n' "$(((10#$int * 10 ** ($2 + 1) + 10#$frac + 5) / 10))"
+}
 
 # link_time_us OPTION VALUE: print VALUE (us, ms or s) in microseconds.
 link_time_us() {
     [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(us|ms|s)$ ]] ||
         { log "$1: '$2' is not a time (a number with us, ms or s: 20ms)"; return 1; }
-    local us
-    us=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
-        'BEGIN { m = (u == "us") ? 1 : (u == "ms") ? 1000 : 1000000; printf "%d\n", v * m + 0.5 }')
-    ((us <= LINK_MAX_US)) || { log "$1: '$2' is longer than 10 s"; return 1; }
+    local us digits
+    case "${BASH_REMATCH[3]}" in us) digits=0 ;; ms) digits=3 ;; s) digits=6 ;; esac
+    if ! us=$(link_scaled "${BASH_REMATCH[1]}" "$digits") || ((us > LINK_MAX_US)); then
+        log "$1: '$2' is longer than 10 s"
+        return 1
+    fi
     printf '%s\n' "$us"
 }
 
+# us_seconds US: microseconds as seconds with six decimals (0.200000).
+us_seconds() { printf '%d.%06d\n' "$(($1 / 1000000))" "$(($1 % 1000000))"; }
+
+# us_text US: microseconds the way the spec writes them: 10s, 200ms, 2500us.
+us_text() {
+    if (($1 && $1 % 1000000 == 0)); then
+        printf '%ss\n' "$(($1 / 1000000))"
+    elif (($1 && $1 % 1000 == 0)); then
+        printf '%sms\n' "$(($1 / 1000))"
+    else
+        printf '%sus\n' "$1"
+    fi
+}
+
 # link_rate_bit OPTION VALUE: print VALUE (kbit, mbit or gbit) in bit/s.
+# 100gbit at most: tbf's queue limit (100 ms of the rate plus the burst, in
+# bytes) overflows its 32 bits above about 300gbit.
 link_rate_bit() {
     [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(kbit|mbit|gbit)$ ]] ||
         { log "$1: '$2' is not a rate (a number with kbit, mbit or gbit: 8mbit)"; return 1; }
-    local bit
-    bit=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
-        'BEGIN { m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : 1e9; printf "%d\n", v * m + 0.5 }')
-    ((bit >= 8000 && bit <= 100000000000)) || { log "$1: '$2' is outside 8kbit..100gbit"; return 1; }
+    local bit digits
+    case "${BASH_REMATCH[3]}" in kbit) digits=3 ;; mbit) digits=6 ;; gbit) digits=9 ;; esac
+    if ! bit=$(link_scaled "${BASH_REMATCH[1]}" "$digits") ||
+        ((bit < LINK_MIN_BIT || bit > LINK_MAX_BIT)); then
+        log "$1: '$2' is outside 8kbit..100gbit"
+        return 1
+    fi
     printf '%s\n' "$bit"
 }
 
@@ -556,6 +606,62 @@ qdisc_clear() {
     nsenter --net="/proc/$1/ns/net" -- tc qdisc del dev "$2" root >/dev/null 2>&1 || true
 }
 
+# qdisc_applied NSPID DEV: the link's qdiscs tc shows on DEV in the network
+# namespace of process NSPID, one a line: "rate 10Gbit (tbf on lo)",
+# "delay 10ms jitter 2ms (netem on lo)"; nothing when there are none.
+qdisc_applied() {
+    local line
+    while read -r line; do
+        case "$line" in
+            "qdisc tbf "*)
+                [[ "$line" =~ \ rate\ ([^ ]+) ]] &&
+                    printf 'rate %s (tbf on %s)\n' "${BASH_REMATCH[1]}" "$2" ;;
+            "qdisc netem "*)
+                [[ "$line" =~ \ delay\ ([^ ]+)(\ +([0-9.]+[mun]?s))? ]] &&
+                    printf 'delay %s%s (netem on %s)\n' "${BASH_REMATCH[1]}" \
+                        "${BASH_REMATCH[3]:+ jitter ${BASH_REMATCH[3]}}" "$2" ;;
+        esac
+    done < <(nsenter --net="/proc/$1/ns/net" -- tc qdisc show dev "$2" 2>/dev/null)
+}
+
+# delayer_applied: the delay and jitter the running herd-linkdelay was
+# started with (its command line), "delay 200ms jitter 2ms (herd-linkdelay
+# pid N)"; nothing when none runs.
+delayer_applied() {
+    local pid argv=() i delay="" jitter=0
+    alive linkdelay || return 0
+    pid=$(recorded linkdelay)
+    mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 0
+    for ((i = 0; i + 1 < ${#argv[@]}; i++)); do
+        case "${argv[i]}" in
+            --delay) delay=$(link_scaled "${argv[i + 1]}" 6) ;;
+            --jitter) jitter=$(link_scaled "${argv[i + 1]}" 6) ;;
+        esac
+    done
+    [ -n "$delay" ] || return 0
+    printf 'delay %s%s (herd-linkdelay pid %s)\n' "$(us_text "$delay")" \
+        "$( ((jitter == 0)) || printf ' jitter %s' "$(us_text "$jitter")")" "$pid"
+}
+
+# link_applied [NSPID DEV]: what is in place of the running server's link,
+# read back from tc and the delayer (not from the spec), and the qdiscs on
+# DEV of NSPID's namespace (vcluster.sh: the switch port): the parts joined
+# by "; ", or "none".
+link_applied() {
+    local part out="" dev sup
+    while read -r part; do
+        out+="${out:+; }$part"
+    done < <(
+        delayer_applied
+        if alive supervisor; then
+            sup=$(recorded supervisor)
+            for dev in $(link_devs); do qdisc_applied "$sup" "$dev"; done
+        fi
+        if (($#)); then qdisc_applied "$1" "$2"; fi
+    )
+    printf '%s\n' "${out:-none}"
+}
+
 # link_where: "PID START CHAIN ADDR" of where the delay rules go
 # (STATE/conf/link-where, from `link --netns-pid --chain --addr`): default
 # the server's namespace, INPUT, any address.
@@ -602,14 +708,13 @@ iptables_link() {
 # start_linkdelay: herd-linkdelay in link_where's namespace, recorded as
 # linkdelay; returns once it has bound the queue (its pidfile names it).
 start_linkdelay() {
-    local sup start chain addr pid i secs jit
+    local sup start chain addr pid i
     read -r sup start chain addr < <(link_where)
-    secs=$(awk -v u="$LINK_DELAY_US" 'BEGIN { printf "%.6f", u / 1e6 }')
-    jit=$(awk -v u="$LINK_JITTER_US" 'BEGIN { printf "%.6f", u / 1e6 }')
     rm -f "$STATE/run/linkdelay.pid"
     # (setsid does not fork here, and nsenter execs: $! is the delayer)
     setsid nsenter --net="/proc/$sup/ns/net" -- "$LINKDELAY" --queue "$LINK_QUEUE" \
-        --delay "$secs" --jitter "$jit" --pidfile "$STATE/run/linkdelay.pid" \
+        --delay "$(us_seconds "$LINK_DELAY_US")" --jitter "$(us_seconds "$LINK_JITTER_US")" \
+        --pidfile "$STATE/run/linkdelay.pid" \
         </dev/null >>"$STATE/log/linkdelay.log" 2>&1 &
     pid=$!
     record linkdelay "$pid"
@@ -653,14 +758,25 @@ link_apply() {
     fi
     printf '%s\n' "$LINK_SPEC" >"$STATE/link.tmp"
     mv -f "$STATE/link.tmp" "$STATE/link"
-    log "link: $LINK_SPEC ($(if link_wants_delay; then
-        netem_works && echo "netem" || echo "herd-linkdelay pid $(recorded linkdelay)"
-    else echo "no delay"; fi)$( ((LINK_RATE_BIT > 0)) && echo ", tbf") on $(link_devs | paste -sd ' '))"
+    log "link: $LINK_SPEC; applied: $(link_applied)"
 }
 
 # current_link: the running server's link spec, or "none".
 current_link() {
     if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
+}
+
+# link_round_trip_us: what the parsed link adds to a round trip at most,
+# in microseconds: each direction delay + jitter.
+link_round_trip_us() { echo $((2 * (LINK_DELAY_US + LINK_JITTER_US))); }
+
+# probe_timeout: seconds one readiness probe may take: PROBE_TIMEOUT plus
+# PROBE_ROUND_TRIPS round trips over the running server's link, rounded up.
+probe_timeout() {
+    local spec rtt=0
+    spec=$(current_link)
+    if [ "$spec" != none ] && parse_link "$spec"; then rtt=$(link_round_trip_us); fi
+    echo $((PROBE_TIMEOUT + (PROBE_ROUND_TRIPS * rtt + 999999) / 1000000))
 }
 
 # ------------------------------------------------------------------ supervisor
@@ -1333,7 +1449,8 @@ cmd_status() {
         return 3
     fi
     load_settings
-    local name answers=no rc
+    local name answers=no rc probe
+    probe=$(probe_timeout)
     printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
     [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
     if [ "$NLM" = 1 ]; then
@@ -1342,7 +1459,7 @@ cmd_status() {
         printf 'nlm=off\n'
     fi
     printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
-    printf 'link=%s\n' "$(current_link)"
+    printf 'link=%s\nlink_applied=%s\n' "$(current_link)" "$(link_applied)"
     if [ "$SMB" = 1 ]; then
         printf 'smb=on\nsmb_url=%s\nsmb_user=%s\nsmb_password_file=%s\nsmb_conf=%s\n' \
             "$(smb_url)" "$SMB_USER" "$SMB_DIR/password" "$STATE/conf/smb.conf"
@@ -1362,14 +1479,13 @@ cmd_status() {
             printf '%s=%s dead\n' "$name" "$(recorded "$name")"
         fi
     done
-    if alive supervisor && alive ganesha &&
-        in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
+    if alive supervisor && alive ganesha && nfs_answers "$probe"; then
         answers=yes
     fi
     printf 'answers=%s\n' "$answers"
     local smb_ok=1
     if [ "$SMB" = 1 ]; then
-        if alive supervisor && alive smbd && smb_answers; then
+        if alive supervisor && alive smbd && smb_answers "$probe"; then
             printf 'smb_answers=yes\n'
         else
             printf 'smb_answers=no\n'
@@ -1457,6 +1573,26 @@ cmd_qdisc() {
     qdisc_set "$pid" "$dev" || die "_qdisc: tc on $dev failed"
 }
 
+# _link_applied --state DIR [--netns-pid PID --dev DEV]: link_applied of
+# the server (vcluster.sh status: with the switch port towards it).
+cmd_link_applied() {
+    local pid="" dev=""
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --netns-pid) pid=${2:-}; shift 2 ;;
+            --dev) dev=${2:-}; shift 2 ;;
+            *) die "_link_applied: unknown argument $1" ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "_link_applied: --state DIR is required"
+    if [ -n "$pid" ] && [[ "$pid" =~ ^[0-9]+$ ]] && [ -n "$dev" ]; then
+        link_applied "$pid" "$dev"
+    else
+        link_applied
+    fi
+}
+
 main() {
     (($#)) || usage
     local cmd=$1
@@ -1473,11 +1609,13 @@ main() {
         status) cmd_status "$@" ;;
         link) cmd_link "$@" ;;
         _qdisc) cmd_qdisc "$@" ;;
+        _link_applied) cmd_link_applied "$@" ;;
         _link_check)
             # vcluster.sh up: check SPEC and what it needs before anything
-            # starts; stdout the normalized spec.
+            # starts; stdout the normalized spec, then what it adds to a
+            # round trip (microseconds).
             parse_link "${1-}" && check_link_tools || exit 1
-            printf '%s\n' "$LINK_SPEC"
+            printf '%s\n%s\n' "$LINK_SPEC" "$(link_round_trip_us)"
             ;;
         _supervise)
             [ "${1:-}" = --state ] || exit 2

@@ -118,6 +118,7 @@ connect() {
 
 cmd_up() {
     local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
+    local link_rtt_us=0
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -143,7 +144,9 @@ cmd_up() {
     done
     ((slurm == 0)) || slurm_check_tools
     if ((link_opt)); then
+        # (line 1 the normalized spec, line 2 what it adds to a round trip, us)
         link=$(bash "$NFS_SERVER" _link_check "$link" 2>&1) || die "up: ${link#nfs-server.sh: }"
+        link_rtt_us=${link#*$'\n'} link=${link%%$'\n'*}
     fi
     if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
         [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
@@ -192,10 +195,12 @@ cmd_up() {
     printf '%s slots=1\n' "$SERVER_NAME" >>"$STATE/hostfile"
     printf '%s\n' "${url/127.0.0.1/$NET.2}" >"$STATE/url"
 
-    # Every client must reach the server's NFS port before we say ready.
+    # Every client must reach the server's NFS port before we say ready
+    # (10 s, and the one round trip of the connect over the link).
+    local reach=$((10 + (link_rtt_us + 999999) / 1000000))
     for ((i = 1; i <= clients; i++)); do
         name=$(printf 'c%02d' "$i")
-        in_host "$name" timeout 10 bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
+        in_host "$name" timeout "$reach" bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
             die "up: $name cannot reach $NET.2:2049"
     done
     ((slurm == 0)) || slurm_up "$clients" "$slots"
@@ -224,6 +229,17 @@ link_up() {
 
 vc_link() {
     if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
+}
+
+# link_applied: what is in place between the clients and the server, read
+# back by nfs-server.sh from tc and the delayer (its status's link_applied),
+# with the switch port towards the server.
+link_applied() {
+    local port=()
+    [ -d "$STATE/server" ] || { echo none; return 0; }
+    alive_pid "$(host_field switch 2)" "$(host_field switch 3)" &&
+        port=(--netns-pid "$(host_field switch 2)" --dev "v-$SERVER_NAME")
+    bash "$NFS_SERVER" _link_applied --state "$STATE/server" "${port[@]}"
 }
 
 # mpirun's settings for this cluster, without the hostfile (HERD_HOSTFILE
@@ -342,7 +358,7 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
-    printf 'link=%s\n' "$(vc_link)"
+    printf 'link=%s\nlink_applied=%s\n' "$(vc_link)" "$(link_applied)"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"
     return 1
