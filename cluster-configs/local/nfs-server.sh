@@ -70,6 +70,10 @@ START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must 
 PROBE_TIMEOUT=5
 PROBE_ROUND_TRIPS=20
 STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
+# What stop finds in the server's network namespace once the supervisor
+# and the recorded processes are gone (smbd's children, commands run with
+# exec, what the supervisor ran) gets this long from SIGTERM to SIGKILL.
+SWEEP_TIMEOUT=2
 # ganesha 4.3 with NLM: once it has monitored a lock client with statd, its
 # shutdown calls SM_UNMON after it has already shut its RPC event channels,
 # which times out (3 s), and then hangs ~9 s more: about 12 s instead of
@@ -135,17 +139,33 @@ reap() {
     sup_log "$3 $2 exited (status $st)"
 }
 
-# terminate NAME [SECONDS]: SIGTERM (and SIGCONT, in case a test stopped
-# it), then SIGKILL after SECONDS (default STOP_TIMEOUT); only the process
-# recorded as NAME. Returns 0 even when it could not be stopped (that is
-# logged): callers check alive afterwards.
+# note_killed "PID (NAME)"...: remember processes that needed SIGKILL for
+# stop's report (STATE/run/killed; the supervisor notes its own there).
+note_killed() { printf '%s\n' "$@" >>"$STATE/run/killed" 2>/dev/null || true; }
+
+# stop_pid LABEL PID START SECONDS: proc_stop, saying so on stderr, and
+# noting a SIGKILL it needed. Returns 0 even when the process could not be
+# stopped (that is logged): callers check alive afterwards.
+stop_pid() {
+    log "stopping $1 (pid $2)"
+    if ! proc_stop "$2" "$3" "$4"; then
+        log "$1 (pid $2) is still there after SIGTERM, $4 s and SIGKILL"
+    fi
+    if [ -n "$PROC_KILLED" ]; then
+        log "$1 (pid $2) did not stop within $4 s of SIGTERM: SIGKILL"
+        note_killed "$PROC_KILLED"
+    fi
+    return 0
+}
+
+# terminate NAME [SECONDS]: stop_pid of the process recorded as NAME, with
+# SECONDS (default STOP_TIMEOUT) from SIGTERM (and SIGCONT, in case a test
+# stopped it) to SIGKILL.
 terminate() {
-    local pid start secs=${2:-$STOP_TIMEOUT}
+    local pid start
     alive "$1" || return 0
     read -r pid start <"$STATE/pid/$1"
-    log "stopping $1 (pid $pid)"
-    proc_stop "$pid" "$start" "$secs" && return 0
-    log "$1 (pid $pid) is still there after SIGTERM, ${secs}s and SIGKILL"
+    stop_pid "$1" "$pid" "$start" "${2:-$STOP_TIMEOUT}"
 }
 
 # ganesha_stop_timeout: seconds ganesha gets from SIGTERM to SIGKILL.
@@ -155,6 +175,61 @@ ganesha_stop_timeout() {
     else
         echo "$STOP_TIMEOUT"
     fi
+}
+
+# supervisor_stop_timeout: seconds the supervisor gets from SIGTERM to
+# SIGKILL: its clean-up with every step at its bound (smbd 5 s and smbd's
+# leftovers 2 s, ganesha, statd 5 s, rpcbind 5 s, each with 5 s after a
+# SIGKILL; the export's umount 10 s). Cut short, it would leave what it
+# was running (a umount, a sync) in the namespace.
+supervisor_stop_timeout() {
+    echo $(((5 + 5) + 2 + ($(ganesha_stop_timeout) + 5) + (5 + 5) * 2 + 10))
+}
+
+# netns_pin: open NETNS_FD on the server's network namespace (STATE/pid/netns)
+# through a recorded process that is alive and in it, and set NETNS_INODE
+# (the N of net:[N]). While the descriptor is open the namespace stays, and
+# so its number, which the kernel hands to a new namespace once this one
+# is gone. False when no recorded process is there to prove it.
+netns_pin() {
+    local ns name pid start
+    [ -r "$STATE/pid/netns" ] && read -r ns <"$STATE/pid/netns" || return 1
+    for name in supervisor ganesha rpcbind statd smbd linkdelay; do
+        [ -r "$STATE/pid/$name" ] && read -r pid start <"$STATE/pid/$name" || continue
+        proc_alive "$pid" "$start" || continue
+        { exec {NETNS_FD}<"/proc/$pid/ns/net"; } 2>/dev/null || continue
+        # (that very process, still alive after the open, still in it)
+        if proc_alive "$pid" "$start" && [ "$(readlink "/proc/$$/fd/$NETNS_FD")" = "$ns" ]; then
+            NETNS_INODE=${ns//[^0-9]/}
+            return 0
+        fi
+        exec {NETNS_FD}<&-
+    done
+    return 1
+}
+
+netns_unpin() { exec {NETNS_FD}<&-; }
+
+# netns_sweep: stop every process left in the pinned namespace (ns_stop),
+# noting those that needed SIGKILL. Returns 1, after one line, if any is
+# still there.
+netns_sweep() {
+    local killed st=0
+    killed=$(ns_stop "$SWEEP_TIMEOUT" "$NETNS_INODE") || st=1
+    [ -z "$killed" ] || note_killed "$killed"
+    ((st)) || return 0
+    log "still in the server's network namespace after SIGKILL:" \
+        "$(ns_pids "$NETNS_INODE" | paste -sd ' ')"
+    return 1
+}
+
+# report_killed: one line on stderr naming the processes that needed
+# SIGKILL (note_killed), if any.
+report_killed() {
+    local line out=""
+    [ -s "$STATE/run/killed" ] || return 0
+    while read -r line; do out+="${out:+, }$line"; done <"$STATE/run/killed"
+    log "SIGKILL was needed for: $out"
 }
 
 # ------------------------------------------------------------------ state dir
@@ -326,8 +401,7 @@ smbd_stop_all() {
     done
     for p in $(smbd_leftovers); do
         st=$(proc_start "$p") || continue
-        log "stopping leftover smbd (pid $p)"
-        proc_stop "$p" "$st" 2 || true
+        stop_pid "leftover smbd" "$p" "$st" 2
     done
     [ -z "$(smbd_leftovers)" ]
 }
@@ -1158,33 +1232,36 @@ cmd_start() {
 # do_stop PURGE: stop and remove everything; returns non-zero if something
 # could not be removed.
 do_stop() {
-    local purge=$1 problems=0 name mp dev i
+    local purge=$1 problems=0 pinned=0 name mp dev i
     load_settings
+    mkdir -p "$STATE/run"
+    : >"$STATE/run/killed"
+    netns_pin && pinned=1
     # The link first: its rules and qdiscs live in the namespace (and go
     # with it), the delayer is ours to stop (its packets then pass).
     link_clear || true
     # The supervisor stops smbd, ganesha, statd and rpcbind, unmounts and detaches.
     if alive supervisor; then
         if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
-        terminate supervisor
+        terminate supervisor "$(supervisor_stop_timeout)"
     fi
-    # Whatever is left (the supervisor was killed, or hung): by recorded PID;
-    # smbd's children by namespace (smbd_leftovers).
-    if [ "$SMB" = 1 ] || [ -e "$STATE/pid/smbd" ]; then smbd_stop_all || true; fi
+    # Whatever is left (the supervisor was killed, or hung): by recorded PID,
+    # then everything else in the server's namespace.
     terminate ganesha "$(ganesha_stop_timeout)"
-    for name in statd rpcbind supervisor launcher linkdelay; do
+    for name in smbd statd rpcbind supervisor launcher linkdelay; do
         terminate "$name"
     done
+    if ((pinned)); then
+        netns_sweep || problems=1
+        netns_unpin
+    fi
+    report_killed
     for name in smbd ganesha statd rpcbind supervisor launcher linkdelay; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
         fi
     done
-    if [ -e "$STATE/pid/smbd" ] && [ -n "$(smbd_leftovers)" ]; then
-        log "smbd processes still running: $(smbd_leftovers | paste -sd ' ')"
-        problems=1
-    fi
     # The namespace's mounts went with its last process. Loop devices of our
     # image: detach what is left (losetup -d on a busy device detaches it
     # when it is released).

@@ -278,32 +278,23 @@ cmd_exec() {
 
 # sweep_hosts: stop what still runs in the namespaces of the client and
 # head hosts (an orted or a job task whose launcher died): those
-# namespaces are this cluster's own, so is everything in them. The server
-# host's are nfs-server.sh's to clean.
+# namespaces are this cluster's own, so is everything in them (ns_stop:
+# SIGTERM, 1 s, SIGKILL; the live holders keep each namespace, and so its
+# number, theirs meanwhile). Says which processes needed SIGKILL. The
+# server host's are nfs-server.sh's to clean.
 sweep_hosts() {
-    local name pid start addr role ns p sig i left
-    local -A holder=()
+    local name pid start addr role ino inos=() holders=() killed st=0
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
         alive_pid "$pid" "$start" || continue
-        ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
-        holder[$ns]=$pid
+        ino=$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null) || continue
+        inos+=("$ino") holders+=("$pid")
     done <"$STATE/hosts"
-    ((${#holder[@]})) || return 0
-    for sig in TERM KILL; do
-        for ((i = 0; i < 50; i++)); do
-            left=()
-            for p in /proc/[0-9]*; do
-                p=${p#/proc/}
-                ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-                [ -n "${holder[$ns]:-}" ] && [ "${holder[$ns]}" != "$p" ] && left+=("$p")
-            done
-            ((${#left[@]})) || return 0
-            ((i == 0)) && { kill -"$sig" "${left[@]}" 2>/dev/null || true; }
-            sleep 0.02
-        done
-    done
-    log "down: ${#left[@]} processes still run in the cluster's hosts: ${left[*]}"
+    ((${#inos[@]})) || return 0
+    killed=$(ns_stop 1 "${inos[@]}" -- "${holders[@]}") || st=1
+    [ -z "$killed" ] || log "down: SIGKILL was needed for: $(paste -sd , <<<"$killed" | sed "s/,/, /g")"
+    ((st)) || return 0
+    log "down: processes still run in the cluster's hosts: $(ns_pids "${inos[@]}" | paste -sd ' ')"
     return 1
 }
 
@@ -317,9 +308,11 @@ do_down() {
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
         proc_stop "$pid" "$start" || { log "down: $name ($pid) still runs"; problems=1; }
+        [ -z "$PROC_KILLED" ] || log "down: SIGKILL was needed for host $name: $PROC_KILLED"
     done <"$STATE/hosts"
+    # (its stderr says what it had to SIGKILL in the server host)
     if [ -d "$STATE/server" ]; then
-        bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null 2>&1 ||
+        bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null ||
             { log "down: the NFS server did not stop cleanly"; problems=1; }
     fi
     return $problems

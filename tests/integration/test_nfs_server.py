@@ -16,6 +16,11 @@ and denied, NLM4_DENIED_NOLOCKS without statd (stop-statd), no NLM with
 --no-nlm, and a grace period (--grace, restart-ganesha --grace):
 NLM4_DENIED_GRACE_PERIOD and NFSv4 OPEN refused with NFS4ERR_GRACE until it
 ends, then granted. Every test also checks that stop leaves no statd.
+stop ends every process of the server's network namespace before it
+returns: SIGTERM, and SIGKILL (named on stderr) for what ignores it, such
+as a `trap "" TERM` shell run with exec; also with two busy loops on the
+CPUs and a client still running. The namespace is held open from start to
+that check: a freed namespace's number goes to the next namespace made.
 
 Needs root, nfs-ganesha + nfs-ganesha-vfs, rpcbind and libnfs-utils; skips
 with a message otherwise. Run: /usr/bin/python3 -m pytest -q -rs -s
@@ -137,6 +142,17 @@ def ns_members(ns_link):
     return pids
 
 
+def describe_pids(pids):
+    """'PID (NAME)' of each, for assertion messages."""
+    names = []
+    for pid in pids:
+        try:
+            names.append(f"{pid} ({Path(f'/proc/{pid}/comm').read_text().strip()})")
+        except OSError:
+            names.append(f"{pid} (gone)")
+    return ", ".join(names)
+
+
 def write_random(path, size):
     with open(path, "wb") as f:
         left = size
@@ -155,7 +171,7 @@ class Server:
         self.state = Path(state)
         self.url = self.pid = None
         self.procs = {}       # name -> (pid, start time), from status
-        self.netns = None
+        self.netns = self.netns_pin = None
         self.image = self.state / "image.img"
         self.start_seconds = self.stop_seconds = None
 
@@ -179,9 +195,19 @@ class Server:
         self.base = self.url.split("?", 1)[0]
         self.refresh()
         assert self.procs["ganesha"][0] == self.pid
-        self.netns = os.readlink(f"/proc/{self.procs['supervisor'][0]}/ns/net")
-        assert self.netns != os.readlink("/proc/self/ns/net")
+        self.pin_netns()
         return self
+
+    def pin_netns(self):
+        """Remember the server's network namespace and hold it open until
+        assert_clean: the kernel hands a freed namespace's number to the
+        next one made (by any test on this machine), whose processes would
+        then look like the server's."""
+        sup = self.procs["supervisor"][0]
+        self.netns_pin = open(f"/proc/{sup}/ns/net", "rb")
+        self.netns = os.readlink(f"/proc/self/fd/{self.netns_pin.fileno()}")
+        assert running(*self.procs["supervisor"]), "the supervisor died while pinned"
+        assert self.netns != os.readlink("/proc/self/ns/net")
 
     def status(self):
         proc = self.cmd("status", "--state", self.state)
@@ -234,18 +260,19 @@ class Server:
         return proc
 
     def assert_clean(self):
-        """Nothing of the server is left."""
-        # Orphans are reaped by PID 1 (here within a couple of seconds); a
-        # zombie is not a running process.
+        """Nothing of the server is left, right after stop: stop waits for
+        every process of the server's namespace and for the loop device.
+        (Orphans are reaped by PID 1 a moment later; a zombie is not a
+        running process.)"""
         for name, (pid, start) in self.procs.items():
-            assert wait_until(lambda: not running(pid, start), 5), \
-                f"{name} (pid {pid}) still running after stop"
-        if self.netns:
-            assert wait_until(lambda: not ns_members(self.netns), 5), \
-                f"processes left in the server's namespace: {ns_members(self.netns)}"
+            assert not running(pid, start), f"{name} (pid {pid}) still running after stop"
+        if self.netns_pin is not None:
+            left = ns_members(self.netns)
+            self.netns_pin.close()
+            self.netns_pin = None
+            assert not left, f"processes left in the server's namespace: {describe_pids(left)}"
         assert not mounts_under(self.state), f"mounts left: {mounts_under(self.state)}"
-        assert wait_until(lambda: not loops_of(self.image), 5), \
-            f"loop devices left: {loops_of(self.image)}"
+        assert not loops_of(self.image), f"loop devices left: {loops_of(self.image)}"
         rc, kv = self.status()
         assert rc == 3 and kv.get("state") == "stopped", kv
 
@@ -356,6 +383,58 @@ def test_stop_is_idempotent(server):
     s.stop()
     s.assert_clean()
     assert s.cmd("stop", "--state", s.state / "never-made").returncode == 0
+
+
+def in_namespace(s, *argv):
+    """Start argv in the server's network namespace (exec) in the
+    background; returns the Popen (its pid is argv's: exec and nsenter
+    exec it) once its first stdout line has come."""
+    p = subprocess.Popen(["bash", str(SCRIPT), "exec", "--state", str(s.state), "--", *argv],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         env=dict(os.environ, PATH=SBIN_PATH))
+    assert p.stdout.readline(), "the command in the namespace said nothing"
+    assert os.readlink(f"/proc/{p.pid}/ns/net") == s.netns
+    return p
+
+
+def test_stop_kills_what_ignores_sigterm(server):
+    """A process in the server's namespace that ignores SIGTERM (and its
+    child, which inherits that) is SIGKILLed by stop, which names both;
+    stop returns only once they are gone."""
+    s = server()
+    p = in_namespace(s, "sh", "-c", 'trap "" TERM; echo ready; sleep 1000')
+    try:
+        children = Path(f"/proc/{p.pid}/task/{p.pid}/children")
+        assert wait_until(lambda: children.read_text().split(), CMD_TIMEOUT), "no sleep"
+        proc = s.stop()
+        assert re.search(rf"SIGKILL was needed for: .*\b{p.pid} \(sh\)", proc.stderr), proc.stderr
+        assert re.search(r"\d+ \(sleep\)", proc.stderr), proc.stderr
+        s.assert_clean()
+        assert p.wait(timeout=CMD_TIMEOUT) == -signal.SIGKILL
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_stop_under_load_leaves_nothing(server, tmp_path):
+    """Two busy loops on this machine's CPUs, a client still running in
+    the namespace, a file just written to xfs: stop ends the client with
+    SIGTERM (it needs no SIGKILL) and leaves nothing the moment it returns."""
+    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        s = server("--fs", "xfs", "--size", "512M")
+        s.put(write_random(tmp_path / "src.bin", 32 * MIB), "f")
+        client = in_namespace(s, "sh", "-c", "echo ready; exec sleep 1000")
+        proc = s.stop()
+        s.assert_clean()
+        assert client.wait(timeout=CMD_TIMEOUT) == -signal.SIGTERM
+        assert f"{client.pid} (" not in proc.stderr, proc.stderr
+        print(f"\nstop under load: {s.stop_seconds:.2f} s")
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 
 def test_restart_ganesha_after_sigkill(server, tmp_path):

@@ -105,7 +105,7 @@ class SmbServer(Server):
         assert self.smb_url == "smb://127.0.0.1/export"
         self.base = self.url.split("?", 1)[0]
         self.refresh()
-        self.netns = os.readlink(f"/proc/{self.procs['supervisor'][0]}/ns/net")
+        self.pin_netns()
         self.password_file = self.state / "smb" / "password"
         self.password = self.password_file.read_text().strip()
         self.conf = self.state / "conf" / "smb.conf"
@@ -135,9 +135,9 @@ class SmbServer(Server):
         return proc
 
     def assert_clean_smb(self):
+        """assert_clean (no process in the namespace: no smbd either), and
+        Samba's directory is gone."""
         self.assert_clean()
-        assert wait_until(lambda: not smbd_in_netns(self.netns), 5), \
-            f"smbd left in the namespace: {smbd_in_netns(self.netns)}"
         assert not (self.state / "smb").exists(), "stop left STATE/smb"
 
 
