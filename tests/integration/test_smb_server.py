@@ -75,6 +75,27 @@ def smbd_in_netns(netns):
     return found
 
 
+PF_EXITING = 0x4  # include/linux/sched.h, in /proc/PID/stat's flags
+
+
+def smbd_tdbs(pid):
+    """The tdb files process pid has mapped, or None when it has gone or is
+    exiting. smbd's children inherit its mappings at fork, but a child on
+    its way out (a connection's smbd after the client left) has released
+    its address space before it becomes a zombie: its maps read empty and
+    say nothing about where its tdbs were."""
+    try:
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X") or int(fields[6]) & PF_EXITING:
+        return None
+    return {line.split(None, 5)[5] for line in maps.splitlines()
+            if line.rstrip().endswith(".tdb") and len(line.split(None, 5)) == 6}
+
+
 def samba_dirs_listing():
     """(path, size, mtime) of everything under Debian's Samba directories."""
     out = []
@@ -209,13 +230,16 @@ def test_one_export_two_protocols(smb_server, tmp_path, fs):
     assert (s.password_file.stat().st_mode & 0o777) == 0o600
     # Every tdb smbd (and its children) has mapped lies below the state dir.
     state = os.path.realpath(s.state)
+    judged = {}
     for pid in smbd_in_netns(s.netns):
-        maps = Path(f"/proc/{pid}/maps").read_text()
-        tdbs = {line.split(None, 5)[5] for line in maps.splitlines()
-                if line.rstrip().endswith(".tdb") and len(line.split(None, 5)) == 6}
-        assert tdbs, f"smbd {pid} maps no tdb at all?"
+        tdbs = smbd_tdbs(pid)
+        if tdbs is None:
+            continue        # gone, or exiting: its address space is released
+        assert tdbs, f"smbd {pid} runs and maps no tdb at all?"
         outside = [t for t in tdbs if not t.startswith(state + "/")]
         assert not outside, f"smbd {pid} uses tdbs outside the state dir: {outside}"
+        judged[pid] = tdbs
+    assert s.smbd_pid() in judged, f"the recorded smbd was not judged: {judged}"
     # exec's environment names the share and the credentials.
     env = s.exec("env").stdout
     assert f"HERD_SMB_URL={s.smb_url}" in env
