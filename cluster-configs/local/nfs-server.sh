@@ -64,7 +64,16 @@ NOSYNC_SRC=$HERE/nosync.c
 # source beside the script.
 
 START_TIMEOUT=${NFS_SERVER_START_TIMEOUT:-30}   # seconds until the server must answer
+# A readiness probe (nfs-ls of the export; smbclient's login and ls) gets
+# PROBE_TIMEOUT seconds plus PROBE_ROUND_TRIPS round trips of the link
+# (--link): each takes 16-17 round trips (measured: 1.6 s over delay=50ms).
+PROBE_TIMEOUT=5
+PROBE_ROUND_TRIPS=20
 STOP_TIMEOUT=${NFS_SERVER_STOP_TIMEOUT:-10}     # seconds from SIGTERM to SIGKILL
+# What stop finds in the server's network namespace once the supervisor
+# and the recorded processes are gone (smbd's children, commands run with
+# exec, what the supervisor ran) gets this long from SIGTERM to SIGKILL.
+SWEEP_TIMEOUT=2
 # ganesha 4.3 with NLM: once it has monitored a lock client with statd, its
 # shutdown calls SM_UNMON after it has already shut its RPC event channels,
 # which times out (3 s), and then hangs ~9 s more: about 12 s instead of
@@ -130,17 +139,33 @@ reap() {
     sup_log "$3 $2 exited (status $st)"
 }
 
-# terminate NAME [SECONDS]: SIGTERM (and SIGCONT, in case a test stopped
-# it), then SIGKILL after SECONDS (default STOP_TIMEOUT); only the process
-# recorded as NAME. Returns 0 even when it could not be stopped (that is
-# logged): callers check alive afterwards.
+# note_killed "PID (NAME)"...: remember processes that needed SIGKILL for
+# stop's report (STATE/run/killed; the supervisor notes its own there).
+note_killed() { printf '%s\n' "$@" >>"$STATE/run/killed" 2>/dev/null || true; }
+
+# stop_pid LABEL PID START SECONDS: proc_stop, saying so on stderr, and
+# noting a SIGKILL it needed. Returns 0 even when the process could not be
+# stopped (that is logged): callers check alive afterwards.
+stop_pid() {
+    log "stopping $1 (pid $2)"
+    if ! proc_stop "$2" "$3" "$4"; then
+        log "$1 (pid $2) is still there after SIGTERM, $4 s and SIGKILL"
+    fi
+    if [ -n "$PROC_KILLED" ]; then
+        log "$1 (pid $2) did not stop within $4 s of SIGTERM: SIGKILL"
+        note_killed "$PROC_KILLED"
+    fi
+    return 0
+}
+
+# terminate NAME [SECONDS]: stop_pid of the process recorded as NAME, with
+# SECONDS (default STOP_TIMEOUT) from SIGTERM (and SIGCONT, in case a test
+# stopped it) to SIGKILL.
 terminate() {
-    local pid start secs=${2:-$STOP_TIMEOUT}
+    local pid start
     alive "$1" || return 0
     read -r pid start <"$STATE/pid/$1"
-    log "stopping $1 (pid $pid)"
-    proc_stop "$pid" "$start" "$secs" && return 0
-    log "$1 (pid $pid) is still there after SIGTERM, ${secs}s and SIGKILL"
+    stop_pid "$1" "$pid" "$start" "${2:-$STOP_TIMEOUT}"
 }
 
 # ganesha_stop_timeout: seconds ganesha gets from SIGTERM to SIGKILL.
@@ -150,6 +175,61 @@ ganesha_stop_timeout() {
     else
         echo "$STOP_TIMEOUT"
     fi
+}
+
+# supervisor_stop_timeout: seconds the supervisor gets from SIGTERM to
+# SIGKILL: its clean-up with every step at its bound (smbd 5 s and smbd's
+# leftovers 2 s, ganesha, statd 5 s, rpcbind 5 s, each with 5 s after a
+# SIGKILL; the export's umount 10 s). Cut short, it would leave what it
+# was running (a umount, a sync) in the namespace.
+supervisor_stop_timeout() {
+    echo $(((5 + 5) + 2 + ($(ganesha_stop_timeout) + 5) + (5 + 5) * 2 + 10))
+}
+
+# netns_pin: open NETNS_FD on the server's network namespace (STATE/pid/netns)
+# through a recorded process that is alive and in it, and set NETNS_INODE
+# (the N of net:[N]). While the descriptor is open the namespace stays, and
+# so its number, which the kernel hands to a new namespace once this one
+# is gone. False when no recorded process is there to prove it.
+netns_pin() {
+    local ns name pid start
+    [ -r "$STATE/pid/netns" ] && read -r ns <"$STATE/pid/netns" || return 1
+    for name in supervisor ganesha rpcbind statd smbd linkdelay; do
+        [ -r "$STATE/pid/$name" ] && read -r pid start <"$STATE/pid/$name" || continue
+        proc_alive "$pid" "$start" || continue
+        { exec {NETNS_FD}<"/proc/$pid/ns/net"; } 2>/dev/null || continue
+        # (that very process, still alive after the open, still in it)
+        if proc_alive "$pid" "$start" && [ "$(readlink "/proc/$$/fd/$NETNS_FD")" = "$ns" ]; then
+            NETNS_INODE=${ns//[^0-9]/}
+            return 0
+        fi
+        exec {NETNS_FD}<&-
+    done
+    return 1
+}
+
+netns_unpin() { exec {NETNS_FD}<&-; }
+
+# netns_sweep: stop every process left in the pinned namespace (ns_stop),
+# noting those that needed SIGKILL. Returns 1, after one line, if any is
+# still there.
+netns_sweep() {
+    local killed st=0
+    killed=$(ns_stop "$SWEEP_TIMEOUT" "$NETNS_INODE") || st=1
+    [ -z "$killed" ] || note_killed "$killed"
+    ((st)) || return 0
+    log "still in the server's network namespace after SIGKILL:" \
+        "$(ns_pids "$NETNS_INODE" | paste -sd ' ')"
+    return 1
+}
+
+# report_killed: one line on stderr naming the processes that needed
+# SIGKILL (note_killed), if any.
+report_killed() {
+    local line out=""
+    [ -s "$STATE/run/killed" ] || return 0
+    while read -r line; do out+="${out:+, }$line"; done <"$STATE/run/killed"
+    log "SIGKILL was needed for: $out"
 }
 
 # ------------------------------------------------------------------ state dir
@@ -321,27 +401,30 @@ smbd_stop_all() {
     done
     for p in $(smbd_leftovers); do
         st=$(proc_start "$p") || continue
-        log "stopping leftover smbd (pid $p)"
-        proc_stop "$p" "$st" 2 || true
+        stop_pid "leftover smbd" "$p" "$st" 2
     done
     [ -z "$(smbd_leftovers)" ]
 }
 
-# smb_answers: smbclient logs in as herd and lists the share, from inside.
+# smb_answers SECONDS: smbclient logs in as herd and lists the share, from
+# inside, within SECONDS.
 smb_answers() {
-    in_netns timeout 5 smbclient "//127.0.0.1/export" -A "$SMB_DIR/credentials" -m SMB3 \
+    in_netns timeout "$1" smbclient "//127.0.0.1/export" -A "$SMB_DIR/credentials" -m SMB3 \
         -c ls >/dev/null 2>&1
 }
 
-# wait_smb_ready SECONDS: until smb_answers; fails early when smbd dies.
+# wait_smb_ready SECONDS: until smb_answers (SECONDS more the time of one
+# probe over the link); fails early when smbd dies.
 wait_smb_ready() {
-    local deadline=$((SECONDS + $1))
+    local probe deadline
+    probe=$(probe_timeout)
+    deadline=$((SECONDS + $1 + probe))
     while ((SECONDS < deadline)); do
         alive smbd || { log "smbd exited (see $STATE/log/smbd.stdout)"; return 1; }
-        smb_answers && return 0
+        smb_answers "$probe" && return 0
         sleep 0.05
     done
-    log "smbd did not answer within $1 s"
+    log "smbd did not answer within $(($1 + probe)) s"
     return 1
 }
 
@@ -386,19 +469,23 @@ in_netns() {
     nsenter --net="/proc/$sup/ns/net" -- "$@"
 }
 
-# wait_ready SECONDS: until nfs-ls of the export answers; fails early when
-# ganesha or the supervisor dies.
+# nfs_answers SECONDS: nfs-ls of the export answers, from inside, within
+# SECONDS.
+nfs_answers() { in_netns timeout "$1" nfs-ls "$(url)" >/dev/null 2>&1; }
+
+# wait_ready SECONDS: until nfs_answers (SECONDS more the time of one probe
+# over the link); fails early when ganesha or the supervisor dies.
 wait_ready() {
-    local deadline=$((SECONDS + $1))
+    local probe deadline
+    probe=$(probe_timeout)
+    deadline=$((SECONDS + $1 + probe))
     while ((SECONDS < deadline)); do
         alive supervisor || { log "the namespace supervisor died"; return 1; }
         alive ganesha || { log "ganesha.nfsd exited"; return 1; }
-        if in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
-            return 0
-        fi
+        nfs_answers "$probe" && return 0
         sleep 0.05
     done
-    log "the server did not answer within $1 s"
+    log "the server did not answer within $(($1 + probe)) s"
     return 1
 }
 
@@ -431,28 +518,65 @@ wait_ready() {
 LINK_QUEUE=0
 LINK_PORTS=111,2049,20048,$NLM_PORT,$SMB_PORT
 LINK_MAX_US=10000000 # delay and jitter: at most 10 s
+LINK_MIN_BIT=8000 LINK_MAX_BIT=100000000000 # rate: 8kbit..100gbit
 REPO=$(cd "$HERE/../.." && pwd)
 LINKDELAY=${HERD_LINKDELAY:-$REPO/build/herd-linkdelay}
+
+# link_scaled NUMBER DIGITS: NUMBER (digits with an optional fraction:
+# 2.5) times 10^DIGITS, rounded to the nearest integer, in bash's 64-bit
+# integers (awk's %d stops at 2^31 - 1: 10gbit became 2147 Mbit). Fails
+# when the result could reach 10^18, before anything can overflow: callers
+# refuse that as out of range.
+link_scaled() {
+    local int=${1%%.*} frac="" zeros=0000000000
+    [[ "$1" == *.* ]] && frac=${1#*.}
+    [[ "$int" =~ ^0*([0-9]+)$ ]] && int=${BASH_REMATCH[1]}
+    ((${#int} + $2 <= 17)) || return 1
+    frac=$frac$zeros
+    frac=${frac:0:$2 + 1}
+    printf '%s\n' "$(((10#$int * 10 ** ($2 + 1) + 10#$frac + 5) / 10))"
+}
 
 # link_time_us OPTION VALUE: print VALUE (us, ms or s) in microseconds.
 link_time_us() {
     [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(us|ms|s)$ ]] ||
         { log "$1: '$2' is not a time (a number with us, ms or s: 20ms)"; return 1; }
-    local us
-    us=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
-        'BEGIN { m = (u == "us") ? 1 : (u == "ms") ? 1000 : 1000000; printf "%d\n", v * m + 0.5 }')
-    ((us <= LINK_MAX_US)) || { log "$1: '$2' is longer than 10 s"; return 1; }
+    local us digits
+    case "${BASH_REMATCH[3]}" in us) digits=0 ;; ms) digits=3 ;; s) digits=6 ;; esac
+    if ! us=$(link_scaled "${BASH_REMATCH[1]}" "$digits") || ((us > LINK_MAX_US)); then
+        log "$1: '$2' is longer than 10 s"
+        return 1
+    fi
     printf '%s\n' "$us"
 }
 
+# us_seconds US: microseconds as seconds with six decimals (0.200000).
+us_seconds() { printf '%d.%06d\n' "$(($1 / 1000000))" "$(($1 % 1000000))"; }
+
+# us_text US: microseconds the way the spec writes them: 10s, 200ms, 2500us.
+us_text() {
+    if (($1 && $1 % 1000000 == 0)); then
+        printf '%ss\n' "$(($1 / 1000000))"
+    elif (($1 && $1 % 1000 == 0)); then
+        printf '%sms\n' "$(($1 / 1000))"
+    else
+        printf '%sus\n' "$1"
+    fi
+}
+
 # link_rate_bit OPTION VALUE: print VALUE (kbit, mbit or gbit) in bit/s.
+# 100gbit at most: tbf's queue limit (100 ms of the rate plus the burst, in
+# bytes) overflows its 32 bits above about 300gbit.
 link_rate_bit() {
     [[ "$2" =~ ^([0-9]+(\.[0-9]+)?)(kbit|mbit|gbit)$ ]] ||
         { log "$1: '$2' is not a rate (a number with kbit, mbit or gbit: 8mbit)"; return 1; }
-    local bit
-    bit=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[3]}" \
-        'BEGIN { m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : 1e9; printf "%d\n", v * m + 0.5 }')
-    ((bit >= 8000 && bit <= 100000000000)) || { log "$1: '$2' is outside 8kbit..100gbit"; return 1; }
+    local bit digits
+    case "${BASH_REMATCH[3]}" in kbit) digits=3 ;; mbit) digits=6 ;; gbit) digits=9 ;; esac
+    if ! bit=$(link_scaled "${BASH_REMATCH[1]}" "$digits") ||
+        ((bit < LINK_MIN_BIT || bit > LINK_MAX_BIT)); then
+        log "$1: '$2' is outside 8kbit..100gbit"
+        return 1
+    fi
     printf '%s\n' "$bit"
 }
 
@@ -556,6 +680,62 @@ qdisc_clear() {
     nsenter --net="/proc/$1/ns/net" -- tc qdisc del dev "$2" root >/dev/null 2>&1 || true
 }
 
+# qdisc_applied NSPID DEV: the link's qdiscs tc shows on DEV in the network
+# namespace of process NSPID, one a line: "rate 10Gbit (tbf on lo)",
+# "delay 10ms jitter 2ms (netem on lo)"; nothing when there are none.
+qdisc_applied() {
+    local line
+    while read -r line; do
+        case "$line" in
+            "qdisc tbf "*)
+                [[ "$line" =~ \ rate\ ([^ ]+) ]] &&
+                    printf 'rate %s (tbf on %s)\n' "${BASH_REMATCH[1]}" "$2" ;;
+            "qdisc netem "*)
+                [[ "$line" =~ \ delay\ ([^ ]+)(\ +([0-9.]+[mun]?s))? ]] &&
+                    printf 'delay %s%s (netem on %s)\n' "${BASH_REMATCH[1]}" \
+                        "${BASH_REMATCH[3]:+ jitter ${BASH_REMATCH[3]}}" "$2" ;;
+        esac
+    done < <(nsenter --net="/proc/$1/ns/net" -- tc qdisc show dev "$2" 2>/dev/null)
+}
+
+# delayer_applied: the delay and jitter the running herd-linkdelay was
+# started with (its command line), "delay 200ms jitter 2ms (herd-linkdelay
+# pid N)"; nothing when none runs.
+delayer_applied() {
+    local pid argv=() i delay="" jitter=0
+    alive linkdelay || return 0
+    pid=$(recorded linkdelay)
+    mapfile -d '' -t argv <"/proc/$pid/cmdline" 2>/dev/null || return 0
+    for ((i = 0; i + 1 < ${#argv[@]}; i++)); do
+        case "${argv[i]}" in
+            --delay) delay=$(link_scaled "${argv[i + 1]}" 6) ;;
+            --jitter) jitter=$(link_scaled "${argv[i + 1]}" 6) ;;
+        esac
+    done
+    [ -n "$delay" ] || return 0
+    printf 'delay %s%s (herd-linkdelay pid %s)\n' "$(us_text "$delay")" \
+        "$( ((jitter == 0)) || printf ' jitter %s' "$(us_text "$jitter")")" "$pid"
+}
+
+# link_applied [NSPID DEV]: what is in place of the running server's link,
+# read back from tc and the delayer (not from the spec), and the qdiscs on
+# DEV of NSPID's namespace (vcluster.sh: the switch port): the parts joined
+# by "; ", or "none".
+link_applied() {
+    local part out="" dev sup
+    while read -r part; do
+        out+="${out:+; }$part"
+    done < <(
+        delayer_applied
+        if alive supervisor; then
+            sup=$(recorded supervisor)
+            for dev in $(link_devs); do qdisc_applied "$sup" "$dev"; done
+        fi
+        if (($#)); then qdisc_applied "$1" "$2"; fi
+    )
+    printf '%s\n' "${out:-none}"
+}
+
 # link_where: "PID START CHAIN ADDR" of where the delay rules go
 # (STATE/conf/link-where, from `link --netns-pid --chain --addr`): default
 # the server's namespace, INPUT, any address.
@@ -602,14 +782,13 @@ iptables_link() {
 # start_linkdelay: herd-linkdelay in link_where's namespace, recorded as
 # linkdelay; returns once it has bound the queue (its pidfile names it).
 start_linkdelay() {
-    local sup start chain addr pid i secs jit
+    local sup start chain addr pid i
     read -r sup start chain addr < <(link_where)
-    secs=$(awk -v u="$LINK_DELAY_US" 'BEGIN { printf "%.6f", u / 1e6 }')
-    jit=$(awk -v u="$LINK_JITTER_US" 'BEGIN { printf "%.6f", u / 1e6 }')
     rm -f "$STATE/run/linkdelay.pid"
     # (setsid does not fork here, and nsenter execs: $! is the delayer)
     setsid nsenter --net="/proc/$sup/ns/net" -- "$LINKDELAY" --queue "$LINK_QUEUE" \
-        --delay "$secs" --jitter "$jit" --pidfile "$STATE/run/linkdelay.pid" \
+        --delay "$(us_seconds "$LINK_DELAY_US")" --jitter "$(us_seconds "$LINK_JITTER_US")" \
+        --pidfile "$STATE/run/linkdelay.pid" \
         </dev/null >>"$STATE/log/linkdelay.log" 2>&1 &
     pid=$!
     record linkdelay "$pid"
@@ -653,14 +832,25 @@ link_apply() {
     fi
     printf '%s\n' "$LINK_SPEC" >"$STATE/link.tmp"
     mv -f "$STATE/link.tmp" "$STATE/link"
-    log "link: $LINK_SPEC ($(if link_wants_delay; then
-        netem_works && echo "netem" || echo "herd-linkdelay pid $(recorded linkdelay)"
-    else echo "no delay"; fi)$( ((LINK_RATE_BIT > 0)) && echo ", tbf") on $(link_devs | paste -sd ' '))"
+    log "link: $LINK_SPEC; applied: $(link_applied)"
 }
 
 # current_link: the running server's link spec, or "none".
 current_link() {
     if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
+}
+
+# link_round_trip_us: what the parsed link adds to a round trip at most,
+# in microseconds: each direction delay + jitter.
+link_round_trip_us() { echo $((2 * (LINK_DELAY_US + LINK_JITTER_US))); }
+
+# probe_timeout: seconds one readiness probe may take: PROBE_TIMEOUT plus
+# PROBE_ROUND_TRIPS round trips over the running server's link, rounded up.
+probe_timeout() {
+    local spec rtt=0
+    spec=$(current_link)
+    if [ "$spec" != none ] && parse_link "$spec"; then rtt=$(link_round_trip_us); fi
+    echo $((PROBE_TIMEOUT + (PROBE_ROUND_TRIPS * rtt + 999999) / 1000000))
 }
 
 # ------------------------------------------------------------------ supervisor
@@ -1042,33 +1232,36 @@ cmd_start() {
 # do_stop PURGE: stop and remove everything; returns non-zero if something
 # could not be removed.
 do_stop() {
-    local purge=$1 problems=0 name mp dev i
+    local purge=$1 problems=0 pinned=0 name mp dev i
     load_settings
+    mkdir -p "$STATE/run"
+    : >"$STATE/run/killed"
+    netns_pin && pinned=1
     # The link first: its rules and qdiscs live in the namespace (and go
     # with it), the delayer is ours to stop (its packets then pass).
     link_clear || true
     # The supervisor stops smbd, ganesha, statd and rpcbind, unmounts and detaches.
     if alive supervisor; then
         if alive ganesha; then kill -CONT "$(recorded ganesha)" 2>/dev/null || true; fi
-        terminate supervisor
+        terminate supervisor "$(supervisor_stop_timeout)"
     fi
-    # Whatever is left (the supervisor was killed, or hung): by recorded PID;
-    # smbd's children by namespace (smbd_leftovers).
-    if [ "$SMB" = 1 ] || [ -e "$STATE/pid/smbd" ]; then smbd_stop_all || true; fi
+    # Whatever is left (the supervisor was killed, or hung): by recorded PID,
+    # then everything else in the server's namespace.
     terminate ganesha "$(ganesha_stop_timeout)"
-    for name in statd rpcbind supervisor launcher linkdelay; do
+    for name in smbd statd rpcbind supervisor launcher linkdelay; do
         terminate "$name"
     done
+    if ((pinned)); then
+        netns_sweep || problems=1
+        netns_unpin
+    fi
+    report_killed
     for name in smbd ganesha statd rpcbind supervisor launcher linkdelay; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
         fi
     done
-    if [ -e "$STATE/pid/smbd" ] && [ -n "$(smbd_leftovers)" ]; then
-        log "smbd processes still running: $(smbd_leftovers | paste -sd ' ')"
-        problems=1
-    fi
     # The namespace's mounts went with its last process. Loop devices of our
     # image: detach what is left (losetup -d on a busy device detaches it
     # when it is released).
@@ -1333,7 +1526,8 @@ cmd_status() {
         return 3
     fi
     load_settings
-    local name answers=no rc
+    local name answers=no rc probe
+    probe=$(probe_timeout)
     printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
     [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
     if [ "$NLM" = 1 ]; then
@@ -1342,7 +1536,7 @@ cmd_status() {
         printf 'nlm=off\n'
     fi
     printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
-    printf 'link=%s\n' "$(current_link)"
+    printf 'link=%s\nlink_applied=%s\n' "$(current_link)" "$(link_applied)"
     if [ "$SMB" = 1 ]; then
         printf 'smb=on\nsmb_url=%s\nsmb_user=%s\nsmb_password_file=%s\nsmb_conf=%s\n' \
             "$(smb_url)" "$SMB_USER" "$SMB_DIR/password" "$STATE/conf/smb.conf"
@@ -1362,14 +1556,13 @@ cmd_status() {
             printf '%s=%s dead\n' "$name" "$(recorded "$name")"
         fi
     done
-    if alive supervisor && alive ganesha &&
-        in_netns timeout 5 nfs-ls "$(url)" >/dev/null 2>&1; then
+    if alive supervisor && alive ganesha && nfs_answers "$probe"; then
         answers=yes
     fi
     printf 'answers=%s\n' "$answers"
     local smb_ok=1
     if [ "$SMB" = 1 ]; then
-        if alive supervisor && alive smbd && smb_answers; then
+        if alive supervisor && alive smbd && smb_answers "$probe"; then
             printf 'smb_answers=yes\n'
         else
             printf 'smb_answers=no\n'
@@ -1457,6 +1650,26 @@ cmd_qdisc() {
     qdisc_set "$pid" "$dev" || die "_qdisc: tc on $dev failed"
 }
 
+# _link_applied --state DIR [--netns-pid PID --dev DEV]: link_applied of
+# the server (vcluster.sh status: with the switch port towards it).
+cmd_link_applied() {
+    local pid="" dev=""
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --netns-pid) pid=${2:-}; shift 2 ;;
+            --dev) dev=${2:-}; shift 2 ;;
+            *) die "_link_applied: unknown argument $1" ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "_link_applied: --state DIR is required"
+    if [ -n "$pid" ] && [[ "$pid" =~ ^[0-9]+$ ]] && [ -n "$dev" ]; then
+        link_applied "$pid" "$dev"
+    else
+        link_applied
+    fi
+}
+
 main() {
     (($#)) || usage
     local cmd=$1
@@ -1473,11 +1686,13 @@ main() {
         status) cmd_status "$@" ;;
         link) cmd_link "$@" ;;
         _qdisc) cmd_qdisc "$@" ;;
+        _link_applied) cmd_link_applied "$@" ;;
         _link_check)
             # vcluster.sh up: check SPEC and what it needs before anything
-            # starts; stdout the normalized spec.
+            # starts; stdout the normalized spec, then what it adds to a
+            # round trip (microseconds).
             parse_link "${1-}" && check_link_tools || exit 1
-            printf '%s\n' "$LINK_SPEC"
+            printf '%s\n%s\n' "$LINK_SPEC" "$(link_round_trip_us)"
             ;;
         _supervise)
             [ "${1:-}" = --state ] || exit 2

@@ -118,6 +118,7 @@ connect() {
 
 cmd_up() {
     local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
+    local link_rtt_us=0
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -143,7 +144,9 @@ cmd_up() {
     done
     ((slurm == 0)) || slurm_check_tools
     if ((link_opt)); then
+        # (line 1 the normalized spec, line 2 what it adds to a round trip, us)
         link=$(bash "$NFS_SERVER" _link_check "$link" 2>&1) || die "up: ${link#nfs-server.sh: }"
+        link_rtt_us=${link#*$'\n'} link=${link%%$'\n'*}
     fi
     if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
         [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
@@ -192,10 +195,12 @@ cmd_up() {
     printf '%s slots=1\n' "$SERVER_NAME" >>"$STATE/hostfile"
     printf '%s\n' "${url/127.0.0.1/$NET.2}" >"$STATE/url"
 
-    # Every client must reach the server's NFS port before we say ready.
+    # Every client must reach the server's NFS port before we say ready
+    # (10 s, and the one round trip of the connect over the link).
+    local reach=$((10 + (link_rtt_us + 999999) / 1000000))
     for ((i = 1; i <= clients; i++)); do
         name=$(printf 'c%02d' "$i")
-        in_host "$name" timeout 10 bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
+        in_host "$name" timeout "$reach" bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
             die "up: $name cannot reach $NET.2:2049"
     done
     ((slurm == 0)) || slurm_up "$clients" "$slots"
@@ -224,6 +229,17 @@ link_up() {
 
 vc_link() {
     if [ -s "$STATE/link" ]; then cat "$STATE/link"; else echo none; fi
+}
+
+# link_applied: what is in place between the clients and the server, read
+# back by nfs-server.sh from tc and the delayer (its status's link_applied),
+# with the switch port towards the server.
+link_applied() {
+    local port=()
+    [ -d "$STATE/server" ] || { echo none; return 0; }
+    alive_pid "$(host_field switch 2)" "$(host_field switch 3)" &&
+        port=(--netns-pid "$(host_field switch 2)" --dev "v-$SERVER_NAME")
+    bash "$NFS_SERVER" _link_applied --state "$STATE/server" "${port[@]}"
 }
 
 # mpirun's settings for this cluster, without the hostfile (HERD_HOSTFILE
@@ -262,32 +278,23 @@ cmd_exec() {
 
 # sweep_hosts: stop what still runs in the namespaces of the client and
 # head hosts (an orted or a job task whose launcher died): those
-# namespaces are this cluster's own, so is everything in them. The server
-# host's are nfs-server.sh's to clean.
+# namespaces are this cluster's own, so is everything in them (ns_stop:
+# SIGTERM, 1 s, SIGKILL; the live holders keep each namespace, and so its
+# number, theirs meanwhile). Says which processes needed SIGKILL. The
+# server host's are nfs-server.sh's to clean.
 sweep_hosts() {
-    local name pid start addr role ns p sig i left
-    local -A holder=()
+    local name pid start addr role ino inos=() holders=() killed st=0
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
         alive_pid "$pid" "$start" || continue
-        ns=$(readlink "/proc/$pid/ns/net" 2>/dev/null) || continue
-        holder[$ns]=$pid
+        ino=$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null) || continue
+        inos+=("$ino") holders+=("$pid")
     done <"$STATE/hosts"
-    ((${#holder[@]})) || return 0
-    for sig in TERM KILL; do
-        for ((i = 0; i < 50; i++)); do
-            left=()
-            for p in /proc/[0-9]*; do
-                p=${p#/proc/}
-                ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-                [ -n "${holder[$ns]:-}" ] && [ "${holder[$ns]}" != "$p" ] && left+=("$p")
-            done
-            ((${#left[@]})) || return 0
-            ((i == 0)) && { kill -"$sig" "${left[@]}" 2>/dev/null || true; }
-            sleep 0.02
-        done
-    done
-    log "down: ${#left[@]} processes still run in the cluster's hosts: ${left[*]}"
+    ((${#inos[@]})) || return 0
+    killed=$(ns_stop 1 "${inos[@]}" -- "${holders[@]}") || st=1
+    [ -z "$killed" ] || log "down: SIGKILL was needed for: $(paste -sd , <<<"$killed" | sed "s/,/, /g")"
+    ((st)) || return 0
+    log "down: processes still run in the cluster's hosts: $(ns_pids "${inos[@]}" | paste -sd ' ')"
     return 1
 }
 
@@ -301,9 +308,11 @@ do_down() {
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
         proc_stop "$pid" "$start" || { log "down: $name ($pid) still runs"; problems=1; }
+        [ -z "$PROC_KILLED" ] || log "down: SIGKILL was needed for host $name: $PROC_KILLED"
     done <"$STATE/hosts"
+    # (its stderr says what it had to SIGKILL in the server host)
     if [ -d "$STATE/server" ]; then
-        bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null 2>&1 ||
+        bash "$NFS_SERVER" stop --state "$STATE/server" --purge >/dev/null ||
             { log "down: the NFS server did not stop cleanly"; problems=1; }
     fi
     return $problems
@@ -342,7 +351,7 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
-    printf 'link=%s\n' "$(vc_link)"
+    printf 'link=%s\nlink_applied=%s\n' "$(vc_link)" "$(link_applied)"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"
     return 1

@@ -22,7 +22,9 @@ cluster's hostfile).
    `jobs/sweep.sh --scheduler slurm --nodes 5,10,20`: three jobs and the
    comparison job that depends on them, which writes the scaling table with
    5, 10 and 20 ranks. Slurm's daemons are gone afterwards.
-3. Opt-in scale runs (HERD_SCALE_RANKS="100 300"): the same job at that many
+3. `down` stops what ignores SIGTERM in a client host and in the server
+   host: SIGKILL after a bounded wait, and it names them (pid and name).
+4. Opt-in scale runs (HERD_SCALE_RANKS="100 300"): the same job at that many
    I/O ranks over 4 hosts; prints herd's own cost (start-up, clock sync,
    gather and write per phase, file size, memory per rank) and checks that
    writing a phase takes under a second.
@@ -32,7 +34,9 @@ slurmd, slurm-client and munge; skips with a message otherwise.
 Run: /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_virtual_cluster.py
 """
 import os
+import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -139,6 +143,32 @@ def cluster_factory(tmp_path):
         proc = c.down()
         assert proc.returncode == 0, proc.stderr
         c.assert_gone()
+
+
+def test_down_kills_what_ignores_sigterm(tmp_path, cluster_factory):
+    cluster = cluster_factory(slots=1, clients=1)
+    holder = {h[0]: h[1] for h in cluster.hosts}
+    stubborn = 'trap "" TERM; echo ready; exec sleep 1000'
+    procs = [subprocess.Popen(["nsenter", "-t", holder["c01"], "--net", "--", "sh", "-c", stubborn],
+                              stdout=subprocess.PIPE, text=True),
+             subprocess.Popen(["bash", str(VCLUSTER.parent.parent / "local" / "nfs-server.sh"),
+                               "exec", "--state", str(cluster.state / "server"), "--",
+                               "sh", "-c", stubborn], stdout=subprocess.PIPE, text=True)]
+    try:
+        for p in procs:
+            assert p.stdout.readline() == "ready\n"
+        proc = cluster.down()
+        assert proc.returncode == 0, proc.stderr
+        for p in procs:
+            assert re.search(rf"SIGKILL was needed for: .*\b{p.pid} \(sleep\)", proc.stderr), \
+                proc.stderr
+            assert p.wait(timeout=60) == -signal.SIGKILL
+        cluster.assert_gone()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def virtual_job(path, file_size):
