@@ -308,16 +308,18 @@ def tracer_ready(tracer, perf, smbd):
 
 
 def sendfile_calls(s, cmd):
-    """Number of sendfile system calls made while smbclient runs cmd: with
-    perf, the system-wide syscalls:sys_enter_sendfile64 tracepoint (the
-    tests run one at a time; smbd is the only sender); else strace on
-    smbd and the children it forks (strace sometimes never finishes
-    detaching from them: then the count is skipped)."""
+    """Number of sendfile system calls smbd and the children it forks make
+    while smbclient runs cmd: with perf, the syscalls:sys_enter_sendfile64
+    tracepoint on smbd (-p: the counters are inherited by the connection's
+    process it forks; not system-wide, where whatever else runs on the
+    machine sends files too); else strace on smbd and its children
+    (strace sometimes never finishes detaching from them: then the count
+    is skipped)."""
     log = s.state.parent / "sendfile.out"
     perf = shutil.which("perf")
     if perf:
-        args = [perf, "stat", "-e", "syscalls:sys_enter_sendfile64", "-a", "-x,", "-o", str(log),
-                "--", "sleep", "600"]
+        args = [perf, "stat", "-e", "syscalls:sys_enter_sendfile64", "-p", str(s.smbd_pid()),
+                "-x,", "-o", str(log), "--", "sleep", "600"]
     else:
         args = ["strace", "-f", "-qq", "-c", "-e", "trace=sendfile", "-o", str(log), "-p",
                 str(s.smbd_pid())]
