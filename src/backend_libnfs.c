@@ -144,7 +144,7 @@ static int libnfs_errno(struct libnfs_ctx *c, int rc)
         err = ECONNRESET; /* the server closed or lost the connection */
     else if (msg && strstr(msg, "Poll failed"))
         err = EINTR; /* a signal cut the wait: libnfs 4.0 says EIO */
-    else if (err == EINTR && !signals_caught())
+    else if (err == EINTR && !signals_stop_requested())
         err = ETIMEDOUT; /* libnfs 4.0 reports some RPC timeouts as EINTR */
     /* A call that gave up waiting (a timeout, or a signal: EINTR) leaves its
      * RPC queued in the context, with its reply buffer and callback data in
@@ -205,6 +205,8 @@ static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
         return -EHOSTUNREACH;
     if (msg && strstr(msg, "refused"))
         return -ECONNREFUSED;
+    if (rc == -EINTR && !signals_stop_requested())
+        rc = -ETIMEDOUT; /* the mount's own RPC timed out: libnfs 4.0 says EINTR */
     if (rc != -EINTR && rc != -ETIMEDOUT)
         rc = libnfs_errno(c, rc);
     if (rc == -EIO || rc == -ECONNRESET || rc == -EPERM)

@@ -14,7 +14,7 @@
 
 static bool stop_check(void *arg)
 {
-    return runner_stop_poll(arg);
+    return runner_stop_in_stage(arg);
 }
 
 static void stop_listen(struct runner_stop *s)
@@ -107,7 +107,7 @@ void runner_stop_stage(struct runner_stop *s, enum runner_stage stage)
 
 bool runner_stop_in_stage(struct runner_stop *s)
 {
-    runner_stop_poll(s);
+    runner_stop_poll(s); /* other threads: the last known answer */
     return signals_count() != s->stage_signals || s->heard_stage >= (int)s->stage;
 }
 

@@ -42,7 +42,8 @@ bool runner_stop_poll(struct runner_stop *s);
 int runner_stop_signal(const struct runner_stop *s);
 /* Enter a stage: stops from now on count for runner_stop_in_stage. */
 void runner_stop_stage(struct runner_stop *s, enum runner_stage stage);
-/* True when a stop came, here or at any rank, during the current stage. */
+/* True when a stop came, here or at any rank, during the current stage
+ * (from a thread other than the owner: as far as known, no MPI call). */
 bool runner_stop_in_stage(struct runner_stop *s);
 /* MPI_Barrier on s->comm that still sends and hears stops while waiting. */
 void runner_stop_barrier(struct runner_stop *s);

@@ -78,7 +78,7 @@ void signals_stop_check(bool (*check)(void *arg), void *arg)
 
 bool signals_stop_requested(void)
 {
-    return caught_signal != 0 || (stop_check && stop_check(stop_check_arg));
+    return stop_check ? stop_check(stop_check_arg) : caught_signal != 0;
 }
 
 /* After the first alarm, it repeats every ALARM_REPEAT_US until disarmed:

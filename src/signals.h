@@ -14,10 +14,12 @@ void signals_follow_parent(void);
 int signals_caught(void);     /* the first stop signal caught, or 0 */
 unsigned signals_count(void); /* how many stop signals were caught */
 
-/* Whether a waiting call (rpcwait, a libnfs mount) should give up: a stop
- * signal caught here, or a stop another rank sent, as told by the check
- * installed with signals_stop_check (runner_stop installs its poll; NULL
- * removes it). The check runs on whichever thread asks. */
+/* Whether a waiting call (rpcwait, a libnfs mount) should give up: as the
+ * check installed with signals_stop_check says (runner_stop's: a stop,
+ * here or from another rank, in the run's current stage, so that the
+ * clean-up after a stop still gets its calls through); without one, a
+ * stop signal caught here. NULL removes the check. The check runs on
+ * whichever thread asks. */
 void signals_stop_check(bool (*check)(void *arg), void *arg);
 bool signals_stop_requested(void);
 

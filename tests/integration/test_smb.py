@@ -39,8 +39,8 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import (REPO_DIR, describe, herd_cmd, load_results, mpi_env, mpirun_args,
-                      phase_attr_order, read_csv, run_cmd, write_job)
+from conftest import (REPO_DIR, LineReader, describe, herd_cmd, load_results, mpi_env,
+                      mpirun_args, phase_attr_order, read_csv, run_cmd, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
 from test_core import PHASES as CORE_PHASES
 from test_core import check_phase, resolved
@@ -221,15 +221,20 @@ def test_smbd_stopped_mid_phase(smb, herd_bin, tmp_path):
     env["PATH"] = SBIN_PATH
     run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env, start_new_session=True)
+    err, so = LineReader(run.stderr), LineReader(run.stdout)
     try:
-        time.sleep(4)
+        # Into w1 (its 10 s): the header is printed right before the first
+        # phase, however long MPI took to start on a busy machine.
+        assert err.wait_for(lambda l: l.startswith("herd: run "), RUN_TIMEOUT), err.rest(5)
+        time.sleep(1)
         stop = smb.cmd("stop-smbd", "--state", smb.state)
         assert stop.returncode == 0, stop.stderr
         time.sleep(2)
         start = smb.cmd("restart-smbd", "--state", smb.state)
         assert start.returncode == 0, start.stderr
         smb.refresh()
-        out_text, err_text = run.communicate(timeout=RUN_TIMEOUT)
+        run.wait(timeout=RUN_TIMEOUT)
+        out_text, err_text = so.rest(), err.rest()
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

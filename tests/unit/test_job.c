@@ -225,7 +225,7 @@ static void test_scale_records(void **state)
     /* Per rank: 16000000 x sizeof(struct rank_record) > INT_MAX already. */
     assert_true(16000000.0 * sizeof(struct rank_record) > INT_MAX);
     expect_error("[global]\ntarget = /x\n[w]\nkind = write\niterations = 16000000\n",
-                 "test.ini:5: key 'iterations': 16000000 iterations x 1 rank need");
+                 "test.ini:5: key 'iterations': 16000000 iterations need, even for one rank,");
     expect_error("[global]\ntarget = /x\n[w]\nkind = write\niterations = 100000000000\n",
                  "more than MPI's int count (2147483647 bytes)");
     /* 4000000 rows fit one rank, not 4 ranks on rank 0. */
@@ -241,7 +241,7 @@ static void test_scale_records(void **state)
                  sets, 1, 4, "test.ini: --set iterations: 4000000 iterations x 4 ranks need");
     /* Lock records: count x iterations holds per rank. */
     expect_error("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 1000000000\n",
-                 "test.ini:5: key 'count': 1000000000 locks x 1 iterations x 1 rank need");
+                 "test.ini:5: key 'count': 1000000000 locks x 1 iterations need, even for one rank,");
     expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 1, NULL);
     expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 8,
                  "test.ini:5: key 'count'");
