@@ -240,8 +240,9 @@ static void test_scale_records(void **state)
     expect_scale("[global]\ntarget = /x\n[w]\nkind = write\nfile_size = 4K\nblock_size = 4K\n",
                  sets, 1, 4, "test.ini: --set iterations: 4000000 iterations x 4 ranks need");
     /* Lock records: count x iterations holds per rank. */
-    expect_error("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 1000000000\n",
-                 "test.ini:5: key 'count': 1000000000 locks x 1 iterations need, even for one rank,");
+    expect_error(
+        "[global]\ntarget = /x\n[l]\nkind = lock\ncount = 1000000000\n",
+        "test.ini:5: key 'count': 1000000000 locks x 1 iterations need, even for one rank,");
     expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 1, NULL);
     expect_scale("[global]\ntarget = /x\n[l]\nkind = lock\ncount = 10000000\n", NULL, 0, 8,
                  "test.ini:5: key 'count'");
