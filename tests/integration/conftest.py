@@ -14,6 +14,7 @@ import csv
 import os
 import pwd
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -220,25 +221,78 @@ class LineReader:
         return "".join(self.lines)
 
 
+class Background:
+    """A command (mpirun herd, as a rule) in its own session, in the
+    background, with its stdout and stderr lines collected so that a test
+    can act on them. As a context manager it SIGKILLs whatever of the
+    session is left at the end, also when the test fails."""
+
+    def __init__(self, args, env=None, cwd=None):
+        self.args = [str(a) for a in args]
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env if env is not None else mpi_env(),
+                                     cwd=cwd, start_new_session=True)
+        self.err = LineReader(self.proc.stderr)
+        self.out = LineReader(self.proc.stdout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def wait_line(self, pattern, timeout=60):
+        """The first stderr line matching the regular expression pattern;
+        the test fails (and the run is killed) if none comes in time."""
+        line = self.err.wait_for(lambda s: re.search(pattern, s) is not None, timeout)
+        if line is None:
+            self.kill()
+            pytest.fail(f"never printed /{pattern}/ on stderr:\n{self.err.rest(5)}")
+        return line
+
+    def wait(self, timeout=RUN_TIMEOUT):
+        """Wait for the end; returns (CompletedProcess, monotonic end time)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"timed out after {timeout}s: {' '.join(self.args)}\n"
+                        f"stderr:\n{self.err.rest(5)}")
+        ended = time.monotonic()
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, self.out.rest(),
+                                           self.err.rest()), ended
+
+    def kill(self):
+        """SIGKILL the session's process group and every herd rank of it
+        (mpirun puts each rank in a process group of its own)."""
+        ranks = rank_pids(self.proc.pid)
+        if self.proc.poll() is None:
+            _kill_group(self.proc)
+        for pid in ranks.values():
+            with contextlib.suppress(OSError):
+                if os.getsid(pid) == self.proc.pid:
+                    os.kill(pid, signal.SIGKILL)
+
+
+def herd_background(herd_bin, nranks, *herd_args, quiet=False, env=None):
+    """mpirun herd HERD_ARGS in the background (see Background)."""
+    return Background(mpirun_args(herd_bin, nranks, *herd_args, quiet=quiet), env=env)
+
+
 def herd_run_interrupted(herd_bin, nranks, job, output, after_phase, delay):
     """mpirun herd run in the background; SIGTERM to its ranks `delay`
     seconds after herd reports phase `after_phase` done. Returns herd's
     stderr."""
-    args = mpirun_args(herd_bin, nranks, "run", job, "-o", output)
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, out = LineReader(p.stderr), LineReader(p.stdout)
-    try:
-        if not err.wait_for(lambda l: f"phase {after_phase}:" in l, 60):
-            pytest.fail(f"herd never finished phase {after_phase}:\n{err.rest(5)}")
+    with herd_background(herd_bin, nranks, "run", job, "-o", output) as run:
+        run.wait_line(f"phase {after_phase}:")
         time.sleep(delay)
-        signal_ranks(p.pid, signal.SIGTERM)
-        p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
-    out.rest()
-    return err.rest()
+        signal_ranks(run.pid, signal.SIGTERM)
+        done, _ = run.wait(timeout=60)
+    return done.stderr
 
 
 # ---------------------------------------------------------------- job files

@@ -26,7 +26,7 @@ import time
 import h5py
 import pytest
 
-from conftest import LineReader, _kill_group, mpi_env, mpirun_args, write_job
+from conftest import Background, mpirun_args, rank_pids, write_job
 
 NRANKS = 4
 PHASE_LINE = re.compile(r"^herd: phase (\S+): (\w+) ")
@@ -49,64 +49,34 @@ def crash_job(tmp_path, nphases=16, idle="150ms", file_size="256K"):
     return job, [name for name, _ in phases]
 
 
-class Run:
+class Run(Background):
     """mpirun herd run in its own session, stderr collected line by line."""
 
     def __init__(self, herd_bin, job, out):
-        args = mpirun_args(herd_bin, NRANKS, "run", job, "-o", out)
         self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=mpi_env(), start_new_session=True)
-        self.err = LineReader(self.proc.stderr)
-        self.out = LineReader(self.proc.stdout)
+        super().__init__(mpirun_args(herd_bin, NRANKS, "run", job, "-o", out))
         self.pids = {}
 
     def finished_phases(self):
         """Phases herd reported done so far (rank 0 prints after the flush)."""
         return [m.group(1) for m in (PHASE_LINE.match(l) for l in list(self.err.lines)) if m]
 
-    def rank_pids(self):
-        """{MPI rank: pid} of the herd processes of this run."""
-        pids = {}
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                # mpirun puts each rank in its own process group, in its session
-                if os.getsid(int(pid)) != self.proc.pid or int(pid) == self.proc.pid:
-                    continue
-                env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            except (OSError, ProcessLookupError):
-                continue
-            for kv in env:
-                if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
-                    pids[int(kv.split(b"=", 1)[1])] = int(pid)
-        return pids
-
     def wait_ranks(self, timeout=30):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            pids = self.rank_pids()
+            pids = rank_pids(self.pid)
             if len(pids) == NRANKS:
                 self.pids = pids
                 return pids
             time.sleep(0.02)
-        pytest.fail(f"never saw {NRANKS} ranks: {self.rank_pids()}")
+        pytest.fail(f"never saw {NRANKS} ranks: {rank_pids(self.pid)}")
 
     def finish(self, timeout=60):
-        """Wait for mpirun's end (killing the group if it hangs), then kill
-        whatever of the session is left; returns stderr."""
-        try:
+        """Wait for mpirun's end, then kill whatever of the session is left
+        (the ranks too, also after mpirun was killed); returns stderr."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        _kill_group(self.proc)
-        # the ranks are not in mpirun's process group: SIGKILL each one
-        # that is still a process of this run's session
-        for pid in self.pids.values():
-            with contextlib.suppress(OSError):
-                if os.getsid(pid) == self.proc.pid:
-                    os.kill(pid, signal.SIGKILL)
+        self.kill()
         self.out.rest(5)
         return self.err.rest(5)
 

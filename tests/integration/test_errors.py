@@ -5,15 +5,14 @@ import errno
 import os
 import re
 import signal
-import subprocess
 import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import (LineReader, _kill_group, describe, herd_cmd, herd_run, load_results,
-                      mpi_env, mpirun_args, tree, write_job)
+from conftest import (describe, herd_background, herd_cmd, herd_run, load_results, mpi_env,
+                      tree, write_job)
 
 EROFS = errno.EROFS  # 30 on Linux
 
@@ -283,23 +282,15 @@ def test_sigterm_interrupts(herd_bin, tmp_path):
     out = tmp_path / "long.h5"
     # mpirun passes the signal on, then SIGKILLs the ranks: give them the
     # time to write 400,000 rows on a busy machine (conftest.STOP_GRACE).
-    proc = subprocess.Popen(mpirun_args(herd_bin, nranks, "run", job, "-o", out),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi_env(stop_grace=True), start_new_session=True)
-    try:
-        err = LineReader(proc.stderr)
-        outr = LineReader(proc.stdout)
-        seen = err.wait_for(lambda l: l.startswith("herd: phase first:"), timeout=120)
-        assert seen is not None, f"phase 'first' never finished:\n{err.rest(1)}"
+    with herd_background(herd_bin, nranks, "run", job, "-o", out,
+                         env=mpi_env(stop_grace=True)) as run:
+        seen = run.wait_line("^herd: phase first:", timeout=120)
         assert seen.startswith("herd: phase first: ok"), seen
         time.sleep(0.5)  # well inside 'second'
-        assert proc.poll() is None, "the run ended before it could be interrupted"
-        proc.send_signal(signal.SIGTERM)
-        rc = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc)
-    stderr, stdout = err.rest(), outr.rest()
+        assert run.proc.poll() is None, "the run ended before it could be interrupted"
+        run.proc.send_signal(signal.SIGTERM)
+        done, _ = run.wait(timeout=120)
+    rc, stderr, stdout = done.returncode, done.stderr, done.stdout
     info = f"mpirun exit code {rc}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     assert rc != 0, info  # mpirun's own code (Open MPI: 1), not herd's 143
 

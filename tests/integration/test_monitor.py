@@ -41,8 +41,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_cmd, herd_run,
-                      herd_run_interrupted, mpi_env, mpirun_args, write_job)
+from conftest import (REPO_DIR, describe, herd_background, herd_cmd, herd_run,
+                      herd_run_interrupted, mpirun_args, write_job)
 
 sys.path.insert(0, str(REPO_DIR / "analysis"))
 import herd_results  # noqa: E402
@@ -317,19 +317,12 @@ def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
                      ("write", {"kind": "write", "file_size": "16M"}),
                      ("after", {"kind": "idle", "duration": "1s"})])
     out = tmp_path / "r.h5"
-    args = mpirun_args(herd_bin, 2, "run", job, "-o", out)
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, out_reader = LineReader(p.stderr), LineReader(p.stdout)
-    try:
-        assert err.wait_for(lambda l: "phase first:" in l, 60), err.rest(5)
+    with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
+        run.wait_line("phase first:")
         node_exporter.stop()  # in the middle of the run: the write phase is next
-        p.wait(timeout=120)
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
-    stderr, stdout = err.rest(), out_reader.rest()
-    assert p.returncode == 0, stderr
+        done, _ = run.wait(timeout=120)
+    stderr, stdout = done.stderr, done.stdout
+    assert done.returncode == 0, stderr
     with h5py.File(out, "r") as f:
         assert [text(f["phases"][n].attrs["status"]) for n in f["phases"]] == ["ok"] * 3
     tables, attrs, status = monitor_tables(out)

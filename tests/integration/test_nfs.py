@@ -39,7 +39,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (MIB, REPO_DIR, LineReader, _kill_group, describe,
+from conftest import (MIB, REPO_DIR, Background, describe,
                       load_results, mpi_env, mpirun_args, parse_size, phase_attr_order,
                       run_cmd, signal_ranks, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
@@ -84,39 +84,10 @@ def herd_run_nfs(server, herd_bin, nranks, job, out, *extra, timeout=RUN_TIMEOUT
     return run_cmd(args, timeout=timeout, env=ns_env())
 
 
-class Background:
-    """herd run under mpirun in the server's namespace, in the background,
-    with its stderr lines collected so that a test can act on them."""
-
-    def __init__(self, server, herd_bin, nranks, job, out):
-        self.args = ns_args(server, *mpirun_args(herd_bin, nranks, "run", job, "-o", out))
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, env=ns_env(), start_new_session=True)
-        self.err = LineReader(self.proc.stderr)
-        self.out = LineReader(self.proc.stdout)
-
-    def wait_line(self, pattern, timeout=60):
-        line = self.err.wait_for(lambda s: re.search(pattern, s) is not None, timeout)
-        if line is None:
-            self.kill()
-            pytest.fail(f"herd never printed /{pattern}/ on stderr:\n{self.err.rest(5)}")
-        return line
-
-    def wait(self, timeout=RUN_TIMEOUT):
-        """Wait for the end; returns (CompletedProcess, monotonic end time)."""
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            pytest.fail(f"timed out after {timeout}s: {' '.join(self.args)}\n"
-                        f"stderr:\n{self.err.rest(5)}")
-        ended = time.monotonic()
-        return subprocess.CompletedProcess(self.args, self.proc.returncode, self.out.rest(),
-                                           self.err.rest()), ended
-
-    def kill(self):
-        if self.proc.poll() is None:
-            _kill_group(self.proc)
+def ns_background(server, herd_bin, nranks, job, out):
+    """herd run under mpirun in the server's namespace, in the background."""
+    return Background(ns_args(server, *mpirun_args(herd_bin, nranks, "run", job, "-o", out)),
+                      env=ns_env())
 
 
 @pytest.fixture
@@ -149,7 +120,7 @@ def run_frozen(nfs, herd_bin, nranks, job, out, freeze):
     """Run herd in the background and freeze ganesha (SIGSTOP) for `freeze`
     seconds 1.5 s after the run starts. Returns (CompletedProcess, wall
     time of the SIGSTOP, wall time of the SIGCONT)."""
-    run = Background(nfs, herd_bin, nranks, job, out)
+    run = ns_background(nfs, herd_bin, nranks, job, out)
     try:
         run.wait_line(rf"^herd: run \S+: {nranks} ranks")
         time.sleep(1.5)
@@ -178,7 +149,7 @@ def run_and_kill(nfs, herd_bin, nranks, job, out, ready):
     run's end, seconds from Popen to herd's first line, wall time of the
     kill)."""
     t_launch = time.monotonic()
-    run = Background(nfs, herd_bin, nranks, job, out)
+    run = ns_background(nfs, herd_bin, nranks, job, out)
     try:
         run.wait_line(rf"^herd: run \S+: {nranks} ranks")
         launch = time.monotonic() - t_launch  # mpirun, MPI_Init, clock sync
@@ -412,7 +383,7 @@ def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
                     [("write", {"kind": "write"}),
                      ("read", {"kind": "read", "iterations": 1000})])
     out = tmp_path / "sig.h5"
-    run = Background(nfs, herd_bin, nranks, job, out)
+    run = ns_background(nfs, herd_bin, nranks, job, out)
     try:
         run.wait_line(r"^herd: phase write: ")
         time.sleep(0.5)
@@ -577,7 +548,7 @@ def test_server_restarted_between_phases(nfs, herd_bin, tmp_path):
               ("md5", {"kind": "md5"})]
     job = write_job(tmp_path / "restart.ini", gl, phases)
     out = tmp_path / "restart.h5"
-    run = Background(nfs, herd_bin, nranks, job, out)
+    run = ns_background(nfs, herd_bin, nranks, job, out)
     try:
         run.wait_line(r"^herd: phase write: ok")
         kill_unix = time.time()

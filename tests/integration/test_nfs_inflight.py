@@ -37,7 +37,7 @@ from conftest import (KIB, MIB, REPO_DIR, describe, load_results, mpi_env, mpiru
                       signal_ranks, write_job)
 from test_link import _why_skip_link
 from test_link import server as link_server
-from test_nfs import (_WHY, CONNECTION_ERRNOS, Background, errnos_by_rank, export_listing,
+from test_nfs import (_WHY, CONNECTION_ERRNOS, ns_background, errnos_by_rank, export_listing,
                       herd_run_nfs, nfs, run_and_kill, server_file_sizes, wait_until)
 
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
@@ -152,7 +152,7 @@ def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
                      ("read", {"kind": "read", "iterations": 5000, "verify": "yes"})])
     for rep in range(reps):
         out = tmp_path / f"sig{rep}.h5"
-        run = Background(nfs, herd_bin, nranks, job, out)
+        run = ns_background(nfs, herd_bin, nranks, job, out)
         try:
             run.wait_line(r"^herd: phase write: ")
             time.sleep(rng.uniform(0.1, 0.8))

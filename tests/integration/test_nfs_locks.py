@@ -37,7 +37,6 @@ skips with a message otherwise. Run:
 """
 
 import contextlib
-import errno
 import os
 import signal
 import sys
@@ -48,7 +47,7 @@ import numpy as np
 import pytest
 
 from conftest import describe, load_results, write_job
-from test_nfs import Background, herd_run_nfs
+from test_nfs import herd_run_nfs, ns_background
 from test_nfs_server import Server, _why_skip, running, wait_until
 
 _WHY = _why_skip()
@@ -220,7 +219,7 @@ def test_grace_after_restart(nfs_server, herd_bin, tmp_path, version):
                      ("wait", {"kind": "idle", "duration": grace + 2}),
                      ("after", {"kind": "lock", "count": 5, "lock_hold": "1ms"})])
     out = tmp_path / "grace.h5"
-    bg = Background(s, herd_bin, nranks, job, out)
+    bg = ns_background(s, herd_bin, nranks, job, out)
     try:
         bg.wait_line(r"phase before|run .*ranks", timeout=60)
         time.sleep(2.0)
@@ -331,7 +330,7 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
                 "lock_timeout": f"{LEASE + 5}s"}),
     ])
     out = tmp_path / "dead.h5"
-    bg = Background(s, herd_bin, nranks, job, out)
+    bg = ns_background(s, herd_bin, nranks, job, out)
     pids = {}
     try:
         deadline = time.monotonic() + 30

@@ -26,15 +26,14 @@ import os
 import pwd
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import (LineReader, _kill_group, as_user, describe, herd_run, load_results, mpi_env,
-                      other_user, require_root, tree, write_job)
+from conftest import (Background, as_user, describe, herd_run, load_results, other_user,
+                      require_root, tree, write_job)
 
 USER = "nobody"
 
@@ -100,36 +99,24 @@ def slow_mkdir_run(herd_bin, job, *herd_args, seconds=3.0):
     """herd run with its first mkdirat (the run directory's) held for
     `seconds` after it made the directory: the window between the outputs'
     checks and the results file's creation, as a slow server opens it.
-    Returns the Popen (stderr, stdout readers attached)."""
+    Returns the Background run."""
     if not shutil.which("strace"):
         pytest.skip("strace is needed to hold the window open")
     strace = ["strace", "-qq", "-f", "-o", "/dev/null", "-e", "trace=mkdirat",
               "-e", f"inject=mkdirat:delay_exit={int(seconds * 1e6)}:when=1"]
     args = ["mpirun", "-np", "1", *strace, herd_bin, "run", str(job), *map(str, herd_args)]
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    p.err, p.out = LineReader(p.stderr), LineReader(p.stdout)
-    return p
+    return Background(args)
 
 
-def wait_for_rundir(target, proc, timeout=60):
+def wait_for_rundir(target, run, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(p.name.startswith("herd-") for p in Path(target).iterdir()):
             return
-        if proc.poll() is not None:
-            pytest.fail(f"herd ended before it made its run directory:\n{proc.err.rest(5)}")
+        if run.proc.poll() is not None:
+            pytest.fail(f"herd ended before it made its run directory:\n{run.err.rest(5)}")
         time.sleep(0.01)
     pytest.fail("herd never made its run directory")
-
-
-def finish(proc, timeout=120):
-    try:
-        proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc)
-    return proc.err.rest(), proc.out.rest()
 
 
 # ---------------------------------------------------------------- 1. -o race
@@ -141,13 +128,14 @@ def test_results_link_planted_after_the_check_is_not_followed(herd_bin, tmp_path
     target.mkdir()
     job = small_job(tmp_path, target)
     out = shared_dir / "run.h5"
-    p = slow_mkdir_run(herd_bin, job, "-o", out)
-    wait_for_rundir(target, p)
-    as_other_user("ln", "-s", victim, out)  # in the window: checked, not yet made
-    err, _ = finish(p)
+    with slow_mkdir_run(herd_bin, job, "-o", out) as run:
+        wait_for_rundir(target, run)
+        as_other_user("ln", "-s", victim, out)  # in the window: checked, not yet made
+        done, _ = run.wait()
+    err = done.stderr
     assert victim.read_text() == VICTIM_TEXT, "herd wrote through the link"
     assert out.is_symlink(), "herd replaced another user's entry"
-    assert p.returncode != 0, err
+    assert done.returncode != 0, err
     said = [l for l in err.splitlines() if l.startswith("herd:") and "not replaced" in l]
     assert len(said) == 1 and str(out) in said[0], err
     assert private_names(shared_dir) == []
@@ -165,14 +153,15 @@ def test_force_replaces_only_the_checked_file(herd_bin, tmp_path, shared_dir, vi
     out = shared_dir / "run.h5"
     first = herd_run(herd_bin, 2, job, out)
     assert first.returncode == 0, describe(first)
-    p = slow_mkdir_run(herd_bin, job, "-o", out, "--force")
-    wait_for_rundir(target, p)
-    # The checked results file is swapped for a link to the victim.
-    as_other_user("sh", "-c", f'mv "{out}" "{out}.moved" && ln -s "{victim}" "{out}"')
-    err, _ = finish(p)
+    with slow_mkdir_run(herd_bin, job, "-o", out, "--force") as run:
+        wait_for_rundir(target, run)
+        # The checked results file is swapped for a link to the victim.
+        as_other_user("sh", "-c", f'mv "{out}" "{out}.moved" && ln -s "{victim}" "{out}"')
+        done, _ = run.wait()
+    err = done.stderr
     assert victim.read_text() == VICTIM_TEXT
     assert out.is_symlink() and Path(f"{out}.moved").exists()
-    assert p.returncode != 0 and "not replaced" in err, err
+    assert done.returncode != 0 and "not replaced" in err, err
     assert private_names(shared_dir) == []
     # Undisturbed, --force replaces the earlier results file in place.
     os.unlink(out)

@@ -31,15 +31,13 @@ import errno
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import h5py
 import pytest
 
-from conftest import (REPO_DIR, LineReader, describe, herd_cmd, load_results, mpi_env,
+from conftest import (REPO_DIR, Background, describe, herd_cmd, load_results, mpi_env,
                       mpirun_args, phase_attr_order, read_csv, run_cmd, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
 from test_core import PHASES as CORE_PHASES
@@ -47,7 +45,7 @@ from test_core import check_phase, resolved
 from test_lock_meta import (FULL, META, STORM, LockResults, check_meta_phase, check_storm_ok,
                             meta_full_phases, split_phases)
 from test_nfs import CONNECTION_ERRNOS, errnos_by_rank, export_listing
-from test_nfs_server import SBIN_PATH, Server, _why_skip, wait_until
+from test_nfs_server import SBIN_PATH, Server, _why_skip
 
 RUN_TIMEOUT = 300
 # what libsmbclient says when smbd goes away under a call
@@ -219,13 +217,10 @@ def test_smbd_stopped_mid_phase(smb, herd_bin, tmp_path):
                                                           out)]
     env = mpi_env()
     env["PATH"] = SBIN_PATH
-    run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env, start_new_session=True)
-    err, so = LineReader(run.stderr), LineReader(run.stdout)
-    try:
+    with Background(args, env=env) as run:
         # Into w1 (its 10 s): the header is printed right before the first
         # phase, however long MPI took to start on a busy machine.
-        assert err.wait_for(lambda l: l.startswith("herd: run "), RUN_TIMEOUT), err.rest(5)
+        run.wait_line("^herd: run ", RUN_TIMEOUT)
         time.sleep(1)
         stop = smb.cmd("stop-smbd", "--state", smb.state)
         assert stop.returncode == 0, stop.stderr
@@ -233,12 +228,7 @@ def test_smbd_stopped_mid_phase(smb, herd_bin, tmp_path):
         start = smb.cmd("restart-smbd", "--state", smb.state)
         assert start.returncode == 0, start.stderr
         smb.refresh()
-        run.wait(timeout=RUN_TIMEOUT)
-        out_text, err_text = so.rest(), err.rest()
-    finally:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-    proc = subprocess.CompletedProcess(args, run.returncode, out_text, err_text)
+        proc, _ = run.wait(timeout=RUN_TIMEOUT)
     assert proc.returncode == 3, describe(proc)
     res = load_results(out)
     w1 = res.phases["w1"]

@@ -18,16 +18,15 @@
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_workloads.py
 """
 
+import re
 import signal
-import subprocess
 import time
 from collections import defaultdict
 
 import h5py
-import pytest
 
-from conftest import (LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
-                      mpirun_args, signal_ranks, tree, write_job)
+from conftest import (describe, herd_background, herd_run, load_results, signal_ranks, tree,
+                      write_job)
 
 
 def errors_per_rank(ph):
@@ -194,27 +193,14 @@ def _run_and_term(herd_bin, nranks, job, out, wait_line, delay):
     """Start herd under mpirun, SIGTERM its process group `delay` seconds
     after a stderr line containing wait_line; return (seconds from the
     signal to the exit, exit code, stderr)."""
-    args = mpirun_args(herd_bin, nranks, "run", job, "-o", out)
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, outr = LineReader(p.stderr), LineReader(p.stdout)
-    try:
-        if not err.wait_for(lambda l: wait_line in l, 60):
-            pytest.fail(f"no '{wait_line}' from herd:\n{err.rest(5)}")
+    with herd_background(herd_bin, nranks, "run", job, "-o", out) as run:
+        run.wait_line(re.escape(wait_line))
         time.sleep(delay)
-        assert p.poll() is None, f"herd ended before the signal:\n{err.rest(5)}"
+        assert run.proc.poll() is None, f"herd ended before the signal:\n{run.err.rest(5)}"
         t0 = time.monotonic()
-        signal_ranks(p.pid, signal.SIGTERM)
-        try:
-            p.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"herd still running 30 s after SIGTERM:\n{err.rest(1)}")
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
-    outr.rest()
-    return took, p.returncode, err.rest()
+        signal_ranks(run.pid, signal.SIGTERM)
+        done, ended = run.wait(timeout=30)
+    return ended - t0, done.returncode, done.stderr
 
 
 def test_md5_prepare_stops_on_sigterm(herd_bin, tmp_path):
