@@ -779,7 +779,7 @@ static void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
                                   .claims = &r->claims,
                                   .sync_data = r,
                                   .peer_stopped = run_cleanup_peer_stopped,
-                                  .signals_before = r->stop.stage_signals};
+                                  .signals_before = r->stop.stage_signals + r->stop.late_copies};
             wl->remove(&c, pass);
         }
         runner_stop_barrier(&r->stop);

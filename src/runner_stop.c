@@ -35,6 +35,7 @@ void runner_stop_init(struct runner_stop *s, MPI_Comm comm)
     s->heard_stage = -1;
     s->stage = RUNNER_STAGE_START;
     s->stage_signals = signals_count();
+    s->late_copies = 0;
     s->next_poll = 0;
     stop_listen(s);
     signals_stop_check(stop_check, s);
@@ -43,12 +44,12 @@ void runner_stop_init(struct runner_stop *s, MPI_Comm comm)
 /* Tell every other rank of the signals caught since the last time; the
  * sends are small and complete eagerly, so their requests are released
  * at once. */
-static void stop_send(struct runner_stop *s, int sig)
+static void stop_send(struct runner_stop *s, int sig, enum runner_stage stage)
 {
     static int payload[STOP_SLOTS];
     static unsigned next;
     int *slot = &payload[next++ % STOP_SLOTS];
-    *slot = sig | (int)s->stage << 8;
+    *slot = sig | (int)stage << 8;
     for (int i = 0; i < s->size; i++) {
         if (i == s->rank)
             continue;
@@ -75,6 +76,14 @@ static void stop_receive(struct runner_stop *s)
     }
 }
 
+/* The signals this rank caught in the current stage, less its late copy
+ * of a stop the stage before acted on. */
+static unsigned stop_own_in_stage(const struct runner_stop *s)
+{
+    unsigned caught = signals_count() - s->stage_signals;
+    return caught > s->late_copies ? caught - s->late_copies : 0;
+}
+
 bool runner_stop_poll(struct runner_stop *s)
 {
     if (!pthread_equal(pthread_self(), s->owner))
@@ -82,7 +91,10 @@ bool runner_stop_poll(struct runner_stop *s)
     unsigned count = signals_count();
     if (count != s->sent && s->size > 1) {
         s->sent = count;
-        stop_send(s, signals_caught());
+        enum runner_stage stage = s->stage;
+        if (stop_own_in_stage(s) == 0 && stage > RUNNER_STAGE_START)
+            stage--; /* a late copy: tell the peers it ends nothing new */
+        stop_send(s, signals_caught(), stage);
     }
     double now = clock_mono();
     if (now >= s->next_poll) {
@@ -103,12 +115,13 @@ void runner_stop_stage(struct runner_stop *s, enum runner_stage stage)
     runner_stop_poll(s); /* what came before belongs to the stage before */
     s->stage = stage;
     s->stage_signals = signals_count();
+    s->late_copies = signals_count() == 0 && s->heard != 0;
 }
 
 bool runner_stop_in_stage(struct runner_stop *s)
 {
     runner_stop_poll(s); /* other threads: the last known answer */
-    return signals_count() != s->stage_signals || s->heard_stage >= (int)s->stage;
+    return stop_own_in_stage(s) != 0 || s->heard_stage >= (int)s->stage;
 }
 
 #define RUNNER_STOP_NAP_MIN_NS 50000L    /* 50 us */

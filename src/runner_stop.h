@@ -29,6 +29,7 @@ struct runner_stop {
     int heard_stage;         /* the latest stage a peer's stop came in, -1 = none */
     enum runner_stage stage; /* this rank's */
     unsigned stage_signals;  /* signals_count() when the stage began */
+    unsigned late_copies;    /* this rank's signals that belong to the stage before (0 or 1) */
     double next_poll;        /* clock_mono() of the next MPI_Test */
     pthread_t owner;         /* the thread allowed to call MPI */
 };
@@ -40,7 +41,11 @@ void runner_stop_init(struct runner_stop *s, MPI_Comm comm);
 bool runner_stop_poll(struct runner_stop *s);
 /* The stop signal seen here: this rank's own, else a peer's, else 0. */
 int runner_stop_signal(const struct runner_stop *s);
-/* Enter a stage: stops from now on count for runner_stop_in_stage. */
+/* Enter a stage: stops from now on count for runner_stop_in_stage. If a
+ * peer's stop is known here and this rank has caught none, this rank's
+ * first signal of the new stage is taken as its late copy of that stop (a
+ * launcher or scheduler signals every rank, not all at one instant) and
+ * counts for the stage before: only a further signal ends this one. */
 void runner_stop_stage(struct runner_stop *s, enum runner_stage stage);
 /* True when a stop came, here or at any rank, during the current stage
  * (from a thread other than the owner: as far as known, no MPI call). */

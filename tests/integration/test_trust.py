@@ -16,6 +16,7 @@ to one rank ends every rank with the right exit code.
    exit 128+N.
 """
 
+import contextlib
 import errno
 import os
 import shutil
@@ -25,12 +26,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import h5py
 import pytest
 
-from conftest import (REPO_DIR, LineReader, _kill_group, describe, herd_run, load_results, mpi_env,
-                      mpirun_args, rank_pids, read_csv, require_root, signal_ranks, tree,
-                      write_job)
+from conftest import (REPO_DIR, Background, describe, herd_background, herd_run, load_results,
+                      rank_pids, require_root, signal_ranks, tree, write_job)
 
 
 def small_job(tmp_path, target, **extra):
@@ -201,12 +200,8 @@ def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bi
     target.mkdir()
     job = write_job(tmp_path / "long.ini", {"target": target, "run_id": "shared-id"},
                     [("wait", {"kind": "idle", "duration": "20s"})])
-    first = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", tmp_path / "1.h5"),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=mpi_env(), start_new_session=True)
-    err = LineReader(first.stderr)
-    try:
-        assert err.wait_for(lambda l: "herd: run shared-id" in l, 60), err.rest(5)
+    with herd_background(herd_bin, 2, "run", job, "-o", tmp_path / "1.h5") as first:
+        first.wait_line("herd: run shared-id")
         second = herd_run(herd_bin, 2, job, tmp_path / "2.h5", quiet=True)
         assert second.returncode == 2, describe(second)
         line = one_line_error(second)
@@ -214,10 +209,6 @@ def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bi
         assert not (tmp_path / "2.h5").exists()
         signal_ranks(first.pid, signal.SIGTERM)
         first.wait(timeout=60)
-    finally:
-        if first.poll() is None:
-            _kill_group(first)
-    err.rest(5)
     # (mpirun itself exits 1 when its group is signalled; herd's code is recorded)
     assert load_results(tmp_path / "1.h5").attrs["exit_code"] == 143
     # the interrupted first run gave the directory back
@@ -269,26 +260,14 @@ def run_and_signal_one_rank(herd_bin, tmp_path, sig, nranks=4):
                     [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"}),
                      ("after", {"kind": "idle", "duration": "1s"})])
     out = tmp_path / f"sig{sig}.h5"
-    p = subprocess.Popen(mpirun_args(herd_bin, nranks, "run", job, "-o", out, quiet=True),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, so = LineReader(p.stderr), LineReader(p.stdout)
-    try:
-        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
+    with herd_background(herd_bin, nranks, "run", job, "-o", out, quiet=True) as run:
+        run.wait_line("herd: run ")
         time.sleep(2)
-        ranks = subprocess.run(["pgrep", "-s", str(p.pid), "-x", "herd"],
-                               capture_output=True, text=True).stdout.split()
-        assert len(ranks) == nranks, ranks
-        victim = int(sorted(ranks, key=int)[-1])  # not rank 0, in practice
+        victim = rank_pids(run.pid, nranks)[nranks - 1]  # not rank 0
         t0 = time.monotonic()
         os.kill(victim, sig)
-        p.wait(timeout=60)
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
-    so.rest(5)
-    return p.returncode, took, err.rest(5), out, target
+        done, ended = run.wait(timeout=60)
+    return done.returncode, ended - t0, done.stderr, out, target
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -312,7 +291,7 @@ def test_signal_to_one_rank_stops_every_rank(herd_bin, tmp_path, sig):
 # ---------------------------------------------------------------- 6. stalled clean-up
 
 from test_nfs import _WHY as NFS_WHY  # noqa: E402
-from test_nfs import Background, nfs, signal_ganesha  # noqa: E402,F401
+from test_nfs import nfs, ns_background, signal_ganesha  # noqa: E402,F401
 
 
 @pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
@@ -332,7 +311,7 @@ def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nf
                                "file_size": "1K", "block_size": "1K"}),
                      ("pause", {"kind": "idle", "duration": "1s"})])
     out = tmp_path / "run.h5"
-    bg = Background(nfs, herd_bin, 2, job, out)
+    bg = ns_background(nfs, herd_bin, 2, job, out)
     frozen = False
     try:
         bg.wait_line(r"phase tree: ")
@@ -385,7 +364,7 @@ def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_pat
     out = tmp_path / "run.h5"
     signal_ganesha(nfs, signal.SIGSTOP)
     try:
-        bg = Background(nfs, herd_bin, 2, job, out)
+        bg = ns_background(nfs, herd_bin, 2, job, out)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -419,22 +398,16 @@ def test_ranks_do_not_outlive_a_killed_launcher(herd_bin, tmp_path):
                     {"target": target, "file_size": "64K", "block_size": "16K"},
                     [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"})])
     out = tmp_path / "run.h5"
-    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err = LineReader(p.stderr)
-    try:
-        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
-        ranks = list(rank_pids(p.pid, 2).values())
+    with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
+        run.wait_line("herd: run ")
+        ranks = list(rank_pids(run.pid, 2).values())
         time.sleep(1)
-        p.kill()  # mpirun alone
-        p.wait(timeout=30)
+        run.proc.kill()  # mpirun alone
+        run.proc.wait(timeout=30)
         t0 = time.monotonic()
         while any(Path(f"/proc/{r}").exists() for r in ranks) and time.monotonic() - t0 < 60:
             time.sleep(0.1)
         took = time.monotonic() - t0
-    finally:
-        _kill_group(p)
     assert not any(Path(f"/proc/{r}").exists() for r in ranks), "ranks outlived mpirun"
     assert took < 30, f"ranks ended {took:.1f} s after mpirun (the phase had 40 s)"
     res = load_results(out)
@@ -523,28 +496,82 @@ def test_files_per_rank_stops_on_sigterm_and_cleans_up(herd_bin, tmp_path):
                     {"target": target, "file_size": "4K", "block_size": "4K"},
                     [("w", {"kind": "write", "files_per_rank": 10_000_000, "fsync": "no"})])
     out = tmp_path / "run.h5"
-    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out, quiet=True),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, so = LineReader(p.stderr), LineReader(p.stdout)
-    try:
-        assert err.wait_for(lambda l: "herd: run " in l, 60), err.rest(5)
+    with herd_background(herd_bin, 2, "run", job, "-o", out, quiet=True) as run:
+        run.wait_line("herd: run ")
         time.sleep(3)
-        os.kill(rank_pids(p.pid, 2)[1], signal.SIGTERM)
+        os.kill(rank_pids(run.pid, 2)[1], signal.SIGTERM)
         t0 = time.monotonic()
-        p.wait(timeout=120)
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            _kill_group(p)
-    so.rest(5)
-    text = err.rest(5)
-    assert p.returncode == 143, text
+        done, ended = run.wait(timeout=120)
+    took, text = ended - t0, done.stderr
+    assert done.returncode == 143, text
     res = load_results(out)
     written = int(res.phases["w"].ranks["bytes"].sum()) // 4096
     # The stop is heard within a poll; the clean-up removes what was written.
     assert took < 3 + written / 2000 + 10, f"{took:.1f} s for {written} files\n{text}"
     assert tree(target) == []
+
+
+def wait_signal_taken(pid, sig, timeout=10):
+    """Wait until the process has no `sig` pending (its handler ran)."""
+    bit = 1 << (sig - 1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{pid}/status").read_text()
+            pending = [int(l.split()[1], 16) for l in status.splitlines()
+                       if l.startswith(("SigPnd:", "ShdPnd:"))]
+            if not any(p & bit for p in pending):
+                return
+        time.sleep(0.001)
+    pytest.fail(f"signal {sig} still pending at {pid} after {timeout} s")
+
+
+@pytest.mark.parametrize("copies", [1, 2])
+def test_late_copy_of_the_stop_does_not_end_the_cleanup(herd_bin, tmp_path, copies):
+    """A launcher signals every rank, not all at one instant: rank 1's
+    SIGTERM ends the phases, and rank 0's own copy, arriving once the
+    clean-up has begun, is the same stop (the clean-up goes on and removes
+    everything); a second signal to rank 0 is a new stop and ends it.
+    Rank 0's unlinks are slowed (strace, 5 ms each) so that its clean-up
+    of 500 files lasts seconds and the signals surely come during it."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is needed to slow the clean-up")
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "file_size": "4K", "block_size": "4K"},
+                    [("w", {"kind": "write", "files_per_rank": 500, "fsync": "no"}),
+                     ("wait", {"kind": "idle", "duration": "60s"})])
+    out = tmp_path / "run.h5"
+    herd = [herd_bin, "run", str(job), "-o", str(out)]
+    slow = ["strace", "-qq", "-f", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
+            "-e", "inject=unlink,unlinkat:delay_exit=5000"]
+    args = ["mpirun", "--oversubscribe", "-q", "-np", "1", *slow, *herd, ":", "-np", "1", *herd]
+    with Background(args) as run:
+        run.wait_line("^herd: phase w: ok")
+        time.sleep(0.5)  # into 'wait'
+        pids = rank_pids(run.pid, 2)
+        os.kill(pids[1], signal.SIGTERM)
+        run.wait_line("^herd: phase wait: interrupted")
+        # Rank 0 is in the clean-up once one of its files is gone.
+        files = next(target.glob("herd-*/unique-4K"))
+        deadline = time.monotonic() + 30
+        while len(list(files.glob("r000000*.dat"))) == 500 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        for _ in range(copies):
+            os.kill(pids[0], signal.SIGTERM)
+            wait_signal_taken(pids[0], signal.SIGTERM)  # two pending ones would merge
+        done, _ = run.wait(timeout=120)
+    text = done.stderr
+    assert done.returncode == 143, text
+    assert load_results(out).attrs["status"] == "interrupted"
+    if copies == 1:
+        assert "clean-up stopped" not in text, text
+        assert tree(target) == []
+    else:
+        assert "herd: clean-up stopped (signal)" in text, text
+        assert tree(target) != []
+        shutil.rmtree(target)
 
 
 # ---------------------------------------------------------------- 9. leftovers
@@ -563,25 +590,19 @@ def test_cleanup_leftovers_are_errors_of_the_run(herd_bin, tmp_path, mount_fs):
                     [("w", {"kind": "write", "files_per_rank": 25}),
                      ("pause", {"kind": "idle", "duration": "2s"})])
     out = tmp_path / "run.h5"
-    p = subprocess.Popen(mpirun_args(herd_bin, 2, "run", job, "-o", out),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=mpi_env(), start_new_session=True)
-    err, so = LineReader(p.stderr), LineReader(p.stdout)
     data = None
     try:
-        assert err.wait_for(lambda l: "phase w:" in l, 60), err.rest(5)
-        data = next(target.glob("herd-*/unique-4K"))
-        subprocess.run(["chattr", "+i", str(data)], check=True)
-        p.wait(timeout=120)
+        with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
+            run.wait_line("phase w:")
+            data = next(target.glob("herd-*/unique-4K"))
+            subprocess.run(["chattr", "+i", str(data)], check=True)
+            done, _ = run.wait(timeout=120)
     finally:
-        if p.poll() is None:
-            _kill_group(p)
         if data is not None:
             subprocess.run(["chattr", "-i", str(data)], check=False)
         shutil.rmtree(target, ignore_errors=True)
-    text = err.rest(5)
-    so.rest(5)
-    assert p.returncode == 3, text
+    text = done.stderr
+    assert done.returncode == 3, text
     assert "clean-up could not remove 51 entries" in text, text  # 50 files, their dir
     assert "the clean-up did not remove all this run made" in text, text
     assert "did not make" not in text, text
