@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "monitor_sources.h"
+#include "textfile.h"
 
 int client_stats_read(const char *path, const char *mount_point, struct mountstats *out)
 {
     char *buf = NULL;
     size_t cap = 0;
-    long n = monitor_read_file(path ? path : "/proc/self/mountstats", &buf, &cap);
+    long n = textfile_read(path ? path : "/proc/self/mountstats", TEXTFILE_PROC_MAX, &buf, &cap);
     int rc = n < 0 ? (int)n : mountstats_parse(buf, (size_t)n, mount_point, out);
     free(buf);
     return rc;

@@ -17,6 +17,7 @@
 #include <sys/statvfs.h>
 
 #include "job.h"
+#include "utf8.h"
 
 #define H5_DEFLATE_LEVEL 4
 #define H5_CHUNK_BYTES (64 * 1024) /* target size of one chunk */
@@ -401,11 +402,8 @@ void h5_str_copy(char *dst, size_t dstlen, const char *src, size_t srclen)
     if (src == NULL)
         return;
     size_t n = strnlen(src, srclen);
-    if (n >= dstlen) {
-        n = dstlen - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80)
-            n--; /* cut before a UTF-8 character, not inside it */
-    }
+    if (n >= dstlen)
+        n = utf8_cut(src, dstlen - 1); /* before a UTF-8 character, not inside it */
     memcpy(dst, src, n);
 }
 

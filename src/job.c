@@ -25,6 +25,7 @@
 #include "monitor_scope.h"
 #include "record.h"
 #include "units.h"
+#include "utf8.h"
 
 #define FIELD(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
 
@@ -254,73 +255,6 @@ int job_meta_steps(const char *text)
     return set;
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 if it is not one:
- * no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (n == 0 || p[0] > 0xf4)
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return n;
-}
-
-static bool byte_is_control(unsigned char c)
-{
-    return c < 0x20 || c == 0x7f;
-}
-
-int job_text_check(const char *s, char *why, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; p[i];) {
-        size_t n = utf8_len(p + i);
-        if (n == 1 && byte_is_control(p[i])) {
-            snprintf(why, len, "control byte 0x%02x at byte %zu is not allowed", p[i], i + 1);
-            return -EILSEQ;
-        }
-        if (n == 0) {
-            snprintf(why, len, "byte 0x%02x at byte %zu is not valid UTF-8", p[i], i + 1);
-            return -EILSEQ;
-        }
-        i += n;
-    }
-    return 0;
-}
-
-void job_escape(const char *src, char *dst, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)src;
-    size_t o = 0;
-    if (len == 0)
-        return;
-    /* Invariant: o < len, dst[0..o) is printable valid UTF-8. */
-    for (size_t i = 0; p[i];) {
-        size_t n = utf8_len(p + i);
-        if (n == 0 || (n == 1 && byte_is_control(p[i]))) {
-            if (o + 4 >= len)
-                break;
-            snprintf(dst + o, len - o, "\\x%02x", p[i]);
-            o += 4;
-            i++;
-        } else {
-            if (o + n >= len)
-                break;
-            memcpy(dst + o, p + i, n);
-            o += n;
-            i += n;
-        }
-    }
-    dst[o] = '\0';
-}
-
 bool job_name_ok(const char *s)
 {
     size_t n = strlen(s);
@@ -403,7 +337,7 @@ static void error_format(char *err, size_t errlen, const struct job *job, const 
         snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
     else
         snprintf(raw, sizeof raw, "%s: %s", path, msg);
-    job_escape(raw, err, errlen);
+    utf8_escape(raw, err, errlen);
 }
 
 static void fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
@@ -621,7 +555,7 @@ static const char *key_assign(const struct job_key *k, struct phase *ph, const c
                               size_t whylen)
 {
     void *field = (char *)ph + k->offset;
-    if (job_text_check(v, why, whylen) < 0)
+    if (utf8_check(v, why, whylen) < 0)
         return why;
     switch (k->type) {
     case KEY_STRING:

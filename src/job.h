@@ -224,15 +224,6 @@ uint64_t job_host_memory(void);
  * not starting with '.' or '-'. */
 bool job_name_ok(const char *s);
 
-/* Whether s is valid UTF-8 without control bytes (< 0x20, 0x7f). Returns
- * 0, or -EILSEQ with what is wrong (and where) in why. */
-int job_text_check(const char *s, char *why, size_t len);
-
-/* Copy src into dst (len bytes with the NUL) with every control byte and
- * every byte that is not part of valid UTF-8 written as \xNN, so that a
- * message stays one printable line. */
-void job_escape(const char *src, char *dst, size_t len);
-
 const char *job_kind_name(enum phase_kind kind);
 
 /* The meta steps named in text ("create,stat,..."), as a bit set of

@@ -14,57 +14,19 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "textfile.h"
+#include "utf8.h"
 
 int jobtext_read_file(const char *path, char **text)
 {
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat sb;
-    if (fstat(fd, &sb) < 0) {
-        int rc = -errno;
-        close(fd);
-        return rc;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
-    }
-    if (sb.st_size > JOB_FILE_MAX) {
-        close(fd);
-        return -EFBIG;
-    }
-    /* Read at most JOB_FILE_MAX + 1 bytes: a file that grew is refused too. */
-    char *buf = malloc(JOB_FILE_MAX + 2);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    size_t n = 0;
-    while (n < JOB_FILE_MAX + 1) {
-        ssize_t got = read(fd, buf + n, JOB_FILE_MAX + 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int rc = -errno;
-            free(buf);
-            close(fd);
-            return rc;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    if (n > JOB_FILE_MAX) {
+    char *buf = NULL;
+    size_t cap = 0;
+    long n = textfile_read(path, JOB_FILE_MAX, &buf, &cap);
+    if (n >= 0 && strlen(buf) != (size_t)n)
+        n = -EILSEQ; /* a NUL byte: not a text file */
+    if (n < 0) {
         free(buf);
-        return -EFBIG;
-    }
-    buf[n] = '\0';
-    if (strlen(buf) != n) { /* a NUL byte: not a text file */
-        free(buf);
-        return -EILSEQ;
+        return (int)n;
     }
     *text = buf;
     return 0;
@@ -98,7 +60,7 @@ static void out_fail(struct out *o, const char *path, int line, const char *fmt,
         snprintf(raw, sizeof raw, "%s:%d: %s", path, line, msg);
     else
         snprintf(raw, sizeof raw, "%s: %s", path, msg);
-    job_escape(raw, o->err, o->errlen);
+    utf8_escape(raw, o->err, o->errlen);
 }
 
 static void out_put(struct out *o, const char *s, size_t n)
@@ -180,7 +142,7 @@ static void out_value(struct out *o, const char *v, const char *end, const char 
                 out_fail(o, path, line, "${%s} is not set in the environment", var);
                 return;
             }
-            if (job_text_check(val, why, sizeof why) < 0) {
+            if (utf8_check(val, why, sizeof why) < 0) {
                 out_fail(o, path, line, "${%s}: %s (a value is one line of text)", var, why);
                 return;
             }

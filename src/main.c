@@ -11,6 +11,7 @@
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
+#include "utf8.h"
 
 #define MAX_SETS 64
 
@@ -84,21 +85,21 @@ static int args_parse(int argc, char **argv, struct args *a)
             a->ranks = strtol(argv[++i], &end, 10);
             if (end == argv[i] || *end || a->ranks < 1 || a->ranks > JOB_RANKS_MAX) {
                 char shown[256];
-                job_escape(argv[i], shown, sizeof shown);
+                utf8_escape(argv[i], shown, sizeof shown);
                 fprintf(stderr, "herd: -n %s: expected a number of ranks (1-%d)\n", shown,
                         JOB_RANKS_MAX);
                 return 2;
             }
         } else if (s[0] == '-') {
             char shown[256];
-            job_escape(s, shown, sizeof shown);
+            utf8_escape(s, shown, sizeof shown);
             fprintf(stderr, "herd: unknown or incomplete option '%s' (see herd --help)\n", shown);
             return 2;
         } else if (!a->job) {
             a->job = s;
         } else {
             char shown[256];
-            job_escape(s, shown, sizeof shown);
+            utf8_escape(s, shown, sizeof shown);
             fprintf(stderr, "herd: unexpected argument '%s' (see herd --help)\n", shown);
             return 2;
         }
@@ -299,7 +300,7 @@ int main(int argc, char **argv)
         return strcmp(a.command, "check") == 0 ? command_check(&a) : command_run(argc, argv, &a);
     }
     char shown[256];
-    job_escape(a.command, shown, sizeof shown);
+    utf8_escape(a.command, shown, sizeof shown);
     fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", shown);
     return 2;
 }

@@ -210,36 +210,6 @@ int monitor_batch_unpack(const void *buf, size_t len, struct monitor_batch *out)
 
 /* ---- the thread ---- */
 
-long monitor_read_file(const char *path, char **buf, size_t *cap)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -errno;
-    size_t n = 0;
-    for (;;) {
-        if (*cap - n < 2) {
-            size_t grown = *cap ? 2 * *cap : 65536;
-            char *p = grown <= (64u << 20) ? realloc(*buf, grown) : NULL;
-            if (!p) {
-                fclose(f);
-                return -ENOMEM;
-            }
-            *buf = p;
-            *cap = grown;
-        }
-        size_t got = fread(*buf + n, 1, *cap - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        return -EIO;
-    (*buf)[n] = '\0';
-    return (long)n;
-}
-
 static void monitor_sample_all(struct monitor *m, double t, double dt)
 {
     struct monitor_batch rows = {0};

@@ -20,6 +20,7 @@
 #include "monitor_sources.h"
 #include "nfsd_stats.h"
 #include "procfs.h"
+#include "textfile.h"
 
 #define SOURCE "proc"
 #define MAX_NAMES 16
@@ -234,7 +235,7 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
 {
     struct monitor_sample row;
     monitor_sample_init(&row, t, dt, s->host, SOURCE);
-    long n = monitor_read_file("/proc/stat", &s->buf, &s->cap);
+    long n = textfile_read("/proc/stat", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     struct cpu_times cpu;
     if (n >= 0 && procfs_parse_stat(s->buf, (size_t)n, &cpu) == 0) {
         if (s->have_cpu) {
@@ -255,7 +256,7 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
     }
 
     struct loadavg la;
-    n = monitor_read_file("/proc/loadavg", &s->buf, &s->cap);
+    n = textfile_read("/proc/loadavg", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && procfs_parse_loadavg(s->buf, (size_t)n, &la) == 0) {
         row.load1 = la.load1, row.load5 = la.load5, row.load15 = la.load15;
     } else {
@@ -263,7 +264,7 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
     }
 
     struct meminfo mi;
-    n = monitor_read_file("/proc/meminfo", &s->buf, &s->cap);
+    n = textfile_read("/proc/meminfo", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && procfs_parse_meminfo(s->buf, (size_t)n, &mi) == 0) {
         row.mem_total = (double)mi.total;
         row.mem_used = (double)(mi.total - (mi.available < mi.total ? mi.available : mi.total));
@@ -275,7 +276,7 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
     }
 
     struct nfsd_stats ns;
-    n = monitor_read_file("/proc/net/rpc/nfsd", &s->buf, &s->cap);
+    n = textfile_read("/proc/net/rpc/nfsd", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && nfsd_stats_parse(s->buf, (size_t)n, &ns) == 0) {
         if (ns.threads >= 0)
             row.nfsd_threads = (double)ns.threads;
@@ -319,7 +320,7 @@ static void sample_host(struct proc_source *s, double t, double dt, struct monit
     }
 
     struct pool_stats ps;
-    n = monitor_read_file("/proc/fs/nfsd/pool_stats", &s->buf, &s->cap);
+    n = textfile_read("/proc/fs/nfsd/pool_stats", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && procfs_parse_pool_stats(s->buf, (size_t)n, &ps) == 0) {
         if (s->have_pool) {
             row.pool_packets = DELTA(ps.packets_arrived, s->pool.packets_arrived);
@@ -370,7 +371,7 @@ static uint64_t busiest_thread(struct proc_source *s, const char *pid)
         char stat_path[300];
         snprintf(stat_path, sizeof stat_path, "/proc/%.20s/task/%.20s/stat", pid, e->d_name);
         struct pid_stat ts;
-        long n = monitor_read_file(stat_path, &s->buf, &s->cap);
+        long n = textfile_read(stat_path, TEXTFILE_PROC_MAX, &s->buf, &s->cap);
         if (n < 0 || procfs_parse_pid_stat(s->buf, (size_t)n, &ts) != 0)
             continue;
         uint64_t d = idmap_delta(&s->tasks[0], &s->tasks[1], ts.pid, ts.utime + ts.stime);
@@ -424,7 +425,7 @@ static void sample_processes(struct proc_source *s, double t, double dt, struct 
         char path[300];
         snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
         struct pid_stat ps;
-        long n = monitor_read_file(path, &s->buf, &s->cap);
+        long n = textfile_read(path, TEXTFILE_PROC_MAX, &s->buf, &s->cap);
         if (n < 0 || procfs_parse_pid_stat(s->buf, (size_t)n, &ps) != 0)
             continue; /* it exited meanwhile */
         int j = name_index(s, ps.comm);
@@ -463,7 +464,7 @@ static void sample_disks(struct proc_source *s, double t, double dt, struct moni
 {
     if (s->ndisks == 0)
         return;
-    long n = monitor_read_file("/proc/diskstats", &s->buf, &s->cap);
+    long n = textfile_read("/proc/diskstats", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     for (int i = 0; i < s->ndisks; i++) {
         struct disk *d = &s->disks[i];
         struct disk_stats now;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "monitor_sources.h"
+#include "textfile.h"
 #include "textscan.h"
 
 struct monitor_scope {
@@ -238,7 +238,7 @@ static const char *scope_open_cgroup(struct monitor_scope *s, const char *path)
         return strerror(errno);
     if (!S_ISDIR(st.st_mode))
         return "not a directory";
-    long n = monitor_read_file("/proc/self/mountinfo", &s->buf, &s->cap);
+    long n = textfile_read("/proc/self/mountinfo", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n < 0)
         return strerror((int)-n);
     if (monitor_cgroup_place(s->buf, (size_t)n, real, &s->place) != 0)
@@ -281,7 +281,7 @@ int monitor_scope_has(struct monitor_scope *s, const char *pid)
     }
     if (s->kind == SCOPE_CGROUP) {
         snprintf(path, sizeof path, "/proc/%.20s/cgroup", pid);
-        long n = monitor_read_file(path, &s->buf, &s->cap);
+        long n = textfile_read(path, TEXTFILE_PROC_MAX, &s->buf, &s->cap);
         if (n < 0)
             return (int)n;
         return monitor_cgroup_member(s->buf, (size_t)n, &s->place);

@@ -21,9 +21,6 @@ void monitor_add_note(struct monitor_batch *b, double t, const char *host, const
 void monitor_sample_init(struct monitor_sample *s, double t, double dt, const char *host,
                          const char *source);
 
-/* Read a whole (/proc) file into *buf (grown as needed, NUL-terminated).
- * Returns its length or -errno. */
-long monitor_read_file(const char *path, char **buf, size_t *cap);
 
 struct proc_source;
 struct proc_source *proc_source_open(const struct monitor_config *cfg);

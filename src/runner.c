@@ -31,6 +31,7 @@
 #include "signals.h"
 #include "summary.h"
 #include "summary_json.h"
+#include "utf8.h"
 #include "watchdog.h"
 #include "workload.h"
 
@@ -873,7 +874,7 @@ static void run_release_rundir(struct run *r);
 static int run_check_outputs(struct run *r)
 {
     char err[JOB_ERR_MAX], shown[256];
-    job_escape(r->output, shown, sizeof shown);
+    utf8_escape(r->output, shown, sizeof shown);
     if (safeout_prepare(&r->out, shown, r->output, r->opts->force, results_file_check,
                         "a results file", err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
@@ -881,7 +882,7 @@ static int run_check_outputs(struct run *r)
     }
     if (!r->opts->json)
         return 0;
-    job_escape(r->opts->json, shown, sizeof shown);
+    utf8_escape(r->opts->json, shown, sizeof shown);
     if (safeout_names(&r->out, r->opts->json)) {
         fprintf(stderr, "herd: --json %s: names the results file (-o): refused\n", shown);
         return 2;

@@ -13,37 +13,10 @@
 #include <unistd.h>
 
 #include "h5util.h"
+#include "utf8.h"
 #ifdef HERD_HAVE_SMB
 #include <libsmbclient.h>
 #endif
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none. */
-static size_t json_utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned min;
-    unsigned cp;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0)
-        len = 2, min = 0x80, cp = s[0] & 0x1f;
-    else if ((s[0] & 0xf0) == 0xe0)
-        len = 3, min = 0x800, cp = s[0] & 0x0f;
-    else if ((s[0] & 0xf8) == 0xf0)
-        len = 4, min = 0x10000, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
 
 static void json_str(FILE *f, const char *text)
 {
@@ -55,11 +28,11 @@ static void json_str(FILE *f, const char *text)
         if (c == '"' || c == '\\') {
             fprintf(f, "\\%c", c);
             i++;
-        } else if (c < 0x20 || c == 0x7f) {
+        } else if (utf8_is_control(c)) {
             fprintf(f, "\\u%04x", c);
             i++;
         } else {
-            size_t len = json_utf8_len(s + i, n - i);
+            size_t len = utf8_len((const char *)s + i, n - i);
             if (len == 0) {
                 fprintf(f, "\\udc%02x", c);
                 i++;

@@ -347,25 +347,6 @@ static void test_names(void **state)
 static void test_bytes_in_values(void **state)
 {
     (void)state;
-    char why[128];
-    const char *ok[] = {"", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x90\x91", "$(x)"};
-    const char *bad[] = {"a\nb",     "\t",       "\x7f",         "\xff",
-                         "\xc3",     "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-                         "\xe2\x82", "\x80"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (job_text_check(ok[i], why, sizeof why) != 0)
-            fail_msg("'%s' refused: %s", ok[i], why);
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(job_text_check(bad[i], why, sizeof why), -EILSEQ);
-    char out[64];
-    job_escape("a\nb\xff"
-               "c\xc3\xa9",
-               out, sizeof out);
-    assert_string_equal(out, "a\\x0ab\\xff"
-                             "c\xc3\xa9");
-    job_escape("abcdef\n", out, 8); /* never cut an escape in half */
-    assert_string_equal(out, "abcdef");
-
     /* In the file, through --set, in any key type: one escaped line. */
     expect_error("[global]\ntarget = /x\xff\n[w]\nkind = write\n",
                  "test.ini:2: key 'target': byte 0xff at byte 3 is not valid UTF-8");

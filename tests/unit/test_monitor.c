@@ -23,6 +23,7 @@
 #include "fuzz.h"
 #include "monitor.h"
 #include "monitor_sources.h"
+#include "textfile.h"
 
 static struct monitor_batch filled(size_t n)
 {
@@ -146,7 +147,7 @@ static void test_client_rows(void **state)
     const char *path = fuzz_data_path("mountstats-nfs3.txt");
     char *buf = NULL;
     size_t cap = 0;
-    long n = monitor_read_file(path, &buf, &cap);
+    long n = textfile_read(path, TEXTFILE_PROC_MAX, &buf, &cap);
     assert_true(n > 0);
     /* The sample's NFS mount point is the one on a "fstype nfs " line. */
     char *line = strstr(buf, " with fstype nfs ");

@@ -1,0 +1,83 @@
+/* utf8.c — UTF-8 validity, control bytes, escaping (utf8.h). */
+#include "utf8.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+size_t utf8_len(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (len == 0 || p[0] > 0xf4 || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    /* overlong 3- and 4-byte forms, surrogates, above U+10FFFF */
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+bool utf8_is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+int utf8_check(const char *s, char *why, size_t len)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = utf8_len(s + i, n - i);
+        if (k == 1 && utf8_is_control(c)) {
+            snprintf(why, len, "control byte 0x%02x at byte %zu is not allowed", c, i + 1);
+            return -EILSEQ;
+        }
+        if (k == 0) {
+            snprintf(why, len, "byte 0x%02x at byte %zu is not valid UTF-8", c, i + 1);
+            return -EILSEQ;
+        }
+        i += k;
+    }
+    return 0;
+}
+
+void utf8_escape(const char *s, char *dst, size_t len)
+{
+    size_t n = strlen(s), o = 0;
+    if (len == 0)
+        return;
+    /* Invariant: o < len, dst[0..o) is printable valid UTF-8. */
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = utf8_len(s + i, n - i);
+        if (k == 0 || (k == 1 && utf8_is_control(c))) {
+            if (o + 4 >= len)
+                break;
+            snprintf(dst + o, len - o, "\\x%02x", c);
+            o += 4;
+            i++;
+        } else {
+            if (o + k >= len)
+                break;
+            memcpy(dst + o, s + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    dst[o] = '\0';
+}
+
+size_t utf8_cut(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--; /* s[n] continues a character: cut before that character */
+    return n;
+}
