@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job.h"
+#include "joblimits.h"
 #include "textfile.h"
 #include "utf8.h"
 

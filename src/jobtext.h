@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 
-#include "job.h" /* JOB_FILE_MAX, JOB_PATH_MAX */
+#include "joblimits.h"
 
 #define JOBTEXT_DEPTH 8            /* include nesting, at most */
 #define JOBTEXT_SOURCES 16         /* files in one job (the main one and includes) */
