@@ -3,6 +3,8 @@
  * if memory runs out the failure still counts in the total. */
 #include "errtab.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,4 +107,53 @@ uint64_t errtab_count(const struct errtab *t, enum op op, int err)
         if (t->entries[i].op == (int32_t)op && t->entries[i].err == e)
             n += t->entries[i].count;
     return n;
+}
+
+/* clang-format off */
+#define ERRNO_ENTRY(e) {e, #e}
+static const struct {
+    int value;
+    const char *name;
+} errno_names[] = {
+    ERRNO_ENTRY(EPERM),        ERRNO_ENTRY(ENOENT),       ERRNO_ENTRY(ESRCH),
+    ERRNO_ENTRY(EINTR),        ERRNO_ENTRY(EIO),          ERRNO_ENTRY(ENXIO),
+    ERRNO_ENTRY(E2BIG),        ERRNO_ENTRY(EBADF),        ERRNO_ENTRY(EAGAIN),
+    ERRNO_ENTRY(ENOMEM),       ERRNO_ENTRY(EACCES),       ERRNO_ENTRY(EFAULT),
+    ERRNO_ENTRY(EBUSY),        ERRNO_ENTRY(EEXIST),       ERRNO_ENTRY(EXDEV),
+    ERRNO_ENTRY(ENODEV),       ERRNO_ENTRY(ENOTDIR),      ERRNO_ENTRY(EISDIR),
+    ERRNO_ENTRY(EINVAL),       ERRNO_ENTRY(ENFILE),       ERRNO_ENTRY(EMFILE),
+    ERRNO_ENTRY(ETXTBSY),      ERRNO_ENTRY(EFBIG),        ERRNO_ENTRY(ENOSPC),
+    ERRNO_ENTRY(ESPIPE),       ERRNO_ENTRY(EROFS),        ERRNO_ENTRY(EMLINK),
+    ERRNO_ENTRY(EPIPE),        ERRNO_ENTRY(EDEADLK),      ERRNO_ENTRY(ENAMETOOLONG),
+    ERRNO_ENTRY(ENOLCK),       ERRNO_ENTRY(ENOSYS),       ERRNO_ENTRY(ENOTEMPTY),
+    ERRNO_ENTRY(ELOOP),        ERRNO_ENTRY(EOVERFLOW),    ERRNO_ENTRY(ENOTSUP),
+    ERRNO_ENTRY(EOPNOTSUPP),   ERRNO_ENTRY(ECANCELED),    ERRNO_ENTRY(ETIMEDOUT),
+    ERRNO_ENTRY(ECONNREFUSED), ERRNO_ENTRY(ECONNRESET),   ERRNO_ENTRY(ECONNABORTED),
+    ERRNO_ENTRY(ENOTCONN),     ERRNO_ENTRY(EHOSTUNREACH), ERRNO_ENTRY(ENETUNREACH),
+    ERRNO_ENTRY(ENETDOWN),     ERRNO_ENTRY(ESTALE),       ERRNO_ENTRY(EDQUOT),
+#ifdef EREMOTEIO
+    ERRNO_ENTRY(EREMOTEIO),
+#endif
+};
+/* clang-format on */
+
+/* "EROFS" for 30; "E<n>" for a value nobody names. */
+void errtab_errno_name(int e, char *buf, size_t len)
+{
+    if (e < 0)
+        e = -e;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *name = strerrorname_np(e);
+    if (name != NULL) {
+        snprintf(buf, len, "%s", name);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++) {
+        if (errno_names[i].value == e) {
+            snprintf(buf, len, "%s", errno_names[i].name);
+            return;
+        }
+    }
+    snprintf(buf, len, "E%d", e);
 }

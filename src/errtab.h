@@ -43,4 +43,8 @@ void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const ch
 /* Count of failures recorded for (op, err), whatever their status. */
 uint64_t errtab_count(const struct errtab *t, enum op op, int err);
 
+/* The symbolic name of errno e (either sign): "EROFS" for 30, "E<n>" for
+ * a value nobody names. */
+void errtab_errno_name(int e, char *buf, size_t len);
+
 #endif

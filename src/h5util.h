@@ -38,8 +38,6 @@ int h5_msg_fail(char *err, size_t errlen, const char *fmt, ...)
 /* Put "prefix: " in front of the message already in err. */
 void h5_msg_prefix(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* "EROFS" for 30; "E<n>" for a value nobody names. */
-void h5_errno_name(int e, char *buf, size_t len);
 
 hid_t h5_type_fixed_string(size_t len);
 hid_t h5_type_var_string(void);

@@ -3,7 +3,7 @@
 #ifndef HERD_HOSTS_H
 #define HERD_HOSTS_H
 
-#include "results.h"
+#include "model.h"
 
 /* Fill hostname and the mount entry of the file system holding target
  * (empty mount fields when target is not a local path or not found). */

@@ -189,7 +189,7 @@ static int split_list(const char *list, char *out, size_t width, int max)
     return n;
 }
 
-struct proc_source *proc_source_open(const struct monitor_config *cfg)
+static struct proc_source *proc_source_open(const struct monitor_config *cfg)
 {
     struct proc_source *s = calloc(1, sizeof *s);
     if (!s)
@@ -211,7 +211,7 @@ struct proc_source *proc_source_open(const struct monitor_config *cfg)
     return s;
 }
 
-void proc_source_close(struct proc_source *s)
+static void proc_source_close(struct proc_source *s)
 {
     if (!s)
         return;
@@ -499,7 +499,8 @@ static void sample_disks(struct proc_source *s, double t, double dt, struct moni
     }
 }
 
-void proc_source_sample(struct proc_source *s, double t, double dt, struct monitor_batch *out)
+static void proc_source_sample(struct proc_source *s, double t, double dt,
+                               struct monitor_batch *out)
 {
     if (!s)
         return;
@@ -509,3 +510,34 @@ void proc_source_sample(struct proc_source *s, double t, double dt, struct monit
     sample_disks(s, t, dt, out, emit);
     s->baseline_done = true;
 }
+
+static bool proc_wanted(const struct monitor_config *cfg)
+{
+    return cfg->local;
+}
+
+static void *proc_open(const struct monitor_config *cfg, char *err, size_t errlen)
+{
+    struct proc_source *s = proc_source_open(cfg);
+    if (!s)
+        snprintf(err, errlen, "monitor: out of memory");
+    return s;
+}
+
+static void proc_sample(void *state, double t, double dt, struct monitor_batch *out)
+{
+    proc_source_sample(state, t, dt, out);
+}
+
+static void proc_close(void *state)
+{
+    proc_source_close(state);
+}
+
+const struct monitor_source_ops monitor_source_proc = {
+    .name = "proc",
+    .wanted = proc_wanted,
+    .open = proc_open,
+    .sample = proc_sample,
+    .close = proc_close,
+};

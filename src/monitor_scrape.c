@@ -73,7 +73,8 @@ static size_t body_append(char *data, size_t size, size_t n, void *arg)
     return add;
 }
 
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen)
+static struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
+                                                size_t errlen)
 {
     static bool curl_ready;
     if (!curl_ready) { /* before any thread of ours uses curl */
@@ -107,7 +108,7 @@ struct scrape_source *scrape_source_open(const char *url, double timeout, char *
     return s;
 }
 
-void scrape_source_close(struct scrape_source *s)
+static void scrape_source_close(struct scrape_source *s)
 {
     if (!s)
         return;
@@ -135,14 +136,15 @@ struct scrape_source {
     char unused;
 };
 
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen)
+static struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
+                                                size_t errlen)
 {
     (void)url, (void)timeout;
     snprintf(err, errlen, "monitor_url: this herd was built without libcurl");
     return NULL;
 }
 
-void scrape_source_close(struct scrape_source *s)
+static void scrape_source_close(struct scrape_source *s)
 {
     free(s);
 }
@@ -274,7 +276,8 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
 }
 
 #ifdef HERD_HAVE_CURL
-void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out)
+static void scrape_source_sample(struct scrape_source *s, double t, double dt,
+                                 struct monitor_batch *out)
 {
     if (!s)
         return;
@@ -303,7 +306,8 @@ void scrape_source_sample(struct scrape_source *s, double t, double dt, struct m
     s->have_prev = true;
 }
 #else
-void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out)
+static void scrape_source_sample(struct scrape_source *s, double t, double dt,
+                                 struct monitor_batch *out)
 {
     (void)s, (void)t, (void)dt, (void)out;
     (void)reading_rows;
@@ -311,3 +315,33 @@ void scrape_source_sample(struct scrape_source *s, double t, double dt, struct m
     (void)reading_init;
 }
 #endif
+
+static bool scrape_wanted(const struct monitor_config *cfg)
+{
+    return cfg->url && cfg->url[0];
+}
+
+static void *scrape_open(const struct monitor_config *cfg, char *err, size_t errlen)
+{
+    /* a scrape may take up to one interval, within 0.25 s .. 10 s */
+    double timeout = cfg->interval < 0.25 ? 0.25 : cfg->interval > 10 ? 10 : cfg->interval;
+    return scrape_source_open(cfg->url, timeout, err, errlen);
+}
+
+static void scrape_sample(void *state, double t, double dt, struct monitor_batch *out)
+{
+    scrape_source_sample(state, t, dt, out);
+}
+
+static void scrape_close(void *state)
+{
+    scrape_source_close(state);
+}
+
+const struct monitor_source_ops monitor_source_scrape = {
+    .name = SOURCE,
+    .wanted = scrape_wanted,
+    .open = scrape_open,
+    .sample = scrape_sample,
+    .close = scrape_close,
+};

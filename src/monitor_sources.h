@@ -1,37 +1,46 @@
-/* monitor_sources.h — what the sampler thread (monitor.c) reads from: this
- * host's /proc (monitor_proc.c) and a node_exporter URL (monitor_scrape.c).
- * Each source keeps its previous reading; its first sample is the baseline
- * and gives no rows. Rows go into a batch through the monitor_add_* calls;
- * a source that cannot read something adds one note and goes on. */
+/* monitor_sources.h — what the sampler thread (monitor.c) reads from, one
+ * static ops table per source as backends have: this host's /proc
+ * (monitor_proc.c) and a node_exporter URL (monitor_scrape.c). Each source
+ * keeps its previous reading; its first sample is the baseline and gives
+ * no rows. Rows go into a batch through the monitor_add_* calls
+ * (monitor_batch.h); a source that cannot read something adds one note
+ * and goes on. A new source: its file with its table, and one line in
+ * monitor.c's list. */
 #ifndef HERD_MONITOR_SOURCES_H
 #define HERD_MONITOR_SOURCES_H
 
-#include "monitor.h"
+#include <stdbool.h>
+#include <stddef.h>
 
-/* Append one row (a copy) to the batch; on allocation failure the row is
- * dropped (the batch stays valid). */
-void monitor_add_sample(struct monitor_batch *b, const struct monitor_sample *row);
-void monitor_add_metric(struct monitor_batch *b, const struct monitor_metric *row);
-void monitor_add_process(struct monitor_batch *b, const struct monitor_process *row);
-void monitor_add_disk(struct monitor_batch *b, const struct monitor_disk *row);
-void monitor_add_note(struct monitor_batch *b, double t, const char *host, const char *source,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#include "clock.h"
+#include "monitor_batch.h"
 
-/* A sample row with every value NaN but the identity columns. */
-void monitor_sample_init(struct monitor_sample *s, double t, double dt, const char *host,
-                         const char *source);
+/* What the monitor samples (the job's monitor_* keys). */
+struct monitor_config {
+    double interval;       /* seconds between samples */
+    bool local;            /* sample this host's /proc */
+    const char *processes; /* comma-separated comm names ("" = none) */
+    const char *scope;     /* monitor_scope: which of them count (NULL = "host") */
+    const char *disks;     /* comma-separated device names or paths ("" = none) */
+    const char *url;       /* node_exporter metrics URL ("" = none) */
+    const char *hostname;  /* host column of local rows */
+    const struct clock *clock;
+};
 
+struct monitor_source_ops {
+    const char *name; /* the rows' source column */
+    /* Whether cfg asks for this source. */
+    bool (*wanted)(const struct monitor_config *cfg);
+    /* The source's state for cfg; NULL with one line in err when it cannot
+     * be used at all (the monitor then does not start). */
+    void *(*open)(const struct monitor_config *cfg, char *err, size_t errlen);
+    /* One reading at common time t covering dt seconds (0: the baseline,
+     * no rows); rows are appended to out. */
+    void (*sample)(void *state, double t, double dt, struct monitor_batch *out);
+    void (*close)(void *state); /* NULL state: nothing */
+};
 
-struct proc_source;
-struct proc_source *proc_source_open(const struct monitor_config *cfg);
-/* Sample at common time t; dt = 0 on the baseline (no rows). */
-void proc_source_sample(struct proc_source *s, double t, double dt, struct monitor_batch *out);
-void proc_source_close(struct proc_source *s);
-
-struct scrape_source;
-/* NULL and err when the URL cannot be used at all (no libcurl, bad URL). */
-struct scrape_source *scrape_source_open(const char *url, double timeout, char *err, size_t errlen);
-void scrape_source_sample(struct scrape_source *s, double t, double dt, struct monitor_batch *out);
-void scrape_source_close(struct scrape_source *s);
+extern const struct monitor_source_ops monitor_source_proc;   /* "proc" */
+extern const struct monitor_source_ops monitor_source_scrape; /* "node_exporter" */
 
 #endif

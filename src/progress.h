@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "progress_count.h"
+
 struct progress {
     const char *phase;
     int index;             /* the phase's, in each message */
@@ -46,8 +48,6 @@ struct progress {
  * this thread, or NULL. */
 void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index,
                     uint64_t total_per_rank, const uint64_t *calls);
-/* Count bytes done; from any thread. */
-void progress_add(struct progress *p, uint64_t bytes);
 /* Send / receive / print as due; does nothing outside the owner thread. */
 void progress_poll(struct progress *p);
 /* This rank's work is done (nothing printed). */

@@ -298,18 +298,6 @@ out:
     return r;
 }
 
-const char *phase_status_name(enum phase_status s)
-{
-    static const char *const names[] = {"ok", "errors", "deadline", "interrupted"};
-    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
-}
-
-const char *run_status_name(enum run_status s)
-{
-    static const char *const names[] = {"complete", "incomplete", "interrupted"};
-    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "partial";
-}
-
 const char *results_file_check(int fd, off_t size)
 {
     /* HDF5's superblock: at 0, or at 512 and each doubling (a user block). */
@@ -437,7 +425,7 @@ static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char 
         row->rank = e->rank;
         snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
         row->err = en;
-        h5_errno_name(en, row->errno_name, sizeof row->errno_name);
+        errtab_errno_name(en, row->errno_name, sizeof row->errno_name);
         snprintf(row->message, sizeof row->message, "%s", strerror(en));
         row->count = e->count;
         h5_str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "results.h"
+#include "model.h"
 
 /* Longest "<results>.<phase>.lost.csv". */
 #define RESULTS_FALLBACK_PATH_MAX (JOB_PATH_MAX + 2 * JOB_NAME_MAX)

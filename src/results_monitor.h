@@ -5,7 +5,7 @@
 
 #include <hdf5.h>
 
-#include "results.h"
+#include "model.h"
 
 /* Append every row of a to the tables under group (creating them on first
  * use). Returns 0 or -1 with err. */

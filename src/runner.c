@@ -23,6 +23,8 @@
 #include "client_stats.h"
 #include "clocksync.h"
 #include "hosts.h"
+#include "progress.h"
+#include "results.h"
 #include "results_fallback.h"
 #include "rundir.h"
 #include "runner_monitor.h"

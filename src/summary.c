@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h5util.h"
 #include "units.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -449,7 +448,7 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
                 (long long)l->iterations, l->iter_mean, l->iter_stddev, l->iter_min, l->iter_max);
     for (int k = 0; k < l->nerrs && k < 4; k++) {
         char name[32];
-        h5_errno_name(l->errs[k].err, name, sizeof name);
+        errtab_errno_name(l->errs[k].err, name, sizeof name);
         fprintf(out, "%s%llu %s %s", k == 0 ? "; errors " : ", ",
                 (unsigned long long)l->errs[k].count, name, op_name((enum op)l->errs[k].op));
     }
@@ -491,7 +490,7 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
         }
         if (l->nerrs > 0) {
             char name[32];
-            h5_errno_name(l->errs[0].err, name, sizeof name);
+            errtab_errno_name(l->errs[0].err, name, sizeof name);
             snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->errors, name);
         } else {
             snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->errors);
@@ -545,7 +544,7 @@ static void summary_top_errno(const struct summary_line *l, char *name, size_t l
         }
     }
     if (top)
-        h5_errno_name(top, name, len);
+        errtab_errno_name(top, name, len);
     else
         name[0] = '\0';
 }

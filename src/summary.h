@@ -14,9 +14,9 @@
 
 #include "errtab.h"
 #include "job.h"
-#include "monitor.h"
+#include "model.h"
+#include "monitor_batch.h"
 #include "record.h"
-#include "results.h"
 
 /* One op of a phase over all ranks (the op_summary table's row). */
 struct summary_op {

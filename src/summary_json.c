@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "h5util.h"
 #include "utf8.h"
 #ifdef HERD_HAVE_SMB
 #include <libsmbclient.h>
@@ -193,7 +192,7 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     for (int k = 0; k < l->nerrs; k++) {
         const struct summary_err *e = &l->errs[k];
         char name[32];
-        h5_errno_name(e->err, name, sizeof name);
+        errtab_errno_name(e->err, name, sizeof name);
         bool ef = true;
         fputs(k ? ",{" : "{", f);
         json_ks(f, "op", op_name((enum op)e->op), &ef);

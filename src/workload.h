@@ -13,7 +13,7 @@
 #include "hist.h"
 #include "holds.h"
 #include "job.h"
-#include "progress.h"
+#include "progress_count.h"
 #include "record.h"
 #include "safepath.h"
 #include "watchdog.h"

@@ -1,0 +1,171 @@
+/* model.h — what a run knows of itself, apart from where it is stored:
+ * the run, its hosts and ranks, a phase's summary, its gathered data and
+ * statistics, the server during it, a ladder's steps, resource use. The
+ * runner fills these records; summary.c computes the statistics from
+ * them; results.c writes them to HDF5 and summary_json.c to JSON; none of
+ * these types knows a file format. */
+#ifndef HERD_MODEL_H
+#define HERD_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client_stats.h"
+#include "errtab.h"
+#include "hist.h"
+#include "holds.h"
+#include "joblimits.h"
+#include "monitor_batch.h"
+#include "ops.h"
+#include "record.h"
+#include "watchdog.h"
+
+#define RESULTS_HOST_MAX 256
+
+struct run_info {
+    const char *version;
+    const char *run_id;
+    const char *command_line;
+    const char *job_path;
+    const char *job_text;
+    const char *start_utc; /* ISO 8601 */
+    double epoch_unix;     /* wall-clock time (s since 1970) of common t=0 */
+    const char *mpi_version;
+    const char *target;
+    int nranks;
+    int nhosts;
+    double clock_sync_seconds; /* time spent estimating offsets */
+    /* The monitor, for /monitor's attributes. */
+    const char *monitor_host; /* host whose ranks sample ("" = none) */
+    int monitor_rank;         /* the rank that samples it, -1 = none */
+    double monitor_interval;
+    const char *monitor_url; /* scraped by rank 0 ("" = none) */
+};
+
+struct host_info {
+    char hostname[RESULTS_HOST_MAX];
+    char mount_source[RESULTS_HOST_MAX];
+    char mount_point[RESULTS_HOST_MAX];
+    char fstype[32];
+    char mount_options[512];
+};
+
+struct rank_info {
+    int32_t rank;
+    int32_t host; /* index into hosts */
+    int32_t pid;
+    int32_t pad;
+    double clock_offset; /* local monotonic minus common clock, s */
+    double clock_error;  /* bound on the offset's error, s */
+};
+
+/* How a phase ended, as agreed by all ranks (worst first wins). */
+enum phase_status { PHASE_OK, PHASE_ERRORS, PHASE_DEADLINE, PHASE_INTERRUPTED };
+/* How the run ended: complete (every phase in the file), incomplete (it
+ * ran to its end but some phase could not be written), interrupted (a
+ * signal). "partial" is what the file says until one of these is set. */
+enum run_status { RUN_COMPLETE, RUN_INCOMPLETE, RUN_INTERRUPTED };
+const char *phase_status_name(enum phase_status s);
+const char *run_status_name(enum run_status s);
+
+/* What the runner knows of a phase as a whole. */
+struct phase_summary {
+    int index;                      /* 0-based order in the job */
+    double t_start;                 /* the common instant all ranks were told */
+    double t_end;                   /* after the closing barrier */
+    double start_skew;              /* max - min of the ranks' achieved starts */
+    const char *status;             /* phase_status_name(): ok | errors | deadline | interrupted */
+    size_t stuck;                   /* operations the watchdogs saw hanging */
+    struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
+    int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
+};
+
+#define OP_NAME_LEN 16 /* an op's name in a table: "rpc_write" and its NUL fit */
+
+/* One rank's calls per op in a phase: the /phases/<name>/ops table. */
+struct op_stats {
+    uint64_t count[OP_COUNT];
+    double seconds[OP_COUNT];
+};
+
+/* The statistics herd prints for a phase (summary.c), stored with it as
+ * the group's summary_* attributes: the one definition every reader uses.
+ * Times are seconds; first/last_done since the phase's start; rates over
+ * last_done. Only rows that did work (ops > 0) count for the times. */
+struct phase_stats {
+    int64_t rows, ranks;
+    double t_min, t_median, t_max, first_done, last_done;
+    double mib_per_s, ops_per_s;
+    uint64_t bytes, ops, errors, verify_failures, grants, contended, violations, stuck;
+};
+
+/* Everything gathered from the ranks for one phase (rank 0's view). */
+struct phase_data {
+    const struct rank_record *rows; /* nranks x iterations */
+    size_t nrows;
+    const struct err_entry *errors;
+    size_t nerrors;
+    const struct stuck_entry *stuck; /* calls the watchdogs saw hanging */
+    size_t nstuck;
+    const struct hold *holds; /* lock phases: every granted lock */
+    size_t nholds;
+    const struct op_stats *ops; /* one per rank */
+    size_t nranks;
+    const struct hist *hists;        /* OP_COUNT histograms merged over ranks */
+    const struct phase_stats *stats; /* NULL: no summary_* attributes, no op_summary */
+};
+
+/* A phase's place on the monitor's timeline: /monitor/marks. */
+struct monitor_mark {
+    char phase[JOB_NAME_MAX];
+    int32_t index;
+    double t_start, t_end;
+};
+
+/* Rows to append under /monitor after a phase. */
+struct monitor_append {
+    struct monitor_batch batch; /* server samples taken so far */
+    const char *process_scope;  /* monitor_scope: /monitor/processes' attribute scope */
+    const struct monitor_mark *marks;
+    size_t nmarks;
+    const struct client_op_row *client_ops;
+    size_t nclient_ops;
+    const struct client_row *clients;
+    size_t nclients;
+};
+
+/* The server during a phase, known only when the run's samples are in:
+ * set at the end. NaN = not sampled. */
+struct phase_server {
+    double cpu_mean, cpu_max, nfsd_threads; /* summary_cpu_mean, _max, summary_nfsd_threads */
+    double proc_cpu, proc_thread_max;       /* summary_proc_cpu, summary_proc_thread_max */
+};
+/* One step of a load ladder: a row of /phases/<ladder>/steps, gathered
+ * from the step's summary when the run closes (summary_ladder_steps). */
+struct step_row {
+    int32_t step; /* 1-based */
+    char phase[JOB_NAME_MAX];
+    char kind[8];
+    char status[16];
+    int32_t active_ranks, active_hosts;
+    double mib_per_s, ops_per_s; /* the step's summary_mib/ops_per_s */
+    char main_op[OP_NAME_LEN];   /* "" : none (a meta step without calls) */
+    double p50_s, p99_s, max_s;  /* of main_op; NaN = no samples */
+    uint64_t bytes, ops;         /* of the active ranks: the inactive ones did none */
+    uint64_t errors;
+    char top_errno[24]; /* the most frequent errno's name, "" : none */
+    uint64_t stuck, verify_failures;
+    double cpu_mean, cpu_max, nfsd_threads; /* NaN = not sampled */
+    double proc_cpu, proc_thread_max;       /* the monitored processes; NaN = none */
+    double t_start, elapsed, start_skew;
+};
+
+/* One I/O rank's resource use over the whole run: /usage. */
+struct usage_row {
+    int32_t rank;
+    int32_t host;
+    double max_rss_bytes; /* getrusage ru_maxrss */
+    double user_seconds, system_seconds;
+};
+
+#endif
