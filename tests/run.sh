@@ -71,8 +71,11 @@ build_asan() {
         cmake --build "$asan" -j"$(nproc)"
 }
 
-# The format check first: seconds, and it names the files to fix.
+# The format and layering checks first: seconds, and they name the files
+# to fix (.ci/layers-check: no include cycle; HDF5 and MPI only where
+# docs/architecture.md allows them).
 stage format check_format
+stage layers /usr/bin/python3 "$repo/.ci/layers-check"
 # install.sh builds without -Werror (a user's build); the tests' builds
 # must be warning-free. Only the flag changes, so this rebuild is short.
 if stage install "$repo/cluster-configs/local/install.sh" && stage build build_werror; then
