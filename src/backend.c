@@ -14,6 +14,14 @@ static const struct backend_ops *const backends[] = {
 #endif
 };
 
+const char *backend_library_version(const char *library)
+{
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+        if (backends[i]->library && strcmp(backends[i]->library, library) == 0)
+            return backends[i]->version();
+    return NULL;
+}
+
 const struct backend_ops *backend_find(const char *name)
 {
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)

@@ -32,6 +32,11 @@ enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE 
 
 struct backend_ops {
     const char *name;
+    /* The client library it is built on ("libnfs", "libsmbclient") and
+     * that library's version as this herd was built or runs with, for the
+     * results (IOR's get_version); NULL for none (posix, fault). */
+    const char *library;
+    const char *(*version)(void);
     /* Every call must come from the thread that connected (libsmbclient's
      * contexts are not thread-safe): no read-ahead thread uses it. */
     bool one_thread;
@@ -96,6 +101,9 @@ struct backend_ops {
 
 /* The backend called `name`, or NULL. */
 const struct backend_ops *backend_find(const char *name);
+/* The version of client library `library` of a backend built into this
+ * herd, or NULL when none is built on it. */
+const char *backend_library_version(const char *library);
 
 extern const struct backend_ops backend_posix;
 extern const struct backend_ops backend_fault;

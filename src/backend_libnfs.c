@@ -1073,8 +1073,15 @@ static const char *libnfs_status(void *ctx)
     return c->status[0] ? c->status : NULL;
 }
 
+static const char *libnfs_version(void)
+{
+    return HERD_LIBNFS_VERSION; /* pkg-config's, at build time: libnfs 4 cannot say */
+}
+
 const struct backend_ops backend_libnfs = {
     .name = "libnfs",
+    .library = "libnfs",
+    .version = libnfs_version,
     .check = libnfs_check,
     .connect = libnfs_connect,
     .configure = libnfs_configure,

@@ -493,6 +493,8 @@ static int smb_rename(void *ctx, const char *from, const char *to)
 
 const struct backend_ops backend_smb = {
     .name = "smb",
+    .library = "libsmbclient",
+    .version = smbc_version,
     .one_thread = true,
     .check = smb_check,
     .connect = smb_connect,

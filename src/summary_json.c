@@ -12,10 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "utf8.h"
-#ifdef HERD_HAVE_SMB
-#include <libsmbclient.h>
-#endif
 
 static void json_str(FILE *f, const char *text)
 {
@@ -227,16 +225,8 @@ static void json_run(FILE *f, const struct summary_json_run *run, const struct s
     fputc('{', f); /* JSON_HEAD: summary_json_file_check knows a summary by it */
     json_ki(f, "schema_version", SUMMARY_JSON_SCHEMA, &first);
     json_ks(f, "herd_version", HERD_VERSION, &first);
-#ifdef HERD_LIBNFS_VERSION
-    json_ks(f, "libnfs_version", HERD_LIBNFS_VERSION, &first);
-#else
-    json_ks(f, "libnfs_version", NULL, &first);
-#endif
-#ifdef HERD_HAVE_SMB
-    json_ks(f, "libsmbclient_version", smbc_version(), &first);
-#else
-    json_ks(f, "libsmbclient_version", NULL, &first);
-#endif
+    json_ks(f, "libnfs_version", backend_library_version("libnfs"), &first);
+    json_ks(f, "libsmbclient_version", backend_library_version("libsmbclient"), &first);
     json_ks(f, "run_id", run->run_id, &first);
     json_ks(f, "status", run->status, &first);
     json_ki(f, "exit_code", run->exit_code, &first);
