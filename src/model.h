@@ -7,6 +7,7 @@
 #ifndef HERD_MODEL_H
 #define HERD_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,7 +108,8 @@ struct phase_data {
     size_t nerrors;
     const struct stuck_entry *stuck; /* calls the watchdogs saw hanging */
     size_t nstuck;
-    const struct hold *holds; /* lock phases: every granted lock */
+    bool has_holds;           /* the kind records holds: the holds table, even empty */
+    const struct hold *holds; /* every granted lock */
     size_t nholds;
     const struct op_stats *ops; /* one per rank */
     size_t nranks;

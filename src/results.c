@@ -672,7 +672,7 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
-        (ph->kind == KIND_LOCK &&
+        (d->has_holds &&
          (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
                          d->nholds, err, errlen) < 0 ||
           h5_attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||

@@ -414,7 +414,10 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
     if (!g.ok) { /* nothing complete to write: the phase is lost, say so */
         fprintf(stderr, "herd: phase %s: the ranks' records could not be gathered on rank 0\n",
                 ph->name);
-        struct phase_data none = {.nranks = (size_t)r->size};
+        struct phase_data none = {
+            .nranks = (size_t)r->size,
+            .has_holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS,
+        };
         sum->status = phase_status_name(run_phase_status(o, 0, 0));
         run_record_phase(r, ph, sum, &none, t_gather);
         gathered_free(&g);
@@ -446,6 +449,7 @@ static struct phase_outcome run_collect(struct run *r, const struct phase *ph, s
         .nerrors = g.nerrs,
         .stuck = g.stuck,
         .nstuck = g.nstuck,
+        .has_holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS,
         .holds = g.holds,
         .nholds = g.nholds,
         .ops = g.ops,
@@ -645,7 +649,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     r->step_comm = MPI_COMM_NULL;
     if (ph->active_ranks > 0)
         MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
-    if (active && r->be->configure && ph->kind != KIND_IDLE) { /* idle never touches it */
+    if (active && r->be->configure && !(wl->flags & WORKLOAD_NO_BACKEND)) {
         int rc = r->be->configure(r->be_ctx, ph);
         if (rc < 0 && c.records)
             workload_fail(&c, NULL, OP_CONNECT, rc, ph->target);
@@ -697,7 +701,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     double started = clock_now(&r->clock);
     if (index == 0 && r->rank == 0)
         r->startup_seconds = clock_mono() - r->opts->t_init;
-    bool io = ph->kind == KIND_WRITE || ph->kind == KIND_READ || ph->kind == KIND_MD5;
+    bool io = wl->flags & WORKLOAD_MOVES_BYTES;
     progress_begin(c.progress, r->comm, ph->name, index, io ? job_phase_bytes_per_rank(ph) : 0,
                    io ? NULL : c.op_count);
     if (run_it && active) {

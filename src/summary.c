@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "units.h"
+#include "workload.h"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -21,33 +22,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", ph->name);
     snprintf(out->kind, sizeof out->kind, "%s", job_kind_name(ph->kind));
-    char size[32];
-    units_format_size(ph->file_size, size, sizeof size);
-    if (ph->kind == KIND_IDLE)
-        snprintf(out->layout, sizeof out->layout, "-");
-    else if (ph->kind == KIND_LOCK)
-        snprintf(out->layout, sizeof out->layout, "%s %s %s",
-                 ph->lock_mode == LOCK_EXCLUSIVE ? "excl"
-                 : ph->lock_mode == LOCK_SHARED  ? "shared"
-                                                 : "mixed",
-                 ph->lock_range == LOCK_WHOLE   ? "whole"
-                 : ph->lock_range == LOCK_BLOCK ? "block"
-                                                : "overlap",
-                 ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
-    else if (ph->kind == KIND_META)
-        snprintf(out->layout, sizeof out->layout, "%s %lldf/%lldd %s",
-                 ph->sharing == SHARING_UNIQUE ? "unique" : "shared", (long long)ph->files,
-                 (long long)ph->dirs, size);
-    else if (ph->kind == KIND_STORM)
-        if (ph->duration > 0)
-            snprintf(out->layout, sizeof out->layout, "shared for %gs", ph->duration);
-        else
-            snprintf(out->layout, sizeof out->layout, "shared x%lld", (long long)ph->count);
-    else
-        snprintf(out->layout, sizeof out->layout, "%s %s%s",
-                 ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
-                 ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg"
-                                                                                      : "");
+    workload_find(ph->kind)->describe(ph, out->layout, sizeof out->layout);
     snprintf(out->status, sizeof out->status, "%s", sum->status);
     out->rows = (int)nrows;
     out->errors = errors;
@@ -190,30 +165,17 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
     }
 }
 
-/* The call a kind's p50/p99 are shown for; -1 = none. A meta phase's is
- * its first step that made calls (create = open). */
-static int summary_main_op(const struct summary_line *l, enum phase_kind kind)
+/* The call a kind's p50/p99 are shown for (its workload's main_ops);
+ * -1 = none. */
+static int summary_main_op(const struct summary_line *l, const struct workload_ops *wl)
 {
-    static const int meta[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR};
-    switch (kind) {
-    case KIND_WRITE:
-        return OP_WRITE;
-    case KIND_READ:
-    case KIND_MD5:
-        return OP_READ;
-    case KIND_STORM:
-        return OP_OPEN;
-    case KIND_LOCK:
-        return OP_LOCK;
-    case KIND_META:
-        for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
-            for (int k = 0; k < l->nops; k++)
-                if (l->ops[k].op == meta[i])
-                    return meta[i];
-        return -1;
-    default:
-        return -1;
-    }
+    if (wl->nmain_ops == 1)
+        return wl->main_ops[0];
+    for (int i = 0; i < wl->nmain_ops; i++)
+        for (int k = 0; k < l->nops; k++)
+            if (l->ops[k].op == wl->main_ops[i])
+                return wl->main_ops[i];
+    return -1;
 }
 
 static int cmp_err_count(const void *a, const void *b)
@@ -364,7 +326,7 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     /* The rows' own counts too: a phase with no op table still says. */
     l->all_failed = (calls > 0 && failed >= calls) ||
                     (calls == 0 && l->stats.ops > 0 && l->errors >= l->stats.ops);
-    l->main_op = summary_main_op(l, ph->kind);
+    l->main_op = summary_main_op(l, workload_find(ph->kind));
     summary_add_errors(l, d->errors, d->nerrors);
     summary_add_iterations(l, d->rows, d->nrows);
 }

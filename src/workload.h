@@ -106,8 +106,26 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
 void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
                    const char *path);
 
+/* What a kind does, for the runner, the summary and the results file,
+ * which ask these instead of testing the kind. */
+enum workload_flag {
+    WORKLOAD_MOVES_BYTES = 1, /* its progress and rates count bytes (else calls) */
+    WORKLOAD_NO_BACKEND = 2,  /* never calls the backend (idle): no per-phase configure */
+    WORKLOAD_HOLDS = 4,       /* records lock holds: the holds table and its overlap */
+};
+
+#define WORKLOAD_MAIN_OPS 6
+
 struct workload_ops {
     enum phase_kind kind;
+    unsigned flags; /* enum workload_flag bits */
+    /* The call whose p50/p99 the summary shows: the first of main_ops that
+     * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
+    int main_ops[WORKLOAD_MAIN_OPS];
+    int nmain_ops;
+    /* The phase's layout in a few words for the summary's table
+     * ("unique 16M", "excl block wait"). */
+    void (*describe)(const struct phase *ph, char *buf, size_t len);
     int (*prepare)(struct phase_ctx *c); /* untimed; errors go to c->errors */
     void (*run)(struct phase_ctx *c);    /* timed; never aborts */
     void (*finish)(struct phase_ctx *c); /* frees state */

@@ -3,6 +3,8 @@
  * baseline, and a window in which a test or an operator changes the
  * server between phases. */
 
+#include <stdio.h>
+
 #include "workload.h"
 
 #define IDLE_POLL 0.05 /* seconds between stop checks */
@@ -36,4 +38,17 @@ static void idle_finish(struct phase_ctx *c)
     (void)c;
 }
 
-const struct workload_ops workload_idle = {KIND_IDLE, idle_prepare, idle_run, idle_finish, NULL};
+static void idle_describe(const struct phase *ph, char *buf, size_t len)
+{
+    (void)ph;
+    snprintf(buf, len, "-");
+}
+
+const struct workload_ops workload_idle = {
+    .kind = KIND_IDLE,
+    .flags = WORKLOAD_NO_BACKEND,
+    .describe = idle_describe,
+    .prepare = idle_prepare,
+    .run = idle_run,
+    .finish = idle_finish,
+};

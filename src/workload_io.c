@@ -31,6 +31,7 @@
 #include "md5.h"
 #include "pattern.h"
 #include "prefetch.h"
+#include "units.h"
 #include "workload.h"
 
 struct io_state {
@@ -353,6 +354,42 @@ static void io_remove(struct phase_ctx *c, int pass)
     }
 }
 
-const struct workload_ops workload_write = {KIND_WRITE, io_prepare, io_run, io_finish, io_remove};
-const struct workload_ops workload_read = {KIND_READ, io_prepare, io_run, io_finish, NULL};
-const struct workload_ops workload_md5 = {KIND_MD5, io_prepare, io_run, io_finish, NULL};
+static void io_describe(const struct phase *ph, char *buf, size_t len)
+{
+    char size[32];
+    units_format_size(ph->file_size, size, sizeof size);
+    snprintf(buf, len, "%s %s%s", ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size,
+             ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
+}
+
+const struct workload_ops workload_write = {
+    .kind = KIND_WRITE,
+    .flags = WORKLOAD_MOVES_BYTES,
+    .main_ops = {OP_WRITE},
+    .nmain_ops = 1,
+    .describe = io_describe,
+    .prepare = io_prepare,
+    .run = io_run,
+    .finish = io_finish,
+    .remove = io_remove,
+};
+const struct workload_ops workload_read = {
+    .kind = KIND_READ,
+    .flags = WORKLOAD_MOVES_BYTES,
+    .main_ops = {OP_READ},
+    .nmain_ops = 1,
+    .describe = io_describe,
+    .prepare = io_prepare,
+    .run = io_run,
+    .finish = io_finish,
+};
+const struct workload_ops workload_md5 = {
+    .kind = KIND_MD5,
+    .flags = WORKLOAD_MOVES_BYTES,
+    .main_ops = {OP_READ},
+    .nmain_ops = 1,
+    .describe = io_describe,
+    .prepare = io_prepare,
+    .run = io_run,
+    .finish = io_finish,
+};

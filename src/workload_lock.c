@@ -244,5 +244,26 @@ static void lock_remove(struct phase_ctx *c, int pass)
         workload_error(c, OP_UNLINK, rc, path);
 }
 
-const struct workload_ops workload_lock = {KIND_LOCK, lock_prepare, lock_run, lock_finish,
-                                           lock_remove};
+static void lock_describe(const struct phase *ph, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s %s",
+             ph->lock_mode == LOCK_EXCLUSIVE ? "excl"
+             : ph->lock_mode == LOCK_SHARED  ? "shared"
+                                             : "mixed",
+             ph->lock_range == LOCK_WHOLE   ? "whole"
+             : ph->lock_range == LOCK_BLOCK ? "block"
+                                            : "overlap",
+             ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
+}
+
+const struct workload_ops workload_lock = {
+    .kind = KIND_LOCK,
+    .flags = WORKLOAD_HOLDS,
+    .main_ops = {OP_LOCK},
+    .nmain_ops = 1,
+    .describe = lock_describe,
+    .prepare = lock_prepare,
+    .run = lock_run,
+    .finish = lock_finish,
+    .remove = lock_remove,
+};

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "pattern.h"
+#include "units.h"
 #include "workload.h"
 
 struct meta_state {
@@ -328,5 +329,22 @@ static void meta_remove(struct phase_ctx *c, int pass)
     c->state = NULL;
 }
 
-const struct workload_ops workload_meta = {KIND_META, meta_prepare, meta_run, meta_finish,
-                                           meta_remove};
+static void meta_describe(const struct phase *ph, char *buf, size_t len)
+{
+    char size[32];
+    units_format_size(ph->file_size, size, sizeof size);
+    snprintf(buf, len, "%s %lldf/%lldd %s", ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
+             (long long)ph->files, (long long)ph->dirs, size);
+}
+
+/* main_ops: the first step that made calls (create = open) */
+const struct workload_ops workload_meta = {
+    .kind = KIND_META,
+    .main_ops = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR},
+    .nmain_ops = 6,
+    .describe = meta_describe,
+    .prepare = meta_prepare,
+    .run = meta_run,
+    .finish = meta_finish,
+    .remove = meta_remove,
+};

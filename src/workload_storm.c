@@ -6,6 +6,7 @@
  * The file is the fileset's shared file: write it first with a write
  * phase using sharing = shared and the same fileset. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,5 +82,20 @@ static void storm_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-const struct workload_ops workload_storm = {KIND_STORM, storm_prepare, storm_run, storm_finish,
-                                            NULL};
+static void storm_describe(const struct phase *ph, char *buf, size_t len)
+{
+    if (ph->duration > 0)
+        snprintf(buf, len, "shared for %gs", ph->duration);
+    else
+        snprintf(buf, len, "shared x%lld", (long long)ph->count);
+}
+
+const struct workload_ops workload_storm = {
+    .kind = KIND_STORM,
+    .main_ops = {OP_OPEN},
+    .nmain_ops = 1,
+    .describe = storm_describe,
+    .prepare = storm_prepare,
+    .run = storm_run,
+    .finish = storm_finish,
+};
