@@ -67,9 +67,10 @@ const struct job_key job_keys[] = {
      "segmented (each rank its own contiguous region)"},
     {"file_size", KEY_SIZE, PHASE_MEMBER(file_size), NULL, "16M",
      "bytes per file (per rank's region when segmented); K/M/G suffixes"},
-    {"block_size", KEY_SIZE, PHASE_MEMBER(block_size), NULL, "1M", "bytes per read or write call"},
+    {"block_size", KEY_SIZE, PHASE_MEMBER(block_size), NULL, "1M", "bytes per read or write call",
+     .bounds = KEY_ABOVE | KEY_MAX, .min = 0, .max = 1u << 30},
     {"iterations", KEY_INT, PHASE_MEMBER(iterations), NULL, "1",
-     "times each rank repeats the phase's work, back to back"},
+     "times each rank repeats the phase's work, back to back", .bounds = KEY_MIN, .min = 1},
     {"fsync", KEY_BOOL, PHASE_MEMBER(fsync), NULL, "yes",
      "write phases: fsync before close, inside the timed region", .kinds = KIND_BIT(KIND_WRITE)},
     {"direct", KEY_BOOL, PHASE_MEMBER(direct), NULL, "no",
@@ -98,7 +99,7 @@ const struct job_key job_keys[] = {
      "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
      "instead of `count` attempts"},
     {"count", KEY_INT, PHASE_MEMBER(count), NULL, "100", "lock, storm: attempts per rank",
-     .kinds = KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM)},
+     .kinds = KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM), .bounds = KEY_MIN, .min = 1},
     {"lock_mode", KEY_ENUM, PHASE_MEMBER(lock_mode), lock_mode_choices, "exclusive",
      "lock: exclusive | shared | mixed (alternating exclusive and shared)",
      .kinds = KIND_BIT(KIND_LOCK)},
@@ -136,7 +137,8 @@ const struct job_key job_keys[] = {
      .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
     {"files_per_rank", KEY_INT, PHASE_MEMBER(files_per_rank), NULL, "1",
      "write, read, md5 with sharing = unique: files each rank works on per iteration",
-     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5)},
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5),
+     .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_META_MAX},
     {"ranks_active", KEY_STRING, PHASE_MEMBER(ranks_active), NULL, "",
      "load ladder: the phase runs once per step with this many ranks doing I/O, e.g. "
      "1,2,4,8,all (ranks spread over hosts; the others wait); one results phase per step"},
@@ -150,7 +152,8 @@ const struct job_key job_keys[] = {
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
     {"stuck_after", KEY_DURATION, PHASE_MEMBER(stuck_after), NULL, "10s",
-     "report (stderr, and the phase's stuck table) any call in flight this long"},
+     "report (stderr, and the phase's stuck table) any call in flight this long",
+     .bounds = KEY_ABOVE, .min = 0},
     {"faults", KEY_STRING, PHASE_MEMBER(faults), NULL, "",
      "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop, "
      "read=serve:5ms/2 (a server of 2 workers shared by all ranks: calls queue)",
@@ -164,7 +167,7 @@ const struct job_key job_keys[] = {
      "ahead, writes return before their RPCs are answered, as a Linux client's "
      "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
      "at a time, each waited for",
-     .backend = "libnfs"},
+     .backend = "libnfs", .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_INFLIGHT_MAX},
     {"link", KEY_STRING, PHASE_MEMBER(link), NULL, "",
      "[global] only: the network link between clients and server this run saw, recorded "
      "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
@@ -205,7 +208,7 @@ const struct job_key job_keys[] = {
      .scope = KEY_GLOBAL_ONLY},
     {"monitor_interval", KEY_DURATION, PHASE_MEMBER(monitor_interval), NULL, "1s",
      "[global] only: seconds between monitor samples and node_exporter scrapes",
-     .scope = KEY_GLOBAL_ONLY},
+     .scope = KEY_GLOBAL_ONLY, .bounds = KEY_MIN, .min = 0.01},
     {"monitor_processes", KEY_STRING, PHASE_MEMBER(monitor_processes), NULL, "ganesha.nfsd,nfsd",
      "[global] only: command names whose CPU and RSS the monitor records "
      "(kernel nfsd threads included)",
@@ -854,26 +857,65 @@ static int64_t rwmix_parse(const char *text)
 }
 
 /* Combinations that cannot work; one message naming the offending key. */
+/* A bound of key k's type as the user writes it: 1, 1G, 10ms. */
+static void bound_format(const struct job_key *k, double v, char *buf, size_t len)
+{
+    if (k->type == KEY_SIZE)
+        units_format_size((uint64_t)v, buf, len);
+    else if (k->type == KEY_DURATION && v > 0 && v < 1)
+        snprintf(buf, len, "%gms", v * 1000);
+    else if (k->type == KEY_DURATION && v > 0)
+        snprintf(buf, len, "%gs", v);
+    else
+        snprintf(buf, len, "%.0f", v);
+}
+
+/* The first key (in table order) whose resolved value in ph is outside
+ * its row's bounds, with the rule it breaks in why; NULL when none. */
+static const struct job_key *phase_out_of_bounds(const struct phase *ph, char *why, size_t len)
+{
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        if (!k->bounds)
+            continue;
+        const void *field = (const char *)ph + k->offset;
+        double v = k->type == KEY_SIZE  ? (double)*(const uint64_t *)field
+                   : k->type == KEY_INT ? (double)*(const int64_t *)field
+                                        : *(const double *)field;
+        char lo[32], hi[32];
+        bound_format(k, k->min, lo, sizeof lo);
+        bound_format(k, k->max, hi, sizeof hi);
+        if ((k->bounds & KEY_MIN) && (k->bounds & KEY_MAX) && (v < k->min || v > k->max))
+            snprintf(why, len, "must be %s to %s", lo, hi);
+        else if ((k->bounds & KEY_MIN) && v < k->min)
+            snprintf(why, len, "must be at least %s", lo);
+        else if ((k->bounds & KEY_ABOVE) && v <= k->min)
+            snprintf(why, len, "must be greater than %s", lo);
+        else if ((k->bounds & KEY_MAX) && v > k->max)
+            snprintf(why, len, "must be at most %s", hi);
+        else
+            continue;
+        return k;
+    }
+    return NULL;
+}
+
 static void phase_validate(struct parse_state *st, const struct phase *ph)
 {
 #define BAD(key, ...)                                                                              \
     fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
-    const struct job_key *foreign;
-    char kinds[64];
+    const struct job_key *foreign, *bounded;
+    char kinds[64], why[512];
     if (!ph->target[0])
         BAD("target", "missing: set it in [global] or in [%s]", ph->name);
     else if (!backend_find(ph->backend))
         BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
+    else if ((bounded = phase_out_of_bounds(ph, why, sizeof why)) != NULL)
+        BAD(bounded->name, "%s", why);
     else if (ph->file_size == 0 && ph->kind != KIND_META)
         BAD("file_size", "must be greater than 0");
-    else if (ph->block_size == 0)
-        BAD("block_size", "must be greater than 0");
     else if (ph->block_size > ph->file_size && kind_moves_data(ph->kind))
         BAD("block_size", "is larger than file_size");
-    else if (ph->block_size > (1u << 30))
-        BAD("block_size", "must be at most 1G");
-    else if (ph->iterations < 1)
-        BAD("iterations", "must be at least 1");
     else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
         BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
     else if (ph->kind == KIND_IDLE && ph->duration <= 0)
@@ -887,8 +929,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
     else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
         BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
             ph->backend);
-    else if (ph->count < 1)
-        BAD("count", "must be at least 1");
     else if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
         BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
                           "use block_size >= 16");
@@ -908,10 +948,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
              ph->shared_mode == SHARED_SAME_CONTENT)
         BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
                          "(with same-content every rank reads the same bytes)");
-    else if (ph->stuck_after <= 0)
-        BAD("stuck_after", "must be greater than 0");
-    else if (ph->deadline < 0)
-        BAD("deadline", "must not be negative");
     else if (!job_name_ok(ph->fileset))
         BAD("fileset",
             "'%s' must be letters, digits, '_', '.' and '-', not starting with "
@@ -923,8 +959,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
     else if (ph->rwmix_read < -1)
         BAD("rwmix_read", "'%s' is not none or a percent 0 to 100", ph->rwmix_text);
-    else if (ph->files_per_rank < 1 || ph->files_per_rank > JOB_META_MAX)
-        BAD("files_per_rank", "must be 1 to %d", JOB_META_MAX);
     else if (ph->files_per_rank > 1 && ph->sharing != SHARING_UNIQUE)
         BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
     else if (ph->ranks_active[0] && ph->ranks_step)
@@ -940,8 +974,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
              ph->sharing == SHARING_SHARED)
         BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
                        "every rank)");
-    else if (ph->nfs_inflight < 1 || ph->nfs_inflight > JOB_INFLIGHT_MAX)
-        BAD("nfs_inflight", "must be 1 to %d", JOB_INFLIGHT_MAX);
     else if (ph->monitor_host[0] && ph->monitor_rank[0])
         BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
     else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
@@ -949,8 +981,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
               strlen(ph->monitor_rank) > 7))
         BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
             JOB_RANKS_MAX);
-    else if (ph->monitor_interval < 0.01)
-        BAD("monitor_interval", "must be at least 10ms");
     else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
              strncmp(ph->monitor_url, "https://", 8) != 0)
         BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
@@ -959,7 +989,6 @@ static void phase_validate(struct parse_state *st, const struct phase *ph)
         BAD("monitor_url", "this herd was built without libcurl");
 #endif
     else {
-        char why[512];
         const struct backend_ops *be = backend_find(ph->backend);
         const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
         if (!key && ph->kind == KIND_LOCK && !be->lock) {

@@ -144,7 +144,15 @@ struct job_key {
     /* KEY_STRING: what is wrong with a value (NULL: nothing), asked
      * wherever the key is set; NULL = any text that fits the field. */
     const char *(*check)(const char *value, char *why, size_t whylen);
+    /* KEY_INT, KEY_SIZE, KEY_DURATION: bounds of the value every phase
+     * resolves to (as fio's minval/maxval), checked by one rule:
+     * KEY_MIN "must be at least MIN", KEY_ABOVE "must be greater than
+     * MIN", KEY_MAX "must be at most MAX", KEY_MIN with KEY_MAX "must be
+     * MIN to MAX". 0: any value the type parses. */
+    unsigned bounds;
+    double min, max;
 };
+enum key_bound { KEY_MIN = 1, KEY_ABOVE = 2, KEY_MAX = 4 };
 
 extern const struct job_key job_keys[];
 extern const size_t job_nkeys;

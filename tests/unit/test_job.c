@@ -516,6 +516,45 @@ static void test_lint(void **state)
     job_free(&job);
 }
 
+/* Every bounded key is numeric, and the one bound rule refuses values on
+ * the wrong side of each bound, on the key's own line, while a [global]
+ * value out of bounds that every phase overrides is no error (the
+ * resolved phase is checked). */
+static void test_key_bounds(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        if (k->bounds && k->type != KEY_INT && k->type != KEY_SIZE && k->type != KEY_DURATION)
+            fail_msg("key '%s' has bounds but is not a number", k->name);
+        if ((k->bounds & KEY_MAX) && (k->bounds & (KEY_MIN | KEY_ABOVE)) && k->max < k->min)
+            fail_msg("key '%s': max below min", k->name);
+    }
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nblock_size = 0\n",
+                 "test.ini:5: key 'block_size': must be greater than 0");
+    expect_error("[global]\ntarget = /x\nfile_size = 4G\n[w]\nkind = write\nblock_size = 2G\n",
+                 "test.ini:6: key 'block_size': must be at most 1G");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\niterations = 0\n",
+                 "key 'iterations': must be at least 1");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nfiles_per_rank = 10000001\n",
+                 "key 'files_per_rank': must be 1 to 10000000");
+    expect_error("[global]\ntarget = /x\nmonitor_interval = 9ms\n[w]\nkind = write\n",
+                 "test.ini:3: key 'monitor_interval': must be at least 10ms");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nstuck_after = 0\n",
+                 "key 'stuck_after': must be greater than 0");
+    struct job job;
+    const char *overridden = "[global]\ntarget = /x\niterations = 0\n[w]\nkind = write\n"
+                             "iterations = 2\n";
+    assert_int_equal(load(overridden, NULL, 0, &job), 0);
+    assert_int_equal(job.phases[0].iterations, 2);
+    job_free(&job);
+    /* at the bound itself: accepted */
+    const char *edge = "[global]\ntarget = /x\nfile_size = 1G\n[w]\nkind = write\n"
+                       "block_size = 1G\n";
+    assert_int_equal(load(edge, NULL, 0, &job), 0);
+    job_free(&job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_read_not_a_job_file),
         cmocka_unit_test(test_include_vars_comments),
         cmocka_unit_test(test_lint),
+        cmocka_unit_test(test_key_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
