@@ -900,107 +900,151 @@ static const struct job_key *phase_out_of_bounds(const struct phase *ph, char *w
     return NULL;
 }
 
-static void phase_validate(struct parse_state *st, const struct phase *ph)
-{
-#define BAD(key, ...)                                                                              \
+/* One error per job: the first check of phase_validate's that fails is
+ * reported (fail() keeps the first), on the key's line. */
+#define PHASE_BAD(key, ...)                                                                        \
     fail(st, line_of(st, ph->name, key) ? line_of(st, ph->name, key) : ph->line, key, __VA_ARGS__)
-    const struct job_key *foreign, *bounded;
-    char kinds[64], why[512];
+
+/* the target, the backend, every bounded key, sizes and durations, and keys of another kind or
+ * backend. */
+static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
+{
+    const struct job_key *foreign;
+    const struct job_key *bounded;
+    char kinds[64];
+    char why[512];
     if (!ph->target[0])
-        BAD("target", "missing: set it in [global] or in [%s]", ph->name);
+        PHASE_BAD("target", "missing: set it in [global] or in [%s]", ph->name);
     else if (!backend_find(ph->backend))
-        BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
+        PHASE_BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
     else if ((bounded = phase_out_of_bounds(ph, why, sizeof why)) != NULL)
-        BAD(bounded->name, "%s", why);
+        PHASE_BAD(bounded->name, "%s", why);
     else if (ph->file_size == 0 && ph->kind != KIND_META)
-        BAD("file_size", "must be greater than 0");
+        PHASE_BAD("file_size", "must be greater than 0");
     else if (ph->block_size > ph->file_size && kind_moves_data(ph->kind))
-        BAD("block_size", "is larger than file_size");
+        PHASE_BAD("block_size", "is larger than file_size");
     else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
-        BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
+        PHASE_BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
     else if (ph->kind == KIND_IDLE && ph->duration <= 0)
-        BAD("duration", "an idle phase needs a duration greater than 0");
+        PHASE_BAD("duration", "an idle phase needs a duration greater than 0");
     else if (ph->duration > 0 && ph->kind != KIND_IDLE && ph->kind != KIND_LOCK &&
              ph->kind != KIND_STORM)
-        BAD("duration", "applies to idle, lock and storm phases (use deadline to bound others)");
+        PHASE_BAD("duration",
+                  "applies to idle, lock and storm phases (use deadline to bound others)");
     else if ((foreign = phase_foreign_kind_key(st, ph)) != NULL)
-        BAD(foreign->name, "applies to %s phases only, not to %s",
-            key_kinds_text(foreign, kinds, sizeof kinds), kind_choices[ph->kind]);
+        PHASE_BAD(foreign->name, "applies to %s phases only, not to %s",
+                  key_kinds_text(foreign, kinds, sizeof kinds), kind_choices[ph->kind]);
     else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
-        BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
-            ph->backend);
-    else if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
-        BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
-                          "use block_size >= 16");
+        PHASE_BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
+                  ph->backend);
+}
+
+/* what one kind asks of its keys (lock ranges and waits, meta trees, verify, read_from). */
+static void phase_check_kind(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
+        PHASE_BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
+                                "use block_size >= 16");
     else if (ph->kind == KIND_LOCK && ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0)
-        BAD("lock_timeout", "applies to lock_wait = blocking only");
+        PHASE_BAD("lock_timeout", "applies to lock_wait = blocking only");
     else if (ph->kind == KIND_META && ph->iterations != 1)
-        BAD("iterations", "meta phases run their steps once; use several phases");
+        PHASE_BAD("iterations", "meta phases run their steps once; use several phases");
     else if (ph->kind == KIND_META && (ph->dirs < 1 || ph->files < 0))
-        BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
+        PHASE_BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
     else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
-        BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir", ph->meta_ops);
+        PHASE_BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
+                  ph->meta_ops);
     else if (ph->verify && ph->kind != KIND_READ)
-        BAD("verify", "applies to read phases only (md5 phases always check)");
+        PHASE_BAD("verify", "applies to read phases only (md5 phases always check)");
     else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
-        BAD("read_from", "applies to read and md5 phases only");
+        PHASE_BAD("read_from", "applies to read and md5 phases only");
     else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&
              ph->shared_mode == SHARED_SAME_CONTENT)
-        BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
-                         "(with same-content every rank reads the same bytes)");
-    else if (!job_name_ok(ph->fileset))
-        BAD("fileset",
-            "'%s' must be letters, digits, '_', '.' and '-', not starting with "
-            "'.' or '-'",
-            ph->fileset);
+        PHASE_BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
+                               "(with same-content every rank reads the same bytes)");
+}
+
+/* names and spellings: fileset, nfs_version, link, rwmix_read; files_per_rank with sharing. */
+static void phase_check_names(struct parse_state *st, const struct phase *ph)
+{
+    if (!job_name_ok(ph->fileset))
+        PHASE_BAD("fileset",
+                  "'%s' must be letters, digits, '_', '.' and '-', not starting with "
+                  "'.' or '-'",
+                  ph->fileset);
     else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
-        BAD("nfs_version", "must be 3 or 4");
+        PHASE_BAD("nfs_version", "must be 3 or 4");
     else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
-        BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
+        PHASE_BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
     else if (ph->rwmix_read < -1)
-        BAD("rwmix_read", "'%s' is not none or a percent 0 to 100", ph->rwmix_text);
+        PHASE_BAD("rwmix_read", "'%s' is not none or a percent 0 to 100", ph->rwmix_text);
     else if (ph->files_per_rank > 1 && ph->sharing != SHARING_UNIQUE)
-        BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
-    else if (ph->ranks_active[0] && ph->ranks_step)
-        BAD("ranks_step", "set ranks_active or ranks_step, not both");
+        PHASE_BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
+}
+
+/* a load ladder: ranks_active or ranks_step, step_duration, a meta ladder's sharing. */
+static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->ranks_active[0] && ph->ranks_step)
+        PHASE_BAD("ranks_step", "set ranks_active or ranks_step, not both");
     else if (ph->ranks_step == 1 || ph->ranks_step < 0 || ph->ranks_step > 1000)
-        BAD("ranks_step", "must be 2 to 1000 (the factor between steps), or 0");
+        PHASE_BAD("ranks_step", "must be 2 to 1000 (the factor between steps), or 0");
     else if (ph->ranks_active[0] && job_ladder_steps(ph->ranks_active, NULL, 0, 0) < 0)
-        BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
-            ph->ranks_active);
+        PHASE_BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
+                  ph->ranks_active);
     else if (ph->step_duration > 0 && !ph->ranks_active[0] && !ph->ranks_step)
-        BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
+        PHASE_BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
     else if ((ph->ranks_active[0] || ph->ranks_step) && ph->kind == KIND_META &&
              ph->sharing == SHARING_SHARED)
-        BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
-                       "every rank)");
-    else if (ph->monitor_host[0] && ph->monitor_rank[0])
-        BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
+        PHASE_BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
+                             "every rank)");
+}
+
+/* where and how often the monitor samples. */
+static void phase_check_monitor(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->monitor_host[0] && ph->monitor_rank[0])
+        PHASE_BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
     else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
              (strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank) ||
               strlen(ph->monitor_rank) > 7))
-        BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
-            JOB_RANKS_MAX);
+        PHASE_BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
+                  JOB_RANKS_MAX);
     else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
              strncmp(ph->monitor_url, "https://", 8) != 0)
-        BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
+        PHASE_BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
 #ifndef HERD_HAVE_CURL
     else if (ph->monitor_url[0])
-        BAD("monitor_url", "this herd was built without libcurl");
+        PHASE_BAD("monitor_url", "this herd was built without libcurl");
 #endif
-    else {
-        const struct backend_ops *be = backend_find(ph->backend);
-        const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
-        if (!key && ph->kind == KIND_LOCK && !be->lock) {
-            snprintf(why, sizeof why, "lock is not supported by the %s backend", ph->backend);
-            key = "kind";
-        }
-        if (!key)
-            key = phase_scale(ph, 0, job_host_memory(), why, sizeof why);
-        if (key)
-            BAD(key, "%s", why);
+}
+
+/* the backend's own check, lock support, and the scale of the phase. */
+static void phase_check_backend(struct parse_state *st, const struct phase *ph)
+{
+    char why[512];
+    const struct backend_ops *be = backend_find(ph->backend);
+    const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
+    if (!key && ph->kind == KIND_LOCK && !be->lock) {
+        snprintf(why, sizeof why, "lock is not supported by the %s backend", ph->backend);
+        key = "kind";
     }
-#undef BAD
+    if (!key)
+        key = phase_scale(ph, 0, job_host_memory(), why, sizeof why);
+    if (key)
+        PHASE_BAD(key, "%s", why);
+}
+
+/* Whether phase ph (every key resolved) can run, the first problem into
+ * st: each check in turn, until one fails. */
+static void phase_validate(struct parse_state *st, const struct phase *ph)
+{
+    void (*const checks[])(struct parse_state *, const struct phase *) = {
+        phase_check_sizes,  phase_check_kind,    phase_check_names,
+        phase_check_ladder, phase_check_monitor, phase_check_backend,
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0] && !st->failed; i++)
+        checks[i](st, ph);
 }
 
 int job_read_text(const char *path, char **text)
