@@ -61,6 +61,18 @@ check_format() {
     "$repo/.ci/format-check"
 }
 
+# pmccabe likewise: a check tool for .ci/complexity-check.
+check_complexity() {
+    if ! command -v pmccabe >/dev/null; then
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+                pmccabe || return 1
+    fi
+    "$repo/.ci/complexity-check"
+}
+
 build_werror() {
     cmake -S "$repo" -B "$build" -DHERD_WERROR=ON >/dev/null && cmake --build "$build" -j"$(nproc)"
 }
@@ -71,11 +83,13 @@ build_asan() {
         cmake --build "$asan" -j"$(nproc)"
 }
 
-# The format and layering checks first: seconds, and they name the files
-# to fix (.ci/layers-check: no include cycle; HDF5 and MPI only where
-# docs/architecture.md allows them).
+# The format, layering and complexity checks first: seconds, and they name
+# the files to fix (.ci/layers-check: no include cycle, HDF5 and MPI only
+# where docs/architecture.md allows them; .ci/complexity-check: no function
+# past the McCabe and length cutoffs).
 stage format check_format
 stage layers /usr/bin/python3 "$repo/.ci/layers-check"
+stage complexity check_complexity
 # install.sh builds without -Werror (a user's build); the tests' builds
 # must be warning-free. Only the flag changes, so this rebuild is short.
 if stage install "$repo/cluster-configs/local/install.sh" && stage build build_werror; then
