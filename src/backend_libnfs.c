@@ -27,27 +27,7 @@
  * create asks GUARDED (O_EXCL) so that it never reuses what it did not
  * make, and only then opens the file it made, O_NOFOLLOW.
  *
- * Byte-range locks (the lock phase). NFSv3: NLM v4 through libnfs_nlm.h,
- * one NLM client per rank, opened on the first lock. NFSv4: LOCK/LOCKU
- * through libnfs 4.0, whose lock state has these limits (measured): one
- * locked file per context, a context whose first LOCK is denied keeps
- * answering DENIED, OPEN/CLOSE after a LOCK may fail NFS4ERR_BAD_SEQID,
- * nfs_fcntl(F_UNLCK) loses the lock stateid. So a file opened during a
- * lock phase over NFSv4 gets a context of its own (its reads and writes go
- * there too), whose lock owner is established at once by locking and
- * unlocking one private byte far past the end of the file (no rank holds
- * a lock yet while the phase's files are opened); unlocks are
- * nfs_lseek + nfs_lockf(NFS4_F_ULOCK), which keeps the stateid. A context
- * that lost its state (server restarted, lease expired) is rebuilt on the
- * next lock call. Neither protocol's blocking request is used (NLM's needs
- * a GRANTED callback server, libnfs's NFS4_F_SETLKW does not wait): a
- * blocking lock is non-blocking tries with back-off until granted, a
- * stop signal or lock_timeout's alarm (-EINTR, as fcntl says). Statuses:
- * DENIED -> EAGAIN (contention); a grace-period refusal (NLM4_DENIED_
- * GRACE_PERIOD, NFS4ERR_GRACE) and NLM4_DENIED_NOLOCKS -> ENOLCK (an error:
- * the server refuses every lock, nobody holds this one); lost NFSv4 lock
- * state (NFS4ERR_EXPIRED, *_STATEID, BAD_SEQID, ADMIN_REVOKED) -> ESTALE.
- * The protocol's name of the last failure is the `status` op's answer. */
+ * Byte-range locks: libnfs_lock.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -65,62 +45,19 @@
 #include <nfsc/libnfs-raw-nfs.h>
 #include <nfsc/libnfs-raw-nfs4.h>
 
-#include "backend.h"
-#include "job.h"
-#include "libnfs_nlm.h"
-#include "libnfs_stream.h"
+#include "libnfs_ctx.h"
 #include "rpcwait.h"
 #include "safepath.h"
 #include "signals.h"
 
-/* What nfs_get_fh() returns: libnfs 4.0 exports the function but not the
- * type (lib/libnfs-private.h). */
-struct nfs_fh {
-    int len;
-    char *val;
-};
-
-#define LIBNFS_PATH_MAX 1400
-#define LIBNFS_DEFAULT_XFER (1u << 20)
-#define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
-
-struct libnfs_ctx {
-    struct nfs_context *nfs;
-    char target[JOB_PATH_MAX];
-    int version;    /* 0 = the URL's */
-    int timeout_ms; /* -1 = none */
-    uint64_t server_rmax, server_wmax;
-    uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
-    unsigned inflight;       /* READ / WRITE RPCs in flight per file (nfs_inflight) */
-    struct rpc_observer obs; /* the phase's RPC round trips (backend observe op) */
-    bool broken;
-    bool v4;                /* NFSv4 (URL or nfs_version): open checks the dirs first */
-    bool lock_phase;        /* the phase configured last is a lock phase */
-    struct nlm_client *nlm; /* NFSv3 locks: made on the first one */
-    unsigned lock_ctxs;     /* NFSv4 lock contexts made (their client names) */
-    char status[64];        /* the protocol's name of the last failure, or "" */
-};
-
-/* lk: NFSv4, opened during a lock phase: the file's own context (path:
- * the export-absolute name it was opened by), where its locks, reads and
- * writes go; NULL otherwise. fh belongs to lk when lk is set. */
-struct backend_file {
-    struct nfsfh *fh;
-    struct libnfs_ctx *lk;
-    bool own_ctx;              /* lk's file: lk and fh NULL after a failed rebuild */
-    bool lk_owner;             /* lk's lock owner is established (its first LOCK granted) */
-    struct nfs_stream *stream; /* its READs and WRITEs in flight */
-    char path[LIBNFS_PATH_MAX];
-};
-
-static void libnfs_note(struct libnfs_ctx *c, const char *status)
+void libnfs_note(struct libnfs_ctx *c, const char *status)
 {
     snprintf(c->status, sizeof c->status, "%s", status ? status : "");
 }
 
 /* The NFS4ERR_x / NFS3ERR_x name in a libnfs message (copied into c's
  * status), or "" when it names none. */
-static const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
+const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
 {
     const char *p = msg ? strstr(msg, "NFS4ERR_") : NULL;
     if (!p && msg)
@@ -133,7 +70,7 @@ static const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
 /* libnfs reports some failures as a generic error with a message; turn
  * the ones herd must tell apart into their errno, and notice when the
  * connection itself is gone. */
-static int libnfs_errno(struct libnfs_ctx *c, int rc)
+int libnfs_errno(struct libnfs_ctx *c, int rc)
 {
     const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
     int err = rc < 0 ? -rc : EIO;
@@ -161,7 +98,7 @@ static int libnfs_errno(struct libnfs_ctx *c, int rc)
 /* Forget a context. One whose connection died mid-call is not destroyed:
  * libnfs 4.0 crashes in nfs_destroy_context on it; closing its socket and
  * leaking its memory (a few KiB per lost connection) is the safe side. */
-static void libnfs_drop(struct libnfs_ctx *c)
+void libnfs_drop(struct libnfs_ctx *c)
 {
     if (!c->nfs)
         return;
@@ -270,7 +207,7 @@ static void libnfs_mounted(int err, struct nfs_context *nfs, void *data, void *p
     w->done = true;
 }
 
-static int libnfs_mount(struct libnfs_ctx *c)
+int libnfs_mount(struct libnfs_ctx *c)
 {
     c->nfs = nfs_init_context();
     if (!c->nfs)
@@ -320,7 +257,7 @@ static int libnfs_mount(struct libnfs_ctx *c)
     return 0;
 }
 
-static int libnfs_reconnect(struct libnfs_ctx *c)
+int libnfs_reconnect(struct libnfs_ctx *c)
 {
     libnfs_drop(c);
     return libnfs_mount(c);
@@ -458,7 +395,7 @@ static int libnfs_ready(struct libnfs_ctx *c)
 
 /* Every directory component of p (export-absolute) is a directory, not a
  * link (nfs_lstat64 each: libnfs would follow a link there). */
-static int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
+int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
     char dir[LIBNFS_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", p);
@@ -519,8 +456,6 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     return rc;
 }
 
-static int lk_make(struct libnfs_ctx *c, struct backend_file *f);
-
 static int libnfs_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
     struct libnfs_ctx *c = ctx;
@@ -553,7 +488,7 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
         /* The file is made (or found) and checked: now its own context. */
         nfs_close(c->nfs, bf->fh);
         bf->fh = NULL;
-        rc = lk_make(c, bf);
+        rc = libnfs_lock_ctx_make(c, bf);
         if (rc < 0) {
             stream_free(bf->stream);
             free(bf);
@@ -645,7 +580,7 @@ static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf,
 
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
  * -errno of the wait. */
-static int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
+int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : top;
     if (c->broken || !f->fh || !f->stream)
@@ -669,8 +604,6 @@ static int libnfs_fsync(void *ctx, struct backend_file *f)
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 }
 
-static void lk_free(struct libnfs_ctx *lk);
-
 static int libnfs_close(void *ctx, struct backend_file *f)
 {
     struct libnfs_ctx *c = ctx;
@@ -688,7 +621,7 @@ static int libnfs_close(void *ctx, struct backend_file *f)
          * their lease ends; no lock is held here any more. */
         if (f->lk && !f->lk->broken && f->fh)
             nfs_close(f->lk->nfs, f->fh);
-        lk_free(f->lk);
+        libnfs_lock_ctx_free(f->lk);
         free(f);
         return rc;
     }
@@ -808,263 +741,6 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
         return qrc;
     const char *path = from;
     LIBNFS_PATH_CALL(libnfs_rename_check(c, p, q), nfs_rename(c->nfs, p, q))
-}
-
-/* ------------------------------------------------------------------ locks */
-
-#define LOCK_BACKOFF_MIN_NS 100000L   /* first pause between tries: 0.1 ms */
-#define LOCK_BACKOFF_MAX_NS 10000000L /* longest pause: 10 ms */
-#define LK_PRIVATE_BASE (1ull << 62)  /* private bytes: far past any file's end */
-
-/* One async libnfs call on a lock context, awaited by lk_wait. */
-struct lk_wait {
-    bool done;
-    int err;
-};
-
-static void lk_replied(int err, struct nfs_context *nfs, void *data, void *priv)
-{
-    (void)nfs;
-    (void)data;
-    struct lk_wait *w = priv;
-    w->err = err;
-    w->done = true;
-}
-
-/* Wait for the reply to a call on lk (rpcwait.h); a failed wait breaks
- * lk: it is never serviced again. The call's own result or -errno. */
-static int lk_wait(struct libnfs_ctx *lk, struct lk_wait *w)
-{
-    const char *why;
-    int rc = rpcwait(nfs_get_rpc_context(lk->nfs), &w->done, lk->timeout_ms, &why);
-    if (rc < 0) {
-        lk->broken = true;
-        if (why)
-            libnfs_note(lk, why);
-        return rc;
-    }
-    return w->err;
-}
-
-/* An NFSv4 lock call's failure: libnfs 4.0 returns every NFS4ERR as
- * -ERANGE and names it only in its message. */
-static int lk_errno(struct libnfs_ctx *lk, int rc)
-{
-    static const struct {
-        const char *name;
-        int err;
-        bool lost; /* this context's lock state is gone: rebuild it */
-    } map[] = {
-        {"NFS4ERR_DENIED", EAGAIN, false},       {"NFS4ERR_GRACE", ENOLCK, false},
-        {"NFS4ERR_NO_GRACE", ENOLCK, false},     {"NFS4ERR_DEADLOCK", EDEADLK, false},
-        {"NFS4ERR_LOCK_RANGE", EINVAL, false},   {"NFS4ERR_LOCK_NOTSUPP", EOPNOTSUPP, false},
-        {"NFS4ERR_DELAY", EBUSY, false},         {"NFS4ERR_ROFS", EROFS, false},
-        {"NFS4ERR_STALE", ESTALE, true},         {"NFS4ERR_EXPIRED", ESTALE, true},
-        {"NFS4ERR_STALE_STATEID", ESTALE, true}, {"NFS4ERR_STALE_CLIENTID", ESTALE, true},
-        {"NFS4ERR_BAD_STATEID", ESTALE, true},   {"NFS4ERR_OLD_STATEID", ESTALE, true},
-        {"NFS4ERR_BAD_SEQID", ESTALE, true},     {"NFS4ERR_ADMIN_REVOKED", ESTALE, true},
-    };
-    if (rc == -EINTR || rc == -ETIMEDOUT || rc == -ECONNRESET || lk->broken)
-        return rc; /* lk_wait said why */
-    const char *name = libnfs_note_msg(lk, nfs_get_error(lk->nfs));
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strcmp(name, map[i].name) == 0) {
-            lk->broken |= map[i].lost;
-            return -map[i].err;
-        }
-    rc = libnfs_errno(lk, rc);
-    if (rc == -ERANGE || rc == -EFAULT) {
-        lk->broken = true; /* an NFS4ERR we do not know, or a failed RPC */
-        return -EIO;
-    }
-    return rc;
-}
-
-/* LOCK (type F_RDLCK or F_WRLCK, never waiting) of [start, start+len);
- * len 0: to the end of the file (NFSv4's all-ones length). */
-static int lk_lock(struct libnfs_ctx *lk, struct nfsfh *fh, int type, uint64_t start, uint64_t len)
-{
-    struct nfs4_flock fl = {
-        .l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len ? len : UINT64_MAX};
-    struct lk_wait w = {0};
-    if (nfs_fcntl_async(lk->nfs, fh, NFS4_F_SETLK, &fl, lk_replied, &w) != 0)
-        return lk_errno(lk, -EIO);
-    int rc = lk_wait(lk, &w);
-    return rc < 0 ? lk_errno(lk, rc) : 0;
-}
-
-/* LOCKU through nfs_lockf, which keeps the lock stateid (nfs_fcntl's
- * F_UNLCK drops it: the next LOCK would fail NFS4ERR_OLD_STATEID). */
-static int lk_unlock(struct libnfs_ctx *lk, struct nfsfh *fh, uint64_t start, uint64_t len)
-{
-    uint64_t at;
-    int rc = nfs_lseek(lk->nfs, fh, (int64_t)start, SEEK_SET, &at);
-    if (rc < 0)
-        return lk_errno(lk, rc);
-    struct lk_wait w = {0};
-    if (nfs_lockf_async(lk->nfs, fh, NFS4_F_ULOCK, len ? len : UINT64_MAX, lk_replied, &w) != 0)
-        return lk_errno(lk, -EIO);
-    rc = lk_wait(lk, &w);
-    return rc < 0 ? lk_errno(lk, rc) : 0;
-}
-
-static void lk_free(struct libnfs_ctx *lk)
-{
-    if (!lk)
-        return;
-    libnfs_drop(lk);
-    free(lk);
-}
-
-/* A context of its own for f, and the file opened on it. Its lock owner
- * is established later, by the first lock (lk_establish). 0 or -errno; on
- * failure f->lk is NULL. */
-static int lk_make(struct libnfs_ctx *c, struct backend_file *f)
-{
-    f->lk = NULL;
-    f->fh = NULL;
-    f->lk_owner = false;
-    struct libnfs_ctx *lk = calloc(1, sizeof *lk);
-    if (!lk)
-        return -ENOMEM;
-    snprintf(lk->target, sizeof lk->target, "%s", c->target);
-    lk->version = 4;
-    lk->v4 = true;
-    lk->timeout_ms = c->timeout_ms;
-    int rc = libnfs_mount(lk);
-    lk->rchunk = c->rchunk < lk->server_rmax ? c->rchunk : lk->server_rmax;
-    lk->wchunk = c->wchunk < lk->server_wmax ? c->wchunk : lk->server_wmax;
-    if (rc < 0) {
-        libnfs_note(c, lk->status[0] ? lk->status : NULL);
-        free(lk);
-        return rc;
-    }
-    struct nfsfh *fh = NULL;
-    rc = libnfs_dirs_ok(lk, f->path);
-    if (rc == 0) {
-        rc = nfs_open2(lk->nfs, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
-        rc = rc < 0 ? lk_errno(lk, rc) : 0;
-    }
-    if (rc < 0) {
-        libnfs_note(c, lk->status);
-        lk_free(lk);
-        return rc;
-    }
-    f->lk = lk;
-    f->fh = fh;
-    return 0;
-}
-
-/* The lock owner of f's context, by a lock and unlock of a private byte
- * (libnfs 4.0: a context whose first LOCK is denied keeps answering
- * DENIED). Another client's whole-file lock covers that byte too: then
- * the context is spoilt, a fresh one replaces it, and -EAGAIN tells the
- * caller to wait like for any held lock (lock_timeout bounds it). */
-static int lk_establish(struct libnfs_ctx *c, struct backend_file *f)
-{
-    uint64_t mine = LK_PRIVATE_BASE + ((uint64_t)getpid() << 8) + c->lock_ctxs++ % 256;
-    int rc = lk_lock(f->lk, f->fh, F_WRLCK, mine, 1);
-    if (rc == 0)
-        rc = lk_unlock(f->lk, f->fh, mine, 1);
-    if (rc == 0) {
-        f->lk_owner = true;
-        return 0;
-    }
-    libnfs_note(c, f->lk->status);
-    if (rc != -EAGAIN)
-        return rc;
-    char status[sizeof c->status];
-    snprintf(status, sizeof status, "%s", c->status);
-    lk_free(f->lk);
-    int again = lk_make(c, f);
-    libnfs_note(c, status);
-    return again < 0 ? again : -EAGAIN;
-}
-
-/* One try, never waiting: 0 granted (or released), -EAGAIN held by
- * another owner, other -errno. c->status names any refusal. */
-static int libnfs_lock_try(struct libnfs_ctx *c, struct backend_file *f, enum backend_lock kind,
-                           uint64_t start, uint64_t len)
-{
-    int rc;
-    if (f->own_ctx) {
-        if (!f->lk || f->lk->broken) {
-            /* The state died with the server or the lease: a new owner.
-             * An unlock has nothing left to release. */
-            if (kind == BACKEND_UNLOCK)
-                return 0;
-            lk_free(f->lk);
-            rc = lk_make(c, f);
-            if (rc < 0)
-                return rc;
-        }
-        if (!f->lk_owner && kind != BACKEND_UNLOCK && (rc = lk_establish(c, f)) < 0)
-            return rc;
-        rc = kind == BACKEND_UNLOCK
-                 ? lk_unlock(f->lk, f->fh, start, len)
-                 : lk_lock(f->lk, f->fh, kind == BACKEND_LOCK_SHARED ? F_RDLCK : F_WRLCK, start,
-                           len);
-        libnfs_note(c, rc < 0 ? f->lk->status : NULL);
-        return rc;
-    }
-    if (c->v4) {
-        libnfs_note(c, "NO_LOCK_CONTEXT");
-        return -ENOLCK; /* opened outside a lock phase: no lock owner of its own */
-    }
-    if (c->nlm && nlm_broken(c->nlm)) {
-        nlm_close(c->nlm);
-        c->nlm = NULL;
-    }
-    if (!c->nlm) {
-        /* The target's host: nfs://HOST[:port]/export (checked by connect). */
-        char host[256];
-        const char *h0 = c->target + 6;
-        snprintf(host, sizeof host, "%.*s", (int)strcspn(h0, ":/?"), h0);
-        rc = nlm_open(host, c->timeout_ms, &c->nlm);
-        if (rc < 0) {
-            libnfs_note(c, "NLM_UNREACHABLE");
-            return rc == -ECONNREFUSED ? -ENOLCK : rc; /* no lock manager there */
-        }
-    }
-    struct nfs_fh *h = nfs_get_fh(f->fh);
-    rc = kind == BACKEND_UNLOCK ? nlm_unlock(c->nlm, h->val, (unsigned)h->len, start, len)
-                                : nlm_lock(c->nlm, h->val, (unsigned)h->len,
-                                           kind == BACKEND_LOCK_EXCLUSIVE, start, len);
-    libnfs_note(c, rc < 0 ? nlm_status(c->nlm) : NULL);
-    return rc;
-}
-
-static int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
-                       uint64_t start, uint64_t len)
-{
-    struct libnfs_ctx *c = ctx;
-    /* A lock or unlock first lands the file's WRITEs in flight and drops
-     * its read-ahead, as a kernel client flushes and revalidates around
-     * locks: the next holder must read what this one wrote. */
-    int drained = libnfs_drain(c, f);
-    if (drained < 0)
-        return drained;
-    /* NFSv4 locks live on the file's own context; NLM on its own client,
-     * needing only the handle's bytes (an NFSv3 handle outlives the
-     * connection it came from). A lost main connection is remade here for
-     * the token's reads and writes, which use it with the same handle. */
-    if (!f->own_ctx && (c->broken || !c->nfs) && libnfs_reconnect(c) < 0)
-        libnfs_note(c, "RPC_CONNECTION_LOST");
-    long pause = LOCK_BACKOFF_MIN_NS;
-    for (;;) {
-        int rc = libnfs_lock_try(c, f, kind, start, len);
-        if (rc != -EAGAIN || !wait || kind == BACKEND_UNLOCK)
-            return rc;
-        /* Blocking: try again after a pause (doubling), until granted, a
-         * stop signal, or lock_timeout's alarm: -EINTR, as fcntl says. */
-        if (signals_caught() || signals_alarm_fired())
-            return -EINTR;
-        struct timespec ts = {0, pause};
-        nanosleep(&ts, NULL);
-        if (signals_caught() || signals_alarm_fired())
-            return -EINTR;
-        pause = pause * 2 < LOCK_BACKOFF_MAX_NS ? pause * 2 : LOCK_BACKOFF_MAX_NS;
-    }
 }
 
 static const char *libnfs_status(void *ctx)

@@ -1,0 +1,93 @@
+/* libnfs_ctx.h — the libnfs backend's own state, shared by its files
+ * only: backend_libnfs.c (connections, paths, reads and writes) and
+ * libnfs_lock.c (byte-range locks over NLM and NFSv4). Nothing outside
+ * the backend includes it; the rest of herd sees backend.h. */
+#ifndef HERD_LIBNFS_CTX_H
+#define HERD_LIBNFS_CTX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/time.h> /* before libnfs.h, which needs struct timeval */
+
+#include <nfsc/libnfs.h>
+
+#include "backend.h"
+#include "job.h"
+#include "libnfs_nlm.h"
+#include "libnfs_stream.h"
+
+/* What nfs_get_fh() returns: libnfs 4.0 exports the function but not the
+ * type (lib/libnfs-private.h). */
+struct nfs_fh {
+    int len;
+    char *val;
+};
+
+#define LIBNFS_PATH_MAX 1400
+#define LIBNFS_DEFAULT_XFER (1u << 20)
+#define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
+
+struct libnfs_ctx {
+    struct nfs_context *nfs;
+    char target[JOB_PATH_MAX];
+    int version;    /* 0 = the URL's */
+    int timeout_ms; /* -1 = none */
+    uint64_t server_rmax, server_wmax;
+    uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
+    unsigned inflight;       /* READ / WRITE RPCs in flight per file (nfs_inflight) */
+    struct rpc_observer obs; /* the phase's RPC round trips (backend observe op) */
+    bool broken;
+    bool v4;                /* NFSv4 (URL or nfs_version): open checks the dirs first */
+    bool lock_phase;        /* the phase configured last is a lock phase */
+    struct nlm_client *nlm; /* NFSv3 locks: made on the first one */
+    unsigned lock_ctxs;     /* NFSv4 lock contexts made (their client names) */
+    char status[64];        /* the protocol's name of the last failure, or "" */
+};
+
+/* lk: NFSv4, opened during a lock phase: the file's own context (path:
+ * the export-absolute name it was opened by), where its locks, reads and
+ * writes go; NULL otherwise. fh belongs to lk when lk is set. */
+struct backend_file {
+    struct nfsfh *fh;
+    struct libnfs_ctx *lk;
+    bool own_ctx;              /* lk's file: lk and fh NULL after a failed rebuild */
+    bool lk_owner;             /* lk's lock owner is established (its first LOCK granted) */
+    struct nfs_stream *stream; /* its READs and WRITEs in flight */
+    char path[LIBNFS_PATH_MAX];
+};
+
+/* Shared by the backend's files (backend_libnfs.c). */
+
+/* Keep the protocol's name of the last failure (the status op's answer). */
+void libnfs_note(struct libnfs_ctx *c, const char *status);
+/* The NFS4ERR_x / NFS3ERR_x name in a libnfs message (copied into c's
+ * status), or "" when it names none. */
+const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg);
+/* The errno of a failed libnfs call rc on c (a lost connection marks c
+ * broken). */
+int libnfs_errno(struct libnfs_ctx *c, int rc);
+/* Forget c's connection (without destroying a context that died mid-call). */
+void libnfs_drop(struct libnfs_ctx *c);
+/* Mount c->target on a new context; 0 or -errno. */
+int libnfs_mount(struct libnfs_ctx *c);
+/* Drop c's connection and mount again; 0 or -errno. */
+int libnfs_reconnect(struct libnfs_ctx *c);
+/* Every directory component of p (export-absolute) is a directory, not a
+ * link; 0 or -errno. */
+int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
+/* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
+ * -errno of the wait. */
+int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
+
+/* libnfs_lock.c */
+
+/* Give an NFSv4 file opened in a lock phase a context of its own (f->lk),
+ * its lock owner established; 0 or -errno. */
+int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f);
+/* Free a file's lock context (NULL: nothing). */
+void libnfs_lock_ctx_free(struct libnfs_ctx *lk);
+/* The backend's lock op (backend.h). */
+int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
+                uint64_t start, uint64_t len);
+
+#endif
