@@ -75,7 +75,7 @@ PHASE_COLUMNS = [
 ]
 
 # The phase statistics herd stores as summary_<name> attributes of each
-# phase (src/summary.c; docs/results-format.md), read rather than recomputed.
+# phase (src/results/summary.c; docs/results-format.md), read rather than recomputed.
 SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "last_done",
                  "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
                  "grants", "contended", "violations", "stuck"]
@@ -84,7 +84,7 @@ SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_threa
 # /phases/<name>/op_summary, and the quantiles it holds.
 OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s"]
 OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
-# herd's ops in enum order (src/ops.h): the row order of op_summary.
+# herd's ops in enum order (src/lib/ops.h): the row order of op_summary.
 OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
             "rename", "lock", "connect", "rpc_read", "rpc_write"]
 
@@ -102,7 +102,7 @@ LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hos
                   "verify_failures", "t_start", "elapsed"]
 LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
 # The call whose latency a step shows: herd's own choice (summary_main_op in
-# src/summary.c, the p50/p99 its summary prints): a meta phase's is the
+# src/results/summary.c, the p50/p99 its summary prints): a meta phase's is the
 # first of META_OPS that made calls.
 MAIN_OP = {"write": "write", "read": "read", "md5": "read", "storm": "open", "lock": "lock"}
 META_OPS = ["open", "stat", "rename", "unlink", "rmdir", "mkdir"]
@@ -273,7 +273,7 @@ class Run:
 
     def _computed_steps(self, ladder):
         """ladder_steps built from the steps' phases (their summary_*
-        attributes, op_summary and errors tables), as src/summary.c does."""
+        attributes, op_summary and errors tables), as src/results/summary.c does."""
         rows = []
         for name in self.phase_names:
             step = self._ladder_step(name)
@@ -473,7 +473,7 @@ class Run:
 
     def _phase_row(self, name):
         """One row of run.phases. herd's own summary_* attributes where the
-        phase has them (one definition, src/summary.c); only what the file
+        phase has them (one definition, src/results/summary.c); only what the file
         lacks (a file from an older herd, a phase cut off, a run that never
         closed) is recomputed from the tables, by the same rules."""
         a = self.phase_attrs(name)
@@ -508,7 +508,7 @@ class Run:
         return row
 
     def _recompute_stats(self, name, t0):
-        """summary_compute (src/summary.c) over the raw tables, vectorised:
+        """summary_compute (src/results/summary.c) over the raw tables, vectorised:
         times, first/last done, bytes, ops, verify failures and violations
         over the rows that did work (ops > 0); grants and contended over
         every row; ranks = runs of equal rank in row order; rates 0 when no
@@ -574,7 +574,7 @@ class Run:
 
 
 def hist_quantile(upper_ns, counts, q):
-    """src/hist.c's hist_quantile in seconds: the upper bound of the bucket
+    """src/lib/hist.c's hist_quantile in seconds: the upper bound of the bucket
     holding the sample of rank max(1, ceil(q * n)); NaN for no samples."""
     counts = np.asarray(counts, dtype=np.uint64)
     n = int(counts.sum())

@@ -169,7 +169,7 @@ PHASE_STATUSES = ("ok", "errors", "interrupted", "deadline")
 LADDER_KIND = "ladder"  # the kind of a /phases/<ladder> group: a steps table, not a phase
 PHASE_NUMBER = {"index": "i", "t_start": "f", "t_end": "f", "elapsed": "f", "start_skew": "f",
                 "gather_seconds": "f", "write_seconds": "f"}
-# herd's stored phase summary (src/summary.c): counts are integers, never
+# herd's stored phase summary (src/results/summary.c): counts are integers, never
 # negative; times and rates are floats, never negative (times NaN when no
 # row did work), rates finite.
 SUMMARY_COUNTS = ("rows", "ranks", "bytes", "ops", "errors", "verify_failures", "grants",
@@ -222,7 +222,7 @@ TABLES = {
                 ("phase", "host", "connects")),
     "client_ops": ({"phase": "S", "host": "i", "op": "S"},
                    ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms")),
-    # /phases/<ladder>/steps: a load ladder's steps (src/summary.c).
+    # /phases/<ladder>/steps: a load ladder's steps (src/results/summary.c).
     "steps": ({"step": "i", "phase": "S", "kind": "S", "status": "S", "active_ranks": "i",
                "active_hosts": "i", "mib_per_s": "f", "ops_per_s": "f", "main_op": "S",
                "p50_s": "f", "p99_s": "f", "max_s": "f", "bytes": "u", "ops": "u", "errors": "u",

@@ -43,7 +43,7 @@
 # of nfs-ganesha), libnfs-utils (nfs-ls, to see the server
 # answer), xfsprogs/e2fsprogs/btrfs-progs for those file systems, a C
 # compiler (cc) for --async, and for --link tc (iproute2) and, where the
-# kernel has no netem, iptables and herd-linkdelay (src/linkdelay.c, built
+# kernel has no netem, iptables and herd-linkdelay (src/tools/linkdelay.c, built
 # by CMake with libnetfilter-queue; $HERD_LINKDELAY, default build/), and
 # for --smb samba (smbd, smbpasswd) and smbclient (to see it answer).
 set -euo pipefail
@@ -503,7 +503,7 @@ wait_ready() {
 #   tbf as its child. On lo both directions pass the device once each.
 # - delay/jitter without netem (this kernel): iptables rules send the
 #   server's packets to NFQUEUE LINK_QUEUE (--queue-bypass: they pass
-#   undelayed if no program listens), where herd-linkdelay (src/linkdelay.c)
+#   undelayed if no program listens), where herd-linkdelay (src/tools/linkdelay.c)
 #   holds them. Packets are held where they *arrive*: in INPUT (on lo every
 #   packet passes it once: to the server's ports, and from them back to the
 #   client), or in FORWARD of another namespace (vcluster.sh: the switch,

@@ -1,6 +1,6 @@
 """Access patterns (issue 17 item 4): `access = sequential | random |
 strided`, `rwmix_read` and `files_per_rank` on the write, read and md5
-phases (src/access.c, src/workload_io.c).
+phases (src/workload/access.c, src/workload/workload_io.c).
 
 1. Exact bytes: random, strided and sequential writes of files_per_rank
    files leave byte for byte the files a plain sequential write leaves

@@ -6,7 +6,7 @@
    figures), under 1 GB of peak memory, write every rank row to ranks.csv,
    and its phases.csv must say what herd printed at the end of the run.
 2. herd stores its summary (summary_* attributes and the op_summary table,
-   src/summary.c): for every phase kind (write, read, md5, lock, storm,
+   src/results/summary.c): for every phase kind (write, read, md5, lock, storm,
    meta, idle, and a write with injected faults), the stored values equal
    what this test recomputes from the raw rows with h5py (rel 1e-9), and
    herd_results.Run.phases shows the stored values (a copy with one
@@ -172,7 +172,7 @@ def kinds_file(herd_bin, tmp_path_factory):
 
 
 def hist_quantile(upper, counts, q):
-    """src/hist.c: upper bound of the bucket holding sample max(1, ceil(q n))."""
+    """src/lib/hist.c: upper bound of the bucket holding sample max(1, ceil(q n))."""
     n = int(counts.sum())
     if n == 0:
         return NAN
@@ -181,7 +181,7 @@ def hist_quantile(upper, counts, q):
 
 
 def raw_stats(f, name):
-    """summary_compute (src/summary.c) from the raw rows, with h5py and numpy."""
+    """summary_compute (src/results/summary.c) from the raw rows, with h5py and numpy."""
     g = f["phases"][name]
     rows = g["ranks"][()]
     t0 = float(g.attrs["t_start"])

@@ -3,7 +3,7 @@
 Every rank of these runs is on this host, so all of them read the same
 CLOCK_MONOTONIC: the true offset between any two ranks is 0, unless the
 test shifts one rank's clock with the test hook HERD_TEST_CLOCK_SHIFT
-(src/clock.c), launched MPMD so that only some ranks get it. The truth
+(src/lib/clock.c), launched MPMD so that only some ranks get it. The truth
 is then known exactly: rank i's clock minus rank 0's is s_i - s_0.
 
 What is checked, with no bound that is not in the results file:

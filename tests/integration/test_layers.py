@@ -1,7 +1,8 @@
 """The layering check (.ci/layers-check) passes on src/ and fails, naming
 the file, on each rule broken in a copy of src/: an include cycle between
 two modules, a workload that reaches mpi.h through a header, the summary
-including HDF5, a backend calling MPI.
+including HDF5, a backend calling MPI, lib/ or parse/ reaching up a layer,
+a layer including the runner, and a name used twice.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_layers.py
 """
@@ -31,14 +32,22 @@ def append(path, text):
 
 
 @pytest.mark.parametrize("plant, said", [
-    (lambda s: append(s / "jobtext.h", '\n#include "job.h"\n'),
+    (lambda s: append(s / "job/jobtext.h", '\n#include "job.h"\n'),
      "include cycle between modules: job <-> jobtext"),
-    (lambda s: append(s / "progress_count.h", "\n#include <mpi.h>\n"),
-     "src/workload_idle.c: includes workload.h -> progress_count.h -> mpi.h"),
-    (lambda s: append(s / "summary.c", '\n#include "h5util.h"\n'),
-     "src/summary.c: includes h5util.h"),
-    (lambda s: append(s / "backend_posix.c", "\nstatic void f(void) { MPI_Barrier(0); }\n"),
-     "src/backend_posix.c: calls MPI_Barrier"),
+    (lambda s: append(s / "workload/progress_count.h", "\n#include <mpi.h>\n"),
+     "src/workload/workload_idle.c: includes workload.h -> progress_count.h -> mpi.h"),
+    (lambda s: append(s / "results/summary.c", '\n#include "h5util.h"\n'),
+     "src/results/summary.c: includes h5util.h"),
+    (lambda s: append(s / "backend/backend_posix.c", "\nstatic void f(void) { MPI_Barrier(0); }\n"),
+     "src/backend/backend_posix.c: calls MPI_Barrier"),
+    (lambda s: append(s / "lib/hist.c", '\n#include "job.h"\n'),
+     "src/lib/hist.c: includes job/job.h: lib/ may include only lib/"),
+    (lambda s: append(s / "parse/procfs.c", '\n#include "monitor.h"\n'),
+     "src/parse/procfs.c: includes monitor/monitor.h: parse/ may include only lib/, parse/"),
+    (lambda s: append(s / "workload/workload_io.c", '\n#include "runner_stop.h"\n'),
+     "src/workload/workload_io.c: includes core/runner_stop.h: no layer uses the runner"),
+    (lambda s: shutil.copy(s / "lib/hist.h", s / "job/hist.h"),
+     "names are unique"),
 ])
 def test_each_broken_rule_is_named(tmp_path, plant, said):
     src = tmp_path / "src"

@@ -1,4 +1,4 @@
-"""The lock, storm and meta workloads (src/workload_lock.c, workload_storm.c,
+"""The lock, storm and meta workloads (src/workload/workload_lock.c, workload_storm.c,
 workload_meta.c) run for real under mpirun on tmpfs and a loop-mounted xfs,
 and meta and storm also over the embedded NFS server with the libnfs
 backend. Every count in results.h5 is checked against what the job asks
@@ -26,7 +26,7 @@ lock_timeout holds even when the alarm fires before fcntl blocks, and cuts
 a fault-backend delay short; the end-of-run cleanup ignores the last
 phase's injected faults.
 
-What meta does per rank (src/workload_meta.c), with F = files, D = dirs:
+What meta does per rank (src/workload/workload_meta.c), with F = files, D = dirs:
   create: mkdir rundir, fileset dir, tree root, root/a, then a/d0000..:
           4 + D mkdir (EEXIST is fine and still counted); F open (create),
           F x ceil(file_size / block_size) write (none for file_size 0),

@@ -1,5 +1,5 @@
 """READ and WRITE RPCs in flight over libnfs (nfs_inflight,
-src/libnfs_stream.c) against the embedded userspace NFS server.
+src/backend/libnfs_stream.c) against the embedded userspace NFS server.
 
 1. nfs_inflight 1 and 8, 4 ranks: write, read with verify and md5 of
    unique files whose blocks (48K) are not a multiple of rsize (16K) or

@@ -1,5 +1,5 @@
 """What herd itself writes outside the target follows one safe-output rule
-(src/safeout.h): the results file (-o), the --json summary and a lost
+(src/lib/safeout.h): the results file (-o), the --json summary and a lost
 phase's CSV are made under a private name (O_EXCL, no link followed) in a
 directory opened once, then renamed into place: only where nothing is,
 or, with --force, only over the very file the checks allowed. These tests

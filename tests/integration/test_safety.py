@@ -1,5 +1,5 @@
 """Path safety: herd never reads, writes or deletes outside its run directory,
-whatever symbolic links are planted under the target (src/safepath.c, the
+whatever symbolic links are planted under the target (src/backend/safepath.c, the
 POSIX and libnfs backends). Every test plants links in a target it made and
 keeps a canary tree outside the target; the canary is hashed (sha256 of every
 file, plus the listing with link targets) before and after and must not

@@ -1,4 +1,4 @@
-"""herd over SMB: the smb backend (src/backend_smb.c, libsmbclient) against
+"""herd over SMB: the smb backend (src/backend/backend_smb.c, libsmbclient) against
 the embedded smbd that cluster-configs/local/nfs-server.sh --smb starts
 beside ganesha, on the same loop-mounted xfs export.
 
