@@ -527,17 +527,26 @@ static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const
         libnfs_note(f->lk ? f->lk : top, why);
 }
 
-static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
-                            uint64_t offset)
+/* A read into rbuf, or (rbuf NULL) a write of wbuf, through f's stream on
+ * the context the file lives on. */
+static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
+                               size_t len, uint64_t offset)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     if (c->broken || !f->fh)
         return -ENOTCONN;
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
-    ssize_t rc = stream_pread(f->stream, &io, buf, len, offset);
+    ssize_t rc = rbuf ? stream_pread(f->stream, &io, rbuf, len, offset)
+                      : stream_pwrite(f->stream, &io, wbuf, len, offset);
     libnfs_io_done(f, ctx, why);
     return rc;
+}
+
+static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
+                            uint64_t offset)
+{
+    return libnfs_transfer(ctx, f, buf, NULL, len, offset);
 }
 
 static void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length)
@@ -568,14 +577,7 @@ static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len)
 static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                              uint64_t offset)
 {
-    struct libnfs_ctx *c = f->lk ? f->lk : ctx;
-    if (c->broken || !f->fh)
-        return -ENOTCONN;
-    const char *why;
-    struct stream_io io = libnfs_io(ctx, f, &why);
-    ssize_t rc = stream_pwrite(f->stream, &io, buf, len, offset);
-    libnfs_io_done(f, ctx, why);
-    return rc;
+    return libnfs_transfer(ctx, f, NULL, buf, len, offset);
 }
 
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or

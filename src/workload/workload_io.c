@@ -362,34 +362,15 @@ static void io_describe(const struct phase *ph, char *buf, size_t len)
              ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED ? " seg" : "");
 }
 
-const struct workload_ops workload_write = {
-    .kind = KIND_WRITE,
-    .flags = WORKLOAD_MOVES_BYTES,
-    .main_ops = {OP_WRITE},
-    .nmain_ops = 1,
-    .describe = io_describe,
-    .prepare = io_prepare,
-    .run = io_run,
-    .finish = io_finish,
-    .remove = io_remove,
-};
-const struct workload_ops workload_read = {
-    .kind = KIND_READ,
-    .flags = WORKLOAD_MOVES_BYTES,
-    .main_ops = {OP_READ},
-    .nmain_ops = 1,
-    .describe = io_describe,
-    .prepare = io_prepare,
-    .run = io_run,
-    .finish = io_finish,
-};
-const struct workload_ops workload_md5 = {
-    .kind = KIND_MD5,
-    .flags = WORKLOAD_MOVES_BYTES,
-    .main_ops = {OP_READ},
-    .nmain_ops = 1,
-    .describe = io_describe,
-    .prepare = io_prepare,
-    .run = io_run,
-    .finish = io_finish,
-};
+/* write, read and md5 share one implementation; write alone removes its
+ * files (read and md5 phases only read what a write made). */
+#define IO_WORKLOAD(k, op, rm)                                                                     \
+    {                                                                                              \
+        .kind = (k), .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,            \
+        .describe = io_describe, .prepare = io_prepare, .run = io_run, .finish = io_finish,        \
+        .remove = (rm),                                                                            \
+    }
+
+const struct workload_ops workload_write = IO_WORKLOAD(KIND_WRITE, OP_WRITE, io_remove);
+const struct workload_ops workload_read = IO_WORKLOAD(KIND_READ, OP_READ, NULL);
+const struct workload_ops workload_md5 = IO_WORKLOAD(KIND_MD5, OP_READ, NULL);
