@@ -2,7 +2,7 @@
  *
  * [global] holds defaults; every other section is a phase, run in file
  * order, inheriting every global key and overriding any. All keys are
- * described once, in the key table in job.c: parsing, validation,
+ * described once, in the key table in job_keys.c: parsing, validation,
  * `herd check` output and the results file's phase attributes all read it. */
 #ifndef HERD_JOB_H
 #define HERD_JOB_H
@@ -222,6 +222,8 @@ uint64_t job_host_memory(void);
 bool job_name_ok(const char *s);
 
 const char *job_kind_name(enum phase_kind kind);
+/* Kinds that move file data in blocks (file_size, block_size apply). */
+bool job_kind_moves_data(enum phase_kind kind);
 
 /* The meta steps named in text ("create,stat,..."), as a bit set of
  * 1 << enum meta_step; -1 if a name is unknown. */

@@ -1,0 +1,320 @@
+/* job_check.c — whether a resolved phase can run: the rules between
+ * keys (sizes, kinds, names, ladders, the monitor), the backend's own
+ * check, and the scale a job asks of rank 0 and the target. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "holds.h"
+#include "job.h"
+#include "job_parse.h"
+#include "record.h"
+#include "units.h"
+
+/* The first key the phase's own section sets that does not apply to its
+ * kind (a [global] one is a default for the kinds it applies to, and fine
+ * elsewhere), or NULL. */
+static const struct job_key *phase_foreign_kind_key(struct parse_state *st, const struct phase *ph)
+{
+    for (size_t i = 0; i < st->nraws; i++) {
+        const struct job_key *k = job_key_lookup(st->raws[i].key);
+        if (strcmp(st->raws[i].section, ph->name) == 0 && k && k->kinds &&
+            !(k->kinds & KIND_BIT(ph->kind)))
+            return k;
+    }
+    return NULL;
+}
+
+/* The first key set for the phase (its section or [global]) that belongs
+ * to another backend than the phase's, or NULL. */
+static const struct job_key *phase_foreign_backend_key(struct parse_state *st,
+                                                       const struct phase *ph)
+{
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        if (k->backend && strcmp(k->backend, ph->backend) != 0 &&
+            job_line_of(st, ph->name, k->name))
+            return k;
+    }
+    return NULL;
+}
+
+uint64_t job_host_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+/* Whether `bytes` gathered to rank 0 (for `what`, e.g. "16000000 iterations
+ * x 4 ranks need") fit one MPI int count and half of mem; else why. */
+static bool gather_fits(double bytes, uint64_t mem, const char *what, char *why, size_t len)
+{
+    char need[32], have[32];
+    units_format_human(bytes, need, sizeof need);
+    if (bytes > (double)INT_MAX) {
+        snprintf(why, len,
+                 "%s %.0f bytes (%s) of records on rank 0, more than MPI's int count "
+                 "(2147483647 bytes) allows",
+                 what, bytes, need);
+        return false;
+    }
+    if (mem && bytes > (double)(mem / 2)) {
+        units_format_human((double)mem, have, sizeof have);
+        snprintf(why, len,
+                 "%s %.0f bytes (%s) of records on rank 0, more than half of this host's "
+                 "memory (%s) allows",
+                 what, bytes, need, have);
+        return false;
+    }
+    return true;
+}
+
+/* The key a byte count of ph scales with, to name in a message. */
+static const char *bytes_key(const struct phase *ph)
+{
+    if (ph->kind == KIND_META)
+        return "files";
+    if (ph->kind == KIND_STORM)
+        return "count";
+    return ph->iterations > 1 ? "iterations" : "file_size";
+}
+
+/* The scale rule of one phase on nranks ranks (0: before the rank count
+ * is known, as for one rank) with mem bytes of memory on rank 0's host
+ * (0 = unknown): NULL, or the key at fault with why. Every product is
+ * computed with overflow checks; numbers in messages are the exact
+ * product or, past 2^64, a double. */
+static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
+                               size_t len)
+{
+    char what[160], ranks[48];
+    double n = nranks > 0 ? (double)nranks : 1.0;
+    /* "x 4 ranks", or, before -n is known, what even one rank needs */
+    if (nranks > 0)
+        snprintf(ranks, sizeof ranks, "x %lld rank%s", (long long)nranks, nranks == 1 ? "" : "s");
+    else
+        snprintf(ranks, sizeof ranks, "need, even for one rank,");
+    /* Records: iterations rows per rank, all gathered to rank 0. */
+    snprintf(what, sizeof what, "%lld iterations %s%s", (long long)ph->iterations, ranks,
+             nranks > 0 ? " need" : "");
+    if (!gather_fits((double)ph->iterations * sizeof(struct rank_record) * n, mem, what, why, len))
+        return "iterations";
+    /* Lock holds: one per granted lock, gathered to rank 0 likewise. */
+    if (ph->kind == KIND_LOCK && ph->duration <= 0) {
+        snprintf(what, sizeof what, "%lld locks x %lld iterations %s%s", (long long)ph->count,
+                 (long long)ph->iterations, ranks, nranks > 0 ? " need" : "");
+        if (!gather_fits((double)ph->count * (double)ph->iterations * sizeof(struct hold) * n, mem,
+                         what, why, len))
+            return "count";
+    }
+    if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
+        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
+                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
+        return ph->files > JOB_META_MAX ? "files" : "dirs";
+    }
+    /* File offsets are signed 64-bit (off_t); a segmented file holds every
+     * rank's region end to end. */
+    bool segmented = ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED &&
+                     ph->kind != KIND_META;
+    uint64_t end;
+    if (ph->file_size > INT64_MAX ||
+        (segmented &&
+         (__builtin_mul_overflow(ph->file_size, (uint64_t)nranks, &end) || end > INT64_MAX))) {
+        char size[32];
+        units_format_size(ph->file_size, size, sizeof size);
+        if (segmented)
+            snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)n,
+                     n == 1 ? "" : "s");
+        else
+            snprintf(what, sizeof what, "%s", size);
+        snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,
+                 (double)ph->file_size * (segmented ? n : 1.0));
+        return "file_size";
+    }
+    uint64_t per, all;
+    if (job_phase_bytes(ph, &per) < 0) {
+        double unit =
+            ph->kind == KIND_STORM
+                ? (double)(ph->block_size < ph->file_size ? ph->block_size : ph->file_size)
+                : (double)ph->file_size;
+        double times = ph->kind == KIND_META    ? (double)ph->files
+                       : ph->kind == KIND_STORM ? (double)ph->count * (double)ph->iterations
+                                                : (double)ph->iterations;
+        snprintf(why, len, "%.0f bytes x %.0f = %.4g bytes per rank, more than 2^64", unit, times,
+                 unit * times);
+        return bytes_key(ph);
+    }
+    if (__builtin_mul_overflow(per, (uint64_t)nranks, &all)) {
+        snprintf(why, len, "%llu bytes per rank x %lld ranks = %.4g bytes, more than 2^64",
+                 (unsigned long long)per, (long long)nranks, (double)per * n);
+        return bytes_key(ph);
+    }
+    return NULL;
+}
+
+/* One error per job: the first check of phase_validate's that fails is
+ * reported (job_job_fail() keeps the first), on the key's line. */
+#define PHASE_BAD(key, ...)                                                                        \
+    job_fail(st, job_line_of(st, ph->name, key) ? job_line_of(st, ph->name, key) : ph->line, key,  \
+             __VA_ARGS__)
+
+/* the target, the backend, every bounded key, sizes and durations, and keys of another kind or
+ * backend. */
+static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
+{
+    const struct job_key *foreign;
+    const struct job_key *bounded;
+    char kinds[64];
+    char why[512];
+    if (!ph->target[0])
+        PHASE_BAD("target", "missing: set it in [global] or in [%s]", ph->name);
+    else if (!backend_find(ph->backend))
+        PHASE_BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
+    else if ((bounded = job_key_out_of_bounds(ph, why, sizeof why)) != NULL)
+        PHASE_BAD(bounded->name, "%s", why);
+    else if (ph->file_size == 0 && ph->kind != KIND_META)
+        PHASE_BAD("file_size", "must be greater than 0");
+    else if (ph->block_size > ph->file_size && job_kind_moves_data(ph->kind))
+        PHASE_BAD("block_size", "is larger than file_size");
+    else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
+        PHASE_BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
+    else if (ph->kind == KIND_IDLE && ph->duration <= 0)
+        PHASE_BAD("duration", "an idle phase needs a duration greater than 0");
+    else if (ph->duration > 0 && ph->kind != KIND_IDLE && ph->kind != KIND_LOCK &&
+             ph->kind != KIND_STORM)
+        PHASE_BAD("duration",
+                  "applies to idle, lock and storm phases (use deadline to bound others)");
+    else if ((foreign = phase_foreign_kind_key(st, ph)) != NULL)
+        PHASE_BAD(foreign->name, "applies to %s phases only, not to %s",
+                  job_key_kinds_text(foreign, kinds, sizeof kinds), job_kind_name(ph->kind));
+    else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
+        PHASE_BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
+                  ph->backend);
+}
+
+/* what one kind asks of its keys (lock ranges and waits, meta trees, verify, read_from). */
+static void phase_check_kind(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
+        PHASE_BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
+                                "use block_size >= 16");
+    else if (ph->kind == KIND_LOCK && ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0)
+        PHASE_BAD("lock_timeout", "applies to lock_wait = blocking only");
+    else if (ph->kind == KIND_META && ph->iterations != 1)
+        PHASE_BAD("iterations", "meta phases run their steps once; use several phases");
+    else if (ph->kind == KIND_META && (ph->dirs < 1 || ph->files < 0))
+        PHASE_BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
+    else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
+        PHASE_BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
+                  ph->meta_ops);
+    else if (ph->verify && ph->kind != KIND_READ)
+        PHASE_BAD("verify", "applies to read phases only (md5 phases always check)");
+    else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
+        PHASE_BAD("read_from", "applies to read and md5 phases only");
+    else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&
+             ph->shared_mode == SHARED_SAME_CONTENT)
+        PHASE_BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
+                               "(with same-content every rank reads the same bytes)");
+}
+
+/* names and spellings: fileset, nfs_version, link, rwmix_read; files_per_rank with sharing. */
+static void phase_check_names(struct parse_state *st, const struct phase *ph)
+{
+    if (!job_name_ok(ph->fileset))
+        PHASE_BAD("fileset",
+                  "'%s' must be letters, digits, '_', '.' and '-', not starting with "
+                  "'.' or '-'",
+                  ph->fileset);
+    else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
+        PHASE_BAD("nfs_version", "must be 3 or 4");
+    else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
+        PHASE_BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
+    else if (ph->rwmix_read < -1)
+        PHASE_BAD("rwmix_read", "'%s' is not none or a percent 0 to 100", ph->rwmix_text);
+    else if (ph->files_per_rank > 1 && ph->sharing != SHARING_UNIQUE)
+        PHASE_BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
+}
+
+/* a load ladder: ranks_active or ranks_step, step_duration, a meta ladder's sharing. */
+static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->ranks_active[0] && ph->ranks_step)
+        PHASE_BAD("ranks_step", "set ranks_active or ranks_step, not both");
+    else if (ph->ranks_step == 1 || ph->ranks_step < 0 || ph->ranks_step > 1000)
+        PHASE_BAD("ranks_step", "must be 2 to 1000 (the factor between steps), or 0");
+    else if (ph->ranks_active[0] && job_ladder_steps(ph->ranks_active, NULL, 0, 0) < 0)
+        PHASE_BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
+                  ph->ranks_active);
+    else if (ph->step_duration > 0 && !ph->ranks_active[0] && !ph->ranks_step)
+        PHASE_BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
+    else if ((ph->ranks_active[0] || ph->ranks_step) && ph->kind == KIND_META &&
+             ph->sharing == SHARING_SHARED)
+        PHASE_BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
+                             "every rank)");
+}
+
+/* where and how often the monitor samples. */
+static void phase_check_monitor(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->monitor_host[0] && ph->monitor_rank[0])
+        PHASE_BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
+    else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
+             (strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank) ||
+              strlen(ph->monitor_rank) > 7))
+        PHASE_BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
+                  JOB_RANKS_MAX);
+    else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
+             strncmp(ph->monitor_url, "https://", 8) != 0)
+        PHASE_BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
+#ifndef HERD_HAVE_CURL
+    else if (ph->monitor_url[0])
+        PHASE_BAD("monitor_url", "this herd was built without libcurl");
+#endif
+}
+
+/* the backend's own check, lock support, and the scale of the phase. */
+static void phase_check_backend(struct parse_state *st, const struct phase *ph)
+{
+    char why[512];
+    const struct backend_ops *be = backend_find(ph->backend);
+    const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
+    if (!key && ph->kind == KIND_LOCK && !be->lock) {
+        snprintf(why, sizeof why, "lock is not supported by the %s backend", ph->backend);
+        key = "kind";
+    }
+    if (!key)
+        key = phase_scale(ph, 0, job_host_memory(), why, sizeof why);
+    if (key)
+        PHASE_BAD(key, "%s", why);
+}
+
+/* Whether phase ph (every key resolved) can run, the first problem into
+ * st: each check in turn, until one fails. */
+void job_phase_validate(struct parse_state *st, const struct phase *ph)
+{
+    void (*const checks[])(struct parse_state *, const struct phase *) = {
+        phase_check_sizes,  phase_check_kind,    phase_check_names,
+        phase_check_ladder, phase_check_monitor, phase_check_backend,
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0] && !st->failed; i++)
+        checks[i](st, ph);
+}
+
+int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len)
+{
+    uint64_t mem = job_host_memory();
+    char why[512];
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        const char *key = phase_scale(ph, nranks, mem, why, sizeof why);
+        if (!key)
+            continue;
+        job_error_format(err, len, job, job->path, job_phase_key_loc(ph, key), key, why);
+        return -EOVERFLOW;
+    }
+    return 0;
+}

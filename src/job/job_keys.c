@@ -1,0 +1,483 @@
+/* job_keys.c — the key table: every job-file key once, with its type,
+ * default, help, where it applies (scope, kinds, backend) and its bounds;
+ * a value parsed into a phase and formatted back. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "holds.h"
+#include "job.h"
+#include "job_parse.h"
+#include "monitor_scope.h"
+#include "units.h"
+#include "utf8.h"
+
+/* Where a key row stores its value: the member f of struct phase. */
+#define PHASE_MEMBER(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
+
+static const char *const kind_choices[] = {"write", "read",  "md5",  "idle",
+                                           "lock",  "storm", "meta", NULL};
+static const char *const lock_mode_choices[] = {"exclusive", "shared", "mixed", NULL};
+static const char *const lock_range_choices[] = {"whole", "block", "overlap", NULL};
+static const char *const lock_wait_choices[] = {"blocking", "nonblocking", NULL};
+static const char *const meta_step_names[META_STEPS] = {"create", "stat", "rename", "unlink",
+                                                        "rmdir"};
+static const char *const sharing_choices[] = {"unique", "shared", NULL};
+static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
+static const char *const read_from_choices[] = {"self", "neighbor", NULL};
+static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
+const char *const job_smb_protocols[] = {"NT1",     "SMB2_02", "SMB2_10", "SMB3_00",
+                                         "SMB3_02", "SMB3_11", NULL};
+static const char *const smb_encryption_choices[] = {"default", "off", "desired", "required", NULL};
+
+/* Rows name scope, kinds and backend only where they differ from the
+ * default (any section, every kind, every backend). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+const struct job_key job_keys[] = {
+    {"target", KEY_STRING, PHASE_MEMBER(target), NULL, NULL,
+     "directory herd works in (it creates and uses only target/herd-<run id>/)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"backend", KEY_STRING, PHASE_MEMBER(backend), NULL, "posix",
+     "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export) | "
+     "smb (target = smb://server/share, libsmbclient) | fault (posix with injected faults, "
+     "see faults)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"kind", KEY_ENUM, PHASE_MEMBER(kind), kind_choices, NULL,
+     "what the phase does: write | read | md5 | lock | storm | meta | idle"},
+    {"sharing", KEY_ENUM, PHASE_MEMBER(sharing), sharing_choices, "unique",
+     "unique (one file per rank) | shared (one file for all ranks)"},
+    {"shared_mode", KEY_ENUM, PHASE_MEMBER(shared_mode), shared_mode_choices, "same-content",
+     "for shared files: same-content (every rank moves the whole file) | "
+     "segmented (each rank its own contiguous region)"},
+    {"file_size", KEY_SIZE, PHASE_MEMBER(file_size), NULL, "16M",
+     "bytes per file (per rank's region when segmented); K/M/G suffixes"},
+    {"block_size", KEY_SIZE, PHASE_MEMBER(block_size), NULL, "1M", "bytes per read or write call",
+     .bounds = KEY_ABOVE | KEY_MAX, .min = 0, .max = 1u << 30},
+    {"iterations", KEY_INT, PHASE_MEMBER(iterations), NULL, "1",
+     "times each rank repeats the phase's work, back to back", .bounds = KEY_MIN, .min = 1},
+    {"fsync", KEY_BOOL, PHASE_MEMBER(fsync), NULL, "yes",
+     "write phases: fsync before close, inside the timed region", .kinds = KIND_BIT(KIND_WRITE)},
+    {"direct", KEY_BOOL, PHASE_MEMBER(direct), NULL, "no",
+     "open with O_DIRECT (block_size and file_size multiples of 4K)"},
+    {"verify", KEY_BOOL, PHASE_MEMBER(verify), NULL, "no",
+     "read phases: compare every byte with the expected pattern", .kinds = KIND_BIT(KIND_READ)},
+    {"keep", KEY_BOOL, PHASE_MEMBER(keep), NULL, "no",
+     "[global] only: leave the run directory in place at the end", .scope = KEY_GLOBAL_ONLY},
+    {"read_from", KEY_ENUM, PHASE_MEMBER(read_from), read_from_choices, "self",
+     "read/md5: self | neighbor (a file written by a rank on another host)",
+     .kinds = KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5)},
+    {"pattern", KEY_PATTERN, PHASE_MEMBER(pattern), NULL, "random",
+     "data written: random | zero | compressible:PERCENT (zero bytes per 4K)"},
+    {"seed", KEY_INT, PHASE_MEMBER(seed), NULL, "1",
+     "seed of the data pattern; read phases must use the writer's"},
+    {"fileset", KEY_STRING, PHASE_MEMBER(fileset), NULL, "",
+     "name of the set of files (default <sharing>-<file_size>); read and md5 "
+     "phases find the files a write phase made through it"},
+    {"run_id", KEY_STRING, PHASE_MEMBER(run_id), NULL, "",
+     "[global] only: fixed run id, so a later run works in the same directory "
+     "target/herd-<run_id> (e.g. write, remount, then read in a second run)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"deadline", KEY_DURATION, PHASE_MEMBER(deadline), NULL, "0",
+     "stop issuing operations this long after the phase start (0 = none)"},
+    {"duration", KEY_DURATION, PHASE_MEMBER(duration), NULL, "0",
+     "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
+     "instead of `count` attempts"},
+    {"count", KEY_INT, PHASE_MEMBER(count), NULL, "100", "lock, storm: attempts per rank",
+     .kinds = KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM), .bounds = KEY_MIN, .min = 1},
+    {"lock_mode", KEY_ENUM, PHASE_MEMBER(lock_mode), lock_mode_choices, "exclusive",
+     "lock: exclusive | shared | mixed (alternating exclusive and shared)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"lock_range", KEY_ENUM, PHASE_MEMBER(lock_range), lock_range_choices, "whole",
+     "lock: whole (all ranks contend for the file) | block (each rank its own "
+     "block_size range) | overlap (ranges of two blocks: neighbours overlap)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"lock_wait", KEY_ENUM, PHASE_MEMBER(lock_wait), lock_wait_choices, "blocking",
+     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"lock_hold", KEY_DURATION, PHASE_MEMBER(lock_hold), NULL, "1ms",
+     "lock: how long a granted lock is held (an exclusive holder writes its token, "
+     "sleeps, reads it back)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"lock_timeout", KEY_DURATION, PHASE_MEMBER(lock_timeout), NULL, "0",
+     "lock: a blocking lock not granted in this long is given up, counted "
+     "ETIMEDOUT (0 = wait forever)",
+     .kinds = KIND_BIT(KIND_LOCK)},
+    {"dirs", KEY_INT, PHASE_MEMBER(dirs), NULL, "10", "meta: directories in each tree",
+     .kinds = KIND_BIT(KIND_META)},
+    {"files", KEY_INT, PHASE_MEMBER(files), NULL, "100",
+     "meta: files each rank creates, spread over the directories", .kinds = KIND_BIT(KIND_META)},
+    {"meta_ops", KEY_STRING, PHASE_MEMBER(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
+     "meta: which steps to run, always in the order create, stat, rename, unlink, "
+     "rmdir, all ranks finishing one before the next (split them over phases to time each)",
+     .kinds = KIND_BIT(KIND_META)},
+    {"access", KEY_ENUM, PHASE_MEMBER(access), access_choices, "sequential",
+     "write, read: the order of a rank's blocks: sequential | random (a permutation "
+     "from seed: every block once) | strided (passes of every 16th block: each block once); "
+     "md5 phases always read in file order",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+    {"rwmix_read", KEY_STRING, PHASE_MEMBER(rwmix_text), NULL, "none",
+     "read and write phases: percent of blocks read (0..100), the rest written, per rank "
+     "(none: the kind's own: all read or all written)",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+    {"files_per_rank", KEY_INT, PHASE_MEMBER(files_per_rank), NULL, "1",
+     "write, read, md5 with sharing = unique: files each rank works on per iteration",
+     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5),
+     .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_META_MAX},
+    {"ranks_active", KEY_STRING, PHASE_MEMBER(ranks_active), NULL, "",
+     "load ladder: the phase runs once per step with this many ranks doing I/O, e.g. "
+     "1,2,4,8,all (ranks spread over hosts; the others wait); one results phase per step"},
+    {"ranks_step", KEY_INT, PHASE_MEMBER(ranks_step), NULL, "0",
+     "load ladder: steps of 1, f, f^2 ... ranks up to all (f >= 2; 0 = no ladder)"},
+    {"step_duration", KEY_DURATION, PHASE_MEMBER(step_duration), NULL, "0",
+     "load ladder: each step stops after this long (its deadline; 0 = its iterations)"},
+    {"think_time", KEY_DURATION, PHASE_MEMBER(think_time), NULL, "0",
+     "pause after each timed call of a rank, so it offers a fixed load (0 = none)"},
+    {"op_timeout", KEY_DURATION, PHASE_MEMBER(op_timeout), NULL, "60s",
+     "libnfs: give up one operation after this long (whole seconds) and count "
+     "ETIMEDOUT; posix cannot bound a system call and ignores it"},
+    {"stuck_after", KEY_DURATION, PHASE_MEMBER(stuck_after), NULL, "10s",
+     "report (stderr, and the phase's stuck table) any call in flight this long",
+     .bounds = KEY_ABOVE, .min = 0},
+    {"faults", KEY_STRING, PHASE_MEMBER(faults), NULL, "",
+     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop, "
+     "read=serve:5ms/2 (a server of 2 workers shared by all ranks: calls queue)",
+     .backend = "fault"},
+    {"nfs_rsize", KEY_SIZE, PHASE_MEMBER(nfs_rsize), NULL, "0",
+     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum", .backend = "libnfs"},
+    {"nfs_wsize", KEY_SIZE, PHASE_MEMBER(nfs_wsize), NULL, "0",
+     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum", .backend = "libnfs"},
+    {"nfs_inflight", KEY_INT, PHASE_MEMBER(nfs_inflight), NULL, "16",
+     "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
+     "ahead, writes return before their RPCs are answered, as a Linux client's "
+     "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
+     "at a time, each waited for",
+     .backend = "libnfs", .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_INFLIGHT_MAX},
+    {"link", KEY_STRING, PHASE_MEMBER(link), NULL, "",
+     "[global] only: the network link between clients and server this run saw, recorded "
+     "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
+     "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_user", KEY_STRING, PHASE_MEMBER(smb_user), NULL, "",
+     "[global] only, smb: the user to log in as (its password in smb_password_file; never "
+     "in the job or the URL)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_password_file", KEY_STRING, PHASE_MEMBER(smb_password_file), NULL, "",
+     "[global] only, smb: a file whose first line is smb_user's password, read by every "
+     "rank at connect (mode 0600 advised); its path is recorded, never its content",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_guest", KEY_BOOL, PHASE_MEMBER(smb_guest), NULL, "no",
+     "[global] only, smb: log in anonymously as guest (instead of smb_user); without it "
+     "a refused login is an error, never a silent fall back to guest",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_min_protocol", KEY_ENUM, PHASE_MEMBER(smb_min_protocol), job_smb_protocols, "SMB2_02",
+     "[global] only, smb: lowest dialect offered: NT1 | SMB2_02 | SMB2_10 | SMB3_00 | "
+     "SMB3_02 | SMB3_11",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_max_protocol", KEY_ENUM, PHASE_MEMBER(smb_max_protocol), job_smb_protocols, "SMB3_11",
+     "[global] only, smb: highest dialect offered (the negotiated one is in /hosts)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"smb_encryption", KEY_ENUM, PHASE_MEMBER(smb_encryption), smb_encryption_choices, "default",
+     "[global] only, smb: default (the client configuration's) | off | desired | required",
+     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
+    {"nfs_version", KEY_INT, PHASE_MEMBER(nfs_version), NULL, "0",
+     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
+     .scope = KEY_GLOBAL_ONLY, .backend = "libnfs"},
+    {"monitor_host", KEY_STRING, PHASE_MEMBER(monitor_host), NULL, "",
+     "[global] only: host name (as ranks report it) of the file server in the MPI "
+     "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks",
+     .scope = KEY_GLOBAL_ONLY},
+    {"monitor_rank", KEY_STRING, PHASE_MEMBER(monitor_rank), NULL, "",
+     "[global] only: last | a rank number: that one rank samples its host instead of "
+     "doing I/O (when the server runs one rank)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"monitor_interval", KEY_DURATION, PHASE_MEMBER(monitor_interval), NULL, "1s",
+     "[global] only: seconds between monitor samples and node_exporter scrapes",
+     .scope = KEY_GLOBAL_ONLY, .bounds = KEY_MIN, .min = 0.01},
+    {"monitor_processes", KEY_STRING, PHASE_MEMBER(monitor_processes), NULL, "ganesha.nfsd,nfsd",
+     "[global] only: command names whose CPU and RSS the monitor records "
+     "(kernel nfsd threads included)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"monitor_scope", KEY_STRING, PHASE_MEMBER(monitor_scope), NULL, "host",
+     "[global] only: which monitor_processes count: host (all on the monitor host) | "
+     "ns:PATH (those in the namespace of file PATH: /proc/PID/ns/net, /run/netns/NAME) | "
+     "cgroup:PATH (those in cgroup directory PATH or below it); paths of the monitor host",
+     .scope = KEY_GLOBAL_ONLY, .check = monitor_scope_check},
+    {"monitor_disks", KEY_STRING, PHASE_MEMBER(monitor_disks), NULL, "",
+     "[global] only: block devices the monitor records, by name (sdb, loop0) or by a "
+     "path on the monitor host (the exported directory)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"monitor_url", KEY_STRING, PHASE_MEMBER(monitor_url), NULL, "",
+     "[global] only: node_exporter metrics URL scraped by rank 0 every "
+     "monitor_interval (http://HOST:9100/metrics)",
+     .scope = KEY_GLOBAL_ONLY},
+};
+#pragma GCC diagnostic pop
+const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
+_Static_assert(sizeof job_keys / sizeof job_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
+
+const char *job_kind_name(enum phase_kind kind)
+{
+    return kind_choices[kind];
+}
+
+const char *job_meta_step_name(enum meta_step step)
+{
+    return meta_step_names[step];
+}
+
+int job_meta_steps(const char *text)
+{
+    int set = 0;
+    const char *p = text;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int step = -1;
+        for (int i = 0; i < META_STEPS; i++)
+            if (strlen(meta_step_names[i]) == n && strncmp(p, meta_step_names[i], n) == 0)
+                step = i;
+        if (step < 0)
+            return -1;
+        set |= 1 << step;
+        p += n + (p[n] == ',');
+    }
+    return set;
+}
+
+bool job_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= JOB_NAME_MAX || s[0] == '.' || s[0] == '-')
+        return false;
+    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+/* Kinds that move file data in blocks (file_size, block_size apply). */
+bool job_kind_moves_data(enum phase_kind k)
+{
+    return k == KIND_WRITE || k == KIND_READ || k == KIND_MD5;
+}
+
+const struct job_key *job_key_lookup(const char *name)
+{
+    for (size_t i = 0; i < job_nkeys; i++)
+        if (strcmp(job_keys[i].name, name) == 0)
+            return &job_keys[i];
+    return NULL;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"yes", "true", "on", "1"};
+    static const char *const no[] = {"no", "false", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return *out = true, 0;
+        if (strcasecmp(v, no[i]) == 0)
+            return *out = false, 0;
+    }
+    return -1;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < 0)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_pattern(const char *v, struct phase *ph)
+{
+    if (strcmp(v, "random") == 0) {
+        ph->pattern = PATTERN_RANDOM;
+        ph->zero_percent = 0;
+        return 0;
+    }
+    if (strcmp(v, "zero") == 0) {
+        ph->pattern = PATTERN_ZERO;
+        ph->zero_percent = 100;
+        return 0;
+    }
+    int64_t pct;
+    if (strncmp(v, "compressible:", 13) == 0 && parse_int(v + 13, &pct) == 0 && pct <= 100) {
+        ph->pattern = PATTERN_COMPRESSIBLE;
+        ph->zero_percent = pct;
+        return 0;
+    }
+    return -1;
+}
+
+/* Set one key of ph from text; returns NULL or what is wrong with it. */
+const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
+                           size_t whylen)
+{
+    void *field = (char *)ph + k->offset;
+    if (utf8_check(v, why, whylen) < 0)
+        return why;
+    switch (k->type) {
+    case KEY_STRING:
+        if (strlen(v) >= k->size) {
+            snprintf(why, whylen, "longer than %zu characters", k->size - 1);
+            return why;
+        }
+        snprintf(field, k->size, "%s", v);
+        return k->check ? k->check(v, why, whylen) : NULL;
+    case KEY_SIZE:
+        if (units_parse_size(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a size (e.g. 4096, 64K, 16M, 1G)", v);
+            return why;
+        }
+        return NULL;
+    case KEY_INT:
+        if (parse_int(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a non-negative integer", v);
+            return why;
+        }
+        return NULL;
+    case KEY_BOOL:
+        if (parse_bool(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not yes or no", v);
+            return why;
+        }
+        return NULL;
+    case KEY_DURATION:
+        if (units_parse_duration(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a duration (e.g. 30, 30s, 250ms, 2m)", v);
+            return why;
+        }
+        if (*(double *)field > JOB_DURATION_MAX) {
+            snprintf(why, whylen, "'%s' is more than a week (%.0fs)", v, JOB_DURATION_MAX);
+            return why;
+        }
+        return NULL;
+    case KEY_PATTERN:
+        if (parse_pattern(v, ph) != 0) {
+            snprintf(why, whylen, "'%s' is not random, zero or compressible:PERCENT (0-100)", v);
+            return why;
+        }
+        return NULL;
+    case KEY_ENUM:
+        for (int i = 0; k->choices[i]; i++)
+            if (strcmp(v, k->choices[i]) == 0) {
+                *(int *)field = i;
+                return NULL;
+            }
+        {
+            size_t off = (size_t)snprintf(why, whylen, "'%s' is not one of", v);
+            for (int i = 0; k->choices[i] && off < whylen; i++)
+                off += (size_t)snprintf(why + off, whylen - off, "%s %s", i ? " |" : "",
+                                        k->choices[i]);
+        }
+        return why;
+    }
+    return "internal: unknown key type";
+}
+
+void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, size_t len)
+{
+    const void *field = (const char *)ph + k->offset;
+    switch (k->type) {
+    case KEY_STRING:
+        snprintf(buf, len, "%s", (const char *)field);
+        break;
+    case KEY_SIZE:
+        units_format_size(*(const uint64_t *)field, buf, len);
+        break;
+    case KEY_INT:
+        snprintf(buf, len, "%lld", (long long)*(const int64_t *)field);
+        break;
+    case KEY_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)field ? "yes" : "no");
+        break;
+    case KEY_DURATION:
+        snprintf(buf, len, "%gs", *(const double *)field);
+        break;
+    case KEY_PATTERN:
+        if (ph->pattern == PATTERN_COMPRESSIBLE)
+            snprintf(buf, len, "compressible:%lld", (long long)ph->zero_percent);
+        else
+            snprintf(buf, len, "%s", ph->pattern == PATTERN_ZERO ? "zero" : "random");
+        break;
+    case KEY_ENUM:
+        snprintf(buf, len, "%s", k->choices[*(const int *)field]);
+        break;
+    }
+}
+
+/* "lock and storm" for a key's kinds, into buf. */
+const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    int n = 0, total = __builtin_popcount(k->kinds);
+    buf[0] = '\0';
+    for (int kind = 0; kind_choices[kind] && used < len; kind++) {
+        if (!(k->kinds & KIND_BIT(kind)))
+            continue;
+        n++;
+        const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, kind_choices[kind]);
+    }
+    return buf;
+}
+
+/* rwmix_read's value: -1 for "none" (or "-1", as the docs write it),
+ * 0..100, or -2 when it is neither. */
+int64_t job_rwmix_parse(const char *text)
+{
+    if (strcmp(text, "none") == 0 || strcmp(text, "-1") == 0)
+        return -1;
+    int64_t v;
+    if (strspn(text, "0123456789") != strlen(text) || parse_int(text, &v) != 0 || v > 100)
+        return -2;
+    return v;
+}
+
+/* Combinations that cannot work; one message naming the offending key. */
+/* A bound of key k's type as the user writes it: 1, 1G, 10ms. */
+static void bound_format(const struct job_key *k, double v, char *buf, size_t len)
+{
+    if (k->type == KEY_SIZE)
+        units_format_size((uint64_t)v, buf, len);
+    else if (k->type == KEY_DURATION && v > 0 && v < 1)
+        snprintf(buf, len, "%gms", v * 1000);
+    else if (k->type == KEY_DURATION && v > 0)
+        snprintf(buf, len, "%gs", v);
+    else
+        snprintf(buf, len, "%.0f", v);
+}
+
+/* The first key (in table order) whose resolved value in ph is outside
+ * its row's bounds, with the rule it breaks in why; NULL when none. */
+const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, size_t len)
+{
+    for (size_t i = 0; i < job_nkeys; i++) {
+        const struct job_key *k = &job_keys[i];
+        if (!k->bounds)
+            continue;
+        const void *field = (const char *)ph + k->offset;
+        double v = k->type == KEY_SIZE  ? (double)*(const uint64_t *)field
+                   : k->type == KEY_INT ? (double)*(const int64_t *)field
+                                        : *(const double *)field;
+        char lo[32], hi[32];
+        bound_format(k, k->min, lo, sizeof lo);
+        bound_format(k, k->max, hi, sizeof hi);
+        if ((k->bounds & KEY_MIN) && (k->bounds & KEY_MAX) && (v < k->min || v > k->max))
+            snprintf(why, len, "must be %s to %s", lo, hi);
+        else if ((k->bounds & KEY_MIN) && v < k->min)
+            snprintf(why, len, "must be at least %s", lo);
+        else if ((k->bounds & KEY_ABOVE) && v <= k->min)
+            snprintf(why, len, "must be greater than %s", lo);
+        else if ((k->bounds & KEY_MAX) && v > k->max)
+            snprintf(why, len, "must be at most %s", hi);
+        else
+            continue;
+        return k;
+    }
+    return NULL;
+}

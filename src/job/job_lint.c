@@ -1,0 +1,67 @@
+/* job_lint.c — herd check's warnings: what runs but is probably not
+ * what was meant (job_lint, job.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "job.h"
+#include "job_parse.h"
+#include "units.h"
+
+/* Append one warning line for key of phase ph. */
+static void lint_add(const struct job *job, const struct phase *ph, const char *key, char *out,
+                     size_t len, const char *fmt, ...)
+{
+    char msg[512], line[JOB_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int loc = job_phase_key_loc(ph, key);
+    char warn[600];
+    snprintf(warn, sizeof warn, "warning: %s", msg);
+    job_error_format(line, sizeof line, job, job->path, loc, key, warn);
+    size_t used = strlen(out);
+    if (used < len)
+        snprintf(out + used, len - used, "%s\n", line);
+}
+
+/* Whether a phase before index writes fileset. */
+static bool lint_written_before(const struct job *job, int index, const char *fileset)
+{
+    for (int i = 0; i < index; i++)
+        if (job->phases[i].kind == KIND_WRITE && strcmp(job->phases[i].fileset, fileset) == 0)
+            return true;
+    return false;
+}
+
+int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
+{
+    int n = 0;
+    if (len)
+        out[0] = '\0';
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        uint64_t bytes = job_phase_bytes_per_rank(ph);
+        double all = (double)bytes * (double)nranks;
+        if (ph->kind == KIND_META && all > (double)JOB_LINT_META_BYTES) {
+            char size[32], total[32];
+            units_format_size(ph->file_size, size, sizeof size);
+            units_format_human(all, total, sizeof total);
+            lint_add(job, ph, "file_size", out, len,
+                     "meta phase [%s] writes %s: %lld files x %lld ranks of file_size %s "
+                     "(inherited?); set file_size in [%s] (0: empty files)",
+                     ph->name, total, (long long)ph->files, (long long)nranks, size, ph->name);
+            n++;
+        }
+        bool reads = ph->kind == KIND_READ || ph->kind == KIND_MD5 || ph->kind == KIND_STORM;
+        if (reads && !job->run_id[0] && !lint_written_before(job, i, ph->fileset)) {
+            lint_add(job, ph, "fileset", out, len,
+                     "%s phase [%s] reads fileset '%s', which no earlier phase writes (and no "
+                     "fixed run_id names an earlier run's files): every open will fail",
+                     job_kind_name(ph->kind), ph->name, ph->fileset);
+            n++;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,91 @@
+/* job_parse.h — what the job module's files share while they load a job
+ * (job.c reads and resolves, job_keys.c owns the key table, job_check.c
+ * validates a resolved phase). Private to src/job/; the rest of herd sees
+ * job.h. */
+#ifndef HERD_JOB_PARSE_H
+#define HERD_JOB_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "joblimits.h"
+
+struct job;
+struct job_key;
+struct phase;
+
+/* Parsing state handed to libinih's callbacks. */
+struct parse_state {
+    FILE *file;
+    const char *path;
+    int line;  /* location (JOB_LOC_BASE) most recently handed to libinih */
+    int *locs; /* the location of every line read, in order */
+    size_t nlocs, caplocs;
+    int header_line;           /* line of the most recent [section] header */
+    char header[JOB_NAME_MAX]; /* first section header that had no keys yet */
+    int empty_line;
+    struct job *job;
+    /* Raw "key = value" lines per section, resolved after parsing so that a
+     * global key may appear after a phase without surprising anyone. */
+    struct raw {
+        char section[JOB_NAME_MAX];
+        char key[64];
+        char value[JOB_PATH_MAX];
+        int line;
+    } * raws;
+    size_t nraws, capraws;
+    char sections[128][JOB_NAME_MAX];
+    int section_lines[128];
+    int nsections;
+    char *err;
+    size_t errlen;
+    bool failed;
+    /* --set KEY=VALUE (phase "": every phase it applies to) and
+     * --set PHASE.KEY=VALUE, applied after the file's values. */
+    struct set {
+        char phase[JOB_NAME_MAX];
+        const struct job_key *key;
+        const char *value;
+    } * sets;
+    int nsets;
+};
+
+/* Line number of a value that came from --set rather than the file. */
+#define LINE_SET (-1)
+
+/* job.c */
+
+/* The one-line message "FILE:LINE: key 'K': msg" (or without line or key),
+ * every unprintable byte escaped, into err. */
+void job_error_format(char *err, size_t errlen, const struct job *job, const char *path, int line,
+                      const char *key, const char *msg);
+/* Record the job's error (only the first one counts). */
+void job_fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The line of key in section (or [global]'s when the section does not set
+ * it), 0 when neither does. */
+int job_line_of(struct parse_state *st, const char *section, const char *key);
+/* The location of key's value in phase ph (for messages after loading). */
+int job_phase_key_loc(const struct phase *ph, const char *key);
+
+/* job_keys.c */
+
+const struct job_key *job_key_lookup(const char *name);
+/* Parse v into key k's member of ph: NULL, or what is wrong (in why). */
+const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
+                           size_t whylen);
+/* "read, md5" for the kinds key k applies to. */
+const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len);
+/* rwmix_read's text: -1 none, 0..100 a percent, below -1 not a mix. */
+int64_t job_rwmix_parse(const char *text);
+/* The first key whose resolved value in ph is outside its row's bounds,
+ * with the rule it breaks in why; NULL when none. */
+const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, size_t len);
+
+/* job_check.c */
+
+/* Whether phase ph (every key resolved) can run, the first problem into st. */
+void job_phase_validate(struct parse_state *st, const struct phase *ph);
+
+#endif
