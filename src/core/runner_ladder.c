@@ -1,0 +1,51 @@
+/* runner_ladder.c — which ranks do I/O in a load ladder's step: the
+ * step's active ranks spread over hosts, the others wait. */
+#include "runner_state.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* Ladder steps take ranks spread over hosts: the first rank of every
+ * host, then the second of every host, ... (4 active ranks on 4 hosts are
+ * one per host). spread[rank] is the rank's place in that order. */
+int *run_spread_order(const struct run *r)
+{
+    int *spread = calloc((size_t)r->size, sizeof *spread);
+    int *seen = calloc((size_t)r->nhosts + 1, sizeof *seen);
+    int *nth = calloc((size_t)r->size, sizeof *nth);
+    if (!spread || !seen || !nth) {
+        free(seen);
+        free(nth);
+        free(spread);
+        return NULL;
+    }
+    for (int i = 0; i < r->size; i++)
+        nth[i] = seen[r->rank_host[i]]++;
+    int place = 0;
+    for (int k = 0; place < r->size; k++)
+        for (int i = 0; i < r->size; i++)
+            if (nth[i] == k)
+                spread[i] = place++;
+    free(seen);
+    free(nth);
+    return spread;
+}
+
+/* Whether rank i does I/O in a phase with active_ranks (0: every rank). */
+bool run_active(const struct run *r, int i, int64_t active_ranks)
+{
+    return active_ranks <= 0 || (r->spread ? r->spread[i] : i) < active_ranks;
+}
+
+/* Hosts with at least one active rank. */
+int run_active_hosts(const struct run *r, int64_t active_ranks)
+{
+    int n = 0;
+    for (int h = 0; h < r->nhosts; h++)
+        for (int i = 0; i < r->size; i++)
+            if (r->rank_host[i] == h && run_active(r, i, active_ranks)) {
+                n++;
+                break;
+            }
+    return n;
+}

@@ -1,0 +1,316 @@
+/* runner_outputs.c — where the run writes and how it ends: the outputs'
+ * checks (never inside the run directory), the run directory's claim and
+ * release, the results file's creation, the ladders' steps tables, the
+ * final status and exit code, the --json summary, /usage. */
+#include "runner_state.h"
+
+#include "runner.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "results.h"
+#include "rundir.h"
+#include "summary_json.h"
+#include "utf8.h"
+
+void run_utc_now(char *buf, size_t len)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, len - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
+}
+
+void run_release_rundir(struct run *r);
+
+/* Rank 0: the outputs' places, checked by the safe-output rule
+ * (safeout.h): -o, and --json (which may not name the results file).
+ * Returns 0, or 2 (refused, one line on stderr). */
+static int run_check_outputs(struct run *r)
+{
+    char err[JOB_ERR_MAX], shown[256];
+    utf8_escape(r->output, shown, sizeof shown);
+    if (safeout_prepare(&r->out, shown, r->output, r->opts->force, results_file_check,
+                        "a results file", err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
+        return 2;
+    }
+    if (!r->opts->json)
+        return 0;
+    utf8_escape(r->opts->json, shown, sizeof shown);
+    if (safeout_names(&r->out, r->opts->json)) {
+        fprintf(stderr, "herd: --json %s: names the results file (-o): refused\n", shown);
+        return 2;
+    }
+    if (safeout_prepare(&r->json, shown, r->opts->json, r->opts->force, summary_json_file_check,
+                        "an earlier herd JSON summary", err, sizeof err) < 0) {
+        fprintf(stderr, "herd: --json %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
+/* Rank 0: the option (-o, --json) whose output would land in the run
+ * directory, which the workloads write and the clean-up removes; NULL when
+ * none does (or the target is not a local directory). */
+static const char *run_output_in_rundir(const struct run *r)
+{
+    if (!r->be->local_dir)
+        return NULL;
+    int fd = r->be->local_dir(r->be_ctx, r->rundir);
+    if (fd < 0)
+        return NULL;
+    const char *which = safeout_beneath(&r->out, fd)                     ? "-o"
+                        : r->opts->json && safeout_beneath(&r->json, fd) ? "--json"
+                                                                         : NULL;
+    close(fd);
+    return which;
+}
+
+/* Rank 0, before anything is written: may the results go where the
+ * options say, and may this run have the run directory? Returns 0, or 2
+ * (refused, with one line on stderr; nothing was made). */
+int run_claim_places(struct run *r)
+{
+    if (run_check_outputs(r) != 0)
+        return 2;
+    char err[JOB_ERR_MAX];
+    char owner[512];
+    snprintf(owner, sizeof owner, "run %s, host %s, pid %ld\n", r->run_id, r->hostname,
+             (long)getpid());
+    bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
+    int rc =
+        rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
+    if (rc == RUNDIR_REFUSED) {
+        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
+        return 2;
+    }
+    if (rc < 0) /* a read-only or full target: the phases count why */
+        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
+    r->rundir_locked = rc == 0;
+    const char *inside = rc == 0 ? run_output_in_rundir(r) : NULL;
+    if (inside) {
+        fprintf(stderr,
+                "herd: %s %s: inside the run directory %s, which the run writes and removes: "
+                "refused\n",
+                inside, strcmp(inside, "-o") == 0 ? r->out.shown : r->json.shown, r->rundir);
+        run_release_rundir(r);
+        return 2;
+    }
+    return 0;
+}
+
+/* Rank 0: the results file with the run's header. 0, or 2 on failure. */
+int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
+                       const struct host_info *hosts, const struct rank_info *ranks)
+{
+    const struct phase *first = &r->job->phases[0];
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len;
+    MPI_Get_library_version(mpi_version, &len);
+    char *nl = strchr(mpi_version, '\n');
+    if (nl)
+        *nl = '\0';
+    struct run_info info = {
+        .version = HERD_VERSION,
+        .run_id = r->run_id,
+        .command_line = r->opts->command_line,
+        .job_path = r->job->path,
+        .job_text = r->job->text,
+        .start_utc = start_utc,
+        .epoch_unix = r->epoch_unix,
+        .mpi_version = mpi_version,
+        .target = first->target,
+        .nranks = r->size,
+        .nhosts = r->nhosts,
+        .clock_sync_seconds = sync_seconds,
+        .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
+        .monitor_rank = r->mon.sampler,
+        .monitor_interval = first->monitor_interval,
+        .monitor_url = first->monitor_url,
+    };
+    char err[JOB_ERR_MAX];
+    int fd;
+    r->results = NULL;
+    if (safeout_create(&r->out, &fd, err, sizeof err) == 0) {
+        r->results =
+            results_create(fd, r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
+        close(fd);
+        /* In place once its header is written; never over what is not ours. */
+        if (r->results && safeout_commit(&r->out, err, sizeof err) < 0) {
+            char ignored[512];
+            results_close(r->results, "partial", "", 2, -1, ignored, sizeof ignored);
+            r->results = NULL;
+        }
+        safeout_abandon(&r->out); /* a file that did not make it */
+    }
+    r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
+    if (!r->results || !r->lines) {
+        fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
+        return 2;
+    }
+    fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s (%s), results %s\n", r->run_id,
+            r->size, r->nhosts, first->target, r->rundir, r->output);
+    if (r->mon.sampler >= 0)
+        fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
+                r->mon.sampler_host, first->monitor_interval);
+    return 0;
+}
+
+/* Rank 0: give the run directory back (lock file; the directory itself
+ * when this run made it and keeps nothing). */
+void run_release_rundir(struct run *r)
+{
+    if (!r->rundir_locked)
+        return;
+    char err[JOB_ERR_MAX];
+    if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours,
+                     !r->cleanup_unfinished, err, sizeof err) < 0)
+        fprintf(stderr, "herd: %s\n", err);
+    r->rundir_locked = false;
+}
+
+/* Rank 0, once the server CPU is in the lines: one /phases/<ladder>/steps
+ * table per load ladder, in job order. */
+static void run_write_ladders(struct run *r)
+{
+    struct step_row *rows = r->nlines ? malloc((size_t)r->nlines * sizeof *rows) : NULL;
+    for (int i = 0; rows && i < r->nlines; i++) {
+        const char *ladder = r->lines[i].ladder;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = strcmp(r->lines[k].ladder, ladder) == 0;
+        if (!ladder[0] || seen)
+            continue;
+        size_t n = summary_ladder_steps(r->lines, r->nlines, ladder, rows);
+        char err[512];
+        if (results_write_steps(r->results, ladder, rows, n, err, sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+    }
+    free(rows);
+}
+
+/* Rank 0: how the run ended as far as it is known (signal: the agreed
+ * stop signal, 0 for none): its status and its exit code. */
+static int run_outcome(const struct run *r, int signal, enum run_status *status)
+{
+    *status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
+    return signal                                                          ? 128 + signal
+           : r->nlost                                                      ? EXIT_RESULTS_LOST
+           : (r->total_errors || r->total_verify || r->cleanup_unfinished) ? 3
+                                                                           : 0;
+}
+
+/* Rank 0, after the phases: the outcome so far into the results file,
+ * before the clean-up. A launcher that SIGKILLs the ranks soon after
+ * passing a stop on (Open MPI's mpirun: 1 s) then leaves a file that says
+ * how the run ended; closing the file records it again with what the
+ * clean-up changed. */
+void run_record_outcome(struct run *r, int signal)
+{
+    enum run_status status;
+    int exit_code = run_outcome(r, signal, &status);
+    char end_utc[40], err[512];
+    run_utc_now(end_utc, sizeof end_utc);
+    if (r->results && results_status(r->results, run_status_name(status), end_utc, exit_code,
+                                     r->startup_seconds, err, sizeof err) < 0)
+        fprintf(stderr, "herd: results: %s\n", err);
+}
+
+/* Rank 0: the --json summary, by the safe-output rule. When it cannot be
+ * written, an earlier summary that --force was allowed to replace is
+ * removed too: a reader must never take it for this run's. 0 or -1. */
+static int run_write_json(struct run *r, const char *status_name, int exit_code)
+{
+    struct summary_json_run jr = {.run_id = r->run_id,
+                                  .status = status_name,
+                                  .exit_code = exit_code,
+                                  .results_file = r->output,
+                                  .job_path = r->job->path,
+                                  .nranks = r->size};
+    char err[512];
+    if (summary_json_write(&r->json, &jr, r->lines, r->nlines, err, sizeof err) == 0) {
+        printf("summary: %s\n", r->json.shown);
+        return 0;
+    }
+    fprintf(stderr, "herd: --json %s\n", err);
+    if (safeout_remove_old(&r->json, err, sizeof err) < 0)
+        fprintf(stderr, "herd: --json %s\n", err);
+    printf("summary: NOT written to %s (see the error above)\n", r->json.shown);
+    return -1;
+}
+
+/* Rank 0: final status, exit code, results file closed, summary printed. */
+int run_finish(struct run *r, int signal)
+{
+    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs);
+    for (int i = 0; i < r->nlines; i++) {
+        const struct summary_line *l = &r->lines[i];
+        struct phase_server s = {l->cpu_mean, l->cpu_max, l->nfsd_threads, l->proc_cpu,
+                                 l->proc_thread_max};
+        char err[512];
+        if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
+             !isnan(s.proc_thread_max)) &&
+            results_phase_server(r->results, l->name, &s, err, sizeof err) < 0)
+            fprintf(stderr, "herd: results: %s\n", err);
+    }
+    run_write_ladders(r);
+    enum run_status status;
+    int exit_code = run_outcome(r, signal, &status);
+    char end_utc[40], err[512];
+    run_utc_now(end_utc, sizeof end_utc);
+    const char *status_name = run_status_name(status);
+    if (results_close(r->results, status_name, end_utc, exit_code, r->startup_seconds, err,
+                      sizeof err) < 0) {
+        fprintf(stderr, "herd: results: %s\n", err);
+        status_name = "partial"; /* what the file still says */
+        if (!signal)
+            exit_code = EXIT_RESULTS_LOST;
+    }
+    r->results = NULL;
+    summary_print(stdout, r->lines, r->nlines);
+    printf("\nresults: %s (status %s)\n", r->output, status_name);
+    if (r->opts->json && run_write_json(r, status_name, exit_code) < 0 && !signal)
+        exit_code = EXIT_RESULTS_LOST;
+    if (r->nlost) {
+        printf("not in the results file: %d phase%s:", r->nlost, r->nlost == 1 ? "" : "s");
+        for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
+            printf(" %s", r->lost[i]);
+        printf("%s (records in %s.<phase>.lost.csv or on stderr)\n",
+               r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->output);
+    }
+    fflush(stdout);
+    free(r->lines);
+    return exit_code;
+}
+
+/* Every I/O rank's memory and CPU time over the run, to /usage. */
+void run_write_usage(struct run *r)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct usage_row mine = {
+        .rank = r->rank,
+        .host = r->host,
+        .max_rss_bytes = (double)ru.ru_maxrss * 1024.0,
+        .user_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
+        .system_seconds = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
+    };
+    struct usage_row *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
+    MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0, r->comm);
+    char err[512];
+    if (r->rank == 0 && all && r->results &&
+        results_write_usage(r->results, all, (size_t)r->size, err, sizeof err) < 0)
+        fprintf(stderr, "herd: results: %s\n", err);
+    free(all);
+}

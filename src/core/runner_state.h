@@ -1,0 +1,178 @@
+/* runner_state.h — one run's state on one rank (struct run) and what the
+ * runner's files share: runner.c (set-up, the phase loop, the stages),
+ * runner_gather.c (records and monitor rows to rank 0), runner_cleanup.c,
+ * runner_ladder.c (a ladder step's ranks) and runner_outputs.c (results
+ * file, summary, exit code). Private to src/core/. */
+#ifndef HERD_RUNNER_STATE_H
+#define HERD_RUNNER_STATE_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "client_stats.h"
+#include "clock.h"
+#include "job.h"
+#include "model.h"
+#include "runner_monitor.h"
+#include "runner_stop.h"
+#include "safeout.h"
+#include "summary.h"
+#include "workload.h"
+
+struct runner_opts;
+struct results;
+
+#define CLOCKSYNC_ROUNDS 10
+/* The clean-up of a run (keep = no) stops after this long: a stalled
+ * server cannot keep herd from ending; what is left is listed. */
+#define CLEANUP_SECONDS 60.0
+/* Exit code of a run whose results file is missing phases (docs). */
+#define EXIT_RESULTS_LOST 4
+
+/* Everything one rank knows about the run as a whole. */
+struct run {
+    const struct job *job;
+    const struct runner_opts *opts;
+    MPI_Comm comm;  /* the I/O ranks (monitor ranks are not in it) */
+    int rank, size; /* in comm */
+    char run_id[64];
+    char rundir[HERD_PATH_MAX];
+    struct clock clock;
+    double start_margin;    /* seconds between announcing and starting a phase */
+    double clock_error_max; /* largest offset error bound of any rank */
+    int host;               /* this rank's host index */
+    char hostname[RESULTS_HOST_MAX];
+    int *rank_host; /* host index of every rank */
+    int nhosts;
+    const struct backend_ops *be;
+    void *be_ctx;
+    char output[JOB_PATH_MAX + 96]; /* results file path */
+    struct safeout out;             /* rank 0: the results file's place (safeout.h) */
+    struct safeout json;            /* rank 0: the --json summary's place */
+    struct results *results;        /* rank 0 only */
+    bool rundir_locked;             /* rank 0 holds the run directory's lock file */
+    bool rundir_ours;               /* this run made the run directory */
+    struct claims claims;           /* what this run made, for the clean-up */
+    struct runner_stop stop;
+    char lost[8][JOB_NAME_MAX]; /* rank 0: phases not in the results file (first 8) */
+    int nlost;
+    struct summary_line *lines;
+    int nlines;
+    uint64_t total_errors, total_verify;
+    bool cleanup_unfinished; /* the clean-up was stopped or failed to remove something */
+    struct monitor_link mon;
+    double epoch_unix;
+    bool client_stats;                  /* this rank reads its host's NFS client counters */
+    char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */
+    struct monitor_sample *samples;     /* rank 0: every server sample so far */
+    size_t nsamples;
+    struct monitor_process *procs; /* rank 0: every named process's row so far */
+    size_t nprocs;
+    double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
+    int *spread;            /* each rank's place in the host-spread order (ladder steps) */
+    MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
+};
+
+/* Rank 0's copy of everything the ranks measured in a phase. */
+struct gathered {
+    double *starts;           /* each rank's achieved start */
+    struct rank_record *rows; /* nranks x iterations */
+    size_t nrows;
+    struct err_entry *errs;
+    size_t nerrs;
+    struct stuck_entry *stuck;
+    size_t nstuck;
+    struct hold *holds;
+    size_t nholds;
+    struct op_stats *ops;
+    struct hist *merged; /* OP_COUNT histograms summed over ranks */
+    bool ok;             /* everything arrived */
+};
+
+/* How a phase ended, as every rank agrees: the stop signal any rank saw
+ * (a collective) and whether the deadline cut work short anywhere. */
+struct phase_outcome {
+    int signal;
+    bool deadline;
+};
+
+/* runner_gather.c */
+/* Whether every rank of comm says ok (a collective). */
+bool run_all_ok(const struct run *r, bool ok);
+/* An MPI call that failed: say which, once per call site's failure. */
+bool run_mpi_ok(int rc, const char *what);
+/* Every rank learns every rank's host index (hosts numbered in order of
+ * their lowest rank); rank 0 also gets the host and rank tables. */
+int run_map_hosts(struct run *r, struct host_info **hosts_out, struct rank_info **ranks_out);
+/* The rank whose file this rank reads with read_from = neighbor: the rank
+ * with the same position on the next host (IOR's -C with tasks per node),
+ * or the next rank when every rank shares one host. */
+int run_neighbor(const struct run *r);
+/* Gather every rank's array of n items of `size` bytes to rank 0, which
+ * gets them concatenated in rank order (malloc'd, *total items). Counts
+ * are checked against MPI's int before anything is sent, and rank 0's
+ * buffer is allocated before any rank sends: on failure every rank
+ * returns NULL with *total 0 and *ok false (a collective). */
+void *run_gather(const struct run *r, const void *mine, size_t n, size_t size, size_t *total,
+                 bool *ok);
+struct phase_outcome run_agree_outcome(struct run *r, const struct phase_ctx *c);
+/* After a phase: gather, agree, decide, record. Returns how it ended. */
+struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
+                                 const struct stuck_entry *stuck_mine, size_t nstuck_mine,
+                                 struct phase_summary *sum, double started);
+/* This host's NFS client counters now (NULL when not on a kernel NFS
+ * mount or unreadable). */
+struct mountstats *run_client_snapshot(const struct run *r);
+/* After a phase: every host's client counters to rank 0, then /monitor.
+ * After the last phase (final) the sampling stops. */
+void run_phase_monitor(struct run *r, int index, const struct phase_summary *sum,
+                       struct mountstats *before, bool final);
+
+/* runner_cleanup.c */
+/* Remove what this run made (keep = no), and only that: every rank ORs
+ * its claims into everyone's, each workload removes its claimed files
+ * (pass 0) and then directories (pass 1), and rank 0 the claimed fileset
+ * directories. Bounded by CLEANUP_SECONDS and by a signal that comes
+ * during the clean-up (one that ended the phases does not skip it). What
+ * could not be removed is gathered to rank 0 (*left, *nleft). */
+void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft);
+/* Rank 0: say what the clean-up left, on stderr and in the results. */
+void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nleft);
+
+/* runner_ladder.c */
+/* Ladder steps take ranks spread over hosts: the first rank of every
+ * host, then the second of every host, ... (4 active ranks on 4 hosts are
+ * one per host). spread[rank] is the rank's place in that order. */
+int *run_spread_order(const struct run *r);
+/* Whether rank i does I/O in a phase with active_ranks (0: every rank). */
+bool run_active(const struct run *r, int i, int64_t active_ranks);
+/* Hosts with at least one active rank. */
+int run_active_hosts(const struct run *r, int64_t active_ranks);
+
+/* runner_outputs.c */
+void run_utc_now(char *buf, size_t len);
+/* Rank 0, before anything is written: may the results go where the
+ * options say, and may this run have the run directory? Returns 0, or 2
+ * (refused, with one line on stderr; nothing was made). */
+int run_claim_places(struct run *r);
+/* Rank 0: the results file with the run's header. 0, or 2 on failure. */
+int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
+                       const struct host_info *hosts, const struct rank_info *ranks);
+/* Rank 0: give the run directory back (lock file; the directory itself
+ * when this run made it and keeps nothing). */
+void run_release_rundir(struct run *r);
+/* Rank 0, after the phases: the outcome so far into the results file,
+ * before the clean-up. A launcher that SIGKILLs the ranks soon after
+ * passing a stop on (Open MPI's mpirun: 1 s) then leaves a file that says
+ * how the run ended; closing the file records it again with what the
+ * clean-up changed. */
+void run_record_outcome(struct run *r, int signal);
+/* Rank 0: final status, exit code, results file closed, summary printed. */
+int run_finish(struct run *r, int signal);
+/* Every I/O rank's memory and CPU time over the run, to /usage. */
+void run_write_usage(struct run *r);
+
+#endif
