@@ -284,6 +284,10 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
                  ph->target);
         return "target";
     }
+    if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4) {
+        snprintf(why, len, "must be 3 or 4");
+        return "nfs_version";
+    }
 #ifdef HERD_LIBNFS_V4_WRITE_BUG
     bool v4 = ph->nfs_version == 4 || (ph->nfs_version == 0 && libnfs_url_says_v4(ph->target));
     if (v4 && ph->kind == KIND_WRITE) {

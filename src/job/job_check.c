@@ -221,7 +221,7 @@ static void phase_check_kind(struct parse_state *st, const struct phase *ph)
                                "(with same-content every rank reads the same bytes)");
 }
 
-/* names and spellings: fileset, nfs_version, link, rwmix_read; files_per_rank with sharing. */
+/* names and spellings: fileset, link, rwmix_read; files_per_rank with sharing. */
 static void phase_check_names(struct parse_state *st, const struct phase *ph)
 {
     if (!job_name_ok(ph->fileset))
@@ -229,8 +229,6 @@ static void phase_check_names(struct parse_state *st, const struct phase *ph)
                   "'%s' must be letters, digits, '_', '.' and '-', not starting with "
                   "'.' or '-'",
                   ph->fileset);
-    else if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4)
-        PHASE_BAD("nfs_version", "must be 3 or 4");
     else if (strspn(ph->link, JOB_LINK_CHARS) != strlen(ph->link))
         PHASE_BAD("link", "'%s' may hold only letters, digits and = , . _ : + -", ph->link);
     else if (ph->rwmix_read < -1)

@@ -555,6 +555,19 @@ static void test_key_bounds(void **state)
     job_free(&job);
 }
 
+/* A backend's own rules come from its check op: libnfs's nfs_version. */
+static void test_backend_owns_its_rules(void **state)
+{
+    (void)state;
+#ifdef HERD_HAVE_LIBNFS
+    expect_error("[global]\ntarget = nfs://127.0.0.1/x\nbackend = libnfs\nnfs_version = 5\n"
+                 "[r]\nkind = read\n",
+                 "test.ini:4: key 'nfs_version': must be 3 or 4");
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +587,7 @@ int main(void)
         cmocka_unit_test(test_include_vars_comments),
         cmocka_unit_test(test_lint),
         cmocka_unit_test(test_key_bounds),
+        cmocka_unit_test(test_backend_owns_its_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
