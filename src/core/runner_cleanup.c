@@ -25,12 +25,6 @@ static bool run_cleanup_peer_stopped(struct phase_ctx *c)
     return runner_stop_in_stage(&r->stop);
 }
 
-/* Remove what this run made (keep = no), and only that: every rank ORs
- * its claims into everyone's, each workload removes its claimed files
- * (pass 0) and then directories (pass 1), and rank 0 the claimed fileset
- * directories. Bounded by CLEANUP_SECONDS and by a signal that comes
- * during the clean-up (one that ended the phases does not skip it). What
- * could not be removed is gathered to rank 0 (*left, *nleft). */
 void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
 {
     const struct job *job = r->job;
@@ -88,7 +82,6 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
     errtab_free(&errs);
 }
 
-/* Rank 0: say what the clean-up left, on stderr and in the results. */
 void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nleft)
 {
     uint64_t total = 0;

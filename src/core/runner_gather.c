@@ -16,7 +16,6 @@
 #include "results.h"
 #include "results_fallback.h"
 
-/* Whether every rank of comm says ok (a collective). */
 bool run_all_ok(const struct run *r, bool ok)
 {
     int mine = ok ? 1 : 0, all = 0;
@@ -25,7 +24,6 @@ bool run_all_ok(const struct run *r, bool ok)
     return all == 1;
 }
 
-/* An MPI call that failed: say which, once per call site's failure. */
 bool run_mpi_ok(int rc, const char *what)
 {
     if (rc == MPI_SUCCESS)
@@ -38,8 +36,6 @@ bool run_mpi_ok(int rc, const char *what)
     return false;
 }
 
-/* Every rank learns every rank's host index (hosts numbered in order of
- * their lowest rank); rank 0 also gets the host and rank tables. */
 int run_map_hosts(struct run *r, struct host_info **hosts_out, struct rank_info **ranks_out)
 {
     struct host_info me;
@@ -99,9 +95,6 @@ int run_map_hosts(struct run *r, struct host_info **hosts_out, struct rank_info 
     return 0;
 }
 
-/* The rank whose file this rank reads with read_from = neighbor: the rank
- * with the same position on the next host (IOR's -C with tasks per node),
- * or the next rank when every rank shares one host. */
 int run_neighbor(const struct run *r)
 {
     if (r->nhosts <= 1)
@@ -123,11 +116,6 @@ int run_neighbor(const struct run *r)
     return (r->rank + 1) % r->size;
 }
 
-/* Gather every rank's array of n items of `size` bytes to rank 0, which
- * gets them concatenated in rank order (malloc'd, *total items). Counts
- * are checked against MPI's int before anything is sent, and rank 0's
- * buffer is allocated before any rank sends: on failure every rank
- * returns NULL with *total 0 and *ok false (a collective). */
 void *run_gather(const struct run *r, const void *mine, size_t n, size_t size, size_t *total,
                  bool *ok)
 {
@@ -272,7 +260,6 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
     r->nlost++;
 }
 
-/* After a phase: gather, agree, decide, record. Returns how it ended. */
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
                                  const struct stuck_entry *stuck_mine, size_t nstuck_mine,
                                  struct phase_summary *sum, double started)
@@ -384,8 +371,6 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
     monitor_batch_free(&a.batch);
 }
 
-/* This host's NFS client counters now (NULL when not on a kernel NFS
- * mount or unreadable). */
 struct mountstats *run_client_snapshot(const struct run *r)
 {
     if (!r->client_stats)
@@ -398,8 +383,6 @@ struct mountstats *run_client_snapshot(const struct run *r)
     return ms;
 }
 
-/* After a phase: every host's client counters to rank 0, then /monitor.
- * After the last phase (final) the sampling stops. */
 void run_phase_monitor(struct run *r, int index, const struct phase_summary *sum,
                        struct mountstats *before, bool final)
 {

@@ -5,9 +5,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* Ladder steps take ranks spread over hosts: the first rank of every
- * host, then the second of every host, ... (4 active ranks on 4 hosts are
- * one per host). spread[rank] is the rank's place in that order. */
 int *run_spread_order(const struct run *r)
 {
     int *spread = calloc((size_t)r->size, sizeof *spread);
@@ -31,13 +28,11 @@ int *run_spread_order(const struct run *r)
     return spread;
 }
 
-/* Whether rank i does I/O in a phase with active_ranks (0: every rank). */
 bool run_active(const struct run *r, int i, int64_t active_ranks)
 {
     return active_ranks <= 0 || (r->spread ? r->spread[i] : i) < active_ranks;
 }
 
-/* Hosts with at least one active rank. */
 int run_active_hosts(const struct run *r, int64_t active_ranks)
 {
     int n = 0;

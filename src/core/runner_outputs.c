@@ -77,9 +77,6 @@ static const char *run_output_in_rundir(const struct run *r)
     return which;
 }
 
-/* Rank 0, before anything is written: may the results go where the
- * options say, and may this run have the run directory? Returns 0, or 2
- * (refused, with one line on stderr; nothing was made). */
 int run_claim_places(struct run *r)
 {
     if (run_check_outputs(r) != 0)
@@ -110,7 +107,6 @@ int run_claim_places(struct run *r)
     return 0;
 }
 
-/* Rank 0: the results file with the run's header. 0, or 2 on failure. */
 int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
                        const struct host_info *hosts, const struct rank_info *ranks)
 {
@@ -167,8 +163,6 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
     return 0;
 }
 
-/* Rank 0: give the run directory back (lock file; the directory itself
- * when this run made it and keeps nothing). */
 void run_release_rundir(struct run *r)
 {
     if (!r->rundir_locked)
@@ -211,11 +205,6 @@ static int run_outcome(const struct run *r, int signal, enum run_status *status)
                                                                            : 0;
 }
 
-/* Rank 0, after the phases: the outcome so far into the results file,
- * before the clean-up. A launcher that SIGKILLs the ranks soon after
- * passing a stop on (Open MPI's mpirun: 1 s) then leaves a file that says
- * how the run ended; closing the file records it again with what the
- * clean-up changed. */
 void run_record_outcome(struct run *r, int signal)
 {
     enum run_status status;
@@ -250,7 +239,6 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code)
     return -1;
 }
 
-/* Rank 0: final status, exit code, results file closed, summary printed. */
 int run_finish(struct run *r, int signal)
 {
     summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs);
@@ -294,7 +282,6 @@ int run_finish(struct run *r, int signal)
     return exit_code;
 }
 
-/* Every I/O rank's memory and CPU time over the run, to /usage. */
 void run_write_usage(struct run *r)
 {
     struct rusage ru;

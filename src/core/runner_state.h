@@ -118,6 +118,7 @@ int run_neighbor(const struct run *r);
  * returns NULL with *total 0 and *ok false (a collective). */
 void *run_gather(const struct run *r, const void *mine, size_t n, size_t size, size_t *total,
                  bool *ok);
+/* How the phase in c ended, agreed by every rank (a collective). */
 struct phase_outcome run_agree_outcome(struct run *r, const struct phase_ctx *c);
 /* After a phase: gather, agree, decide, record. Returns how it ended. */
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
@@ -136,7 +137,8 @@ void run_phase_monitor(struct run *r, int index, const struct phase_summary *sum
  * its claims into everyone's, each workload removes its claimed files
  * (pass 0) and then directories (pass 1), and rank 0 the claimed fileset
  * directories. Bounded by CLEANUP_SECONDS and by a signal that comes
- * during the clean-up (one that ended the phases does not skip it). What
+ * during the clean-up (one that ended the phases, or a rank's late copy
+ * of it, does not skip it: runner_stop.h). What
  * could not be removed is gathered to rank 0 (*left, *nleft). */
 void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft);
 /* Rank 0: say what the clean-up left, on stderr and in the results. */
@@ -153,6 +155,7 @@ bool run_active(const struct run *r, int i, int64_t active_ranks);
 int run_active_hosts(const struct run *r, int64_t active_ranks);
 
 /* runner_outputs.c */
+/* Now as ISO 8601 UTC with milliseconds ("2026-12-01T22:21:26.123Z"). */
 void run_utc_now(char *buf, size_t len);
 /* Rank 0, before anything is written: may the results go where the
  * options say, and may this run have the run directory? Returns 0, or 2
