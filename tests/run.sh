@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run.sh — the README's test command: check the C formatting, install what
-# is missing, build with -Werror, and run every test (cmocka unit tests,
+# run.sh — the README's test command: check the C formatting, the layering
+# rules and function complexity (.ci/), install what is missing, build with
+# -Werror, and run every test (cmocka unit tests,
 # mpirun integration tests) with ctest, after the unit tests and a smoke run
 # under AddressSanitizer and UBSan (which stop at their first report).
 # Tests that need root (tmpfs and loop mounts, the embedded NFS server)
