@@ -3,14 +3,22 @@
 
 #include <string.h>
 
+/* A backend built from a file outside src/ (cmake -DHERD_EXTRA_BACKEND=
+ * FILE.c, docs/extending.md): its ops table's name. */
+#ifdef HERD_EXTRA_BACKEND
+extern const struct backend_ops HERD_EXTRA_BACKEND;
+#endif
+
 static const struct backend_ops *const backends[] = {
-    &backend_posix,
-    &backend_fault,
+    &backend_posix,      &backend_fault,
 #ifdef HERD_HAVE_LIBNFS
     &backend_libnfs,
 #endif
 #ifdef HERD_HAVE_SMB
     &backend_smb,
+#endif
+#ifdef HERD_EXTRA_BACKEND
+    &HERD_EXTRA_BACKEND,
 #endif
 };
 
