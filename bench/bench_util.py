@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""bench_util.py — helpers for bench/core_vs_fio.sh.
+"""bench_util.py — helpers for bench/core_vs_fio.sh, and what the other
+benches' helpers (lock_util.py, meta_util.py) share: die, text, fio_job and
+peer_table.
 
 Subcommands (every rate printed is MiB/s, 1 MiB = 1048576 bytes):
 
@@ -23,6 +25,7 @@ makes the subcommand exit 1 with a message on stderr.
 """
 import csv
 import json
+import os
 import re
 import statistics
 import sys
@@ -31,8 +34,16 @@ MIB = 1048576.0
 
 
 def die(msg):
-    sys.stderr.write("bench_util: %s\n" % msg)
+    """One line on stderr, named by the program that runs (bench_util,
+    lock_util, meta_util), and exit 1."""
+    prog = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "bench_util"
+    sys.stderr.write("%s: %s\n" % (prog, msg))
     sys.exit(1)
+
+
+def text(v):
+    """An HDF5 string attribute or field as str."""
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def cmd_herd(path, phase, expected=None):
@@ -132,7 +143,12 @@ def cmd_openssl(path, algo="md5"):
     print("%.1f" % (float(v[:-1]) * 1000.0 / MIB))
 
 
-def cmd_table(raw, out, target):
+def peer_table(raw, out, target, value="mib_s", unit="MiB/s", digits=1, seconds=None):
+    """Medians per config of RAW's samples (columns config, tool and value:
+    tool "herd" or the peer's name), the ratio herd/peer and PASS/FAIL
+    against TARGET ("herd only" where a config has no peer); prints the
+    table and writes OUT. seconds: a column of herd's times to report
+    beside (its median)."""
     target = float(target)
     order, samples, peers = [], {}, {}
     with open(raw) as fh:
@@ -140,46 +156,72 @@ def cmd_table(raw, out, target):
             key = r["config"]
             if key not in samples:
                 order.append(key)
-                samples[key] = {"herd": [], "peer": []}
+                samples[key] = {"herd": [], "peer": [], "herd_s": []}
             side = "herd" if r["tool"] == "herd" else "peer"
             if side == "peer":
                 peers[key] = r["tool"]
-            if r["mib_s"]:
-                samples[key][side].append(float(r["mib_s"]))
+            if r[value]:
+                samples[key][side].append(float(r[value]))
+                if seconds and side == "herd":
+                    samples[key]["herd_s"].append(float(r[seconds]))
+    num = "%%.%df" % digits
     rows = []
     for key in order:
         h, p = samples[key]["herd"], samples[key]["peer"]
         hm = statistics.median(h) if h else None
         pm = statistics.median(p) if p else None
         ratio = hm / pm if hm is not None and pm else None
-        verdict = "n/a" if ratio is None else ("PASS" if ratio >= target else "FAIL")
-        rows.append({
+        if key not in peers:
+            verdict = "herd only"
+        else:
+            verdict = "n/a" if ratio is None else ("PASS" if ratio >= target else "FAIL")
+        row = {
             "config": key,
-            "peer": peers.get(key, ""),
-            "herd_median_mib_s": "" if hm is None else "%.1f" % hm,
-            "peer_median_mib_s": "" if pm is None else "%.1f" % pm,
+            "peer": peers.get(key, "-"),
+            "herd_median_" + value: "" if hm is None else num % hm,
+            "peer_median_" + value: "" if pm is None else num % pm,
             "ratio": "" if ratio is None else "%.3f" % ratio,
-            "target": ">= %.2f" % target,
+            "target": ">= %.2f" % target if key in peers else "",
             "verdict": verdict,
             "herd_n": len(h), "peer_n": len(p),
             "herd_min_max": "" if not h else "%.0f-%.0f" % (min(h), max(h)),
             "peer_min_max": "" if not p else "%.0f-%.0f" % (min(p), max(p)),
-        })
+        }
+        if seconds:
+            hs = samples[key]["herd_s"]
+            row["herd_median_seconds"] = "" if not hs else "%.3f" % statistics.median(hs)
+        rows.append(row)
     fields = list(rows[0].keys()) if rows else ["config"]
     with open(out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    fmt = "%-22s %-8s %12s %12s %7s %8s %-7s  %s"
-    print(fmt % ("config", "peer", "herd MiB/s", "peer MiB/s", "ratio", "target",
-                 "result", "herd range / peer range (n)"))
-    print("-" * 110)
+    fmt = "%-22s %-14s %12s %12s %7s %8s %-9s  %s"
+    print(fmt % ("config", "peer", "herd " + unit, "peer " + unit, "ratio", "target",
+                 "result", "herd range / peer range (n)" + (", herd s" if seconds else "")))
+    print("-" * 120)
     for r in rows:
-        print(fmt % (r["config"], r["peer"], r["herd_median_mib_s"] or "-",
-                     r["peer_median_mib_s"] or "-", r["ratio"] or "-", r["target"],
-                     r["verdict"], "%s / %s (%d/%d)" % (r["herd_min_max"], r["peer_min_max"],
-                                                         r["herd_n"], r["peer_n"])))
+        extra = ", %s s" % (r["herd_median_seconds"] or "-") if seconds else ""
+        print(fmt % (r["config"], r["peer"], r["herd_median_" + value] or "-",
+                     r["peer_median_" + value] or "-", r["ratio"] or "-", r["target"] or "-",
+                     r["verdict"], "%s / %s (%d/%d)%s" % (r["herd_min_max"], r["peer_min_max"] or "-",
+                                                         r["herd_n"], r["peer_n"], extra)))
     return rows
+
+
+def dispatch(cmds, usage, argv):
+    """Run argv[1] from cmds ({name: (function, number of arguments)}); a
+    wrong command or count is the usage line, a failure one line: exit 1."""
+    if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
+        die("usage: " + usage)
+    try:
+        cmds[argv[1]][0](*argv[2:])
+    except (KeyError, OSError, ValueError) as e:
+        die("%s: %s" % (argv[1], e))
+
+
+def cmd_table(raw, out, target):
+    return peer_table(raw, out, target)
 
 
 def main(argv):
