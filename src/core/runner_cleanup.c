@@ -53,8 +53,7 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
                                   .deadline_at = deadline,
                                   .claims = &r->claims,
                                   .sync_data = r,
-                                  .peer_stopped = run_cleanup_peer_stopped,
-                                  .signals_before = r->stop.stage_signals + r->stop.late_copies};
+                                  .peer_stopped = run_cleanup_peer_stopped};
             wl->remove(&c, pass);
         }
         runner_stop_barrier(&r->stop);

@@ -27,9 +27,7 @@ const struct workload_ops *workload_find(enum phase_kind kind)
 bool workload_should_stop(const struct phase_ctx *c)
 {
     /* Asked first: a rank that caught a signal tells the others there. */
-    if (c->peer_stopped && c->peer_stopped((struct phase_ctx *)c))
-        return true;
-    if (signals_count() > c->signals_before)
+    if (c->peer_stopped ? c->peer_stopped((struct phase_ctx *)c) : signals_caught() != 0)
         return true;
     return c->deadline_at > 0 && clock_now(c->clock) >= c->deadline_at;
 }

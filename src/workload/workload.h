@@ -61,15 +61,14 @@ struct phase_ctx {
      * Every rank must call it the same number of times. */
     void (*sync)(struct phase_ctx *c);
     void *sync_data; /* the runner's, for sync */
-    /* True when another rank has stopped (a signal it caught); when this
-     * rank caught one, tells the others. Polled by workload_should_stop,
-     * cheap to call often, from any thread. NULL: no other ranks. */
+    /* True when a stop came that this context must heed: a signal this
+     * rank or another caught, by the runner's rules for its stage (the
+     * clean-up heeds only a new stop: runner_stop.h); when this rank caught
+     * one, tells the others. Polled by workload_should_stop, cheap to call
+     * often, from any thread. NULL: no other ranks, this rank's signals
+     * only. */
     bool (*peer_stopped)(struct phase_ctx *c);
     struct claims *claims; /* this run's, shared by all phases */
-    /* Stop signals caught before this context began (signals_count());
-     * only later ones stop it: 0 for a phase, the count so far for the
-     * clean-up, which a signal during the phases must not skip. */
-    unsigned signals_before;
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add
