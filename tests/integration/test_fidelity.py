@@ -5,18 +5,15 @@ RENAME, REMOVE, RMDIR), `--async` is not.
 
 One rank of herd over libnfs runs rename/unlink-heavy meta phases (1000
 empty files: create; rename into a second tree; unlink, rmdir) against a
-fresh server, alternately --sync and --async, three times each. Checked:
-  * the mechanism, on the loop device under the export: under --sync every
-    namespace operation forces the file system's log to the device (at
-    least one flush per create/rename/unlink), under --async the phase
-    flushes nothing;
-  * the effect: the median time of create+rename+unlink together under
-    --sync against --async, >= 1.05x (each step alone is printed: one step
-    is too short on this VM to bound, the unlinks measured 1.06-2.1x). The bound
-    are modest (the flush counts above are the proof; these only say the
-    client sees it) because a flush of this VM's disk costs about 0.3 ms, while
-    herd's libnfs backend spends many RPCs per operation on its link checks
-    (about 110 per rename) in both modes (docs/seed003.md).
+fresh server, once --sync and once --async. Checked, on the loop device
+under the export: under --sync every namespace operation forces the file
+system's log to the device (at least one flush per create/rename/unlink),
+under --async the phase flushes nothing. The step times of both modes are
+printed, not bounded: what a flush costs depends on the disk under the
+loop file (about 0.3 ms on one VM, nothing measurable on another, where
+sync/async measured 0.98x), and a time is a benchmark's business, not a
+test's. `jobs/seed003-sync-async.sh` measures the client-side effect with
+repeats and medians (docs/seed003.md).
 
 Seed 002 (one server thread pinned at a core) has no test here: ganesha 4.3
 refuses a worker pool below 2 and keeps at least 7 pool threads, and
@@ -30,7 +27,6 @@ Run: HERD_BIN=... /usr/bin/python3 -m pytest -q -s tests/integration/test_fideli
 
 import os
 import shutil
-import statistics
 import subprocess
 from pathlib import Path
 
@@ -118,31 +114,17 @@ def _meta_run(herd_bin, tmp_path, mode, index):
 
 
 def test_sync_export_commits_metadata(herd_bin, tmp_path):
-    runs = {"sync": [], "async": []}
-    for i in range(3):
-        for mode in ("sync", "async"):
-            runs[mode].append(_meta_run(herd_bin, tmp_path, mode, i))
-    for mode, rr in runs.items():
-        for sec, fl, opts in rr:
-            print(f"\n--{mode}: " + ", ".join(f"{k} {v:.2f} s" for k, v in sec.items())
-                  + f"; {fl} loop flushes ({fl / (3 * FILES):.2f} per create/rename/unlink),"
-                  f" mount {opts}")
+    runs = {mode: _meta_run(herd_bin, tmp_path, mode, 0) for mode in ("sync", "async")}
+    for mode, (sec, fl, opts) in runs.items():
+        print(f"\n--{mode}: " + ", ".join(f"{k} {v:.2f} s" for k, v in sec.items())
+              + f"; {fl} loop flushes ({fl / (3 * FILES):.2f} per create/rename/unlink),"
+              f" mount {opts}")
     ops = 3 * FILES
+    sync_sec, sync_flushes, sync_opts = runs["sync"]
+    _, async_flushes, async_opts = runs["async"]
     # The mechanism: dirsync on the export under --sync only.
-    assert all("dirsync" in o.split(",") for _, _, o in runs["sync"]), runs["sync"]
-    assert not any("dirsync" in o.split(",") for _, _, o in runs["async"]), runs["async"]
+    assert "dirsync" in sync_opts.split(","), runs["sync"]
+    assert "dirsync" not in async_opts.split(","), runs["async"]
     # Its effect on the device: a log force per namespace operation.
-    assert all(fl >= ops for _, fl, _ in runs["sync"]), runs["sync"]
-    assert all(fl <= ops * 0.05 for _, fl, _ in runs["async"]), runs["async"]
-    # And on the client: the three steps together slower under --sync
-    # (>= 1.05x: medians measured 1.14-1.55 in four CI runs; each rename
-    # is ~110 RPCs of herd's link checks in both modes, docs/seed003.md).
-    # A single step is printed, not bounded: the unlinks alone measured
-    # 1.06x in one CI run and 2.1x in another.
-    ratio = {}
-    for ph in PHASES + ("all",):
-        sync_s = statistics.median(s[ph] for s, _, _ in runs["sync"])
-        async_s = statistics.median(s[ph] for s, _, _ in runs["async"])
-        ratio[ph] = sync_s / async_s
-        print(f"\nmedian {ph}: sync {sync_s:.2f} s, async {async_s:.2f} s, ratio {ratio[ph]:.2f}")
-    assert ratio["all"] >= 1.05, ratio
+    assert sync_flushes >= ops, runs["sync"]
+    assert async_flushes <= ops * 0.05, runs["async"]
