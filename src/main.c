@@ -110,8 +110,8 @@ static int args_parse(int argc, char **argv, struct args *a)
 static void print_keys(void)
 {
     printf("%-12s %-14s %s\n", "key", "default", "meaning");
-    for (size_t i = 0; i < job_nkeys; i++) {
-        const struct job_key *k = &job_keys[i];
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
         printf("%-12s %-14s %s\n", k->name,
                k->fallback ? (k->fallback[0] ? k->fallback : "(derived)") : "(required)", k->help);
     }

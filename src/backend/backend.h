@@ -15,6 +15,7 @@
 
 struct backend_file; /* opaque, backend-specific */
 struct hist;         /* hist.h */
+struct job_key;      /* job.h */
 struct phase;        /* job.h */
 
 /* BACKEND_EXCL with BACKEND_CREATE: fail with -EEXIST when the file exists
@@ -40,6 +41,13 @@ struct backend_ops {
     /* Every call must come from the thread that connected (libsmbclient's
      * contexts are not thread-safe): no read-ahead thread uses it. */
     bool one_thread;
+    /* The job-file keys this backend owns (as fio's engines' .options):
+     * rows of the key table whose offsets are into the phase's
+     * backend_opts block (JOB_OPTS_MEMBER of the backend's own options
+     * struct); the table names the backend in each. A key of one backend
+     * set in a job for another is refused ("applies to backend X"). */
+    const struct job_key *keys;
+    size_t nkeys;
     /* What is wrong with running phase ph on this backend (a job-file key
      * and why, written into why), or NULL. Called by `herd check` and run
      * before anything starts. */
@@ -105,13 +113,11 @@ const struct backend_ops *backend_find(const char *name);
  * herd, or NULL when none is built on it. */
 const char *backend_library_version(const char *library);
 
+/* The i-th backend built into this herd (registry order), NULL past the
+ * last: for the key table. */
+const struct backend_ops *backend_at(size_t i);
+
+/* The plain POSIX backend, which others may wrap (fault). */
 extern const struct backend_ops backend_posix;
-extern const struct backend_ops backend_fault;
-#ifdef HERD_HAVE_LIBNFS
-extern const struct backend_ops backend_libnfs;
-#endif
-#ifdef HERD_HAVE_SMB
-extern const struct backend_ops backend_smb;
-#endif
 
 #endif

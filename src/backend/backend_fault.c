@@ -294,12 +294,28 @@ static int fault_apply(struct fault_ctx *c, enum op op)
     return 0;
 }
 
+/* The fault backend's one job-file option, in the phase's backend_opts
+ * block: the rules, as written. */
+struct fault_opts {
+    char faults[JOB_PATH_MAX];
+};
+JOB_OPTS_FIT(struct fault_opts);
+
+JOB_KEY_ROWS_BEGIN
+static const struct job_key fault_keys[] = {
+    {"faults", KEY_STRING, JOB_OPTS_MEMBER(struct fault_opts, faults), NULL, "",
+     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop, "
+     "read=serve:5ms/2 (a server of 2 workers shared by all ranks: calls queue)"},
+};
+JOB_KEY_ROWS_END
+
 static const char *fault_check(const struct phase *ph, char *why, size_t len)
 {
     struct fault_rule rules[OP_COUNT];
+    const struct fault_opts *o = job_backend_opts(ph);
     if (backend_posix.check(ph, why, len))
         return "target";
-    return fault_parse(ph->faults, rules, why, len) ? "faults" : NULL;
+    return fault_parse(o->faults, rules, why, len) ? "faults" : NULL;
 }
 
 static int fault_connect(const char *target, const struct phase *ph, void **ctx)
@@ -334,7 +350,8 @@ static int fault_configure(void *ctx, const struct phase *ph)
         memset(c->rules, 0, sizeof c->rules);
         return 0;
     }
-    return fault_parse(ph->faults, c->rules, why, sizeof why) ? -EINVAL : 0;
+    const struct fault_opts *o = job_backend_opts(ph);
+    return fault_parse(o->faults, c->rules, why, sizeof why) ? -EINVAL : 0;
 }
 
 static void fault_disconnect(void *ctx)
@@ -431,6 +448,8 @@ static int fault_local_dir(void *ctx, const char *path)
 
 const struct backend_ops backend_fault = {
     .name = "fault",
+    .keys = fault_keys,
+    .nkeys = sizeof fault_keys / sizeof fault_keys[0],
     .check = fault_check,
     .connect = fault_connect,
     .configure = fault_configure,

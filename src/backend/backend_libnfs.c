@@ -277,6 +277,47 @@ static bool libnfs_url_says_v4(const char *target)
     return q && (strstr(q, "version=4") != NULL);
 }
 
+/* The libnfs backend's job-file options (its rows below), in the phase's
+ * backend_opts block. */
+struct libnfs_opts {
+    uint64_t rsize;   /* nfs_rsize: readmax; 0 = what the server offers */
+    uint64_t wsize;   /* nfs_wsize: writemax; 0 = what the server offers */
+    int64_t inflight; /* nfs_inflight: READ/WRITE RPCs in flight per rank */
+    int64_t version;  /* nfs_version: 3 or 4; 0 = the URL's or 3 */
+};
+JOB_OPTS_FIT(struct libnfs_opts);
+#define LIBNFS_INFLIGHT_MAX 256
+
+JOB_KEY_ROWS_BEGIN
+static const struct job_key libnfs_keys[] = {
+    {"nfs_rsize", KEY_SIZE, JOB_OPTS_MEMBER(struct libnfs_opts, rsize), NULL, "0",
+     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum"},
+    {"nfs_wsize", KEY_SIZE, JOB_OPTS_MEMBER(struct libnfs_opts, wsize), NULL, "0",
+     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum"},
+    {"nfs_inflight", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, inflight), NULL, "16",
+     "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
+     "ahead, writes return before their RPCs are answered, as a Linux client's "
+     "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
+     "at a time, each waited for",
+     .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = LIBNFS_INFLIGHT_MAX},
+    {"nfs_version", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, version), NULL, "0",
+     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
+     .scope = KEY_GLOBAL_ONLY},
+};
+JOB_KEY_ROWS_END
+
+static const struct libnfs_opts *opts_of(const struct phase *ph)
+{
+    return job_backend_opts(ph);
+}
+
+/* Whether phase ph speaks NFSv4: nfs_version, else the URL. */
+static bool phase_wants_v4(const struct phase *ph)
+{
+    int64_t v = opts_of(ph)->version;
+    return v == 4 || (v == 0 && libnfs_url_says_v4(ph->target));
+}
+
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
     if (strncmp(ph->target, "nfs://", 6) != 0) {
@@ -284,24 +325,21 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
                  ph->target);
         return "target";
     }
-    if (ph->nfs_version != 0 && ph->nfs_version != 3 && ph->nfs_version != 4) {
+    const struct libnfs_opts *o = opts_of(ph);
+    if (o->version != 0 && o->version != 3 && o->version != 4) {
         snprintf(why, len, "must be 3 or 4");
         return "nfs_version";
     }
 #ifdef HERD_LIBNFS_V4_WRITE_BUG
-    bool v4 = ph->nfs_version == 4 || (ph->nfs_version == 0 && libnfs_url_says_v4(ph->target));
-    if (v4 && ph->kind == KIND_WRITE) {
+    if (phase_wants_v4(ph) && ph->kind == KIND_WRITE) {
         snprintf(why, len,
                  "this libnfs (%s) cannot write over NFSv4 (its WRITE COMPOUND fails to "
                  "encode above ~3.9 KiB): write with nfs_version = 3 (NFSv4 reads work)",
                  HERD_LIBNFS_VERSION);
         return "nfs_version";
     }
-#else
-    (void)libnfs_url_says_v4;
 #endif
-    bool lock_v4 = ph->nfs_version == 4 || (ph->nfs_version == 0 && libnfs_url_says_v4(ph->target));
-    if (ph->kind == KIND_LOCK && lock_v4 && ph->lock_hold >= LIBNFS_V4_MAX_HOLD) {
+    if (ph->kind == KIND_LOCK && phase_wants_v4(ph) && ph->lock_hold >= LIBNFS_V4_MAX_HOLD) {
         snprintf(why, len,
                  "an NFSv4 lock held %g s may outlive the client's lease (libnfs renews no "
                  "lease while a rank sleeps; servers' leases are commonly 60 s, some 30 s): "
@@ -318,7 +356,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     if (!c)
         return -ENOMEM;
     snprintf(c->target, sizeof c->target, "%s", target);
-    c->version = (int)ph->nfs_version;
+    c->version = (int)opts_of(ph)->version;
     c->v4 = c->version == 4 || (c->version == 0 && libnfs_url_says_v4(target));
     c->timeout_ms = timeout_ms(ph->op_timeout);
     int rc = libnfs_mount(c);
@@ -328,7 +366,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     }
     c->rchunk = c->server_rmax;
     c->wchunk = c->server_wmax;
-    c->inflight = ph->nfs_inflight > 0 ? (unsigned)ph->nfs_inflight : 1;
+    c->inflight = opts_of(ph)->inflight > 0 ? (unsigned)opts_of(ph)->inflight : 1;
     *ctx = c;
     return 0;
 }
@@ -357,11 +395,11 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
             return rc;
         nfs_set_timeout(c->nfs, c->timeout_ms);
     }
-    uint64_t rsize = ph ? ph->nfs_rsize : 0, wsize = ph ? ph->nfs_wsize : 0;
+    uint64_t rsize = ph ? opts_of(ph)->rsize : 0, wsize = ph ? opts_of(ph)->wsize : 0;
     c->rchunk = rsize && rsize < c->server_rmax ? rsize : c->server_rmax;
     c->wchunk = wsize && wsize < c->server_wmax ? wsize : c->server_wmax;
-    if (ph && ph->nfs_inflight > 0)
-        c->inflight = (unsigned)ph->nfs_inflight;
+    if (ph && opts_of(ph)->inflight > 0)
+        c->inflight = (unsigned)opts_of(ph)->inflight;
     return 0;
 }
 
@@ -764,6 +802,8 @@ const struct backend_ops backend_libnfs = {
     .name = "libnfs",
     .library = "libnfs",
     .version = libnfs_version,
+    .keys = libnfs_keys,
+    .nkeys = sizeof libnfs_keys / sizeof libnfs_keys[0],
     .check = libnfs_check,
     .connect = libnfs_connect,
     .configure = libnfs_configure,

@@ -104,8 +104,66 @@ static int smb_read_secret(const char *path, char *buf, size_t len, char *why, s
     return rc;
 }
 
+/* SMB dialects in order, as Samba names them (smb_min/max_protocol's
+ * values: an index into this list, as smbneg_dialect_code takes it). */
+static const char *const smb_protocols[] = {"NT1",     "SMB2_02", "SMB2_10", "SMB3_00",
+                                            "SMB3_02", "SMB3_11", NULL};
+enum smb_encryption {
+    SMB_ENCRYPT_DEFAULT,
+    SMB_ENCRYPT_OFF,
+    SMB_ENCRYPT_DESIRED,
+    SMB_ENCRYPT_REQUIRED
+};
+static const char *const smb_encryption_choices[] = {"default", "off", "desired", "required", NULL};
+
+/* The smb backend's job-file options (its rows below), in the phase's
+ * backend_opts block; all [global] only. */
+struct smb_opts {
+    char user[JOB_NAME_MAX];          /* smb_user */
+    char password_file[JOB_PATH_MAX]; /* smb_password_file: its first line */
+    bool guest;                       /* smb_guest */
+    int min_protocol, max_protocol;   /* index into smb_protocols */
+    int encryption;                   /* enum smb_encryption */
+};
+JOB_OPTS_FIT(struct smb_opts);
+
+JOB_KEY_ROWS_BEGIN
+static const struct job_key smb_keys[] = {
+    {"smb_user", KEY_STRING, JOB_OPTS_MEMBER(struct smb_opts, user), NULL, "",
+     "[global] only, smb: the user to log in as (its password in smb_password_file; never "
+     "in the job or the URL)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_password_file", KEY_STRING, JOB_OPTS_MEMBER(struct smb_opts, password_file), NULL, "",
+     "[global] only, smb: a file whose first line is smb_user's password, read by every "
+     "rank at connect (mode 0600 advised); its path is recorded, never its content",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_guest", KEY_BOOL, JOB_OPTS_MEMBER(struct smb_opts, guest), NULL, "no",
+     "[global] only, smb: log in anonymously as guest (instead of smb_user); without it "
+     "a refused login is an error, never a silent fall back to guest",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_min_protocol", KEY_ENUM, JOB_OPTS_MEMBER(struct smb_opts, min_protocol), smb_protocols,
+     "SMB2_02",
+     "[global] only, smb: lowest dialect offered: NT1 | SMB2_02 | SMB2_10 | SMB3_00 | "
+     "SMB3_02 | SMB3_11",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_max_protocol", KEY_ENUM, JOB_OPTS_MEMBER(struct smb_opts, max_protocol), smb_protocols,
+     "SMB3_11", "[global] only, smb: highest dialect offered (the negotiated one is in /hosts)",
+     .scope = KEY_GLOBAL_ONLY},
+    {"smb_encryption", KEY_ENUM, JOB_OPTS_MEMBER(struct smb_opts, encryption),
+     smb_encryption_choices, "default",
+     "[global] only, smb: default (the client configuration's) | off | desired | required",
+     .scope = KEY_GLOBAL_ONLY},
+};
+JOB_KEY_ROWS_END
+
+static const struct smb_opts *opts_of(const struct phase *ph)
+{
+    return job_backend_opts(ph);
+}
+
 static const char *smb_check(const struct phase *ph, char *why, size_t len)
 {
+    const struct smb_opts *o = opts_of(ph);
     if (strncmp(ph->target, "smb://", 6) != 0 || !ph->target[6]) {
         snprintf(why, len, "the smb backend needs an smb://server/share[/path] URL, not '%s'",
                  ph->target);
@@ -117,19 +175,19 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
                  "(or smb_guest = yes)");
         return "target";
     }
-    if (ph->smb_guest && (ph->smb_user[0] || ph->smb_password_file[0])) {
+    if (o->guest && (o->user[0] || o->password_file[0])) {
         snprintf(why, len,
                  "smb_guest = yes logs in as guest: leave smb_user and "
                  "smb_password_file unset");
         return "smb_guest";
     }
-    if (!ph->smb_guest && (!ph->smb_user[0] || !ph->smb_password_file[0])) {
+    if (!o->guest && (!o->user[0] || !o->password_file[0])) {
         snprintf(why, len, "set smb_user and smb_password_file, or smb_guest = yes");
-        return ph->smb_user[0] ? "smb_password_file" : "smb_user";
+        return o->user[0] ? "smb_password_file" : "smb_user";
     }
-    if (ph->smb_min_protocol > ph->smb_max_protocol) {
-        snprintf(why, len, "%s is above smb_max_protocol %s",
-                 job_smb_protocols[ph->smb_min_protocol], job_smb_protocols[ph->smb_max_protocol]);
+    if (o->min_protocol > o->max_protocol) {
+        snprintf(why, len, "%s is above smb_max_protocol %s", smb_protocols[o->min_protocol],
+                 smb_protocols[o->max_protocol]);
         return "smb_min_protocol";
     }
     if (ph->kind == KIND_LOCK) {
@@ -148,12 +206,12 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "O_DIRECT has no meaning over libsmbclient: set direct = no");
         return "direct";
     }
-    if (!ph->smb_guest) { /* read here, so that check and run refuse a bad one */
+    if (!o->guest) { /* read here, so that check and run refuse a bad one */
         char secret[SMB_SECRET_MAX], what[160];
-        int rc = smb_read_secret(ph->smb_password_file, secret, sizeof secret, what, sizeof what);
+        int rc = smb_read_secret(o->password_file, secret, sizeof secret, what, sizeof what);
         explicit_bzero(secret, sizeof secret);
         if (rc < 0) {
-            snprintf(why, len, "'%s': %s", ph->smb_password_file, what);
+            snprintf(why, len, "'%s': %s", o->password_file, what);
             return "smb_password_file";
         }
     }
@@ -207,8 +265,7 @@ static int smb_open_context(struct smb_ctx *c)
     smbc_setOptionUserData(c->smb, c);
     smbc_setFunctionAuthDataWithContext(c->smb, smb_auth);
     smbc_setOptionNoAutoAnonymousLogin(c->smb, !c->guest);
-    smbc_setOptionProtocols(c->smb, job_smb_protocols[c->min_protocol],
-                            job_smb_protocols[c->max_protocol]);
+    smbc_setOptionProtocols(c->smb, smb_protocols[c->min_protocol], smb_protocols[c->max_protocol]);
     static const smbc_smb_encrypt_level levels[] = {
         [SMB_ENCRYPT_DEFAULT] = SMBC_ENCRYPTLEVEL_DEFAULT,
         [SMB_ENCRYPT_OFF] = SMBC_ENCRYPTLEVEL_NONE,
@@ -253,15 +310,16 @@ static int smb_connect(const char *target, const struct phase *ph, void **ctx)
     size_t n = strlen(c->target);
     while (n > 6 && c->target[n - 1] == '/')
         c->target[--n] = '\0';
-    snprintf(c->user, sizeof c->user, "%s", ph->smb_user);
-    c->guest = ph->smb_guest;
-    c->min_protocol = ph->smb_min_protocol;
-    c->max_protocol = ph->smb_max_protocol;
-    c->encryption = ph->smb_encryption;
+    const struct smb_opts *o = opts_of(ph);
+    snprintf(c->user, sizeof c->user, "%s", o->user);
+    c->guest = o->guest;
+    c->min_protocol = o->min_protocol;
+    c->max_protocol = o->max_protocol;
+    c->encryption = o->encryption;
     c->timeout_ms = smb_timeout_ms(ph->op_timeout);
     char why[160];
     int rc = c->guest ? 0
-                      : smb_read_secret(ph->smb_password_file, c->password, sizeof c->password, why,
+                      : smb_read_secret(o->password_file, c->password, sizeof c->password, why,
                                         sizeof why);
     if (rc == 0)
         rc = smb_open_context(c);
@@ -318,8 +376,8 @@ static void smb_describe(void *ctx, char *fstype, size_t flen, char *options, si
     snprintf(fstype, flen, "smb");
     if (c->neg_rc < 0) {
         snprintf(options, olen, "dialect=unknown (negotiate probe: %s),min=%s,max=%s,encryption=%s",
-                 strerror(-c->neg_rc), job_smb_protocols[c->min_protocol],
-                 job_smb_protocols[c->max_protocol], levels[c->encryption]);
+                 strerror(-c->neg_rc), smb_protocols[c->min_protocol],
+                 smb_protocols[c->max_protocol], levels[c->encryption]);
         return;
     }
     const struct smbneg_result *n = &c->neg;
@@ -330,7 +388,7 @@ static void smb_describe(void *ctx, char *fstype, size_t flen, char *options, si
              : n->signing_enabled ? "enabled"
                                   : "off",
              levels[c->encryption], smbneg_cipher_name(n->cipher), n->max_read, n->max_write,
-             job_smb_protocols[c->min_protocol], job_smb_protocols[c->max_protocol]);
+             smb_protocols[c->min_protocol], smb_protocols[c->max_protocol]);
 }
 
 /* -errno of a failed libsmbclient call; a lost or silent server breaks
@@ -496,6 +554,8 @@ const struct backend_ops backend_smb = {
     .library = "libsmbclient",
     .version = smbc_version,
     .one_thread = true,
+    .keys = smb_keys,
+    .nkeys = sizeof smb_keys / sizeof smb_keys[0],
     .check = smb_check,
     .connect = smb_connect,
     .configure = smb_configure,

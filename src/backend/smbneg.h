@@ -29,7 +29,8 @@ struct smbneg_result {
     uint16_t cipher; /* 3.1.1: the encryption cipher the server chose; 0 = none */
 };
 
-/* The dialect code of job_smb_protocols[index] (NT1 -> 0: not SMB2). */
+/* The dialect code of the index-th of NT1, SMB2_02, SMB2_10, SMB3_00,
+ * SMB3_02, SMB3_11 (smb_min/max_protocol's order; NT1 -> 0: not SMB2). */
 uint16_t smbneg_dialect_code(int protocol_index);
 
 /* "SMB3_11" etc. for a code; "unknown" otherwise. */

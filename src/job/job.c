@@ -3,7 +3,7 @@
  * validate them (job_check.c). Lint: job_lint.c; load ladders:
  * job_ladder.c.
  *
- * Every key is one row of job_keys[]; parsing, defaults, `herd check`
+ * Every key is one row of the key table (job_key_at); parsing, defaults, `herd check`
  * output and the results file's phase attributes all come from that table.
  * Errors are one line: "FILE:LINE: key 'K': what is wrong". */
 #include "job.h"
@@ -347,6 +347,20 @@ static void sets_unused(struct parse_state *st)
     }
 }
 
+/* The backend the job names: its last --set, else [global]'s, else the
+ * default. (Checked where it is assigned, as every key is.) */
+static const char *backend_named(const struct parse_state *st)
+{
+    for (int i = st->nsets - 1; i >= 0; i--)
+        if (strcmp(st->sets[i].key->name, "backend") == 0)
+            return st->sets[i].value;
+    for (size_t i = st->nraws; i > 0; i--)
+        if (strcmp(st->raws[i - 1].section, "global") == 0 &&
+            strcmp(st->raws[i - 1].key, "backend") == 0)
+            return st->raws[i - 1].value;
+    return job_key_lookup("backend")->fallback;
+}
+
 int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,
              char *err, size_t errlen)
 {
@@ -393,14 +407,20 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
 
     sets_parse(&st, sets, nsets);
 
-    /* Defaults, then [global], then each phase. */
+    /* The backend first (its rows' defaults fill the phase's options
+     * block), then defaults, then [global], then each phase. */
     struct phase global;
     memset(&global, 0, sizeof global);
+    const char *backend = backend_named(&st); /* too long: refused where it is assigned */
+    if (strlen(backend) < sizeof global.backend)
+        memcpy(global.backend, backend, strlen(backend) + 1);
     char why[256];
-    for (size_t i = 0; i < job_nkeys && !st.failed; i++)
-        if (job_keys[i].fallback &&
-            job_key_assign(&job_keys[i], &global, job_keys[i].fallback, why, sizeof why))
-            job_fail(&st, 0, job_keys[i].name, "internal: bad default");
+    for (size_t i = 0; i < job_key_count() && !st.failed; i++) {
+        const struct job_key *k = job_key_at(i);
+        if (k->fallback && strcmp(k->name, "backend") != 0 &&
+            job_key_assign(k, &global, k->fallback, why, sizeof why))
+            job_fail(&st, 0, k->name, "internal: bad default");
+    }
     if (!st.failed)
         section_apply(&st, "global", &global, false);
     sets_apply(&st, &global, true);
@@ -427,8 +447,8 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         *ph = global;
         snprintf(ph->name, sizeof ph->name, "%s", st.sections[i]);
         ph->line = st.section_lines[i];
-        for (size_t k = 0; k < job_nkeys; k++)
-            ph->key_line[k] = job_line_of(&st, ph->name, job_keys[k].name);
+        for (size_t k = 0; k < job_key_count(); k++)
+            ph->key_line[k] = job_line_of(&st, ph->name, job_key_at(k)->name);
         section_apply(&st, st.sections[i], ph, true);
         sets_apply(&st, ph, false);
         if (st.failed)
@@ -499,8 +519,8 @@ uint64_t job_phase_bytes_per_rank(const struct phase *ph)
  * it is the default). */
 int job_phase_key_loc(const struct phase *ph, const char *key)
 {
-    for (size_t k = 0; k < job_nkeys; k++)
-        if (strcmp(job_keys[k].name, key) == 0 && ph->key_line[k])
+    for (size_t k = 0; k < job_key_count(); k++)
+        if (strcmp(job_key_at(k)->name, key) == 0 && ph->key_line[k])
             return ph->key_line[k];
     return ph->line;
 }

@@ -2,7 +2,7 @@
  *
  * [global] holds defaults; every other section is a phase, run in file
  * order, inheriting every global key and overriding any. All keys are
- * described once, in the key table in job_keys.c: parsing, validation,
+ * described once, in the key table (job_keys.c, and each backend's own rows): parsing, validation,
  * `herd check` output and the results file's phase attributes all read it. */
 #ifndef HERD_JOB_H
 #define HERD_JOB_H
@@ -44,23 +44,13 @@ struct phase {
     enum pattern_kind pattern;
     int64_t zero_percent; /* for pattern = compressible:P */
     int64_t seed;
-    char fileset[JOB_NAME_MAX];             /* names the files; default <sharing>-<file_size> */
-    double deadline;                        /* seconds, 0 = none */
-    double duration;                        /* idle phases: seconds to wait */
-    double op_timeout;                      /* seconds per operation where the backend can */
-    double stuck_after;                     /* watchdog: report a call in flight this long */
-    uint64_t nfs_rsize;                     /* libnfs readmax; 0 = what the server offers */
-    uint64_t nfs_wsize;                     /* libnfs writemax; 0 = what the server offers */
-    int64_t nfs_version;                    /* 3 or 4; 0 = the URL's or 3 */
-    int64_t nfs_inflight;                   /* libnfs READ/WRITE RPCs in flight per rank, 1..256 */
-    char link[JOB_NAME_MAX];                /* [global] only: the link the clients saw, a label */
-    char smb_user[JOB_NAME_MAX];            /* smb: the user to log in as */
-    char smb_password_file[JOB_PATH_MAX];   /* smb: its password, first line of this file */
-    bool smb_guest;                         /* smb: log in as guest instead */
-    int smb_min_protocol, smb_max_protocol; /* smb: index into job_smb_protocols */
-    int smb_encryption;                     /* smb: enum smb_encryption */
-    char faults[JOB_PATH_MAX];              /* backend = fault: injection rules */
-    int64_t count;                          /* lock, storm: attempts per rank */
+    char fileset[JOB_NAME_MAX]; /* names the files; default <sharing>-<file_size> */
+    double deadline;            /* seconds, 0 = none */
+    double duration;            /* idle phases: seconds to wait */
+    double op_timeout;          /* seconds per operation where the backend can */
+    double stuck_after;         /* watchdog: report a call in flight this long */
+    char link[JOB_NAME_MAX];    /* [global] only: the link the clients saw, a label */
+    int64_t count;              /* lock, storm: attempts per rank */
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
@@ -90,10 +80,33 @@ struct phase {
     char monitor_scope[JOB_PATH_MAX]; /* host | ns:PATH | cgroup:PATH (monitor_scope.h) */
     char monitor_disks[JOB_PATH_MAX];
     char monitor_url[JOB_PATH_MAX];
-    /* Line each key's value came from, indexed like job_keys[]: > 0 a line
-     * of the file, -1 --set, 0 the default. */
+    /* The options of the job's backend (every phase has the same one:
+     * backend is [global] only), opaque here: the backend declares its
+     * keys with offsets into this block (JOB_OPTS_MEMBER) and reads them
+     * back through its own struct (job_backend_opts). */
+    _Alignas(8) unsigned char backend_opts[JOB_BACKEND_OPTS_MAX];
+    /* Line each key's value came from, indexed like job_key_at(): > 0 a
+     * line of the file, -1 --set, 0 the default. */
     int key_line[JOB_KEYS_MAX];
 };
+
+/* A backend's options struct, as its key rows and its code see it:
+ * JOB_OPTS_FIT(type) after the struct, JOB_OPTS_MEMBER(type, f) in a row,
+ * job_backend_opts(ph) to read them. */
+#define JOB_OPTS_FIT(type)                                                                         \
+    _Static_assert(sizeof(type) <= JOB_BACKEND_OPTS_MAX && _Alignof(type) <= 8,                    \
+                   #type " does not fit struct phase's backend_opts")
+#define JOB_OPTS_MEMBER(type, f) offsetof(type, f), sizeof(((type *)0)->f)
+/* Around a table of key rows, which name scope, kinds and bounds only
+ * where they differ from the default (the other members stay zero). */
+#define JOB_KEY_ROWS_BEGIN                                                                         \
+    _Pragma("GCC diagnostic push")                                                                 \
+        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
+#define JOB_KEY_ROWS_END _Pragma("GCC diagnostic pop")
+static inline const void *job_backend_opts(const struct phase *ph)
+{
+    return ph->backend_opts;
+}
 
 /* A line of a job: source * JOB_LOC_BASE + line, source 0 the job file
  * itself, others its includes (struct job's sources). */
@@ -115,15 +128,6 @@ enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION,
 /* access: how a rank walks its range of a file. */
 enum access { ACCESS_SEQUENTIAL, ACCESS_RANDOM, ACCESS_STRIDED };
 
-/* SMB dialects in order, as Samba names them (smb_min/max_protocol). */
-extern const char *const job_smb_protocols[];
-enum smb_encryption {
-    SMB_ENCRYPT_DEFAULT,
-    SMB_ENCRYPT_OFF,
-    SMB_ENCRYPT_DESIRED,
-    SMB_ENCRYPT_REQUIRED
-};
-
 /* KEY_GLOBAL_ONLY: describes the run as a whole, set in [global] only. */
 enum key_scope { KEY_ANY_SECTION, KEY_GLOBAL_ONLY };
 #define KIND_BIT(k) (1u << (k))
@@ -131,7 +135,7 @@ enum key_scope { KEY_ANY_SECTION, KEY_GLOBAL_ONLY };
 struct job_key {
     const char *name;
     enum key_type type;
-    size_t offset;              /* into struct phase */
+    size_t offset;              /* into struct phase; a backend's: into backend_opts */
     size_t size;                /* of the field, for strings */
     const char *const *choices; /* KEY_ENUM: NULL-terminated, index = value */
     const char *fallback;       /* default as text; NULL = required */
@@ -139,8 +143,13 @@ struct job_key {
     /* Where the key may appear and what it applies to; job_load refuses it
      * elsewhere with "applies to ...". */
     enum key_scope scope;
-    unsigned kinds;      /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
-    const char *backend; /* the one backend it applies to; NULL = every backend */
+    unsigned kinds; /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
+    /* The one backend it applies to, NULL = every backend. Set by the
+     * table for the rows a backend declares (backend_ops.keys), with
+     * defaults: that backend's options block holding every default, the
+     * value a phase of another backend reports. */
+    const char *backend;
+    const void *defaults;
     /* KEY_STRING: what is wrong with a value (NULL: nothing), asked
      * wherever the key is set; NULL = any text that fits the field. */
     const char *(*check)(const char *value, char *why, size_t whylen);
@@ -154,8 +163,15 @@ struct job_key {
 };
 enum key_bound { KEY_MIN = 1, KEY_ABOVE = 2, KEY_MAX = 4 };
 
-extern const struct job_key job_keys[];
-extern const size_t job_nkeys;
+/* The key table: herd's own rows (job_keys.c), then each built-in
+ * backend's, in the registry's order; job_key_at(i) for i below
+ * job_key_count(). Built on first use. */
+size_t job_key_count(void);
+const struct job_key *job_key_at(size_t i);
+/* Where phase ph keeps key k's value (read-only): its member of struct
+ * phase or of the backend options block; for a key of another backend,
+ * that key's default. */
+const void *job_key_value(const struct job_key *k, const struct phase *ph);
 
 /* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
 int job_read_text(const char *path, char **text);

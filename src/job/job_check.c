@@ -34,8 +34,8 @@ static const struct job_key *phase_foreign_kind_key(struct parse_state *st, cons
 static const struct job_key *phase_foreign_backend_key(struct parse_state *st,
                                                        const struct phase *ph)
 {
-    for (size_t i = 0; i < job_nkeys; i++) {
-        const struct job_key *k = &job_keys[i];
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
         if (k->backend && strcmp(k->backend, ph->backend) != 0 &&
             job_line_of(st, ph->name, k->name))
             return k;

@@ -1,12 +1,16 @@
 /* job_keys.c — the key table: every job-file key once, with its type,
  * default, help, where it applies (scope, kinds, backend) and its bounds;
- * a value parsed into a phase and formatted back. */
+ * a value parsed into a phase and formatted back. herd's own rows are
+ * here; each backend declares its own (backend_ops.keys), and the table
+ * joins them. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "holds.h"
 #include "job.h"
 #include "job_parse.h"
@@ -28,15 +32,11 @@ static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
 static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
-const char *const job_smb_protocols[] = {"NT1",     "SMB2_02", "SMB2_10", "SMB3_00",
-                                         "SMB3_02", "SMB3_11", NULL};
-static const char *const smb_encryption_choices[] = {"default", "off", "desired", "required", NULL};
 
 /* Rows name scope, kinds and backend only where they differ from the
  * default (any section, every kind, every backend). */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-const struct job_key job_keys[] = {
+JOB_KEY_ROWS_BEGIN
+static const struct job_key core_keys[] = {
     {"target", KEY_STRING, PHASE_MEMBER(target), NULL, NULL,
      "directory herd works in (it creates and uses only target/herd-<run id>/)",
      .scope = KEY_GLOBAL_ONLY},
@@ -141,50 +141,11 @@ const struct job_key job_keys[] = {
     {"stuck_after", KEY_DURATION, PHASE_MEMBER(stuck_after), NULL, "10s",
      "report (stderr, and the phase's stuck table) any call in flight this long",
      .bounds = KEY_ABOVE, .min = 0},
-    {"faults", KEY_STRING, PHASE_MEMBER(faults), NULL, "",
-     "backend = fault: rules op=action, e.g. write=EIO@0.01, open=delay:200ms, lock=noop, "
-     "read=serve:5ms/2 (a server of 2 workers shared by all ranks: calls queue)",
-     .backend = "fault"},
-    {"nfs_rsize", KEY_SIZE, PHASE_MEMBER(nfs_rsize), NULL, "0",
-     "libnfs: bytes per READ RPC (readmax), 0 = the server's maximum", .backend = "libnfs"},
-    {"nfs_wsize", KEY_SIZE, PHASE_MEMBER(nfs_wsize), NULL, "0",
-     "libnfs: bytes per WRITE RPC (writemax), 0 = the server's maximum", .backend = "libnfs"},
-    {"nfs_inflight", KEY_INT, PHASE_MEMBER(nfs_inflight), NULL, "16",
-     "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
-     "ahead, writes return before their RPCs are answered, as a Linux client's "
-     "read-ahead and write-behind do (16: its RPC slot table's default); 1 = one call "
-     "at a time, each waited for",
-     .backend = "libnfs", .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_INFLIGHT_MAX},
     {"link", KEY_STRING, PHASE_MEMBER(link), NULL, "",
      "[global] only: the network link between clients and server this run saw, recorded "
      "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
      "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -",
      .scope = KEY_GLOBAL_ONLY},
-    {"smb_user", KEY_STRING, PHASE_MEMBER(smb_user), NULL, "",
-     "[global] only, smb: the user to log in as (its password in smb_password_file; never "
-     "in the job or the URL)",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"smb_password_file", KEY_STRING, PHASE_MEMBER(smb_password_file), NULL, "",
-     "[global] only, smb: a file whose first line is smb_user's password, read by every "
-     "rank at connect (mode 0600 advised); its path is recorded, never its content",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"smb_guest", KEY_BOOL, PHASE_MEMBER(smb_guest), NULL, "no",
-     "[global] only, smb: log in anonymously as guest (instead of smb_user); without it "
-     "a refused login is an error, never a silent fall back to guest",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"smb_min_protocol", KEY_ENUM, PHASE_MEMBER(smb_min_protocol), job_smb_protocols, "SMB2_02",
-     "[global] only, smb: lowest dialect offered: NT1 | SMB2_02 | SMB2_10 | SMB3_00 | "
-     "SMB3_02 | SMB3_11",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"smb_max_protocol", KEY_ENUM, PHASE_MEMBER(smb_max_protocol), job_smb_protocols, "SMB3_11",
-     "[global] only, smb: highest dialect offered (the negotiated one is in /hosts)",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"smb_encryption", KEY_ENUM, PHASE_MEMBER(smb_encryption), smb_encryption_choices, "default",
-     "[global] only, smb: default (the client configuration's) | off | desired | required",
-     .scope = KEY_GLOBAL_ONLY, .backend = "smb"},
-    {"nfs_version", KEY_INT, PHASE_MEMBER(nfs_version), NULL, "0",
-     "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
-     .scope = KEY_GLOBAL_ONLY, .backend = "libnfs"},
     {"monitor_host", KEY_STRING, PHASE_MEMBER(monitor_host), NULL, "",
      "[global] only: host name (as ranks report it) of the file server in the MPI "
      "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks",
@@ -214,9 +175,87 @@ const struct job_key job_keys[] = {
      "monitor_interval (http://HOST:9100/metrics)",
      .scope = KEY_GLOBAL_ONLY},
 };
-#pragma GCC diagnostic pop
-const size_t job_nkeys = sizeof job_keys / sizeof job_keys[0];
-_Static_assert(sizeof job_keys / sizeof job_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
+JOB_KEY_ROWS_END
+_Static_assert(sizeof core_keys / sizeof core_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
+
+/* The whole table: core_keys, then each backend's rows with its name and
+ * its defaults block (table_build). */
+static struct job_key table[JOB_KEYS_MAX];
+static size_t table_len;
+static _Alignas(8) unsigned char table_defaults[JOB_BACKENDS_MAX][JOB_BACKEND_OPTS_MAX];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static const char *value_parse(const struct job_key *k, void *field, struct phase *ph,
+                               const char *v, char *why, size_t whylen);
+
+/* A table herd cannot run with (a name twice, too many rows, a default
+ * its own row refuses) is a build's mistake: say which and stop. */
+static void table_broken(const char *name, const char *why)
+{
+    fprintf(stderr, "herd: internal: job key '%s': %s\n", name, why);
+    abort();
+}
+
+static void table_add(const struct job_key *row, const char *backend, void *defaults)
+{
+    char why[256];
+    if (table_len == JOB_KEYS_MAX)
+        table_broken(row->name, "more than JOB_KEYS_MAX keys");
+    for (size_t i = 0; i < table_len; i++)
+        if (strcmp(table[i].name, row->name) == 0)
+            table_broken(row->name, "declared twice");
+    struct job_key *k = &table[table_len++];
+    *k = *row;
+    if (!backend)
+        return;
+    k->backend = backend;
+    k->defaults = defaults;
+    if (k->offset + (k->type == KEY_STRING ? k->size : sizeof(double)) > JOB_BACKEND_OPTS_MAX)
+        table_broken(k->name, "outside the backend's options block");
+    if (k->type == KEY_PATTERN)
+        table_broken(k->name, "a pattern is a core key");
+    if (k->fallback &&
+        value_parse(k, (unsigned char *)defaults + k->offset, NULL, k->fallback, why, sizeof why))
+        table_broken(k->name, why);
+}
+
+static void table_build(void)
+{
+    for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++)
+        table_add(&core_keys[i], NULL, NULL);
+    const struct backend_ops *b;
+    for (size_t n = 0; (b = backend_at(n)); n++) {
+        if (n == JOB_BACKENDS_MAX)
+            table_broken(b->name, "more than JOB_BACKENDS_MAX backends");
+        for (size_t i = 0; i < b->nkeys; i++)
+            table_add(&b->keys[i], b->name, table_defaults[n]);
+    }
+}
+
+size_t job_key_count(void)
+{
+    pthread_once(&table_once, table_build);
+    return table_len;
+}
+
+const struct job_key *job_key_at(size_t i)
+{
+    return i < job_key_count() ? &table[i] : NULL;
+}
+
+/* Whether key k of a backend applies to ph (ph's backend is k's). */
+static bool key_is_foreign(const struct job_key *k, const struct phase *ph)
+{
+    return k->backend && strcmp(k->backend, ph->backend) != 0;
+}
+
+const void *job_key_value(const struct job_key *k, const struct phase *ph)
+{
+    if (!k->backend)
+        return (const char *)ph + k->offset;
+    const unsigned char *block = key_is_foreign(k, ph) ? k->defaults : ph->backend_opts;
+    return block + k->offset;
+}
 
 const char *job_kind_name(enum phase_kind kind)
 {
@@ -262,9 +301,9 @@ bool job_kind_moves_data(enum phase_kind k)
 
 const struct job_key *job_key_lookup(const char *name)
 {
-    for (size_t i = 0; i < job_nkeys; i++)
-        if (strcmp(job_keys[i].name, name) == 0)
-            return &job_keys[i];
+    for (size_t i = 0; i < job_key_count(); i++)
+        if (strcmp(table[i].name, name) == 0)
+            return &table[i];
     return NULL;
 }
 
@@ -313,11 +352,11 @@ static int parse_pattern(const char *v, struct phase *ph)
     return -1;
 }
 
-/* Set one key of ph from text; returns NULL or what is wrong with it. */
-const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
-                           size_t whylen)
+/* Parse v into field, key k's storage (ph: the phase, for a pattern);
+ * returns NULL or what is wrong with it. */
+static const char *value_parse(const struct job_key *k, void *field, struct phase *ph,
+                               const char *v, char *why, size_t whylen)
 {
-    void *field = (char *)ph + k->offset;
     if (utf8_check(v, why, whylen) < 0)
         return why;
     switch (k->type) {
@@ -379,9 +418,21 @@ const char *job_key_assign(const struct job_key *k, struct phase *ph, const char
     return "internal: unknown key type";
 }
 
+/* Set one key of ph from text; returns NULL or what is wrong with it. A
+ * key of another backend than ph's is parsed (so that its errors are its
+ * own) into a scratch block and not kept: job_load refuses it anyway. */
+const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
+                           size_t whylen)
+{
+    _Alignas(8) unsigned char scratch[JOB_BACKEND_OPTS_MAX];
+    unsigned char *block = key_is_foreign(k, ph) ? scratch : ph->backend_opts;
+    void *field = k->backend ? (void *)(block + k->offset) : (void *)((char *)ph + k->offset);
+    return value_parse(k, field, ph, v, why, whylen);
+}
+
 void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, size_t len)
 {
-    const void *field = (const char *)ph + k->offset;
+    const void *field = job_key_value(k, ph);
     switch (k->type) {
     case KEY_STRING:
         snprintf(buf, len, "%s", (const char *)field);
@@ -456,11 +507,11 @@ static void bound_format(const struct job_key *k, double v, char *buf, size_t le
  * its row's bounds, with the rule it breaks in why; NULL when none. */
 const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, size_t len)
 {
-    for (size_t i = 0; i < job_nkeys; i++) {
-        const struct job_key *k = &job_keys[i];
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = &table[i];
         if (!k->bounds)
             continue;
-        const void *field = (const char *)ph + k->offset;
+        const void *field = job_key_value(k, ph);
         double v = k->type == KEY_SIZE  ? (double)*(const uint64_t *)field
                    : k->type == KEY_INT ? (double)*(const int64_t *)field
                                         : *(const double *)field;

@@ -9,12 +9,13 @@
 #define JOB_NAME_MAX 64
 #define JOB_PATH_MAX 1024
 #define JOB_ERR_MAX 1536
-#define JOB_KEYS_MAX 64           /* job_nkeys <= JOB_KEYS_MAX */
+#define JOB_KEYS_MAX 64           /* job_key_count() <= JOB_KEYS_MAX */
+#define JOB_BACKENDS_MAX 8        /* backends built into one herd */
+#define JOB_BACKEND_OPTS_MAX 1536 /* bytes of a backend's options in struct phase */
 #define JOB_FILE_MAX (1 << 20)    /* a job file is at most 1 MiB */
 #define JOB_META_MAX 10000000     /* meta: files and dirs per rank, at most */
 #define JOB_DURATION_MAX 604800.0 /* every duration: at most one week */
 #define JOB_RANKS_MAX 10000000    /* -n RANKS, at most */
-#define JOB_INFLIGHT_MAX 256      /* nfs_inflight, at most */
 #define JOB_LINK_CHARS                                                                             \
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=,._:+-" /* link's */
 

@@ -11,7 +11,7 @@
 #include <hdf5.h>
 
 /* Readers list members and attributes in the order they were written
- * (phases in job order, keys in job_keys order), not alphabetically. */
+ * (phases in job order, keys in the key table's order), not alphabetically. */
 #define CRT_ORDER (H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED)
 
 /* A compound type described by a table of fields. */

@@ -367,9 +367,9 @@ static int key_attrs(const struct results *r, hid_t g, const struct phase *ph, c
                      size_t errlen)
 {
     char text[JOB_PATH_MAX + 64];
-    for (size_t i = 0; i < job_nkeys; i++) {
-        const struct job_key *k = &job_keys[i];
-        const char *field = (const char *)ph + k->offset;
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
+        const char *field = job_key_value(k, ph);
         htri_t exists = H5Aexists(g, k->name);
         if (exists < 0)
             return h5_fail(err, errlen, "cannot look up attribute '%s'", k->name);

@@ -530,7 +530,7 @@ def tree(path):
 
 
 def job_keys_in_order(herd_bin):
-    """Job key names in job_keys[] order, from `herd keys`."""
+    """Job key names in the key table's order, from `herd keys`."""
     out = subprocess.run([herd_bin, "keys"], capture_output=True, text=True, check=True).stdout
     return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
 
@@ -544,7 +544,7 @@ SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_
 
 
 def phase_attr_order(herd_bin):
-    """docs/results-format.md: kind, index, times, every job key (in job_keys[]
+    """docs/results-format.md: kind, index, times, every job key (in `herd keys`
     order, except kind, written first), the phase summary, status, then
     herd's own cost (and, with a monitor, the server's CPU at close)."""
     fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew"]

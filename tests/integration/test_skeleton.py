@@ -3,7 +3,9 @@
 `cmake -DHERD_EXTRA_BACKEND=...` (docs/extending.md), with nothing else
 changed. Through the ordinary runner it writes, reads back with verify,
 digests, and catches a wrong seed; herd check refuses a lock phase for it
-(the skeleton has no lock op), with one line.
+(the skeleton has no lock op), with one line. Its own key, mem_file_max,
+is listed by `herd keys`, bounded, refused on another backend and applied
+per phase (a write beyond it fails with EFBIG, counted, the run goes on).
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_skeleton.py
 """
@@ -61,3 +63,29 @@ def test_skeleton_without_locks_is_refused_at_check(mem_herd, tmp_path):
     assert done.returncode == 2, describe(done)
     lines = [l for l in done.stderr.splitlines() if l.startswith("herd:")]
     assert len(lines) == 1 and "lock is not supported by the mem backend" in lines[0], done.stderr
+
+
+def test_skeleton_declares_its_own_key(mem_herd, tmp_path):
+    keys = run_cmd([str(mem_herd), "keys"])
+    assert keys.returncode == 0, describe(keys)
+    assert any(l.split()[:2] == ["mem_file_max", "1G"] for l in keys.stdout.splitlines())
+    job = write_job(tmp_path / "small.ini", GLOBAL,
+                    [("fits", {"kind": "write"}),
+                     ("over", {"kind": "write", "mem_file_max": "4M"})])
+    out = tmp_path / "small.h5"
+    done = run_cmd(mpirun_args(mem_herd, 1, "run", job, "-o", out))
+    assert done.returncode == 3, describe(done)  # 3: a phase had errors
+    res = load_results(out)
+    assert res.phases["fits"].attrs["mem_file_max"] == 1 << 30
+    assert int(res.phases["fits"].ranks["errors"].sum()) == 0
+    over = res.phases["over"]
+    assert over.attrs["mem_file_max"] == 4 * MIB
+    assert int(over.ranks["bytes"].sum()) == 4 * MIB
+    assert {r["errno_name"] for r in over.error_rows()} == {"EFBIG"}, over.error_rows()
+    for text, why in (({"mem_file_max": "1K"}, "key 'mem_file_max': must be 4K to 16G"),
+                      ({"backend": "posix", "target": str(tmp_path), "mem_file_max": "8M"},
+                       "key 'mem_file_max': applies to backend = mem only, not to posix")):
+        bad = write_job(tmp_path / "bad.ini", dict(GLOBAL, **text), [("w", {"kind": "write"})])
+        done = run_cmd([str(mem_herd), "check", str(bad)])
+        lines = [l for l in done.stderr.splitlines() if l.startswith("herd:")]
+        assert done.returncode == 2 and len(lines) == 1 and why in lines[0], describe(done)

@@ -8,7 +8,8 @@
  * What every backend must keep (src/backend/backend.h): every call
  * returns 0 or a byte count, or a negative errno; paths are relative to
  * the target and pass safepath_check; nothing aborts. Locks are not
- * offered (lock = NULL: herd check refuses lock phases). */
+ * offered (lock = NULL: herd check refuses lock phases). Its one option,
+ * mem_file_max, shows how a backend declares its own keys. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,10 +18,27 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "job.h"
 #include "safepath.h"
 
 #define MEM_PATH_MAX 1024
-#define MEM_FILE_MAX (1ull << 30) /* one file's bytes, at most: -EFBIG beyond */
+
+/* The backend's job-file options: a struct in the phase's backend_opts
+ * block, one key row per member (the table refuses them on other
+ * backends, applies bounds and defaults, lists them in `herd keys` and
+ * writes them into the results file). */
+struct mem_opts {
+    uint64_t file_max; /* mem_file_max: one file's bytes, at most */
+};
+JOB_OPTS_FIT(struct mem_opts);
+
+JOB_KEY_ROWS_BEGIN
+static const struct job_key mem_keys[] = {
+    {"mem_file_max", KEY_SIZE, JOB_OPTS_MEMBER(struct mem_opts, file_max), NULL, "1G",
+     "mem: bytes one file may hold; a write beyond fails with EFBIG", .bounds = KEY_MIN | KEY_MAX,
+     .min = 4096, .max = 1ull << 34},
+};
+JOB_KEY_ROWS_END
 
 struct mem_node {
     char path[MEM_PATH_MAX]; /* "" : the target itself; "\n" : removed */
@@ -32,6 +50,7 @@ struct mem_node {
 struct mem_ctx {
     struct mem_node *nodes;
     size_t n, cap;
+    uint64_t file_max; /* the running phase's mem_file_max */
 };
 
 struct backend_file {
@@ -103,6 +122,14 @@ static int mem_connect(const char *target, const struct phase *ph, void **ctx)
     return 0;
 }
 
+/* Each phase's options before it runs (ph NULL: the clean-up). */
+static int mem_configure(void *ctx, const struct phase *ph)
+{
+    const struct mem_opts *o = ph ? job_backend_opts(ph) : NULL;
+    ((struct mem_ctx *)ctx)->file_max = o ? o->file_max : UINT64_MAX;
+    return 0;
+}
+
 static void mem_disconnect(void *ctx)
 {
     struct mem_ctx *c = ctx;
@@ -146,8 +173,9 @@ static ssize_t mem_pread(void *ctx, struct backend_file *f, void *buf, size_t le
 static ssize_t mem_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                           uint64_t offset)
 {
-    struct mem_node *node = &((struct mem_ctx *)ctx)->nodes[f->node];
-    if (offset > MEM_FILE_MAX || len > MEM_FILE_MAX - offset)
+    struct mem_ctx *c = ctx;
+    struct mem_node *node = &c->nodes[f->node];
+    if (offset > c->file_max || len > c->file_max - offset)
         return -EFBIG;
     size_t end = (size_t)offset + len;
     if (end > node->cap) {
@@ -297,7 +325,10 @@ static int mem_rename(void *ctx, const char *from, const char *to)
 
 const struct backend_ops backend_mem = {
     .name = "mem",
+    .keys = mem_keys,
+    .nkeys = sizeof mem_keys / sizeof mem_keys[0],
     .connect = mem_connect,
+    .configure = mem_configure,
     .disconnect = mem_disconnect,
     .open = mem_open,
     .pread = mem_pread,

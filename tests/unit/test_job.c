@@ -174,13 +174,13 @@ static void test_pattern_and_format(void **state)
     assert_int_equal(job.phases[0].zero_percent, 40);
     assert_int_equal(job.phases[1].pattern, PATTERN_ZERO);
     char buf[64];
-    for (size_t i = 0; i < job_nkeys; i++) {
-        if (strcmp(job_keys[i].name, "pattern") == 0) {
-            job_key_format(&job_keys[i], &job.phases[0], buf, sizeof buf);
+    for (size_t i = 0; i < job_key_count(); i++) {
+        if (strcmp(job_key_at(i)->name, "pattern") == 0) {
+            job_key_format(job_key_at(i), &job.phases[0], buf, sizeof buf);
             assert_string_equal(buf, "compressible:40");
         }
-        if (strcmp(job_keys[i].name, "file_size") == 0) {
-            job_key_format(&job_keys[i], &job.phases[0], buf, sizeof buf);
+        if (strcmp(job_key_at(i)->name, "file_size") == 0) {
+            job_key_format(job_key_at(i), &job.phases[0], buf, sizeof buf);
             assert_string_equal(buf, "16M");
         }
     }
@@ -523,8 +523,8 @@ static void test_lint(void **state)
 static void test_key_bounds(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < job_nkeys; i++) {
-        const struct job_key *k = &job_keys[i];
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
         if (k->bounds && k->type != KEY_INT && k->type != KEY_SIZE && k->type != KEY_DURATION)
             fail_msg("key '%s' has bounds but is not a number", k->name);
         if ((k->bounds & KEY_MAX) && (k->bounds & (KEY_MIN | KEY_ABOVE)) && k->max < k->min)
@@ -568,6 +568,64 @@ static void test_backend_owns_its_rules(void **state)
 #endif
 }
 
+/* The value of key `name` in phase ph, as `herd check` and the results
+ * file print it. */
+static const char *key_text(const struct phase *ph, const char *name)
+{
+    static char buf[256];
+    for (size_t i = 0; i < job_key_count(); i++)
+        if (strcmp(job_key_at(i)->name, name) == 0) {
+            job_key_format(job_key_at(i), ph, buf, sizeof buf);
+            return buf;
+        }
+    fail_msg("no key '%s'", name);
+    return NULL;
+}
+
+/* A backend's keys live in its options block: their defaults fill it
+ * whatever the order of the lines, [global] and the phase's own values
+ * and --set land there, a job for another backend reports the defaults
+ * and refuses the keys, and the fault backend's rules reach it. */
+static void test_backend_options_block(void **state)
+{
+    (void)state;
+    struct job job;
+    const char *plain = "[global]\ntarget = /x\n[w]\nkind = write\n";
+    assert_int_equal(load(plain, NULL, 0, &job), 0);
+    assert_string_equal(key_text(&job.phases[0], "faults"), "");
+    job_free(&job);
+    expect_error("[global]\ntarget = /x\nfaults = write=EIO@1\n[w]\nkind = write\n",
+                 "test.ini:3: key 'faults': applies to backend = fault only, not to posix");
+    const char *fault = "[global]\nfaults = write=EIO@0.5\ntarget = /x\nbackend = fault\n"
+                        "[w]\nkind = write\n[r]\nkind = read\nfaults = read=EIO@0.25\n";
+    assert_int_equal(load(fault, NULL, 0, &job), 0);
+    assert_string_equal(key_text(&job.phases[0], "faults"), "write=EIO@0.5");
+    assert_string_equal(key_text(&job.phases[1], "faults"), "read=EIO@0.25");
+    job_free(&job);
+#ifdef HERD_HAVE_LIBNFS
+    assert_int_equal(load(plain, NULL, 0, &job), 0);
+    assert_string_equal(key_text(&job.phases[0], "nfs_inflight"), "16");
+    job_free(&job);
+    const char *nfs = "[global]\nnfs_rsize = 64K\ntarget = nfs://127.0.0.1/x\n"
+                      "backend = libnfs\n[w]\nkind = write\nnfs_inflight = 4\n[r]\nkind = read\n";
+    assert_int_equal(load(nfs, NULL, 0, &job), 0);
+    assert_string_equal(key_text(&job.phases[0], "nfs_rsize"), "64K");
+    assert_string_equal(key_text(&job.phases[0], "nfs_inflight"), "4");
+    assert_string_equal(key_text(&job.phases[1], "nfs_inflight"), "16");
+    assert_string_equal(key_text(&job.phases[1], "nfs_version"), "0");
+    job_free(&job);
+    char *set[] = {"backend=libnfs", "target=nfs://127.0.0.1/x", "r.nfs_inflight=2"};
+    assert_int_equal(load(nfs, set, 3, &job), 0);
+    assert_string_equal(key_text(&job.phases[1], "nfs_inflight"), "2");
+    job_free(&job);
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nnfs_inflight = 300\n",
+                 "test.ini:5: key 'nfs_inflight': applies to backend = libnfs only, not to posix");
+    expect_error("[global]\ntarget = nfs://127.0.0.1/x\nbackend = libnfs\n[w]\nkind = write\n"
+                 "nfs_inflight = 300\n",
+                 "test.ini:6: key 'nfs_inflight': must be 1 to 256");
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -588,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_lint),
         cmocka_unit_test(test_key_bounds),
         cmocka_unit_test(test_backend_owns_its_rules),
+        cmocka_unit_test(test_backend_options_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
