@@ -244,8 +244,7 @@ int run_finish(struct run *r, int signal)
     summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs);
     for (int i = 0; i < r->nlines; i++) {
         const struct summary_line *l = &r->lines[i];
-        struct phase_server s = {l->cpu_mean, l->cpu_max, l->nfsd_threads, l->proc_cpu,
-                                 l->proc_thread_max};
+        const struct phase_server s = l->server;
         char err[512];
         if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
              !isnan(s.proc_thread_max)) &&

@@ -157,8 +157,7 @@ struct step_row {
     uint64_t errors;
     char top_errno[24]; /* the most frequent errno's name, "" : none */
     uint64_t stuck, verify_failures;
-    double cpu_mean, cpu_max, nfsd_threads; /* NaN = not sampled */
-    double proc_cpu, proc_thread_max;       /* the monitored processes; NaN = none */
+    struct phase_server server; /* the step's summary_cpu_mean ... (NaN = not sampled) */
     double t_start, elapsed, start_skew;
 };
 

@@ -24,15 +24,12 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     snprintf(out->kind, sizeof out->kind, "%s", job_kind_name(ph->kind));
     workload_find(ph->kind)->describe(ph, out->layout, sizeof out->layout);
     snprintf(out->status, sizeof out->status, "%s", sum->status);
-    out->rows = (int)nrows;
-    out->errors = errors;
     out->t_start = sum->t_start;
     out->t_end = sum->t_end;
     out->start_skew = sum->start_skew;
     out->active_hosts = sum->active_hosts;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
-    out->cpu_mean = out->cpu_max = out->nfsd_threads = NAN;
-    out->proc_cpu = out->proc_thread_max = NAN;
+    out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN};
     out->main_op = -1;
     out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
     struct phase_stats *st = &out->stats;
@@ -43,7 +40,6 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
-    uint64_t bytes = 0, ops = 0;
     size_t nt = 0; /* rows that did any work: an interrupted phase has idle ones */
     double first = 1e300, last = -1e300;
     for (size_t i = 0; i < nrows; i++) {
@@ -56,41 +52,28 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
             continue;
         if (t)
             t[nt++] = r->t_end - r->t_start;
-        bytes += r->bytes;
-        ops += r->ops;
-        out->verify_failures += r->verify_failures;
-        out->violations += r->violations;
+        st->bytes += r->bytes;
+        st->ops += r->ops;
+        st->verify_failures += r->verify_failures;
+        st->violations += r->violations;
         if (r->t_end < first)
             first = r->t_end;
         if (r->t_end > last)
             last = r->t_end;
     }
-    if (t && nt) {
+    if (t && nt) { /* without memory to sort them: NaN */
         qsort(t, nt, sizeof *t, cmp_double);
-        out->t_min = t[0];
-        out->t_max = t[nt - 1];
-        out->t_median = nt % 2 ? t[nt / 2] : (t[nt / 2 - 1] + t[nt / 2]) / 2;
-    } else if (!t) {
-        out->t_min = out->t_median = out->t_max = NAN; /* no memory to sort them */
+        st->t_min = t[0];
+        st->t_max = t[nt - 1];
+        st->t_median = nt % 2 ? t[nt / 2] : (t[nt / 2 - 1] + t[nt / 2]) / 2;
     }
     free(t);
-    st->bytes = bytes;
-    st->ops = ops;
-    st->verify_failures = out->verify_failures;
-    st->violations = out->violations;
     if (nt == 0)
         return;
-    out->first_done = first - sum->t_start;
-    out->last_done = last - sum->t_start;
-    out->mib_per_s = out->last_done > 0 ? (double)bytes / 1048576.0 / out->last_done : 0;
-    out->ops_per_s = out->last_done > 0 ? (double)ops / out->last_done : 0;
-    st->t_min = out->t_min;
-    st->t_median = out->t_median;
-    st->t_max = out->t_max;
-    st->first_done = out->first_done;
-    st->last_done = out->last_done;
-    st->mib_per_s = out->mib_per_s;
-    st->ops_per_s = out->ops_per_s;
+    st->first_done = first - sum->t_start;
+    st->last_done = last - sum->t_start;
+    st->mib_per_s = st->last_done > 0 ? (double)st->bytes / 1048576.0 / st->last_done : 0;
+    st->ops_per_s = st->last_done > 0 ? (double)st->ops / st->last_done : 0;
 }
 
 /* Mean and max cpu_busy of source's samples meeting [t0, t1]; false if none. */
@@ -147,9 +130,10 @@ static void summary_processes(struct summary_line *l, const struct monitor_proce
         names[k].n++;
     }
     if (top >= 0)
-        l->proc_thread_max = top;
+        l->server.proc_thread_max = top;
     for (int k = 0; k < nnames; k++)
-        l->proc_cpu = (isnan(l->proc_cpu) ? 0 : l->proc_cpu) + names[k].sum / (double)names[k].n;
+        l->server.proc_cpu = (isnan(l->server.proc_cpu) ? 0 : l->server.proc_cpu) +
+                             names[k].sum / (double)names[k].n;
 }
 
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
@@ -157,10 +141,10 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
 {
     for (int i = 0; i < n; i++) {
         struct summary_line *l = &lines[i];
-        if (!summary_cpu(s, ns, "proc", l->t_start, l->t_end, &l->cpu_mean, &l->cpu_max,
-                         &l->nfsd_threads))
-            summary_cpu(s, ns, "node_exporter", l->t_start, l->t_end, &l->cpu_mean, &l->cpu_max,
-                        &l->nfsd_threads);
+        if (!summary_cpu(s, ns, "proc", l->t_start, l->t_end, &l->server.cpu_mean,
+                         &l->server.cpu_max, &l->server.nfsd_threads))
+            summary_cpu(s, ns, "node_exporter", l->t_start, l->t_end, &l->server.cpu_mean,
+                        &l->server.cpu_max, &l->server.nfsd_threads);
         summary_processes(l, p, np);
     }
 }
@@ -315,7 +299,7 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     l->nerrs = 0;
     l->errs_other = 0;
     uint64_t calls = 0, failed = 0;
-    l->nops = summary_op_totals(d, l->last_done, l->ops);
+    l->nops = summary_op_totals(d, l->stats.last_done, l->ops);
     for (int i = 0; i < l->nops; i++) {
         const struct summary_op *o = &l->ops[i];
         if (o->op != OP_RPC_READ && o->op != OP_RPC_WRITE && o->op != OP_CONNECT) {
@@ -325,7 +309,7 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     }
     /* The rows' own counts too: a phase with no op table still says. */
     l->all_failed = (calls > 0 && failed >= calls) ||
-                    (calls == 0 && l->stats.ops > 0 && l->errors >= l->stats.ops);
+                    (calls == 0 && l->stats.ops > 0 && l->stats.errors >= l->stats.ops);
     l->main_op = summary_main_op(l, workload_find(ph->kind));
     summary_add_errors(l, d->errors, d->nerrors);
     summary_add_iterations(l, d->rows, d->nrows);
@@ -360,6 +344,15 @@ static void summary_format_latency(double s, char *buf, size_t len)
 }
 
 /* A rate, or "-" when nothing worked (or nothing was timed). */
+/* Seconds as the table prints them; "-" for NaN (no row did work). */
+static void summary_format_seconds(double s, char *buf, size_t len)
+{
+    if (isnan(s))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.3f", s);
+}
+
 static void summary_format_rate(double v, bool none, const char *fmt, char *buf, size_t len)
 {
     if (none || isnan(v))
@@ -400,8 +393,8 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
                 continue;
             char rate[32];
             uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
-            summary_format_rate(l->last_done > 0 ? (double)ok / l->last_done : NAN, ok == 0, "%.0f",
-                                rate, sizeof rate);
+            summary_format_rate(l->stats.last_done > 0 ? (double)ok / l->stats.last_done : NAN,
+                                ok == 0, "%.0f", rate, sizeof rate);
             fprintf(out, " %s %s", summary_op_label(l, steps[i]), rate);
         }
     }
@@ -426,7 +419,8 @@ void summary_print_legend(FILE *out)
           "created, stat'ed, renamed, unlinked without error / last s, as mdtest counts;\n"
           "p50/p99 = latency of the phase's main call (second line); errors = failed calls,\n"
           "with the most frequent errno and op; verify = blocks with wrong data; viol = lock\n"
-          "exclusion broken; '-' = no rate: calls were made and every one failed.\n",
+          "exclusion broken; '-' = no figure: no rank did any work (times), or calls were\n"
+          "made and every one failed (rates).\n",
           out);
 }
 
@@ -434,8 +428,8 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
     bool cpu = false, threads = false;
     for (int i = 0; i < n; i++) {
-        cpu |= !isnan(lines[i].cpu_mean) || !isnan(lines[i].proc_cpu);
-        threads |= !isnan(lines[i].nfsd_threads);
+        cpu |= !isnan(lines[i].server.cpu_mean) || !isnan(lines[i].server.proc_cpu);
+        threads |= !isnan(lines[i].server.nfsd_threads);
     }
     fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %7s %7s %6s %4s %-11s %s\n", "phase",
             "kind", "rows", "min s", "median s", "max s", "last s", "MiB/s", "calls/s", "p50",
@@ -443,8 +437,8 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
         char mib[32], cps[32], p50[16] = "-", p99[16] = "-", errs[64];
-        summary_format_rate(l->mib_per_s, l->all_failed, "%.1f", mib, sizeof mib);
-        summary_format_rate(l->ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
+        summary_format_rate(l->stats.mib_per_s, l->all_failed, "%.1f", mib, sizeof mib);
+        summary_format_rate(l->stats.ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
         const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
         if (m) {
             summary_format_latency(m->p50, p50, sizeof p50);
@@ -453,15 +447,19 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
         if (l->nerrs > 0) {
             char name[32];
             errtab_errno_name(l->errs[0].err, name, sizeof name);
-            snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->errors, name);
+            snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->stats.errors, name);
         } else {
-            snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->errors);
+            snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->stats.errors);
         }
-        fprintf(out,
-                "%-16s %-5s %5d %7.3f %8.3f %7.3f %7.3f %9s %9s %7s %7s %6llu %4llu %-11s %s\n",
-                l->name, l->kind, l->rows, l->t_min, l->t_median, l->t_max, l->last_done, mib, cps,
-                p50, p99, (unsigned long long)l->verify_failures, (unsigned long long)l->violations,
-                l->status, errs);
+        char tmin[16], tmed[16], tmax[16], tlast[16];
+        summary_format_seconds(l->stats.t_min, tmin, sizeof tmin);
+        summary_format_seconds(l->stats.t_median, tmed, sizeof tmed);
+        summary_format_seconds(l->stats.t_max, tmax, sizeof tmax);
+        summary_format_seconds(l->stats.last_done, tlast, sizeof tlast);
+        fprintf(out, "%-16s %-5s %5lld %7s %8s %7s %7s %9s %9s %7s %7s %6llu %4llu %-11s %s\n",
+                l->name, l->kind, (long long)l->stats.rows, tmin, tmed, tmax, tlast, mib, cps, p50,
+                p99, (unsigned long long)l->stats.verify_failures,
+                (unsigned long long)l->stats.violations, l->status, errs);
         summary_print_detail(out, l);
     }
     fputc('\n', out);
@@ -475,16 +473,16 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
         char mean[16] = "-", max[16] = "-", thr[16] = "-", pc[16] = "-", pt[16] = "-";
-        if (!isnan(l->cpu_mean)) {
-            snprintf(mean, sizeof mean, "%.1f%%", 100 * l->cpu_mean);
-            snprintf(max, sizeof max, "%.1f%%", 100 * l->cpu_max);
+        if (!isnan(l->server.cpu_mean)) {
+            snprintf(mean, sizeof mean, "%.1f%%", 100 * l->server.cpu_mean);
+            snprintf(max, sizeof max, "%.1f%%", 100 * l->server.cpu_max);
         }
-        if (!isnan(l->nfsd_threads))
-            snprintf(thr, sizeof thr, "%.0f", l->nfsd_threads);
-        if (!isnan(l->proc_cpu))
-            snprintf(pc, sizeof pc, "%.2f", l->proc_cpu);
-        if (!isnan(l->proc_thread_max))
-            snprintf(pt, sizeof pt, "%.0f%%", 100 * l->proc_thread_max);
+        if (!isnan(l->server.nfsd_threads))
+            snprintf(thr, sizeof thr, "%.0f", l->server.nfsd_threads);
+        if (!isnan(l->server.proc_cpu))
+            snprintf(pc, sizeof pc, "%.2f", l->server.proc_cpu);
+        if (!isnan(l->server.proc_thread_max))
+            snprintf(pt, sizeof pt, "%.0f%%", 100 * l->server.proc_thread_max);
         fprintf(out, "%-18s %12s %12s %12s %10s %10s\n", l->name, mean, max, thr, pc, pt);
     }
 }
@@ -537,15 +535,11 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         row->max_s = m ? m->max : NAN;
         row->bytes = l->stats.bytes;
         row->ops = l->stats.ops;
-        row->errors = l->errors;
+        row->errors = l->stats.errors;
         summary_top_errno(l, row->top_errno, sizeof row->top_errno);
         row->stuck = l->stats.stuck;
-        row->verify_failures = l->verify_failures;
-        row->cpu_mean = l->cpu_mean;
-        row->cpu_max = l->cpu_max;
-        row->nfsd_threads = l->nfsd_threads;
-        row->proc_cpu = l->proc_cpu;
-        row->proc_thread_max = l->proc_thread_max;
+        row->verify_failures = l->stats.verify_failures;
+        row->server = l->server;
         row->t_start = l->t_start;
         row->elapsed = l->t_end - l->t_start;
         row->start_skew = l->start_skew;

@@ -40,23 +40,17 @@ struct summary_line {
     char name[JOB_NAME_MAX];
     char kind[8];
     char layout[64]; /* "unique 16M", "shared 32M segmented" */
-    int rows;
-    double t_min, t_median, t_max; /* per rank and iteration, seconds */
-    double first_done, last_done;  /* since the phase start, seconds */
-    double mib_per_s;              /* all bytes / (last done - start) */
-    double ops_per_s;              /* all timed calls / (last done - start) */
-    uint64_t errors;               /* every failed call, set-up ones included */
-    uint64_t verify_failures;
-    uint64_t violations; /* lock: mutual exclusion broken */
     char status[16];
-    double t_start, t_end;    /* the phase on the common clock */
-    double cpu_mean, cpu_max; /* server CPU busy fraction; NaN = no samples */
-    double nfsd_threads;      /* NaN = unknown */
-    /* The monitored server processes (monitor_processes): cores they used
-     * (per name, the mean over its readings, summed over names) and the
-     * busiest single thread's share of a core (max); NaN = none sampled. */
-    double proc_cpu, proc_thread_max;
-    struct phase_stats stats; /* the same numbers and more, as stored in results.h5 */
+    double t_start, t_end; /* the phase on the common clock */
+    /* The server during the phase (summary_add_monitor); NaN = no samples:
+     * cpu busy fraction mean and max, nfsd threads, and the monitored
+     * processes (monitor_processes): cores they used (per name, the mean
+     * over its readings, summed over names) and the busiest single
+     * thread's share of a core (max). */
+    struct phase_server server;
+    /* The phase's numbers (rows, times, rates, counts): computed once, by
+     * summary_compute, and stored, printed and written to JSON as they are. */
+    struct phase_stats stats;
     /* Filled by summary_add_detail (all zero / NaN before). */
     struct summary_op ops[OP_COUNT]; /* ops with calls, in enum op order */
     int nops;

@@ -104,7 +104,8 @@ static void json_op(FILE *f, const struct summary_line *l, const struct summary_
     json_kd(f, "seconds", o->seconds, &first);
     json_kd(f, "ops_per_s", o->per_s, &first);
     uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
-    json_kd(f, "ok_per_s", ok > 0 && l->last_done > 0 ? (double)ok / l->last_done : NAN, &first);
+    json_kd(f, "ok_per_s", ok > 0 && l->stats.last_done > 0 ? (double)ok / l->stats.last_done : NAN,
+            &first);
     json_key(f, "latency_s", &first);
     bool lf = true;
     fputc('{', f);
@@ -210,11 +211,11 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_key(f, "server", &first);
     bool vf = true;
     fputc('{', f);
-    json_kd(f, "cpu_mean", l->cpu_mean, &vf);
-    json_kd(f, "cpu_max", l->cpu_max, &vf);
-    json_kd(f, "nfsd_threads", l->nfsd_threads, &vf);
-    json_kd(f, "proc_cpu", l->proc_cpu, &vf);
-    json_kd(f, "proc_thread_max", l->proc_thread_max, &vf);
+    json_kd(f, "cpu_mean", l->server.cpu_mean, &vf);
+    json_kd(f, "cpu_max", l->server.cpu_max, &vf);
+    json_kd(f, "nfsd_threads", l->server.nfsd_threads, &vf);
+    json_kd(f, "proc_cpu", l->server.proc_cpu, &vf);
+    json_kd(f, "proc_thread_max", l->server.proc_thread_max, &vf);
     fputs("}}", f);
 }
 

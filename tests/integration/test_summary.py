@@ -9,6 +9,9 @@ failed, and the live progress of all ranks in a batch log.
 2. The table: units and legend; meta items/s equal the ops table's calls
    (less errors) over summary_last_done; the errors column names the top
    errno; the all-failed storm prints '-' for MiB/s and calls/s.
+   Every figure of a table row is the stored one (summary_* attributes,
+   printed rounding), '-' where the file holds NaN: an idle phase, whose
+   ranks did no work, has no times.
 3. --json to a bad path: one line, exit 2, nothing written to the target.
 4. Progress on stderr (not a terminal): one closing line per phase with all
    ranks' bytes, equal to the phase's bytes in the file.
@@ -223,6 +226,46 @@ def test_errors_name_top_errno_and_failed_phase_has_no_rate(runs):
     first, _ = rows["gone"]
     assert first[7] == "-" and first[8] == "-", proc.stdout  # MiB/s, calls/s
     assert first[-1] == "ENOENT" and first[-3] == "errors"
+
+
+def check_row_is_stored_figures(row, attrs, where):
+    """One printed table row against the phase's summary_* attributes: rows,
+    min/median/max/last s (3 decimals, '-' for NaN), MiB/s (1 decimal),
+    calls/s (0 decimals), verify, viol, errors."""
+    def shown(v, places):
+        return "-" if math.isnan(float(v)) else f"{float(v):.{places}f}"
+    a = {k: attrs[k] for k in attrs if k.startswith("summary_")}
+    assert int(row[2]) == int(a["summary_rows"]), where
+    for col, key in ((3, "t_min"), (4, "t_median"), (5, "t_max"), (6, "last_done")):
+        assert row[col] == shown(a[f"summary_{key}"], 3), (where, key, row)
+    if row[7] != "-":  # '-': every call failed (the faulty run's own test)
+        assert row[7] == shown(a["summary_mib_per_s"], 1), (where, row)
+        assert row[8] == shown(a["summary_ops_per_s"], 0), (where, row)
+    assert int(row[11]) == int(a["summary_verify_failures"]), where
+    assert int(row[12]) == int(a["summary_violations"]), where
+    errors = row[-2] if not row[-1].isdigit() else row[-1]
+    assert int(errors) == int(a["summary_errors"]), (where, row)
+
+
+def test_table_prints_the_stored_figures(runs, herd_bin, tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "idle.ini", {"target": target, "fsync": "no"},
+                    [("w", {"kind": "write", "file_size": "1M"}),
+                     ("i", {"kind": "idle", "duration": "0.1"})])
+    proc = herd_run(herd_bin, NRANKS, job, tmp_path / "idle.h5")
+    assert proc.returncode == 0, describe(proc)
+    checked = 0
+    for h5, stdout in [(h5, p.stdout) for h5, _, p in runs.values()] + \
+            [(tmp_path / "idle.h5", proc.stdout)]:
+        rows = table_rows(stdout)
+        with h5py.File(h5, "r") as f:
+            for name, (first, _) in rows.items():
+                check_row_is_stored_figures(first, f["phases"][name].attrs, f"{h5.name} {name}")
+                checked += 1
+    assert checked == 5 + 2 + 2
+    idle = table_rows(proc.stdout)["i"][0]
+    assert idle[3:7] == ["-", "-", "-", "-"], proc.stdout
 
 
 def test_json_bad_path_refused_before_io(herd_bin, tmp_path):
