@@ -325,6 +325,20 @@ int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf
     return rc;
 }
 
+int h5_table_fill(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
+                  size_t n, void (*fill)(void *row, size_t i, const void *src), const void *src,
+                  char *err, size_t errlen)
+{
+    unsigned char *rows = calloc(n > 0 ? n : 1, size);
+    if (rows == NULL)
+        return h5_msg_fail(err, errlen, "out of memory for the %s table", name);
+    for (size_t i = 0; i < n; i++)
+        fill(rows + i * size, i, src);
+    int rc = h5_table_write(loc, name, f, nf, size, rows, n, err, errlen);
+    free(rows);
+    return rc;
+}
+
 /* HDF5 before 1.14.1 cannot close a file after a failed metadata write:
  * the close fails and the library crashes when it shuts down (at exit or in
  * MPI_Finalize). A full disk, the likely cause, is therefore caught before

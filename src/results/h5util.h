@@ -66,6 +66,12 @@ int h5_dset_close(hid_t d, const char *name, char *err, size_t errlen);
  * dataset; the file type is the memory type without padding. */
 int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
                    const void *rows, size_t n, char *err, size_t errlen);
+/* h5_table_write of n rows converted one by one from the caller's model:
+ * fill(row, i, src) sets row i (zeroed before) from src. The rows live
+ * only for the write. */
+int h5_table_fill(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
+                  size_t n, void (*fill)(void *row, size_t i, const void *src), const void *src,
+                  char *err, size_t errlen);
 /* The same, appended to the table when it exists already. */
 int h5_table_append(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
                     const void *rows, size_t n, char *err, size_t errlen);

@@ -113,55 +113,55 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
     return 0;
 }
 
+static void host_fill(void *out, size_t i, const void *src)
+{
+    const struct host_info *h = &((const struct host_info *)src)[i];
+    struct host_row *row = out;
+    row->host = (int32_t)i;
+    h5_str_copy(row->hostname, sizeof row->hostname, h->hostname, sizeof h->hostname);
+    h5_str_copy(row->mount_source, sizeof row->mount_source, h->mount_source,
+                sizeof h->mount_source);
+    h5_str_copy(row->mount_point, sizeof row->mount_point, h->mount_point, sizeof h->mount_point);
+    h5_str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
+    h5_str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
+                sizeof h->mount_options);
+}
+
 static int hosts_write(hid_t loc, const struct host_info *hosts, int nhosts, char *err,
                        size_t errlen)
 {
-    size_t n = nhosts > 0 ? (size_t)nhosts : 0;
-    struct host_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
-    if (rows == NULL)
-        return h5_msg_fail(err, errlen, "out of memory for /hosts");
-    for (size_t i = 0; i < n; i++) {
-        const struct host_info *h = &hosts[i];
-        struct host_row *row = &rows[i];
-        row->host = (int32_t)i;
-        h5_str_copy(row->hostname, sizeof row->hostname, h->hostname, sizeof h->hostname);
-        h5_str_copy(row->mount_source, sizeof row->mount_source, h->mount_source,
-                    sizeof h->mount_source);
-        h5_str_copy(row->mount_point, sizeof row->mount_point, h->mount_point,
-                    sizeof h->mount_point);
-        h5_str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
-        h5_str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
-                    sizeof h->mount_options);
-    }
-    int rc = h5_table_write(loc, "hosts", host_fields, NFIELDS(host_fields), sizeof *rows, rows, n,
-                            err, errlen);
-    free(rows);
-    return rc;
+    return h5_table_fill(loc, "hosts", host_fields, NFIELDS(host_fields), sizeof(struct host_row),
+                         nhosts > 0 ? (size_t)nhosts : 0, host_fill, hosts, err, errlen);
+}
+
+/* What a /ranks row is made of: the ranks and the hosts they name. */
+struct ranks_src {
+    const struct rank_info *ranks;
+    const struct host_info *hosts;
+    int nhosts;
+};
+
+static void rank_fill(void *out, size_t i, const void *src)
+{
+    const struct ranks_src *s = src;
+    const struct rank_info *k = &s->ranks[i];
+    struct rank_row *row = out;
+    row->rank = k->rank;
+    row->host = k->host;
+    if (s->hosts != NULL && k->host >= 0 && k->host < s->nhosts)
+        h5_str_copy(row->hostname, sizeof row->hostname, s->hosts[k->host].hostname,
+                    sizeof s->hosts[k->host].hostname);
+    row->pid = k->pid;
+    row->clock_offset = k->clock_offset;
+    row->clock_error = k->clock_error;
 }
 
 static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
                        const struct host_info *hosts, int nhosts, char *err, size_t errlen)
 {
-    size_t n = nranks > 0 ? (size_t)nranks : 0;
-    struct rank_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
-    if (rows == NULL)
-        return h5_msg_fail(err, errlen, "out of memory for /ranks");
-    for (size_t i = 0; i < n; i++) {
-        const struct rank_info *k = &ranks[i];
-        struct rank_row *row = &rows[i];
-        row->rank = k->rank;
-        row->host = k->host;
-        if (hosts != NULL && k->host >= 0 && k->host < nhosts)
-            h5_str_copy(row->hostname, sizeof row->hostname, hosts[k->host].hostname,
-                        sizeof hosts[k->host].hostname);
-        row->pid = k->pid;
-        row->clock_offset = k->clock_offset;
-        row->clock_error = k->clock_error;
-    }
-    int rc = h5_table_write(loc, "ranks", rank_fields, NFIELDS(rank_fields), sizeof *rows, rows, n,
-                            err, errlen);
-    free(rows);
-    return rc;
+    const struct ranks_src src = {ranks, hosts, nhosts};
+    return h5_table_fill(loc, "ranks", rank_fields, NFIELDS(rank_fields), sizeof(struct rank_row),
+                         nranks > 0 ? (size_t)nranks : 0, rank_fill, &src, err, errlen);
 }
 
 /* Room for the root attributes, /hosts and /ranks beside the file. */
@@ -413,29 +413,26 @@ static int key_attrs(const struct results *r, hid_t g, const struct phase *ph, c
     return 0;
 }
 
+static void error_fill(void *out, size_t i, const void *src)
+{
+    const struct err_entry *e = &((const struct err_entry *)src)[i];
+    struct error_row *row = out;
+    int en = e->err < 0 ? -e->err : e->err;
+    row->rank = e->rank;
+    snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
+    row->err = en;
+    errtab_errno_name(en, row->errno_name, sizeof row->errno_name);
+    snprintf(row->message, sizeof row->message, "%s", strerror(en));
+    row->count = e->count;
+    h5_str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);
+    row->first_time = e->first_time;
+    h5_str_copy(row->status, sizeof row->status, e->status, sizeof e->status);
+}
+
 static int errors_write(hid_t g, const struct err_entry *errors, size_t n, char *err, size_t errlen)
 {
-    struct error_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
-    if (rows == NULL)
-        return h5_msg_fail(err, errlen, "out of memory for the errors table");
-    for (size_t i = 0; i < n; i++) {
-        const struct err_entry *e = &errors[i];
-        struct error_row *row = &rows[i];
-        int en = e->err < 0 ? -e->err : e->err;
-        row->rank = e->rank;
-        snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
-        row->err = en;
-        errtab_errno_name(en, row->errno_name, sizeof row->errno_name);
-        snprintf(row->message, sizeof row->message, "%s", strerror(en));
-        row->count = e->count;
-        h5_str_copy(row->first_path, sizeof row->first_path, e->first_path, sizeof e->first_path);
-        row->first_time = e->first_time;
-        h5_str_copy(row->status, sizeof row->status, e->status, sizeof e->status);
-    }
-    int rc = h5_table_write(g, "errors", error_fields, NFIELDS(error_fields), sizeof *rows, rows, n,
-                            err, errlen);
-    free(rows);
-    return rc;
+    return h5_table_fill(g, "errors", error_fields, NFIELDS(error_fields), sizeof(struct error_row),
+                         n, error_fill, errors, err, errlen);
 }
 
 struct stuck_row {
@@ -456,23 +453,22 @@ static const struct field stuck_fields[] = {
     FIELD("returned", struct stuck_row, returned, FIELD_F64),
 };
 
+static void stuck_fill(void *out, size_t i, const void *src)
+{
+    const struct stuck_entry *e = &((const struct stuck_entry *)src)[i];
+    struct stuck_row *row = out;
+    row->rank = e->rank;
+    snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
+    h5_str_copy(row->path, sizeof row->path, e->path, sizeof e->path);
+    row->since = e->since;
+    row->noticed = e->noticed;
+    row->returned = e->returned;
+}
+
 static int stuck_write(hid_t g, const struct stuck_entry *stuck, size_t n, char *err, size_t errlen)
 {
-    struct stuck_row *rows = calloc(n > 0 ? n : 1, sizeof *rows);
-    if (rows == NULL)
-        return h5_msg_fail(err, errlen, "out of memory for the stuck table");
-    for (size_t i = 0; i < n; i++) {
-        rows[i].rank = stuck[i].rank;
-        snprintf(rows[i].op, sizeof rows[i].op, "%s", op_name((enum op)stuck[i].op));
-        h5_str_copy(rows[i].path, sizeof rows[i].path, stuck[i].path, sizeof stuck[i].path);
-        rows[i].since = stuck[i].since;
-        rows[i].noticed = stuck[i].noticed;
-        rows[i].returned = stuck[i].returned;
-    }
-    int rc = h5_table_write(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof *rows, rows, n,
-                            err, errlen);
-    free(rows);
-    return rc;
+    return h5_table_fill(g, "stuck", stuck_fields, NFIELDS(stuck_fields), sizeof(struct stuck_row),
+                         n, stuck_fill, stuck, err, errlen);
 }
 
 /* One op's histogram with its summary attributes. */
