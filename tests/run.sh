@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh — the README's test command: check the C formatting, the layering
-# rules and function complexity (.ci/), install what is missing, build with
+# rules, function complexity and commit subjects (.ci/), install what is missing, build with
 # -Werror, and run every test (cmocka unit tests,
 # mpirun integration tests) with ctest, after the unit tests and a smoke run
 # under AddressSanitizer and UBSan (which stop at their first report).
@@ -87,10 +87,12 @@ build_asan() {
 # The format, layering and complexity checks first: seconds, and they name
 # the files to fix (.ci/layers-check: no include cycle, HDF5 and MPI only
 # where docs/architecture.md allows them; .ci/complexity-check: no function
-# past the McCabe and length cutoffs).
+# past the McCabe and length cutoffs; .ci/subjects-check: commit subjects
+# of at most 72 characters, a blank line before the body).
 stage format check_format
 stage layers /usr/bin/python3 "$repo/.ci/layers-check"
 stage complexity check_complexity
+stage subjects /usr/bin/python3 "$repo/.ci/subjects-check"
 # install.sh builds without -Werror (a user's build); the tests' builds
 # must be warning-free. Only the flag changes, so this rebuild is short.
 if stage install "$repo/cluster-configs/local/install.sh" && stage build build_werror; then

@@ -56,3 +56,41 @@ def test_each_broken_rule_is_named(tmp_path, plant, said):
     done = check(src)
     assert done.returncode == 1, done.stderr
     assert said in done.stderr, done.stderr
+
+
+SUBJECTS = REPO_DIR / ".ci" / "subjects-check"
+
+
+def test_commit_subjects_are_checked(tmp_path):
+    """.ci/subjects-check passes on this repository's history after its
+    cutoff and, in a repository of its own, names each commit whose subject
+    is over 72 characters or has no blank line before its body."""
+    done = subprocess.run([sys.executable, str(SUBJECTS)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    repo = tmp_path / "repo"
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@localhost", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                              env=env, check=True).stdout.strip()
+    repo.mkdir()
+    git("init", "-q")
+    git("commit", "-q", "--allow-empty", "-m", "base")
+    base = git("rev-parse", "--short", "HEAD")
+    git("commit", "-q", "--allow-empty", "-m", "A subject that fits\n\nAnd the why.")
+    ok = subprocess.run([sys.executable, str(SUBJECTS), str(repo), base], capture_output=True,
+                        text=True, timeout=60)
+    assert ok.returncode == 0 and "1 commits since" in ok.stdout, ok.stdout
+    git("commit", "-q", "--allow-empty", "-m", "x" * 73)
+    long_one = git("rev-parse", "--short", "HEAD")
+    git("commit", "-q", "--allow-empty", "--cleanup=verbatim", "-m", "Subject\nbody at once")
+    glued = git("rev-parse", "--short", "HEAD")
+    bad = subprocess.run([sys.executable, str(SUBJECTS), str(repo), base], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 1, bad.stdout
+    lines = bad.stdout.splitlines()
+    assert len(lines) == 2, lines
+    assert any(l.startswith(long_one) and "73 characters" in l for l in lines), lines
+    assert any(l.startswith(glued) and "no blank line" in l for l in lines), lines
