@@ -44,7 +44,10 @@ from pathlib import Path
 import pytest
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
-SCRIPT = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
+LOCAL_DIR = REPO_DIR / "cluster-configs" / "local"
+SCRIPT = LOCAL_DIR / "nfs-server.sh"
+sys.path.insert(0, str(LOCAL_DIR))
+from procinfo import proc_stat, running, wait_until  # noqa: E402 (after its path)
 MIB = 1 << 20
 CMD_TIMEOUT = 120
 SBIN_PATH = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
@@ -84,34 +87,6 @@ def sh(*args, timeout=CMD_TIMEOUT, check=False):
         raise AssertionError(f"{' '.join(map(str, args))} failed ({proc.returncode}):\n"
                              f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
-
-
-def proc_stat(pid):
-    """(state, start time) of pid, or None if there is no such process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0], int(fields[19])
-
-
-def running(pid, start=None):
-    """pid exists, is not a zombie and (if given) started at start."""
-    st = proc_stat(pid)
-    if st is None or st[0] in ("Z", "X"):
-        return False
-    return start is None or st[1] == start
-
-
-def wait_until(predicate, timeout=10.0, step=0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
 
 
 def mounts_under(path):
