@@ -2,17 +2,16 @@
 # lib-proc.sh — naming a process for good, and stopping it, or every
 # process of a network namespace, for the scripts that start and stop
 # servers, daemons and namespace holders (nfs-server.sh,
-# ../virtual/vcluster.sh, ../virtual/vc-slurm.sh):
+# ../virtual/vcluster.sh, ../virtual/vc-slurm.sh; procinfo.py is the same
+# for Python, supervisor.py and the tests):
 # a PID together with its start time can never be mistaken for a later
 # process that reuses the PID. Source it; it defines functions only.
 
 # proc_start PID [VAR]: the start time (clock ticks since boot, /proc/PID/stat
 # field 22) of a live process, printed or, with VAR, put in that variable;
 # fails for no process, a zombie (dead, not yet reaped by its parent) or
-# one being torn down (state X). No subshell and no command substitution:
-# a trap that runs while bash 5.2 parses a $(...) can break its parser
-# ("trap: unexpected EOF while looking for matching `)'", seen in the
-# supervisor when restart-ganesha's SIGKILL and USR1 met its alive check).
+# one being torn down (state X). With VAR it forks nothing: the stop loops
+# call it for every process, 50 times a second.
 proc_start() {
     local s var=${2:-}
     { IFS= read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1

@@ -6,7 +6,9 @@
 # ext4 or btrfs image. Everything it makes lives in one state directory;
 # `stop` removes every process, mount and loop device it made. No kernel
 # NFS is needed: clients reach the server with libnfs (nfs:// URLs) from
-# inside the namespace (`exec`). See README.md beside this file.
+# inside the namespace (`exec`). The process that holds the namespaces and
+# owns the servers is supervisor.py beside this file (python3); the verbs
+# here talk to it over its socket. See README.md beside this file.
 #
 #   nfs-server.sh start --state DIR [--fs dir|tmpfs|xfs|ext4|btrfs] [--size 2G]
 #                       [--workers N] [--sync|--async|--sync-writes]
@@ -128,15 +130,6 @@ alive() {
     [ -r "$STATE/pid/$1" ] || return 1
     read -r pid start <"$STATE/pid/$1" || return 1
     proc_alive "${pid:-}" "${start:-}"
-}
-
-# reap NAME PID LABEL (supervisor): when the recorded NAME, started by this
-# shell as PID, has died, collect its status and log it; false otherwise.
-reap() {
-    local st=0
-    [ -n "$2" ] && ! alive "$1" || return 1
-    wait "$2" 2>/dev/null || st=$?
-    sup_log "$3 $2 exited (status $st)"
 }
 
 # note_killed "PID (NAME)"...: remember processes that needed SIGKILL for
@@ -855,214 +848,23 @@ probe_timeout() {
 
 # ------------------------------------------------------------------ supervisor
 
-# Runs as `unshare --net --mount --propagation private -- nfs-server.sh
-# _supervise --state DIR`: the process that holds the namespaces, starts and
-# reaps rpcbind, rpc.statd, ganesha and smbd (--smb), and tears everything
-# down on SIGTERM. SIGUSR1 asks it to start ganesha again (restart-ganesha),
-# SIGUSR2 to start statd again (start-statd), the line "smbd" on its FIFO
-# STATE/run/tick to start smbd again (restart-smbd).
-supervise() {
-    load_settings
-    local want_stop="" want_start="" want_statd="" want_smbd="" ganesha_pid="" rpcbind_pid=""
-    local statd_pid="" smbd_pid="" loopdev="" cmd st i
-    trap 'want_stop=1' TERM INT HUP
-    trap 'want_start=1' USR1
-    trap 'want_statd=1' USR2
+# supervisor.py beside this script (python3, standard library only) runs as
+# `setsid unshare --net --mount [--uts] --propagation private -- python3
+# supervisor.py run --state DIR`: the process that holds the namespaces,
+# sets them up, starts and reaps rpcbind, rpc.statd, ganesha and smbd
+# (--smb), and tears everything down on SIGTERM. It takes commands on
+# STATE/run/supervisor.sock, one JSON line each (see its top comment).
+SUPERVISOR=$HERE/supervisor.py
 
-    sup_log() { printf '%s supervisor: %s\n' "$(date '+%F %T')" "$*"; }
-
-    sup_cleanup() {
-        local i
-        trap '' TERM INT HUP USR1 USR2
-        # By the recorded PID + start time, not kill -0: bash reaps its
-        # children at once, so a bare PID could already belong to someone
-        # else. smbd and its children first, then ganesha (it unmonitors
-        # its NLM clients with statd on the way out), then statd, then rpcbind.
-        if [ -n "$smbd_pid" ]; then
-            smbd_stop_all || sup_log "smbd processes left: $(smbd_leftovers | paste -sd ' ')"
-            wait "$smbd_pid" 2>/dev/null || true
-        fi
-        if [ -n "$ganesha_pid" ]; then
-            terminate ganesha "$(ganesha_stop_timeout)"
-            wait "$ganesha_pid" 2>/dev/null || true
-        fi
-        if [ -n "$statd_pid" ]; then
-            terminate statd 5
-            wait "$statd_pid" 2>/dev/null || true
-        fi
-        if [ -n "$rpcbind_pid" ]; then
-            terminate rpcbind 5
-            wait "$rpcbind_pid" 2>/dev/null || true
-        fi
-        if [ "$FS" != dir ] && mountpoint -q "$EXPORT"; then
-            sync -f "$EXPORT" 2>/dev/null || true
-            for ((i = 0; i < 40; i++)); do
-                umount "$EXPORT" 2>/dev/null && break
-                sleep 0.25
-            done
-            mountpoint -q "$EXPORT" && { sup_log "umount $EXPORT busy; lazy"; umount -l "$EXPORT" || true; }
-        fi
-        if [ -n "$loopdev" ]; then
-            losetup -d "$loopdev" 2>/dev/null || sup_log "losetup -d $loopdev failed"
-        fi
-        sup_log "stopped"
-    }
-
-    start_ganesha() {
-        local i
-        rm -f "$STATE/run/ganesha.pid"
-        if [ "$MODE" = async ]; then
-            "$STATE/bin/nosync" ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
-                -L "$STATE/log/ganesha.log" -f "$STATE/conf/ganesha.conf" \
-                </dev/null >>"$STATE/log/ganesha.stderr" 2>&1 &
-        else
-            ganesha.nfsd -F -p "$STATE/run/ganesha.pid" \
-                -L "$STATE/log/ganesha.log" -f "$STATE/conf/ganesha.conf" \
-                </dev/null >>"$STATE/log/ganesha.stderr" 2>&1 &
-        fi
-        ganesha_pid=$!
-        # /proc/PID/stat exists as soon as fork returns; record it at once.
-        record ganesha "$ganesha_pid"
-        sup_log "started ganesha.nfsd pid $ganesha_pid"
-    }
-
-    # start_statd: rpc.statd in the foreground, its state (sm/, sm.bak/,
-    # state) in STATE/statd, no SM_NOTIFY at start (-L), a fixed port; then
-    # wait until it is registered with rpcbind (ganesha's NLM finds it there).
-    # The directory stays root's, so statd runs as root: as user statd it
-    # could not reach a state directory below a 0700 one (pytest's tmp).
-    # Returns 1 if it does not come up.
-    start_statd() {
-        local i
-        mkdir -p "$STATD_DIR/sm" "$STATD_DIR/sm.bak"
-        rpc.statd -F -d -L -P "$STATD_DIR" -p "$STATD_PORT" \
-            </dev/null >>"$STATE/log/statd.log" 2>&1 &
-        statd_pid=$!
-        record statd "$statd_pid"
-        sup_log "started rpc.statd pid $statd_pid"
-        for ((i = 0; i < 200; i++)); do
-            alive statd || { sup_log "rpc.statd exited"; statd_pid=""; return 1; }
-            rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1 && return 0
-            sleep 0.025
-        done
-        sup_log "rpc.statd did not register with rpcbind within 5 s"
+# sup_send NAME COMMAND: send COMMAND (start-ganesha, start-statd,
+# start-smbd) to the supervisor; on a refusal or no answer, one line
+# "NAME: supervisor: WHY" on stderr and 1.
+sup_send() {
+    local err
+    if ! err=$(python3 "$SUPERVISOR" send --state "$STATE" "$2" 2>&1 >/dev/null); then
+        log "$1: ${err:-supervisor: no reply}"
         return 1
-    }
-
-    # start_smbd: smbd in the foreground (so the supervisor is its parent
-    # and reaps it), logging to stdout, in a process group of its own: on
-    # SIGTERM smbd signals its whole process group, which with
-    # --no-process-group would include the supervisor (measured: stop-smbd
-    # then stopped the whole server). Its per-connection children and
-    # helpers (smbd-notifyd, cleanupd) are in that group; they exit when it
-    # does.
-    start_smbd() {
-        rm -f "$SMB_DIR/pid/smbd.pid"
-        smbd --foreground --debug-stdout -s "$STATE/conf/smb.conf" \
-            </dev/null >>"$STATE/log/smbd.stdout" 2>&1 &
-        smbd_pid=$!
-        record smbd "$smbd_pid"
-        sup_log "started smbd pid $smbd_pid"
-    }
-
-    fail() { sup_log "FAILED: $*"; printf '%s\n' "$*" >"$STATE/run/failed"; sup_cleanup; exit 1; }
-
-    record supervisor "$$"
-    # The namespace, for finding smbd's unrecorded children (smbd_leftovers).
-    readlink /proc/self/ns/net >"$STATE/pid/netns"
-    sup_log "pid $$, fs $FS, mode $MODE, workers $WORKERS, nlm $NLM, grace $GRACE, lease $LEASE," \
-        "smb $SMB (sendfile $SMB_SENDFILE, aio max threads $SMB_WORKERS)"
-    ip link set lo up || fail "ip link set lo up"
-    if [ -n "$HOST_NAME" ]; then
-        hostname "$HOST_NAME" || fail "hostname $HOST_NAME"
     fi
-    # Private /run (rpcbind's socket and lock, ganesha's files) and
-    # /var/lib/nfs: nothing of the host's is touched.
-    mount --bind "$STATE/run" /run || fail "bind $STATE/run over /run"
-    if [ -d /var/lib/nfs ]; then
-        mount --bind "$STATE/lib-nfs" /var/lib/nfs || fail "bind over /var/lib/nfs"
-    fi
-    if [ "$FS" = tmpfs ]; then
-        # RAM: no disk's writeback in what clients measure (benchmarks of
-        # the client side); gone with the namespace's mount at stop.
-        mount -t tmpfs -o "size=$SIZE,mode=0777" tmpfs "$EXPORT" || fail "mount tmpfs on $EXPORT"
-        sup_log "mounted tmpfs (size $SIZE) on $EXPORT"
-    elif [ "$FS" != dir ]; then
-        loopdev=$(losetup --find --show "$IMAGE") || fail "losetup $IMAGE"
-        printf '%s\n' "$loopdev" >"$STATE/run/loopdev"
-        # --sync and --sync-writes: dirsync, so that CREATE, REMOVE, RENAME,
-        # MKDIR, RMDIR (and LINK, SYMLINK) reach stable storage before
-        # ganesha replies, as a kernel nfsd `sync` export does with its
-        # commit_metadata (ganesha's FSAL VFS never fsyncs a directory).
-        # xfs and ext4 then commit the transaction (log force / jbd2 commit)
-        # inside the system call. --async: no dirsync (today's behaviour).
-        local mopts=()
-        [ "$MODE" = async ] || mopts=(-o dirsync)
-        mount -t "$FS" "${mopts[@]}" "$loopdev" "$EXPORT" || fail "mount -t $FS $loopdev $EXPORT"
-        chmod 0777 "$EXPORT" || fail "chmod $EXPORT"
-        sup_log "mounted $FS $loopdev on $EXPORT${mopts[*]:+ (${mopts[*]})}"
-    fi
-    rpcbind -f </dev/null >>"$STATE/log/rpcbind.log" 2>&1 &
-    rpcbind_pid=$!
-    record rpcbind "$rpcbind_pid"
-    for ((i = 0; i < 200; i++)); do
-        [ -S /run/rpcbind.sock ] && break
-        alive rpcbind || fail "rpcbind exited"
-        sleep 0.025
-    done
-    [ -S /run/rpcbind.sock ] || fail "rpcbind did not come up"
-    if [ "$NLM" = 1 ]; then
-        start_statd || fail "rpc.statd did not come up (see log/statd.log)"
-    fi
-    start_ganesha
-    [ "$SMB" = 1 ] && start_smbd
-
-    # A FIFO nobody writes: read -t is a fork-free sleep that trapped
-    # signals cut short.
-    mkfifo "$STATE/run/tick"
-    exec 3<>"$STATE/run/tick"
-    while [ -z "$want_stop" ]; do
-        # bash reaps its children itself: a dead ganesha is simply gone.
-        if reap ganesha "$ganesha_pid" ganesha; then ganesha_pid=""; fi
-        if reap statd "$statd_pid" rpc.statd; then statd_pid=""; fi
-        if [ -n "$want_statd" ]; then
-            want_statd=""
-            if [ "$NLM" != 1 ]; then
-                sup_log "statd start requested but NLM is off"
-            elif [ -n "$statd_pid" ]; then
-                sup_log "statd start requested but rpc.statd $statd_pid is running"
-            else
-                start_statd || true
-            fi
-        fi
-        if [ -n "$want_start" ]; then
-            want_start=""
-            if [ -n "$ganesha_pid" ]; then
-                sup_log "start requested but ganesha $ganesha_pid is running"
-            else
-                start_ganesha
-            fi
-        fi
-        if reap smbd "$smbd_pid" smbd; then smbd_pid=""; fi
-        if [ -n "$want_smbd" ]; then
-            want_smbd=""
-            if [ "$SMB" != 1 ]; then
-                sup_log "smbd start requested but the server runs without --smb"
-            elif [ -n "$smbd_pid" ]; then
-                sup_log "smbd start requested but smbd $smbd_pid is running"
-            elif [ -n "$(smbd_leftovers)" ]; then
-                sup_log "smbd start requested but smbd processes are left: $(smbd_leftovers | paste -sd ' ')"
-            else
-                start_smbd
-            fi
-        fi
-        # (commands arrive as lines on the FIFO; a timeout leaves cmd empty)
-        cmd=""
-        read -r -t 0.1 -u 3 cmd || true
-        [ "$cmd" = smbd ] && want_smbd=1
-    done
-    sup_cleanup
-    exit 0
 }
 
 # ------------------------------------------------------------------ commands
@@ -1131,7 +933,7 @@ cmd_start() {
         done
         [ -r "$SMB_TEMPLATE" ] || die "start: $SMB_TEMPLATE is missing"
     fi
-    for tool in unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
+    for tool in python3 unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
         command -v "$tool" >/dev/null || die "start: $tool not found (see cluster-configs/local/install.sh)"
     done
     if [ "$nlm" = 1 ]; then
@@ -1141,6 +943,7 @@ cmd_start() {
         done
     fi
     [ -r "$TEMPLATE" ] || die "start: $TEMPLATE is missing"
+    [ -r "$SUPERVISOR" ] || die "start: $SUPERVISOR is missing"
     if ((link_opt)); then
         parse_link "$link" || exit 1
         check_link_tools || exit 1
@@ -1192,11 +995,12 @@ cmd_start() {
     fi
     trap - ERR
 
-    local uts=()
+    local uts=() ganesha_stop
     [ -n "$host_name" ] && uts=(--uts)
+    ganesha_stop=$(ganesha_stop_timeout)
     setsid unshare --net --mount "${uts[@]}" --propagation private -- \
-        bash "$SELF" _supervise --state "$STATE" \
-        </dev/null >>"$STATE/log/supervisor.log" 2>&1 &
+        python3 "$SUPERVISOR" run --state "$STATE" --statd-port "$STATD_PORT" \
+        --ganesha-stop-timeout "$ganesha_stop" </dev/null >>"$STATE/log/supervisor.log" 2>&1 &
     local launcher=$!
     record launcher "$launcher"
 
@@ -1383,7 +1187,7 @@ cmd_restart_ganesha() {
     # What pid/ganesha said before (PID and start time): the new record differs.
     old=$(cat "$STATE/pid/ganesha" 2>/dev/null || true)
     terminate ganesha "$(ganesha_stop_timeout)"
-    kill -USR1 "$(recorded supervisor)"
+    sup_send restart-ganesha start-ganesha || { log "restart-ganesha failed"; log_tail; exit 1; }
     for ((i = 0; i < START_TIMEOUT * 20; i++)); do
         if [ "$(cat "$STATE/pid/ganesha" 2>/dev/null || true)" != "$old" ] && alive ganesha; then
             break
@@ -1446,7 +1250,7 @@ cmd_start_statd() {
         recorded statd
         return 0
     fi
-    kill -USR2 "$(recorded supervisor)"
+    sup_send start-statd start-statd || { log "start-statd failed"; log_tail; exit 1; }
     for ((i = 0; i < START_TIMEOUT * 20; i++)); do
         if [ "$(cat "$STATE/pid/statd" 2>/dev/null || true)" != "$old" ] && alive statd &&
             in_netns rpcinfo -T tcp 127.0.0.1 100024 1 >/dev/null 2>&1; then
@@ -1488,11 +1292,7 @@ cmd_restart_smbd() {
     local old i
     smbd_stop_all || die "restart-smbd: smbd processes left: $(smbd_leftovers | paste -sd ' ')"
     old=$(cat "$STATE/pid/smbd" 2>/dev/null || true)
-    # The supervisor holds the FIFO open for reading, so this open does not
-    # block while it lives (timeout: in case it died just now).
-    # shellcheck disable=SC2016 # $1 is the inner shell's
-    timeout 5 bash -c 'printf "smbd\n" >"$1"' _ "$STATE/run/tick" ||
-        die "restart-smbd: cannot reach the supervisor"
+    sup_send restart-smbd start-smbd || { log "restart-smbd failed"; log_tail; exit 1; }
     for ((i = 0; i < START_TIMEOUT * 20; i++)); do
         [ "$(cat "$STATE/pid/smbd" 2>/dev/null || true)" != "$old" ] && alive smbd && break
         alive supervisor || break
@@ -1693,12 +1493,6 @@ main() {
             # round trip (microseconds).
             parse_link "${1-}" && check_link_tools || exit 1
             printf '%s\n%s\n' "$LINK_SPEC" "$(link_round_trip_us)"
-            ;;
-        _supervise)
-            [ "${1:-}" = --state ] || exit 2
-            set_state "$2"
-            load_settings
-            supervise
             ;;
         -h | --help | help) usage ;;
         *) log "unknown command $cmd"; usage ;;
