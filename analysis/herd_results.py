@@ -82,7 +82,8 @@ SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "l
 # ... and those added when the run closes, when a monitor sampled.
 SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max"]
 # /phases/<name>/op_summary, and the quantiles it holds.
-OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s"]
+OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s",
+                      "items", "step_s", "items_per_s"]
 OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
 # herd's ops in enum order (src/lib/ops.h): the row order of op_summary.
 OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
@@ -221,6 +222,14 @@ class Run:
     def holds(self, name):
         g = self._f["phases"][name]
         return _table(g["holds"]) if "holds" in g else pd.DataFrame()
+
+    @_reading
+    def meta_steps(self, name):
+        """/phases/NAME/meta_steps (a meta phase: each rank's time and items
+        in each step); empty for other phases and older files."""
+        g = self._f["phases"][name]
+        return _table(g["meta_steps"]) if "meta_steps" in g else pd.DataFrame(
+            columns=["rank", "step", "op", "t_start", "t_end", "items"])
 
     @_reading
     def latency(self, name):
@@ -544,7 +553,8 @@ class Run:
     def op_summary(self, name):
         """One row per op with calls: op, calls, seconds (summed over ranks),
         ops_per_s (calls / last_done), p50_s, p90_s, p99_s, max_s (upper
-        bound of the merged histogram's bucket holding that quantile).
+        bound of the merged histogram's bucket holding that quantile), and
+        for a meta step's item call items, step_s, items_per_s.
         herd's /phases/NAME/op_summary where present, else recomputed from
         the ops table and the latency histograms by the same rules."""
         last = self.phases.loc[self.phases["phase"] == name, "last_done"]
@@ -562,6 +572,7 @@ class Run:
         per_op = per_op.iloc[sorted(range(len(per_op)),
                                     key=lambda i: known.get(per_op.index[i], len(known)))]
         hists = self.latency(name) if "latency" in g else {}
+        steps = self.meta_steps(name)
         rows = []
         for op, (calls, secs) in per_op.iterrows():  # one row per op: a handful
             upper, counts = (hists[op][1], hists[op][2]) if op in hists else (None, None)
@@ -569,8 +580,21 @@ class Run:
                    "ops_per_s": calls / last if last > 0 else np.nan}
             for key, q in OP_QUANTILES:
                 row[key] = hist_quantile(upper, counts, q) if counts is not None else np.nan
+            row.update(meta_step_rate(steps[steps["op"] == op]))
             rows.append(row)
         return pd.DataFrame(rows, columns=OP_SUMMARY_COLUMNS)
+
+
+def meta_step_rate(rows):
+    """op_summary's items, step_s, items_per_s of an op from its meta_steps
+    rows (src/results/summary.c, summary_op_step): the items of all ranks
+    over the step's time, the first rank's start to the last rank's end;
+    0, NaN, NaN for an op that is no step's item call."""
+    if len(rows) == 0:
+        return {"items": 0, "step_s": np.nan, "items_per_s": np.nan}
+    items = int(rows["items"].sum())
+    step_s = float(rows["t_end"].max() - rows["t_start"].min())
+    return {"items": items, "step_s": step_s, "items_per_s": items / step_s if step_s > 0 else np.nan}
 
 
 def hist_quantile(upper_ns, counts, q):

@@ -172,6 +172,7 @@ static void gathered_free(struct gathered *g)
     free(g->stuck);
     free(g->holds);
     free(g->ops);
+    free(g->meta_steps);
     free(g->merged);
 }
 
@@ -201,6 +202,8 @@ static void run_gather_phase(struct run *r, const struct phase *ph, struct phase
     g->stuck =
         run_gather(r, stuck_mine, nstuck_mine, sizeof(struct stuck_entry), &g->nstuck, &g->ok);
     g->holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &g->nholds, &g->ok);
+    g->meta_steps = run_gather(r, c->meta_steps, c->nmeta_steps, sizeof(struct meta_step_record),
+                               &g->nmeta_steps, &g->ok);
     struct op_stats mine_ops;
     memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
     memcpy(mine_ops.seconds, c->op_seconds, sizeof mine_ops.seconds);
@@ -314,6 +317,8 @@ struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct p
         .holds = g.holds,
         .nholds = g.nholds,
         .ops = g.ops,
+        .meta_steps = g.meta_steps,
+        .nmeta_steps = g.nmeta_steps,
         .nranks = (size_t)r->size,
         .hists = g.merged,
         .stats = &line->stats,

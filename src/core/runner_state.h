@@ -88,6 +88,8 @@ struct gathered {
     struct hold *holds;
     size_t nholds;
     struct op_stats *ops;
+    struct meta_step_record *meta_steps; /* meta phases: each rank's steps */
+    size_t nmeta_steps;
     struct hist *merged; /* OP_COUNT histograms summed over ranks */
     bool ok;             /* everything arrived */
 };

@@ -111,7 +111,9 @@ struct phase_data {
     bool has_holds;           /* the kind records holds: the holds table, even empty */
     const struct hold *holds; /* every granted lock */
     size_t nholds;
-    const struct op_stats *ops; /* one per rank */
+    const struct op_stats *ops;                /* one per rank */
+    const struct meta_step_record *meta_steps; /* meta: every rank's steps (record.h) */
+    size_t nmeta_steps;
     size_t nranks;
     const struct hist *hists;        /* OP_COUNT histograms merged over ranks */
     const struct phase_stats *stats; /* NULL: no summary_* attributes, no op_summary */

@@ -577,6 +577,8 @@ struct op_summary_row {
     uint64_t calls;
     double seconds, ops_per_s;
     double p50_s, p90_s, p99_s, max_s;
+    uint64_t items;
+    double step_s, items_per_s;
 };
 
 static const struct field op_summary_fields[] = {
@@ -588,7 +590,50 @@ static const struct field op_summary_fields[] = {
     FIELD("p90_s", struct op_summary_row, p90_s, FIELD_F64),
     FIELD("p99_s", struct op_summary_row, p99_s, FIELD_F64),
     FIELD("max_s", struct op_summary_row, max_s, FIELD_F64),
+    FIELD("items", struct op_summary_row, items, FIELD_U64),
+    FIELD("step_s", struct op_summary_row, step_s, FIELD_F64),
+    FIELD("items_per_s", struct op_summary_row, items_per_s, FIELD_F64),
 };
+
+/* /phases/<meta>/meta_steps: each rank's time and items in each step. */
+struct meta_step_row {
+    int32_t rank;
+    char step[8];
+    char op[OP_NAME_LEN];
+    double t_start, t_end;
+    uint64_t items;
+};
+
+static const struct field meta_step_fields[] = {
+    FIELD("rank", struct meta_step_row, rank, FIELD_I32),
+    FIELD("step", struct meta_step_row, step, FIELD_STR),
+    FIELD("op", struct meta_step_row, op, FIELD_STR),
+    FIELD("t_start", struct meta_step_row, t_start, FIELD_F64),
+    FIELD("t_end", struct meta_step_row, t_end, FIELD_F64),
+    FIELD("items", struct meta_step_row, items, FIELD_U64),
+};
+
+static void meta_step_fill(void *out, size_t i, const void *src)
+{
+    const struct meta_step_record *m = &((const struct meta_step_record *)src)[i];
+    struct meta_step_row *row = out;
+    row->rank = m->rank;
+    snprintf(row->step, sizeof row->step, "%s", job_meta_step_name((enum meta_step)m->step));
+    snprintf(row->op, sizeof row->op, "%s", op_name((enum op)m->op));
+    row->t_start = m->t_start;
+    row->t_end = m->t_end;
+    row->items = m->items;
+}
+
+/* The table only where a meta phase's steps were gathered. */
+static int meta_steps_write(hid_t g, const struct phase_data *d, char *err, size_t errlen)
+{
+    if (d->nmeta_steps == 0)
+        return 0;
+    return h5_table_fill(g, "meta_steps", meta_step_fields, NFIELDS(meta_step_fields),
+                         sizeof(struct meta_step_row), d->nmeta_steps, meta_step_fill,
+                         d->meta_steps, err, errlen);
+}
 
 /* summary_* attributes and the op_summary table (ops with calls only). */
 static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t errlen)
@@ -630,7 +675,10 @@ static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t 
                                           .p50_s = o->p50,
                                           .p90_s = o->p90,
                                           .p99_s = o->p99,
-                                          .max_s = o->max};
+                                          .max_s = o->max,
+                                          .items = o->items,
+                                          .step_s = o->step_s,
+                                          .items_per_s = o->items_per_s};
         snprintf(rows[i].op, sizeof rows[i].op, "%s", op_name((enum op)o->op));
     }
     return h5_table_write(g, "op_summary", op_summary_fields, NFIELDS(op_summary_fields),
@@ -668,6 +716,7 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
         errors_write(g, errors, nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
+        meta_steps_write(g, d, err, errlen) < 0 ||
         (d->has_holds &&
          (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
                          d->nholds, err, errlen) < 0 ||

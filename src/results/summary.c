@@ -258,6 +258,27 @@ static void summary_add_iterations(struct summary_line *l, const struct rank_rec
     l->iter_max = hi;
 }
 
+/* The meta step of op o (its items call), if the phase ran one: items
+ * over all ranks, first start to last end, items / seconds. */
+static void summary_op_step(const struct phase_data *d, struct summary_op *o)
+{
+    double t0 = INFINITY, t1 = -INFINITY;
+    o->items = 0;
+    o->step_s = o->items_per_s = NAN;
+    for (size_t i = 0; i < d->nmeta_steps; i++) {
+        const struct meta_step_record *m = &d->meta_steps[i];
+        if (m->op != o->op)
+            continue;
+        o->items += m->items;
+        t0 = m->t_start < t0 ? m->t_start : t0;
+        t1 = m->t_end > t1 ? m->t_end : t1;
+    }
+    if (!(t1 >= t0))
+        return;
+    o->step_s = t1 - t0;
+    o->items_per_s = o->step_s > 0 ? (double)o->items / o->step_s : NAN;
+}
+
 int summary_op_totals(const struct phase_data *d, double last_done, struct summary_op out[OP_COUNT])
 {
     int n = 0;
@@ -273,6 +294,7 @@ int summary_op_totals(const struct phase_data *d, double last_done, struct summa
             if (d->errors[k].op == op)
                 o.errors += d->errors[k].count;
         o.per_s = last_done > 0 ? (double)o.calls / last_done : NAN;
+        summary_op_step(d, &o);
         const struct hist *h = d->hists ? &d->hists[op] : NULL;
         bool sampled = h && hist_count(h) > 0;
         o.p50 = sampled ? (double)hist_quantile(h, 0.50) * 1e-9 : NAN;
@@ -384,17 +406,15 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     fprintf(out, ", fsync %s, backend %s", l->fsync ? "yes" : "no", l->backend);
     if (l->main_op >= 0)
         fprintf(out, "; p50/p99 of %s", summary_op_label(l, l->main_op));
-    if (strcmp(l->kind, "meta") == 0) {
-        static const int steps[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK};
+    if (strcmp(l->kind, "meta") == 0) { /* each step's items over its own time */
+        static const int steps[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR};
         fprintf(out, "; items/s");
         for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
             const struct summary_op *o = summary_find_op(l, steps[i]);
-            if (!o)
+            if (!o || isnan(o->step_s))
                 continue;
             char rate[32];
-            uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
-            summary_format_rate(l->stats.last_done > 0 ? (double)ok / l->stats.last_done : NAN,
-                                ok == 0, "%.0f", rate, sizeof rate);
+            summary_format_rate(o->items_per_s, o->items == 0, "%.0f", rate, sizeof rate);
             fprintf(out, " %s %s", summary_op_label(l, steps[i]), rate);
         }
     }
@@ -415,8 +435,9 @@ void summary_print_legend(FILE *out)
     fputs("units: MiB = 2^20 bytes, s = seconds. rows = ranks x iterations; min/median/max s =\n"
           "one rank's time for one iteration; last s = phase start to the last rank done;\n"
           "MiB/s = all bytes / last s; calls/s = every timed call (open, write, close, mkdir,\n"
-          "stat... each counts: not files/s) / last s; items/s (meta, second line) = files\n"
-          "created, stat'ed, renamed, unlinked without error / last s, as mdtest counts;\n"
+          "stat... each counts: not files/s) / last s; items/s (meta, second line) = per\n"
+          "step, the files created, stat'ed, renamed, unlinked (directories removed) without\n"
+          "error over that step's time, first rank's start to last rank's end, as mdtest;\n"
           "p50/p99 = latency of the phase's main call (second line); errors = failed calls,\n"
           "with the most frequent errno and op; verify = blocks with wrong data; viol = lock\n"
           "exclusion broken; '-' = no figure: no rank did any work (times), or calls were\n"

@@ -25,6 +25,12 @@ struct summary_op {
     double seconds;            /* summed over ranks */
     double per_s;              /* calls / last_done */
     double p50, p90, p99, max; /* seconds, from the merged histogram; NaN = no samples */
+    /* The meta step whose items this op's calls are (create: open), as
+     * mdtest times a step: its items (calls that succeeded, all ranks),
+     * its seconds (the first rank's start to the last rank's end of it, on
+     * the common clock) and items / seconds. 0 and NaN for other ops. */
+    uint64_t items;
+    double step_s, items_per_s;
 };
 
 /* Failed calls of one (op, errno, protocol status) over all ranks. */

@@ -103,9 +103,11 @@ static void json_op(FILE *f, const struct summary_line *l, const struct summary_
     json_ku(f, "errors", o->errors, &first);
     json_kd(f, "seconds", o->seconds, &first);
     json_kd(f, "ops_per_s", o->per_s, &first);
-    uint64_t ok = o->calls - (o->errors < o->calls ? o->errors : o->calls);
-    json_kd(f, "ok_per_s", ok > 0 && l->stats.last_done > 0 ? (double)ok / l->stats.last_done : NAN,
-            &first);
+    if (!isnan(o->step_s)) { /* a meta step's items, as mdtest times them */
+        json_ku(f, "items", o->items, &first);
+        json_kd(f, "step_s", o->step_s, &first);
+        json_kd(f, "items_per_s", o->items_per_s, &first);
+    }
     json_key(f, "latency_s", &first);
     bool lf = true;
     fputc('{', f);

@@ -23,4 +23,16 @@ struct rank_record {
     uint64_t violations; /* lock: another rank's token seen inside a held range */
 };
 
+/* One rank's share of one step of a meta phase (create, stat, rename,
+ * unlink, rmdir: every rank ends a step before any begins the next), as
+ * mdtest times its steps: one row of /phases/<name>/meta_steps. */
+struct meta_step_record {
+    int32_t rank;
+    int32_t step; /* enum meta_step */
+    int32_t op;   /* enum op: the step's item call (create: open) */
+    int32_t pad;
+    double t_start, t_end; /* common clock: the step's calls lie in between */
+    uint64_t items;        /* item calls that succeeded (mdtest's items) */
+};
+
 #endif

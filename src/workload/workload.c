@@ -71,6 +71,7 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
     r->ops++;
     if (rc < 0) {
         r->errors++;
+        c->op_errors[op]++;
         /* A failed backend call: keep the protocol's word for it too. */
         const char *status = c->be && c->be->status ? c->be->status(c->be_ctx) : NULL;
         if (c->errors)

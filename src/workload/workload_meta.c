@@ -258,11 +258,20 @@ static void meta_run(struct phase_ctx *c)
     struct rank_record *r = &c->records[0];
     static void (*const step_fn[META_STEPS])(struct phase_ctx *, struct rank_record *) = {
         meta_create, meta_stat, meta_rename, meta_unlink, meta_rmdirs};
+    /* The call each step counts as its items, as mdtest counts them. */
+    static const enum op item_op[META_STEPS] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR};
     r->t_start = clock_now(c->clock);
     for (int step = 0; step < META_STEPS; step++) {
         if (!(s->steps & (1 << step)))
             continue;
+        enum op op = item_op[step];
+        struct meta_step_record *m = &c->meta_steps[c->nmeta_steps++];
+        uint64_t calls = c->op_count[op], failed = c->op_errors[op];
+        *m = (struct meta_step_record){.rank = c->rank, .step = step, .op = op};
+        m->t_start = clock_now(c->clock);
         step_fn[step](c, r); /* stops early on a signal, but still syncs */
+        m->t_end = clock_now(c->clock);
+        m->items = (c->op_count[op] - calls) - (c->op_errors[op] - failed);
         c->sync(c);
     }
     r->t_end = clock_now(c->clock);

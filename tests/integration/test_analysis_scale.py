@@ -38,7 +38,8 @@ STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "last_done
          "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures", "grants", "contended",
          "violations", "stuck"]
 SERVER = ["cpu_mean", "cpu_max", "nfsd_threads"]
-OP_COLUMNS = ["calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s"]
+OP_COLUMNS = ["calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s", "items",
+              "step_s", "items_per_s"]
 NAN = float("nan")
 
 
@@ -233,7 +234,16 @@ def raw_ops(f, name, last):
                     "p50_s": hist_quantile(upper, counts, 0.5),
                     "p90_s": hist_quantile(upper, counts, 0.9),
                     "p99_s": hist_quantile(upper, counts, 0.99),
-                    "max_s": hist_quantile(upper, counts, 1.0)}
+                    "max_s": hist_quantile(upper, counts, 1.0),
+                    "items": 0, "step_s": NAN, "items_per_s": NAN}
+    # A meta step (docs/results-format.md): its item call's successful
+    # calls of all ranks over the first rank's start to the last rank's end.
+    steps = g["meta_steps"][()] if "meta_steps" in g else []
+    for op in {text(m["op"]) for m in steps}:
+        mine = [m for m in steps if text(m["op"]) == op]
+        t = max(m["t_end"] for m in mine) - min(m["t_start"] for m in mine)
+        items = sum(int(m["items"]) for m in mine)
+        rows[op].update(items=items, step_s=t, items_per_s=items / t if t > 0 else NAN)
     return rows
 
 
@@ -260,6 +270,10 @@ def test_summary_attributes_match_raw_rows(kinds_file):
     assert stats["w_fault"]["errors"] > 0
     assert stats["lock"]["grants"] > 0
     assert stats["read"]["bytes"] == 3 * 1 << 20 and stats["idle"]["ops"] == 0
+    with h5py.File(kinds_file, "r") as f:
+        steps = f["phases"]["meta"]["meta_steps"][()]
+        ran = {text(m["step"]) for m in steps}
+        assert ran and all(int(m["items"]) > 0 for m in steps), steps
     assert not math.isnan(stats["write"]["cpu_mean"])
 
 

@@ -6,8 +6,8 @@ failed, and the live progress of all ranks in a batch log.
    one (fault backend: write=ENOSPC@0.5, and a storm on a missing file)
    both with --json: every number of the JSON equals the results file's
    (summary_* attributes, op_summary, errors table, ranks rows).
-2. The table: units and legend; meta items/s equal the ops table's calls
-   (less errors) over summary_last_done; the errors column names the top
+2. The table: units and legend; meta items/s per step equal the items of
+   the ranks' step records over that step's time (meta_steps); the errors column names the top
    errno; the all-failed storm prints '-' for MiB/s and calls/s.
    Every figure of a table row is the stored one (summary_* attributes,
    printed rounding), '-' where the file holds NaN: an idle phase, whose
@@ -194,26 +194,42 @@ def test_table_has_units_and_legend(runs, herd_bin):
 
 
 def test_meta_items_per_second(runs):
-    h5, _, proc = runs["clean"]
+    """mdtest's rate per step, recomputed from the ranks' step records
+    (meta_steps: items of all ranks over the first start to the last end of
+    the step), equals op_summary's items_per_s, the JSON's and the printed
+    one; each step has its own time, none is the whole phase's."""
+    h5, doc, proc = runs["clean"]
     second = table_rows(proc.stdout)["m"][1]
     printed = second.split("items/s")[1].split(";")[0].split()
     printed = dict(zip(printed[::2], (float(v) for v in printed[1::2])))
-    assert set(printed) == {"create", "stat", "rename", "unlink"}, second
+    assert set(printed) == {"create", "stat", "rename", "unlink", "rmdir"}, second
+    json_ops = {o["label"]: o for o in next(p for p in doc["phases"] if p["name"] == "m")["ops"]}
     with h5py.File(h5, "r") as f:
         g = f["phases"]["m"]
         last = float(g.attrs["summary_last_done"])
-        # The phase's time, recomputed from the ranks rows.
-        rows = g["ranks"][()]
-        assert last == pytest.approx(rows["t_end"].max() - g.attrs["t_start"], rel=1e-9)
-        for label, op in (("create", "open"), ("stat", "stat"), ("rename", "rename"),
-                          ("unlink", "unlink")):
-            calls = sum(int(c) for o, c in zip(g["ops"]["op"], g["ops"]["count"])
-                        if text(o) == op)
-            assert calls == NRANKS * 120
-            assert printed[label] == pytest.approx(calls / last, abs=0.51), label
-    # calls/s counts every call (mkdir, close, rmdir too): more than any item rate.
-    first = table_rows(proc.stdout)["m"][0]
-    assert float(first[8]) > max(printed.values())
+        steps = g["meta_steps"][()]
+        assert len(steps) == NRANKS * 5
+        stored = {text(r["op"]): r for r in g["op_summary"][()]}
+        for label, op, items in (("create", "open", 120), ("stat", "stat", 120),
+                                 ("rename", "rename", 120), ("unlink", "unlink", 120),
+                                 ("rmdir", "rmdir", 2 * 3 + 3)):
+            mine = steps[[text(x) == op for x in steps["op"]]]
+            assert len(mine) == NRANKS and set(mine["rank"]) == set(range(NRANKS)), label
+            assert int(mine["items"].sum()) == NRANKS * items, label
+            t = float(mine["t_end"].max() - mine["t_start"].min())
+            assert 0 < t < last, label
+            rate = NRANKS * items / t
+            assert float(stored[op]["items_per_s"]) == pytest.approx(rate, rel=1e-12), label
+            assert float(stored[op]["step_s"]) == pytest.approx(t, rel=1e-12), label
+            assert json_ops[label]["items_per_s"] == pytest.approx(rate, rel=1e-12), label
+            assert printed[label] == pytest.approx(rate, abs=0.51), label
+        # the steps follow each other: each starts after the one before ends
+        order = [text(x) for x in steps["step"][steps["rank"] == 0]]
+        assert order == ["create", "stat", "rename", "unlink", "rmdir"]
+        ends = {s: steps["t_end"][[text(x) == s for x in steps["step"]]].max() for s in order}
+        starts = {s: steps["t_start"][[text(x) == s for x in steps["step"]]].min() for s in order}
+        for before, after in zip(order, order[1:]):
+            assert starts[after] >= ends[before], (before, after)
 
 
 def test_errors_name_top_errno_and_failed_phase_has_no_rate(runs):
