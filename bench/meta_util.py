@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""meta_util.py — helpers for bench/meta_vs_fio.sh (subcommands in main's
-table). Rates are operations per second."""
+"""meta_util.py — helpers for bench/meta_vs_fio.sh and meta_vs_mdtest.sh
+(subcommands in main's table). Rates are operations per second."""
 import sys
 
 import bench_util  # fio's JSON and the table, shared with core_vs_fio.sh (PYTHONPATH=bench/)
@@ -103,16 +103,56 @@ def cmd_prelookup(mnt, nranks, files):
         die("prelookup: %d of the names already exist" % found)
 
 
+# steps RESULTS.h5 PHASE EXPECTED: herd's items/s of the create, stat and
+# unlink steps of one meta phase (op_summary's items_per_s of open, stat,
+# unlink), each step EXPECTED items, the phase without errors.
+def cmd_steps(path, phase, expected):
+    import h5py
+    with h5py.File(path, "r") as f:
+        g = f.get("/phases/%s" % phase)
+        if g is None or "op_summary" not in g:
+            die("%s: no phase %s with an op_summary" % (path, phase))
+        if s(g.attrs.get("status", "")) != "ok":
+            die("%s: phase %s status %s" % (path, phase, s(g.attrs.get("status", ""))))
+        ops = {s(r["op"]): r for r in g["op_summary"][()]}
+        out = []
+        for op in ("open", "stat", "unlink"):
+            if op not in ops or int(ops[op]["items"]) != int(expected):
+                die("%s: %s step: %s items, expected %s" % (
+                    path, op, ops[op]["items"] if op in ops else "no", expected))
+            out.append("%.1f" % float(ops[op]["items_per_s"]))
+    print(" ".join(out))
+
+
+# mdtest LOG: its SUMMARY rate table's Mean of File creation, File stat,
+# File removal (items per second).
+def cmd_mdtest(path):
+    want = {"File creation": None, "File stat": None, "File removal": None}
+    with open(path) as fh:
+        for line in fh:
+            for name in want:
+                if line.strip().startswith(name + " "):
+                    cols = line.split()
+                    want[name] = float(cols[-2])  # Max Min Mean StdDev: the mean
+    if None in want.values():
+        die("%s: no SUMMARY rate line for %s" % (
+            path, ", ".join(k for k, v in want.items() if v is None)))
+    print(" ".join("%.1f" % want[k] for k in ("File creation", "File stat", "File removal")))
+
+
 def cmd_table(raw, out, target):
+    with open(raw) as fh:  # meta_vs_fio's samples carry herd's seconds, mdtest's do not
+        timed = "seconds" in fh.readline().strip().split(",")
     return bench_util.peer_table(raw, out, target, value="ops_s", unit="op/s", digits=0,
-                                 seconds="seconds")
+                                 seconds="seconds" if timed else None)
 
 
 def main(argv):
     cmds = {"herd": (cmd_herd, 4), "fio": (cmd_fio, 4), "table": (cmd_table, 3),
-            "prelookup": (cmd_prelookup, 3)}
+            "prelookup": (cmd_prelookup, 3), "steps": (cmd_steps, 3), "mdtest": (cmd_mdtest, 1)}
     dispatch(cmds, "herd H5 NRANKS FILES PASSES | fio JSON DDIR EXPECTED NJOBS |"
-             " table RAW OUT TARGET | prelookup MNT NRANKS FILES", argv)
+             " table RAW OUT TARGET | prelookup MNT NRANKS FILES | steps H5 PHASE EXPECTED |"
+             " mdtest LOG", argv)
 
 
 if __name__ == "__main__":
