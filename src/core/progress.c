@@ -70,16 +70,22 @@ static void progress_show(const struct progress *p, double bytes, double calls, 
 {
     double frac = p->total ? bytes / (double)p->total : (final ? 1.0 : 0.0);
     frac = frac > 1.0 ? 1.0 : frac;
-    char what[64];
-    if (p->total || !p->calls) {
-        char done[32];
+    /* A live rate while it runs; the closing line gives the amount only:
+     * the phase's rate is the phase line's (and the table's), over its
+     * own time (summary.h), not this wall clock. */
+    char what[64], done[32];
+    bool in_bytes = p->total || !p->calls;
+    if (in_bytes)
         units_format_human(bytes, done, sizeof done);
+    else
+        snprintf(done, sizeof done, "%.0f calls", calls);
+    if (final)
+        snprintf(what, sizeof what, "%s", done);
+    else if (in_bytes)
         snprintf(what, sizeof what, "%s, %.1f MiB/s", done,
                  elapsed > 0 ? bytes / elapsed / 1048576.0 : 0.0);
-    } else {
-        snprintf(what, sizeof what, "%.0f calls, %.0f calls/s", calls,
-                 elapsed > 0 ? calls / elapsed : 0.0);
-    }
+    else
+        snprintf(what, sizeof what, "%s, %.0f calls/s", done, elapsed > 0 ? calls / elapsed : 0.0);
     if (p->tty) {
         char bar[31];
         int fill = (int)(frac * 30);
@@ -89,11 +95,12 @@ static void progress_show(const struct progress *p, double bytes, double calls, 
         fprintf(stderr, "\r%-16s [%s] %3.0f%% %d ranks: %s %.1fs%s", p->phase, bar, frac * 100,
                 p->size, what, elapsed, final ? "\n" : "");
     } else if (p->total) {
-        fprintf(stderr, "herd: %s: %d ranks %s%.0f%% (%s) %s %.2fs\n", p->phase, p->size,
-                final ? "done, " : "", frac * 100, what, final ? "in" : "after", elapsed);
+        fprintf(stderr, "herd: %s: %d ranks %s%.0f%% (%s) %s %.2fs%s\n", p->phase, p->size,
+                final ? "done, " : "", frac * 100, what, final ? "in" : "after", elapsed,
+                final ? " wall" : "");
     } else {
-        fprintf(stderr, "herd: %s: %d ranks %s(%s) %s %.2fs\n", p->phase, p->size,
-                final ? "done " : "", what, final ? "in" : "after", elapsed);
+        fprintf(stderr, "herd: %s: %d ranks %s(%s) %s %.2fs%s\n", p->phase, p->size,
+                final ? "done " : "", what, final ? "in" : "after", elapsed, final ? " wall" : "");
     }
     fflush(stderr);
 }

@@ -5,6 +5,7 @@
 #include "runner_state.h"
 
 #include <errno.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -263,6 +264,29 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
     r->nlost++;
 }
 
+/* The phase's line on stderr: its status and its result, the figure the
+ * table prints (MiB/s, or calls/s for a kind that moves no bytes, over the
+ * common start to the last rank's end), then the wall time to the closing
+ * barrier and the start skew. */
+static void run_say_phase(const struct phase *ph, const struct phase_summary *sum,
+                          const struct summary_line *line)
+{
+    const struct phase_stats *st = &line->stats;
+    char result[96];
+    if (isnan(st->last_done))
+        snprintf(result, sizeof result, "no rank did any work");
+    else if (line->all_failed)
+        snprintf(result, sizeof result, "no rate: every call failed");
+    else if (workload_find(ph->kind)->flags & WORKLOAD_MOVES_BYTES)
+        snprintf(result, sizeof result, "%.1f MiB/s, last rank done after %.3f s", st->mib_per_s,
+                 st->last_done);
+    else
+        snprintf(result, sizeof result, "%.0f calls/s, last rank done after %.3f s", st->ops_per_s,
+                 st->last_done);
+    fprintf(stderr, "herd: phase %s: %s: %s (%.3f s to the closing barrier, start skew %.1f us)\n",
+            ph->name, sum->status, result, sum->t_end - sum->t_start, sum->start_skew * 1e6);
+}
+
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
                                  const struct stuck_entry *stuck_mine, size_t nstuck_mine,
                                  struct phase_summary *sum, double started)
@@ -325,8 +349,7 @@ struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct p
     };
     summary_add_detail(line, ph, &data);
     run_record_phase(r, ph, sum, &data, t_gather);
-    fprintf(stderr, "herd: phase %s: %s (%.3f s, start skew %.1f us)\n", ph->name, sum->status,
-            sum->t_end - sum->t_start, sum->start_skew * 1e6);
+    run_say_phase(ph, sum, line);
     gathered_free(&g);
     return o;
 }

@@ -433,8 +433,10 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
 void summary_print_legend(FILE *out)
 {
     fputs("units: MiB = 2^20 bytes, s = seconds. rows = ranks x iterations; min/median/max s =\n"
-          "one rank's time for one iteration; last s = phase start to the last rank done;\n"
-          "MiB/s = all bytes / last s; calls/s = every timed call (open, write, close, mkdir,\n"
+          "one rank's time for one iteration; last s = the common start instant to the last\n"
+          "rank done, each rank's open, fsync (fsync = yes) and close included, as IOR's\n"
+          "bandwidth with -e; MiB/s = all bytes / last s: the phase's result, as its phase\n"
+          "line says; calls/s = every timed call (open, write, close, mkdir,\n"
           "stat... each counts: not files/s) / last s; items/s (meta, second line) = per\n"
           "step, the files created, stat'ed, renamed, unlinked (directories removed) without\n"
           "error over that step's time, first rank's start to last rank's end, as mdtest;\n"

@@ -307,10 +307,39 @@ def test_progress_lines_in_batch_log(runs):
             assert len(lines) == 1, proc.stderr
             assert "100%" in lines[0], lines[0]
             nbytes = int(f["phases"][name].attrs["summary_bytes"])
-            assert f"({nbytes >> 20}.0 MiB," in lines[0], (lines[0], nbytes)
+            assert f"({nbytes >> 20}.0 MiB)" in lines[0], (lines[0], nbytes)
+            assert "MiB/s" not in lines[0] and lines[0].endswith("s wall"), lines[0]
         for name in ("m", "s"):
             lines = [l for l in proc.stderr.splitlines()
                      if l.startswith(f"herd: {name}: {NRANKS} ranks done")]
             assert len(lines) == 1, proc.stderr
             calls = sum(int(c) for c in f["phases"][name]["ops"]["count"])
-            assert f"({calls} calls," in lines[0], (lines[0], calls)
+            assert f"({calls} calls)" in lines[0], (lines[0], calls)
+            assert "calls/s" not in lines[0], lines[0]
+
+
+def test_phase_line_gives_the_table_figure(runs):
+    """The phase line's rate and time are the table's (one definition of a
+    phase's result): MiB/s for a kind that moves bytes, calls/s otherwise,
+    last s; no rate where every call failed."""
+    for run in ("clean", "faulty"):
+        h5, _, proc = runs[run]
+        rows = table_rows(proc.stdout)
+        said = {l.split(":")[1].split()[1]: l for l in proc.stderr.splitlines()
+                if l.startswith("herd: phase ")}
+        assert set(said) == set(rows), (said, rows)
+        with h5py.File(h5, "r") as f:
+            for name, (first, _) in rows.items():
+                line = said[name]
+                kind = text(f["phases"][name].attrs["kind"])
+                status = text(f["phases"][name].attrs["status"])
+                assert line.startswith(f"herd: phase {name}: {status}: "), line
+                if first[7] == "-":
+                    assert "no rate: every call failed" in line, line
+                    continue
+                rate, unit = line.split(f"{status}: ")[1].split(",")[0].split()
+                if kind in ("write", "read", "md5"):
+                    assert (unit, rate) == ("MiB/s", first[7]), (line, first)
+                else:
+                    assert (unit, rate) == ("calls/s", first[8]), (line, first)
+                assert f"last rank done after {first[6]} s" in line, (line, first)
