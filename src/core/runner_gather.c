@@ -234,7 +234,7 @@ static enum phase_status run_phase_status(struct phase_outcome o, uint64_t error
         return PHASE_INTERRUPTED;
     if (o.deadline)
         return PHASE_DEADLINE;
-    return errors || wrong_data ? PHASE_ERRORS : PHASE_OK;
+    return errors ? PHASE_ERRORS : wrong_data ? PHASE_VERIFY : PHASE_OK;
 }
 
 /* Rank 0: the phase into the results file, or, when the file cannot take

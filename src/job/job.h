@@ -207,7 +207,9 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
 /* What is legal but almost surely a mistake, for nranks I/O ranks: a meta
  * phase that writes more than JOB_LINT_META_BYTES in all (an inherited
  * file_size), a read, md5 or storm phase whose fileset no earlier phase
- * writes (unless a fixed run_id says the files are an earlier run's).
+ * writes (unless a fixed run_id says the files are an earlier run's), a
+ * verifying read or an md5 phase whose seed differs from the one its
+ * fileset's last writer used (every block would fail verify).
  * One line "FILE:LINE: key 'K': warning: why" per finding, appended to out
  * (each ending in a newline). Returns how many. */
 #define JOB_LINT_META_BYTES (1ull << 30)

@@ -26,13 +26,14 @@ static void lint_add(const struct job *job, const struct phase *ph, const char *
         snprintf(out + used, len - used, "%s\n", line);
 }
 
-/* Whether a phase before index writes fileset. */
-static bool lint_written_before(const struct job *job, int index, const char *fileset)
+/* The last phase before index that writes fileset, or NULL. */
+static const struct phase *lint_writer(const struct job *job, int index, const char *fileset)
 {
+    const struct phase *w = NULL;
     for (int i = 0; i < index; i++)
         if (job->phases[i].kind == KIND_WRITE && strcmp(job->phases[i].fileset, fileset) == 0)
-            return true;
-    return false;
+            w = &job->phases[i];
+    return w;
 }
 
 int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
@@ -55,7 +56,17 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
             n++;
         }
         bool reads = ph->kind == KIND_READ || ph->kind == KIND_MD5 || ph->kind == KIND_STORM;
-        if (reads && !job->run_id[0] && !lint_written_before(job, i, ph->fileset)) {
+        const struct phase *writer = lint_writer(job, i, ph->fileset);
+        bool checks = (ph->kind == KIND_READ && ph->verify) || ph->kind == KIND_MD5;
+        if (checks && writer && writer->seed != ph->seed) {
+            lint_add(job, ph, "seed", out, len,
+                     "%s phase [%s] checks fileset '%s' against seed %lld, but [%s] writes it "
+                     "with seed %lld: every block will fail verify",
+                     job_kind_name(ph->kind), ph->name, ph->fileset, (long long)ph->seed,
+                     writer->name, (long long)writer->seed);
+            n++;
+        }
+        if (reads && !job->run_id[0] && !writer) {
             lint_add(job, ph, "fileset", out, len,
                      "%s phase [%s] reads fileset '%s', which no earlier phase writes (and no "
                      "fixed run_id names an earlier run's files): every open will fail",

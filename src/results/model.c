@@ -3,7 +3,7 @@
 
 const char *phase_status_name(enum phase_status s)
 {
-    static const char *const names[] = {"ok", "errors", "deadline", "interrupted"};
+    static const char *const names[] = {"ok", "errors", "deadline", "interrupted", "verify"};
     return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }
 

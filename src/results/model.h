@@ -61,7 +61,9 @@ struct rank_info {
 };
 
 /* How a phase ended, as agreed by all ranks (worst first wins). */
-enum phase_status { PHASE_OK, PHASE_ERRORS, PHASE_DEADLINE, PHASE_INTERRUPTED };
+/* verify: no call failed but data was wrong (verify failures, or a lock's
+ * exclusion broken); errors: calls failed (and data may be wrong too). */
+enum phase_status { PHASE_OK, PHASE_ERRORS, PHASE_DEADLINE, PHASE_INTERRUPTED, PHASE_VERIFY };
 /* How the run ended: complete (every phase in the file), incomplete (it
  * ran to its end but some phase could not be written), interrupted (a
  * signal). "partial" is what the file says until one of these is set. */
@@ -71,12 +73,12 @@ const char *run_status_name(enum run_status s);
 
 /* What the runner knows of a phase as a whole. */
 struct phase_summary {
-    int index;                      /* 0-based order in the job */
-    double t_start;                 /* the common instant all ranks were told */
-    double t_end;                   /* after the closing barrier */
-    double start_skew;              /* max - min of the ranks' achieved starts */
-    const char *status;             /* phase_status_name(): ok | errors | deadline | interrupted */
-    size_t stuck;                   /* operations the watchdogs saw hanging */
+    int index;          /* 0-based order in the job */
+    double t_start;     /* the common instant all ranks were told */
+    double t_end;       /* after the closing barrier */
+    double start_skew;  /* max - min of the ranks' achieved starts */
+    const char *status; /* phase_status_name(): ok | errors | verify | deadline | interrupted */
+    size_t stuck;       /* operations the watchdogs saw hanging */
     struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
     int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
 };

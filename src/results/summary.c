@@ -441,9 +441,10 @@ void summary_print_legend(FILE *out)
           "step, the files created, stat'ed, renamed, unlinked (directories removed) without\n"
           "error over that step's time, first rank's start to last rank's end, as mdtest;\n"
           "p50/p99 = latency of the phase's main call (second line); errors = failed calls,\n"
-          "with the most frequent errno and op; verify = blocks with wrong data; viol = lock\n"
-          "exclusion broken; '-' = no figure: no rank did any work (times), or calls were\n"
-          "made and every one failed (rates).\n",
+          "with the most frequent errno and op; verify = blocks read with wrong data (md5:\n"
+          "files whose digest differs); viol = lock exclusion broken; status verify = no\n"
+          "call failed but data was wrong; '-' = no figure: no rank did any work (times),\n"
+          "or calls were made and every one failed (rates).\n",
           out);
 }
 

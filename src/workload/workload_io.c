@@ -145,10 +145,11 @@ static void io_report_mismatch(struct phase_ctx *c, const char *path, int64_t at
 
 /* Write or read the rank's range of one file block by block, in the
  * phase's access order, each block once (read: verify if asked; mixed:
- * access_reads chooses). Returns true if every block moved; *mismatch
- * when the data was wrong. */
+ * access_reads chooses). Returns true if every block moved; *wrong counts
+ * the blocks read with wrong data (a block cut short by the end of the
+ * file is one). */
 static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
-                        const char *path, uint64_t key, int64_t iteration, bool *mismatch)
+                        const char *path, uint64_t key, int64_t iteration, uint64_t *wrong)
 {
     struct io_state *s = c->state;
     const struct phase *ph = c->ph;
@@ -184,14 +185,14 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
             progress_add(c->progress, (uint64_t)got);
         if ((size_t)got < n) { /* the file is shorter than the phase expects */
             workload_fail(c, r, op, -ENODATA, path);
-            *mismatch = ph->verify;
+            *wrong += ph->verify;
             return false;
         }
-        if (read && ph->verify && !*mismatch) {
+        if (read && ph->verify) {
             int64_t at = pattern_compare(&s->pattern, key, off, s->buf, n);
             if (at >= 0) {
-                *mismatch = true;
-                io_report_mismatch(c, path, at, iteration);
+                (*wrong)++;
+                io_report_mismatch(c, path, at, iteration); /* the first one only */
             }
         }
     }
@@ -199,9 +200,10 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
 }
 
 /* Read the rank's range ahead in a second thread while digesting it here,
- * then compare the MD5 with the pattern's. Returns true if all was read. */
+ * then compare the MD5 with the pattern's. Returns true if all was read;
+ * *wrong is 1 when the digest differs (a digest cannot say which blocks). */
 static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
-                      const char *path, const unsigned char expected[16], bool *mismatch)
+                      const char *path, const unsigned char expected[16], uint64_t *wrong)
 {
     struct io_state *s = c->state;
     struct md5 md5;
@@ -225,11 +227,11 @@ static bool io_digest(struct phase_ctx *c, struct rank_record *r, struct backend
     if (!p)
         workload_fail(c, r, OP_READ, -ENOMEM, path);
     if (n < 0) {
-        *mismatch = n == -ENODATA; /* too short: its digest cannot match */
+        *wrong = n == -ENODATA; /* too short: its digest cannot match */
         return false;
     }
     hist_add(&c->hist[OP_MD5], (uint64_t)(r->t_md5 * 1e9)); /* whole-file digest time */
-    *mismatch = memcmp(digest, expected, 16) != 0;
+    *wrong = memcmp(digest, expected, 16) != 0;
     return true;
 }
 
@@ -280,9 +282,9 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
                     (ph->kind == KIND_READ && s->mix < 0 && ph->access == ACCESS_SEQUENTIAL);
     if (in_order && be->advise)
         be->advise(c->be_ctx, f, s->offset, s->length);
-    bool mismatch = false;
-    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &mismatch)
-                                   : io_transfer(c, r, f, path, key, iteration, &mismatch);
+    uint64_t wrong = 0;
+    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &wrong)
+                                   : io_transfer(c, r, f, path, key, iteration, &wrong);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
         t0 = op_begin(c, OP_FSYNC, path);
@@ -292,8 +294,7 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
     t0 = op_begin(c, OP_CLOSE, path);
     if (workload_done(c, r, OP_CLOSE, t0, be->close(c->be_ctx, f), path, &r->t_close) < 0)
         ok = false;
-    if (mismatch)
-        r->verify_failures++; /* one per file that did not match */
+    r->verify_failures += wrong; /* read: blocks with wrong data; md5: files */
     return ok;
 }
 

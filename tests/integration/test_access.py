@@ -14,6 +14,9 @@ phases (src/workload/access.c, src/workload/workload_io.c).
 3. A corrupted block: one byte flipped in rank 2's kept file between a
    write run and a read run; the random-order verify finds it in rank 2's
    row only, and stderr names the rank, the file and the byte's offset.
+   k blocks corrupted in two files: a verifying read counts k (each bad
+   block once, whatever the order), md5 one per file; no call failed, so
+   the phases' status is verify, not errors.
 4. files_per_rank clean-up: keep = no removes every file the run created;
    files an earlier run kept under the same run_id stay.
 5. direct = yes with random order on xfs (O_DIRECT), and once over NFSv3
@@ -237,6 +240,41 @@ def test_corrupt_block_found_by_random_read(herd_bin, tmp_path, target):
                rf"pattern at offset {offset} \(iteration 0\)")
         assert re.search(pat, proc.stderr), f"no /{pat}/ in:\n{proc.stderr}"
     assert not re.search(r"rank [013]: phase \S+: verify", proc.stderr), proc.stderr
+
+
+def test_verify_counts_the_corrupted_blocks(herd_bin, tmp_path, target):
+    nranks, fsize, run_id = 4, MIB, "blocks"
+    common = {"target": target, "file_size": fsize, "block_size": BS, "run_id": run_id,
+              "fileset": "k", "keep": "yes"}
+    job1 = write_job(tmp_path / "w.ini", common, [("w", {"kind": "write"})])
+    proc = herd_run(herd_bin, nranks, job1, tmp_path / "w.h5")
+    assert proc.returncode == 0, describe(proc)
+    bad = {1: [0, 7, 255], 3: [100, 101]}  # rank: corrupted blocks of its file
+    for rank, blocks in bad.items():
+        with open(target / f"herd-{run_id}" / "k" / f"r{rank:06d}.dat", "r+b") as f:
+            for b in blocks:  # two bytes of each block: still one block
+                for off in (b * BS + 5, b * BS + BS - 1):
+                    f.seek(off)
+                    byte = f.read(1)
+                    f.seek(off)
+                    f.write(bytes([byte[0] ^ 0xFF]))
+    phases = [("seq", {"kind": "read", "verify": "yes"}),
+              ("rand", {"kind": "read", "verify": "yes", "access": "random"}),
+              ("m", {"kind": "md5"})]
+    out = tmp_path / "r.h5"
+    proc = herd_run(herd_bin, nranks, write_job(tmp_path / "r.ini", common, phases), out,
+                    quiet=True)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    for name, keys in phases:
+        ph = res.phases[name]
+        per_rank = dict(zip(ph.ranks["rank"].tolist(), ph.ranks["verify_failures"].tolist()))
+        want = {r: (1 if keys["kind"] == "md5" else len(bad[r])) if r in bad else 0
+                for r in range(nranks)}
+        assert per_rank == want, (name, per_rank)
+        assert int(ph.attrs["summary_verify_failures"]) == sum(want.values()), name
+        assert int(ph.attrs["summary_errors"]) == 0 and len(ph.errors) == 0, name
+        assert ph.attrs["status"] == "verify", (name, ph.attrs["status"])
 
 
 # ------------------------------------------------------------ 4. clean-up

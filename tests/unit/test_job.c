@@ -514,6 +514,17 @@ static void test_lint(void **state)
     assert_int_equal(job_lint(&job, 4, out, sizeof out), 0);
     assert_string_equal(out, "");
     job_free(&job);
+    /* a verifying read or an md5 of another seed than the writer's */
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n[r]\nkind = read\n"
+                          "verify = yes\nseed = 2\n[m]\nkind = md5\nseed = 3\n"
+                          "[plain]\nkind = read\nseed = 2\n[same]\nkind = md5\n",
+                          NULL, 0, &job),
+                     0);
+    assert_int_equal(job_lint(&job, 2, out, sizeof out), 2);
+    assert_non_null(strstr(out, "test.ini:8: key 'seed': warning: read phase [r] checks fileset "
+                                "'unique-16M' against seed 2, but [w] writes it with seed 1"));
+    assert_non_null(strstr(out, "test.ini:11: key 'seed': warning: md5 phase [m]"));
+    job_free(&job);
 }
 
 /* Every bounded key is numeric, and the one bound rule refuses values on
