@@ -72,7 +72,7 @@ def _count(value):
     return 0 if math.isnan(v) else v
 
 
-def _human(seconds):
+def human_seconds(seconds):
     """3 ms, 250 us, 1.5 s: the p99 bound as the rule line shows it."""
     if math.isnan(seconds):
         return "-"
@@ -103,11 +103,16 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
     out = {"saturation": None, "saturation_index": None, "first_error": None,
            "first_error_index": None, "metric": metric, "unit": unit, "p99_bound": bound,
            "stopped": None, "growth": growth, "p99_factor": p99_factor}
-    p99_text = (f"p99 < {p99_factor:g} x step 1's ({_human(bound)})" if not math.isnan(bound)
+    p99_text = (f"p99 < {p99_factor:g} x step 1's ({human_seconds(bound)})" if not math.isnan(bound)
                 else "p99 not bounded (step 1 has none)")
-    out["rule"] = (f"knee = last step of the climb from step 1 in which each step's {unit} grew "
-                   f"> {100 * growth:g}% over the previous step with {p99_text}; "
-                   "first error = first step with errors or stuck calls")
+    rule = ("knee = last step of the climb from step 1 in which each step's {unit} grew "
+            "> {growth:g}% over the previous step with {p99}; "
+            "first error = first step with errors or stuck calls")
+    out["rule"] = rule.format(unit=unit, growth=100 * growth, p99=p99_text)
+    # Over several runs, each with its own step 1: one bound per run
+    # (describe gives it), the rule without a number.
+    out["rule_runs"] = rule.format(unit=unit, growth=100 * growth,
+                                   p99=f"p99 < {p99_factor:g} x the run's own step 1 p99")
     if not rows:
         return out
     climb = 0
@@ -120,7 +125,7 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
             gain = (f"{round(100 * (now / before - 1)) + 0:+d}%"
                     if before > 0 and not math.isnan(now) else f"{now:.4g} {unit}")
             out["stopped"] = (f"step {rows[i].get('step', i + 1)}: {unit} {gain}"
-                              + ("" if bounded else f", p99 {_human(p99)} over the bound"))
+                              + ("" if bounded else f", p99 {human_seconds(p99)} over the bound"))
             break
         climb = i
     out["saturation_index"] = climb

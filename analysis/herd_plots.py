@@ -714,7 +714,7 @@ def loadcurves(curves, outdir, name, title):
     lat.set_ylabel("main call p99")
     lat.grid(alpha=0.3, which="both")
     ranks_axis(lat, ranks)
-    ax.set_title(safe(curves[0][2]["rule"], limit=400), fontsize=8, wrap=True)
+    ax.set_title(safe(curves[0][2]["rule_runs"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()
     save(fig, outdir, name)

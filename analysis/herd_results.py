@@ -181,17 +181,18 @@ class Run:
     def describe_status(self):
         """One line for reports: what the file holds and how the run ended."""
         n = len(self.phase_names)
+        phases = f"{n} phase" + ("" if n == 1 else "s")
         if self.status == "complete":
-            return f"complete: {n} phases, exit code {self.attrs.get('exit_code')}"
+            return f"complete: {phases}, exit code {self.attrs.get('exit_code')}"
         if self.status == "incomplete":
             return (f"incomplete (exit code {self.attrs.get('exit_code')}): the run ended but some "
                     f"phases could not be written; holds {n}, the others are in "
                     f"{os.path.basename(self.path)}.<phase>.lost.csv")
         if self.status == "interrupted":
-            return (f"interrupted (exit code {self.attrs.get('exit_code')}): holds the {n} "
-                    f"phases that ran, the last one cut short")
+            return (f"interrupted (exit code {self.attrs.get('exit_code')}): holds the "
+                    f"{phases} that ran, the last one cut short")
         return (f"partial: herd did not close the file (it died or is still running); holds "
-                f"the {n} phases finished before that")
+                f"the {phases} finished before that")
 
     # ---- per phase ----
 
@@ -520,13 +521,16 @@ class Run:
         """summary_compute (src/results/summary.c) over the raw tables, vectorised:
         times, first/last done, bytes, ops, verify failures and violations
         over the rows that did work (ops > 0); grants and contended over
-        every row; ranks = runs of equal rank in row order; rates 0 when no
+        every row; ranks = runs of equal rank in row order (a ladder step:
+        its active_ranks); rates 0 when no
         row did work or the last one ended at the phase start."""
         g = self._f["phases"][name]
         rows = herd_safe.read_table(g["ranks"])
         worked = rows[rows["ops"] > 0] if len(rows) else rows
-        out = {"rows": len(rows),
-               "ranks": int(np.count_nonzero(np.diff(rows["rank"]))) + 1 if len(rows) else 0,
+        ranks = int(np.count_nonzero(np.diff(rows["rank"]))) + 1 if len(rows) else 0
+        if "ladder" in g.attrs and "active_ranks" in g.attrs:  # a ladder step's own ranks
+            ranks = int(g.attrs["active_ranks"])
+        out = {"rows": len(rows), "ranks": ranks,
                "grants": _total(rows, "grants"), "contended": _total(rows, "contended"),
                "bytes": _total(worked, "bytes"), "ops": _total(worked, "ops"),
                "verify_failures": _total(worked, "verify_failures"),

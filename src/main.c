@@ -109,11 +109,19 @@ static int args_parse(int argc, char **argv, struct args *a)
 
 static void print_keys(void)
 {
-    printf("%-12s %-14s %s\n", "key", "default", "meaning");
+    int wname = (int)strlen("key"), wdef = (int)strlen("default");
     for (size_t i = 0; i < job_key_count(); i++) {
         const struct job_key *k = job_key_at(i);
-        printf("%-12s %-14s %s\n", k->name,
-               k->fallback ? (k->fallback[0] ? k->fallback : "(derived)") : "(required)", k->help);
+        int n = (int)strlen(k->name), d = k->fallback ? (int)strlen(k->fallback) : 0;
+        wname = n > wname ? n : wname;
+        wdef = d > wdef ? d : wdef;
+    }
+    wdef = wdef < (int)strlen("(required)") ? (int)strlen("(required)") : wdef;
+    printf("%-*s %-*s %s\n", wname, "key", wdef, "default", "meaning");
+    for (size_t i = 0; i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
+        printf("%-*s %-*s %s\n", wname, k->name, wdef,
+               k->fallback ? (k->fallback[0] ? k->fallback : "(unset)") : "(required)", k->help);
     }
 }
 
@@ -141,7 +149,7 @@ static int command_check(const struct args *a)
     job = steps;
     const struct phase *first = &job.phases[0];
     printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
-           job.nphases == 1 ? "" : "s", first->target, first->backend,
+           units_plural(job.nphases), first->target, first->backend,
            job.keep ? ", run directory kept" : "");
     printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
            "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
@@ -165,7 +173,7 @@ static int command_check(const struct args *a)
     }
     char total[32];
     units_format_human(grand, total, sizeof total);
-    printf("total for %ld rank%s: %s\n", a->ranks, a->ranks == 1 ? "" : "s", total);
+    printf("total for %ld rank%s: %s\n", a->ranks, units_plural(a->ranks), total);
     if (first->monitor_rank[0])
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
                first->monitor_rank, a->ranks + 1, a->ranks);
@@ -176,7 +184,7 @@ static int command_check(const struct args *a)
         fprintf(stderr, "herd: %.*s\n", (int)(nl - line), line);
     job_free(&job);
     if (nwarn > 0 && a->strict) {
-        fprintf(stderr, "herd: %d warning%s: refused (--strict)\n", nwarn, nwarn == 1 ? "" : "s");
+        fprintf(stderr, "herd: %d warning%s: refused (--strict)\n", nwarn, units_plural(nwarn));
         return 2;
     }
     return 0;

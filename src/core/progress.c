@@ -30,7 +30,7 @@ static void progress_post_recv(struct progress *p)
         p->recv = MPI_REQUEST_NULL;
 }
 
-void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index,
+void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index, int workers,
                     uint64_t total_per_rank, const uint64_t *calls)
 {
     p->phase = phase;
@@ -38,7 +38,8 @@ void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int in
     p->comm = comm;
     MPI_Comm_rank(comm, &p->rank);
     MPI_Comm_size(comm, &p->size);
-    p->total = total_per_rank * (uint64_t)p->size;
+    p->workers = workers;
+    p->total = total_per_rank * (uint64_t)workers;
     atomic_store(&p->done, 0);
     p->calls = calls;
     p->t_begin = p->t_last = p->t_poll = p->t_send = clock_mono();
@@ -92,15 +93,16 @@ static void progress_show(const struct progress *p, double bytes, double calls, 
         for (int i = 0; i < 30; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[30] = '\0';
-        fprintf(stderr, "\r%-16s [%s] %3.0f%% %d ranks: %s %.1fs%s", p->phase, bar, frac * 100,
-                p->size, what, elapsed, final ? "\n" : "");
+        fprintf(stderr, "\r%-16s [%s] %3.0f%% %d rank%s: %s %.1fs%s", p->phase, bar, frac * 100,
+                p->workers, units_plural(p->workers), what, elapsed, final ? "\n" : "");
     } else if (p->total) {
-        fprintf(stderr, "herd: %s: %d ranks %s%.0f%% (%s) %s %.2fs%s\n", p->phase, p->size,
-                final ? "done, " : "", frac * 100, what, final ? "in" : "after", elapsed,
-                final ? " wall" : "");
+        fprintf(stderr, "herd: %s: %d rank%s %s%.0f%% (%s) %s %.2fs%s\n", p->phase, p->workers,
+                units_plural(p->workers), final ? "done, " : "", frac * 100, what,
+                final ? "in" : "after", elapsed, final ? " wall" : "");
     } else {
-        fprintf(stderr, "herd: %s: %d ranks %s(%s) %s %.2fs%s\n", p->phase, p->size,
-                final ? "done " : "", what, final ? "in" : "after", elapsed, final ? " wall" : "");
+        fprintf(stderr, "herd: %s: %d rank%s %s(%s) %s %.2fs%s\n", p->phase, p->workers,
+                units_plural(p->workers), final ? "done " : "", what, final ? "in" : "after",
+                elapsed, final ? " wall" : "");
     }
     fflush(stderr);
 }

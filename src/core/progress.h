@@ -33,6 +33,7 @@ struct progress {
     bool tty;
     MPI_Comm comm;
     int rank, size;
+    int workers;     /* ranks doing the work, as printed */
     pthread_t owner; /* the only thread that calls MPI */
     MPI_Request send;
     double send_buf[4]; /* index, rank, bytes, calls */
@@ -43,10 +44,11 @@ struct progress {
     double *latest; /* rank 0: [size][2] bytes, calls of each rank's last message */
 };
 
-/* Every I/O rank, at the phase's start. total_per_rank: bytes one rank
- * moves (0: show calls/s); calls: the rank's op_count array, read only by
- * this thread, or NULL. */
-void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index,
+/* Every I/O rank, at the phase's start. workers: the ranks that do the
+ * phase's work (a ladder step's active ranks; the others count nothing);
+ * total_per_rank: bytes one of them moves (0: show calls/s); calls: the
+ * rank's op_count array, read only by this thread, or NULL. */
+void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index, int workers,
                     uint64_t total_per_rank, const uint64_t *calls);
 /* Send / receive / print as due; does nothing outside the owner thread. */
 void progress_poll(struct progress *p);

@@ -148,8 +148,8 @@ static struct phase_outcome run_phase(struct run *r, int index)
     if (index == 0 && r->rank == 0)
         r->startup_seconds = clock_mono() - r->opts->t_init;
     bool io = wl->flags & WORKLOAD_MOVES_BYTES;
-    progress_begin(c.progress, r->comm, ph->name, index, io ? job_phase_bytes_per_rank(ph) : 0,
-                   io ? NULL : c.op_count);
+    progress_begin(c.progress, r->comm, ph->name, index, sum.active_ranks,
+                   io ? job_phase_bytes_per_rank(ph) : 0, io ? NULL : c.op_count);
     if (run_it && active) {
         if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
             r->be->observe(r->be_ctx, c.hist, c.op_count, c.op_seconds);

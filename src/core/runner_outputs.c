@@ -19,6 +19,7 @@
 #include "results.h"
 #include "rundir.h"
 #include "summary_json.h"
+#include "units.h"
 #include "utf8.h"
 
 void run_utc_now(char *buf, size_t len)
@@ -155,8 +156,9 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
         return 2;
     }
-    fprintf(stderr, "herd: run %s: %d ranks on %d hosts, target %s (%s), results %s\n", r->run_id,
-            r->size, r->nhosts, first->target, r->rundir, r->output);
+    fprintf(stderr, "herd: run %s: %d rank%s on %d host%s, target %s (%s), results %s\n", r->run_id,
+            r->size, units_plural(r->size), r->nhosts, units_plural(r->nhosts), first->target,
+            r->rundir, r->output);
     if (r->mon.sampler >= 0)
         fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
                 r->mon.sampler_host, first->monitor_interval);
@@ -270,7 +272,7 @@ int run_finish(struct run *r, int signal)
     if (r->opts->json && run_write_json(r, status_name, exit_code) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;
     if (r->nlost) {
-        printf("not in the results file: %d phase%s:", r->nlost, r->nlost == 1 ? "" : "s");
+        printf("not in the results file: %d phase%s:", r->nlost, units_plural(r->nlost));
         for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
             printf(" %s", r->lost[i]);
         printf("%s (records in %s.<phase>.lost.csv or on stderr)\n",

@@ -95,7 +95,7 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
     double n = nranks > 0 ? (double)nranks : 1.0;
     /* "x 4 ranks", or, before -n is known, what even one rank needs */
     if (nranks > 0)
-        snprintf(ranks, sizeof ranks, "x %lld rank%s", (long long)nranks, nranks == 1 ? "" : "s");
+        snprintf(ranks, sizeof ranks, "x %lld rank%s", (long long)nranks, units_plural(nranks));
     else
         snprintf(ranks, sizeof ranks, "need, even for one rank,");
     /* Records: iterations rows per rank, all gathered to rank 0. */
@@ -128,7 +128,7 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
         units_format_size(ph->file_size, size, sizeof size);
         if (segmented)
             snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)n,
-                     n == 1 ? "" : "s");
+                     units_plural(n));
         else
             snprintf(what, sizeof what, "%s", size);
         snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,

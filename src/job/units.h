@@ -21,4 +21,10 @@ void units_format_size(uint64_t bytes, char *buf, size_t len);
 /* Format bytes for humans with one decimal ("15.3 GiB"). */
 void units_format_human(double bytes, char *buf, size_t len);
 
+/* "s" after a count of n things that is not 1, else "": "1 rank", "4 ranks". */
+static inline const char *units_plural(long long n)
+{
+    return n == 1 ? "" : "s";
+}
+
 #endif

@@ -68,6 +68,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         st->t_median = nt % 2 ? t[nt / 2] : (t[nt / 2 - 1] + t[nt / 2]) / 2;
     }
     free(t);
+    if (ph->ladder[0]) /* a ladder step: the inactive ranks' rows are empty */
+        st->ranks = sum->active_ranks;
     if (nt == 0)
         return;
     st->first_done = first - sum->t_start;
@@ -395,8 +397,8 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
         char skew[16];
         summary_format_latency(l->start_skew, skew, sizeof skew);
         fprintf(out, "ladder step %lld: %lld rank%s on %lld host%s, start skew %s; ",
-                (long long)l->step, (long long)l->active_ranks, l->active_ranks == 1 ? "" : "s",
-                (long long)l->active_hosts, l->active_hosts == 1 ? "" : "s", skew);
+                (long long)l->step, (long long)l->active_ranks, units_plural(l->active_ranks),
+                (long long)l->active_hosts, units_plural(l->active_hosts), skew);
     }
     fprintf(out, "%s; bs %s", l->layout, bs);
     if (strcmp(l->kind, "meta") == 0)

@@ -153,6 +153,37 @@ def test_keys_lists_every_key(herd_bin):
         assert key in names
 
 
+def test_keys_columns_line_up(herd_bin):
+    """`herd keys`: the default and meaning columns start at the same place on
+    every line, whatever the key's length; an empty default says (unset)."""
+    lines = herd_cmd(herd_bin, "keys").stdout.splitlines()
+    head = lines[0]
+    at_default, at_meaning = head.index("default"), head.index("meaning")
+    for line in lines[1:]:
+        name = line.split()[0]
+        assert line[len(name):at_default].strip() == "", line
+        assert line[at_default - 1] == " " and line[at_meaning - 1] == " ", line
+        assert line[at_default:at_meaning].strip() != "", line
+    assert "(derived)" not in "\n".join(lines)
+    assert any(l.split()[:2] == ["fileset", "(unset)"] for l in lines)
+
+
+def test_plurals_of_one(herd_bin, tmp_path):
+    """One rank on one host, one phase: no '1 ranks', '1 hosts', '1 phases'."""
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "one.ini", {"target": target, "file_size": "64K", "block_size": "64K"},
+                    [("w", {"kind": "write"})])
+    check = herd_cmd(herd_bin, "check", job, "-n", "1")
+    assert check.returncode == 0, describe(check)
+    run = herd_run(herd_bin, 1, job, tmp_path / "one.h5")
+    assert run.returncode == 0, describe(run)
+    said = check.stdout + check.stderr + run.stdout + run.stderr
+    for wrong in ("1 ranks", "1 hosts", "1 phases"):
+        assert wrong not in said, said
+    assert "1 rank on 1 host" in run.stderr and "herd: w: 1 rank done" in run.stderr, run.stderr
+
+
 @pytest.mark.parametrize("args", [["frobnicate"], ["frobnicate", "job.ini"], ["--frob"]])
 def test_unknown_command(herd_bin, args):
     proc = herd_cmd(herd_bin, *args)

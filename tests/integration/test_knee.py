@@ -267,6 +267,20 @@ def test_compare_overlays_ladders(run, tmp_path):
     proc = tool(COMPARE, run, other, "--ladder", "nope")
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1 and "no load ladder of that name" in proc.stderr
+    # Two runs whose step 1 differ: the rule names no bound, each run its own.
+    with h5py.File(other, "r+") as f:
+        steps = f["phases"]["slow"]["steps"]
+        rows = steps[()]
+        mine = float(rows["p99_s"][0])
+        rows["p99_s"][0] = 2 * mine
+        steps[...] = rows
+    proc = tool(COMPARE, run, other, "--ladder", "slow")
+    assert proc.returncode == 0, describe(proc)
+    assert "x the run's own step 1 p99" in proc.stdout and "x step 1's (" not in proc.stdout
+    bounds = [l.split("p99 bound ")[1].split(")")[0] for l in proc.stdout.splitlines()
+              if "(p99 bound " in l]
+    assert bounds == [herd_knee.human_seconds(4 * mine), herd_knee.human_seconds(8 * mine)], \
+        proc.stdout
 
 
 # ---------------------------------------------------------------- hostile

@@ -80,6 +80,19 @@ def test_ladder_local(herd_bin, tmp_path):
         assert (rows[rows["rank"] < n]["ops"] > 0).all()
         assert (rows[rows["rank"] >= n]["ops"] == 0).all()
     assert list(target.iterdir()) == [], "the ladder left files behind"
+    # Each step counts and says its own ranks: summary_ranks, the table's
+    # rows are still every rank's, and the closing progress line names the
+    # active ranks, all done (100 %), not all 4 at 25 %.
+    for name in ("read", "geo", "meta"):
+        for step in [p for p in res.phase_names if p.startswith(f"{name}.")]:
+            a = res.phases[step].attrs
+            assert int(a["summary_ranks"]) == int(a["active_ranks"]), (step, a["summary_ranks"])
+            assert int(a["summary_rows"]) == 4 * int(a["iterations"]), step
+            done = [l for l in proc.stderr.splitlines() if l.startswith(f"herd: {step}: ")]
+            assert len(done) == 1, proc.stderr
+            assert done[0].startswith(f"herd: {step}: {a['active_ranks']} ranks done"), done
+            if name != "meta":
+                assert "100%" in done[0], done
 
 
 def test_ladder_4_steps_on_tmpfs(herd_bin, tmp_path, mount_fs):
