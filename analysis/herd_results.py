@@ -70,7 +70,8 @@ PHASE_COLUMNS = [
     "phase", "index", "kind", "sharing", "file_size", "block_size", "status", "rows", "ranks",
     "t_start", "t_end", "elapsed", "start_skew", "t_min", "t_median", "t_max", "first_done",
     "last_done", "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
-    "grants", "contended", "contention", "violations", "stuck", "cpu_mean", "cpu_max",
+    "grants", "contended", "contention", "waited_grants", "wait_seconds", "violations", "stuck",
+    "cpu_mean", "cpu_max",
     "nfsd_threads", "proc_cpu", "proc_thread_max",
 ]
 
@@ -507,7 +508,12 @@ class Run:
             "t_end": t1,
             "elapsed": t1 - t0,
             "start_skew": a.get("start_skew"),
-            "contention": contended / (grants + contended) if grants + contended else np.nan,
+            # Refused tries share: non-blocking locks only (a blocking lock
+            # is never refused: its waits are waited_grants, wait_seconds).
+            "contention": contended / (grants + contended)
+            if grants + contended and a.get("lock_wait") != "blocking" else np.nan,
+            "waited_grants": a.get("waited_grants", np.nan),
+            "wait_seconds": a.get("wait_seconds", np.nan),
         }
         row.update(stats)
         row.update(server)

@@ -12,6 +12,7 @@
 #include "summary.h"
 #include "units.h"
 #include "utf8.h"
+#include "workload.h"
 
 #define MAX_SETS 64
 
@@ -164,11 +165,14 @@ static int command_check(const struct args *a)
         grand += (double)(bytes * (uint64_t)n); /* job_check_scale: no overflow */
         units_format_human((double)bytes, per, sizeof per);
         units_format_human((double)bytes * (double)n, all, sizeof all);
+        /* A kind that holds locks locks the fileset's one shared file. */
+        bool shared =
+            ph->sharing == SHARING_SHARED || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS);
         printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
-               job_kind_name(ph->kind), ph->sharing == SHARING_UNIQUE ? "unique" : "shared",
-               ph->sharing == SHARING_UNIQUE         ? "-"
-               : ph->shared_mode == SHARED_SEGMENTED ? "segmented"
-                                                     : "same-content",
+               job_kind_name(ph->kind), shared ? "shared" : "unique",
+               !shared || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS) ? "-"
+               : ph->shared_mode == SHARED_SEGMENTED                        ? "segmented"
+                                                                            : "same-content",
                ph->fileset, file, block, (long long)ph->iterations, per, all);
     }
     char total[32];

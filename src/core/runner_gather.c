@@ -277,6 +277,9 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
         snprintf(result, sizeof result, "no rank did any work");
     else if (line->all_failed)
         snprintf(result, sizeof result, "no rate: every call failed");
+    else if (line->holds)
+        snprintf(result, sizeof result, "%.0f grants/s, last rank done after %.3f s",
+                 st->last_done > 0 ? (double)st->grants / st->last_done : 0.0, st->last_done);
     else if (workload_find(ph->kind)->flags & WORKLOAD_MOVES_BYTES)
         snprintf(result, sizeof result, "%.1f MiB/s, last rank done after %.3f s", st->mib_per_s,
                  st->last_done);

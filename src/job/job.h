@@ -172,6 +172,8 @@ const struct job_key *job_key_at(size_t i);
  * phase or of the backend options block; for a key of another backend,
  * that key's default. */
 const void *job_key_value(const struct job_key *k, const struct phase *ph);
+/* The key called name, or NULL. */
+const struct job_key *job_key_lookup(const char *name);
 
 /* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
 int job_read_text(const char *path, char **text);

@@ -71,7 +71,6 @@ int job_phase_key_loc(const struct phase *ph, const char *key);
 
 /* job_keys.c */
 
-const struct job_key *job_key_lookup(const char *name);
 /* Parse v into key k's member of ph: NULL, or what is wrong (in why). */
 const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
                            size_t whylen);

@@ -533,6 +533,7 @@ static const struct field hold_fields[] = {
     FIELD("released", struct hold, released, FIELD_F64),
     FIELD("start", struct hold, start, FIELD_U64),
     FIELD("len", struct hold, len, FIELD_U64),
+    FIELD("asked", struct hold, asked, FIELD_F64),
 };
 
 struct op_row {
@@ -723,7 +724,9 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
           h5_attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
           h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err, errlen) <
               0 ||
-          h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0)) ||
+          h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0 ||
+          h5_attr_f64(g, "wait_seconds", sum->overlap.wait_seconds, err, errlen) < 0 ||
+          h5_attr_i64(g, "waited_grants", (int64_t)sum->overlap.waited, err, errlen) < 0)) ||
         latency_write(g, d->hists, err, errlen) < 0 ||
         (d->stats && summary_write(g, d, err, errlen) < 0))
         return -1;

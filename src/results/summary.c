@@ -30,6 +30,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->active_hosts = sum->active_hosts;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
     out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN};
+    out->holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
+    out->ph = ph;
+    out->overlap = sum->overlap;
     out->main_op = -1;
     out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
     struct phase_stats *st = &out->stats;
@@ -310,14 +313,7 @@ int summary_op_totals(const struct phase_data *d, double last_done, struct summa
 
 void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d)
 {
-    l->block_size = ph->block_size;
-    l->file_size = ph->file_size;
-    l->files = ph->files;
-    l->dirs = ph->dirs;
-    l->count = ph->count;
-    l->fsync = ph->fsync;
     l->iterations = ph->iterations;
-    snprintf(l->backend, sizeof l->backend, "%s", ph->backend);
     l->step = ph->ladder[0] ? ph->step : 0;
     l->active_ranks = ph->active_ranks;
     l->nerrs = 0;
@@ -385,13 +381,58 @@ static void summary_format_rate(double v, bool none, const char *fmt, char *buf,
         snprintf(buf, len, fmt, v);
 }
 
+/* A lock phase's rate (grants/s), how many grants had to wait for another
+ * rank's conflicting hold and how long the ranks waited in all (and as a
+ * share of the active ranks' time in the phase), and the non-blocking
+ * tries refused; n/a where the phase gives no time. */
+static void summary_print_waits(FILE *out, const struct summary_line *l)
+{
+    const struct phase_stats *st = &l->stats;
+    double t = st->last_done, ranks = (double)st->ranks;
+    char rate[32], share[32];
+    summary_format_rate(t > 0 ? (double)st->grants / t : NAN, false, "%.0f", rate, sizeof rate);
+    summary_format_rate(t > 0 && ranks > 0 ? 100 * l->overlap.wait_seconds / (t * ranks) : NAN,
+                        false, "%.0f%%", share, sizeof share);
+    fprintf(out,
+            "; grants/s %s; waited %llu of %llu grants, %.3f s waiting (%s of the ranks' time)",
+            rate, (unsigned long long)l->overlap.waited, (unsigned long long)st->grants,
+            l->overlap.wait_seconds, share);
+    if (st->contended)
+        fprintf(out, "; %llu tries refused", (unsigned long long)st->contended);
+}
+
+bool summary_key_applies(const struct job_key *k, const struct phase *ph)
+{
+    if (k->scope == KEY_GLOBAL_ONLY && strcmp(k->name, "backend") != 0)
+        return false;
+    if (k->kinds && !(k->kinds & KIND_BIT(ph->kind)))
+        return false;
+    return !k->backend || strcmp(k->backend, ph->backend) == 0;
+}
+
+/* The parameters the second line echoes ("bs 1M, count 50, fsync no,
+ * backend posix"): of these, the ones that apply to the phase's kind. */
+static void summary_print_params(FILE *out, const struct summary_line *l)
+{
+    static const struct {
+        const char *key, *label;
+    } echoed[] = {{"block_size", "bs"},  {"files", "files/rank"}, {"count", "count"},
+                  {"lock_hold", "hold"}, {"fsync", "fsync"},      {"backend", "backend"}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof echoed / sizeof echoed[0]; i++) {
+        const struct job_key *k = job_key_lookup(echoed[i].key);
+        if (!k || !l->ph || !summary_key_applies(k, l->ph))
+            continue;
+        char v[64];
+        job_key_format(k, l->ph, v, sizeof v);
+        fprintf(out, "%s %s %s", n++ ? "," : ";", echoed[i].label, v);
+    }
+}
+
 /* The second line: effective parameters, the main call, per-op items/s
  * (meta), per-iteration bandwidth, the other error kinds. */
 static void summary_print_detail(FILE *out, const struct summary_line *l)
 {
-    char bs[32], fs[32];
-    units_format_size(l->block_size, bs, sizeof bs);
-    units_format_size(l->file_size, fs, sizeof fs);
     fprintf(out, "    ");
     if (l->step > 0) { /* which load point of its ladder */
         char skew[16];
@@ -400,14 +441,13 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
                 (long long)l->step, (long long)l->active_ranks, units_plural(l->active_ranks),
                 (long long)l->active_hosts, units_plural(l->active_hosts), skew);
     }
-    fprintf(out, "%s; bs %s", l->layout, bs);
-    if (strcmp(l->kind, "meta") == 0)
-        fprintf(out, ", %lld files/rank, file %s", (long long)l->files, fs);
-    else if (strcmp(l->kind, "storm") == 0 || strcmp(l->kind, "lock") == 0)
-        fprintf(out, ", count %lld", (long long)l->count);
-    fprintf(out, ", fsync %s, backend %s", l->fsync ? "yes" : "no", l->backend);
-    if (l->main_op >= 0)
-        fprintf(out, "; p50/p99 of %s", summary_op_label(l, l->main_op));
+    fprintf(out, "%s", l->layout);
+    summary_print_params(out, l);
+    if (l->main_op >= 0 && strcmp(summary_op_label(l, l->main_op), op_name(l->main_op)) != 0)
+        fprintf(out, "; p50/p99 of %s (%s)", op_name((enum op)l->main_op),
+                summary_op_label(l, l->main_op));
+    else if (l->main_op >= 0)
+        fprintf(out, "; p50/p99 of %s", op_name((enum op)l->main_op));
     if (strcmp(l->kind, "meta") == 0) { /* each step's items over its own time */
         static const int steps[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR};
         fprintf(out, "; items/s");
@@ -420,6 +460,8 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
             fprintf(out, " %s %s", summary_op_label(l, steps[i]), rate);
         }
     }
+    if (l->holds)
+        summary_print_waits(out, l);
     if (!isnan(l->iter_mean))
         fprintf(out, "; %lld iterations: mean %.1f stddev %.1f MiB/s (min %.1f max %.1f)",
                 (long long)l->iterations, l->iter_mean, l->iter_stddev, l->iter_min, l->iter_max);
@@ -446,7 +488,8 @@ void summary_print_legend(FILE *out)
           "with the most frequent errno and op; verify = blocks read with wrong data (md5:\n"
           "files whose digest differs); viol = lock exclusion broken; status verify = no\n"
           "call failed but data was wrong; '-' = no figure: no rank did any work (times),\n"
-          "or calls were made and every one failed (rates).\n",
+          "or calls were made and every one failed (rates); lock: no MiB/s (its bytes\n"
+          "are tokens), grants/s and the waits on the second line.\n",
           out);
 }
 
@@ -463,7 +506,7 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
         char mib[32], cps[32], p50[16] = "-", p99[16] = "-", errs[64];
-        summary_format_rate(l->stats.mib_per_s, l->all_failed, "%.1f", mib, sizeof mib);
+        summary_format_rate(l->stats.mib_per_s, l->all_failed || l->holds, "%.1f", mib, sizeof mib);
         summary_format_rate(l->stats.ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
         const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
         if (m) {

@@ -67,21 +67,28 @@ struct summary_line {
     int nerrs;
     uint64_t errs_other;
     bool all_failed; /* calls were made and every one failed: no rate */
+    /* A kind that holds locks (WORKLOAD_HOLDS): its rate is grants/s, its
+     * bytes are tokens (no MiB/s); overlap: its holds together, waits. */
+    bool holds;
+    struct holds_overlap overlap;
     /* iterations > 1: per-iteration MiB/s (bytes of the iteration's rows
      * over its last end - first start), mean and population stddev as
      * IOR prints them; NaN otherwise. */
     int64_t iterations;
     double iter_mean, iter_stddev, iter_min, iter_max;
-    /* Effective parameters, echoed in the table. */
-    uint64_t block_size, file_size;
-    int64_t files, dirs, count;
-    bool fsync;
-    char backend[16];
+    /* The job's phase (lives as long as the job): the keys the table and
+     * the JSON echo, those that apply to its kind (summary_key_applies). */
+    const struct phase *ph;
     int64_t step, active_ranks; /* a load ladder's step (0: not a ladder) and its ranks */
     int64_t active_hosts;       /* the hosts those ranks ran on */
     char ladder[JOB_NAME_MAX];  /* the ladder's name ("" : not a ladder) */
     double start_skew;          /* latest minus earliest of the ranks' achieved starts */
 };
+
+/* Whether key k is one of phase ph's own parameters: not run-wide
+ * ([global] only) except backend, and applying to ph's kind and backend
+ * (the key table's kinds and backend). */
+bool summary_key_applies(const struct job_key *k, const struct phase *ph);
 
 /* d's ops that made calls, in enum op order: calls, errors and seconds
  * summed over ranks, calls over last_done, quantiles of the merged

@@ -118,6 +118,35 @@ static void json_op(FILE *f, const struct summary_line *l, const struct summary_
     fputs("}}", f);
 }
 
+/* The phase's own keys (summary_key_applies: those of its kind and
+ * backend, and backend), each in its type: sizes and integers as numbers,
+ * durations in seconds, yes/no as booleans, the rest as their text. */
+static void json_params(FILE *f, const struct phase *ph)
+{
+    bool first = true;
+    fputc('{', f);
+    for (size_t i = 0; ph && i < job_key_count(); i++) {
+        const struct job_key *k = job_key_at(i);
+        if (!summary_key_applies(k, ph))
+            continue;
+        const void *v = job_key_value(k, ph);
+        char text[JOB_PATH_MAX + 64];
+        if (k->type == KEY_SIZE)
+            json_ku(f, k->name, *(const uint64_t *)v, &first);
+        else if (k->type == KEY_INT)
+            json_ki(f, k->name, *(const int64_t *)v, &first);
+        else if (k->type == KEY_DURATION)
+            json_kd(f, k->name, *(const double *)v, &first);
+        else if (k->type == KEY_BOOL)
+            json_kb(f, k->name, *(const bool *)v, &first);
+        else {
+            job_key_format(k, ph, text, sizeof text);
+            json_ks(f, k->name, text, &first);
+        }
+    }
+    fputc('}', f);
+}
+
 static void json_phase(FILE *f, const struct summary_line *l, int index)
 {
     const struct phase_stats *st = &l->stats;
@@ -138,16 +167,7 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
         json_ki(f, "active_hosts", l->active_hosts, &first);
     }
     json_key(f, "params", &first);
-    bool pf = true;
-    fputc('{', f);
-    json_ku(f, "block_size", l->block_size, &pf);
-    json_ku(f, "file_size", l->file_size, &pf);
-    json_ki(f, "files", l->files, &pf);
-    json_ki(f, "dirs", l->dirs, &pf);
-    json_ki(f, "count", l->count, &pf);
-    json_kb(f, "fsync", l->fsync, &pf);
-    json_ks(f, "backend", l->backend, &pf);
-    fputc('}', f);
+    json_params(f, l->ph);
     json_kd(f, "t_start", l->t_start, &first);
     json_kd(f, "t_end", l->t_end, &first);
     json_kd(f, "start_skew", l->start_skew, &first);
@@ -206,6 +226,10 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     fputc(']', f);
     json_ku(f, "errors_other", l->errs_other, &first);
     json_ku(f, "verify_failures", st->verify_failures, &first);
+    if (l->holds) { /* lock phases: the grants that waited, the time waited */
+        json_ku(f, "waited_grants", l->overlap.waited, &first);
+        json_kd(f, "wait_seconds", l->overlap.wait_seconds, &first);
+    }
     json_ku(f, "violations", st->violations, &first);
     json_ku(f, "grants", st->grants, &first);
     json_ku(f, "contended", st->contended, &first);

@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-void holds_add(struct holds *h, int rank, int exclusive, double granted, double released,
-               uint64_t start, uint64_t len)
+void holds_add(struct holds *h, int rank, int exclusive, double asked, double granted,
+               double released, uint64_t start, uint64_t len)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 256;
@@ -15,7 +15,7 @@ void holds_add(struct holds *h, int rank, int exclusive, double granted, double 
         h->v = v;
         h->cap = cap;
     }
-    h->v[h->n++] = (struct hold){rank, exclusive, granted, released, start, len};
+    h->v[h->n++] = (struct hold){rank, exclusive, granted, released, start, len, asked};
 }
 
 void holds_free(struct holds *h)
@@ -60,10 +60,55 @@ static bool active_clash(const struct hold *h, const size_t *active, size_t n)
     return false;
 }
 
+static int by_granted(const void *a, const void *b, void *holds)
+{
+    const struct hold *h = holds;
+    double x = h[*(const size_t *)a].granted, y = h[*(const size_t *)b].granted;
+    return (x > y) - (x < y);
+}
+
+/* Whether o (another rank's) kept g waiting: they conflict, o was granted
+ * before g and released after g asked (by more than the slack). */
+static bool kept_waiting(const struct hold *g, const struct hold *o, double slack)
+{
+    return o->rank != g->rank && (o->exclusive || g->exclusive) && ranges_meet(g, o) &&
+           o->granted < g->granted && o->released > g->asked + slack;
+}
+
+/* out's wait_seconds and waited. Holds in grant order: a hold that kept g
+ * waiting was granted after g->asked - the longest hold, so the scan back
+ * from g stops there. */
+static void holds_waits(const struct hold *h, size_t n, double slack, struct holds_overlap *out)
+{
+    size_t *order = malloc(n * sizeof *order + 1);
+    double longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        out->wait_seconds += h[i].granted > h[i].asked ? h[i].granted - h[i].asked : 0;
+        longest = h[i].released - h[i].granted > longest ? h[i].released - h[i].granted : longest;
+        if (order)
+            order[i] = i;
+    }
+    if (!order)
+        return; /* without memory: the waits are summed, the count is not */
+    qsort_r(order, n, sizeof *order, by_granted, (void *)h);
+    for (size_t k = 0; k < n; k++) {
+        const struct hold *g = &h[order[k]];
+        for (size_t j = k; j-- > 0 && h[order[j]].granted >= g->asked - longest;)
+            if (kept_waiting(g, &h[order[j]], slack)) {
+                out->waited++;
+                break;
+            }
+    }
+    free(order);
+}
+
 void holds_overlap(const struct hold *h, size_t n, double slack, struct holds_overlap *out)
 {
     out->together = out->exclusive_clash = 0;
     out->max_holders = 0;
+    out->wait_seconds = 0;
+    out->waited = 0;
+    holds_waits(h, n, slack, out);
     struct event *ev = malloc(2 * n * sizeof *ev + 1);
     size_t *active = malloc(n * sizeof *active + 1);
     if (!ev || !active) {

@@ -166,6 +166,7 @@ static void lock_attempt(struct phase_ctx *c, struct rank_record *r, uint64_t at
     uint64_t start, len;
     lock_range_of(c, &start, &len);
 
+    double asked = clock_now(c->clock);
     double t0 = op_begin(c, OP_LOCK, s->path);
     if (wait && ph->lock_timeout > 0)
         signals_alarm_arm(ph->lock_timeout);
@@ -191,7 +192,7 @@ static void lock_attempt(struct phase_ctx *c, struct rank_record *r, uint64_t at
         lock_sleep(ph->lock_hold);
     }
     double released = clock_now(c->clock);
-    holds_add(&c->holds, c->rank, exclusive, granted, released, start, len);
+    holds_add(&c->holds, c->rank, exclusive, asked, granted, released, start, len);
 
     t0 = op_begin(c, OP_LOCK, s->path);
     workload_done(c, r, OP_LOCK, t0,

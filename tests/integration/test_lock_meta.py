@@ -14,7 +14,11 @@ the overlap_seconds, exclusive_overlap_seconds and max_holders attributes.
 4. Shared readers hold together; block ranges never contend; mixed modes on
    overlapping ranges never let an exclusive hold meet another.
 5. A broken lock (backend = fault, faults = lock=noop) is caught: violations,
-   exclusive overlap, status errors, exit code 3.
+   exclusive overlap, status verify (no call failed), exit code 3.
+   Waits: 4 ranks queueing for one exclusive lock wait (waited_grants and
+   wait_seconds equal what the holds table's asked/granted/released give by
+   their definition), one rank never does; contention is n/a for blocking
+   locks and the refused share for non-blocking ones.
 6. Meta on unique and shared trees (file_size 4K and 0), in one phase and
    split over phases as jobs/seed003.ini; a create-only phase is cleaned up.
 7. Storm on a missing file (one ENOENT per rank per attempt) and on a
@@ -47,6 +51,7 @@ with libnfs and skip with a message otherwise. Run:
 import errno
 import math
 import shutil
+import sys
 import uuid
 from pathlib import Path
 
@@ -54,9 +59,12 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (assert_mount_gone, describe, herd_cmd, herd_run, load_results,
+from conftest import (REPO_DIR, assert_mount_gone, describe, herd_cmd, herd_run, load_results,
                       mounted_fs, parse_size, tree, write_job)
 from test_core import RPC_OPS
+
+sys.path.insert(0, str(REPO_DIR / "analysis"))
+import herd_results  # noqa: E402
 from test_nfs import _why_skip_nfs, export_listing, herd_run_nfs, nfs  # noqa: F401 (fixture)
 
 _WHY_NFS = _why_skip_nfs()
@@ -622,6 +630,52 @@ def test_meta_cleanup_ignores_phase_faults(herd_bin, tmp_path):
 
 
 # ---------------------------------------------------------------- 7. storm
+
+
+def waits_by_definition(holds, slack):
+    """(waited grants, wait seconds) from the holds table
+    (docs/results-format.md): a grant waited when another rank's conflicting
+    hold, granted before it, was released more than slack after it asked."""
+    waited = 0
+    for g in holds:
+        for o in holds:
+            if o["rank"] == g["rank"] or not (o["exclusive"] or g["exclusive"]):
+                continue
+            if o["granted"] < g["granted"] and o["released"] > g["asked"] + slack:
+                waited += 1
+                break
+    return waited, float((holds["granted"] - holds["asked"]).sum())
+
+
+def test_blocking_waits_are_reported(herd_bin, tmp_path, target):
+    job = write_job(tmp_path / "wait.ini", lock_global(target),
+                    [("q", {"kind": "lock", "count": 5, "lock_hold": "20ms"}),
+                     ("nb", {"kind": "lock", "count": 20, "lock_hold": "5ms",
+                             "lock_wait": "nonblocking"})])
+    for nranks in (4, 1):
+        out = tmp_path / f"wait{nranks}.h5"
+        proc, r = run_ok(herd_bin, nranks, job, out)
+        a = r.phase("q").attrs
+        holds = r.holds["q"]
+        assert len(holds) == 5 * nranks and (holds["asked"] <= holds["granted"]).all()
+        waited, seconds = waits_by_definition(holds, 0)
+        assert int(a["waited_grants"]) <= waited  # herd also discounts the clock error
+        assert float(a["wait_seconds"]) == pytest.approx(seconds, rel=1e-9, abs=1e-12)
+        second = [l for l in proc.stdout.splitlines() if "excl whole wait" in l][0]
+        assert f"waited {int(a['waited_grants'])} of {5 * nranks} grants" in second, second
+        with herd_results.load(out) as run:
+            row = run.phases.set_index("phase")
+            assert math.isnan(row.loc["q", "contention"])  # blocking: n/a
+            assert row.loc["nb", "contention"] == pytest.approx(
+                row.loc["nb", "contended"] / (row.loc["nb", "contended"] + row.loc["nb", "grants"]))
+            assert int(row.loc["q", "waited_grants"]) == int(a["waited_grants"])
+        if nranks == 1:
+            assert waited == 0 and int(a["waited_grants"]) == 0
+            assert float(a["wait_seconds"]) < 0.05 * 5  # no one to wait for
+        else:  # 4 ranks, one lock, 20 ms holds: all but the first rank wait
+            assert int(a["waited_grants"]) >= nranks - 1, (a["waited_grants"], waited)
+            assert float(a["wait_seconds"]) > 0.02 * 5, a["wait_seconds"]
+            assert waited >= int(a["waited_grants"])
 
 
 STORM = {"sharing": "shared", "fileset": "storm", "file_size": "64K", "block_size": "16K"}

@@ -5,7 +5,10 @@
  * file) and never with the same rank's; the clock slack shrinks every
  * hold; max_holders is the most holders at one instant (a release and a
  * grant at the same instant do not meet); holds_add grows and holds_free
- * empties. */
+ * empties. Waits: every grant's wait is summed, and a grant waited only
+ * when another rank's conflicting hold, granted before it, outlasted its
+ * ask (not a shared hold beside a shared one, not its own rank's, not a
+ * range it does not meet, not within the clock slack). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,16 +23,21 @@
 #define EPS 1e-9
 #define assert_near(a, b) assert_true(fabs((double)(a) - (double)(b)) < EPS)
 
-/* A hold: rank, exclusive, granted, released, start, len. */
+/* A hold: rank, exclusive, granted, released, start, len (asked when
+ * granted: no wait); W: the same, asked at `ask`. */
 #define H(rank, excl, t0, t1, start, len)                                                          \
     {                                                                                              \
-        (rank), (excl), (t0), (t1), (start), (len)                                                 \
+        (rank), (excl), (t0), (t1), (start), (len), (t0)                                           \
+    }
+#define W(rank, excl, ask, t0, t1, start, len)                                                     \
+    {                                                                                              \
+        (rank), (excl), (t0), (t1), (start), (len), (ask)                                          \
     }
 
 static struct holds_overlap overlap(const struct hold *h, size_t n, double slack)
 {
     /* Poison the output: holds_overlap must set every field. */
-    struct holds_overlap o = {-1.0, -1.0, -1};
+    struct holds_overlap o = {-1.0, -1.0, -1, -1.0, 99};
     holds_overlap(h, n, slack, &o);
     return o;
 }
@@ -272,11 +280,13 @@ static void test_add_free(void **state)
     (void)state;
     struct holds hs = {0};
     for (int i = 0; i < 1000; i++)
-        holds_add(&hs, i % 7, i % 2, (double)i, (double)i + 0.5, (uint64_t)i * 10, 10);
+        holds_add(&hs, i % 7, i % 2, (double)i - 0.25, (double)i, (double)i + 0.5, (uint64_t)i * 10,
+                  10);
     assert_int_equal(hs.n, 1000);
     assert_true(hs.cap >= 1000);
     assert_int_equal(hs.v[999].rank, 999 % 7);
     assert_int_equal(hs.v[999].exclusive, 1);
+    assert_near(hs.v[999].asked, 998.75);
     assert_near(hs.v[999].granted, 999.0);
     assert_near(hs.v[999].released, 999.5);
     assert_int_equal(hs.v[999].start, 9990);
@@ -290,6 +300,32 @@ static void test_add_free(void **state)
     assert_int_equal(hs.n, 0);
     assert_int_equal(hs.cap, 0);
     holds_free(&hs); /* twice is harmless */
+}
+
+/* Three ranks queue for one exclusive whole-file lock: rank 1 asks at 1.5
+ * while rank 0 holds it (1-2), rank 2 asks at 2.2 while rank 1 holds it
+ * (2-3): both waited; rank 0 did not. Shared holds beside each other,
+ * the same rank's own hold, ranges that do not meet and a release within
+ * the slack keep nobody waiting. */
+static void test_waits(void **state)
+{
+    (void)state;
+    const struct hold queue[] = {W(0, 1, 1.0, 1.0, 2.0, 0, 0), W(1, 1, 1.5, 2.0, 3.0, 0, 0),
+                                 W(2, 1, 2.2, 3.0, 4.0, 0, 0)};
+    struct holds_overlap o = overlap(queue, 3, 0);
+    assert_int_equal(o.waited, 2);
+    assert_near(o.wait_seconds, 0.5 + 0.8);
+    const struct hold free_[] = {
+        W(0, 0, 1.0, 1.0, 2.0, 0, 0),    W(1, 0, 1.5, 1.5, 2.5, 0, 0),      /* shared, shared */
+        W(2, 1, 5.0, 5.0, 6.0, 0, 0),    W(2, 1, 5.5, 6.0, 7.0, 0, 0),      /* its own rank's */
+        W(3, 1, 8.0, 8.0, 9.0, 0, 100),  W(4, 1, 8.5, 8.6, 9.5, 100, 100),  /* apart */
+        W(5, 1, 10.0, 10.0, 11.0, 0, 0), W(6, 1, 10.995, 11.0, 12.0, 0, 0), /* slack */
+    };
+    o = overlap(free_, 8, 0.01);
+    assert_int_equal(o.waited, 0);
+    assert_near(o.wait_seconds, 0.5 + 0.1 + 0.005);
+    o = overlap(free_, 8, 0);
+    assert_int_equal(o.waited, 1); /* without slack, the last one waited */
 }
 
 int main(void)
@@ -308,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_slack),
         cmocka_unit_test(test_max_holders),
         cmocka_unit_test(test_add_free),
+        cmocka_unit_test(test_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
