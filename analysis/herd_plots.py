@@ -70,10 +70,25 @@ MAX_NAMED_STRAGGLERS = 12  # straggler ranks named on a lane timeline
 
 # ---------------------------------------------------------------- shared
 
+# Okabe and Ito's colour-blind-safe palette (black last); with more phases
+# than colours, the line style tells the rounds apart.
+SAFE_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+                "#000000"]
+LINE_STYLES = ["-", "--", ":", "-."]
+ERROR_COLOUR = "#d62728"
+
+
 def phase_colours(names):
     """One colour per phase name, in job order, the same in every figure."""
-    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
-    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+    return {name: SAFE_COLOURS[i % len(SAFE_COLOURS)] for i, name in enumerate(names)}
+
+
+def phase_styles(names):
+    """(colour, line style) per phase, in job order: distinct for up to 32
+    phases, every colour told apart without colour vision (Okabe-Ito)."""
+    n = len(SAFE_COLOURS)
+    return {name: (SAFE_COLOURS[i % n], LINE_STYLES[(i // n) % len(LINE_STYLES)])
+            for i, name in enumerate(names)}
 
 
 def clock_origin(run):
@@ -362,7 +377,7 @@ def latency(run, outdir, name):
     per_op = latency_histograms(run)
     if not per_op:
         return False
-    colours = phase_colours(run.phase_names)
+    styles = phase_styles(run.phase_names)
     ncols = min(3, len(per_op))
     nrows = math.ceil(len(per_op) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows), squeeze=False)
@@ -370,7 +385,12 @@ def latency(run, outdir, name):
     for ax, (op, hists) in zip(axes.flat, per_op.items()):
         for phase, lower, upper, counts in hists:
             x, y = cdf_points(lower, upper, counts)
-            shown[phase] = ax.plot(x, y, color=colours[phase], lw=1.6)[0]
+            colour, style = styles[phase]
+            shown[phase] = ax.plot(x, y, color=colour, ls=style, lw=1.6)[0]
+            if len(hists) > 1 and len(x):  # a direct label where the curve crosses 1/2
+                at = min(int(np.searchsorted(y, 0.5)), len(x) - 1)
+                ax.annotate(safe(phase), (x[at], y[at]), fontsize=7, color=colour,
+                            xytext=(3, 0), textcoords="offset points", va="center")
         total = sum(h[3] for h in hists)
         upper = hists[0][2]
         ax.set_title(f"{safe(op)}: {int(total.sum()):,} calls, "
@@ -392,6 +412,50 @@ def latency(run, outdir, name):
                bbox_to_anchor=(1.0, 0.95),
                title="phase", fontsize=9)
     fig.suptitle("Latency CDF per op (from the log-linear histograms, merged over ranks)")
+    fig.tight_layout()
+    save(fig, outdir, name)
+    return True
+
+
+def throughput(run, outdir, name):
+    """Each phase's result, the figure its table row gives: MiB/s for the
+    kinds that move bytes (write, read, md5), calls/s for the others (lock:
+    grants/s); one bar per phase in job order, a phase that did not end ok
+    hatched and labelled with its status."""
+    phases = run.phases
+    if not len(phases):
+        return False
+    byte_kinds = phases["kind"].isin(["write", "read", "md5"])
+    panels = [(phases[byte_kinds], "mib_per_s", "MiB/s"),
+              (phases[~byte_kinds & (phases["kind"] != "idle")], "ops_per_s", "calls/s")]
+    panels = [p for p in panels if len(p[0])]
+    if not panels:
+        return False
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 0.55 * len(phases) + 2), 3.2 *
+                                                      len(panels)), squeeze=False)
+    for ax, (rows, column, unit) in zip(axes.flat, panels):
+        values = rows[column].astype(float).fillna(0).to_numpy()
+        if unit == "calls/s":  # lock phases: grants/s, their result
+            lock = (rows["kind"] == "lock").to_numpy()
+            last = rows["last_done"].astype(float).to_numpy()
+            grants = rows["grants"].astype(float).to_numpy()
+            values = np.where(lock & (last > 0), grants / np.where(last > 0, last, 1), values)
+        bad = (rows["status"] != "ok").to_numpy()
+        bars = ax.bar(range(len(rows)), values, edgecolor="0.2", lw=0.5,
+                      color=[ERROR_COLOUR if b else SAFE_COLOURS[0] for b in bad])
+        for bar, b in zip(bars, bad):
+            if b:
+                bar.set_hatch("//")
+        ax.bar_label(bars, labels=[f"{v:,.1f}" if v < 100 else f"{v:,.0f}" for v in values],
+                     fontsize=7)
+        ax.set_ylim(0, 1.15 * values.max() if values.max() > 0 else 1)
+        ax.set_xticks(range(len(rows)))
+        ax.set_xticklabels([phase_label(r) for r in rows.itertuples()], rotation=30, ha="right",
+                           fontsize=8)
+        ax.set_ylabel(unit + (" (lock: grants/s)" if (rows["kind"] == "lock").any() else ""))
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("Each phase's result (as its table row: over the common start to the last "
+                 "rank done; hatched: the phase did not end ok)", fontsize=10)
     fig.tight_layout()
     save(fig, outdir, name)
     return True
@@ -581,7 +645,6 @@ def retrans(run, outdir, name):
 # ---------------------------------------------------------------- load curve
 
 KNEE_COLOUR = "#2ca02c"
-ERROR_COLOUR = "#d62728"
 
 
 def ranks_axis(ax, ranks):
@@ -603,6 +666,8 @@ def latency_axis(ax, values):
     v = v[np.isfinite(v) & (v > 0)]
     if len(v) and v.max() / v.min() >= 10:
         ax.set_yscale("log")
+        ax.set_ylim(*whole_decades((v.min(), v.max())))
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_minor_formatter(NullFormatter())
     else:
         ax.set_ylim(0, 1.15 * v.max() if len(v) else 1)

@@ -20,6 +20,8 @@ herd-compare on results files herd itself writes during the test.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
 """
+import html
+import re
 import shutil
 import subprocess
 import sys
@@ -216,6 +218,31 @@ def test_plots_and_page(reports):
             assert table in page
         assert "http://" not in page and "https://" not in page  # readable offline
     assert not (reports["clean"] / "errors.png").exists()
+
+
+def test_report_units_and_throughput(runs, reports):
+    """The page's calls-per-op latencies are in the terminal's units (197us,
+    1.18ms), never bare seconds in scientific notation; ops.csv keeps the
+    exact seconds; a per-phase throughput chart is drawn; the job file is
+    shown as written, with the run's effective target beside it."""
+    for path in runs[:2]:
+        d = reports[path.stem]
+        page = (d / "index.html").read_text()
+        ops = page.split("<h2>Calls per op</h2>")[1].split("<h2>")[0]
+        cells = re.findall(r"<td>([^<]*)</td>", ops)
+        lat = [c for c in cells if re.fullmatch(r"[0-9.]+(us|ms|s)", c)]
+        assert lat, ops[:2000]
+        assert not re.search(r"\d\.\d+e-\d", ops), ops[:2000]
+        csv_rows = read_csv(d / "ops.csv")
+        assert all(float(r["p50_s"]) < 1 for r in csv_rows if r["p50_s"] not in ("", "nan"))
+        data = (d / "throughput.png").read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000
+        assert 'src="throughput.png"' in page
+        with h5py.File(path, "r") as f:
+            target = f.attrs["target"]
+            target = target.decode() if isinstance(target, bytes) else str(target)
+        job = page.split("<h2>Job file</h2>")[1]
+        assert f"target was <code>{html.escape(target)}</code>" in job, job[:500]
 
 
 def _browser():

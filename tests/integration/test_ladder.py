@@ -90,7 +90,8 @@ def test_ladder_local(herd_bin, tmp_path):
             assert int(a["summary_rows"]) == 4 * int(a["iterations"]), step
             done = [l for l in proc.stderr.splitlines() if l.startswith(f"herd: {step}: ")]
             assert len(done) == 1, proc.stderr
-            assert done[0].startswith(f"herd: {step}: {a['active_ranks']} ranks done"), done
+            n = int(a["active_ranks"])
+            assert done[0].startswith(f"herd: {step}: {n} rank{'' if n == 1 else 's'} done"), done
             if name != "meta":
                 assert "100%" in done[0], done
 
