@@ -23,7 +23,7 @@ import os
 import h5py
 import pytest
 
-from conftest import describe, herd_cmd, herd_run, write_job
+from conftest import REPO_DIR, describe, herd_cmd, herd_run, write_job
 
 NRANKS = 2
 
@@ -191,6 +191,21 @@ def test_table_has_units_and_legend(runs, herd_bin):
     assert "p50/p99 of write" in second
     help_text = herd_cmd(herd_bin, "--help").stdout
     assert "MiB = 2^20 bytes" in help_text and "--json FILE" in help_text
+
+
+def test_legend_is_the_documented_one(runs, herd_bin):
+    """The legend under the table and in --help is docs/results-format.md's
+    "The printed legend" block, line for line: one statement of each
+    definition, kept in step."""
+    doc = (REPO_DIR / "docs" / "results-format.md").read_text()
+    block = doc.split("## The printed legend")[1].split("```")[1].strip("\n").splitlines()
+    _, _, proc = runs["clean"]
+    lines = proc.stdout.splitlines()
+    start = lines.index(block[0])
+    assert lines[start:start + len(block)] == block, lines[start:start + len(block)]
+    help_lines = herd_cmd(herd_bin, "--help").stdout.splitlines()
+    start = help_lines.index(block[0])
+    assert help_lines[start:start + len(block)] == block
 
 
 def test_meta_items_per_second(runs):
