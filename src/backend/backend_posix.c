@@ -166,6 +166,21 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
     struct backend_file *bf = malloc(sizeof *bf);
     if (!bf)
         return -ENOMEM;
+    /* A file to create is first created new (O_EXCL, which fails on any
+     * name that exists, a link included): then it is a regular file of
+     * ours and needs no check, one system call as a plain open(O_CREAT).
+     * Only a name that exists goes the guarded way below. */
+    if (oflags & O_CREAT) {
+        bf->fd = openat(dirfd, leaf, oflags | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (bf->fd >= 0 || errno != EEXIST || (oflags & O_EXCL)) {
+            int err = bf->fd < 0 ? errno : 0;
+            if (err)
+                free(bf);
+            else
+                *f = bf;
+            return -err;
+        }
+    }
     /* The parent was resolved without links; the leaf is not followed.
      * O_NONBLOCK: a FIFO or a device planted at the name must not make
      * the open wait; anything but a regular file is refused. */
