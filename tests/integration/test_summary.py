@@ -193,6 +193,38 @@ def test_table_has_units_and_legend(runs, herd_bin):
     assert "MiB = 2^20 bytes" in help_text and "--json FILE" in help_text
 
 
+def test_params_echo_the_kind_s_keys(runs, herd_bin, tmp_path):
+    """The second line and the JSON params give the keys that apply to the
+    phase's kind (the key table's kinds): fsync for a write only; a lock
+    phase's lock_* keys; a meta phase names its main call as the JSON
+    does (open), with the step it times (create)."""
+    _, doc, proc = runs["clean"]
+    rows = table_rows(proc.stdout)
+    params = {p["name"]: p["params"] for p in doc["phases"]}
+    assert "fsync no" in rows["w"][1] and params["w"]["fsync"] is False
+    for name in ("r", "m", "s"):
+        assert "fsync" not in rows[name][1] and "fsync" not in params[name], name
+    assert "p50/p99 of open (create)" in rows["m"][1], rows["m"][1]
+    assert next(p for p in doc["phases"] if p["name"] == "m")["main_op"] == "open"
+    assert params["m"]["files"] == 120 and "count" not in params["m"]
+    assert params["s"]["count"] == 40 and "files" not in params["s"]
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "lock.ini", {"target": target, "sharing": "shared",
+                                            "fileset": "l", "file_size": "64K"},
+                    [("l", {"kind": "lock", "count": 3, "lock_hold": "1ms"})])
+    js = tmp_path / "lock.json"
+    run = herd_run(herd_bin, NRANKS, job, tmp_path / "lock.h5", "--json", js)
+    assert run.returncode == 0, describe(run)
+    lock = json.loads(js.read_text())["phases"][0]
+    assert lock["params"]["lock_mode"] == "exclusive" and lock["params"]["lock_wait"] == "blocking"
+    assert lock["params"]["lock_hold"] == pytest.approx(0.001) and lock["params"]["count"] == 3
+    assert "fsync" not in lock["params"] and "verify" not in lock["params"]
+    assert lock["waited_grants"] >= 0 and lock["wait_seconds"] >= 0
+    second = table_rows(run.stdout)["l"][1]
+    assert "fsync" not in second and "count 3" in second and "grants/s" in second, second
+
+
 def test_legend_is_the_documented_one(runs, herd_bin):
     """The legend under the table and in --help is docs/results-format.md's
     "The printed legend" block, line for line: one statement of each
