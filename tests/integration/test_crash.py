@@ -29,7 +29,7 @@ import pytest
 from conftest import Background, mpirun_args, rank_pids, write_job
 
 NRANKS = 4
-PHASE_LINE = re.compile(r"^herd: phase (\S+): (\w+) ")
+PHASE_LINE = re.compile(r"^herd: phase (\S+): (\w+): ")
 
 
 def crash_job(tmp_path, nphases=16, idle="150ms", file_size="256K"):

@@ -61,8 +61,8 @@ NOBODY = "nobody"
 REPORT_OUTPUTS = {f"{t}.{e}" for t in ("phases", "errors", "errors_by_rank", "ops", "server",
                                         "clients", "loadcurve_read", "loadcurve_wl")
                   for e in ("csv", "md")} | {
-    "ranks.csv", "timeline.png", "latency.png", "server.png", "errors.png", "retrans.png",
-    "loadcurve_read.png", "loadcurve_wl.png", "index.html"}
+    "ranks.csv", "timeline.png", "throughput.png", "latency.png", "server.png", "errors.png",
+    "retrans.png", "loadcurve_read.png", "loadcurve_wl.png", "index.html"}
 COMPARE_OUTPUTS = {"compare.csv", "compare.md", "compare.png", "scaling.png"}
 OUTPUTS = {
     "report": REPORT_OUTPUTS,
