@@ -45,6 +45,7 @@ SETTINGS_DEFAULTS = {"FS": "dir", "SIZE": "2G", "MODE": "sync", "WORKERS": "200"
 # Seconds from SIGTERM to SIGKILL at tear-down (ganesha's: --ganesha-stop-timeout).
 STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP = 5, 5, 5, 2
 KILL_WAIT = 5            # seconds a SIGKILLed process gets to go
+REAP_WAIT = 5            # seconds an exited child's threads get to finish
 UMOUNT_TRIES, UMOUNT_PAUSE = 40, 0.25
 
 
@@ -235,8 +236,18 @@ class Supervisor:
     def reap(self, name):
         """When child NAME has exited, collect its status and log it."""
         child = self.children.get(name)
-        if child is None or child.poll() is None:
+        if child is None:
             return
+        if child.poll() is None:
+            # A killed multi-threaded child (ganesha) shows as a zombie in
+            # /proc while its other threads still exit, and waitpid cannot
+            # collect it until they have: wait for that moment.
+            if running(child.pid):
+                return
+            try:
+                child.wait(timeout=REAP_WAIT)
+            except subprocess.TimeoutExpired:
+                return
         del self.children[name]
         label = "rpc.statd" if name == "statd" else name
         log(f"{label} {child.pid} exited (status {exit_status(child.returncode)})")
