@@ -21,6 +21,7 @@ packages=(
   chromium chromium-driver python3-selenium  # the report page opened headless in tests
   xfsprogs e2fsprogs btrfs-progs util-linux  # loop-mounted test file systems
   nfs-ganesha nfs-ganesha-vfs rpcbind  # the embedded userspace NFS server
+  user-mode-linux nfs-kernel-server    # nfs-server.sh --server knfsd: kernel nfsd in a UML guest
   libnfs-utils iproute2                # nfs-cp/nfs-ls probes; network namespaces; tc (--link rate)
   samba smbclient libsmbclient-dev     # nfs-server.sh --smb: smbd on the same export; smbclient probes; SMB client library
   libnetfilter-queue-dev iptables      # herd-linkdelay: --link delay/jitter without netem

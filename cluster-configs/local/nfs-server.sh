@@ -11,6 +11,10 @@
 # here talk to it over its socket. See README.md beside this file.
 #
 #   nfs-server.sh start --state DIR [--fs dir|tmpfs|xfs|ext4|btrfs] [--size 2G]
+#                       [--server ganesha|knfsd] (knfsd: the Linux kernel's
+#                                            nfsd in User-Mode Linux, see
+#                                            lib-knfsd.sh; --fs xfs, ext4
+#                                            or btrfs, --threads N)
 #                       [--workers N] [--sync|--async|--sync-writes]
 #                       [--hostname NAME]   (own UTS namespace: a host of
 #                                            cluster-configs/virtual/)
@@ -23,8 +27,8 @@
 #                       [--smb [--smb-sendfile yes|no] [--smb-workers N]]
 #                                           (also smbd, Samba, on the same
 #                                            export: see smb.conf.in)
-#       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID,
-#               with --smb line 3 smb://127.0.0.1/export
+#       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
+#               (knfsd: linux.uml's), with --smb line 3 smb://127.0.0.1/export
 #   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
 #       (HERD_LINK=the link's spec, or none, in COMMAND's environment; with
 #        --smb also HERD_SMB_URL, HERD_SMB_USER, HERD_SMB_PASSWORD_FILE)
@@ -33,6 +37,11 @@
 #        namespace for tbf/netem, default lo)
 #   nfs-server.sh restart-ganesha --state DIR [--grace SECONDS] [--lease SECONDS]
 #                                                  stdout: the new PID
+#   nfs-server.sh restart-server --state DIR [--grace SECONDS] [--lease SECONDS]
+#       (ganesha: restart-ganesha; knfsd: nfsd stops and starts in the guest)
+#   nfs-server.sh threads --state DIR N            (knfsd: nfsd threads, live)
+#   nfs-server.sh export-mode --state DIR sync|async  (knfsd: re-export, live)
+#   nfs-server.sh guest --state DIR -- COMMAND...  (knfsd: the guest's agent)
 #   nfs-server.sh stop-statd --state DIR           (NLM then answers NOLOCKS)
 #   nfs-server.sh start-statd --state DIR          stdout: statd's PID
 #   nfs-server.sh restart-smbd --state DIR         stdout: smbd's new PID
@@ -106,6 +115,9 @@ usage() {
 # proc_alive PID START; proc_stop PID START SECONDS.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/lib-proc.sh"
+# knfsd_* and the verbs of --server knfsd.
+# shellcheck source=cluster-configs/local/lib-knfsd.sh
+. "$HERE/lib-knfsd.sh"
 
 # record NAME PID: remember PID (and its start time) as STATE/pid/NAME.
 record() {
@@ -187,7 +199,7 @@ supervisor_stop_timeout() {
 netns_pin() {
     local ns name pid start
     [ -r "$STATE/pid/netns" ] && read -r ns <"$STATE/pid/netns" || return 1
-    for name in supervisor ganesha rpcbind statd smbd linkdelay; do
+    for name in supervisor ganesha uml rpcbind statd smbd linkdelay; do
         [ -r "$STATE/pid/$name" ] && read -r pid start <"$STATE/pid/$name" || continue
         proc_alive "$pid" "$start" || continue
         { exec {NETNS_FD}<"/proc/$pid/ns/net"; } 2>/dev/null || continue
@@ -248,7 +260,7 @@ is_ours() { [ -f "$STATE/$MARKER" ]; }
 
 load_settings() {
     FS=dir SIZE=2G MODE=sync WORKERS=200 HOST_NAME="" NLM=1 GRACE=0 LEASE=60
-    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100
+    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100 SERVER=ganesha THREADS=8
     # shellcheck disable=SC1091
     [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
     return 0
@@ -269,6 +281,8 @@ LEASE=$LEASE
 SMB=$SMB
 SMB_SENDFILE=$SMB_SENDFILE
 SMB_WORKERS=$SMB_WORKERS
+SERVER=$SERVER
+THREADS=$THREADS
 EOF
     mv -f "$STATE/conf/settings.tmp" "$STATE/conf/settings"
 }
@@ -309,7 +323,26 @@ check_seconds() {
     fi
 }
 
-url() { printf 'nfs://127.0.0.1%s?version=3\n' "$EXPORT"; }
+url() {
+    if [ "${SERVER:-ganesha}" = knfsd ]; then
+        knfsd_url
+    else
+        printf 'nfs://127.0.0.1%s?version=3\n' "$EXPORT"
+    fi
+}
+
+# nlm_where: where the NLM lock manager listens, for start's log line.
+nlm_where() {
+    if [ "${SERVER:-ganesha}" = knfsd ]; then
+        echo "on (kernel lockd and rpc.statd in the guest)"
+    else
+        echo "on (port $NLM_PORT, statd port $STATD_PORT)"
+    fi
+}
+
+# server_proc: the name the NFS server's process is recorded as: ganesha,
+# or uml (linux.uml, the guest that runs kernel nfsd).
+server_proc() { if [ "${SERVER:-ganesha}" = knfsd ]; then echo uml; else echo ganesha; fi; }
 
 # ------------------------------------------------------------------ smbd
 
@@ -474,7 +507,7 @@ wait_ready() {
     deadline=$((SECONDS + $1 + probe))
     while ((SECONDS < deadline)); do
         alive supervisor || { log "the namespace supervisor died"; return 1; }
-        alive ganesha || { log "ganesha.nfsd exited"; return 1; }
+        alive "$(server_proc)" || { log "the NFS server ($(server_proc)) exited"; return 1; }
         nfs_answers "$probe" && return 0
         sleep 0.05
     done
@@ -871,7 +904,7 @@ sup_send() {
 
 cmd_start() {
     local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease="" link="" link_opt=0
-    local smb=0 smb_sendfile=yes smb_workers=100
+    local smb=0 smb_sendfile=yes smb_workers=100 server=ganesha threads=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -882,6 +915,10 @@ cmd_start() {
             --size=*) size=${1#*=}; shift ;;
             --workers) workers=${2:-}; shift 2 ;;
             --workers=*) workers=${1#*=}; shift ;;
+            --server) server=${2:-}; shift 2 ;;
+            --server=*) server=${1#*=}; shift ;;
+            --threads) threads=${2:-}; shift 2 ;;
+            --threads=*) threads=${1#*=}; shift ;;
             --sync) mode=sync; shift ;;
             --async) mode=async; shift ;;
             --sync-writes) mode=sync-writes; shift ;;
@@ -913,6 +950,12 @@ cmd_start() {
     check_seconds "start: --grace" "$grace" 0
     [ -n "$lease" ] || lease=$(default_lease "$grace" 60)
     check_seconds "start: --lease" "$lease" 1
+    case "$server" in
+        ganesha) [ -z "$threads" ] || die "start: --threads is kernel nfsd's (--server knfsd); ganesha has --workers" ;;
+        knfsd) knfsd_check_start "$fs" "$mode" "$smb" "$threads" "$link_opt" "$workers"
+            threads=${threads:-8} ;;
+        *) die "start: --server must be ganesha or knfsd" ;;
+    esac
     if [ -n "$workers" ]; then
         if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
             die "start: --workers must be 2..131072 (ganesha refuses 1)"
@@ -933,7 +976,9 @@ cmd_start() {
         done
         [ -r "$SMB_TEMPLATE" ] || die "start: $SMB_TEMPLATE is missing"
     fi
-    for tool in python3 unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout; do
+    local tools=(python3 unshare nsenter ip losetup ganesha.nfsd rpcbind nfs-ls timeout)
+    [ "$server" = knfsd ] && tools=(python3 unshare nsenter ip nfs-ls timeout)
+    for tool in "${tools[@]}"; do
         command -v "$tool" >/dev/null || die "start: $tool not found (see cluster-configs/local/install.sh)"
     done
     if [ "$nlm" = 1 ]; then
@@ -957,7 +1002,7 @@ cmd_start() {
 
     if [ -e "$STATE" ]; then
         if is_ours; then
-            if alive supervisor || alive ganesha; then
+            if alive supervisor || alive ganesha || alive uml; then
                 die "start: a server is already running with state $STATE (stop it first)"
             fi
             log "cleaning up what an earlier server left in $STATE"
@@ -975,13 +1020,18 @@ cmd_start() {
     FS=$fs SIZE=$size WORKERS=$workers MODE=$mode HOST_NAME=$host_name
     NLM=$nlm GRACE=$grace LEASE=$lease
     SMB=$smb SMB_SENDFILE=$smb_sendfile SMB_WORKERS=$smb_workers
+    SERVER=$server THREADS=${threads:-8}
     save_settings
     write_conf
 
     # From here on a failure undoes everything.
     trap 'log "start failed"; log_tail; do_stop 0 || true; exit 1' ERR
     if ((smb)); then smb_setup; fi
-    if [ "$mode" = async ] && ! build_nosync; then
+    if [ "$mode" = async ] && [ "$server" = ganesha ] && ! build_nosync; then
+        do_stop 0 || true
+        exit 1
+    fi
+    if [ "$server" = knfsd ] && ! knfsd_build_init; then
         do_stop 0 || true
         exit 1
     fi
@@ -1009,20 +1059,21 @@ cmd_start() {
         [ -e "$STATE/run/failed" ] && { ok=0; break; }
         # (setsid does not fork here, so the launcher is the supervisor)
         if ! alive launcher && ! alive supervisor; then ok=0; break; fi
-        alive supervisor && alive ganesha && { ((smb == 0)) || alive smbd; } && break
+        alive supervisor && alive "$(server_proc)" && { ((smb == 0)) || alive smbd; } && break
         sleep 0.05
     done
     if ((ok)) && [ -n "$link" ] && alive supervisor && ! link_apply; then
         ok=0
     fi
-    if ((ok)) && alive supervisor && alive ganesha && wait_ready "$START_TIMEOUT" &&
+    if ((ok)) && alive supervisor && alive "$(server_proc)" && wait_ready "$START_TIMEOUT" &&
         { ((smb == 0)) || wait_smb_ready "$START_TIMEOUT"; }; then
-        log "started in $((SECONDS - t0)) s: fs $fs, mode $mode, workers $workers, export $EXPORT," \
-            "nlm $( ((nlm)) && echo "on (port $NLM_PORT, statd port $STATD_PORT)" || echo off)," \
+        log "started in $((SECONDS - t0)) s: server $server, fs $fs, mode $mode," \
+            "$([ "$server" = knfsd ] && echo "threads $THREADS" || echo "workers $workers"), export $EXPORT," \
+            "nlm $( ((nlm)) && nlm_where || echo off)," \
             "grace $grace s, lease $lease s, link $(current_link)$( ((smb)) &&
                 echo ", smbd pid $(recorded smbd) (sendfile $smb_sendfile, aio max threads $smb_workers)")"
         url
-        recorded ganesha
+        recorded "$(server_proc)"
         ((smb == 0)) || smb_url
         return 0
     fi
@@ -1052,7 +1103,7 @@ do_stop() {
     # Whatever is left (the supervisor was killed, or hung): by recorded PID,
     # then everything else in the server's namespace.
     terminate ganesha "$(ganesha_stop_timeout)"
-    for name in smbd statd rpcbind supervisor launcher linkdelay; do
+    for name in uml smbd statd rpcbind supervisor launcher linkdelay; do
         terminate "$name"
     done
     if ((pinned)); then
@@ -1060,7 +1111,7 @@ do_stop() {
         netns_unpin
     fi
     report_killed
-    for name in smbd ganesha statd rpcbind supervisor launcher linkdelay; do
+    for name in uml smbd ganesha statd rpcbind supervisor launcher linkdelay; do
         if alive "$name"; then
             log "$name (pid $(recorded "$name")) is still running"
             problems=1
@@ -1095,6 +1146,7 @@ do_stop() {
         rm -rf --one-file-system -- "$STATE"
     else
         rm -rf --one-file-system -- "${STATE:?}"/{bin,conf,run,lib-nfs,recovery,statd,smb,export,pid} "$IMAGE"
+        knfsd_clean
     fi
     return 0
 }
@@ -1147,6 +1199,8 @@ cmd_exec() {
         export HERD_SMB_URL HERD_SMB_USER HERD_SMB_PASSWORD_FILE
     fi
     if ((server_fs)); then
+        [ "$SERVER" != knfsd ] ||
+            die "exec: --server-fs: a knfsd export lives in its guest (use: guest --state DIR -- exec ...)"
         # Also the server's mount namespace: the export as the server sees it.
         exec nsenter --net="/proc/$sup/ns/net" --mount="/proc/$sup/ns/mnt" --wd="$PWD" -- "$@"
     fi
@@ -1205,6 +1259,33 @@ cmd_restart_ganesha() {
     exit 1
 }
 
+# restart-server: the NFS server restarts, whichever it is: ganesha as
+# restart-ganesha does, kernel nfsd inside its guest (knfsd_restart; the
+# guest and its disk stay).
+cmd_restart_server() {
+    local args=("$@") grace="" lease=""
+    while (($#)); do
+        case "$1" in
+            --state) set_state "${2:-}"; shift 2 ;;
+            --state=*) set_state "${1#*=}"; shift ;;
+            --grace) grace=${2:-}; shift 2 ;;
+            --grace=*) grace=${1#*=}; shift ;;
+            --lease) lease=${2:-}; shift 2 ;;
+            --lease=*) lease=${1#*=}; shift ;;
+            *) log "restart-server: unknown argument $1"; usage ;;
+        esac
+    done
+    [ -n "${STATE:-}" ] || die "restart-server: --state DIR is required"
+    is_ours && alive supervisor || die "restart-server: no server namespace with state $STATE (start it)"
+    load_settings
+    [ "$SERVER" = knfsd ] || { cmd_restart_ganesha "${args[@]}"; return; }
+    [ -z "$grace" ] || check_seconds "restart-server: --grace" "$grace" 0
+    [ -z "$lease" ] || check_seconds "restart-server: --lease" "$lease" 10
+    GRACE=${grace:-$GRACE} LEASE=${lease:-$LEASE}
+    save_settings
+    knfsd_restart "$GRACE" "$LEASE" || { log "restart-server failed"; log_tail; exit 1; }
+}
+
 # state_only_args NAME ARGS...: the arguments of a command that takes only
 # --state DIR (required).
 state_only_args() {
@@ -1228,6 +1309,7 @@ statd_args() {
     if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
     load_settings
     [ "$NLM" = 1 ] || die "$name: the server runs without NLM (started with --no-nlm)"
+    [ "$SERVER" != knfsd ] || die "$name: not for --server knfsd (its statd runs in the guest)"
 }
 
 # stop-statd: stop rpc.statd only (SIGTERM: it unregisters from rpcbind).
@@ -1329,6 +1411,7 @@ cmd_status() {
     local name answers=no rc probe
     probe=$(probe_timeout)
     printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
+    [ "$SERVER" != knfsd ] || knfsd_status
     [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
     if [ "$NLM" = 1 ]; then
         printf 'nlm=on\nnlm_port=%s\nstatd_port=%s\nstatd_dir=%s\n' "$NLM_PORT" "$STATD_PORT" "$STATD_DIR"
@@ -1347,6 +1430,7 @@ cmd_status() {
     local names=(supervisor rpcbind)
     [ "$NLM" = 1 ] && names+=(statd)
     names+=(ganesha)
+    [ "$SERVER" = knfsd ] && names=(supervisor uml)
     [ "$SMB" = 1 ] && names+=(smbd)
     [ -e "$STATE/pid/linkdelay" ] && names+=(linkdelay)
     for name in "${names[@]}"; do
@@ -1356,7 +1440,7 @@ cmd_status() {
             printf '%s=%s dead\n' "$name" "$(recorded "$name")"
         fi
     done
-    if alive supervisor && alive ganesha && nfs_answers "$probe"; then
+    if alive supervisor && alive "$(server_proc)" && nfs_answers "$probe"; then
         answers=yes
     fi
     printf 'answers=%s\n' "$answers"
@@ -1373,9 +1457,10 @@ cmd_status() {
     rc=3
     # running: NFS answers and, with NLM, statd is there (without it every
     # NLM lock is refused); with --smb smbd answers too.
-    if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || alive statd; } && ((smb_ok)); then
+    if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || [ "$SERVER" = knfsd ] || alive statd; } &&
+        ((smb_ok)); then
         st=running rc=0
-    elif alive supervisor || alive ganesha || alive rpcbind || alive statd || alive smbd; then
+    elif alive supervisor || alive ganesha || alive uml || alive rpcbind || alive statd || alive smbd; then
         st=degraded rc=1
     fi
     printf 'state=%s\n' "$st"
@@ -1479,6 +1564,10 @@ main() {
         stop) cmd_stop "$@" ;;
         exec) cmd_exec "$@" ;;
         restart-ganesha | start-ganesha) cmd_restart_ganesha "$@" ;;
+        restart-server) cmd_restart_server "$@" ;;
+        threads) cmd_threads "$@" ;;
+        export-mode) cmd_export_mode "$@" ;;
+        guest) cmd_guest "$@" ;;
         stop-statd) cmd_stop_statd "$@" ;;
         start-statd) cmd_start_statd "$@" ;;
         restart-smbd | start-smbd) cmd_restart_smbd "$@" ;;

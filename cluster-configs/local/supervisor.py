@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+import knfsd
 from procinfo import proc_name, proc_stat, running, wait_until
 
 SOCKET_NAME = "supervisor.sock"
@@ -41,10 +42,12 @@ TICK = 0.1               # seconds between two looks at the children
 CLIENT_TIMEOUT = 1.0     # seconds a client may take to take its reply
 SETTINGS_DEFAULTS = {"FS": "dir", "SIZE": "2G", "MODE": "sync", "WORKERS": "200",
                      "HOST_NAME": "", "NLM": "1", "GRACE": "0", "LEASE": "60", "SMB": "0",
-                     "SMB_SENDFILE": "yes", "SMB_WORKERS": "100"}
+                     "SMB_SENDFILE": "yes", "SMB_WORKERS": "100", "SERVER": "ganesha",
+                     "THREADS": "8"}
 # Seconds from SIGTERM to SIGKILL at tear-down (ganesha's: --ganesha-stop-timeout).
-STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP = 5, 5, 5, 2
+STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP, UML_STOP = 5, 5, 5, 2, 5
 KILL_WAIT = 5            # seconds a SIGKILLed process gets to go
+GUEST_BOOT = 60          # seconds a knfsd guest gets to serve
 REAP_WAIT = 5            # seconds an exited child's threads get to finish
 UMOUNT_TRIES, UMOUNT_PAUSE = 40, 0.25
 
@@ -210,6 +213,7 @@ class Supervisor:
         self.loopdev = None
         self.stopping = False
         self.smbd_started = False
+        self.guest = None           # knfsd.Guest with --server knfsd
         self.netns = netns_of("self")
         self.listener = None
         self.selector = selectors.DefaultSelector()
@@ -374,6 +378,9 @@ class Supervisor:
                 socket.sethostname(st["HOST_NAME"])
             except OSError as e:
                 raise SetupFailed(f"hostname {st['HOST_NAME']}") from e
+        if st["SERVER"] == "knfsd":
+            self.start_guest()
+            return
         # Private /run (rpcbind's socket and lock, ganesha's files) and
         # /var/lib/nfs: nothing of the host's is touched.
         self.must(f"bind {self.state}/run over /run", "mount", "--bind", f"{self.state}/run", "/run")
@@ -387,6 +394,36 @@ class Supervisor:
         self.start_ganesha()
         if st["SMB"] == "1":
             self.start_smbd()
+
+    def start_guest(self):
+        """--server knfsd: the User-Mode Linux guest that runs the kernel's
+        nfsd (knfsd.py), our child "uml"; it serves when this returns."""
+        self.guest = knfsd.Guest(self.state, self.settings)
+        try:
+            self.guest.prepare()
+        except (OSError, subprocess.CalledProcessError) as e:
+            raise SetupFailed(f"the guest's tap or configuration: {e}") from e
+        with open(self.state / "log" / "guest-console.log", "ab") as out:
+            child = subprocess.Popen(self.guest.argv(), stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, env=self.guest.environment())
+        self.children["uml"] = child
+        record(self.state, "uml", child.pid)
+        log(f"started linux.uml pid {child.pid} (kernel nfsd, {self.settings['THREADS']} threads)")
+        t0 = time.monotonic()
+        if not self.guest.wait_ready(child, GUEST_BOOT):
+            raise SetupFailed("the knfsd guest did not serve (see log/guest-console.log)")
+        log(f"kernel nfsd serves after {time.monotonic() - t0:.1f} s")
+
+    def stop_guest(self):
+        """The agent's poweroff (nfsd stops, the export is unmounted), then
+        SIGTERM and SIGKILL as for any child."""
+        child = self.children.pop("uml", None)
+        if child is None:
+            return
+        log(f"stopping linux.uml (pid {child.pid})")
+        if not self.guest.poweroff(child):
+            log("the guest did not power off: SIGTERM")
+            stop_child(self.state, "linux.uml", child, UML_STOP)
 
     def stop_smbd_group(self):
         """The recorded smbd (SIGTERM: its children follow it), then any smbd
@@ -427,6 +464,8 @@ class Supervisor:
         self.close_socket()
         if self.smbd_started:
             self.stop_smbd_group()
+        if self.guest is not None:
+            self.stop_guest()
         stop_child(self.state, "ganesha", self.children.pop("ganesha", None),
                    self.ganesha_stop_timeout)
         stop_child(self.state, "statd", self.children.pop("statd", None), STATD_STOP)

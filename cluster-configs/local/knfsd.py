@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""knfsd.py — the Linux kernel's nfsd for nfs-server.sh --server knfsd.
+
+The host kernel has no NFS server, so the supervisor boots a User-Mode
+Linux guest (Debian's user-mode-linux: linux.uml, an ordinary process, no
+KVM) inside the server's network namespace. The guest's PID 1 is
+uml-init.c (built by nfs-server.sh start into STATE/bin/uml-init); it
+exports its first disk, the image STATE/image.img (ubd0), as /export and
+runs rpcbind, rpc.statd, rpc.mountd, nfsd and node_exporter from the
+host's /usr. The namespace reaches the guest over a tap device:
+
+    namespace  HOST_ADDR (TAP)  <->  eth0 GUEST_ADDR  guest
+
+Clients in the namespace use nfs://GUEST_ADDR/export; herd's monitor
+scrapes http://GUEST_ADDR:METRICS_PORT/metrics (node_exporter, plus
+pool_stats as node_nfsd_pool_*_total); the guest's agent takes one-line
+commands on AGENT_PORT (see uml-init.c's top comment).
+
+  knfsd.py agent COMMAND...     (inside the namespace: print the agent's
+                                 reply; exit 0 on "ok", 1 otherwise)
+  knfsd.py url | metrics-url    (the export's NFSv3 URL; node_exporter's)
+
+Standard library only (Debian 12's python3)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HOST_ADDR, GUEST_ADDR, NETMASK = "10.77.0.1", "10.77.0.2", "255.255.255.252"
+PREFIX = 30
+TAP = "knfsd0"
+AGENT_PORT = 7070
+METRICS_PORT = 9100
+GUEST_MEM = "512M"
+AGENT_TIMEOUT = 30.0       # seconds one agent command may take
+READY_PROBE = 0.05         # seconds between two looks at a booting guest
+POWEROFF_WAIT = 20         # seconds from the agent's poweroff to the guest's exit
+# lockd reads these at its start: the NLM grace period (seconds; lockd
+# rounds it up to a multiple of nlm_timeout, 3..20).
+NLM_TIMEOUT = 3
+
+
+def url(version=3):
+    return f"nfs://{GUEST_ADDR}/export?version={version}"
+
+
+def metrics_url():
+    return f"http://{GUEST_ADDR}:{METRICS_PORT}/metrics"
+
+
+def agent_send(line, timeout=AGENT_TIMEOUT):
+    """Send one command line to the guest's agent; (ok, text after the
+    status line). OSError when the agent cannot be reached."""
+    with socket.create_connection((GUEST_ADDR, AGENT_PORT), timeout=timeout) as conn:
+        conn.sendall(line.encode() + b"\n")
+        data = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    status, _, rest = data.decode(errors="replace").partition("\n")
+    if status == "ok":
+        return True, rest
+    return False, status.removeprefix("error: ") or "no reply"
+
+
+def nlm_grace(grace):
+    """lockd's module parameters for an NLM grace of about `grace` seconds
+    (0: the shortest lockd allows, NLM_TIMEOUT)."""
+    return f"nlm_grace_period={max(int(grace), 1)} nlm_timeout={NLM_TIMEOUT}"
+
+
+def guest_config(settings):
+    """STATE/guest/config, the KEY=VALUE lines uml-init.c reads."""
+    lines = {
+        "addr": GUEST_ADDR, "netmask": NETMASK, "client": HOST_ADDR,
+        "fs": settings["FS"], "threads": settings["THREADS"],
+        "mode": "async" if settings["MODE"] == "async" else "sync",
+        "grace": settings["GRACE"], "lease": settings["LEASE"], "nlm": settings["NLM"],
+        "hostname": settings["HOST_NAME"] or "knfsd", "agent_port": AGENT_PORT,
+        "metrics_port": METRICS_PORT, "lockd_params": nlm_grace(settings["GRACE"]),
+    }
+    return "".join(f"{k}={v}\n" for k, v in lines.items())
+
+
+def memory_dir(state):
+    """Where UML keeps the guest's memory file (it grows with the guest's
+    page cache up to GUEST_MEM): /dev/shm when it is there, else STATE/run."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return str(shm)
+    return str(state / "run")
+
+
+class Guest:
+    """The UML guest of one server: its tap, its configuration, its argv."""
+
+    def __init__(self, state, settings):
+        self.state = Path(state)
+        self.settings = settings
+        self.guest_dir = self.state / "guest"
+
+    def prepare(self):
+        """STATE/guest (config, log/, statd-owner) and the tap; raises
+        OSError or subprocess.CalledProcessError."""
+        (self.guest_dir / "log").mkdir(parents=True, exist_ok=True)
+        (self.guest_dir / "config").write_text(guest_config(self.settings))
+        # rpc.statd in the guest runs as the owner of its sm/ directories:
+        # Debian's statd user (uml-init copies this file's owner).
+        owner = self.guest_dir / "statd-owner"
+        owner.touch()
+        try:
+            shutil.chown(owner, "statd")
+        except (LookupError, OSError):
+            pass
+        for argv in (["ip", "tuntap", "add", "dev", TAP, "mode", "tap"],
+                     ["ip", "addr", "add", f"{HOST_ADDR}/{PREFIX}", "dev", TAP],
+                     ["ip", "link", "set", TAP, "up"]):
+            subprocess.run(argv, stdin=subprocess.DEVNULL, check=True)
+
+    def argv(self):
+        s = self.state
+        return ["linux.uml", f"mem={GUEST_MEM}", "root=/dev/root", "rootfstype=hostfs",
+                "rootflags=/", "rw", f"init={s}/bin/uml-init", "umid=herd-knfsd",
+                f"uml_dir={s}/run/uml", f"ubd0={s}/image.img", f"eth0=tuntap,{TAP}",
+                "con=null", "con0=null,fd:1", "ssl=null", "pty.legacy_count=0",
+                f"HERD_GUEST={self.guest_dir}"]
+
+    def environment(self):
+        env = dict(os.environ)
+        env["TMPDIR"] = memory_dir(self.state)
+        return env
+
+    def wait_ready(self, child, timeout):
+        """Until nfsd in the guest runs (its agent answers with the thread
+        count); False when the guest exits first or timeout passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if child.poll() is not None:
+                return False
+            try:
+                ok, text = agent_send("read /proc/fs/nfsd/threads", 2.0)
+                if ok and text.strip() not in ("", "0"):
+                    return True
+            except OSError:
+                pass
+            time.sleep(READY_PROBE)
+        return False
+
+    def poweroff(self, child):
+        """Ask the guest to stop nfsd, unmount and power off; True when it
+        has exited within POWEROFF_WAIT s."""
+        if child.poll() is not None:
+            return True
+        try:
+            agent_send("poweroff", 5.0)
+        except OSError:
+            return False
+        try:
+            child.wait(POWEROFF_WAIT)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+
+def main(argv):
+    if argv in (["url"], ["metrics-url"]):
+        print(url() if argv[0] == "url" else metrics_url())
+        return 0
+    if len(argv) >= 2 and argv[0] == "agent":
+        try:
+            ok, text = agent_send(" ".join(argv[1:]))
+        except OSError as e:
+            print(f"knfsd.py: the guest's agent at {GUEST_ADDR}:{AGENT_PORT}: {e}",
+                  file=sys.stderr)
+            return 1
+        if ok:
+            sys.stdout.write(text)
+            return 0
+        print(f"knfsd.py: {text}", file=sys.stderr)
+        return 1
+    print("usage: knfsd.py agent COMMAND... | url | metrics-url", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,637 @@
+/* uml-init.c — PID 1 of the User-Mode Linux guest in which
+ * nfs-server.sh --server knfsd runs the Linux kernel's nfsd.
+ *
+ * The guest boots with the host's / as its hostfs root. This program
+ *   1. reads its settings from $HERD_GUEST/config (HERD_GUEST, the host
+ *      path of STATE/guest, comes from the kernel command line; KEY=VALUE
+ *      lines, see the supervisor's knfsd_config);
+ *   2. moves to a tmpfs root that holds read-only binds of the host's /usr
+ *      and /etc, the state directory at /state (read-write: logs) and the
+ *      export, a ubd disk image, at /export: nothing else of the host is
+ *      reachable from the guest's processes afterwards;
+ *   3. loads the NFS server's modules from the host's
+ *      /usr/lib/uml/modules/VERSION with finit_module, sets up lo and eth0
+ *      with system calls (every exec costs 0.1-0.5 s in UML);
+ *   4. starts rpcbind, rpc.statd (with nlm=1), exports /export to the host
+ *      side of the link, starts rpc.mountd and nfsd with the asked number
+ *      of threads, grace and lease, and ends the NFSv4 grace period at
+ *      once when grace=0;
+ *   5. serves commands on TCP port `agent_port` of its address, one per
+ *      connection, a line each; the reply is "ok" or "error: WHY" on its
+ *      first line, then the output:
+ *        threads N          write /proc/fs/nfsd/threads (a live change)
+ *        read PATH          a file under /proc or /sys
+ *        exec ARG...        run a program (no shell; space-separated),
+ *                           reply with its exit status and output
+ *        export sync|async  re-export /export so (a live change)
+ *        end-grace          end the NFSv4 grace period now
+ *        restart GRACE LEASE THREADS
+ *                           stop nfsd (threads 0: lockd and every
+ *                           client's state go) and start it again with
+ *                           this grace period, lease and thread count
+ *        poweroff           stop nfsd, unmount the export, power off
+ *      and reaps every orphan, as a PID 1 must.
+ * A failed step is written to the console (the supervisor keeps it in
+ * STATE/log/guest-console.log) and the guest powers off. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/reboot.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONFIG_MAX 64
+#define LINE_MAX_ 4096
+#define AGENT_TICK_MS 100 /* between two refreshes of pool.prom */
+
+struct setting {
+    char key[32];
+    char value[256];
+};
+
+static struct setting settings[CONFIG_MAX];
+static int nsettings;
+
+static void say(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    dprintf(2, "uml-init: [%ld.%03ld] %s\n", (long)t.tv_sec, t.tv_nsec / 1000000, buf);
+}
+
+static void power_off(void)
+{
+    sync();
+    reboot(LINUX_REBOOT_CMD_POWER_OFF);
+    _exit(1);
+}
+
+static void die(const char *what)
+{
+    say("FAILED: %s: %s", what, strerror(errno));
+    power_off();
+}
+
+static const char *setting(const char *key, const char *fallback)
+{
+    for (int i = 0; i < nsettings; i++)
+        if (strcmp(settings[i].key, key) == 0)
+            return settings[i].value;
+    return fallback;
+}
+
+static void config_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die(path);
+    char line[512];
+    while (fgets(line, sizeof line, f) && nsettings < CONFIG_MAX) {
+        line[strcspn(line, "\n")] = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq || line[0] == '#')
+            continue;
+        *eq = '\0';
+        if (strlen(line) >= sizeof settings[0].key || strlen(eq + 1) >= sizeof settings[0].value)
+            continue;
+        strcpy(settings[nsettings].key, line);
+        strcpy(settings[nsettings].value, eq + 1);
+        nsettings++;
+    }
+    fclose(f);
+}
+
+static void must_mount(const char *src, const char *dst, const char *type, unsigned long flags,
+                       const char *data)
+{
+    if (mount(src, dst, type, flags, data) != 0) {
+        say("mount %s on %s (%s)", src, dst, type ? type : "bind");
+        die("mount");
+    }
+}
+
+static void bind_readonly(const char *src, const char *dst)
+{
+    must_mount(src, dst, NULL, MS_BIND | MS_REC, NULL);
+    must_mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
+}
+
+static bool file_write(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = write(fd, text, strlen(text));
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return n == (ssize_t)strlen(text);
+}
+
+/* Moves into a tmpfs root: /usr and /etc of the host read-only, the
+ * state directory read-write, the export disk mounted at /export. */
+static void root_make(const char *guest_dir)
+{
+    must_mount("tmpfs", "/mnt", "tmpfs", 0, "mode=0755");
+    const char *dirs[] = {"/mnt/usr",
+                          "/mnt/etc",
+                          "/mnt/proc",
+                          "/mnt/sys",
+                          "/mnt/dev",
+                          "/mnt/run",
+                          "/mnt/tmp",
+                          "/mnt/var",
+                          "/mnt/var/lib",
+                          "/mnt/var/lib/nfs",
+                          "/mnt/var/lib/nfs/sm",
+                          "/mnt/var/lib/nfs/sm.bak",
+                          "/mnt/var/lib/nfs/v4recovery",
+                          "/mnt/state",
+                          "/mnt/export",
+                          "/mnt/run/rpcbind"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST)
+            die(dirs[i]);
+    chmod("/mnt/tmp", 01777);
+    const char *links[][2] = {{"usr/bin", "/mnt/bin"},
+                              {"usr/sbin", "/mnt/sbin"},
+                              {"usr/lib", "/mnt/lib"},
+                              {"usr/lib64", "/mnt/lib64"}};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+        if (symlink(links[i][0], links[i][1]) != 0)
+            die(links[i][1]);
+    bind_readonly("/usr", "/mnt/usr");
+    bind_readonly("/etc", "/mnt/etc");
+    must_mount("none", "/mnt/state", "hostfs", 0, guest_dir);
+    must_mount("proc", "/mnt/proc", "proc", 0, NULL);
+    must_mount("sysfs", "/mnt/sys", "sysfs", 0, NULL);
+    must_mount("devtmpfs", "/mnt/dev", "devtmpfs", 0, NULL);
+    const char *fs = setting("fs", "xfs");
+    must_mount("/mnt/dev/ubda", "/mnt/export", fs, 0, NULL);
+    chmod("/mnt/export", 0777);
+    /* statd runs as the owner of sm/ (Debian: statd). */
+    struct stat st;
+    if (stat("/mnt/state/statd-owner", &st) == 0) {
+        chown("/mnt/var/lib/nfs/sm", st.st_uid, st.st_gid);
+        chown("/mnt/var/lib/nfs/sm.bak", st.st_uid, st.st_gid);
+    }
+    if (chdir("/mnt") != 0)
+        die("chdir /mnt");
+    must_mount(".", "/", NULL, MS_MOVE, NULL);
+    if (chroot(".") != 0 || chdir("/") != 0)
+        die("chroot");
+}
+
+static void modules_load(void)
+{
+    struct utsname u;
+    uname(&u);
+    /* In dependency order (modules.dep of 6.1um). */
+    const char *mods[] = {"lib/crc-ccitt",     "net/ipv6/ipv6",
+                          "net/sunrpc/sunrpc", "fs/nfs_common/grace",
+                          "fs/lockd/lockd",    "fs/nfs_common/nfs_acl",
+                          "lib/oid_registry",  "net/sunrpc/auth_gss/auth_rpcgss",
+                          "fs/nfsd/nfsd"};
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/usr/lib/uml/modules/%s/kernel/%s.ko", u.release, mods[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            die(path);
+        const char *params = "";
+        if (strcmp(mods[i], "fs/lockd/lockd") == 0)
+            params = setting("lockd_params", "");
+        if (syscall(SYS_finit_module, fd, params, 0) != 0 && errno != EEXIST)
+            die(path);
+        close(fd);
+    }
+}
+
+static void if_up(int sock, const char *name, const char *addr, const char *mask)
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+    if (addr) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+        sin->sin_family = AF_INET;
+        if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
+            die(addr);
+        if (ioctl(sock, SIOCSIFADDR, &ifr) != 0)
+            die("SIOCSIFADDR");
+        if (inet_pton(AF_INET, mask, &sin->sin_addr) != 1)
+            die(mask);
+        if (ioctl(sock, SIOCSIFNETMASK, &ifr) != 0)
+            die("SIOCSIFNETMASK");
+    }
+    if (ioctl(sock, SIOCGIFFLAGS, &ifr) != 0)
+        die("SIOCGIFFLAGS");
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (ioctl(sock, SIOCSIFFLAGS, &ifr) != 0)
+        die("SIOCSIFFLAGS");
+}
+
+static void network_up(void)
+{
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (sock < 0)
+        die("socket");
+    if_up(sock, "lo", "127.0.0.1", "255.0.0.0");
+    if_up(sock, "eth0", setting("addr", "10.77.0.2"), setting("netmask", "255.255.255.252"));
+    close(sock);
+    sethostname(setting("hostname", "knfsd"), strlen(setting("hostname", "knfsd")));
+}
+
+/* Splits a command line into argv at spaces (no quoting). */
+static int words_split(char *line, char **argv, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(line, " ", &save); w && n < max - 1;
+         w = strtok_r(NULL, " ", &save))
+        argv[n++] = w;
+    argv[n] = NULL;
+    return n;
+}
+
+/* Starts argv with stdout and stderr on fd `out` (or the log file
+ * /state/log/LOG when out < 0); returns its pid. */
+static pid_t spawn(char *const argv[], int out, const char *logname)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    int fd = out;
+    if (fd < 0) {
+        char path[256];
+        snprintf(path, sizeof path, "/state/log/%s", logname);
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+        dup2(null, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], argv);
+    dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Runs argv to its end with its output on `out` (or into LOG); its
+ * exit status, -1 when it could not be waited for. */
+static int run(char *const argv[], int out, const char *logname)
+{
+    pid_t pid = spawn(argv, out, logname);
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void must_run(const char *line, const char *logname)
+{
+    char buf[LINE_MAX_];
+    snprintf(buf, sizeof buf, "%s", line);
+    char *argv[64];
+    words_split(buf, argv, 64);
+    int rc = run(argv, -1, logname);
+    if (rc != 0) {
+        errno = 0;
+        say("%s: exit %d (see log/%s)", line, rc, logname);
+        power_off();
+    }
+}
+
+/* exportfs of /export to the host side of the link, `mode` sync or
+ * async; exportfs flushes the kernel's export cache, so a live change
+ * holds from the next request on. Its exit status. */
+static int nfs_export(const char *mode)
+{
+    char line[LINE_MAX_];
+    snprintf(line, sizeof line,
+             "exportfs -o rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1 %s:/export", mode,
+             setting("client", "10.77.0.1"));
+    char *argv[64];
+    words_split(line, argv, 64);
+    return run(argv, -1, "exportfs.log");
+}
+
+/* lockd's grace period for its next start (it reads the module parameter
+ * then); at least nlm_timeout, as lockd rounds up to it. */
+static void lockd_grace(const char *grace)
+{
+    char text[32];
+    int seconds = atoi(grace);
+    snprintf(text, sizeof text, "%d\n", seconds < 1 ? 1 : seconds);
+    file_write("/sys/module/lockd/parameters/nlm_grace_period", text);
+}
+
+static bool nfsd_threads(const char *n)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%s\n", n);
+    return file_write("/proc/fs/nfsd/threads", text);
+}
+
+/* The NFSv4 grace and lease times, written before nfsd starts; nfsd takes
+ * 10 s at least (grace 0: the grace period is ended once nfsd runs). */
+static void nfsd_times(const char *grace, const char *lease)
+{
+    char text[32];
+    int seconds = atoi(grace);
+    snprintf(text, sizeof text, "%d\n", seconds < 10 ? 10 : seconds);
+    file_write("/proc/fs/nfsd/nfsv4gracetime", text);
+    snprintf(text, sizeof text, "%s\n", lease);
+    file_write("/proc/fs/nfsd/nfsv4leasetime", text);
+}
+
+/* Writes /proc/fs/nfsd/pool_stats as Prometheus text for node_exporter's
+ * textfile collector (renamed into place: a scrape never sees half a
+ * file); the agent's loop calls it every AGENT_TICK_MS. */
+static void metrics_refresh(void)
+{
+    if (!*setting("metrics_port", ""))
+        return;
+    FILE *in = fopen("/proc/fs/nfsd/pool_stats", "r");
+    if (!in)
+        return;
+    FILE *out = fopen("/run/herd-metrics/pool.prom.tmp", "w");
+    if (!out) {
+        fclose(in);
+        return;
+    }
+    static const char *names[] = {"packets_arrived", "sockets_enqueued", "threads_woken",
+                                  "threads_timedout"};
+    for (int i = 0; i < 4; i++)
+        fprintf(out, "# TYPE node_nfsd_pool_%s_total counter\n", names[i]);
+    char line[256];
+    while (fgets(line, sizeof line, in)) {
+        unsigned long long pool, v[4];
+        if (sscanf(line, "%llu %llu %llu %llu %llu", &pool, &v[0], &v[1], &v[2], &v[3]) != 5)
+            continue;
+        for (int i = 0; i < 4; i++)
+            fprintf(out, "node_nfsd_pool_%s_total{pool=\"%llu\"} %llu\n", names[i], pool, v[i]);
+    }
+    fclose(in);
+    if (fclose(out) == 0)
+        rename("/run/herd-metrics/pool.prom.tmp", "/run/herd-metrics/pool.prom");
+}
+
+/* Waits up to ms milliseconds for path to exist. */
+static bool path_wait(const char *path, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (access(path, F_OK) == 0)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* node_exporter (Debian's prometheus-node-exporter) on metrics_port, with
+ * the collectors herd's monitor reads, and its textfile collector for
+ * pool_stats (metrics_refresh). */
+static void metrics_start(void)
+{
+    const char *port = setting("metrics_port", "");
+    if (!*port)
+        return;
+    if (mkdir("/run/herd-metrics", 0755) != 0 && errno != EEXIST)
+        die("/run/herd-metrics");
+    metrics_refresh();
+    char listen[64];
+    snprintf(listen, sizeof listen, "--web.listen-address=%s:%s", setting("addr", "10.77.0.2"),
+             port);
+    char *argv[] = {"prometheus-node-exporter",
+                    listen,
+                    "--collector.disable-defaults",
+                    "--collector.cpu",
+                    "--collector.loadavg",
+                    "--collector.meminfo",
+                    "--collector.nfsd",
+                    "--collector.diskstats",
+                    "--collector.textfile",
+                    "--collector.textfile.directory=/run/herd-metrics",
+                    NULL};
+    spawn(argv, -1, "node-exporter.log");
+}
+
+static void nfs_start(void)
+{
+    must_mount("nfsd", "/proc/fs/nfsd", "nfsd", 0, NULL);
+    int etab = open("/var/lib/nfs/etab", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (etab < 0)
+        die("/var/lib/nfs/etab");
+    close(etab);
+    char *rpcbind[] = {"rpcbind", "-w", "-f", NULL};
+    spawn(rpcbind, -1, "rpcbind.log");
+    if (!path_wait("/run/rpcbind.sock", 5000))
+        die("rpcbind did not make /run/rpcbind.sock");
+    if (strcmp(setting("nlm", "1"), "1") == 0) {
+        char *statd[] = {"rpc.statd", "-F", "-L", "-d", NULL};
+        spawn(statd, -1, "statd.log");
+    }
+    if (nfs_export(setting("mode", "sync")) != 0)
+        die("exportfs (see log/exportfs.log)");
+    char *mountd[] = {"rpc.mountd", "-F", "-N", "2", NULL};
+    spawn(mountd, -1, "mountd.log");
+    nfsd_times(setting("grace", "0"), setting("lease", "60"));
+    char line[64];
+    snprintf(line, sizeof line, "rpc.nfsd %s", setting("threads", "8"));
+    must_run(line, "nfsd.log");
+    if (strcmp(setting("grace", "0"), "0") == 0)
+        file_write("/proc/fs/nfsd/v4_end_grace", "Y\n");
+    metrics_start();
+    say("nfsd up: %s threads, %s export of %s", setting("threads", "8"), setting("mode", "sync"),
+        setting("fs", "xfs"));
+}
+
+static void nfs_stop(void)
+{
+    nfsd_threads("0");
+    sync();
+    if (umount2("/export", 0) != 0)
+        umount2("/export", MNT_DETACH);
+    sync();
+}
+
+static void reply(int fd, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        (void)!write(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static void reply_file(int fd, const char *path)
+{
+    if (strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/sys/", 5) != 0) {
+        reply(fd, "error: only /proc and /sys are read\n");
+        return;
+    }
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    if (in < 0) {
+        reply(fd, "error: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    reply(fd, "ok\n");
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        (void)!write(fd, buf, (size_t)n);
+    close(in);
+}
+
+static void command_do(int fd, char *line)
+{
+    char *argv[64];
+    int argc = words_split(line, argv, 64);
+    if (argc == 0) {
+        reply(fd, "error: empty command\n");
+    } else if (strcmp(argv[0], "threads") == 0 && argc == 2) {
+        if (nfsd_threads(argv[1]))
+            reply(fd, "ok\n");
+        else
+            reply(fd, "error: threads %s: %s\n", argv[1], strerror(errno));
+    } else if (strcmp(argv[0], "read") == 0 && argc == 2) {
+        reply_file(fd, argv[1]);
+    } else if (strcmp(argv[0], "exec") == 0 && argc >= 2) {
+        reply(fd, "ok\n");
+        int rc = run(argv + 1, fd, NULL);
+        reply(fd, "exit %d\n", rc);
+    } else if (strcmp(argv[0], "export") == 0 && argc == 2 &&
+               (strcmp(argv[1], "sync") == 0 || strcmp(argv[1], "async") == 0)) {
+        int rc = nfs_export(argv[1]);
+        if (rc == 0)
+            reply(fd, "ok\n");
+        else
+            reply(fd, "error: exportfs exit %d (see log/exportfs.log)\n", rc);
+    } else if (strcmp(argv[0], "end-grace") == 0 && argc == 1) {
+        if (file_write("/proc/fs/nfsd/v4_end_grace", "Y\n"))
+            reply(fd, "ok\n");
+        else
+            reply(fd, "error: v4_end_grace: %s\n", strerror(errno));
+    } else if (strcmp(argv[0], "restart") == 0 && argc == 4) {
+        nfsd_threads("0");
+        nfsd_times(argv[1], argv[2]);
+        lockd_grace(argv[1]);
+        if (!nfsd_threads(argv[3])) {
+            reply(fd, "error: threads: %s\n", strerror(errno));
+            return;
+        }
+        if (strcmp(argv[1], "0") == 0)
+            file_write("/proc/fs/nfsd/v4_end_grace", "Y\n");
+        reply(fd, "ok\n");
+    } else if (strcmp(argv[0], "poweroff") == 0 && argc == 1) {
+        reply(fd, "ok\n");
+        close(fd);
+        say("poweroff");
+        nfs_stop();
+        power_off();
+    } else {
+        reply(fd, "error: unknown command '%s'\n", argv[0]);
+    }
+}
+
+/* Reads one line (up to LINE_MAX_-1 bytes) within 5 s. */
+static bool line_read(int fd, char *line)
+{
+    size_t used = 0;
+    while (used < LINE_MAX_ - 1) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 5000) <= 0)
+            return false;
+        ssize_t n = read(fd, line + used, LINE_MAX_ - 1 - used);
+        if (n <= 0)
+            return false;
+        used += (size_t)n;
+        line[used] = '\0';
+        char *nl = strchr(line, '\n');
+        if (nl) {
+            *nl = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+static void agent_serve(void)
+{
+    int lsock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lsock < 0)
+        die("agent socket");
+    int one = 1;
+    setsockopt(lsock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)atoi(setting("agent_port", "7070")))};
+    inet_pton(AF_INET, setting("addr", "10.77.0.2"), &sin.sin_addr);
+    if (bind(lsock, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lsock, 8) != 0)
+        die("agent bind");
+    say("agent listening on %s:%s", setting("addr", "10.77.0.2"), setting("agent_port", "7070"));
+    for (;;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        metrics_refresh();
+        struct pollfd p = {.fd = lsock, .events = POLLIN};
+        if (poll(&p, 1, AGENT_TICK_MS) <= 0)
+            continue;
+        int fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char line[LINE_MAX_];
+        if (line_read(fd, line))
+            command_do(fd, line);
+        close(fd);
+    }
+}
+
+int main(void)
+{
+    setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+    const char *guest_dir = getenv("HERD_GUEST");
+    if (!guest_dir) {
+        errno = EINVAL;
+        die("HERD_GUEST is not on the kernel command line");
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/config", guest_dir);
+    config_read(path);
+    say("start");
+    root_make(guest_dir);
+    modules_load();
+    network_up();
+    say("modules and network");
+    nfs_start();
+    agent_serve();
+    return 0;
+}
