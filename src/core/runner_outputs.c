@@ -249,7 +249,7 @@ int run_finish(struct run *r, int signal)
         const struct phase_server s = l->server;
         char err[512];
         if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
-             !isnan(s.proc_thread_max)) &&
+             !isnan(s.proc_thread_max) || !isnan(s.nfsd_packets_per_s)) &&
             results_phase_server(r->results, l->name, &s, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }

@@ -71,6 +71,7 @@ struct monitor_disk {
     double busy;                                   /* fraction of dt with I/O in flight */
     double weighted_ms; /* delta of time-weighted queue (avg queue = /dt/1000) */
     double in_flight;   /* gauge */
+    double flushes;     /* delta of flush requests completed (Linux 5.5+; NaN before) */
 };
 
 /* /monitor/notes: what a source could not do, once per source and kind. */

@@ -492,6 +492,8 @@ static void sample_disks(struct proc_source *s, double t, double dt, struct moni
             row.busy = dt > 0 ? DELTA(now.io_ms, d->prev.io_ms) / 1000.0 / dt : NAN;
             row.weighted_ms = DELTA(now.weighted_ms, d->prev.weighted_ms);
             row.in_flight = (double)now.in_flight;
+            row.flushes =
+                now.has_flushes && d->prev.has_flushes ? DELTA(now.flushes, d->prev.flushes) : NAN;
             monitor_add_disk(out, &row);
         }
         d->prev = now;

@@ -1,10 +1,14 @@
 /* monitor_scrape.c — the monitor's node_exporter source: fetch the
  * Prometheus text at a URL with libcurl at every sample and turn it into
  * the same rows as the local /proc source (CPU by mode from
- * node_cpu_seconds_total, load, memory, node_nfsd_*), plus every
+ * node_cpu_seconds_total, load, memory, node_nfsd_*, the nfsd thread
+ * pool's node_nfsd_pool_*_total, every device's node_disk_*), plus every
  * node_nfsd_* gauge and every node_nfsd_* counter that changed as a
  * metric. A failed scrape is noted when the URL stops answering and again
- * when it answers; the sample after a failure is a new baseline. */
+ * when it answers; the first good scrape after failures covers the whole
+ * gap since the last good one (its dt), so counters lose nothing, unless
+ * the exporter restarted (its CPU seconds went back): then it is a new
+ * baseline. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,8 @@
 
 #define SOURCE "node_exporter"
 #define SERIES_MAX 1024
+#define DISKS_MAX 64
+#define SCRAPE_TIMEOUT_MIN 2.0 /* seconds */
 #define BODY_MAX (16u << 20)
 
 /* One node_nfsd_* series. */
@@ -22,6 +28,12 @@ struct series {
     char name[MONITOR_NAME_MAX];
     char labels[MONITOR_NAME_MAX];
     double value;
+};
+
+/* One device's node_disk_* counters (NaN: not on the page). */
+struct disk_reading {
+    char device[32];
+    double reads, read_bytes, writes, write_bytes, io_s, weighted_s, in_flight, flushes;
 };
 
 /* What one scrape said. */
@@ -32,8 +44,12 @@ struct reading {
     double mem_total, mem_free, mem_available, mem_cached, mem_dirty, mem_writeback;
     double nfsd_threads, nfsd_rpcs, nfsd_rpc_errors, nfsd_read, nfsd_written;
     double rc_hits, rc_misses, rc_nocache, nfsd_connections;
+    /* summed over the pools (node_nfsd_pool_*_total: knfsd's guest agent) */
+    double pool_packets, pool_enqueued, pool_woken, pool_timedout;
     struct series *series;
     int nseries;
+    struct disk_reading *disks;
+    int ndisks;
     bool bad_labels;
 };
 
@@ -48,6 +64,7 @@ struct scrape_source {
     char *body;
     size_t len, cap;
     struct reading prev;
+    double prev_t; /* when prev was read */
     bool have_prev, failing;
 };
 
@@ -114,6 +131,7 @@ static void scrape_source_close(struct scrape_source *s)
         return;
     curl_easy_cleanup(s->curl);
     free(s->prev.series);
+    free(s->prev.disks);
     free(s->body);
     free(s);
 }
@@ -152,9 +170,73 @@ static void scrape_source_close(struct scrape_source *s)
 
 /* ---- the text ---- */
 
+/* The device of a node_disk_* line, found or added; NULL when full. */
+static struct disk_reading *reading_disk(struct reading *r, const char *labels)
+{
+    char device[32];
+    if (promtext_label(labels, "device", device, sizeof device) != 0)
+        return NULL;
+    for (int i = 0; i < r->ndisks; i++)
+        if (strcmp(r->disks[i].device, device) == 0)
+            return &r->disks[i];
+    if (r->ndisks == DISKS_MAX || (!r->disks && !(r->disks = calloc(DISKS_MAX, sizeof *r->disks))))
+        return NULL;
+    struct disk_reading *d = &r->disks[r->ndisks++];
+    snprintf(d->device, sizeof d->device, "%s", device);
+    d->reads = d->read_bytes = d->writes = d->write_bytes = NAN;
+    d->io_s = d->weighted_s = d->in_flight = d->flushes = NAN;
+    return d;
+}
+
+/* A metric's place in a struct: summed over its series, or set. */
+struct column {
+    const char *name;
+    size_t offset;
+    bool sum;
+};
+
+/* The column named `name` in cols, or NULL. */
+static const struct column *column_find(const struct column *cols, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, cols[i].name) == 0)
+            return &cols[i];
+    return NULL;
+}
+
+static void reading_take_disk(struct reading *r, const char *name, const char *labels, double value)
+{
+    static const struct column cols[] = {
+#define C(n, f) {"node_disk_" n, offsetof(struct disk_reading, f), false}
+        C("reads_completed_total", reads),
+        C("read_bytes_total", read_bytes),
+        C("writes_completed_total", writes),
+        C("written_bytes_total", write_bytes),
+        C("io_time_seconds_total", io_s),
+        C("io_time_weighted_seconds_total", weighted_s),
+        C("io_now", in_flight),
+        C("flush_requests_total", flushes),
+#undef C
+    };
+    const struct column *c = column_find(cols, sizeof cols / sizeof cols[0], name);
+    struct disk_reading *d = c ? reading_disk(r, labels) : NULL;
+    if (d)
+        *(double *)((char *)d + c->offset) = value;
+}
+
+/* A counter summed over its series (NaN until the first). */
+static void sum_into(double *into, double value)
+{
+    *into = (isnan(*into) ? 0 : *into) + value;
+}
+
 static void reading_take(void *arg, const char *name, const char *labels, double value)
 {
     struct reading *r = arg;
+    if (strncmp(name, "node_disk_", 10) == 0) {
+        reading_take_disk(r, name, labels, value);
+        return;
+    }
     if (strcmp(name, "node_cpu_seconds_total") == 0) {
         char mode[32];
         if (promtext_label(labels, "mode", mode, sizeof mode) != 0)
@@ -165,11 +247,12 @@ static void reading_take(void *arg, const char *name, const char *labels, double
         r->ncpus += strcmp(mode, "idle") == 0;
         return;
     }
-    static const struct {
-        const char *name;
-        size_t offset;
-    } gauges[] = {
-#define G(n, f) {n, offsetof(struct reading, f)}
+    static const struct column cols[] = {
+#define G(n, f) {n, offsetof(struct reading, f), false}
+#define S(n, f)                                                                                    \
+    {                                                                                              \
+        n, offsetof(struct reading, f), true                                                       \
+    }
         G("node_load1", load1),
         G("node_load5", load5),
         G("node_load15", load15),
@@ -187,13 +270,19 @@ static void reading_take(void *arg, const char *name, const char *labels, double
         G("node_nfsd_reply_cache_misses_total", rc_misses),
         G("node_nfsd_reply_cache_nocache_total", rc_nocache),
         G("node_nfsd_connections_total", nfsd_connections),
+        S("node_nfsd_rpc_errors_total", nfsd_rpc_errors),
+        S("node_nfsd_pool_packets_arrived_total", pool_packets),
+        S("node_nfsd_pool_sockets_enqueued_total", pool_enqueued),
+        S("node_nfsd_pool_threads_woken_total", pool_woken),
+        S("node_nfsd_pool_threads_timedout_total", pool_timedout),
 #undef G
+#undef S
     };
-    for (size_t i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
-        if (strcmp(name, gauges[i].name) == 0)
-            *(double *)((char *)r + gauges[i].offset) = value;
-    if (strcmp(name, "node_nfsd_rpc_errors_total") == 0)
-        r->nfsd_rpc_errors = (isnan(r->nfsd_rpc_errors) ? 0 : r->nfsd_rpc_errors) + value;
+    const struct column *c = column_find(cols, sizeof cols / sizeof cols[0], name);
+    if (c && c->sum)
+        sum_into((double *)((char *)r + c->offset), value);
+    else if (c)
+        *(double *)((char *)r + c->offset) = value;
     if (strncmp(name, "node_nfsd_", 10) == 0 && r->nseries < SERIES_MAX) {
         if (!r->series && !(r->series = calloc(SERIES_MAX, sizeof *r->series)))
             return;
@@ -212,7 +301,7 @@ static void reading_take(void *arg, const char *name, const char *labels, double
 static void reading_init(struct reading *r)
 {
     memset(r, 0, sizeof *r);
-    double *first = &r->load1, *last = &r->nfsd_connections;
+    double *first = &r->load1, *last = &r->pool_timedout;
     for (double *p = first; p <= last; p++)
         *p = NAN;
 }
@@ -221,6 +310,33 @@ static bool ends_with(const char *s, const char *tail)
 {
     size_t n = strlen(s), m = strlen(tail);
     return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* A disk row per device on both pages (node_exporter's seconds as the
+ * local source's busy share and weighted milliseconds). */
+static void reading_disk_rows(const struct reading *now, const struct reading *prev, double t,
+                              double dt, const char *host, struct monitor_batch *out)
+{
+    for (int i = 0; i < now->ndisks; i++) {
+        const struct disk_reading *d = &now->disks[i], *p = NULL;
+        for (int j = 0; j < prev->ndisks && !p; j++)
+            if (strcmp(prev->disks[j].device, d->device) == 0)
+                p = &prev->disks[j];
+        if (!p)
+            continue;
+        struct monitor_disk row = {.t = t, .dt = dt};
+        snprintf(row.host, sizeof row.host, "%s", host);
+        snprintf(row.device, sizeof row.device, "%s", d->device);
+        row.reads = d->reads - p->reads;
+        row.read_bytes = d->read_bytes - p->read_bytes;
+        row.writes = d->writes - p->writes;
+        row.write_bytes = d->write_bytes - p->write_bytes;
+        row.busy = dt > 0 ? (d->io_s - p->io_s) / dt : NAN;
+        row.weighted_ms = (d->weighted_s - p->weighted_s) * 1000.0;
+        row.in_flight = d->in_flight;
+        row.flushes = d->flushes - p->flushes;
+        monitor_add_disk(out, &row);
+    }
 }
 
 /* Rows for reading now against the previous one. */
@@ -253,7 +369,12 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
     row.nfsd_rc_misses = now->rc_misses - prev->rc_misses;
     row.nfsd_rc_nocache = now->rc_nocache - prev->rc_nocache;
     row.nfsd_net_tcp_conn = now->nfsd_connections - prev->nfsd_connections;
+    row.pool_packets = now->pool_packets - prev->pool_packets;
+    row.pool_sockets_enqueued = now->pool_enqueued - prev->pool_enqueued;
+    row.pool_threads_woken = now->pool_woken - prev->pool_woken;
+    row.pool_threads_timedout = now->pool_timedout - prev->pool_timedout;
     monitor_add_sample(out, &row);
+    reading_disk_rows(now, prev, t, dt, host, out);
 
     for (int i = 0; i < now->nseries; i++) {
         const struct series *s = &now->series[i];
@@ -275,9 +396,18 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
     }
 }
 
+/* The exporter (or its host) restarted between prev and now: its CPU
+ * seconds, which only grow, went back. */
+static bool reading_restarted(const struct reading *now, const struct reading *prev)
+{
+    double a = 0, b = 0;
+    for (int i = 0; i < CPU_MODES; i++)
+        a += now->cpu[i], b += prev->cpu[i];
+    return a < b;
+}
+
 #ifdef HERD_HAVE_CURL
-static void scrape_source_sample(struct scrape_source *s, double t, double dt,
-                                 struct monitor_batch *out)
+static void scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
 {
     if (!s)
         return;
@@ -292,25 +422,27 @@ static void scrape_source_sample(struct scrape_source *s, double t, double dt,
         if (!s->failing)
             monitor_add_note(out, t, s->host, SOURCE, "%s: %s", s->url, s->error);
         s->failing = true;
-        s->have_prev = false;
         free(now.series);
+        free(now.disks);
         return;
     }
     if (s->failing)
         monitor_add_note(out, t, s->host, SOURCE, "%s: answering again", s->url);
     s->failing = false;
-    if (s->have_prev && dt > 0)
-        reading_rows(&now, &s->prev, t, dt, s->host, out);
+    if (s->have_prev && t > s->prev_t && !reading_restarted(&now, &s->prev))
+        reading_rows(&now, &s->prev, t, t - s->prev_t, s->host, out);
     free(s->prev.series);
+    free(s->prev.disks);
     s->prev = now;
+    s->prev_t = t;
     s->have_prev = true;
 }
 #else
-static void scrape_source_sample(struct scrape_source *s, double t, double dt,
-                                 struct monitor_batch *out)
+static void scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
 {
-    (void)s, (void)t, (void)dt, (void)out;
+    (void)s, (void)t, (void)out;
     (void)reading_rows;
+    (void)reading_restarted;
     (void)reading_take;
     (void)reading_init;
 }
@@ -323,14 +455,18 @@ static bool scrape_wanted(const struct monitor_config *cfg)
 
 static void *scrape_open(const struct monitor_config *cfg, char *err, size_t errlen)
 {
-    /* a scrape may take up to one interval, within 0.25 s .. 10 s */
-    double timeout = cfg->interval < 0.25 ? 0.25 : cfg->interval > 10 ? 10 : cfg->interval;
+    /* a scrape may take one interval, at least SCRAPE_TIMEOUT_MIN (a busy
+     * server answers slowly: a missed scrape is a gap), at most 10 s */
+    double timeout = cfg->interval < SCRAPE_TIMEOUT_MIN ? SCRAPE_TIMEOUT_MIN
+                     : cfg->interval > 10               ? 10
+                                                        : cfg->interval;
     return scrape_source_open(cfg->url, timeout, err, errlen);
 }
 
 static void scrape_sample(void *state, double t, double dt, struct monitor_batch *out)
 {
-    scrape_source_sample(state, t, dt, out);
+    (void)dt; /* a row covers the time since the last good scrape */
+    scrape_source_sample(state, t, out);
 }
 
 static void scrape_close(void *state)

@@ -248,7 +248,7 @@ int procfs_parse_diskstats(const char *text, size_t len, const char *device, str
     rest.end = text + len;
     dlen = strlen(device);
     while (textscan_line(&rest, &line)) {
-        uint64_t major, minor, v[11];
+        uint64_t major, minor, v[17];
         size_t n;
 
         if (!textscan_field(&line, &tok))
@@ -259,7 +259,7 @@ int procfs_parse_diskstats(const char *text, size_t len, const char *device, str
             return -1;
         if (!textscan_field(&line, &name) || textscan_len(name) >= sizeof out->name)
             return -1;
-        if (textscan_u64s(&line, v, 11, &n) < 0 || n < 11)
+        if (textscan_u64s(&line, v, 17, &n) < 0 || n < 11)
             return -1;
         if (textscan_len(name) != dlen || memcmp(name.p, device, dlen) != 0)
             continue;
@@ -270,6 +270,8 @@ int procfs_parse_diskstats(const char *text, size_t len, const char *device, str
         out->reads = v[0], out->reads_merged = v[1], out->read_sectors = v[2], out->read_ms = v[3];
         out->writes = v[4], out->writes_merged = v[5], out->write_sectors = v[6];
         out->write_ms = v[7], out->in_flight = v[8], out->io_ms = v[9], out->weighted_ms = v[10];
+        out->has_flushes = n >= 16;
+        out->flushes = out->has_flushes ? v[15] : 0;
         return 0;
     }
     return 1;

@@ -11,6 +11,7 @@
 #ifndef HERD_PROCFS_H
 #define HERD_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +72,8 @@ struct disk_stats {
     uint64_t reads, reads_merged, read_sectors, read_ms;
     uint64_t writes, writes_merged, write_sectors, write_ms;
     uint64_t in_flight, io_ms, weighted_ms;
+    bool has_flushes; /* Linux 5.5+: 20 columns, flushes the 16th after the name */
+    uint64_t flushes;
 };
 /* Returns 0 and fills out for the line whose name is `device`, 1 when
  * no line names it, -1 when a line is malformed before it is found. */

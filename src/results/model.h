@@ -145,6 +145,9 @@ struct monitor_append {
 struct phase_server {
     double cpu_mean, cpu_max, nfsd_threads; /* summary_cpu_mean, _max, summary_nfsd_threads */
     double proc_cpu, proc_thread_max;       /* summary_proc_cpu, summary_proc_thread_max */
+    /* kernel nfsd's thread pool (pool_stats): packets arrived per second,
+     * and the share of them that woke an idle thread (summary_nfsd_...) */
+    double nfsd_packets_per_s, nfsd_woken_share;
 };
 /* One step of a load ladder: a row of /phases/<ladder>/steps, gathered
  * from the step's summary when the run closes (summary_ladder_steps). */

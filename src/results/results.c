@@ -854,13 +854,16 @@ int results_phase_server(struct results *r, const char *phase, const struct phas
     hid_t g = H5Gopen2(r->phases, phase, H5P_DEFAULT);
     if (g < 0)
         return h5_fail(err, errlen, "%s: cannot open phase '%s'", r->path, phase);
-    int rc = (h5_attr_f64(g, "summary_cpu_mean", s->cpu_mean, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_cpu_max", s->cpu_max, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_nfsd_threads", s->nfsd_threads, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_proc_cpu", s->proc_cpu, err, errlen) < 0 ||
-              h5_attr_f64(g, "summary_proc_thread_max", s->proc_thread_max, err, errlen) < 0)
-                 ? -1
-                 : 0;
+    int rc =
+        (h5_attr_f64(g, "summary_cpu_mean", s->cpu_mean, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_cpu_max", s->cpu_max, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_nfsd_threads", s->nfsd_threads, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_proc_cpu", s->proc_cpu, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_proc_thread_max", s->proc_thread_max, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_nfsd_packets_per_s", s->nfsd_packets_per_s, err, errlen) < 0 ||
+         h5_attr_f64(g, "summary_nfsd_woken_share", s->nfsd_woken_share, err, errlen) < 0)
+            ? -1
+            : 0;
     H5Gclose(g);
     return rc;
 }
@@ -889,6 +892,8 @@ static const struct field step_fields[] = {
     FIELD("nfsd_threads", struct step_row, server.nfsd_threads, FIELD_F64),
     FIELD("proc_cpu", struct step_row, server.proc_cpu, FIELD_F64),
     FIELD("proc_thread_max", struct step_row, server.proc_thread_max, FIELD_F64),
+    FIELD("nfsd_packets_per_s", struct step_row, server.nfsd_packets_per_s, FIELD_F64),
+    FIELD("nfsd_woken_share", struct step_row, server.nfsd_woken_share, FIELD_F64),
     FIELD("t_start", struct step_row, t_start, FIELD_F64),
     FIELD("elapsed", struct step_row, elapsed, FIELD_F64),
     FIELD("start_skew", struct step_row, start_skew, FIELD_F64),

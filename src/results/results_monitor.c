@@ -58,7 +58,7 @@ static const struct field disk_fields[] = {
     FIELD("device", struct monitor_disk, device, FIELD_STR),
     D("reads", reads), D("read_bytes", read_bytes), D("writes", writes),
     D("write_bytes", write_bytes), D("busy", busy), D("weighted_ms", weighted_ms),
-    D("in_flight", in_flight),
+    D("in_flight", in_flight), D("flushes", flushes),
 };
 #undef D
 

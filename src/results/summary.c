@@ -29,7 +29,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->start_skew = sum->start_skew;
     out->active_hosts = sum->active_hosts;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
-    out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN};
+    out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
     out->holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
     out->ph = ph;
     out->overlap = sum->overlap;
@@ -81,17 +81,25 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     st->ops_per_s = st->last_done > 0 ? (double)st->ops / st->last_done : 0;
 }
 
-/* Mean and max cpu_busy of source's samples meeting [t0, t1]; false if none. */
-static bool summary_cpu(const struct monitor_sample *s, size_t ns, const char *source, double t0,
-                        double t1, double *mean, double *max, double *threads)
+/* From source's samples meeting [t0, t1]: the mean and max cpu_busy, the
+ * last nfsd thread count, the thread pool's packets per second (over the
+ * seconds those samples cover) and woken share; false if no sample had a
+ * CPU figure. */
+static bool summary_server(const struct monitor_sample *s, size_t ns, const char *source, double t0,
+                           double t1, struct phase_server *out)
 {
-    double sum = 0, top = -1;
+    double sum = 0, top = -1, packets = 0, woken = 0, seconds = 0;
     size_t n = 0;
     for (size_t i = 0; i < ns; i++) {
         if (strcmp(s[i].source, source) != 0 || s[i].t - s[i].dt > t1 || s[i].t <= t0)
             continue;
         if (!isnan(s[i].nfsd_threads))
-            *threads = s[i].nfsd_threads;
+            out->nfsd_threads = s[i].nfsd_threads;
+        if (!isnan(s[i].pool_packets) && !isnan(s[i].pool_threads_woken)) {
+            packets += s[i].pool_packets;
+            woken += s[i].pool_threads_woken;
+            seconds += s[i].dt;
+        }
         if (isnan(s[i].cpu_busy))
             continue;
         sum += s[i].cpu_busy;
@@ -100,8 +108,12 @@ static bool summary_cpu(const struct monitor_sample *s, size_t ns, const char *s
     }
     if (n == 0)
         return false;
-    *mean = sum / (double)n;
-    *max = top;
+    out->cpu_mean = sum / (double)n;
+    out->cpu_max = top;
+    if (seconds > 0) {
+        out->nfsd_packets_per_s = packets / seconds;
+        out->nfsd_woken_share = packets > 0 ? woken / packets : NAN;
+    }
     return true;
 }
 
@@ -146,10 +158,9 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
 {
     for (int i = 0; i < n; i++) {
         struct summary_line *l = &lines[i];
-        if (!summary_cpu(s, ns, "proc", l->t_start, l->t_end, &l->server.cpu_mean,
-                         &l->server.cpu_max, &l->server.nfsd_threads))
-            summary_cpu(s, ns, "node_exporter", l->t_start, l->t_end, &l->server.cpu_mean,
-                        &l->server.cpu_max, &l->server.nfsd_threads);
+        /* monitor_url names the server's own exporter: it comes first */
+        if (!summary_server(s, ns, "node_exporter", l->t_start, l->t_end, &l->server))
+            summary_server(s, ns, "proc", l->t_start, l->t_end, &l->server);
         summary_processes(l, p, np);
     }
 }
@@ -536,12 +547,18 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
     if (!cpu && !threads)
         return;
     /* procs cpu: cores the monitor_processes used; top thread: the
-     * busiest one's share of a core (100% = a thread pinned on a core). */
-    fprintf(out, "\n%-18s %12s %12s %12s %10s %10s\n", "phase", "srv cpu mean", "srv cpu max",
-            "nfsd threads", "procs cpu", "top thread");
+     * busiest one's share of a core (100% = a thread pinned on a core);
+     * pkts/s and woken: kernel nfsd's pool_stats (see the legend). */
+    fprintf(out, "\n%-18s %12s %12s %12s %10s %10s %9s %6s\n", "phase", "srv cpu mean",
+            "srv cpu max", "nfsd threads", "procs cpu", "top thread", "pkts/s", "woken");
     for (int i = 0; i < n; i++) {
         const struct summary_line *l = &lines[i];
         char mean[16] = "-", max[16] = "-", thr[16] = "-", pc[16] = "-", pt[16] = "-";
+        char pkts[16] = "-", woken[16] = "-";
+        if (!isnan(l->server.nfsd_packets_per_s))
+            snprintf(pkts, sizeof pkts, "%.0f", l->server.nfsd_packets_per_s);
+        if (!isnan(l->server.nfsd_woken_share))
+            snprintf(woken, sizeof woken, "%.0f%%", 100 * l->server.nfsd_woken_share);
         if (!isnan(l->server.cpu_mean)) {
             snprintf(mean, sizeof mean, "%.1f%%", 100 * l->server.cpu_mean);
             snprintf(max, sizeof max, "%.1f%%", 100 * l->server.cpu_max);
@@ -552,8 +569,13 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
             snprintf(pc, sizeof pc, "%.2f", l->server.proc_cpu);
         if (!isnan(l->server.proc_thread_max))
             snprintf(pt, sizeof pt, "%.0f%%", 100 * l->server.proc_thread_max);
-        fprintf(out, "%-18s %12s %12s %12s %10s %10s\n", l->name, mean, max, thr, pc, pt);
+        fprintf(out, "%-18s %12s %12s %12s %10s %10s %9s %6s\n", l->name, mean, max, thr, pc, pt,
+                pkts, woken);
     }
+    fputs("srv cpu = busy share of all the server's CPUs; pkts/s = requests reaching\n"
+          "kernel nfsd's threads per second; woken = the share of them that found an idle\n"
+          "thread (pool_stats: well below 100%, every thread was busy).\n",
+          out);
 }
 
 /* The errno failing most calls over every op (errs[] is per op, errno and

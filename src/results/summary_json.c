@@ -242,6 +242,8 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_kd(f, "nfsd_threads", l->server.nfsd_threads, &vf);
     json_kd(f, "proc_cpu", l->server.proc_cpu, &vf);
     json_kd(f, "proc_thread_max", l->server.proc_thread_max, &vf);
+    json_kd(f, "nfsd_packets_per_s", l->server.nfsd_packets_per_s, &vf);
+    json_kd(f, "nfsd_woken_share", l->server.nfsd_woken_share, &vf);
     fputs("}}", f);
 }
 

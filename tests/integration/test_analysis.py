@@ -170,7 +170,7 @@ def test_server_cpu_matches_herd_summary(runs, reports):
     printed = {}
     for line in stdout.splitlines():
         parts = line.split()
-        if len(parts) == 6 and parts[1].endswith("%"):  # phase, cpu mean, max, 3 more
+        if len(parts) == 8 and parts[1].endswith("%"):  # phase, cpu mean, max, 5 more
             printed[parts[0]] = (float(parts[1][:-1]), float(parts[2][:-1]))
     rows = {r["phase"]: r for r in read_csv(reports["clean"] / "phases.csv")}
     assert set(printed) == set(rows)

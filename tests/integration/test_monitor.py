@@ -14,7 +14,14 @@
    127.0.0.1 at a free port, reading this host's CPU, load and memory and a
    sample /proc/net/rpc/nfsd): rank 0 scrapes it; values present; the
    exporter is stopped in the middle of the run: the failure is noted once,
-   every phase still ends ok and the exit code is 0.
+   every phase still ends ok and the exit code is 0. An exporter frozen
+   (SIGSTOP) for longer than a scrape may take, with nfsd thread-pool
+   counters (node_nfsd_pool_*_total, from its textfile directory, as the
+   knfsd guest serves them) and a sample /proc/diskstats: the first scrape
+   after the freeze covers the whole gap (its dt), so the pool counters'
+   deltas add up exactly to what the counters grew, and so do the
+   summary's pkts/s and woken share; every disk of the sample is a
+   /monitor/disks row, flushes NaN-free only where the kernel counts them.
 4. Bad monitor settings: one line, exit 2.
 5. A run stopped by SIGTERM keeps the samples up to the stop.
 6. monitor_scope: a decoy named ganesha.nfsd (a copy of sleep) outside the
@@ -31,6 +38,7 @@ Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,6 +59,7 @@ CPU_MODES = ["cpu_user", "cpu_nice", "cpu_system", "cpu_idle", "cpu_iowait", "cp
              "cpu_softirq", "cpu_steal"]
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
 NFSD_SAMPLE = REPO_DIR / "tests" / "data" / "nfsd-older-kernel.txt"
+DISKSTATS_SAMPLE = REPO_DIR / "tests" / "data" / "procfs-diskstats.txt"
 
 
 def text(v):
@@ -180,7 +189,7 @@ def test_monitor_rank_samples(herd_bin, tmp_path):
     assert sum("no-such-process" in n for n in notes) == 1, notes
     # The summary prints the server CPU per phase, equal to the samples' mean.
     lines = [l.split() for l in proc.stdout.splitlines()]
-    cpu_lines = {l[0]: l for l in lines if len(l) == 6 and l[1].endswith("%")}
+    cpu_lines = {l[0]: l for l in lines if len(l) == 8 and l[1].endswith("%")}
     assert set(cpu_lines) == {"write", "idle"}, proc.stdout
     i = 0
     inside = samples[(samples["t"] - samples["dt"] <= marks["t_end"][i]) &
@@ -259,19 +268,20 @@ class NodeExporter:
     directory with this host's stat, loadavg and meminfo and a sample
     /proc/net/rpc/nfsd (this machine runs no kernel NFS server)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, extra=()):
         self.procfs = workdir / "procfs"
         (self.procfs / "net" / "rpc").mkdir(parents=True)
         for name in ("stat", "loadavg", "meminfo"):
             (self.procfs / name).symlink_to(f"/proc/{name}")
         shutil.copy(NFSD_SAMPLE, self.procfs / "net" / "rpc" / "nfsd")
+        shutil.copy(DISKSTATS_SAMPLE, self.procfs / "diskstats")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/metrics"
         self.log = open(workdir / "node_exporter.log", "w")
         self.proc = subprocess.Popen(
             [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{self.port}",
              f"--path.procfs={self.procfs}", "--collector.disable-defaults", "--collector.cpu",
-             "--collector.loadavg", "--collector.meminfo", "--collector.nfsd"],
+             "--collector.loadavg", "--collector.meminfo", "--collector.nfsd", *extra],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -306,6 +316,83 @@ def node_exporter(tmp_path):
     finally:
         ne.stop()
     assert ne.proc.poll() is not None
+
+
+def write_pool(textfile_dir, packets, woken):
+    """node_nfsd_pool_*_total for two pools (a knfsd guest's pool.prom),
+    replaced in one rename: a scrape never reads half of it."""
+    lines = ["# TYPE node_nfsd_pool_packets_arrived_total counter",
+             "# TYPE node_nfsd_pool_threads_woken_total counter"]
+    for pool in (0, 1):
+        lines.append(f'node_nfsd_pool_packets_arrived_total{{pool="{pool}"}} {packets[pool]}')
+        lines.append(f'node_nfsd_pool_threads_woken_total{{pool="{pool}"}} {woken[pool]}')
+    tmp = textfile_dir / "pool.prom.tmp"
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, textfile_dir / "pool.prom")
+
+
+def test_node_exporter_gap_pool_and_disks(herd_bin, tmp_path):
+    if not os.access(NODE_EXPORTER, os.X_OK):
+        pytest.skip("prometheus-node-exporter is not installed")
+    textfiles = tmp_path / "textfiles"
+    textfiles.mkdir()
+    write_pool(textfiles, (1000, 500), (800, 400))
+    ne = NodeExporter(tmp_path, ("--collector.diskstats", "--collector.textfile",
+                                 f"--collector.textfile.directory={textfiles}"))
+    try:
+        job = write_job(tmp_path / "job.ini",
+                        {"target": tmp_path, "monitor_url": ne.url, "monitor_interval": "200ms"},
+                        [("quiet", {"kind": "idle", "duration": "7s"})])
+        out = tmp_path / "r.h5"
+        with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
+            run.wait_line("phase quiet: started|quiet:", timeout=60)
+            time.sleep(1.0)
+            write_pool(textfiles, (1600, 700), (1100, 450))
+            time.sleep(0.6)
+            os.kill(ne.proc.pid, signal.SIGSTOP)   # longer than a scrape's 2 s
+            time.sleep(3.0)
+            write_pool(textfiles, (2600, 900), (1300, 500))
+            os.kill(ne.proc.pid, signal.SIGCONT)
+            done, _ = run.wait(timeout=120)
+    finally:
+        os.kill(ne.proc.pid, signal.SIGCONT)
+        ne.stop()
+    assert done.returncode == 0, describe(done)
+    tables, _, _ = monitor_tables(out)
+    samples = tables["samples"]
+    notes = [text(n) for n in tables["notes"]["text"]]
+    assert any("timed out" in n.lower() for n in notes), notes
+    assert any("answering again" in n for n in notes), notes
+    # The scrape after the failed one (2 s timeout) covers the gap: one row
+    # of 2 s and more.
+    assert samples["dt"].max() >= 2.0, samples["dt"]
+    # Nothing lost: the deltas add up to what the counters grew since the
+    # first scrape (the baseline, taken before the first rewrite).
+    assert np.nansum(samples["pool_packets"]) == (2600 + 900) - (1000 + 500)
+    assert np.nansum(samples["pool_threads_woken"]) == (1300 + 500) - (800 + 400)
+    # The summary: pkts/s over the seconds the samples cover, woken share.
+    with h5py.File(out, "r") as f:
+        a = dict(f["phases"]["quiet"].attrs)
+        marks = tables["marks"]
+        inside = samples[(samples["t"] - samples["dt"] <= marks["t_end"][0]) &
+                         (samples["t"] > marks["t_start"][0])]
+        assert a["summary_nfsd_packets_per_s"] == pytest.approx(
+            np.nansum(inside["pool_packets"]) / inside["dt"].sum(), rel=1e-9)
+        assert a["summary_nfsd_woken_share"] == pytest.approx(
+            np.nansum(inside["pool_threads_woken"]) / np.nansum(inside["pool_packets"]),
+            rel=1e-9)
+    share = 100 * a["summary_nfsd_woken_share"]
+    row = [l.split() for l in done.stdout.splitlines() if l.startswith("quiet ")][-1]
+    assert row[-1] == f"{share:.0f}%", done.stdout
+    # Every disk of the sample /proc/diskstats, unchanged: zero deltas;
+    # flushes where the line has the flush columns (vda, 20 columns).
+    disks = tables["disks"]
+    devices = {text(d) for d in disks["device"]}
+    assert {"vda", "sda", "sdb"} <= devices, devices
+    vda = disks[disks["device"] == b"vda"]
+    assert np.all(vda["writes"] == 0) and np.all(vda["flushes"] == 0), vda
+    sda = disks[disks["device"] == b"sda"]
+    assert np.all(np.isnan(sda["flushes"])), sda
 
 
 def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
@@ -352,9 +439,9 @@ def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
     # The summary: server CPU and nfsd threads for the phase the exporter
     # answered in, none for the phases after it stopped.
     table = [l.split() for l in stdout.splitlines()]
-    rows = {l[0]: l for l in table if len(l) == 6 and l[0] in ("first", "write", "after")}
+    rows = {l[0]: l for l in table if len(l) == 8 and l[0] in ("first", "write", "after")}
     assert rows["first"][3] == "8" and rows["first"][1].endswith("%"), stdout
-    assert rows["after"][1:] == ["-"] * 5, stdout
+    assert rows["after"][1:] == ["-"] * 7, stdout
 
 
 # ---------------------------------------------------------------- NFS server

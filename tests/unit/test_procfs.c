@@ -376,6 +376,8 @@ static void test_diskstats_sample(void **state)
     assert_int_equal(d.in_flight, 0);
     assert_int_equal(d.io_ms, 130792);
     assert_int_equal(d.weighted_ms, 1349219);
+    assert_true(d.has_flushes);
+    assert_int_equal(d.flushes, 67942);
     /* 18 columns (Linux 4.18+) */
     assert_int_equal(procfs_parse_diskstats(t, n, "sda", &d), 0);
     assert_int_equal(d.major, 8);
@@ -383,6 +385,7 @@ static void test_diskstats_sample(void **state)
     assert_int_equal(d.reads, 1563);
     assert_int_equal(d.write_sectors, 253384);
     assert_int_equal(d.weighted_ms, 12412);
+    assert_false(d.has_flushes);
     /* 14 columns; sdb is not taken for sdb1 nor the other way round */
     assert_int_equal(procfs_parse_diskstats(t, n, "sdb", &d), 0);
     assert_int_equal(d.minor, 16);
