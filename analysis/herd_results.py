@@ -72,7 +72,7 @@ PHASE_COLUMNS = [
     "last_done", "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
     "grants", "contended", "contention", "waited_grants", "wait_seconds", "violations", "stuck",
     "cpu_mean", "cpu_max",
-    "nfsd_threads", "proc_cpu", "proc_thread_max",
+    "nfsd_threads", "proc_cpu", "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share",
 ]
 
 # The phase statistics herd stores as summary_<name> attributes of each
@@ -81,7 +81,8 @@ SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "l
                  "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
                  "grants", "contended", "violations", "stuck"]
 # ... and those added when the run closes, when a monitor sampled.
-SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max"]
+SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
+                  "nfsd_packets_per_s", "nfsd_woken_share"]
 # /phases/<name>/op_summary, and the quantiles it holds.
 OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "p99_s", "max_s",
                       "items", "step_s", "items_per_s"]
@@ -100,7 +101,7 @@ LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hos
                   "bytes", "ops", "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s",
                   "max_s", "errors",
                   "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
-                  "proc_thread_max", "start_skew",
+                  "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share", "start_skew",
                   "verify_failures", "t_start", "elapsed"]
 LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
 # The call whose latency a step shows: herd's own choice (summary_main_op in
@@ -328,7 +329,7 @@ class Run:
                         f"{where}: {key} {getattr(row, key)} is not a count"))
             for key in ("mib_per_s", "ops_per_s", "p50_s", "p99_s", "max_s", "start_skew",
                         "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
-                        "elapsed"):
+                        "nfsd_packets_per_s", "nfsd_woken_share", "elapsed"):
                 value = float(getattr(row, key))
                 if value < 0 or math.isinf(value):
                     raise ResultsError(herd_safe.line(
@@ -374,7 +375,8 @@ class Run:
                "active_ranks": active_ranks, "active_hosts": active_hosts,
                "main_op": op}
         for key in ("bytes", "ops", "mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean",
-                    "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max", "start_skew",
+                    "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
+                    "nfsd_packets_per_s", "nfsd_woken_share", "start_skew",
                     "verify_failures", "t_start", "elapsed"):
             row[key] = ph[key]
         for key in ("p50_s", "p99_s", "max_s"):
@@ -451,10 +453,10 @@ class Run:
 
     def server_samples(self, t0, t1):
         """The server samples of one source that meet [t0, t1] (see
-        meeting): a monitor rank's /proc samples when they have CPU
-        readings there, else a node_exporter's."""
+        meeting): a node_exporter's (monitor_url names the server) when
+        they have CPU readings there, else a monitor rank's /proc samples."""
         met = meeting(self._samples, t0, t1)
-        for source in ("proc", "node_exporter"):
+        for source in ("node_exporter", "proc"):
             rows = met[met["source"] == source] if len(met) else met
             if len(rows) and rows["cpu_busy"].notna().any():
                 return rows
@@ -465,7 +467,9 @@ class Run:
         nfsd thread count among them, and of the named processes' rows
         meeting [t0, t1]: the cores they used (per name the mean, summed
         over names) and the busiest thread's share of a core (max); NaN
-        where there are none (herd's summary uses the same rules)."""
+        where there are none (herd's summary uses the same rules); then
+        kernel nfsd's pool: packets per second over the seconds the
+        samples cover, and the share that woke an idle thread."""
         if self._processes is None:  # read once: the summary asks per phase
             self._processes = self._monitor_table("processes")
         procs = meeting(self._processes, t0, t1)
@@ -474,11 +478,17 @@ class Run:
         top = procs["cpu_max_thread"].max() if len(procs) else np.nan
         rows = self.server_samples(t0, t1)
         if rows.empty:
-            return np.nan, np.nan, np.nan, proc_cpu, top
+            return np.nan, np.nan, np.nan, proc_cpu, top, np.nan, np.nan
         busy = rows["cpu_busy"].dropna()
         threads = rows["nfsd_threads"].dropna()
+        pool = rows[rows["pool_packets"].notna() & rows["pool_threads_woken"].notna()] \
+            if "pool_packets" in rows else rows.iloc[0:0]
+        seconds, packets = pool["dt"].sum(), pool["pool_packets"].sum() if len(pool) else 0
+        pps = packets / seconds if seconds > 0 else np.nan
+        woken = pool["pool_threads_woken"].sum() / packets if seconds > 0 and packets > 0 \
+            else np.nan
         return (busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan,
-                proc_cpu, top)
+                proc_cpu, top, pps, woken)
 
     # ---- the summary ----
 

@@ -176,7 +176,7 @@ SUMMARY_COUNTS = ("rows", "ranks", "bytes", "ops", "errors", "verify_failures", 
                   "contended", "violations", "stuck")
 SUMMARY_FLOATS = ("t_min", "t_median", "t_max", "first_done", "last_done", "mib_per_s",
                   "ops_per_s", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
-                  "proc_thread_max")
+                  "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share")
 SUMMARY_RATES = ("mib_per_s", "ops_per_s")
 PHASE_NUMBER.update({f"summary_{k}": "i" for k in SUMMARY_COUNTS})
 PHASE_NUMBER.update({f"summary_{k}": "f" for k in SUMMARY_FLOATS})
@@ -228,7 +228,8 @@ TABLES = {
                "p50_s": "f", "p99_s": "f", "max_s": "f", "bytes": "u", "ops": "u", "errors": "u",
                "top_errno": "S",
                "stuck": "u", "verify_failures": "u", "cpu_mean": "f", "cpu_max": "f",
-               "nfsd_threads": "f", "proc_cpu": "f", "proc_thread_max": "f", "t_start": "f",
+               "nfsd_threads": "f", "proc_cpu": "f", "proc_thread_max": "f",
+               "nfsd_packets_per_s": "f", "nfsd_woken_share": "f", "t_start": "f",
                "elapsed": "f", "start_skew": "f"},
               ("step", "phase", "active_ranks", "active_hosts", "mib_per_s", "ops_per_s",
                "main_op", "p50_s", "p99_s", "max_s", "errors", "top_errno", "stuck")),

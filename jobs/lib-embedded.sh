@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # lib-embedded.sh — what the seed drivers (seed002-nfs-smb.sh,
-# seed003-sync-async.sh) share: one run of a job file against a fresh
-# embedded NFS server (cluster-configs/local/nfs-server.sh), through
-# jobs/herd-batch.sh inside the server's network namespace, with a monitor
-# rank on ganesha.nfsd and the loop disk; the server is stopped afterwards,
-# also on error or ^C. Source it after setting REPO, HERD, SERVER, JOB,
-# RANKS, tmp, image_mb, python and a log function; then call embedded_begin.
+# seed002-threads.sh, seed003-sync-async.sh) share: one run of a job file
+# against a fresh embedded NFS server (cluster-configs/local/nfs-server.sh),
+# through jobs/herd-batch.sh inside the server's network namespace, with a
+# monitor rank on ganesha.nfsd and the loop disk, or, for a kernel nfsd
+# server (--server knfsd), the guest's node_exporter scraped by rank 0;
+# the server is stopped afterwards, also on error or ^C. Source it after
+# setting REPO, HERD, SERVER, JOB, RANKS, tmp, image_mb, python and a log
+# function; then call embedded_begin.
 # shellcheck disable=SC2154 # those are the caller's
 
 # shellcheck disable=SC2034 # links and failed are the caller's results
@@ -56,23 +58,40 @@ embedded_run() {
         --set monitor_processes=ganesha.nfsd "${disk[@]}" "$@"
 }
 
+# embedded_monitor: the --set arguments and rank count (EMBEDDED_NP) of the
+# monitor for the started server ($state): ganesha: one more rank sampling
+# the server's processes (those in the namespace the monitor runs in) and
+# the loop disk every 200 ms; kernel nfsd: its guest's node_exporter,
+# scraped by rank 0 every 500 ms (the guest has one CPU; each scrape
+# takes a little of it).
+embedded_monitor() {
+    if grep -qx 'SERVER=knfsd' "$state/conf/settings" 2>/dev/null; then
+        EMBEDDED_NP=$RANKS
+        EMBEDDED_MONITOR=(--set monitor_url="$(python3 "$REPO/cluster-configs/local/knfsd.py" metrics-url)"
+            --set monitor_interval=500ms)
+    else
+        EMBEDDED_NP=$((RANKS + 1))
+        EMBEDDED_MONITOR=(--set monitor_rank=last --set monitor_interval=200ms
+            --set monitor_scope=ns:/proc/self/ns/net)
+    fi
+}
+
 # embedded_batch NAME SET_ARG...: run $JOB with herd-batch.sh inside the
-# started server's namespace ($state), one more rank sampling the server
-# (its processes only: those in the namespace the monitor runs in),
-# the given --set arguments after the monitor's; stop the server; the
+# started server's namespace ($state) with embedded_monitor's monitor, the
+# given --set arguments after the monitor's; stop the server; the
 # results become $out/NAME.h5 (a link, added to links), a failure sets
 # failed=1. What every seed driver's run shares.
 embedded_batch() {
     local name=$1 runout rc dir
     shift
+    embedded_monitor
     runout=$out/.run-$name.out
     set +e
     "$SERVER" exec --state "$state" -- env HERD="$HERD" HERD_REPO="$REPO" \
-        HERD_RESULTS="$out/runs" HERD_TAG="$name" HERD_NP=$((RANKS + 1)) HERD_LAUNCHER=mpirun \
+        HERD_RESULTS="$out/runs" HERD_TAG="$name" HERD_NP="$EMBEDDED_NP" HERD_LAUNCHER=mpirun \
         HERD_HOSTFILE= HERD_MPIRUN_ARGS="--oversubscribe ${HERD_MPIRUN_ARGS:-}" \
         HERD_PYTHON="$python" \
-        bash "$REPO/jobs/herd-batch.sh" "$JOB" --set monitor_rank=last \
-        --set monitor_interval=200ms --set monitor_scope=ns:/proc/self/ns/net "$@" | tee "$runout"
+        bash "$REPO/jobs/herd-batch.sh" "$JOB" "${EMBEDDED_MONITOR[@]}" "$@" | tee "$runout"
     rc=${PIPESTATUS[0]}
     set -e
     stop_server

@@ -20,7 +20,14 @@
 # with libnfs 4.0 herd check refuses NFSv4 writes (its WRITE COMPOUND fails
 # to encode above ~3.9 KiB), so the job cannot run over NFSv4 here.
 #
-#   jobs/seed001-locks.sh [--grace SECONDS]
+#   jobs/seed001-locks.sh [--grace SECONDS] [--server ganesha|knfsd]
+#
+#   --server knfsd  the Linux kernel's nfsd and lockd instead of ganesha
+#               (nfs-server.sh --server knfsd: a User-Mode Linux guest with
+#               the image as its disk, rpc.statd in the guest); the
+#               monitor is the guest's node_exporter, and the lock table's
+#               server column is the guest's CPU (busy share) instead of
+#               ganesha's cores. lockd's grace is a multiple of 3 s.
 #
 #   --grace N   start every server in a grace period of N seconds (1..180),
 #               as after a server reboot, and run a copy of the job
@@ -63,9 +70,11 @@ FSES=${FSES:-xfs ext4}
 python=${HERD_PYTHON:-/usr/bin/python3}
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
-grace=0
+grace=0 nfs_server=ganesha
 while (($#)); do
     case "$1" in
+        --server) (($# >= 2)) || bad "--server needs ganesha or knfsd"; nfs_server=$2; shift 2 ;;
+        --server=*) nfs_server=${1#*=}; shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         --grace) (($# >= 2)) || bad "--grace needs a number of seconds"; grace=$2; shift 2 ;;
         --grace=*) grace=${1#*=}; shift ;;
@@ -83,7 +92,13 @@ for f in "${fses[@]}"; do
 done
 [[ -f "$JOB" && -r "$JOB" ]] || bad "JOB: $JOB is not a readable file"
 [ "$(id -u)" -eq 0 ] || bad "needs root (the embedded NFS server uses namespaces and loop devices)"
-command -v ganesha.nfsd >/dev/null || bad "ganesha.nfsd not found (cluster-configs/local/install.sh installs it)"
+case "$nfs_server" in
+    ganesha) command -v ganesha.nfsd >/dev/null ||
+        bad "ganesha.nfsd not found (cluster-configs/local/install.sh installs it)" ;;
+    knfsd) command -v linux.uml >/dev/null ||
+        bad "linux.uml not found (cluster-configs/local/install.sh installs user-mode-linux)" ;;
+    *) bad "--server: '$nfs_server' is not ganesha or knfsd" ;;
+esac
 command -v rpc.statd >/dev/null || bad "rpc.statd not found (nfs-common; the NLM lock manager needs it)"
 [ -x "$HERD" ] || bad "herd binary $HERD not found (build it, or set HERD)"
 [[ "$("$HERD" keys 2>/dev/null)" == *libnfs* ]] || bad "$HERD has no libnfs backend"
@@ -109,15 +124,15 @@ grace_job() {
     ' "$1" >"$2"
 }
 
-server_extra=""
+server_extra=" --server $nfs_server"
 if ((grace > 0)); then
-    server_extra=" --grace $grace"
+    server_extra+=" --grace $grace"
     grace_ini=$out/$(basename -- "$JOB")
     grace_job "$JOB" "$grace_ini" $((grace + grace / 2 + 2)) || bad "JOB: $JOB has no lock phase for --grace"
     JOB=$grace_ini
 fi
 
-log "seed 001 locks: $RANKS ranks, NFSv3, exports: ${fses[*]}$([ "$grace" = 0 ] || echo ", grace ${grace}s"); results in $out"
+log "seed 001 locks: $RANKS ranks, NFSv3, $nfs_server exports: ${fses[*]}$([ "$grace" = 0 ] || echo ", grace ${grace}s"); results in $out"
 for f in "${fses[@]}"; do
     # embedded_run starts an xfs image; a later --fs wins.
     embedded_run "$f" "--fs $f$server_extra"
@@ -128,7 +143,7 @@ done
 # (embedded_finish calls it).
 # shellcheck disable=SC2317
 locks_tables() {
-    REPO=$REPO "$python" - "${links[@]}" <<'EOF'
+    REPO=$REPO NFS_SERVER=$nfs_server "$python" - "${links[@]}" <<'EOF'
 import os, sys
 sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
 import herd_results
@@ -139,10 +154,12 @@ def num(v, width, spec, unit=""):
 
 runs = []
 print()
+knfsd = os.environ["NFS_SERVER"] == "knfsd"
 print("lock and storm phases (grants/s over the phase; contention = refused / tried, "
-      "non-blocking; ganesha cpu: cores busy, mean)")
+      "non-blocking; " + ("server: the guest's CPU, busy share, mean)" if knfsd
+                         else "ganesha: its cores busy, mean)"))
 print(f"{'run':6} {'phase':22} {'status':8} {'grants':>7} {'grants/s':>9} {'contention':>10} "
-      f"{'errors':>7} {'ganesha':>8}")
+      f"{'errors':>7} {'server' if knfsd else 'ganesha':>8}")
 for path in sys.argv[1:]:
     with herd_results.load(path) as run:
         procs = run.processes()
@@ -153,6 +170,8 @@ for path in sys.argv[1:]:
                 continue
             p = herd_results.meeting(procs, ph["t_start"], ph["t_end"]) if len(procs) else procs
             cpu = p["cpu"].mean() if len(p) else float("nan")
+            if knfsd:
+                cpu = ph["cpu_mean"]
             rate = ph["grants"] / ph["elapsed"] if ph["kind"] == "lock" and ph["elapsed"] else float("nan")
             grants = f"{ph['grants']:.0f}" if ph["kind"] == "lock" else "-"
             print(f"{run.label:6} {ph['phase']:22} {ph['status']:8} {grants:>7} {num(rate, 9, '.1f')} "
@@ -173,5 +192,5 @@ for label, errs in runs:
 EOF
 }
 
-embedded_finish "seed 001 locks, $RANKS ranks over libnfs NFSv3: ${fses[*]} exports$([ "$grace" = 0 ] || echo ", servers started in a ${grace}s grace period") (ratio = ops/s vs ${fses[0]})" \
+embedded_finish "seed 001 locks, $RANKS ranks over libnfs NFSv3, $nfs_server: ${fses[*]} exports$([ "$grace" = 0 ] || echo ", servers started in a ${grace}s grace period") (ratio = ops/s vs ${fses[0]})" \
     locks_tables

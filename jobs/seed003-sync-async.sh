@@ -18,15 +18,21 @@
 # monitor rank (ganesha.nfsd's CPU and the loop disk every 200 ms). The
 # server is stopped after each run, also on error or ^C. Then herd-compare
 # prints sync and async side by side (labels sync, async), then a table
-# per step: seconds per mode, the loop disk's writes per file, and the
-# sync/async time ratio, with the mechanism named (docs/seed003.md).
+# per step: seconds per mode, the disk's writes and flushes per file, and
+# the sync/async time ratio, with the mechanism named (docs/seed003.md).
+# With NFS_SERVER=knfsd the server is the Linux kernel's nfsd (nfs-server.sh
+# --server knfsd: a User-Mode Linux guest with one CPU) exporting its xfs
+# disk `sync` or `async`, the real export options of the seed; the monitor
+# is the guest's node_exporter (its disk ubda), no monitor rank.
 #
 #   jobs/seed003-sync-async.sh
 #
 # Environment:
 #   RANKS       ranks doing the metadata work (default 1); one more is the monitor
 #   FILES       files per rank (default 4000, the seed's tree)
-#   MODES       server modes in order (default "sync async"; sync-writes too)
+#   MODES       server modes in order (default "sync async"; sync-writes too,
+#               ganesha only)
+#   NFS_SERVER  ganesha (default) or knfsd
 #   OUT         output directory (default ${HERD_RESULTS:-<repo>/results}/seed003-<date>)
 #   HERD, HERD_MPIRUN_ARGS (added after --oversubscribe), HERD_PYTHON: as herd-batch.sh
 # Output in OUT: runs/<date>-seed003-<np>r-<mode>/ (herd-batch.sh's
@@ -51,6 +57,7 @@ JOB=$REPO/jobs/seed003.ini
 RANKS=${RANKS:-1}
 FILES=${FILES:-4000}
 MODES=${MODES:-sync async}
+NFS_SERVER=${NFS_SERVER:-ganesha}
 python=${HERD_PYTHON:-/usr/bin/python3}
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -60,11 +67,23 @@ case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed 
 [[ "$FILES" =~ ^[1-9][0-9]*$ ]] || bad "FILES: '$FILES' is not a positive integer"
 read -r -a modes <<<"$MODES"
 ((${#modes[@]})) || bad "MODES is empty"
+case "$NFS_SERVER" in
+    ganesha) server_opts="" ;;
+    knfsd) server_opts="--server knfsd" ;;
+    *) bad "NFS_SERVER: '$NFS_SERVER' is not ganesha or knfsd" ;;
+esac
 for m in "${modes[@]}"; do
-    case "$m" in sync | async | sync-writes) ;; *) bad "MODES: '$m' is not sync, async or sync-writes" ;; esac
+    case "$m" in sync | async) ;;
+        sync-writes) [ "$NFS_SERVER" = ganesha ] || bad "MODES: sync-writes is ganesha's" ;;
+        *) bad "MODES: '$m' is not sync, async or sync-writes" ;;
+    esac
 done
 [ "$(id -u)" -eq 0 ] || bad "needs root (the embedded NFS server uses namespaces and loop devices)"
-command -v ganesha.nfsd >/dev/null || bad "ganesha.nfsd not found (cluster-configs/local/install.sh installs it)"
+if [ "$NFS_SERVER" = ganesha ]; then
+    command -v ganesha.nfsd >/dev/null || bad "ganesha.nfsd not found (cluster-configs/local/install.sh installs it)"
+else
+    command -v linux.uml >/dev/null || bad "linux.uml not found (cluster-configs/local/install.sh installs user-mode-linux)"
+fi
 [ -x "$HERD" ] || bad "herd binary $HERD not found (build it, or set HERD)"
 [[ "$("$HERD" keys 2>/dev/null)" == *libnfs* ]] || bad "$HERD has no libnfs backend"
 
@@ -78,21 +97,26 @@ tmp=${TMPDIR:-/tmp}
 . "$REPO/jobs/lib-embedded.sh"
 embedded_begin seed003
 
-log "seed 003: $RANKS rank(s) x $FILES files, exports: ${modes[*]}; results in $out"
+log "seed 003: $RANKS rank(s) x $FILES files, $NFS_SERVER exports: ${modes[*]}; results in $out"
 for m in "${modes[@]}"; do
-    embedded_run "$m" "--$m" --set files="$FILES"
+    embedded_run "$m" "$server_opts --$m" --set files="$FILES"
 done
 
 # Per step: seconds under each mode, sync/async (time ratio: > 1 = sync
-# slower) and the loop disk's writes per item in the step (the monitor's
-# disks table): under --sync every CREATE/RENAME/REMOVE/MKDIR/RMDIR forces
-# the file system's log to the disk before the reply (the mechanism),
-# under --async nothing is written while the step runs.
+# slower) and the disk's writes and flushes per item in the step (the
+# monitor's disks table): under --sync every CREATE/RENAME/REMOVE/MKDIR/
+# RMDIR forces the file system's log to the disk before the reply (the
+# mechanism: a write and a cache flush each), under --async nothing is
+# written while the step runs.
 # shellcheck disable=SC2317,SC2154 # called by embedded_finish; out, links: lib-embedded.sh
 steps_per_mode() {
     echo
-    echo "per step: seconds, sync/async = time ratio (> 1: sync slower), wr/item = loop disk writes per file or directory"
-    echo "mechanism: --sync mounts the export with dirsync (each namespace op commits the fs log before ganesha replies, as kernel nfsd's commit_metadata); --async: no dirsync, ganesha's fsyncs are no-ops"
+    echo "per step: seconds, sync/async = time ratio (> 1: sync slower), wr/item and fl/item = the export disk's writes and flushes per file or directory"
+    if [ "$NFS_SERVER" = knfsd ]; then
+        echo "mechanism: kernel nfsd, export option sync: commit_metadata forces xfs's log to the disk after each namespace op, before the reply; async: the reply comes first"
+    else
+        echo "mechanism: --sync mounts the export with dirsync (each namespace op commits the fs log before ganesha replies, as kernel nfsd's commit_metadata); --async: no dirsync, ganesha's fsyncs are no-ops"
+    fi
     REPO=$REPO "$python" - "$out/steps.csv" "${links[@]}" <<'PY'
 import csv, os, sys
 sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
@@ -107,16 +131,18 @@ for path in sys.argv[2:]:
             t0, t1 = a["t_start"], a["t_end"]
             d = herd_results.meeting(disks, t0, t1) if len(disks) else disks
             wr = float(d["writes"].sum()) if len(d) else float("nan")
+            fl = float(d["flushes"].sum()) if len(d) and "flushes" in d else float("nan")
             files = int(a.get("files", 0)) * int(a.get("summary_ranks", 1))
-            runs.setdefault(ph["phase"], {})[mode] = (t1 - t0, wr, files)
+            runs.setdefault(ph["phase"], {})[mode] = (t1 - t0, wr, fl, files)
 modes = [os.path.basename(p)[:-3] for p in sys.argv[2:]]
 rows = []
 for phase, per in runs.items():
     r = {"phase": phase}
     for m in modes:
-        sec, wr, files = per.get(m, (float("nan"), float("nan"), 0))
+        sec, wr, fl, files = per.get(m, (float("nan"), float("nan"), float("nan"), 0))
         r[f"{m}_s"] = f"{sec:.2f}"
         r[f"{m}_wr_per_item"] = f"{wr / files:.2f}" if files and wr == wr else "-"
+        r[f"{m}_fl_per_item"] = f"{fl / files:.2f}" if files and fl == fl else "-"
     if "sync" in per and "async" in per and per["async"][0] > 0:
         r["sync_over_async"] = f"{per['sync'][0] / per['async'][0]:.2f}"
     else:
@@ -126,13 +152,15 @@ with open(sys.argv[1], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
     w.writeheader()
     w.writerows(rows)
-head = f"{'step':8}" + "".join(f" {m + ' s':>12} {m + ' wr/item':>16}" for m in modes) + f" {'sync/async':>10}"
+head = f"{'step':8}" + "".join(f" {m + ' s':>12} {m + ' wr/item':>16} {m + ' fl/item':>16}"
+                               for m in modes) + f" {'sync/async':>10}"
 print(head)
 for r in rows:
-    print(f"{r['phase']:8}" + "".join(f" {r[m + '_s']:>12} {r[m + '_wr_per_item']:>16}" for m in modes)
+    print(f"{r['phase']:8}" + "".join(f" {r[m + '_s']:>12} {r[m + '_wr_per_item']:>16}"
+                                      f" {r[m + '_fl_per_item']:>16}" for m in modes)
           + f" {r['sync_over_async']:>10}")
 PY
 }
 
-embedded_finish "seed 003, $RANKS rank(s) x $FILES files over libnfs: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)" \
+embedded_finish "seed 003, $RANKS rank(s) x $FILES files over libnfs, $NFS_SERVER: ${modes[*]} export (ratio = ops/s vs ${modes[0]}; the seed: sync 5 min, async 8 s)" \
     steps_per_mode

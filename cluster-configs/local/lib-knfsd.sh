@@ -21,17 +21,16 @@ knfsd_modules() {
     done
 }
 
-# knfsd_check_start FS MODE SMB THREADS LINK WORKERS: refuse what the
+# knfsd_check_start FS MODE SMB THREADS WORKERS: refuse what the
 # kernel nfsd server cannot do, and missing tools, before anything starts.
 knfsd_check_start() {
-    local fs=$1 mode=$2 smb=$3 threads=$4 link=$5 workers=$6 tool
+    local fs=$1 mode=$2 smb=$3 threads=$4 workers=$5 tool
     case "$fs" in xfs | ext4 | btrfs) ;;
         *) die "start: --server knfsd exports a disk image: --fs xfs, ext4 or btrfs" ;;
     esac
     [ "$mode" != sync-writes ] ||
         die "start: --sync-writes is ganesha's; kernel nfsd has --sync and --async exports"
     ((smb == 0)) || die "start: --smb runs beside ganesha only"
-    ((link == 0)) || die "start: --link is not yet there for --server knfsd"
     [ -z "$workers" ] || die "start: --workers is ganesha's; kernel nfsd has --threads N"
     if [ -n "$threads" ]; then
         if ! [[ "$threads" =~ ^[0-9]+$ ]] || ((threads < 1 || threads > KNFSD_THREADS_MAX)); then
@@ -107,6 +106,7 @@ cmd_export_mode() {
     local mode=${KNFSD_REST[0]:-}
     ((${#KNFSD_REST[@]} == 1)) && [[ "$mode" =~ ^(sync|async)$ ]] || die "export-mode: sync or async"
     knfsd_agent export "$mode" >/dev/null || die "export-mode: the guest could not re-export"
+    # shellcheck disable=SC2034 # save_settings writes it
     MODE=$mode
     save_settings
     log "export-mode: /export is exported $mode"
@@ -139,4 +139,86 @@ knfsd_status() {
         printf 'threads_running=%s\n' "$(knfsd_agent read /proc/fs/nfsd/threads 2>/dev/null | tr -d '\n')"
         printf 'metrics_url=%s\n' "$(python3 "$KNFSD_PY" metrics-url)"
     fi
+}
+
+# ------------------------------------------------------------------ link
+
+# The link of a knfsd server lives in the guest, whose kernel has netem:
+# what the guest sends passes netem (delay, jitter) and tbf (rate) on
+# eth0, what it receives is redirected at eth0's ingress to ifb0 and
+# passes the same qdiscs there, so each direction is delayed once, as on
+# ganesha's lo. Every packet to and from the guest crosses it (the
+# agent's commands and the metrics scrapes too, as on a remote server).
+
+# knfsd_tc ARG...: tc in the guest; fails when tc does.
+knfsd_tc() {
+    local out
+    out=$(knfsd_agent exec tc "$@") || return 1
+    [ "$(tail -n 1 <<<"$out")" = "exit 0" ]
+}
+
+# knfsd_link_wait: until the guest's agent answers (start applies the
+# link while the guest may still boot).
+knfsd_link_wait() {
+    local i
+    for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+        knfsd_agent read /proc/fs/nfsd/threads >/dev/null 2>&1 && return 0
+        alive uml || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# knfsd_qdiscs DEV: netem (with a delay) and tbf (with a rate) on DEV.
+knfsd_qdiscs() {
+    local tbf=() parent=(root)
+    read -r -a tbf < <(link_tbf)
+    if link_wants_delay; then
+        knfsd_tc qdisc add dev "$1" root handle 1: netem \
+            delay "${LINK_DELAY_US}us" "${LINK_JITTER_US}us" limit 100000 || return 1
+        parent=(parent 1:1 handle 10:)
+    fi
+    if ((${#tbf[@]})); then
+        knfsd_tc qdisc add dev "$1" "${parent[@]}" "${tbf[@]}" || return 1
+    fi
+}
+
+knfsd_link_apply() {
+    knfsd_link_wait || { log "link: the guest's agent does not answer"; return 1; }
+    knfsd_link_clear
+    if ! knfsd_agent exec ip link set ifb0 up >/dev/null || ! knfsd_qdiscs eth0 ||
+        ! knfsd_tc qdisc add dev eth0 handle ffff: ingress ||
+        ! knfsd_tc filter add dev eth0 parent ffff: matchall action mirred egress redirect dev ifb0 ||
+        ! knfsd_qdiscs ifb0; then
+        log "link: tc in the guest failed"
+        knfsd_link_clear
+        return 1
+    fi
+    printf '%s\n' "$LINK_SPEC" >"$STATE/link.tmp"
+    mv -f "$STATE/link.tmp" "$STATE/link"
+    log "link: $LINK_SPEC; applied: $(knfsd_link_applied)"
+}
+
+knfsd_link_clear() {
+    rm -f "$STATE/link"
+    alive uml || return 0
+    knfsd_tc qdisc del dev eth0 root 2>/dev/null || true
+    knfsd_tc qdisc del dev eth0 ingress 2>/dev/null || true
+    knfsd_tc qdisc del dev ifb0 root 2>/dev/null || true
+    return 0
+}
+
+# knfsd_link_applied: the guest's qdiscs of the link, "none" without.
+knfsd_link_applied() {
+    local out="" dev line
+    if alive uml; then
+        for dev in eth0 ifb0; do
+            while read -r line; do
+                case "$line" in
+                    qdisc\ netem* | qdisc\ tbf*) out+="${out:+; }$dev: ${line#qdisc }" ;;
+                esac
+            done < <(knfsd_agent exec tc qdisc show dev "$dev" 2>/dev/null)
+        done
+    fi
+    printf '%s\n' "${out:-none}"
 }

@@ -647,6 +647,16 @@ parse_link() {
 # link_wants_delay: the parsed link delays packets.
 link_wants_delay() { ((LINK_DELAY_US > 0 || LINK_JITTER_US > 0)); }
 
+# link_tbf: the tbf qdisc arguments for the link's rate, on one line
+# (empty without a rate). The burst: 10 ms at the rate, at least 256 KB.
+link_tbf() {
+    local burst
+    ((LINK_RATE_BIT > 0)) || { echo; return 0; }
+    burst=$((LINK_RATE_BIT / 8 / 100))
+    ((burst >= 262144)) || burst=262144
+    echo "tbf rate ${LINK_RATE_BIT}bit burst $burst latency 100ms"
+}
+
 # netem_works: tc can make a netem qdisc here (probed once, in a throwaway
 # network namespace; HERD_LINK_NETEM=0 says no without probing).
 netem_works() {
@@ -667,6 +677,8 @@ check_link_tools() {
         command -v tc >/dev/null || { log "--link: tc not found (package iproute2)"; return 1; }
     fi
     link_wants_delay || return 0
+    # kernel nfsd's guest has netem (lib-knfsd.sh)
+    [ "${SERVER:-ganesha}" != knfsd ] || return 0
     netem_works && return 0
     command -v iptables >/dev/null ||
         { log "--link: no netem in this kernel and iptables not found (package iptables)"; return 1; }
@@ -683,13 +695,9 @@ check_link_tools() {
 # delaying and netem works) with tbf below it, or tbf alone, or nothing.
 # tbf: burst max(256 KB, 10 ms of the rate), at most 100 ms of queue.
 qdisc_set() {
-    local ns=(nsenter --net="/proc/$1/ns/net" --) dev=$2 burst tbf=() parent=(root)
+    local ns=(nsenter --net="/proc/$1/ns/net" --) dev=$2 tbf=() parent=(root)
     qdisc_clear "$1" "$dev"
-    if ((LINK_RATE_BIT > 0)); then
-        burst=$((LINK_RATE_BIT / 8 / 100))
-        ((burst >= 262144)) || burst=262144
-        tbf=(tbf rate "${LINK_RATE_BIT}bit" burst "$burst" latency 100ms)
-    fi
+    read -r -a tbf < <(link_tbf)
     if link_wants_delay && netem_works; then
         "${ns[@]}" tc qdisc add dev "$dev" root handle 1: netem \
             delay "${LINK_DELAY_US}us" "${LINK_JITTER_US}us" || return 1
@@ -748,6 +756,7 @@ delayer_applied() {
 # DEV of NSPID's namespace (vcluster.sh: the switch port): the parts joined
 # by "; ", or "none".
 link_applied() {
+    [ "${SERVER:-ganesha}" != knfsd ] || { knfsd_link_applied; return; }
     local part out="" dev sup
     while read -r part; do
         out+="${out:+; }$part"
@@ -832,6 +841,7 @@ start_linkdelay() {
 # link_clear: remove the whole link (rules, delayer, qdiscs); tolerates
 # parts that are already gone. Returns 1 if the delayer survives.
 link_clear() {
+    [ "${SERVER:-ganesha}" != knfsd ] || { knfsd_link_clear; return; }
     local dev sup
     command -v iptables >/dev/null && iptables_link del
     if alive supervisor; then
@@ -846,6 +856,7 @@ link_clear() {
 # link_apply: replace the server's link with the parsed one (LINK_*).
 # Returns 1 (after one line) if any part fails; then no link is left.
 link_apply() {
+    [ "${SERVER:-ganesha}" != knfsd ] || { knfsd_link_apply; return; }
     local dev sup
     sup=$(recorded supervisor)
     link_clear || return 1
@@ -952,10 +963,11 @@ cmd_start() {
     check_seconds "start: --lease" "$lease" 1
     case "$server" in
         ganesha) [ -z "$threads" ] || die "start: --threads is kernel nfsd's (--server knfsd); ganesha has --workers" ;;
-        knfsd) knfsd_check_start "$fs" "$mode" "$smb" "$threads" "$link_opt" "$workers"
+        knfsd) knfsd_check_start "$fs" "$mode" "$smb" "$threads" "$workers"
             threads=${threads:-8} ;;
         *) die "start: --server must be ganesha or knfsd" ;;
     esac
+    SERVER=$server
     if [ -n "$workers" ]; then
         if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
             die "start: --workers must be 2..131072 (ganesha refuses 1)"

@@ -210,11 +210,13 @@ static void modules_load(void)
     struct utsname u;
     uname(&u);
     /* In dependency order (modules.dep of 6.1um). */
-    const char *mods[] = {"lib/crc-ccitt",     "net/ipv6/ipv6",
-                          "net/sunrpc/sunrpc", "fs/nfs_common/grace",
-                          "fs/lockd/lockd",    "fs/nfs_common/nfs_acl",
-                          "lib/oid_registry",  "net/sunrpc/auth_gss/auth_rpcgss",
-                          "fs/nfsd/nfsd"};
+    const char *mods[] = {"lib/crc-ccitt", "net/ipv6/ipv6", "net/sunrpc/sunrpc",
+                          "fs/nfs_common/grace", "fs/lockd/lockd", "fs/nfs_common/nfs_acl",
+                          "lib/oid_registry", "net/sunrpc/auth_gss/auth_rpcgss", "fs/nfsd/nfsd",
+                          /* the link (nfs-server.sh --link): netem and tbf on eth0, and on
+                           * ifb0 for what arrives (an ingress redirect) */
+                          "net/sched/sch_netem", "net/sched/sch_tbf", "net/sched/sch_ingress",
+                          "net/sched/act_mirred", "net/sched/cls_matchall", "drivers/net/ifb"};
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, "/usr/lib/uml/modules/%s/kernel/%s.ko", u.release, mods[i]);

@@ -1,0 +1,123 @@
+"""The seed drivers against the kernel's nfsd (nfs-server.sh --server
+knfsd, a User-Mode Linux guest):
+
+1. seed003-sync-async.sh with NFS_SERVER=knfsd (300 files, 1 rank): both
+   runs complete, the per-step table names the kernel's mechanism, and
+   the guest disk's cache flushes per file (from the guest's
+   node_exporter) show it: under `sync` every rename and unlink flushes
+   the disk at least once, under `async` none does while the step runs.
+2. seed002-threads.sh (nfsd threads 1 and 4, a read ladder of 1 and 2
+   ranks): each run's ladder steps carry the guest's pool_stats figures
+   (requests per second > 0, a woken share in [0, 1]), nfsd_threads in
+   the samples says 1 and 4, and threads.csv holds a row per thread count
+   and step.
+3. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
+   granted over kernel lockd, no violation.
+No server, guest or state directory is left afterwards.
+
+Needs root, user-mode-linux, nfs-kernel-server, prometheus-node-exporter,
+libnfs-utils and a herd with libnfs and libcurl; skips otherwise. Run:
+/usr/bin/python3 -m pytest -q -rs tests/integration/test_seed_knfsd.py
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import describe, read_csv, run_cmd
+from test_jobs import JOBS, seed_env, stop_servers_left, text  # noqa: F401 (a fixture)
+
+SBIN = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
+
+
+def _why_skip():
+    if os.geteuid() != 0:
+        return "the embedded kernel nfsd needs root (namespaces, a tap device)"
+    for tool, pkg in (("linux.uml", "user-mode-linux"), ("rpc.nfsd", "nfs-kernel-server"),
+                      ("prometheus-node-exporter", "prometheus-node-exporter"),
+                      ("nfs-ls", "libnfs-utils"), ("cc", "build-essential")):
+        if shutil.which(tool, path=SBIN) is None:
+            return f"{tool} not found (apt-get install {pkg})"
+    if not list(Path("/usr/lib/uml/modules").glob("*/kernel/fs/nfsd/nfsd.ko")):
+        return "no nfsd.ko under /usr/lib/uml/modules (user-mode-linux)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_skip() is not None, reason=_why_skip() or "")
+
+
+def guests_left(tmp):
+    """linux.uml processes of state directories under tmp, and the
+    state directories themselves."""
+    left = [str(p) for p in Path(tmp).glob("herd-*")]
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(tmp) in cmd and "linux.uml" in cmd:
+            left.append(f"pid {pid}: {cmd}")
+    return left
+
+
+def test_seed003_knfsd_sync_async(herd_bin, tmp_path):
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1, NFS_SERVER="knfsd")
+    proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    assert guests_left(tmp) == []
+    out = tmp_path / "out"
+    for mode in ("sync", "async"):
+        with h5py.File(out / f"{mode}.h5", "r") as f:
+            assert text(f.attrs["status"]) == "complete"
+            assert set(f["phases"]) == {"create", "stat", "mv", "rm"}
+            disks = f["monitor/disks"][()]
+            assert set(text(d) for d in disks["device"]) == {"ubda"}, disks["device"]
+    assert "mechanism: kernel nfsd, export option sync" in proc.stdout, describe(proc)
+    steps = {r["phase"]: r for r in read_csv(out / "steps.csv")}
+    print({ph: (r["sync_fl_per_item"], r["async_fl_per_item"], r["sync_over_async"])
+           for ph, r in steps.items()})
+    for ph in ("mv", "rm"):
+        assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
+        assert float(steps[ph]["async_fl_per_item"]) == 0.0, steps[ph]
+
+
+def test_seed002_threads_knfsd(herd_bin, tmp_path):
+    tmp, env = seed_env(herd_bin, tmp_path, THREADS="1 4", RANKS=2, FILE_SIZE="16M")
+    proc = run_cmd(["bash", JOBS / "seed002-threads.sh"], env=env, timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    assert guests_left(tmp) == []
+    out = tmp_path / "out"
+    for n in (1, 4):
+        with h5py.File(out / f"t{n}.h5", "r") as f:
+            steps = f["phases/read/steps"][()]
+            assert list(steps["active_ranks"]) == [1, 2], steps
+            assert np.all(steps["nfsd_packets_per_s"] > 0), steps["nfsd_packets_per_s"]
+            assert np.all((steps["nfsd_woken_share"] >= 0) & (steps["nfsd_woken_share"] <= 1))
+            assert np.all(steps["nfsd_threads"] == n), steps["nfsd_threads"]
+            samples = f["monitor/samples"][()]
+            assert set(samples["nfsd_threads"][~np.isnan(samples["nfsd_threads"])]) == {n}
+    rows = read_csv(out / "threads.csv")
+    assert {(r["threads"], r["ranks"]) for r in rows} == {(t, r) for t in ("1", "4")
+                                                          for r in ("1", "2")}, rows
+    assert all(float(r["mib_per_s"]) > 0 for r in rows), rows
+
+
+def test_seed001_locks_knfsd(herd_bin, tmp_path):
+    tmp, env = seed_env(herd_bin, tmp_path, RANKS=4, FSES="xfs")
+    proc = run_cmd(["bash", JOBS / "seed001-locks.sh", "--server", "knfsd"], env=env, timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    assert guests_left(tmp) == []
+    with h5py.File(tmp_path / "out" / "xfs.h5", "r") as f:
+        locks = [n for n in f["phases"] if text(f["phases"][n].attrs["kind"]) == "lock"]
+        assert locks, list(f["phases"])
+        for n in locks:
+            a = f["phases"][n].attrs
+            assert text(a["status"]) == "ok" and a["summary_violations"] == 0, (n, dict(a))
+            assert a["summary_grants"] > 0, (n, dict(a))
+    assert "server" in proc.stdout and "knfsd" in proc.stdout, describe(proc)
