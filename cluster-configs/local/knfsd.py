@@ -84,6 +84,7 @@ def guest_config(settings):
         "grace": settings["GRACE"], "lease": settings["LEASE"], "nlm": settings["NLM"],
         "hostname": settings["HOST_NAME"] or "knfsd", "agent_port": AGENT_PORT,
         "metrics_port": METRICS_PORT, "lockd_params": nlm_grace(settings["GRACE"]),
+        "lockd_grace_min": NLM_TIMEOUT,
     }
     return "".join(f"{k}={v}\n" for k, v in lines.items())
 

@@ -86,6 +86,13 @@ knfsd_args() {
 # stdout.
 knfsd_agent() { in_netns python3 "$KNFSD_PY" agent "$@"; }
 
+# knfsd_ready: the guest's agent answers, with nfsd running (the agent
+# listens once nfsd is up and, with grace 0, lockd's grace is over).
+knfsd_ready() {
+    local n
+    n=$(knfsd_agent read /proc/fs/nfsd/threads 2>/dev/null) && [ -n "$n" ] && [ "$n" != 0 ]
+}
+
 # threads --state DIR N: nfsd's thread count in the guest, live (what
 # `rpc.nfsd N` does); also the count for later restarts.
 cmd_threads() {
@@ -162,7 +169,7 @@ knfsd_tc() {
 knfsd_link_wait() {
     local i
     for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-        knfsd_agent read /proc/fs/nfsd/threads >/dev/null 2>&1 && return 0
+        knfsd_ready && return 0
         alive uml || return 1
         sleep 0.1
     done

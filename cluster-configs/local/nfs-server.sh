@@ -508,7 +508,9 @@ wait_ready() {
     while ((SECONDS < deadline)); do
         alive supervisor || { log "the namespace supervisor died"; return 1; }
         alive "$(server_proc)" || { log "the NFS server ($(server_proc)) exited"; return 1; }
-        nfs_answers "$probe" && return 0
+        # (kernel nfsd: also its guest's agent, which answers once nfsd is
+        # up and lockd's grace is over)
+        nfs_answers "$probe" && { [ "${SERVER:-ganesha}" != knfsd ] || knfsd_ready; } && return 0
         sleep 0.05
     done
     log "the server did not answer within $(($1 + probe)) s"
@@ -1425,12 +1427,15 @@ cmd_status() {
     printf 'url=%s\nexport=%s\nfs=%s\nmode=%s\nworkers=%s\n' "$(url)" "$EXPORT" "$FS" "$MODE" "$WORKERS"
     [ "$SERVER" != knfsd ] || knfsd_status
     [ -r "$STATE/run/loopdev" ] && printf 'loopdev=%s\n' "$(cat "$STATE/run/loopdev")"
-    if [ "$NLM" = 1 ]; then
+    if [ "$NLM" = 1 ] && [ "$SERVER" = knfsd ]; then
+        printf 'nlm=on\n' # lockd and statd in the guest, on ports of rpcbind's choosing
+    elif [ "$NLM" = 1 ]; then
         printf 'nlm=on\nnlm_port=%s\nstatd_port=%s\nstatd_dir=%s\n' "$NLM_PORT" "$STATD_PORT" "$STATD_DIR"
     else
         printf 'nlm=off\n'
     fi
-    printf 'grace=%s\nlease=%s\nin_grace=%s\n' "$GRACE" "$LEASE" "$(grace_now)"
+    printf 'grace=%s\nlease=%s\n' "$GRACE" "$LEASE"
+    [ "$SERVER" = knfsd ] || printf 'in_grace=%s\n' "$(grace_now)"
     printf 'link=%s\nlink_applied=%s\n' "$(current_link)" "$(link_applied)"
     if [ "$SMB" = 1 ]; then
         printf 'smb=on\nsmb_url=%s\nsmb_user=%s\nsmb_password_file=%s\nsmb_conf=%s\n' \

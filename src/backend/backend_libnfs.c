@@ -67,6 +67,23 @@ const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
     return c->status;
 }
 
+int libnfs_nfs4_errno(const char *status)
+{
+    static const struct {
+        const char *name;
+        int err;
+    } map[] = {
+        {"NFS4ERR_GRACE", ENOLCK},    {"NFS4ERR_NO_GRACE", ENOLCK}, {"NFS4ERR_DELAY", EBUSY},
+        {"NFS4ERR_ROFS", EROFS},      {"NFS4ERR_STALE", ESTALE},    {"NFS4ERR_EXPIRED", ESTALE},
+        {"NFS4ERR_NOSPC", ENOSPC},    {"NFS4ERR_DQUOT", EDQUOT},    {"NFS4ERR_MOVED", ESTALE},
+        {"NFS4ERR_WRONGSEC", EACCES}, {"NFS4ERR_LOCKED", EAGAIN},   {"NFS4ERR_SYMLINK", ELOOP},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(status, map[i].name) == 0)
+            return map[i].err;
+    return 0;
+}
+
 /* libnfs reports some failures as a generic error with a message; turn
  * the ones herd must tell apart into their errno, and notice when the
  * connection itself is gone. */
@@ -75,6 +92,9 @@ int libnfs_errno(struct libnfs_ctx *c, int rc)
     const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
     int err = rc < 0 ? -rc : EIO;
     libnfs_note_msg(c, msg);
+    /* libnfs 4.0 turns the NFS4ERR it does not map into ERANGE */
+    if (err == ERANGE && libnfs_nfs4_errno(c->status))
+        err = libnfs_nfs4_errno(c->status);
     if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
         err = ETIMEDOUT;
     else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))

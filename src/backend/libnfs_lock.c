@@ -82,10 +82,9 @@ static int lk_errno(struct libnfs_ctx *lk, int rc)
         int err;
         bool lost; /* this context's lock state is gone: rebuild it */
     } map[] = {
-        {"NFS4ERR_DENIED", EAGAIN, false},       {"NFS4ERR_GRACE", ENOLCK, false},
-        {"NFS4ERR_NO_GRACE", ENOLCK, false},     {"NFS4ERR_DEADLOCK", EDEADLK, false},
+        /* the lock's own; the others as every call's (libnfs_nfs4_errno) */
+        {"NFS4ERR_DENIED", EAGAIN, false},       {"NFS4ERR_DEADLOCK", EDEADLK, false},
         {"NFS4ERR_LOCK_RANGE", EINVAL, false},   {"NFS4ERR_LOCK_NOTSUPP", EOPNOTSUPP, false},
-        {"NFS4ERR_DELAY", EBUSY, false},         {"NFS4ERR_ROFS", EROFS, false},
         {"NFS4ERR_STALE", ESTALE, true},         {"NFS4ERR_EXPIRED", ESTALE, true},
         {"NFS4ERR_STALE_STATEID", ESTALE, true}, {"NFS4ERR_STALE_CLIENTID", ESTALE, true},
         {"NFS4ERR_BAD_STATEID", ESTALE, true},   {"NFS4ERR_OLD_STATEID", ESTALE, true},
@@ -99,6 +98,8 @@ static int lk_errno(struct libnfs_ctx *lk, int rc)
             lk->broken |= map[i].lost;
             return -map[i].err;
         }
+    if (libnfs_nfs4_errno(name))
+        return -libnfs_nfs4_errno(name);
     rc = libnfs_errno(lk, rc);
     if (rc == -ERANGE || rc == -EFAULT) {
         lk->broken = true; /* an NFS4ERR we do not know, or a failed RPC */

@@ -5,7 +5,8 @@
  * pool's node_nfsd_pool_*_total, every device's node_disk_*), plus every
  * node_nfsd_* gauge and every node_nfsd_* counter that changed as a
  * metric. A failed scrape is noted when the URL stops answering and again
- * when it answers; the first good scrape after failures covers the whole
+ * when it answers; a reading's time is when its page came (a busy server
+ * answers late); the first good scrape after failures covers the whole
  * gap since the last good one (its dt), so counters lose nothing, unless
  * the exporter restarted (its CPU seconds went back): then it is a new
  * baseline. */
@@ -63,6 +64,7 @@ struct scrape_source {
     char error[CURL_ERROR_SIZE];
     char *body;
     size_t len, cap;
+    const struct clock *clock; /* the common clock: a reading's time is its reply's */
     struct reading prev;
     double prev_t; /* when prev was read */
     bool have_prev, failing;
@@ -90,8 +92,8 @@ static size_t body_append(char *data, size_t size, size_t n, void *arg)
     return add;
 }
 
-static struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
-                                                size_t errlen)
+static struct scrape_source *scrape_source_open(const char *url, double timeout,
+                                                const struct clock *clock, char *err, size_t errlen)
 {
     static bool curl_ready;
     if (!curl_ready) { /* before any thread of ours uses curl */
@@ -112,6 +114,7 @@ static struct scrape_source *scrape_source_open(const char *url, double timeout,
         return NULL;
     }
     snprintf(s->url, sizeof s->url, "%s", url);
+    s->clock = clock;
     const char *h = strstr(url, "://") + 3;
     snprintf(s->host, sizeof s->host, "%.*s", (int)strcspn(h, "/"), h);
     curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
@@ -154,10 +157,10 @@ struct scrape_source {
     char unused;
 };
 
-static struct scrape_source *scrape_source_open(const char *url, double timeout, char *err,
-                                                size_t errlen)
+static struct scrape_source *scrape_source_open(const char *url, double timeout,
+                                                const struct clock *clock, char *err, size_t errlen)
 {
-    (void)url, (void)timeout;
+    (void)url, (void)timeout, (void)clock;
     snprintf(err, errlen, "monitor_url: this herd was built without libcurl");
     return NULL;
 }
@@ -414,6 +417,8 @@ static void scrape_source_sample(struct scrape_source *s, double t, struct monit
     struct reading now;
     reading_init(&now);
     int rc = scrape_fetch(s);
+    if (rc == 0 && s->clock) /* the page tells the server's state when it came */
+        t = clock_now(s->clock);
     if (rc == 0 && promtext_parse(s->body, s->len, reading_take, &now) < 0) {
         snprintf(s->error, sizeof s->error, "the page is not Prometheus text");
         rc = -1;
@@ -460,7 +465,7 @@ static void *scrape_open(const struct monitor_config *cfg, char *err, size_t err
     double timeout = cfg->interval < SCRAPE_TIMEOUT_MIN ? SCRAPE_TIMEOUT_MIN
                      : cfg->interval > 10               ? 10
                                                         : cfg->interval;
-    return scrape_source_open(cfg->url, timeout, err, errlen);
+    return scrape_source_open(cfg->url, timeout, cfg->clock, err, errlen);
 }
 
 static void scrape_sample(void *state, double t, double dt, struct monitor_batch *out)

@@ -189,10 +189,12 @@ class Server:
         kv = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
         return proc.returncode, kv
 
+    PROCS = ("supervisor", "rpcbind", "statd", "ganesha", "smbd")  # status's names
+
     def refresh(self):
         """Remember the PIDs (and start times) the server runs as now."""
         rc, kv = self.status()
-        for name in ("supervisor", "rpcbind", "statd", "ganesha", "smbd"):
+        for name in self.PROCS:
             if name in kv:
                 pid = int(kv[name].split()[0])
                 st = proc_stat(pid)
