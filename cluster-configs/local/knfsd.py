@@ -137,12 +137,13 @@ class Guest:
         env["TMPDIR"] = memory_dir(self.state)
         return env
 
-    def wait_ready(self, child, timeout):
+    def wait_ready(self, child, timeout, stopping=lambda: False):
         """Until nfsd in the guest runs (its agent answers with the thread
-        count); False when the guest exits first or timeout passes."""
+        count); False when the guest exits first, stopping() says so or
+        timeout passes."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if child.poll() is not None:
+            if child.poll() is not None or stopping():
                 return False
             try:
                 ok, text = agent_send("read /proc/fs/nfsd/threads", 2.0)

@@ -467,7 +467,8 @@ loops_of() { losetup -j "$1" 2>/dev/null | cut -d: -f1; }
 log_tail() {
     local f
     for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log" \
-        "$STATE/log/statd.log" "$STATE/log/smbd.stdout"; do
+        "$STATE/log/statd.log" "$STATE/log/smbd.stdout" "$STATE/log/guest-console.log" \
+        "$STATE"/guest/log/*.log; do
         [ -s "$f" ] || continue
         printf -- '--- last lines of %s\n' "$f" >&2
         tail -n 25 "$f" >&2

@@ -410,7 +410,9 @@ class Supervisor:
         record(self.state, "uml", child.pid)
         log(f"started linux.uml pid {child.pid} (kernel nfsd, {self.settings['THREADS']} threads)")
         t0 = time.monotonic()
-        if not self.guest.wait_ready(child, GUEST_BOOT):
+        if not self.guest.wait_ready(child, GUEST_BOOT, lambda: self.stopping):
+            if self.stopping:
+                raise SetupFailed("stopped while the knfsd guest booted")
             raise SetupFailed("the knfsd guest did not serve (see log/guest-console.log)")
         log(f"kernel nfsd serves after {time.monotonic() - t0:.1f} s")
 
