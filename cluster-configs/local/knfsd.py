@@ -36,6 +36,7 @@ TAP = "knfsd0"
 AGENT_PORT = 7070
 METRICS_PORT = 9100
 GUEST_MEM = "512M"
+GUEST_MEM_BYTES = 512 << 20
 AGENT_TIMEOUT = 30.0       # seconds one agent command may take
 READY_PROBE = 0.05         # seconds between two looks at a booting guest
 POWEROFF_WAIT = 20         # seconds from the agent's poweroff to the guest's exit
@@ -91,9 +92,16 @@ def guest_config(settings):
 
 def memory_dir(state):
     """Where UML keeps the guest's memory file (it grows with the guest's
-    page cache up to GUEST_MEM): /dev/shm when it is there, else STATE/run."""
+    page cache up to GUEST_MEM): /dev/shm when it is there with room for
+    all of it (a container's is often 64 MiB: the guest would die of
+    SIGBUS), else STATE/run."""
     shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
+    try:
+        st = os.statvfs(shm)
+        room = st.f_bavail * st.f_frsize
+    except OSError:
+        room = 0
+    if os.access(shm, os.W_OK) and room >= GUEST_MEM_BYTES + (64 << 20):
         return str(shm)
     return str(state / "run")
 
