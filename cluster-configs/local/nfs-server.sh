@@ -1222,8 +1222,14 @@ cmd_exec() {
     exec nsenter --net="/proc/$sup/ns/net" -- "$@"
 }
 
-cmd_restart_ganesha() {
-    local grace="" lease=""
+# restart_args NAME ARGS...: --state DIR [--grace S] [--lease S] of a
+# restart verb, checked (the lease: 1 s at least for ganesha, 10 s for
+# kernel nfsd), against a running server namespace; sets grace and lease
+# (empty when not given) in the caller and loads the settings.
+restart_args() {
+    local name=$1
+    shift
+    grace="" lease=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -1232,16 +1238,22 @@ cmd_restart_ganesha() {
             --grace=*) grace=${1#*=}; shift ;;
             --lease) lease=${2:-}; shift 2 ;;
             --lease=*) lease=${1#*=}; shift ;;
-            *) log "restart-ganesha: unknown argument $1"; usage ;;
+            *) log "$name: unknown argument $1"; usage ;;
         esac
     done
-    [ -n "${STATE:-}" ] || die "restart-ganesha: --state DIR is required"
-    [ -z "$grace" ] || check_seconds "restart-ganesha: --grace" "$grace" 0
-    [ -z "$lease" ] || check_seconds "restart-ganesha: --lease" "$lease" 1
+    [ -n "${STATE:-}" ] || die "$name: --state DIR is required"
     if ! is_ours || ! alive supervisor; then
-        die "restart-ganesha: no server namespace with state $STATE (start it)"
+        die "$name: no server namespace with state $STATE (start it)"
     fi
     load_settings
+    [ -z "$grace" ] || check_seconds "$name: --grace" "$grace" 0
+    [ -z "$lease" ] || check_seconds "$name: --lease" "$lease" "$([ "$SERVER" = knfsd ] && echo 10 || echo 1)"
+}
+
+cmd_restart_ganesha() {
+    local grace lease
+    restart_args restart-ganesha "$@"
+    [ "$SERVER" != knfsd ] || die "restart-ganesha: the server is kernel nfsd (use restart-server)"
     # --grace / --lease change the grace period (0: none) and the lease of
     # this and later starts; a grace shorter than the lease lowers the lease
     # to it unless --lease is given. Without them ganesha starts again as
@@ -1278,24 +1290,9 @@ cmd_restart_ganesha() {
 # restart-ganesha does, kernel nfsd inside its guest (knfsd_restart; the
 # guest and its disk stay).
 cmd_restart_server() {
-    local args=("$@") grace="" lease=""
-    while (($#)); do
-        case "$1" in
-            --state) set_state "${2:-}"; shift 2 ;;
-            --state=*) set_state "${1#*=}"; shift ;;
-            --grace) grace=${2:-}; shift 2 ;;
-            --grace=*) grace=${1#*=}; shift ;;
-            --lease) lease=${2:-}; shift 2 ;;
-            --lease=*) lease=${1#*=}; shift ;;
-            *) log "restart-server: unknown argument $1"; usage ;;
-        esac
-    done
-    [ -n "${STATE:-}" ] || die "restart-server: --state DIR is required"
-    is_ours && alive supervisor || die "restart-server: no server namespace with state $STATE (start it)"
-    load_settings
-    [ "$SERVER" = knfsd ] || { cmd_restart_ganesha "${args[@]}"; return; }
-    [ -z "$grace" ] || check_seconds "restart-server: --grace" "$grace" 0
-    [ -z "$lease" ] || check_seconds "restart-server: --lease" "$lease" 10
+    local grace lease
+    restart_args restart-server "$@"
+    [ "$SERVER" = knfsd ] || { cmd_restart_ganesha "$@"; return; }
     GRACE=${grace:-$GRACE} LEASE=${lease:-$LEASE}
     save_settings
     knfsd_restart "$GRACE" "$LEASE" || { log "restart-server failed"; log_tail; exit 1; }

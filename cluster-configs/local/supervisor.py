@@ -480,13 +480,26 @@ class Supervisor:
 
     # ---- commands
 
+    def not_knfsd(self):
+        """The refusal of a ganesha-side command on a kernel nfsd server
+        (its statd runs in the guest), or None."""
+        if self.settings["SERVER"] == "knfsd":
+            return {"ok": False, "error": "the server is kernel nfsd (--server knfsd)"}
+        return None
+
     def cmd_start_ganesha(self, _req):
+        refused = self.not_knfsd()
+        if refused:
+            return refused
         child = self.live("ganesha")
         if child:
             return {"ok": False, "error": f"ganesha {child.pid} is running"}
         return {"ok": True, "pid": self.start_ganesha()}
 
     def cmd_start_statd(self, _req):
+        refused = self.not_knfsd()
+        if refused:
+            return refused
         if self.settings["NLM"] != "1":
             return {"ok": False, "error": "NLM is off"}
         child = self.live("statd")
