@@ -53,11 +53,18 @@ def metrics_url():
     return f"http://{GUEST_ADDR}:{METRICS_PORT}/metrics"
 
 
-def agent_send(line, timeout=AGENT_TIMEOUT):
-    """Send one command line to the guest's agent; (ok, text after the
-    status line). OSError when the agent cannot be reached."""
-    with socket.create_connection((GUEST_ADDR, AGENT_PORT), timeout=timeout) as conn:
-        conn.sendall(line.encode() + b"\n")
+def agent_connect(line, timeout=AGENT_TIMEOUT, addr=GUEST_ADDR):
+    """A connection to the agent of the guest at addr with the command line
+    sent; OSError when the agent cannot be reached."""
+    conn = socket.create_connection((addr, AGENT_PORT), timeout=timeout)
+    conn.sendall(line.encode() + b"\n")
+    return conn
+
+
+def agent_send(line, timeout=AGENT_TIMEOUT, addr=GUEST_ADDR):
+    """Send one command line to the agent of the guest at addr; (ok, text
+    after the status line). OSError when the agent cannot be reached."""
+    with agent_connect(line, timeout, addr) as conn:
         data = b""
         while True:
             chunk = conn.recv(65536)
@@ -90,20 +97,20 @@ def guest_config(settings):
     return "".join(f"{k}={v}\n" for k, v in lines.items())
 
 
-def memory_dir(state):
-    """Where UML keeps the guest's memory file (it grows with the guest's
-    page cache up to GUEST_MEM): /dev/shm when it is there with room for
-    all of it (a container's is often 64 MiB: the guest would die of
-    SIGBUS), else STATE/run."""
+def memory_dir(fallback, need=GUEST_MEM_BYTES):
+    """Where UML keeps a guest's memory file (it grows with the guest's
+    page cache up to its mem=): /dev/shm when it is there with room for
+    `need` bytes (all the guests' memory: a container's is often 64 MiB,
+    and a guest would die of SIGBUS), else the directory fallback."""
     shm = Path("/dev/shm")
     try:
         st = os.statvfs(shm)
         room = st.f_bavail * st.f_frsize
     except OSError:
         room = 0
-    if os.access(shm, os.W_OK) and room >= GUEST_MEM_BYTES + (64 << 20):
+    if os.access(shm, os.W_OK) and room >= need + (64 << 20):
         return str(shm)
-    return str(state / "run")
+    return str(fallback)
 
 
 class Guest:
@@ -142,7 +149,7 @@ class Guest:
 
     def environment(self):
         env = dict(os.environ)
-        env["TMPDIR"] = memory_dir(self.state)
+        env["TMPDIR"] = memory_dir(self.state / "run")
         return env
 
     def wait_ready(self, child, timeout, stopping=lambda: False):

@@ -1,10 +1,13 @@
-/* uml-init.c — PID 1 of the User-Mode Linux guest in which
- * nfs-server.sh --server knfsd runs the Linux kernel's nfsd.
+/* uml-init.c — PID 1 of the User-Mode Linux guests: the one in which
+ * nfs-server.sh --server knfsd runs the Linux kernel's nfsd (role=server,
+ * the default), and the client hosts of vcluster.sh --kernel-client, which
+ * run the kernel's NFS client and herd's ranks (role=client).
  *
- * The guest boots with the host's / as its hostfs root. This program
+ * The guest boots with the host's / as its hostfs root. As a server, it
  *   1. reads its settings from $HERD_GUEST/config (HERD_GUEST, the host
- *      path of STATE/guest, comes from the kernel command line; KEY=VALUE
- *      lines, see the supervisor's knfsd_config);
+ *      path of the guest's state directory, comes from the kernel command
+ *      line; KEY=VALUE lines: knfsd.py's guest_config, vcluster.sh's
+ *      guest_config);
  *   2. moves to a tmpfs root that holds read-only binds of the host's /usr
  *      and /etc, the state directory at /state (read-write: logs) and the
  *      export, a ubd disk image, at /export: nothing else of the host is
@@ -31,8 +34,22 @@
  *                           this grace period, lease and thread count
  *        poweroff           stop nfsd, unmount the export, power off
  *      and reaps every orphan, as a PID 1 must.
- * A failed step is written to the console (the supervisor keeps it in
- * STATE/log/guest-console.log) and the guest powers off. */
+ * As a client, it keeps the host's / as its root, read-only (the kernel
+ * command line says ro), so that herd, Open MPI and the job files are at
+ * their host paths; mounts tmpfs on /run, /dev/shm and /var/lib/nfs, and
+ * the host directory `share` read-write at its own path (results); loads
+ * the NFS client's modules; starts rpcbind and rpc.statd (the kernel's
+ * NLM client needs statd); and serves the same agent, with
+ *        sh LINE            run LINE with /bin/sh in a process of its own,
+ *                           its output streamed back, then a NUL byte and
+ *                           "exit N"; the agent goes on serving meanwhile,
+ *                           and the command is killed when the caller
+ *                           hangs up (Open MPI's remote start runs orted
+ *                           so: vc-agent)
+ *        poweroff           unmount the NFS mounts (10 s at most), power off
+ * The NFS mounts themselves are sh commands of vcluster.sh.
+ * A failed step is written to the console (the supervisor or vcluster.sh
+ * keeps it in a log) and the guest powers off. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -205,19 +222,68 @@ static void root_make(const char *guest_dir)
         die("chroot");
 }
 
-static void modules_load(void)
+/* In dependency order (modules.dep of 6.1um). */
+static const char *const server_modules[] = {
+    "lib/crc-ccitt", "net/ipv6/ipv6", "net/sunrpc/sunrpc", "fs/nfs_common/grace", "fs/lockd/lockd",
+    "fs/nfs_common/nfs_acl", "lib/oid_registry", "net/sunrpc/auth_gss/auth_rpcgss", "fs/nfsd/nfsd",
+    /* the link (nfs-server.sh --link): netem and tbf on eth0, and on
+     * ifb0 for what arrives (an ingress redirect) */
+    "net/sched/sch_netem", "net/sched/sch_tbf", "net/sched/sch_ingress", "net/sched/act_mirred",
+    "net/sched/cls_matchall", "drivers/net/ifb", NULL};
+static const char *const client_modules[] = {"lib/crc-ccitt",
+                                             "net/ipv6/ipv6",
+                                             "net/sunrpc/sunrpc",
+                                             "fs/nfs_common/grace",
+                                             "fs/lockd/lockd",
+                                             "fs/nfs_common/nfs_acl",
+                                             "lib/oid_registry",
+                                             "net/sunrpc/auth_gss/auth_rpcgss",
+                                             "fs/netfs/netfs",
+                                             "fs/fscache/fscache",
+                                             "fs/nfs/nfs",
+                                             "fs/nfs/nfsv3",
+                                             "net/dns_resolver/dns_resolver",
+                                             "fs/nfs/nfsv4",
+                                             NULL};
+
+/* A client's mounts over its read-only hostfs root (every mount point is
+ * a directory of the host's tree): tmpfs where the guest writes, the
+ * share directory read-write at its host path. */
+static void root_client(void)
+{
+    must_mount("proc", "/proc", "proc", 0, NULL);
+    must_mount("sysfs", "/sys", "sysfs", 0, NULL);
+    /* (the kernel has mounted devtmpfs on /dev already) */
+    if (mount("devtmpfs", "/dev", "devtmpfs", 0, NULL) != 0 && errno != EBUSY)
+        die("mount devtmpfs on /dev");
+    must_mount("tmpfs", "/run", "tmpfs", 0, "mode=0755");
+    must_mount("tmpfs", "/var/lib/nfs", "tmpfs", 0, "mode=0755");
+    const char *dirs[] = {"/dev/shm",     "/run/tmp",        "/run/home",
+                          "/run/rpcbind", "/var/lib/nfs/sm", "/var/lib/nfs/sm.bak"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST)
+            die(dirs[i]);
+    must_mount("tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777");
+    chmod("/run/tmp", 01777);
+    const char *share = setting("share", "");
+    if (*share)
+        must_mount("none", share, "hostfs", 0, share);
+    char owner[512];
+    struct stat st;
+    snprintf(owner, sizeof owner, "%s/statd-owner", getenv("HERD_GUEST"));
+    if (stat(owner, &st) == 0) {
+        chown("/var/lib/nfs/sm", st.st_uid, st.st_gid);
+        chown("/var/lib/nfs/sm.bak", st.st_uid, st.st_gid);
+    }
+    setenv("TMPDIR", "/run/tmp", 1);
+    setenv("HOME", "/run/home", 1);
+}
+
+static void modules_load(const char *const *mods)
 {
     struct utsname u;
     uname(&u);
-    /* In dependency order (modules.dep of 6.1um). */
-    const char *mods[] = {"lib/crc-ccitt", "net/ipv6/ipv6", "net/sunrpc/sunrpc",
-                          "fs/nfs_common/grace", "fs/lockd/lockd", "fs/nfs_common/nfs_acl",
-                          "lib/oid_registry", "net/sunrpc/auth_gss/auth_rpcgss", "fs/nfsd/nfsd",
-                          /* the link (nfs-server.sh --link): netem and tbf on eth0, and on
-                           * ifb0 for what arrives (an ingress redirect) */
-                          "net/sched/sch_netem", "net/sched/sch_tbf", "net/sched/sch_ingress",
-                          "net/sched/act_mirred", "net/sched/cls_matchall", "drivers/net/ifb"};
-    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
+    for (size_t i = 0; mods[i]; i++) {
         char path[256];
         snprintf(path, sizeof path, "/usr/lib/uml/modules/%s/kernel/%s.ko", u.release, mods[i]);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -282,22 +348,25 @@ static int words_split(char *line, char **argv, int max)
     return n;
 }
 
-/* Starts argv with stdout and stderr on fd `out` (or the log file
- * /state/log/LOG when out < 0); returns its pid. */
-static pid_t spawn(char *const argv[], int out, const char *logname)
+/* The log file /state/log/LOG (server) or HERD_GUEST/log/LOG (client):
+ * an fd, -1 when it cannot be opened. */
+static int log_open(const char *logname)
 {
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    int fd = out;
-    if (fd < 0) {
-        char path[256];
+    char path[512];
+    if (strcmp(setting("role", "server"), "client") == 0)
+        snprintf(path, sizeof path, "%s/log/%s", getenv("HERD_GUEST"), logname);
+    else
         snprintf(path, sizeof path, "/state/log/%s", logname);
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    }
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/* In a forked child: stdout and stderr on fd `out`, stdin /dev/null, no
+ * blocked signal, then exec argv. */
+static _Noreturn void spawn_child(char *const argv[], int out)
+{
+    if (out >= 0) {
+        dup2(out, 1);
+        dup2(out, 2);
     }
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0)
@@ -308,6 +377,16 @@ static pid_t spawn(char *const argv[], int out, const char *logname)
     execvp(argv[0], argv);
     dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
+}
+
+/* Starts argv with stdout and stderr on fd `out` (or the log file LOG
+ * when out < 0: log_open); returns its pid. */
+static pid_t spawn(char *const argv[], int out, const char *logname)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    spawn_child(argv, out >= 0 ? out : log_open(logname));
 }
 
 /* Runs argv to its end with its output on `out` (or into LOG); its
@@ -499,6 +578,81 @@ static void nfs_stop(void)
     sync();
 }
 
+/* rpcbind and rpc.statd: the kernel's NLM client asks statd to monitor
+ * the server before its first lock. */
+static void client_start(void)
+{
+    char *rpcbind[] = {"rpcbind", "-w", "-f", NULL};
+    spawn(rpcbind, -1, "rpcbind.log");
+    if (!path_wait("/run/rpcbind.sock", 5000))
+        die("rpcbind did not make /run/rpcbind.sock");
+    char *statd[] = {"rpc.statd", "-F", "-d", NULL};
+    spawn(statd, -1, "statd.log");
+    say("client up: %s", setting("hostname", "client"));
+}
+
+/* Runs argv, killed after `seconds`; its exit status or -1. */
+static int run_within(char *const argv[], int seconds, const char *logname)
+{
+    pid_t pid = spawn(argv, -1, logname);
+    for (int waited = 0; pid > 0 && waited < seconds * 10; waited++) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        usleep(100000);
+    }
+    if (pid > 0)
+        kill(pid, SIGKILL);
+    return -1;
+}
+
+static void client_stop(void)
+{
+    char *umount_all[] = {"umount", "-a", "-f", "-t", "nfs,nfs4", NULL};
+    if (run_within(umount_all, 10, "umount.log") != 0) {
+        char *detach[] = {"umount", "-a", "-l", "-t", "nfs,nfs4", NULL};
+        run_within(detach, 2, "umount.log");
+    }
+    sync();
+}
+
+static void reply(int fd, const char *fmt, ...);
+
+/* The sh command: a process of its own (the agent serves on) that runs
+ * LINE under /bin/sh with its output on the connection, kills LINE's
+ * process group when the caller hangs up, and ends with NUL "exit N". */
+static void shell_serve(int fd, const char *line)
+{
+    if (fork() != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
+        spawn_child(argv, fd);
+    }
+    int status = 0, rc = -1;
+    bool hung_up = false;
+    for (;;) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        if (!hung_up && poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            hung_up = true;
+            kill(-pid, SIGTERM);
+        } else if (hung_up) {
+            usleep(100000);
+        }
+    }
+    if (!hung_up) {
+        (void)!write(fd, "", 1);
+        reply(fd, "exit %d\n", rc);
+    }
+    _exit(0);
+}
+
 static void reply(int fd, const char *fmt, ...)
 {
     char buf[512];
@@ -531,6 +685,10 @@ static void reply_file(int fd, const char *path)
 
 static void command_do(int fd, char *line)
 {
+    if (strncmp(line, "sh ", 3) == 0) {
+        shell_serve(fd, line + 3);
+        return;
+    }
     char *argv[64];
     int argc = words_split(line, argv, 64);
     if (argc == 0) {
@@ -572,7 +730,10 @@ static void command_do(int fd, char *line)
         reply(fd, "ok\n");
         close(fd);
         say("poweroff");
-        nfs_stop();
+        if (strcmp(setting("role", "server"), "client") == 0)
+            client_stop();
+        else
+            nfs_stop();
         power_off();
     } else {
         reply(fd, "error: unknown command '%s'\n", argv[0]);
@@ -643,11 +804,18 @@ int main(void)
     snprintf(path, sizeof path, "%s/config", guest_dir);
     config_read(path);
     say("start");
-    root_make(guest_dir);
-    modules_load();
+    bool client = strcmp(setting("role", "server"), "client") == 0;
+    if (client)
+        root_client();
+    else
+        root_make(guest_dir);
+    modules_load(client ? client_modules : server_modules);
     network_up();
     say("modules and network");
-    nfs_start();
+    if (client)
+        client_start();
+    else
+        nfs_start();
     agent_serve();
     return 0;
 }
