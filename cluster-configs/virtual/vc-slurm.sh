@@ -19,11 +19,7 @@ SLURM_TOOLS=(munged mungekey slurmctld slurmd sbatch srun squeue scancel sinfo)
 slurm_dir() { printf '%s/slurm\n' "$STATE"; }
 
 slurm_check_tools() {
-    local t
-    for t in "${SLURM_TOOLS[@]}"; do
-        command -v "$t" >/dev/null ||
-            die "up --slurm: $t not found (apt-get install slurmctld slurmd slurm-client munge)"
-    done
+    tools_need "up --slurm" "apt-get install slurmctld slurmd slurm-client munge" "${SLURM_TOOLS[@]}"
 }
 
 # slurm_in HOST COMMAND...: COMMAND in HOST's network and UTS namespaces,

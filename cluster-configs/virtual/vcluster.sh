@@ -10,7 +10,16 @@
 #   vcluster.sh up --state DIR [--clients 4] [--slots 5] [--server-fs xfs|ext4|dir]
 #                  [--server-size 2G] [--server-workers N] [--sync|--async] [--slurm]
 #                  [--link delay=20ms,jitter=2ms,rate=8mbit]
+#                  [--kernel-client [--mount-opts OPTS] [--share DIR]]
 #       stdout: the export's nfs:// URL as the clients reach it
+#       --kernel-client: every client host is a User-Mode Linux guest with
+#       the Linux kernel's NFS client, the export mounted at DIR/mnt with
+#       `mount -t nfs -o OPTS` (default vers=3), results written in
+#       the share directory, read-write in every guest: --share DIR (an
+#       existing directory, kept at down) or DIR/share (goes with down)
+#   vcluster.sh mount --state DIR --mount-opts OPTS
+#       (--kernel-client) unmount the export on every client host and mount
+#       it again with these options
 #       --link: a slow, distant link between the clients and the server host
 #       (any of delay, jitter, rate; see nfs-server.sh's "link"): delay on
 #       the server host's NFS ports (each direction once), tbf on its eth0
@@ -23,7 +32,9 @@
 #       empty: Slurm jobs under mpirun take their nodes from Slurm), HERD_MPIRUN_ARGS,
 #       VC_URL, VC_SERVER (the server's host name), VC_STATE, HERD_LINK (the
 #       --link spec, or none), the cluster's
-#       OMPI_MCA_* settings and, with --slurm, SLURM_CONF set: what
+#       OMPI_MCA_* settings, with --kernel-client VC_MOUNT (the mount point)
+#       and VC_SHARE (a directory every host writes), and, with --slurm,
+#       SLURM_CONF set: what
 #       jobs/herd-batch.sh and jobs/slurm/herd.sbatch need to use mpirun,
 #       sbatch or srun here
 #   vcluster.sh status --state DIR
@@ -42,6 +53,11 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 HERE=$(dirname "$SELF")
 NFS_SERVER=$(readlink -f "$HERE/../local/nfs-server.sh")
 AGENT=$HERE/vc-agent
+GUEST_PY=$HERE/vc-guest.py
+UML_INIT_SRC=$(readlink -f "$HERE/../local/uml-init.c")
+GUEST_MEM_MB=512
+GUEST_BOOT=60 # seconds a client guest may take to boot (2 CPUs, many guests)
+MOUNT_WAIT=60 # seconds a mount may take (a slow link)
 MARKER=.herd-vcluster
 NET=10.77.0
 SERVER_NAME=${VC_SERVER_NAME:-srv}
@@ -53,12 +69,23 @@ usage() {
     exit 2
 }
 
+# tools_need WHAT HINT TOOL...: die naming the first TOOL not on PATH.
+tools_need() {
+    local what=$1 hint=$2 t
+    shift 2
+    for t in "$@"; do
+        command -v "$t" >/dev/null || die "$what: $t not found ($hint)"
+    done
+}
+
 # proc_start PID (lib-proc.sh); alive_pid PID START: that very process runs.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/../local/lib-proc.sh"
 alive_pid() { proc_alive "$1" "$2"; }
 # shellcheck source=cluster-configs/virtual/vc-slurm.sh
 . "$HERE/vc-slurm.sh"
+# shellcheck source=cluster-configs/virtual/vc-guests.sh
+. "$HERE/vc-guests.sh"
 
 # hosts file: NAME PID START ADDRESS ROLE (switch, head, client, server)
 host_field() { awk -v h="$1" -v f="$2" '$1 == h { print $f }' "$STATE/hosts"; }
@@ -118,7 +145,7 @@ connect() {
 
 cmd_up() {
     local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
-    local link_rtt_us=0
+    local link_rtt_us=0 kclient=0 mount_opts=vers=3 share=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -131,6 +158,11 @@ cmd_up() {
             --slurm) slurm=1; shift ;;
             --link) [ $# -ge 2 ] || die "up: --link needs a SPEC"; link=$2 link_opt=1; shift 2 ;;
             --link=*) link=${1#*=} link_opt=1; shift ;;
+            --kernel-client) kclient=1; shift ;;
+            --mount-opts) [ $# -ge 2 ] || die "up: --mount-opts needs OPTS"; mount_opts=$2; shift 2 ;;
+            --mount-opts=*) mount_opts=${1#*=}; shift ;;
+            --share) [ $# -ge 2 ] || die "up: --share needs a DIR"; share=$2; shift 2 ;;
+            --share=*) share=${1#*=}; shift ;;
             *) log "up: unknown argument $1"; usage ;;
         esac
     done
@@ -138,11 +170,16 @@ cmd_up() {
     [[ "$clients" =~ ^[1-9][0-9]*$ ]] && ((clients <= 200)) || die "up: --clients must be 1..200"
     [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "up: --slots must be a positive number"
     [ "$(id -u)" -eq 0 ] || die "up: needs root (namespaces)"
-    local tool
-    for tool in unshare nsenter ip mpirun; do
-        command -v "$tool" >/dev/null || die "up: $tool not found"
-    done
+    tools_need up "see cluster-configs/local/install.sh" unshare nsenter ip mpirun
     ((slurm == 0)) || slurm_check_tools
+    if ((kclient)); then
+        ((slurm == 0)) || die "up: --slurm and --kernel-client do not go together (no slurmd in the guests)"
+        guests_check_tools
+        if [ -n "$share" ]; then
+            [ -d "$share" ] && [ ! -L "$share" ] || die "up: --share $share is not a directory"
+            share=$(readlink -f "$share")
+        fi
+    fi
     if ((link_opt)); then
         # (line 1 the normalized spec, line 2 what it adds to a round trip, us)
         link=$(bash "$NFS_SERVER" _link_check "$link" 2>&1) || die "up: ${link#nfs-server.sh: }"
@@ -155,7 +192,9 @@ cmd_up() {
     mkdir -p "$STATE"
     : >"$STATE/$MARKER"
     : >"$STATE/hosts"
-    trap 'log "up failed (line $LINENO: $BASH_COMMAND)"; do_down || true; exit 1' ERR
+    # (a failed step, die's or a command's, takes down what up made)
+    trap 'log "up failed (line $LINENO: $BASH_COMMAND)"; exit 1' ERR
+    trap 'st=$?; ((st == 0)) || { do_down || true; rm -rf "$STATE"; }' EXIT
 
     start_host switch switch
     in_host switch ip link add br0 type bridge
@@ -183,12 +222,20 @@ cmd_up() {
         link_up "$link"
     fi
 
-    local i name
+    local i name memdir=""
     : >"$STATE/hostfile"
+    if ((kclient)); then
+        guests_build_init "$share"
+        memdir=$(python3 "$GUEST_PY" memory-dir "$STATE/run" $((clients * GUEST_MEM_MB << 20)))
+    fi
     for ((i = 1; i <= clients; i++)); do
         name=$(printf 'c%02d' "$i")
-        start_host "$name" client
-        connect "$name" "$NET.$((10 + i))"
+        if ((kclient)); then
+            guest_start "$name" "$NET.$((10 + i))" "$memdir"
+        else
+            start_host "$name" client
+            connect "$name" "$NET.$((10 + i))"
+        fi
         printf '%s slots=%s\n' "$name" "$slots" >>"$STATE/hostfile"
     done
     # The server last, one slot: the monitor rank (monitor_host = srv).
@@ -198,14 +245,18 @@ cmd_up() {
     # Every client must reach the server's NFS port before we say ready
     # (10 s, and the one round trip of the connect over the link).
     local reach=$((10 + (link_rtt_us + 999999) / 1000000))
-    for ((i = 1; i <= clients; i++)); do
+    if ((kclient)); then
+        guests_wait
+        guests_mount "$mount_opts"
+    fi
+    for ((i = 1; i <= clients && !kclient; i++)); do
         name=$(printf 'c%02d' "$i")
         in_host "$name" timeout "$reach" bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
             die "up: $name cannot reach $NET.2:2049"
     done
     ((slurm == 0)) || slurm_up "$clients" "$slots"
-    trap - ERR
-    log "up: $clients clients x $slots slots, server $SERVER_NAME ($fs), head $NET.1, link $(vc_link)$(
+    trap - ERR EXIT
+    log "up: $clients $( ((kclient)) && echo "kernel-client guests (mount -o $mount_opts)" || echo clients) x $slots slots, server $SERVER_NAME ($fs), head $NET.1, link $(vc_link)$(
         ((slurm == 0)) || printf ', Slurm (SLURM_CONF=%s)' "$(slurm_dir)/slurm.conf")"
     cat "$STATE/url"
 }
@@ -258,6 +309,9 @@ mpirun_args() {
 mca_env() {
     printf '%s\n' "OMPI_MCA_oob_tcp_if_include=$NET.0/24" "OMPI_MCA_btl_tcp_if_include=$NET.0/24" \
         "OMPI_MCA_btl=tcp,vader,self" "OMPI_MCA_mpi_yield_when_idle=1"
+    # (a UML guest has no cross-memory attach between its processes)
+    [ -f "$STATE/mount-opts" ] && printf '%s\n' "OMPI_MCA_btl_vader_single_copy_mechanism=none"
+    return 0
 }
 
 cmd_exec() {
@@ -270,6 +324,8 @@ cmd_exec() {
     local env=()
     mapfile -t env < <(mca_env)
     [ -f "$(slurm_dir)/slurm.conf" ] && env+=("SLURM_CONF=$(slurm_dir)/slurm.conf")
+    [ -f "$STATE/mount-opts" ] && env+=("VC_MOUNT=$STATE/mnt" "VC_SHARE=$(cat "$STATE/share-dir")"
+        "VC_MOUNT_OPTS=$(cat "$STATE/mount-opts")")
     env VC_STATE="$STATE" VC_URL="$(cat "$STATE/url")" VC_SERVER="$SERVER_NAME" HERD_LINK="$(vc_link)" \
         HERD_HOSTFILE="${HERD_HOSTFILE-$STATE/hostfile}" HERD_MPIRUN_ARGS="$(mpirun_args)" \
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" \
@@ -285,7 +341,9 @@ cmd_exec() {
 sweep_hosts() {
     local name pid start addr role ino inos=() holders=() killed st=0
     while read -r name pid start addr role; do
-        [ "$role" = server ] && continue
+        # (a guest's linux.uml is no holder: it lives in the switch's
+        # namespace, and goes with what else runs there)
+        [ "$role" = server ] || [ "$role" = guest ] && continue
         alive_pid "$pid" "$start" || continue
         ino=$(stat -L -c %i "/proc/$pid/ns/net" 2>/dev/null) || continue
         inos+=("$ino") holders+=("$pid")
@@ -304,6 +362,7 @@ do_down() {
     local name pid start addr role problems=0
     [ -f "$STATE/hosts" ] || return 0
     slurm_down || problems=1
+    guests_poweroff
     sweep_hosts || problems=1
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
@@ -325,6 +384,23 @@ cmd_down() {
     [ -f "$STATE/$MARKER" ] || die "down: $STATE is not a vcluster state directory"
     do_down || die "down: something could not be removed (see above)"
     rm -rf "$STATE"
+}
+
+cmd_mount() {
+    local opts="" args=()
+    while (($#)); do
+        case "$1" in
+            --mount-opts) [ $# -ge 2 ] || die "mount: --mount-opts needs OPTS"; opts=$2; shift 2 ;;
+            --mount-opts=*) opts=${1#*=}; shift ;;
+            *) args+=("$1"); shift ;;
+        esac
+    done
+    parse_state_only "${args[@]}"
+    [ -n "${STATE:-}" ] && [ -f "$STATE/$MARKER" ] || die "mount: no cluster at --state"
+    [ -f "$STATE/mount-opts" ] || die "mount: the cluster has no kernel-client guests (up --kernel-client)"
+    [ -n "$opts" ] || die "mount: --mount-opts OPTS is required"
+    guests_mount "$opts"
+    log "mount: every client host has the export with -o $opts"
 }
 
 cmd_status() {
@@ -351,6 +427,7 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
+    [ -r "$STATE/mount-opts" ] && printf 'mount_opts=%s\n' "$(cat "$STATE/mount-opts")"
     printf 'link=%s\nlink_applied=%s\n' "$(vc_link)" "$(link_applied)"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"
@@ -366,6 +443,7 @@ main() {
         exec) cmd_exec "$@" ;;
         down) cmd_down "$@" ;;
         status) cmd_status "$@" ;;
+        mount) cmd_mount "$@" ;;
         -h | --help | help) usage ;;
         *) log "unknown command $cmd"; usage ;;
     esac

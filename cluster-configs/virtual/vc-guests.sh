@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# vc-guests.sh — the client hosts of vcluster.sh up --kernel-client: each a
+# User-Mode Linux guest (Debian's user-mode-linux, an ordinary process)
+# with the Linux kernel's NFS client, on the cluster's bridge by a tap of
+# its own in the switch namespace. The guest's PID 1 is uml-init.c
+# (role=client, built by up into STATE/bin/uml-init): the host's / read-only
+# as its root (herd, Open MPI, the job files at their host paths), the
+# export mounted at STATE/mnt, the share directory read-write (results), and an
+# agent that vc-guest.py talks to (vc-agent starts orted through it).
+# Sourced by vcluster.sh: functions only; they use its STATE, NET, die,
+# log, host_field, in_host and proc_start. Each guest is a line of
+# STATE/hosts with role guest; its files are in STATE/guests/NAME (config,
+# log/console.log and the daemons' logs).
+
+GUEST_TOOLS=(linux.uml cc rpcbind rpc.statd mount.nfs)
+
+guests_check_tools() {
+    tools_need "up --kernel-client" "see cluster-configs/local/install.sh" "${GUEST_TOOLS[@]}"
+    [ -r "$UML_INIT_SRC" ] || die "up --kernel-client: $UML_INIT_SRC is missing"
+}
+
+# guests_build_init [SHARE]: uml-init.c, static (it runs before anything is
+# mounted); the share directory (SHARE, or STATE/share) in STATE/share-dir.
+guests_build_init() {
+    mkdir -p "$STATE/bin" "$STATE/run/uml" "$STATE/mnt"
+    if [ -n "${1:-}" ]; then
+        printf '%s\n' "$1" >"$STATE/share-dir"
+    else
+        mkdir -p "$STATE/share"
+        printf '%s\n' "$STATE/share" >"$STATE/share-dir"
+    fi
+    cc -static -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/uml-init" "$UML_INIT_SRC" \
+        2>"$STATE/uml-init-cc.log" || die "up: cc -static $UML_INIT_SRC failed: $(head -3 "$STATE/uml-init-cc.log")"
+}
+
+# guest_mac ADDR: a locally administered MAC made of the IPv4 address.
+guest_mac() {
+    local IFS=.
+    # shellcheck disable=SC2086
+    set -- $1
+    printf 'fe:fd:%02x:%02x:%02x:%02x\n' "$1" "$2" "$3" "$4"
+}
+
+# guest_start NAME ADDR MEMDIR: boot the guest (not waiting for it).
+guest_start() {
+    local name=$1 addr=$2 memdir=$3 dir=$STATE/guests/$1 tap=t-$1 pid start
+    mkdir -p "$dir/log"
+    printf '%s\n' role=client "addr=$addr" netmask=255.255.255.0 "hostname=$name" \
+        "share=$(cat "$STATE/share-dir")" >"$dir/config"
+    # rpc.statd runs as the owner of its sm/ directories (Debian: statd).
+    touch "$dir/statd-owner"
+    chown statd "$dir/statd-owner" 2>/dev/null || true
+    in_host switch ip tuntap add dev "$tap" mode tap
+    in_host switch ip link set "$tap" master br0 up
+    TMPDIR=$memdir setsid nsenter -t "$(host_field switch 2)" --net -- \
+        linux.uml "mem=${GUEST_MEM_MB}M" root=/dev/root rootfstype=hostfs rootflags=/ ro \
+        "init=$STATE/bin/uml-init" "umid=herd-$name" "uml_dir=$STATE/run/uml" \
+        "eth0=tuntap,$tap,$(guest_mac "$addr")" con=null con0=null,fd:1 ssl=null \
+        pty.legacy_count=0 "HERD_GUEST=$dir" </dev/null >"$dir/log/console.log" 2>&1 &
+    pid=$!
+    start=$(proc_start "$pid") || die "up: the guest $name did not start (see $dir/log/console.log)"
+    printf '%s %s %s %s guest\n' "$name" "$pid" "$start" "$addr" >>"$STATE/hosts"
+}
+
+# guests_wait: until every guest's agent answers; says how long each took.
+guests_wait() {
+    local name pid start addr role t0 took
+    t0=$(date +%s.%N)
+    while read -r name pid start addr role; do
+        [ "$role" = guest ] || continue
+        in_host head python3 "$GUEST_PY" wait "$addr" "$GUEST_BOOT" "$pid" ||
+            die "up: the guest $name did not boot in ${GUEST_BOOT} s: $(tail -3 "$STATE/guests/$name/log/console.log" | tr '\n' ' ')"
+        took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+        printf '%s %s\n' "$name" "$took" >>"$STATE/boot-times"
+    done <"$STATE/hosts"
+}
+
+# guest_sh NAME LINE: LINE through /bin/sh in guest NAME (from the head
+# host, which is on the bridge); its exit status.
+guest_sh() {
+    in_host head python3 "$GUEST_PY" sh "$(host_field "$1" 4)" "$2"
+}
+
+guest_names() { awk '$5 == "guest" { print $1 }' "$STATE/hosts"; }
+
+# guests_mount OPTS: the export on STATE/mnt of every guest with these
+# options (what was mounted there before unmounted first).
+guests_mount() {
+    local opts=$1 name src
+    [[ "$opts" =~ ^[A-Za-z0-9_=,.:-]+$ ]] || die "mount: --mount-opts '$opts': letters, digits and _=,.:- only"
+    src="$NET.2:$(sed -e 's|^nfs://[^/]*||' -e 's|?.*||' "$STATE/url")"
+    for name in $(guest_names); do
+        guest_sh "$name" "if mountpoint -q $STATE/mnt; then umount $STATE/mnt; fi" ||
+            die "mount: $name: the old mount of $STATE/mnt did not go"
+        guest_sh "$name" "timeout $MOUNT_WAIT mount -t nfs -o $opts $src $STATE/mnt" ||
+            die "mount: $name: mount -t nfs -o $opts $src failed"
+    done
+    printf '%s\n' "$opts" >"$STATE/mount-opts"
+}
+
+# guests_poweroff: ask every guest to unmount and power off, then wait
+# (10 s) for its linux.uml; what is left is down's to stop by PID.
+guests_poweroff() {
+    local name pid start addr role i
+    while read -r name pid start addr role; do
+        [ "$role" = guest ] && proc_alive "$pid" "$start" || continue
+        in_host head python3 "$GUEST_PY" send "$addr" poweroff >/dev/null 2>&1 || true
+    done <"$STATE/hosts"
+    while read -r name pid start addr role; do
+        [ "$role" = guest ] || continue
+        for ((i = 0; i < 100; i++)); do
+            proc_alive "$pid" "$start" || break
+            sleep 0.1
+        done
+    done <"$STATE/hosts"
+}
