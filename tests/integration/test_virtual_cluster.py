@@ -66,11 +66,12 @@ def text(v):
 
 
 class Cluster:
-    def __init__(self, state, slots, clients=CLIENTS, slurm=False):
+    def __init__(self, state, slots, clients=CLIENTS, slurm=False, up_args=()):
         self.state = state
         self.slots = slots
         cmd = ["bash", str(VCLUSTER), "up", "--state", str(state), "--clients", str(clients),
                "--slots", str(slots), "--server-size", "2G"] + (["--slurm"] if slurm else [])
+        cmd += list(up_args)
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             self.down()
