@@ -191,7 +191,7 @@ _ERRORS = {"rank": "i", "op": "S", "errno": "i", "errno_name": "S", "message": "
 _MON = {"t": "f", "dt": "f", "host": "S", "source": "S"}
 TABLES = {
     "hosts": ({"host": "i", "hostname": "S", "mount_source": "S", "mount_point": "S",
-               "fstype": "S", "mount_options": "S"}, ("host", "hostname")),
+               "fstype": "S", "mount_options": "S", "read_ahead_kb": "i"}, ("host", "hostname")),
     "ranks": ({"rank": "i", "host": "i", "hostname": "S", "pid": "i", "clock_offset": "f",
                "clock_error": "f"}, ("rank", "host")),
     "usage": ({"rank": "i", "host": "i", "max_rss_bytes": "f", "user_seconds": "f",

@@ -14,4 +14,9 @@ void hosts_describe(const char *target, struct host_info *out);
  * it can be tested on sample text.) */
 int hosts_find_mount(const char *mounts_file, const char *path, struct host_info *out);
 
+/* The read-ahead window in KiB of the file system holding path: the
+ * read_ahead_kb of its backing device info (/sys/class/bdi/MAJ:MIN/,
+ * an NFS mount's own anonymous device too); -1 when it cannot be read. */
+int32_t hosts_read_ahead_kb(const char *path);
+
 #endif

@@ -49,6 +49,7 @@ struct host_info {
     char mount_point[RESULTS_HOST_MAX];
     char fstype[32];
     char mount_options[512];
+    int32_t read_ahead_kb; /* the mount's read-ahead window (its bdi's), -1 unknown */
 };
 
 struct rank_info {

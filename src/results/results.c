@@ -53,6 +53,7 @@ struct host_row {
     char mount_point[RESULTS_HOST_MAX];
     char fstype[32];
     char mount_options[512];
+    int32_t read_ahead_kb;
 };
 
 static const struct field host_fields[] = {
@@ -62,6 +63,7 @@ static const struct field host_fields[] = {
     FIELD("mount_point", struct host_row, mount_point, FIELD_STR),
     FIELD("fstype", struct host_row, fstype, FIELD_STR),
     FIELD("mount_options", struct host_row, mount_options, FIELD_STR),
+    FIELD("read_ahead_kb", struct host_row, read_ahead_kb, FIELD_I32),
 };
 
 struct rank_row {
@@ -125,6 +127,7 @@ static void host_fill(void *out, size_t i, const void *src)
     h5_str_copy(row->fstype, sizeof row->fstype, h->fstype, sizeof h->fstype);
     h5_str_copy(row->mount_options, sizeof row->mount_options, h->mount_options,
                 sizeof h->mount_options);
+    row->read_ahead_kb = h->read_ahead_kb;
 }
 
 static int hosts_write(hid_t loc, const struct host_info *hosts, int nhosts, char *err,

@@ -6,9 +6,11 @@ job file asks for, and the target must be left empty.
 """
 
 import math
+import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,6 +143,20 @@ def check_phase(name, k, ph, nranks, attr_order, where=None, rpc_ops=False):
         assert int(np.sum(h["counts"])) == want_counts[op], f"{where}: latency/{op}"
 
 
+def check_host_row(hosts, mount_point, fs):
+    """/hosts: the one host's mount of the target, and its read-ahead window
+    as the kernel has it (the bdi of the mount's device; tmpfs has none
+    that reads ahead: its bdi says 0 or it has none, -1)."""
+    assert len(hosts) == 1
+    h = hosts[0]
+    assert h["fstype"].decode() == fs
+    assert h["mount_point"].decode() == os.path.realpath(mount_point)
+    dev = os.stat(mount_point).st_dev
+    bdi = Path(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb")
+    want = int(bdi.read_text()) if bdi.exists() else -1
+    assert int(h["read_ahead_kb"]) == want, (h, bdi)
+
+
 @pytest.mark.parametrize("fs", ["tmpfs", "xfs", "ext4"])
 @pytest.mark.parametrize("nranks", [4, 20])
 def test_clean_run(herd_bin, tmp_path, fs, nranks):
@@ -167,6 +183,7 @@ def test_clean_run(herd_bin, tmp_path, fs, nranks):
 
         for name, keys in PHASES:
             check_phase(name, resolved(keys), res.phases[name], nranks, phase_attr_order(herd_bin))
+        check_host_row(res.hosts, m.path, fs)
 
         # Nothing of the run is left in the target.
         run_id = res.attrs["run_id"]
