@@ -11,6 +11,13 @@ host's /usr. The namespace reaches the guest over a tap device:
 
     namespace  HOST_ADDR (TAP)  <->  eth0 GUEST_ADDR  guest
 
+HOST_ADDR and GUEST_ADDR are NET.1 and NET.2 of the /30 NET.0 (the
+environment's HERD_KNFSD_NET, default 10.77.0: nfs-server.sh start
+--guest-net, which a virtual cluster sets to keep it apart from its own
+subnet). The guest routes everything else through HOST_ADDR, and exports
+to HOST_ADDR and the settings' EXPORT_TO (a cluster's subnet, whose hosts
+reach the guest through the namespace).
+
 Clients in the namespace use nfs://GUEST_ADDR/export; herd's monitor
 scrapes http://GUEST_ADDR:METRICS_PORT/metrics (node_exporter, plus
 pool_stats as node_nfsd_pool_*_total); the guest's agent takes one-line
@@ -30,7 +37,17 @@ import sys
 import time
 from pathlib import Path
 
-HOST_ADDR, GUEST_ADDR, NETMASK = "10.77.0.1", "10.77.0.2", "255.255.255.252"
+def guest_net(text):
+    """The A.B.C of a guest network's /30 (NET.0-NET.3); ValueError if
+    text is no such triple."""
+    parts = text.split(".")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 3 and int(p) <= 255 for p in parts):
+        raise ValueError(f"HERD_KNFSD_NET '{text}' is not a network prefix like 10.77.0")
+    return ".".join(str(int(p)) for p in parts)
+
+
+NET = guest_net(os.environ.get("HERD_KNFSD_NET", "10.77.0"))
+HOST_ADDR, GUEST_ADDR, NETMASK = f"{NET}.1", f"{NET}.2", "255.255.255.252"
 PREFIX = 30
 TAP = "knfsd0"
 AGENT_PORT = 7070
@@ -86,7 +103,8 @@ def nlm_grace(grace):
 def guest_config(settings):
     """STATE/guest/config, the KEY=VALUE lines uml-init.c reads."""
     lines = {
-        "addr": GUEST_ADDR, "netmask": NETMASK, "client": HOST_ADDR,
+        "addr": GUEST_ADDR, "netmask": NETMASK, "routes": f"0.0.0.0/0,{HOST_ADDR}",
+        "client": " ".join([HOST_ADDR] + settings.get("EXPORT_TO", "").split()),
         "fs": settings["FS"], "threads": settings["THREADS"],
         "mode": "async" if settings["MODE"] == "async" else "sync",
         "grace": settings["GRACE"], "lease": settings["LEASE"], "nlm": settings["NLM"],

@@ -46,6 +46,21 @@ knfsd_check_start() {
     [ -r "$KNFSD_PY" ] || die "start: $KNFSD_PY is missing"
 }
 
+# knfsd_check_net SERVER GUEST_NET EXPORT_TO: --guest-net A.B.C (the
+# guest's /30: A.B.C.0-3) and --export-to NET/PREFIX (a subnet that
+# reaches the guest through the server's namespace, e.g. a virtual
+# cluster's) are kernel nfsd's, and well formed.
+knfsd_check_net() {
+    local server=$1 net=$2 to=$3 octet='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])'
+    [ -n "$net$to" ] || return 0
+    [ "$server" = knfsd ] || die "start: --guest-net and --export-to are kernel nfsd's (--server knfsd)"
+    [ -z "$net" ] || [[ "$net" =~ ^$octet\.$octet\.$octet$ ]] ||
+        die "start: --guest-net: three numbers like 10.77.0 (the guest's /30)"
+    if [ -n "$to" ] && ! [[ "$to" =~ ^$octet\.$octet\.$octet\.$octet/([1-9]|[12][0-9]|3[0-2])$ ]]; then
+        die "start: --export-to: a subnet like 10.77.0.0/24"
+    fi
+}
+
 # knfsd_build_init: compile uml-init.c (static: it runs before the guest
 # has mounted anything) into STATE/bin/uml-init.
 knfsd_build_init() {

@@ -14,7 +14,11 @@
 #                       [--server ganesha|knfsd] (knfsd: the Linux kernel's
 #                                            nfsd in User-Mode Linux, see
 #                                            lib-knfsd.sh; --fs xfs, ext4
-#                                            or btrfs, --threads N)
+#                                            or btrfs, --threads N,
+#                                            --guest-net A.B.C: the guest's
+#                                            /30, default 10.77.0;
+#                                            --export-to NET/PREFIX: also
+#                                            export to a routed subnet)
 #                       [--workers N] [--sync|--async|--sync-writes]
 #                       [--hostname NAME]   (own UTS namespace: a host of
 #                                            cluster-configs/virtual/)
@@ -260,9 +264,10 @@ is_ours() { [ -f "$STATE/$MARKER" ]; }
 
 load_settings() {
     FS=dir SIZE=2G MODE=sync WORKERS=200 HOST_NAME="" NLM=1 GRACE=0 LEASE=60
-    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100 SERVER=ganesha THREADS=8
+    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100 SERVER=ganesha THREADS=8 GUEST_NET=10.77.0 EXPORT_TO=""
     # shellcheck disable=SC1091
     [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
+    export HERD_KNFSD_NET=$GUEST_NET # (knfsd.py's addresses)
     return 0
 }
 
@@ -283,6 +288,8 @@ SMB_SENDFILE=$SMB_SENDFILE
 SMB_WORKERS=$SMB_WORKERS
 SERVER=$SERVER
 THREADS=$THREADS
+GUEST_NET=$GUEST_NET
+EXPORT_TO=$EXPORT_TO
 EOF
     mv -f "$STATE/conf/settings.tmp" "$STATE/conf/settings"
 }
@@ -918,7 +925,7 @@ sup_send() {
 
 cmd_start() {
     local fs=dir size=2G workers="" mode=sync host_name="" nlm=1 grace=0 lease="" link="" link_opt=0
-    local smb=0 smb_sendfile=yes smb_workers=100 server=ganesha threads=""
+    local smb=0 smb_sendfile=yes smb_workers=100 server=ganesha threads="" guest_net="" export_to=""
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -930,6 +937,10 @@ cmd_start() {
             --workers) workers=${2:-}; shift 2 ;;
             --workers=*) workers=${1#*=}; shift ;;
             --server) server=${2:-}; shift 2 ;;
+            --guest-net) guest_net=${2:-}; shift 2 ;;
+            --guest-net=*) guest_net=${1#*=}; shift ;;
+            --export-to) export_to=${2:-}; shift 2 ;;
+            --export-to=*) export_to=${1#*=}; shift ;;
             --server=*) server=${1#*=}; shift ;;
             --threads) threads=${2:-}; shift 2 ;;
             --threads=*) threads=${1#*=}; shift ;;
@@ -970,6 +981,7 @@ cmd_start() {
             threads=${threads:-8} ;;
         *) die "start: --server must be ganesha or knfsd" ;;
     esac
+    knfsd_check_net "$server" "$guest_net" "$export_to"
     SERVER=$server
     if [ -n "$workers" ]; then
         if ! [[ "$workers" =~ ^[0-9]+$ ]] || ((workers < 2 || workers > 131072)); then
@@ -1035,7 +1047,8 @@ cmd_start() {
     FS=$fs SIZE=$size WORKERS=$workers MODE=$mode HOST_NAME=$host_name
     NLM=$nlm GRACE=$grace LEASE=$lease
     SMB=$smb SMB_SENDFILE=$smb_sendfile SMB_WORKERS=$smb_workers
-    SERVER=$server THREADS=${threads:-8}
+    SERVER=$server THREADS=${threads:-8} GUEST_NET=${guest_net:-10.77.0} EXPORT_TO=$export_to
+    export HERD_KNFSD_NET=$GUEST_NET
     save_settings
     write_conf
 

@@ -13,10 +13,12 @@
  *      export, a ubd disk image, at /export: nothing else of the host is
  *      reachable from the guest's processes afterwards;
  *   3. loads the NFS server's modules from the host's
- *      /usr/lib/uml/modules/VERSION with finit_module, sets up lo and eth0
- *      with system calls (every exec costs 0.1-0.5 s in UML);
- *   4. starts rpcbind, rpc.statd (with nlm=1), exports /export to the host
- *      side of the link, starts rpc.mountd and nfsd with the asked number
+ *      /usr/lib/uml/modules/VERSION with finit_module, sets up lo, eth0
+ *      and the `routes` (DEST/PREFIX,GATEWAY words) with system calls
+ *      (every exec costs 0.1-0.5 s in UML);
+ *   4. starts rpcbind, rpc.statd (with nlm=1), exports /export to the
+ *      `client` hosts and networks (the host side of the link; a virtual
+ *      cluster's subnet), starts rpc.mountd and nfsd with the asked number
  *      of threads, grace and lease, and ends the NFSv4 grace period at
  *      once when grace=0;
  *   5. serves commands on TCP port `agent_port` of its address, one per
@@ -43,9 +45,10 @@
  *        sh LINE            run LINE with /bin/sh in a process of its own,
  *                           its output streamed back, then a NUL byte and
  *                           "exit N"; the agent goes on serving meanwhile,
- *                           and the command is killed when the caller
- *                           hangs up (Open MPI's remote start runs orted
- *                           so: vc-agent)
+ *                           and the command's process group gets SIGTERM
+ *                           when the caller hangs up, SIGKILL 5 s later
+ *                           (Open MPI's remote start runs orted so:
+ *                           vc-agent)
  *        poweroff           unmount the NFS mounts (10 s at most), power off
  * The NFS mounts themselves are sh commands of vcluster.sh.
  * A failed step is written to the console (the supervisor or vcluster.sh
@@ -56,6 +59,7 @@
 #include <fcntl.h>
 #include <linux/reboot.h>
 #include <net/if.h>
+#include <net/route.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -77,7 +81,8 @@
 
 #define CONFIG_MAX 64
 #define LINE_MAX_ 4096
-#define AGENT_TICK_MS 100 /* between two refreshes of pool.prom */
+#define AGENT_TICK_MS 100     /* between two refreshes of pool.prom */
+#define SH_KILL_AFTER_MS 5000 /* from a hang-up's SIGTERM to SIGKILL (sh LINE) */
 
 struct setting {
     char key[32];
@@ -322,6 +327,39 @@ static void if_up(int sock, const char *name, const char *addr, const char *mask
         die("SIOCSIFFLAGS");
 }
 
+static void sin_set(struct sockaddr *sa, const char *addr)
+{
+    struct sockaddr_in *sin = (struct sockaddr_in *)sa;
+    sin->sin_family = AF_INET;
+    if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
+        die(addr);
+}
+
+/* One route of the `routes` setting, "DEST/PREFIX,GATEWAY" (0.0.0.0/0 is
+ * the default route), added with SIOCADDRT. */
+static void route_add(int sock, char *word)
+{
+    char *gw = strchr(word, ','), *prefix = strchr(word, '/');
+    if (!gw || !prefix || prefix > gw)
+        die(word);
+    *gw++ = '\0';
+    *prefix++ = '\0';
+    int bits = atoi(prefix);
+    if (bits < 0 || bits > 32)
+        die(prefix);
+    char mask[INET_ADDRSTRLEN];
+    uint32_t m = bits ? htonl(~0u << (32 - bits)) : 0;
+    inet_ntop(AF_INET, &m, mask, sizeof mask);
+    struct rtentry rt;
+    memset(&rt, 0, sizeof rt);
+    sin_set(&rt.rt_dst, word);
+    sin_set(&rt.rt_genmask, mask);
+    sin_set(&rt.rt_gateway, gw);
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    if (ioctl(sock, SIOCADDRT, &rt) != 0)
+        die("SIOCADDRT");
+}
+
 static void network_up(void)
 {
     int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -329,6 +367,10 @@ static void network_up(void)
         die("socket");
     if_up(sock, "lo", "127.0.0.1", "255.0.0.0");
     if_up(sock, "eth0", setting("addr", "10.77.0.2"), setting("netmask", "255.255.255.252"));
+    char routes[LINE_MAX_];
+    snprintf(routes, sizeof routes, "%s", setting("routes", ""));
+    for (char *save = NULL, *w = strtok_r(routes, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        route_add(sock, w);
     close(sock);
     sethostname(setting("hostname", "knfsd"), strlen(setting("hostname", "knfsd")));
     /* One guest CPU takes the tap's packets in bursts: a longer backlog
@@ -414,18 +456,27 @@ static void must_run(const char *line, const char *logname)
     }
 }
 
-/* exportfs of /export to the host side of the link, `mode` sync or
- * async; exportfs flushes the kernel's export cache, so a live change
- * holds from the next request on. Its exit status. */
+/* exportfs of /export to each of the `client` setting's space-separated
+ * hosts or networks (the host side of the link, a cluster's subnet),
+ * `mode` sync or async; exportfs flushes the kernel's export cache, so a
+ * live change holds from the next request on. The first failing exit
+ * status, else 0. */
 static int nfs_export(const char *mode)
 {
-    char line[LINE_MAX_];
-    snprintf(line, sizeof line,
-             "exportfs -o rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1 %s:/export", mode,
-             setting("client", "10.77.0.1"));
-    char *argv[64];
-    words_split(line, argv, 64);
-    return run(argv, -1, "exportfs.log");
+    char clients[LINE_MAX_];
+    snprintf(clients, sizeof clients, "%s", setting("client", "10.77.0.1"));
+    for (char *save = NULL, *c = strtok_r(clients, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
+        char line[LINE_MAX_];
+        snprintf(line, sizeof line,
+                 "exportfs -o rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1 %s:/export",
+                 mode, c);
+        char *argv[64];
+        words_split(line, argv, 64);
+        int rc = run(argv, -1, "exportfs.log");
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
 }
 
 /* lockd's grace period for its next start (it reads the module parameter
@@ -632,20 +683,26 @@ static void shell_serve(int fd, const char *line)
         spawn_child(argv, fd);
     }
     int status = 0, rc = -1;
-    bool hung_up = false;
+    int hung_up_ticks = -1; /* ticks of 100 ms since the caller hung up */
     for (;;) {
         if (waitpid(pid, &status, WNOHANG) == pid) {
             rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
             break;
         }
         struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-        if (!hung_up && poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            hung_up = true;
+        if (hung_up_ticks < 0 && poll(&p, 1, 100) > 0 &&
+            (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            hung_up_ticks = 0;
             kill(-pid, SIGTERM);
-        } else if (hung_up) {
+        } else if (hung_up_ticks >= 0) {
             usleep(100000);
+            /* a command that ignores SIGTERM (or a child of it that does)
+             * is killed after SH_KILL_AFTER_MS */
+            if (++hung_up_ticks == SH_KILL_AFTER_MS / 100)
+                kill(-pid, SIGKILL);
         }
     }
+    bool hung_up = hung_up_ticks >= 0;
     if (!hung_up) {
         (void)!write(fd, "", 1);
         reply(fd, "exit %d\n", rc);

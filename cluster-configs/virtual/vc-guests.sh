@@ -46,7 +46,7 @@ guest_start() {
     local name=$1 addr=$2 memdir=$3 dir=$STATE/guests/$1 tap=t-$1 pid start
     mkdir -p "$dir/log"
     printf '%s\n' role=client "addr=$addr" netmask=255.255.255.0 "hostname=$name" \
-        "share=$(cat "$STATE/share-dir")" >"$dir/config"
+        "share=$(cat "$STATE/share-dir")" "routes=$(server_routes guest)" >"$dir/config"
     # rpc.statd runs as the owner of its sm/ directories (Debian: statd).
     touch "$dir/statd-owner"
     chown statd "$dir/statd-owner" 2>/dev/null || true
@@ -83,19 +83,27 @@ guest_sh() {
 
 guest_names() { awk '$5 == "guest" { print $1 }' "$STATE/hosts"; }
 
-# guests_mount OPTS: the export on STATE/mnt of every guest with these
-# options (what was mounted there before unmounted first).
+# guests_mount OPTS [RA]: the export on STATE/mnt of every guest with these
+# options (what was mounted there before unmounted first); RA: then that
+# read-ahead window in KiB (the mount's bdi read_ahead_kb), else the
+# kernel's.
 guests_mount() {
-    local opts=$1 name src
+    local opts=$1 ra=${2:-} name src
     [[ "$opts" =~ ^[A-Za-z0-9_=,.:-]+$ ]] || die "mount: --mount-opts '$opts': letters, digits and _=,.:- only"
-    src="$NET.2:$(sed -e 's|^nfs://[^/]*||' -e 's|?.*||' "$STATE/url")"
+    if [ -n "$ra" ] && { ! [[ "$ra" =~ ^[0-9]{1,7}$ ]] || ((ra > 1048576)); }; then
+        die "mount: --read-ahead-kb '$ra': KiB from 0 to 1048576"
+    fi
+    src="$(url_host):$(sed -e 's|^nfs://[^/]*||' -e 's|?.*||' "$STATE/url")"
     for name in $(guest_names); do
         guest_sh "$name" "if mountpoint -q $STATE/mnt; then umount $STATE/mnt; fi" ||
             die "mount: $name: the old mount of $STATE/mnt did not go"
         guest_sh "$name" "timeout $MOUNT_WAIT mount -t nfs -o $opts $src $STATE/mnt" ||
             die "mount: $name: mount -t nfs -o $opts $src failed"
+        [ -z "$ra" ] || guest_sh "$name" "echo $ra >/sys/class/bdi/\$(mountpoint -d $STATE/mnt)/read_ahead_kb" ||
+            die "mount: $name: cannot set the read-ahead of $STATE/mnt to $ra KiB"
     done
     printf '%s\n' "$opts" >"$STATE/mount-opts"
+    if [ -n "$ra" ]; then printf '%s\n' "$ra" >"$STATE/read-ahead-kb"; else rm -f "$STATE/read-ahead-kb"; fi
 }
 
 # guests_poweroff: ask every guest to unmount and power off, then wait

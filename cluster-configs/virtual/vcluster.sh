@@ -11,15 +11,23 @@
 #                  [--server-size 2G] [--server-workers N] [--sync|--async] [--slurm]
 #                  [--link delay=20ms,jitter=2ms,rate=8mbit]
 #                  [--kernel-client [--mount-opts OPTS] [--share DIR]]
+#                  [--server ganesha|knfsd]
 #       stdout: the export's nfs:// URL as the clients reach it
+#       --server knfsd: the server host runs the Linux kernel's nfsd (in a
+#       User-Mode Linux guest of its own, nfs-server.sh --server knfsd) on
+#       the routed subnet 10.77.1.0/30 behind the server host, which
+#       forwards: every host has the route, the export is exported to the
+#       cluster's 10.77.0.0/24
 #       --kernel-client: every client host is a User-Mode Linux guest with
 #       the Linux kernel's NFS client, the export mounted at DIR/mnt with
 #       `mount -t nfs -o OPTS` (default vers=3), results written in
 #       the share directory, read-write in every guest: --share DIR (an
 #       existing directory, kept at down) or DIR/share (goes with down)
-#   vcluster.sh mount --state DIR --mount-opts OPTS
+#   vcluster.sh mount --state DIR --mount-opts OPTS [--read-ahead-kb KB]
 #       (--kernel-client) unmount the export on every client host and mount
-#       it again with these options
+#       it again with these options; --read-ahead-kb: then set the mount's
+#       read-ahead window (its bdi's read_ahead_kb; the kernel's default
+#       is 128)
 #       --link: a slow, distant link between the clients and the server host
 #       (any of delay, jitter, rate; see nfs-server.sh's "link"): delay on
 #       the server host's NFS ports (each direction once), tbf on its eth0
@@ -60,6 +68,7 @@ GUEST_BOOT=60 # seconds a client guest may take to boot (2 CPUs, many guests)
 MOUNT_WAIT=60 # seconds a mount may take (a slow link)
 MARKER=.herd-vcluster
 NET=10.77.0
+KNFSD_NET=10.77.1 # --server knfsd: its guest's /30, routed through the server host
 SERVER_NAME=${VC_SERVER_NAME:-srv}
 
 log() { printf 'vcluster.sh: %s\n' "$*" >&2; }
@@ -145,7 +154,7 @@ connect() {
 
 cmd_up() {
     local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
-    local link_rtt_us=0 kclient=0 mount_opts=vers=3 share=""
+    local link_rtt_us=0 kclient=0 mount_opts=vers=3 share="" server=ganesha
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -163,12 +172,19 @@ cmd_up() {
             --mount-opts=*) mount_opts=${1#*=}; shift ;;
             --share) [ $# -ge 2 ] || die "up: --share needs a DIR"; share=$2; shift 2 ;;
             --share=*) share=${1#*=}; shift ;;
+            --server) server=${2:-}; shift 2 ;;
+            --server=*) server=${1#*=}; shift ;;
             *) log "up: unknown argument $1"; usage ;;
         esac
     done
     [ -n "${STATE:-}" ] || die "up: --state DIR is required"
     [[ "$clients" =~ ^[1-9][0-9]*$ ]] && ((clients <= 200)) || die "up: --clients must be 1..200"
     [[ "$slots" =~ ^[1-9][0-9]*$ ]] || die "up: --slots must be a positive number"
+    case "$server" in
+        ganesha) ;;
+        knfsd) ((slurm == 0)) || die "up: --slurm and --server knfsd do not go together (no slurmd in its guest)" ;;
+        *) die "up: --server must be ganesha or knfsd" ;;
+    esac
     [ "$(id -u)" -eq 0 ] || die "up: needs root (namespaces)"
     tools_need up "see cluster-configs/local/install.sh" unshare nsenter ip mpirun
     ((slurm == 0)) || slurm_check_tools
@@ -206,6 +222,10 @@ cmd_up() {
     local server_args=(start --state "$STATE/server" --fs "$fs" --size "$size" "$mode"
                        --hostname "$SERVER_NAME")
     [ -n "$workers" ] && server_args+=(--workers "$workers")
+    if [ "$server" = knfsd ]; then
+        server_args+=(--server knfsd --guest-net "$KNFSD_NET" --export-to "$NET.0/24")
+        printf '%s\n' "$KNFSD_NET.0/30,$NET.2" >"$STATE/server-route"
+    fi
     local url
     url=$(bash "$NFS_SERVER" "${server_args[@]}") # line 1 the URL, line 2 ganesha's PID
     url=${url%%$'\n'*}
@@ -218,6 +238,12 @@ cmd_up() {
     sup_start=$(proc_start "$sup")
     printf '%s %s %s - server\n' "$SERVER_NAME" "$sup" "$sup_start" >>"$STATE/hosts"
     connect "$SERVER_NAME" "$NET.2"
+    if [ -s "$STATE/server-route" ]; then
+        # The kernel nfsd's guest sits behind the server host: it forwards,
+        # and every host routes the guest's subnet through it.
+        in_host "$SERVER_NAME" sysctl -qw net.ipv4.ip_forward=1
+        route_add head
+    fi
     if [ -n "$link" ]; then
         link_up "$link"
     fi
@@ -235,6 +261,7 @@ cmd_up() {
         else
             start_host "$name" client
             connect "$name" "$NET.$((10 + i))"
+            route_add "$name"
         fi
         printf '%s slots=%s\n' "$name" "$slots" >>"$STATE/hostfile"
     done
@@ -251,14 +278,36 @@ cmd_up() {
     fi
     for ((i = 1; i <= clients && !kclient; i++)); do
         name=$(printf 'c%02d' "$i")
-        in_host "$name" timeout "$reach" bash -c "exec 3<>/dev/tcp/$NET.2/2049" ||
-            die "up: $name cannot reach $NET.2:2049"
+        in_host "$name" timeout "$reach" bash -c "exec 3<>/dev/tcp/$(url_host)/2049" ||
+            die "up: $name cannot reach $(url_host):2049"
     done
     ((slurm == 0)) || slurm_up "$clients" "$slots"
     trap - ERR EXIT
-    log "up: $clients $( ((kclient)) && echo "kernel-client guests (mount -o $mount_opts)" || echo clients) x $slots slots, server $SERVER_NAME ($fs), head $NET.1, link $(vc_link)$(
+    log "up: $clients $( ((kclient)) && echo "kernel-client guests (mount -o $mount_opts)" || echo clients) x $slots slots, server $SERVER_NAME ($server, $fs), head $NET.1, link $(vc_link)$(
         ((slurm == 0)) || printf ', Slurm (SLURM_CONF=%s)' "$(slurm_dir)/slurm.conf")"
     cat "$STATE/url"
+}
+
+# url_host: the host of the export's URL (the server host's address, or
+# with --server knfsd its guest's).
+url_host() { sed -e 's|^nfs://||' -e 's|[/:?].*||' "$STATE/url"; }
+
+# server_routes ip|guest: the route to the kernel nfsd's subnet, for
+# `ip route add` (ip) or uml-init's routes setting (guest); nothing for
+# ganesha.
+server_routes() {
+    [ -s "$STATE/server-route" ] || return 0
+    local route
+    route=$(cat "$STATE/server-route")
+    if [ "$1" = ip ]; then echo "${route%,*} via ${route#*,}"; else echo "$route"; fi
+}
+
+# route_add NAME: host NAME's route to the kernel nfsd's subnet (none for
+# ganesha).
+route_add() {
+    local route
+    read -r -a route <<<"$(server_routes ip)"
+    ((${#route[@]} == 0)) || in_host "$1" ip route add "${route[@]}"
 }
 
 # link_up SPEC: the link between the clients and the server host, made by
@@ -387,11 +436,13 @@ cmd_down() {
 }
 
 cmd_mount() {
-    local opts="" args=()
+    local opts="" ra="" args=()
     while (($#)); do
         case "$1" in
             --mount-opts) [ $# -ge 2 ] || die "mount: --mount-opts needs OPTS"; opts=$2; shift 2 ;;
             --mount-opts=*) opts=${1#*=}; shift ;;
+            --read-ahead-kb) [ $# -ge 2 ] || die "mount: --read-ahead-kb needs KB"; ra=$2; shift 2 ;;
+            --read-ahead-kb=*) ra=${1#*=}; shift ;;
             *) args+=("$1"); shift ;;
         esac
     done
@@ -399,8 +450,8 @@ cmd_mount() {
     [ -n "${STATE:-}" ] && [ -f "$STATE/$MARKER" ] || die "mount: no cluster at --state"
     [ -f "$STATE/mount-opts" ] || die "mount: the cluster has no kernel-client guests (up --kernel-client)"
     [ -n "$opts" ] || die "mount: --mount-opts OPTS is required"
-    guests_mount "$opts"
-    log "mount: every client host has the export with -o $opts"
+    guests_mount "$opts" "$ra"
+    log "mount: every client host has the export with -o $opts$([ -z "$ra" ] || echo ", read-ahead $ra KiB")"
 }
 
 cmd_status() {
@@ -427,7 +478,9 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
+    printf 'server=%s\n' "$([ -s "$STATE/server-route" ] && echo knfsd || echo ganesha)"
     [ -r "$STATE/mount-opts" ] && printf 'mount_opts=%s\n' "$(cat "$STATE/mount-opts")"
+    [ -r "$STATE/read-ahead-kb" ] && printf 'read_ahead_kb=%s\n' "$(cat "$STATE/read-ahead-kb")"
     printf 'link=%s\nlink_applied=%s\n' "$(vc_link)" "$(link_applied)"
     if ((down == 0)); then echo "state=up"; return 0; fi
     echo "state=degraded"
