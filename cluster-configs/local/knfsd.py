@@ -14,9 +14,11 @@ host's /usr. The namespace reaches the guest over a tap device:
 HOST_ADDR and GUEST_ADDR are NET.1 and NET.2 of the /30 NET.0 (the
 environment's HERD_KNFSD_NET, default 10.77.0: nfs-server.sh start
 --guest-net, which a virtual cluster sets to keep it apart from its own
-subnet). The guest routes everything else through HOST_ADDR, and exports
-to HOST_ADDR and the settings' EXPORT_TO (a cluster's subnet, whose hosts
-reach the guest through the namespace).
+subnet). The guest exports to HOST_ADDR and the settings' EXPORT_TO (a
+cluster's subnet, whose hosts reach the guest through the namespace) and
+routes that subnet, and nothing else, through HOST_ADDR (a default route
+would send its name lookups to a resolver it cannot reach, each one then
+waiting for its timeout instead of failing at once).
 
 Clients in the namespace use nfs://GUEST_ADDR/export; herd's monitor
 scrapes http://GUEST_ADDR:METRICS_PORT/metrics (node_exporter, plus
@@ -103,7 +105,8 @@ def nlm_grace(grace):
 def guest_config(settings):
     """STATE/guest/config, the KEY=VALUE lines uml-init.c reads."""
     lines = {
-        "addr": GUEST_ADDR, "netmask": NETMASK, "routes": f"0.0.0.0/0,{HOST_ADDR}",
+        "addr": GUEST_ADDR, "netmask": NETMASK,
+        "routes": " ".join(f"{net},{HOST_ADDR}" for net in settings.get("EXPORT_TO", "").split()),
         "client": " ".join([HOST_ADDR] + settings.get("EXPORT_TO", "").split()),
         "fs": settings["FS"], "threads": settings["THREADS"],
         "mode": "async" if settings["MODE"] == "async" else "sync",
