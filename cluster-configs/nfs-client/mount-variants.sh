@@ -26,17 +26,20 @@
 # fstab.examples); the effective value is in /proc/mounts, which --apply
 # prints and herd records per host.
 #
-# With herd, one run per mount. The posix backend has no per-phase rsize
-# (nfs_rsize is a libnfs key; posix ignores it), so every read phase of a
-# run uses that mount's rsize; direct = yes (O_DIRECT) sends every read to
-# the server in rsize-sized READs instead of serving it from the page cache
-# that the write phase just filled:
+# With herd, one run per mount: the posix backend has no per-phase rsize
+# (nfs_rsize is libnfs's), so a run reads with its mount's rsize. Write the
+# file once (jobs/seed000-kernel.ini keeps it under a fixed run id), then
+# read it once per mount; each mount is fresh (mount right before the run,
+# as the seed did), so its page cache is empty and the kernel's read-ahead
+# decides what is in flight:
+#   herd run jobs/seed000-kernel.ini --set target=MOUNTDIR/rsize-1048576 \
+#        --set kind=write --set block_size=1M --set deadline=0 -o write.h5
 #   for m in MOUNTDIR/rsize-*; do
-#     herd run jobs/seed000.ini --set backend=posix --set direct=yes \
-#          --set target=$m -o "$(basename "$m").h5"
+#     herd run jobs/seed000-kernel.ini --set target=$m -o "$(basename "$m").h5"
 #   done
-#   analysis/herd-compare --label opt:rsize rsize-*.h5
-# Without mounts, jobs/seed000.ini sweeps nfs_rsize itself over libnfs.
+#   analysis/herd-compare rsize-*.h5 --label fstype --x opt:rsize --kind read
+# jobs/seed000.sh CLIENT=kernel does all of it in a virtual cluster, and
+# without mounts jobs/seed000.ini sweeps nfs_rsize itself over libnfs.
 #
 # It contacts nothing unless --apply is given (then only what mount(8)
 # itself does). Sourcing the file runs nothing.

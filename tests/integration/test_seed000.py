@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import h5py
+import numpy as np
 import pytest
 
 from conftest import REPO_DIR, describe, herd_run, mpi_env, run_cmd, write_job
@@ -216,6 +217,68 @@ def test_sweep_hostile_values(sweep_runs, tmp_path, value):
     one_line_error(proc)
 
 
+def with_mount_options(src, dst, *options):
+    """A copy of results file src whose /hosts rows have these
+    mount_options (one per row, the last repeated)."""
+    dst.write_bytes(src.read_bytes())
+    with h5py.File(dst, "r+") as f:
+        rows = f["hosts"][()]
+        for i in range(len(rows)):
+            rows["mount_options"][i] = options[min(i, len(options) - 1)].encode()
+        f["hosts"][...] = rows
+    return dst
+
+
+def test_sweep_of_a_mount_option(sweep_runs, tmp_path):
+    """--x opt:rsize: each run one point at its hosts' rsize; runs with one
+    label share a column, a cell's spread over its runs shown; no
+    mountstats (libnfs): no kernel table."""
+    _, (if1, if4) = sweep_runs
+    a = with_mount_options(if1, tmp_path / "a.h5", "vers=3,rsize=4096")
+    b = with_mount_options(if4, tmp_path / "b.h5", "vers=3,rsize=16384")
+    c = with_mount_options(if1, tmp_path / "c.h5", "vers=3,rsize=16384")
+    proc = tool(a, b, c, "--label", "fstype", "--x", "opt:rsize", "--kind", "read",
+                "-o", tmp_path / "out")
+    assert proc.returncode == 0, describe(proc)
+    head, rows = parse_sweep_table(proc.stdout, key="opt:rsize")
+    assert head == ["opt:rsize", "libnfs"], proc.stdout
+    assert list(rows) == ["4K", "16K", "best"], proc.stdout
+    assert "(" not in rows["4K"][0] and "(" in " ".join(rows["16K"]), proc.stdout
+    assert "kernel client" not in proc.stdout
+    with open(tmp_path / "out" / "sweep.csv", newline="", encoding="utf-8") as f:
+        csv_rows = {r["opt:rsize"]: r for r in csv.DictReader(f)}
+    assert csv_rows["16K"]["runs"] == "2" and csv_rows["4K"]["runs"] == "1"
+    lo, hi = float(csv_rows["16K"]["mib_per_s_min"]), float(csv_rows["16K"]["mib_per_s_max"])
+    assert lo <= float(csv_rows["16K"]["mib_per_s"]) <= hi
+    assert csv_rows["16K"]["rpcs"] == ""
+
+
+@pytest.mark.parametrize("options,words", [
+    (("vers=3,rsize=4096", "vers=3,rsize=8192"), ["different values"]),
+    (("vers=3,rsize=evil\x1b[31m",), ["not a number or size"]),
+    (("vers=3",), ["no phases", "mount option"]),
+])
+def test_sweep_of_a_mount_option_refusals(sweep_runs, tmp_path, options, words):
+    """Hosts that disagree, a value that is no size, no host with the
+    option: one line, exit 2."""
+    _, (if1, if4) = sweep_runs
+    path = tmp_path / "x.h5"
+    path.write_bytes(if1.read_bytes())
+    with h5py.File(path, "r+") as f:
+        rows = f["hosts"][()]
+        extra = np.array(rows[:1]) if len(options) > len(rows) else None
+        if extra is not None:
+            rows = np.concatenate([rows, extra])
+            rows["host"][-1] = len(rows) - 1
+            del f["hosts"]
+            f.create_dataset("hosts", data=rows)
+        for i in range(len(rows)):
+            rows["mount_options"][i] = options[min(i, len(options) - 1)].encode()
+        f["hosts"][...] = rows
+    other = path if len(options) == 1 and "rsize" not in options[0] else if4
+    one_line_error(tool(path, other, "--x", "opt:rsize"), *words)
+
+
 # ---------------------------------------------------------------- 3. the driver
 
 
@@ -226,10 +289,20 @@ def driver(env_extra, timeout=150):
 
 @pytest.mark.parametrize("setting", ["RTTS=abc", "RTTS=1 -2", "INFLIGHT=0", "INFLIGHT=257",
                                      "RANKS=-1", "RATE=8", "FILE_SIZE=1X", "DEADLINE=0",
-                                     "ITERATIONS=x", "RTTS=30000", "MTU=100"])
+                                     "ITERATIONS=x", "RTTS=30000", "MTU=100", "CLIENT=fuse",
+                                     "RSIZES=4096", "MOUNT_OPTS=vers=3",
+                                     "CLIENT=kernel&INFLIGHT=4", "CLIENT=kernel&RSIZES=512",
+                                     "CLIENT=kernel&MTU=9000",
+                                     "CLIENT=kernel&MOUNT_OPTS=vers=3;reboot",
+                                     "CLIENT=kernel&MOUNT_OPTS=vers=3,rsize=4096", "READ_AHEAD_KB=512",
+                                     "CLIENT=kernel&READ_AHEAD_KB=2000000"])
 def test_driver_bad_settings(tmp_path, setting):
-    key, _, value = setting.partition("=")
-    proc = driver({key: value, "OUT": str(tmp_path / "out")}, timeout=30)
+    """One line naming the setting, exit 2, nothing made. The kernel
+    client's settings (RSIZES, MOUNT_OPTS) are refused for libnfs and
+    libnfs's (INFLIGHT, an MTU other than the cluster's 1500) for it."""
+    pairs = dict(p.partition("=")[::2] for p in setting.split("&"))
+    key = list(pairs)[-1]
+    proc = driver(dict(pairs, OUT=str(tmp_path / "out")), timeout=30)
     assert proc.returncode == 2, describe(proc)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("seed000.sh: "), describe(proc)
