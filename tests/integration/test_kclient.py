@@ -26,19 +26,33 @@ monitor rank on the server host.
    and no error; with `soft,timeo=5,retrans=1`, ganesha frozen (SIGSTOP)
    for 4 s: the calls fail with EIO or ETIMEDOUT, counted by errno, the
    run still ends with its results (exit 3), and the mount works again
-   once the server is back.
+   once the server is back. A symbolic link and a FIFO planted in a kept
+   run directory: errors (ELOOP, ENXIO), nothing touched, no hang. SIGTERM
+   to the rank in one guest: every rank stops, results interrupted, 143.
+   The guest agent kills a command whose caller hung up (SIGKILL after 5 s).
+7. The kernel's nfsd as the server (up --server knfsd, its guest on a
+   routed subnet): the neighbour-read proof by nfsd's own read counter
+   (equal to the clients' mountstats), locks through the kernel's NLM and
+   NFSv4 on both sides, and the export re-exported with another fsid under
+   a read: ESTALE on every reader, counted, exit 3, clean after a remount.
+8. jobs/seed000.sh CLIENT=kernel, quick: the rsize sweep over the kernel
+   mount (herd-compare --x opt:rsize), with the READ size, RPCs in flight
+   and read-ahead window per point; nothing left behind.
 
 Needs root, user-mode-linux, nfs-ganesha, nfs-common and OpenMPI; skips
 with a message otherwise. Run: ctest -R kclient, or
 /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_kclient.py
 """
+import csv
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -62,12 +76,12 @@ pytestmark = [pytestmark, needs_uml]
 class KernelCluster(Cluster):
     """4 kernel-client guests, 1 slot each, and the server host."""
 
-    def __init__(self, state, mount_opts="vers=3"):
+    def __init__(self, state, mount_opts="vers=3", server_args=()):
         self.share = state.parent / "share"
         self.share.mkdir(exist_ok=True)
         super().__init__(state, 1, clients=CLIENTS,
                          up_args=["--kernel-client", "--mount-opts", mount_opts,
-                                  "--share", str(self.share)])
+                                  "--share", str(self.share), *server_args])
 
     def mount(self, opts):
         proc = subprocess.run(["bash", str(VCLUSTER), "mount", "--state", str(self.state),
@@ -265,13 +279,18 @@ def assert_within(run, phase, when):
                                                                        a["t_end"])
 
 
+def write_then_read_job(path, size, **read_keys):
+    """Phase w writes a file of size per rank (1M calls, fsync), phase r
+    reads a neighbour's with read_keys."""
+    return write_job(path, {"block_size": "1M", "fsync": "yes"},
+                     [("w", {"kind": "write", "file_size": str(size)}),
+                      ("r", {"kind": "read", "file_size": str(size), "read_from": "neighbor",
+                             **read_keys})])
+
+
 def test_server_restart_hard_mount_waits(kcluster, herd_bin, tmp_path):
     kcluster.mount("vers=3,hard")
-    size = str(64 * MIB)
-    job = write_job(tmp_path / "restart.ini", {"block_size": "1M", "fsync": "yes"},
-                    [("w", {"kind": "write", "file_size": size}),
-                     ("r", {"kind": "read", "file_size": size, "read_from": "neighbor",
-                            "verify": "yes"})])
+    job = write_then_read_job(tmp_path / "restart.ini", 64 * MIB, verify="yes")
     before, when = ganesha_pid(kcluster), []
     t = while_writing(kcluster, lambda: kcluster.server("restart-ganesha"), when)
     run = kcluster.herd(herd_bin, job, "restart-hard")
@@ -314,3 +333,364 @@ def test_server_frozen_soft_mount_fails_calls(kcluster, herd_bin, tmp_path):
     assert_clean(kcluster.herd(herd_bin, after, "soft-after"), ["after"])
     print(f"\n  soft mount, server frozen 4 s: "
           f"{errors.groupby('errno_name')['count'].sum().to_dict()}")
+
+
+def test_seed000_kernel_sweep(herd_bin, tmp_path):
+    """jobs/seed000.sh CLIENT=kernel, quick: a 4 ms round trip x 2 rsizes,
+    one fresh mount each, read-ahead set to 256 KiB; the table has the
+    link's column and a row per rsize, each point's READs carry at most rsize
+    (the kernel asked for it) and its mount had the read-ahead asked for;
+    nothing is left."""
+    from test_link import _linkdelay, _why_skip_link
+    why = _why_skip_link()
+    if why:
+        pytest.skip(why)
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, HERD=herd_bin, HERD_LINKDELAY=str(_linkdelay()), OUT=str(out),
+               TMPDIR=str(tmp), CLIENT="kernel", RTTS="4", RSIZES="4096 16384",
+               ITERATIONS="1", FILE_SIZE="2M", READ_AHEAD_KB="256")
+    env["PATH"] += ":/usr/sbin:/sbin"
+    proc = subprocess.run(["bash", str(REPO_DIR / "jobs" / "seed000.sh")], env=env,
+                          capture_output=True, text=True, timeout=400)
+    try:
+        assert proc.returncode == 0, describe(proc)
+        lines = proc.stdout.splitlines()
+        head = lines.index("MiB/s per opt:rsize (rows) and run (columns)")
+        assert lines[head + 1].split() == ["opt:rsize", "delay=2ms,mtu=1500"]
+        assert [l.split()[0] for l in lines[head + 3:head + 6]] == ["4K", "16K", "best"]
+        with open(out / "sweep" / "sweep.csv", newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 2, rows
+        for row in rows:
+            rsize = {"4K": 4096, "16K": 16384}[row["opt:rsize"]]
+            assert 0.5 * rsize <= float(row["bytes_per_rpc"]) <= rsize, row
+            assert float(row["rpcs"]) * float(row["bytes_per_rpc"]) == pytest.approx(2 * MIB)
+            assert int(row["read_ahead_kb"]) == 256 and float(row["rtt_ms"]) > 0, row
+            assert float(row["rtt_ms"]) >= 4, row
+        for name in ("rtt4ms-rsize4096-1", "rtt4ms-rsize16384-1"):
+            run = herd_results.Run(str(out / f"{name}.h5"))
+            assert all(f"rsize={name.split('rsize')[1][:-2]}," in o
+                       for o in run.hosts["mount_options"]), run.hosts
+    finally:
+        left = [d for d in Path("/proc").iterdir() if d.name.isdigit()
+                and _cmdline_has(d, str(tmp))]
+        assert not left and not list(tmp.iterdir()), (left, list(tmp.iterdir()))
+
+
+def _cmdline_has(proc_dir, text):
+    try:
+        return text.encode() in (proc_dir / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- the kernel's nfsd
+
+
+def nfsd_io(cluster):
+    """(bytes read, bytes written) by the kernel nfsd so far: the io line of
+    /proc/net/rpc/nfsd in its guest."""
+    proc = subprocess.run(["bash", str(NFS_SERVER), "guest", "--state",
+                           str(cluster.state / "server"), "--", "read", "/proc/net/rpc/nfsd"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    text = proc.stdout
+    for line in text.splitlines():
+        if line.startswith("io "):
+            return tuple(int(v) for v in line.split()[1:3])
+    pytest.fail(f"no io line in /proc/net/rpc/nfsd:\n{text}")
+
+
+@pytest.fixture(scope="module")
+def kncluster(tmp_path_factory):
+    c = KernelCluster(tmp_path_factory.mktemp("kclient-knfsd") / "vc",
+                      server_args=["--server", "knfsd"])
+    yield c
+    proc = c.down()
+    assert proc.returncode == 0, proc.stderr
+    c.assert_gone()
+
+
+def test_knfsd_server_read_counter(kncluster, herd_bin, tmp_path):
+    """Kernel clients on a kernel nfsd (the seeds' own pair): the server's
+    read counter says which reads reached it, and agrees with the clients'
+    mountstats. Run 1 writes and reads back on each host: nfsd wrote every
+    byte (and the run's lock file); the reads were the page cache's, except
+    on a host whose open found other attributes than it cached at close
+    (it then re-reads the file whole: seen on one host of four against
+    nfsd; docs/results-format.md). Run 2, a neighbour's file: nfsd read all
+    of it, and md5 of the same file right after fetched nothing (cached);
+    run 3, direct = yes on the writing host: all of it. Exact bytes and
+    verify in every run."""
+    status = subprocess.run(["bash", str(VCLUSTER), "status", "--state", str(kncluster.state)],
+                            capture_output=True, text=True)
+    assert "server=knfsd" in status.stdout and "url=nfs://10.77.1.2/" in status.stdout, \
+        describe(status)
+    kncluster.mount("vers=3,hard")
+    base = {"block_size": "1M", "fsync": "yes", "run_id": "knfsd-proof", "keep": "yes",
+            "file_size": str(FILE)}
+    runs = [("self", [("write", {"kind": "write"}),
+                      ("read-self", {"kind": "read", "verify": "yes"})]),
+            ("neighbor", [("read-neighbor", {"kind": "read", "read_from": "neighbor",
+                                             "verify": "yes"}),
+                          ("md5-neighbor", {"kind": "md5", "read_from": "neighbor"})]),
+            ("direct", [("read-direct", {"kind": "read", "direct": "yes", "verify": "yes"})])]
+    counts, fetched = {}, {}
+    for name, phases in runs:
+        job = write_job(tmp_path / f"{name}.ini", base, phases)
+        before = nfsd_io(kncluster)
+        run = kncluster.herd(herd_bin, job, f"knfsd-{name}")
+        after = nfsd_io(kncluster)
+        assert_clean(run, [p for p, _ in phases])
+        for p, _ in phases:
+            assert run.phases.set_index("phase").loc[p, "bytes"] == CLIENTS * FILE, p
+        counts[name] = (after[0] - before[0], after[1] - before[1])
+        for p, _ in phases:
+            fetched[p] = per_host(client_rows(run, p), "server_read_bytes")
+        # (nfsd's count for the run = what the clients' mountstats fetched in it)
+        assert sum(sum(fetched[p].values()) for p, _ in phases) == counts[name][0], \
+            (name, fetched, counts)
+    every = CLIENTS * FILE
+    # (what nfsd wrote beyond the files: the run's lock file, a line per run)
+    assert every <= counts["self"][1] < every + 4096, counts
+    assert set(fetched["read-self"].values()) <= {0, FILE} and counts["self"][0] < every, fetched
+    assert counts["neighbor"][0] == every, counts
+    assert sum(fetched["md5-neighbor"].values()) == 0, fetched
+    assert counts["direct"][0] == every, counts
+    print(f"\n  nfsd io (read, written) bytes per run: {counts}; same-host read fetched, "
+          f"per host: {fetched['read-self']}")
+
+
+def test_knfsd_server_locks(kncluster, herd_bin, tmp_path):
+    """fcntl locks from 4 kernel clients through the kernel's NLM on both
+    sides (v3) and NFSv4 LOCK (v4.2): grants on every host, none broken."""
+    for vers in ("3", "4.2"):
+        kncluster.mount(f"vers={vers},hard")
+        job = write_job(tmp_path / f"lock{vers}.ini", {"monitor_interval": "500ms"},
+                        [("lk", {"kind": "lock", "count": "20"})])
+        run = kncluster.herd(herd_bin, job, f"knfsd-lock-v{vers}")
+        ranks = run.ranks("lk")
+        assert int(ranks["violations"].sum()) == 0 and int(ranks["errors"].sum()) == 0, vers
+        assert (ranks.groupby("host")["grants"].sum() > 0).all(), ranks
+        print(f"\n  v{vers} locks on knfsd: {int(ranks['grants'].sum())} grants")
+
+
+def test_guest_command_killed_after_hang_up(kcluster):
+    """The guest agent's `sh LINE` whose caller hangs up: its process group
+    gets SIGTERM, and SIGKILL 5 s later when it ignores that (an orted
+    whose mpirun died must not outlive it in the guest)."""
+    addr = next(h[3] for h in kcluster.hosts if h[0] == "c01")
+    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
+    caller = subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(kcluster.state),
+                               "--", "python3", guest_py, "sh", addr,
+                               "trap '' TERM; exec sleep 7777"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+
+    def sleepers():
+        proc = kcluster.run("python3", guest_py, "sh", addr,
+                            "pgrep -cfx 'sleep 7777' || true", timeout=30)
+        return proc.stdout.strip()
+    try:
+        end = time.monotonic() + 20
+        while sleepers() != "1":
+            assert time.monotonic() < end, "the command never started in the guest"
+            time.sleep(0.2)
+    finally:
+        os.killpg(caller.pid, signal.SIGKILL)
+        caller.wait()
+    hung_up = time.monotonic()
+    while sleepers() != "0":
+        assert time.monotonic() - hung_up < 15, "the command outlived its caller"
+        time.sleep(0.5)
+    took = time.monotonic() - hung_up
+    assert took >= 3, f"gone after {took:.1f} s: the SIGTERM it ignores cannot have killed it"
+    print(f"\n  a command ignoring SIGTERM: gone {took:.1f} s after its caller hung up")
+
+
+def export_dir(cluster):
+    return Path(f"/proc/{ganesha_pid(cluster)}/root{cluster.state / 'server' / 'export'}")
+
+
+def test_hostile_files_on_the_export(kcluster, herd_bin, tmp_path):
+    """What another client (or the server's admin) planted in a kept run
+    directory, seen through a fresh kernel mount: a data file replaced by a
+    symbolic link to a file herd did not make (the open fails, ELOOP; the
+    file and the link stay as they were) and one replaced by a FIFO (an
+    error, not a hang). The other ranks' files work; the run ends, exit 3."""
+    kcluster.mount("vers=3,hard")
+    base = {"block_size": "64K", "file_size": "1M", "run_id": "hostile", "keep": "yes",
+            "fileset": "fs", "deadline": "20s"}
+    write = write_job(tmp_path / "w.ini", base, [("w", {"kind": "write"})])
+    assert_clean(kcluster.herd(herd_bin, write, "hostile-1"), ["w"])
+    export = export_dir(kcluster)
+    canary = export / "canary.dat"
+    canary.write_bytes(b"not herd's\n")
+    fs = export / "herd-hostile" / "fs"
+    (fs / "r000001.dat").unlink()
+    (fs / "r000001.dat").symlink_to("../../canary.dat")
+    (fs / "r000002.dat").unlink()
+    os.mkfifo(fs / "r000002.dat")
+    # A fresh mount: what the server has now, not the names and attributes
+    # the clients cached (another client's change shows only when they
+    # expire: acdirmin).
+    kcluster.mount("vers=3,hard")
+    both = write_job(tmp_path / "wr.ini", base, [("w", {"kind": "write"}),
+                                                 ("r", {"kind": "read", "verify": "yes"})])
+    t0 = time.monotonic()
+    run = kcluster.herd(herd_bin, both, "hostile-2", timeout=180, expect=3)
+    took = time.monotonic() - t0
+    assert canary.read_bytes() == b"not herd's\n"
+    assert (fs / "r000001.dat").is_symlink() and os.readlink(fs / "r000001.dat") == \
+        "../../canary.dat"
+    assert stat.S_ISFIFO(os.lstat(fs / "r000002.dat").st_mode)
+    for phase in ("w", "r"):
+        errors = run.errors(phase)
+        by_rank = errors.groupby("rank")["errno_name"].apply(set).to_dict()
+        assert by_rank.get(1) == {"ELOOP"}, (phase, errors)
+        assert by_rank.get(2) and by_rank[2] <= {"ENXIO", "ENOTSUP", "EOPNOTSUPP"}, \
+            (phase, errors)
+        assert set(by_rank) == {1, 2}, (phase, errors)
+        assert run.phases.set_index("phase").loc[phase, "verify_failures"] == 0
+    assert took < 120, f"{took:.0f} s: a planted file made herd wait"
+    canary.unlink()
+    print(f"\n  planted link and FIFO: {run.errors('w')[['rank', 'op', 'errno_name']].values}")
+
+
+def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
+    """SIGTERM to the herd rank in one guest, mid-write on the kernel
+    mount: every rank stops within seconds, the results file says
+    interrupted with exit code 143, and the clean-up removed what the run
+    made on the export."""
+    kcluster.mount("vers=3,hard")
+    job = write_job(tmp_path / "sig.ini", {"block_size": "1M", "run_id": "sig"},
+                    [("w", {"kind": "write", "file_size": str(64 * MIB), "fileset": "sig",
+                            "think_time": "100ms"}),
+                     ("after", {"kind": "write", "file_size": "1M"})])
+    addr = next(h[3] for h in kcluster.hosts if h[0] == "c02")
+    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
+    # In c02 itself: once its rank's file has 4 MiB (what the client's page
+    # cache holds: the server sees it only at write-back), SIGTERM to it.
+    mine = kcluster.state / "mnt" / "herd-sig" / "sig" / "r000001.dat"
+    line = (f"timeout 120 sh -c 'while [ $(stat -c %s {mine} 2>/dev/null || echo 0) -lt "
+            f"{4 * MIB} ]; do sleep 0.05; done; pkill -TERM -x herd'")
+    when = []
+
+    def signal_when_written():
+        if kcluster.run("python3", guest_py, "sh", addr, line, timeout=150).returncode == 0:
+            when.append(time.time())
+    t = threading.Thread(target=signal_when_written)
+    t.start()
+    try:
+        out = kcluster.share / "sig.h5"
+        cmd = (f"mpirun --hostfile $HERD_HOSTFILE $HERD_MPIRUN_ARGS -np {CLIENTS + 1} "
+               f"{herd_bin} run {job} --set target=$VC_MOUNT --set monitor_host=srv -o {out}")
+        proc = kcluster.run("bash", "-c", cmd, timeout=180)
+    finally:
+        t.join()
+    assert when, "the write never got under way"
+    assert proc.returncode != 0, describe(proc)
+    run = herd_results.Run(str(out))
+    assert run.status == "interrupted" and int(run.attrs["exit_code"]) == 143, describe(proc)
+    assert list(run.phase_names) == ["w"]
+    a = run.phase_attrs("w")
+    assert a["status"] == "interrupted"
+    epoch = float(run.attrs["epoch_unix"])
+    assert run.ranks("w")["t_end"].max() + epoch - when[0] < 10, "ranks went on after the signal"
+    assert not (export_dir(kcluster) / "herd-sig").exists(), "the clean-up left the run directory"
+
+
+def knfsd_export(cluster, fsid):
+    """Re-export the kernel nfsd's /export with this fsid, live, to the
+    cluster's subnet and the server host's side of its link (what
+    uml-init's export does, fsid=1): the file handles of the old fsid go
+    stale at once."""
+    opts = f"rw,sync,no_root_squash,no_subtree_check,insecure,fsid={fsid}"
+    for client in ("10.77.0.0/24", "10.77.1.1"):
+        proc = subprocess.run(["bash", str(NFS_SERVER), "guest", "--state",
+                               str(cluster.state / "server"), "--", "exec", "exportfs", "-o",
+                               opts, f"{client}:/export"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "exit 0" in proc.stdout, describe(proc)
+
+
+def test_export_change_gives_estale(kncluster, herd_bin, tmp_path):
+    """The export changed under a read (re-exported with another fsid, as
+    after a fail-over to a server that numbers it differently): every file
+    handle the clients hold is stale, the kernel client's READs fail with
+    ESTALE on every reader, counted by errno, and the run ends with its
+    results (exit 3). After a remount a fresh run is clean."""
+    kncluster.mount("vers=3,hard")
+    job = write_then_read_job(tmp_path / "stale.ini", 32 * MIB, think_time="100ms")
+    out = kncluster.share / "stale.h5"
+    cmd = (f"mpirun --hostfile $HERD_HOSTFILE $HERD_MPIRUN_ARGS -np {CLIENTS + 1} "
+           f"{herd_bin} run {job} --set target=$VC_MOUNT --set monitor_host=srv -o {out}")
+    proc = subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(kncluster.state),
+                             "--", "bash", "-c", cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    when, lines = [], []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("herd: phase w:"):
+                time.sleep(1.0)  # (the read's 32 calls take 3.2 s of think time)
+                when.append(time.time())
+                knfsd_export(kncluster, 2)
+        proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        knfsd_export(kncluster, 1)
+    assert when, "".join(lines)
+    assert proc.returncode == 3, "".join(lines)
+    run = herd_results.Run(str(out))
+    assert_within(run, "r", when[0])
+    assert_clean(run, ["w"])
+    errors = run.errors("r")
+    assert set(errors["errno_name"]) == {"ESTALE"}, errors
+    # (each reader had seconds of think time left: every I/O rank saw it)
+    assert errors["rank"].nunique() == CLIENTS, errors
+    assert run.status == "complete" and int(run.attrs["exit_code"]) == 3
+    kncluster.mount("vers=3,hard")
+    fresh = write_job(tmp_path / "fresh.ini", {"block_size": "1M"},
+                      [("w", {"kind": "write", "file_size": "4M"}),
+                       ("r", {"kind": "read", "file_size": "4M", "read_from": "neighbor",
+                              "verify": "yes"})])
+    assert_clean(kncluster.herd(herd_bin, fresh, "stale-after"), ["w", "r"])
+    print(f"\n  export re-exported with another fsid mid-read: "
+          f"{errors.groupby('errno_name')['count'].sum().to_dict()} on "
+          f"{errors['rank'].nunique()} ranks")
+
+
+def test_meta_and_storm_over_kernel_nfs(kcluster, herd_bin, tmp_path):
+    """The other workload kinds on the kernel mount: an mdtest-like meta
+    phase (unique and shared trees: create, stat, rename, unlink, rmdir)
+    and an open storm on one shared file, from 4 hosts: every item done,
+    no error, and the metadata RPCs seen in each host's mountstats (the
+    creates reached the server, not only the client's caches)."""
+    kcluster.mount("vers=3,hard")
+    meta = {"kind": "meta", "dirs": "4", "files": "40", "file_size": "4K", "block_size": "4K"}
+    job = write_job(tmp_path / "meta.ini", {"fsync": "no"},
+                    [("meta-unique", dict(meta, fileset="mu")),
+                     ("meta-shared", dict(meta, sharing="shared", fileset="ms")),
+                     ("w", {"kind": "write", "sharing": "shared", "fileset": "st",
+                            "file_size": "64K", "block_size": "16K"}),
+                     ("storm", {"kind": "storm", "sharing": "shared", "fileset": "st",
+                                "file_size": "64K", "block_size": "16K", "count": "25"})])
+    run = kcluster.herd(herd_bin, job, "meta-storm")
+    assert_clean(run, run.phase_names)
+    for name in ("meta-unique", "meta-shared"):
+        steps = run.meta_steps(name)
+        items = steps.groupby("step")["items"].sum().to_dict()
+        # (files per rank: 40 each, whether each rank has a tree or all share one)
+        assert items["create"] == items["stat"] == items["rename"] == items["unlink"] == \
+            CLIENTS * 40, (name, items)
+        ops = run.client_ops()
+        creates = ops[(ops["phase"] == name) & (ops["op"] == "CREATE")]
+        assert (creates.groupby("host")["ops"].sum() >= 40).all(), (name, creates)
+    storm = run.ranks("storm")
+    assert (storm["bytes"] == 25 * 16 * 1024).all() and (storm["errors"] == 0).all(), storm
+    phases = run.phases.set_index("phase")
+    print("\n  " + ", ".join(f"{n} {phases.loc[n, 'ops_per_s']:.0f} calls/s"
+                             for n in ("meta-unique", "meta-shared", "storm")))
