@@ -1,11 +1,13 @@
-/* main.c — the herd command line: run, check, keys, --help, --version.
- * `run` needs MPI; `check` and the rest do not start it. */
+/* main.c — herd's commands: run, check, keys, help, --version (the
+ * options and help text are cli.c's). `run` needs MPI; the rest do not
+ * start it. */
 #include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "job.h"
 #include "runner.h"
@@ -13,100 +15,6 @@
 #include "units.h"
 #include "utf8.h"
 #include "workload.h"
-
-#define MAX_SETS 64
-
-static const char usage[] =
-    "usage: herd run JOB.ini [-o RESULTS.h5] [--force] [--json FILE] [--set KEY=VALUE]...\n"
-    "       herd check JOB.ini [-n RANKS] [--strict] [--set KEY=VALUE]...\n"
-    "       herd keys\n"
-    "       herd --help | --version\n"
-    "\n"
-    "herd loads a shared file system (NFS, or any mount) from many MPI ranks at\n"
-    "once: phases of write, read and md5 work on unique or shared files, all ranks\n"
-    "starting each phase at one instant. Per-rank timings, errors by errno and\n"
-    "latency histograms go into one HDF5 results file.\n"
-    "\n"
-    "  run     run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5\n"
-    "          (default output herd-<run id>.h5; an existing file is kept\n"
-    "          unless --force, which replaces only an earlier results file or\n"
-    "          summary of yours). --set replaces a [global] key's value.\n"
-    "          --json FILE: also write the end-of-run summary as JSON\n"
-    "          (docs/results-format.md); a bad path is refused before any I/O.\n"
-    "  check   validate the job without MPI and print the resolved phases with\n"
-    "          the bytes each moves, per rank and for RANKS ranks (default 1).\n"
-    "  keys    list every job-file key with its default.\n"
-    "\n"
-    "exit codes: 0 clean; 2 bad input; 3 the run completed with I/O errors,\n"
-    "verify failures or clean-up leftovers; 4 an output (a phase, the --json\n"
-    "summary) could not be written; 128+N stopped by signal N (results kept);\n"
-    "1 internal.\n";
-
-struct args {
-    const char *command;
-    const char *job;
-    const char *output;
-    bool force;
-    bool strict;      /* check: refuse what it would only warn about */
-    const char *json; /* run: --json FILE */
-    long ranks;
-    char *sets[MAX_SETS];
-    int nsets;
-};
-
-/* Parse argv; returns 0, or 2 after printing one line. */
-static int args_parse(int argc, char **argv, struct args *a)
-{
-    memset(a, 0, sizeof *a);
-    a->ranks = 1;
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return 2;
-    }
-    a->command = argv[1];
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        bool has_next = i + 1 < argc;
-        if ((strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0) && has_next) {
-            a->output = argv[++i];
-        } else if (strcmp(s, "--force") == 0) {
-            a->force = true;
-        } else if (strcmp(s, "--strict") == 0) {
-            a->strict = true;
-        } else if (strcmp(s, "--json") == 0 && has_next) {
-            a->json = argv[++i];
-        } else if (strcmp(s, "--set") == 0 && has_next) {
-            if (a->nsets == MAX_SETS) {
-                fprintf(stderr, "herd: too many --set options (at most %d)\n", MAX_SETS);
-                return 2;
-            }
-            a->sets[a->nsets++] = argv[++i];
-        } else if ((strcmp(s, "-n") == 0 || strcmp(s, "--ranks") == 0) && has_next) {
-            char *end;
-            a->ranks = strtol(argv[++i], &end, 10);
-            if (end == argv[i] || *end || a->ranks < 1 || a->ranks > JOB_RANKS_MAX) {
-                char shown[256];
-                utf8_escape(argv[i], shown, sizeof shown);
-                fprintf(stderr, "herd: -n %s: expected a number of ranks (1-%d)\n", shown,
-                        JOB_RANKS_MAX);
-                return 2;
-            }
-        } else if (s[0] == '-') {
-            char shown[256];
-            utf8_escape(s, shown, sizeof shown);
-            fprintf(stderr, "herd: unknown or incomplete option '%s' (see herd --help)\n", shown);
-            return 2;
-        } else if (!a->job) {
-            a->job = s;
-        } else {
-            char shown[256];
-            utf8_escape(s, shown, sizeof shown);
-            fprintf(stderr, "herd: unexpected argument '%s' (see herd --help)\n", shown);
-            return 2;
-        }
-    }
-    return 0;
-}
 
 static void print_keys(void)
 {
@@ -126,7 +34,7 @@ static void print_keys(void)
     }
 }
 
-static int command_check(const struct args *a)
+static int command_check(const struct cli_args *a)
 {
     struct job job;
     char err[JOB_ERR_MAX];
@@ -244,7 +152,7 @@ static int run_check_scale(int rank, const struct job *job)
     return verdict;
 }
 
-static int command_run(int argc, char **argv, const struct args *a)
+static int command_run(int argc, char **argv, const struct cli_args *a)
 {
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
     int provided;
@@ -286,33 +194,32 @@ static int command_run(int argc, char **argv, const struct args *a)
 
 int main(int argc, char **argv)
 {
-    struct args a;
-    if (args_parse(argc, argv, &a) != 0)
+    struct cli_args a;
+    char err[512];
+    if (cli_parse(argc, argv, JOB_RANKS_MAX, &a, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: %s\n", err);
         return 2;
-    if (strcmp(a.command, "--help") == 0 || strcmp(a.command, "-h") == 0 ||
-        strcmp(a.command, "help") == 0) {
-        fputs(usage, stdout);
-        fputs("\nThe summary table at the end of a run:\n", stdout);
-        summary_print_legend(stdout);
+    }
+    if (a.help) {
+        cli_help(stdout, a.help_on);
+        if (a.help_on == CLI_NONE || a.help_on == CLI_RUN) {
+            fputs("\nThe summary table at the end of a run:\n", stdout);
+            summary_print_legend(stdout);
+        }
         return 0;
     }
-    if (strcmp(a.command, "--version") == 0 || strcmp(a.command, "-V") == 0) {
+    switch (a.command) {
+    case CLI_VERSION:
         printf("herd %s\n", HERD_VERSION);
         return 0;
-    }
-    if (strcmp(a.command, "keys") == 0) {
+    case CLI_KEYS:
         print_keys();
         return 0;
+    case CLI_CHECK:
+        return command_check(&a);
+    case CLI_RUN:
+        return command_run(argc, argv, &a);
+    default:
+        return 2; /* (cli_parse gives no other command without help) */
     }
-    if (strcmp(a.command, "check") == 0 || strcmp(a.command, "run") == 0) {
-        if (!a.job) {
-            fprintf(stderr, "herd: %s needs a job file (see herd --help)\n", a.command);
-            return 2;
-        }
-        return strcmp(a.command, "check") == 0 ? command_check(&a) : command_run(argc, argv, &a);
-    }
-    char shown[256];
-    utf8_escape(a.command, shown, sizeof shown);
-    fprintf(stderr, "herd: unknown command '%s' (see herd --help)\n", shown);
-    return 2;
 }

@@ -1,0 +1,121 @@
+"""herd's command line, as an IOR or fio user meets it: help per command
+(`herd COMMAND --help`, `-h`, `herd help COMMAND`, all the same text), the
+overview (`herd --help`) made of the same sections, and the options the
+parser accepts held to the help text: every option a command's help lists
+is accepted by that command (before --help, which then prints the help and
+exits 0), in both forms (`--set K=V`, `--set=K=V`), and every option of
+another command is refused with one line naming the command's help.
+
+Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
+"""
+import re
+
+import pytest
+
+from conftest import describe, herd_cmd
+
+COMMANDS = ["run", "check", "keys", "help"]
+OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
+VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M"}
+
+
+def options_of(text):
+    """[(alias, name, argument)] of a command's help text."""
+    found = []
+    for line in text.splitlines():
+        m = OPTION_LINE.match(line)
+        if m:
+            found.append(m.groups())
+    return found
+
+
+def command_help(herd_bin, command):
+    proc = herd_cmd(herd_bin, command, "--help")
+    assert proc.returncode == 0 and proc.stderr == "", describe(proc)
+    return proc.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_per_command(herd_bin, command):
+    text = command_help(herd_bin, command)
+    assert text.startswith(f"usage: herd {command}"), text
+    assert ("--help", None) in [(n, a) for _, n, a in options_of(text)], text
+    for form in ([command, "-h"], ["help", command]):
+        proc = herd_cmd(herd_bin, *form)
+        assert proc.returncode == 0, describe(proc)
+        assert proc.stdout == text, (form, proc.stdout)
+    for line in text.splitlines():
+        if command != "run":
+            assert len(line) <= 80, line
+
+
+def test_overview_is_made_of_the_commands_help(herd_bin):
+    """herd --help holds every command's help below its name (the same
+    lines, from the same table), a usage line per command, exit codes."""
+    overview = herd_cmd(herd_bin, "--help").stdout
+    for command in COMMANDS:
+        text = command_help(herd_bin, command)
+        usage, *rest = text.split("\n\nThe summary table")[0].rstrip("\n").splitlines()
+        assert re.search(rf"^(usage:|      ) {re.escape(usage[len('usage: '):])}$", overview,
+                         re.M), usage
+        assert f"{command}:\n" + "\n".join(rest) + "\n" in overview, command
+    assert "exit codes: 0 clean; 2 bad input; 3" in overview and "4 an output" in overview
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_every_listed_option_is_accepted(herd_bin, command):
+    listed = options_of(command_help(herd_bin, command))
+    assert len(listed) >= 3, listed
+    for alias, name, arg in listed:
+        if name == "--help":
+            continue
+        words = [name] + ([VALUES[arg]] if arg else [])
+        forms = [words] + ([[alias] + words[1:]] if alias else [])
+        if arg:
+            forms.append([f"{name}={VALUES[arg]}"])
+        for form in forms:
+            proc = herd_cmd(herd_bin, command, "job.ini", *form, "--help")
+            assert proc.returncode == 0, (form, describe(proc))
+            assert proc.stdout.startswith(f"usage: herd {command}"), form
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_other_commands_options_are_refused(herd_bin, command):
+    mine = {n for _, n, _ in options_of(command_help(herd_bin, command))}
+    others = {(n, a) for c in COMMANDS if c != command
+              for _, n, a in options_of(command_help(herd_bin, c))}
+    refused = [(n, a) for n, a in sorted(others, key=str) if n not in mine]
+    if command in ("keys", "help"):
+        assert refused, "keys and help take no run or check option"
+    for name, arg in refused + [("--frobnicate", None)]:
+        words = [name] + ([VALUES[arg]] if arg else [])
+        proc = herd_cmd(herd_bin, command, *words)
+        assert proc.returncode == 2 and proc.stdout == "", (name, describe(proc))
+        assert proc.stderr == f"herd: unknown option '{name}' (see herd {command} --help)\n", \
+            describe(proc)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["check", "job.ini", "--set"], "herd: '--set' needs a value (see herd check --help)"),
+    (["run", "job.ini", "-o"], "herd: '-o' needs a value (see herd run --help)"),
+    (["run", "job.ini", "--force=yes"], "herd: '--force=yes' takes no value (see herd run --help)"),
+    (["check", "a.ini", "b.ini"], "herd: unexpected argument 'b.ini' (see herd check --help)"),
+    (["help", "frob"], "herd: help: no command 'frob' (run, check, keys, help)"),
+    (["check", "job.ini", "-n", "0"], "herd: -n 0: expected a number of ranks (1-10000000)"),
+    (["--version", "x"], "herd: unexpected argument 'x'"),
+    (["keys", "extra"], "herd: unexpected argument 'extra' (see herd keys --help)"),
+])
+def test_refusals_are_one_line(herd_bin, args, line):
+    proc = herd_cmd(herd_bin, *args)
+    assert proc.returncode == 2 and proc.stdout == "", describe(proc)
+    assert proc.stderr == line + "\n", describe(proc)
+
+
+def test_set_joined_form_sets_the_key(herd_bin, tmp_path):
+    """--set=KEY=VALUE is --set KEY=VALUE: the same resolved job."""
+    job = tmp_path / "j.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\n[w]\nkind = write\n")
+    two = herd_cmd(herd_bin, "check", job, "--set", "block_size=64K")
+    one = herd_cmd(herd_bin, "check", job, "--set=block_size=64K")
+    assert two.returncode == one.returncode == 0, describe(one)
+    assert one.stdout == two.stdout and " 64K " in one.stdout, one.stdout
