@@ -369,7 +369,10 @@ static const char *value_parse(const struct job_key *k, void *field, struct phas
         return k->check ? k->check(v, why, whylen) : NULL;
     case KEY_SIZE:
         if (units_parse_size(v, field) != 0) {
-            snprintf(why, whylen, "'%s' is not a size (e.g. 4096, 64K, 16M, 1G)", v);
+            snprintf(why, whylen,
+                     "'%s' is not a size: whole bytes, as 4096, 64K, 16M, 16MB, 16MiB, 1.5G "
+                     "(K = 1024)",
+                     v);
             return why;
         }
         return NULL;

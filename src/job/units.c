@@ -9,59 +9,63 @@
 #include <string.h>
 
 /* Shift (power of two) for a size suffix, or -1 if it is not one:
- * "", "B", or one of K M G T (either case) optionally followed by "iB". */
+ * "", "B", or one of K M G T (either case) optionally followed by "iB" or
+ * "B" (KB = KiB, as fio's default kb_base = 1024). */
 static int units_size_shift(const char *s)
 {
-    int shift;
-
+    static const char letters[] = "KMGT";
     if (*s == '\0' || strcmp(s, "B") == 0)
         return 0;
-    switch (*s) {
-    case 'K':
-    case 'k':
-        shift = 10;
-        break;
-    case 'M':
-    case 'm':
-        shift = 20;
-        break;
-    case 'G':
-    case 'g':
-        shift = 30;
-        break;
-    case 'T':
-    case 't':
-        shift = 40;
-        break;
-    default:
+    const char *at = *s ? strchr(letters, *s >= 'a' ? *s - 'a' + 'A' : *s) : NULL;
+    if (!at)
         return -1;
-    }
     s++;
-    if (*s != '\0' && strcmp(s, "iB") != 0)
+    if (*s != '\0' && strcmp(s, "iB") != 0 && strcmp(s, "B") != 0)
         return -1;
-    return shift;
+    return 10 * (int)(at - letters + 1);
+}
+
+/* Digits at *s (at most max of them) into *v, *s moved past them; the
+ * count, or -1 on overflow of uint64. */
+static int digits_read(const char **s, uint64_t *v, int max)
+{
+    int n = 0;
+    *v = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++, n++) {
+        unsigned d = (unsigned)(**s - '0');
+        if (n == max || *v > (UINT64_MAX - d) / 10)
+            return -1;
+        *v = *v * 10 + d;
+    }
+    return n;
 }
 
 int units_parse_size(const char *text, uint64_t *bytes)
 {
     const char *s = text;
-    uint64_t v = 0;
-    int shift;
-
-    if (!s || *s < '0' || *s > '9')
+    uint64_t whole, frac = 0;
+    int nfrac = 0;
+    if (!s || *s < '0' || *s > '9' || digits_read(&s, &whole, 20) < 0)
         return -1;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10)
+    if (*s == '.') {
+        s++;
+        nfrac = digits_read(&s, &frac, 12);
+        if (nfrac <= 0)
             return -1;
-        v = v * 10 + d;
     }
-    shift = units_size_shift(s);
-    if (shift < 0)
+    int shift = units_size_shift(s);
+    if (shift < 0 || (shift > 0 && whole > (UINT64_MAX >> shift)))
         return -1;
-    if (shift > 0 && v > (UINT64_MAX >> shift))
-        return -1;
-    *bytes = v << shift;
+    uint64_t v = whole << shift;
+    if (nfrac > 0) { /* frac / 10^nfrac of the unit: only a whole number of bytes */
+        unsigned __int128 scaled = (unsigned __int128)frac << shift, ten = 1;
+        for (int i = 0; i < nfrac; i++)
+            ten *= 10;
+        if (scaled % ten != 0 || (uint64_t)(scaled / ten) > UINT64_MAX - v)
+            return -1;
+        v += (uint64_t)(scaled / ten);
+    }
+    *bytes = v;
     return 0;
 }
 

@@ -5,10 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Parse a byte count: a decimal integer with an optional binary suffix
- * K, M, G, T (also KiB/MiB/GiB/TiB, k/m/g/t; "B" alone allowed).
- * Returns 0, or -1 on anything else (empty, negative, fractional,
- * trailing garbage, overflow). */
+/* Parse a byte count: a decimal number with an optional binary suffix
+ * K, M, G, T (also KiB/MiB/..., KB/MB/... as in fio, k/m/g/t; "B" alone
+ * allowed); a fraction (1.5M, at most 12 digits) only where it gives a
+ * whole number of bytes. Returns 0, or -1 on anything else (empty,
+ * negative, a fraction of a byte, trailing garbage, overflow). */
 int units_parse_size(const char *text, uint64_t *bytes);
 
 /* Parse a duration: a non-negative decimal number with an optional unit

@@ -4,7 +4,9 @@ overview (`herd --help`) made of the same sections, and the options the
 parser accepts held to the help text: every option a command's help lists
 is accepted by that command (before --help, which then prints the help and
 exits 0), in both forms (`--set K=V`, `--set=K=V`), and every option of
-another command is refused with one line naming the command's help.
+another command is refused with one line naming the command's help. Sizes
+in fio's forms (16MB, a power of 2) and decimals that give whole bytes
+(1.5M); a refused size names the forms accepted.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
@@ -119,3 +121,27 @@ def test_set_joined_form_sets_the_key(herd_bin, tmp_path):
     one = herd_cmd(herd_bin, "check", job, "--set=block_size=64K")
     assert two.returncode == one.returncode == 0, describe(one)
     assert one.stdout == two.stdout and " 64K " in one.stdout, one.stdout
+
+
+@pytest.mark.parametrize("given,same", [("16MB", "16M"), ("16MiB", "16M"), ("1.5M", "1536K"),
+                                        ("0.5K", "512"), ("2.25G", "2304M")])
+def test_size_forms(herd_bin, tmp_path, given, same):
+    """fio's MB (a power of 2, as fio's kb_base = 1024) and decimals that
+    give whole bytes resolve to the same job as the plain form."""
+    job = tmp_path / "j.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\nblock_size = 512\n[w]\nkind = write\n")
+    a = herd_cmd(herd_bin, "check", job, "--set", f"file_size={given}")
+    b = herd_cmd(herd_bin, "check", job, "--set", f"file_size={same}")
+    assert a.returncode == b.returncode == 0, describe(a)
+    assert a.stdout == b.stdout, (a.stdout, b.stdout)
+
+
+@pytest.mark.parametrize("bad", ["0.1K", "1.5", "16KBB", "1,5M", "-1M", "1e6"])
+def test_size_refusal_lists_the_forms(herd_bin, tmp_path, bad):
+    job = tmp_path / "j.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\n[w]\nkind = write\n")
+    proc = herd_cmd(herd_bin, "check", job, "--set", f"file_size={bad}")
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stderr.count("\n") == 1 and f"'{bad}' is not a size" in proc.stderr, describe(proc)
+    for form in ("64K", "16MB", "16MiB", "1.5G", "K = 1024"):
+        assert form in proc.stderr, describe(proc)

@@ -48,6 +48,15 @@ static void test_size_valid(void **state)
     check_size("1T", T);
     check_size("1t", T);
     check_size("1TiB", T);
+    check_size("16KB", 16 * K); /* fio's: KB = KiB */
+    check_size("16MB", 16 * M);
+    check_size("2gB", 2 * G);
+    check_size("1.5M", 3 * M / 2);
+    check_size("1.5K", 1536);
+    check_size("0.5KiB", 512);
+    check_size("2.25G", 9 * G / 4);
+    check_size("2.0", 2);
+    check_size("0.000244140625M", 256);             /* 2^-12 M */
     check_size("16777215T", 16777215 * T);          /* just fits */
     check_size("18446744073709551615", UINT64_MAX); /* largest plain */
 }
@@ -62,13 +71,21 @@ static void test_size_invalid(void **state)
         " 1",
         "1 ",
         "16 MiB",
-        "1.5M",
+        "1.5",
+        "0.1K",
+        "1.",
+        ".5M",
+        "1.5.5M",
+        "1.0000000000001M",
+        "16777216.5T",
+        "16777215.99999999T",
         "16X",
         "16MM",
         "M",
         "B",
-        "16KB",
         "16Mi",
+        "16KiBB",
+        "16BB",
         "16MiBx",
         "16mib",
         "0x10",
