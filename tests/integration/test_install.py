@@ -21,6 +21,8 @@ temporary prefix; configuring and building again would take too long here.
    unchanged. Needs root (to become nobody); skips otherwise.
 3. The installed modulefile under environment-modules' modulecmd (skips
    when it is not installed): PATH, PYTHONPATH, HERD_JOBS, HERD_ROOT.
+4. The installed tools under a python3 without numpy first on PATH: one
+   line naming it, exit 2; HERD_PYTHON picks another.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_install.py
 """
@@ -129,6 +131,34 @@ def test_layout(installed):
     mod = modfiles[0].read_text()
     assert mod.startswith("#%Module") and "@HERD_" not in mod, mod
     assert f'prepend-path PATH       "{p}/bin"' in mod, mod
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_tools_with_a_python_that_lacks_numpy(installed, tool, tmp_path):
+    """The installed tools through a PATH whose first python3 has no numpy
+    (a venv without site packages, as a site's or a user's own Python):
+    one line naming that Python, the missing modules and HERD_PYTHON, exit
+    2, no traceback; with HERD_PYTHON=/usr/bin/python3 the same command
+    works (the tool starts itself again under it)."""
+    _, p = installed
+    venv = tmp_path / "bare"
+    proc = run_cmd(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)])
+    if proc.returncode != 0:
+        pytest.skip(f"python3 -m venv is not available: {proc.stderr.strip()[:200]}")
+    env = dict(os.environ, PATH=f"{venv}/bin:{p}/bin:/usr/bin:/bin")
+    env.pop("HERD_PYTHON", None)
+    proc = run_cmd([tool, "--help"], env=env)
+    assert proc.returncode == 2 and proc.stdout == "", describe(proc)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, describe(proc)
+    assert lines[0].startswith(f"{tool}: the Python running it ({venv}/bin/python3) has no "
+                               "module numpy"), lines[0]
+    assert "HERD_PYTHON=" in lines[0], lines[0]
+    proc = run_cmd([tool, "--help"], env=dict(env, HERD_PYTHON="/usr/bin/python3"))
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {tool}"), describe(proc)
+    proc = run_cmd([tool, "--help"], env=dict(env, HERD_PYTHON=str(tmp_path / "none")))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, describe(proc)
+    assert "cannot start it" in proc.stderr, describe(proc)
 
 
 # ---------------------------------------------------------------- 2. as nobody
