@@ -365,8 +365,9 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
              char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
-    snprintf(job->path, sizeof job->path, "%s", path);
-    struct parse_state st = {.path = path, .job = job, .err = err, .errlen = errlen};
+    const char *shown = strcmp(path, JOBTEXT_STDIN) == 0 ? JOBTEXT_STDIN_NAME : path;
+    snprintf(job->path, sizeof job->path, "%s", shown);
+    struct parse_state st = {.path = shown, .job = job, .err = err, .errlen = errlen};
     err[0] = '\0';
 
     if (!text) { /* read it here: includes and ${VAR} (jobtext.h), with their own errors */

@@ -17,11 +17,13 @@
 #include "textfile.h"
 #include "utf8.h"
 
-int jobtext_read_file(const char *path, char **text)
+/* A job file's bytes, or with stdin standard input's. */
+static int job_bytes_read(const char *path, bool stdin_, char **text)
 {
     char *buf = NULL;
     size_t cap = 0;
-    long n = textfile_read(path, JOB_FILE_MAX, &buf, &cap);
+    long n = stdin_ ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
+                    : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
     if (n >= 0 && strlen(buf) != (size_t)n)
         n = -EILSEQ; /* a NUL byte: not a text file */
     if (n < 0) {
@@ -30,6 +32,11 @@ int jobtext_read_file(const char *path, char **text)
     }
     *text = buf;
     return 0;
+}
+
+int jobtext_read_file(const char *path, char **text)
+{
+    return job_bytes_read(path, strcmp(path, JOBTEXT_STDIN) == 0, text);
 }
 
 /* The output being built and where errors go. */
@@ -274,7 +281,9 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
         return;
     }
     char *text;
-    int rc = jobtext_read_file(path, &text);
+    /* standard input only as the job itself: an include "-" is a file */
+    bool stdin_ = !from && strcmp(path, JOBTEXT_STDIN) == 0;
+    int rc = job_bytes_read(path, stdin_, &text);
     if (rc < 0 && !o->failed)
         o->rc = rc;
     if (rc < 0) {
@@ -285,8 +294,9 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
         return;
     }
     int index = o->nsources++;
-    out_marker(o, index, 1, path);
-    text_lines(o, path, index, text, depth);
+    const char *shown = stdin_ ? JOBTEXT_STDIN_NAME : path;
+    out_marker(o, index, 1, shown);
+    text_lines(o, shown, index, text, depth);
     free(text);
 }
 

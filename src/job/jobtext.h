@@ -34,14 +34,20 @@
  * path). */
 #define JOBTEXT_MAX (JOB_FILE_MAX + 2 * JOBTEXT_SOURCES * (JOB_PATH_MAX + 40))
 
-/* The text of path with includes, comments and variables done, into
- * *text (malloc'd). 0, or -errno with one line "FILE:LINE: why" (or
- * "FILE: why") in err (err may be NULL). */
+/* The job read from standard input: path "-" (herd run -, herd check -),
+ * named so in messages; its includes are relative to the current
+ * directory. */
+#define JOBTEXT_STDIN "-"
+#define JOBTEXT_STDIN_NAME "<stdin>"
+
+/* The text of path (JOBTEXT_STDIN: standard input) with includes,
+ * comments and variables done, into *text (malloc'd). 0, or -errno with
+ * one line "FILE:LINE: why" (or "FILE: why") in err (err may be NULL). */
 int jobtext_read(const char *path, char **text, char *err, size_t errlen);
 
-/* A file's bytes as a job file (no processing): 0 or -errno (-EISDIR,
- * -ENOTSUP not a regular file, -EFBIG larger than JOB_FILE_MAX, -EILSEQ a
- * NUL byte). */
+/* A file's bytes as a job file (no processing), JOBTEXT_STDIN standard
+ * input's: 0 or -errno (-EISDIR, -ENOTSUP not a regular file, -EFBIG
+ * larger than JOB_FILE_MAX, -EILSEQ a NUL byte). */
 int jobtext_read_file(const char *path, char **text);
 
 #endif

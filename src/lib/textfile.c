@@ -40,7 +40,16 @@ long textfile_read(const char *path, size_t max, char **buf, size_t *cap)
         rc = S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
     else if ((uint64_t)sb.st_size > max)
         rc = -EFBIG;
+    if (rc == 0)
+        rc = textfile_read_fd(fd, max, buf, cap);
+    close(fd);
+    return rc;
+}
+
+long textfile_read_fd(int fd, size_t max, char **buf, size_t *cap)
+{
     size_t n = 0;
+    long rc = 0;
     while (rc == 0) {
         rc = textfile_grow(buf, cap, n, max);
         if (rc < 0)
@@ -56,7 +65,6 @@ long textfile_read(const char *path, size_t max, char **buf, size_t *cap)
         if (n > max)
             rc = -EFBIG;
     }
-    close(fd);
     if (rc < 0)
         return rc;
     (*buf)[n] = '\0';

@@ -18,4 +18,9 @@
  * buffer, still the caller's to free. */
 long textfile_read(const char *path, size_t max, char **buf, size_t *cap);
 
+/* The same from an open descriptor the caller chose to read whatever it
+ * is (a job on standard input: a pipe, a terminal): to its end, at most
+ * max bytes, fd left open. */
+long textfile_read_fd(int fd, size_t max, char **buf, size_t *cap);
+
 #endif

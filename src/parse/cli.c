@@ -54,11 +54,12 @@ struct cli_command_info {
 };
 
 static const struct cli_command_info commands[] = {
-    {CLI_RUN, "run", " JOB.ini [OPTION]...",
-     "run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5"},
-    {CLI_CHECK, "check", " JOB.ini [OPTION]...",
+    {CLI_RUN, "run", " JOB.ini|- [OPTION]...",
+     "run the job under MPI: mpirun -np N herd run JOB.ini -o out.h5\n"
+     "(-: the job from standard input, which mpirun gives rank 0)"},
+    {CLI_CHECK, "check", " JOB.ini|- [OPTION]...",
      "validate the job without MPI and print the resolved phases with the bytes\n"
-     "each moves, per rank and for the ranks of -n"},
+     "each moves, per rank and for the ranks of -n (-: the job from standard input)"},
     {CLI_KEYS, "keys", "", "list every job-file key with its default and meaning"},
     {CLI_HELP, "help", " [COMMAND]", "this overview, or one command's options"},
 };

@@ -4,6 +4,8 @@
  * command, and the help prints exactly those, so neither can go stale
  * (tests/integration/test_cli.py holds them to each other).
  *
+ * A job operand "-" is standard input (jobtext.h's JOBTEXT_STDIN).
+ *
  * Invariants: cli_parse reads argv[1..argc-1] only, copies nothing (the
  * result points into argv) and, on a refusal, writes one line without a
  * newline into err and returns -1. An option's value may follow it

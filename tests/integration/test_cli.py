@@ -6,15 +6,18 @@ is accepted by that command (before --help, which then prints the help and
 exits 0), in both forms (`--set K=V`, `--set=K=V`), and every option of
 another command is refused with one line naming the command's help. Sizes
 in fio's forms (16MB, a power of 2) and decimals that give whole bytes
-(1.5M); a refused size names the forms accepted.
+(1.5M); a refused size names the forms accepted. `herd check -` and
+`herd run -` read the job from standard input.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
 import re
+import subprocess
 
 import pytest
 
-from conftest import describe, herd_cmd
+from conftest import (describe, herd_cmd, herd_run, load_results, mpi_env, mpirun_args,
+                      tree)
 
 COMMANDS = ["run", "check", "keys", "help"]
 OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
@@ -145,3 +148,50 @@ def test_size_refusal_lists_the_forms(herd_bin, tmp_path, bad):
     assert proc.stderr.count("\n") == 1 and f"'{bad}' is not a size" in proc.stderr, describe(proc)
     for form in ("64K", "16MB", "16MiB", "1.5G", "K = 1024"):
         assert form in proc.stderr, describe(proc)
+
+
+def job_text(target):
+    return (f"[global]\ntarget = {target}\nfile_size = 256K\nblock_size = 64K\n"
+            "[w]\nkind = write\n[r]\nkind = read\nverify = yes\n")
+
+
+def test_check_reads_the_job_from_stdin(herd_bin, tmp_path):
+    """herd check - : the job from standard input, the same phases as the
+    file; its messages name <stdin> and the line."""
+    (tmp_path / "t").mkdir()
+    text = job_text(tmp_path / "t")
+    job = tmp_path / "j.ini"
+    job.write_text(text)
+    piped = subprocess.run([herd_bin, "check", "-", "-n", "4"], input=text,
+                           capture_output=True, text=True, timeout=60)
+    filed = herd_cmd(herd_bin, "check", job, "-n", "4")
+    assert piped.returncode == filed.returncode == 0, describe(piped)
+    assert piped.stdout.startswith("job <stdin>: 2 phases"), piped.stdout
+    assert piped.stdout.splitlines()[1:] == filed.stdout.splitlines()[1:]
+    bad = subprocess.run([herd_bin, "check", "-"], input=text.replace("kind = read", "kind = rd"),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.startswith("herd: <stdin>:8: key 'kind'"), \
+        describe(bad)
+
+
+def test_run_reads_the_job_from_stdin(herd_bin, tmp_path):
+    """mpirun ... herd run - : rank 0 reads the job from standard input (as
+    mpirun forwards it) and sends it to every rank: the same phases and
+    bytes as the job file gives, and the target left empty."""
+    target = tmp_path / "t"
+    target.mkdir()
+    job = tmp_path / "j.ini"
+    job.write_text(job_text(target))
+    filed = herd_run(herd_bin, 2, job, tmp_path / "file.h5")
+    assert filed.returncode == 0, describe(filed)
+    args = mpirun_args(herd_bin, 2, "run", "-", "-o", tmp_path / "stdin.h5")
+    piped = subprocess.run(args, input=job_text(target), capture_output=True, text=True,
+                           timeout=120, env=mpi_env())
+    assert piped.returncode == 0, describe(piped)
+    a, b = load_results(tmp_path / "file.h5"), load_results(tmp_path / "stdin.h5")
+    assert a.phase_names == b.phase_names == ["w", "r"]
+    for name in a.phase_names:
+        assert a.phases[name].attrs["summary_bytes"] == b.phases[name].attrs["summary_bytes"] \
+            == 2 * 256 * 1024, name
+    assert b.attrs["job_path"] == "<stdin>"
+    assert tree(target) == []

@@ -1,6 +1,7 @@
 /* test_textfile.c — unit tests for textfile.c: a regular file is read
  * whole into a reusable buffer, at most its limit; a FIFO, a directory or
- * a device is refused at once (no wait for a writer). */
+ * a device is refused at once (no wait for a writer); a descriptor the
+ * caller opened (a pipe on standard input) is read to its end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -100,12 +101,36 @@ static void test_refuses_what_is_not_a_regular_file(void **state)
     assert_null(buf);
 }
 
+/* textfile_read_fd: a pipe (a job on standard input) read to its end,
+ * across several writes, and its limit. */
+static void test_reads_a_pipe(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "[global]\n", 9), 9);
+    assert_int_equal(write(fds[1], "target = /x\n", 12), 12);
+    close(fds[1]);
+    char *buf = NULL;
+    size_t cap = 0;
+    assert_int_equal(textfile_read_fd(fds[0], 100, &buf, &cap), 21);
+    assert_string_equal(buf, "[global]\ntarget = /x\n");
+    close(fds[0]);
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "0123456789ab", 12), 12);
+    close(fds[1]);
+    assert_int_equal(textfile_read_fd(fds[0], 10, &buf, &cap), -EFBIG);
+    close(fds[0]);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_whole_files_into_one_buffer),
         cmocka_unit_test(test_limit),
         cmocka_unit_test(test_refuses_what_is_not_a_regular_file),
+        cmocka_unit_test(test_reads_a_pipe),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
