@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "job.h"
+#include "jobtext.h"
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
@@ -34,14 +35,74 @@ static void print_keys(void)
     }
 }
 
+/* The job of a command: a file's (path, text NULL: job_load reads it) or
+ * the text --phase stands for. 0, or -1 with err. */
+static int job_source(const struct cli_args *a, const char **path, char **text, char *err,
+                      size_t errlen)
+{
+    *text = NULL;
+    *path = a->phases ? JOBTEXT_PHASES_NAME : a->job;
+    return a->phases && jobtext_from_kinds(a->phases, text, err, errlen) < 0 ? -1 : 0;
+}
+
+/* check --print-job: the job --phase and --set make, as a job file:
+ * [global] holds the KEY=VALUE sets, each phase its PHASE.KEY=VALUE ones.
+ * A value a job file would read otherwise (a ';' comment, a '$'
+ * variable, a newline) is refused. */
+static int print_job(const struct cli_args *a, const char *text)
+{
+    for (int i = 0; i < a->nsets; i++)
+        if (strpbrk(a->sets[i], ";$#\n\r")) {
+            char shown[256];
+            utf8_escape(a->sets[i], shown, sizeof shown);
+            fprintf(stderr,
+                    "herd: --print-job: --set %s: a job file would read ';', '#', '$' or "
+                    "a line break in it otherwise\n",
+                    shown);
+            return 2;
+        }
+    printf("; the job of: herd --phase %s with its --set values\n[global]\n", a->phases);
+    for (int i = 0; i < a->nsets; i++) {
+        const char *eq = strchr(a->sets[i], '=');
+        if (!memchr(a->sets[i], '.', (size_t)(eq - a->sets[i])))
+            printf("%.*s = %s\n", (int)(eq - a->sets[i]), a->sets[i], eq + 1);
+    }
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        printf("%.*s\n", (int)(nl - p), p);
+        if (*p == '[') { /* a section: its own sets after its header */
+            size_t n = (size_t)(strchr(p, ']') - p - 1);
+            for (int i = 0; i < a->nsets; i++) {
+                const char *eq = strchr(a->sets[i], '=');
+                const char *dot = memrchr(a->sets[i], '.', (size_t)(eq - a->sets[i]));
+                if (dot && (size_t)(dot - a->sets[i]) == n && strncmp(a->sets[i], p + 1, n) == 0)
+                    printf("%.*s = %s\n", (int)(eq - dot - 1), dot + 1, eq + 1);
+            }
+        }
+        p = nl + 1;
+    }
+    return 0;
+}
+
 static int command_check(const struct cli_args *a)
 {
     struct job job;
     char err[JOB_ERR_MAX];
-    if (job_load(a->job, NULL, a->sets, a->nsets, &job, err, sizeof err) < 0) {
+    const char *path;
+    char *text;
+    if (job_source(a, &path, &text, err, sizeof err) < 0 ||
+        job_load(path, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
+        free(text);
         return 2;
     }
+    if (a->print_job) {
+        int rc = print_job(a, text);
+        free(text);
+        job_free(&job);
+        return rc;
+    }
+    free(text);
     if (job_check_scale(&job, a->ranks, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         job_free(&job);
@@ -161,15 +222,24 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int code;
-    char *text = broadcast_job_text(rank, a->job);
     struct job job;
     char err[JOB_ERR_MAX];
-    if (!text) {
+    const char *path = a->job;
+    char *text = NULL;
+    if (a->phases) { /* every rank makes the same text */
+        if (job_source(a, &path, &text, err, sizeof err) < 0 && rank == 0)
+            fprintf(stderr, "herd: %s\n", err);
+    } else {
+        text = broadcast_job_text(rank, a->job);
+    }
+    if (!text && a->phases) {
+        code = 2;
+    } else if (!text) {
         /* Let job_load word the failure, so run and check say the same. */
         if (rank == 0 && job_load(a->job, NULL, a->sets, a->nsets, &job, err, sizeof err) < 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;
-    } else if (job_load(a->job, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
+    } else if (job_load(path, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
         if (rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;

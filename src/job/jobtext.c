@@ -316,3 +316,44 @@ int jobtext_read(const char *path, char **text, char *err, size_t errlen)
     *text = o.buf ? o.buf : strdup("");
     return *text ? 0 : -ENOMEM;
 }
+
+int jobtext_from_kinds(const char *kinds, char **text, char *err, size_t errlen)
+{
+    size_t cap = strlen(kinds) * 3 + 64 * JOBTEXT_PHASES_MAX, len = 0;
+    char *out = malloc(cap);
+    char seen[JOBTEXT_PHASES_MAX][32];
+    int n = 0;
+    if (!out) {
+        snprintf(err, errlen, "--phase: out of memory");
+        return -ENOMEM;
+    }
+    for (const char *p = kinds;; p++) {
+        size_t w = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+        if (w == 0 || w >= sizeof seen[0] || (p[w] != ',' && p[w] != '\0') ||
+            n == JOBTEXT_PHASES_MAX) {
+            char shown[128];
+            utf8_escape(kinds, shown, sizeof shown);
+            snprintf(err, errlen,
+                     "--phase '%s': expected kinds, comma separated (write,read,md5), at most %d",
+                     shown, JOBTEXT_PHASES_MAX);
+            free(out);
+            return -EINVAL;
+        }
+        snprintf(seen[n], sizeof seen[n], "%.*s", (int)w, p);
+        int again = 1;
+        for (int i = 0; i < n; i++)
+            again += strcmp(seen[i], seen[n]) == 0;
+        char name[48];
+        if (again > 1)
+            snprintf(name, sizeof name, "%.31s-%d", seen[n], again);
+        else
+            snprintf(name, sizeof name, "%.31s", seen[n]);
+        len += (size_t)snprintf(out + len, cap - len, "[%s]\nkind = %s\n", name, seen[n]);
+        n++;
+        p += w;
+        if (*p == '\0')
+            break;
+    }
+    *text = out;
+    return 0;
+}

@@ -40,6 +40,18 @@
 #define JOBTEXT_STDIN "-"
 #define JOBTEXT_STDIN_NAME "<stdin>"
 
+/* The job of `--phase KINDS` (no job file): its name in messages, and at
+ * most this many phases. */
+#define JOBTEXT_PHASES_NAME "--phase"
+#define JOBTEXT_PHASES_MAX 64
+
+/* The job text --phase KINDS stands for: one section per comma-separated
+ * kind, in order, named by the kind (KIND-2, KIND-3 for repeats) and
+ * holding `kind = KIND`; whether each is a kind is job_load's to say. 0,
+ * or -EINVAL with one line in err (an empty item, one that is not a
+ * lowercase word, too many). */
+int jobtext_from_kinds(const char *kinds, char **text, char *err, size_t errlen);
+
 /* The text of path (JOBTEXT_STDIN: standard input) with includes,
  * comments and variables done, into *text (malloc'd). 0, or -errno with
  * one line "FILE:LINE: why" (or "FILE: why") in err (err may be NULL). */

@@ -8,7 +8,17 @@
 
 #include "utf8.h"
 
-enum opt_id { OPT_OUTPUT, OPT_FORCE, OPT_JSON, OPT_SET, OPT_RANKS, OPT_STRICT, OPT_HELP };
+enum opt_id {
+    OPT_OUTPUT,
+    OPT_FORCE,
+    OPT_JSON,
+    OPT_SET,
+    OPT_PHASE,
+    OPT_PRINT_JOB,
+    OPT_RANKS,
+    OPT_STRICT,
+    OPT_HELP
+};
 
 #define ON_RUN (1u << CLI_RUN)
 #define ON_CHECK (1u << CLI_CHECK)
@@ -42,6 +52,12 @@ static const struct cli_option options[] = {
      "a job key's value in every phase it applies to,\n"
      "over the job file (PHASE.KEY=VALUE: that phase\n"
      "only); repeatable, also as --set=KEY=VALUE"},
+    {OPT_PHASE, "--phase", NULL, "KINDS", ON_RUN | ON_CHECK,
+     "instead of a job file: phases of these kinds, in\n"
+     "order, comma separated (write,read,md5), each named\n"
+     "by its kind; their keys come from --set"},
+    {OPT_PRINT_JOB, "--print-job", NULL, NULL, ON_CHECK,
+     "print the job as a file: what --phase and --set make"},
     {OPT_HELP, "--help", "-h", NULL, ON_ALL, "this help"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -128,6 +144,12 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         break;
     case OPT_HELP:
         a->help = true;
+        break;
+    case OPT_PHASE:
+        a->phases = value;
+        break;
+    case OPT_PRINT_JOB:
+        a->print_job = true;
         break;
     case OPT_SET:
         if (a->nsets == CLI_SETS_MAX) {
@@ -220,8 +242,12 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
         a->help = true;
     } else if (a->help) {
         a->help_on = a->command;
-    } else if ((a->command == CLI_RUN || a->command == CLI_CHECK) && !a->job) {
-        snprintf(err, errlen, "%s needs a job file (see herd %s --help)", c->name, c->name);
+    } else if ((a->command == CLI_RUN || a->command == CLI_CHECK) && !a->job == !a->phases) {
+        snprintf(err, errlen, "%s needs a job file or --phase KINDS%s (see herd %s --help)",
+                 c->name, a->job ? ", not both" : "", c->name);
+        return -1;
+    } else if (a->print_job && !a->phases) {
+        snprintf(err, errlen, "--print-job goes with --phase (a job file is its own print)");
         return -1;
     }
     return 0;

@@ -29,6 +29,8 @@ struct cli_args {
     const char *json;   /* run: --json */
     bool force;         /* run */
     bool strict;        /* check */
+    const char *phases; /* run, check: --phase KINDS instead of a job file */
+    bool print_job;     /* check: print the job as a file */
     long ranks;         /* check: -n (default 1) */
     bool help;          /* COMMAND --help, or help [COMMAND]: print help_on's help */
     enum cli_cmd help_on;

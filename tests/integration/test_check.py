@@ -204,7 +204,8 @@ def test_no_arguments(herd_bin):
 def test_command_without_job(herd_bin, command):
     proc = herd_cmd(herd_bin, command)
     assert proc.returncode == 2, describe(proc)
-    assert proc.stderr == f"herd: {command} needs a job file (see herd {command} --help)\n"
+    assert proc.stderr == (f"herd: {command} needs a job file or --phase KINDS "
+                           f"(see herd {command} --help)\n")
 
 
 # ------------------------------------------------------- hostile input

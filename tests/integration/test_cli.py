@@ -21,7 +21,7 @@ from conftest import (describe, herd_cmd, herd_run, load_results, mpi_env, mpiru
 
 COMMANDS = ["run", "check", "keys", "help"]
 OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
-VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M"}
+VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M", "KINDS": "write,read"}
 
 
 def options_of(text):
@@ -195,3 +195,46 @@ def test_run_reads_the_job_from_stdin(herd_bin, tmp_path):
             == 2 * 256 * 1024, name
     assert b.attrs["job_path"] == "<stdin>"
     assert tree(target) == []
+
+
+def test_one_line_job_and_its_file(herd_bin, tmp_path):
+    """--phase KINDS with --set instead of a job file (as fio's --rw and
+    --bs): herd check --print-job prints the equivalent file, which checks
+    to the same phases; herd run of the one-liner gives the phases, bytes
+    and verify of the file's run."""
+    target = tmp_path / "t"
+    target.mkdir()
+    line = ["--phase", "write,read,md5,read", "--set", f"target={target}",
+            "--set", "file_size=256K", "--set=block_size=64K", "--set", "read.verify=yes"]
+    printed = herd_cmd(herd_bin, "check", *line, "--print-job")
+    assert printed.returncode == 0, describe(printed)
+    job = tmp_path / "printed.ini"
+    job.write_text(printed.stdout)
+    one = herd_cmd(herd_bin, "check", *line, "-n", "2")
+    filed = herd_cmd(herd_bin, "check", job, "-n", "2")
+    assert one.returncode == filed.returncode == 0, describe(filed)
+    assert one.stdout.startswith("job --phase: 4 phases"), one.stdout
+    assert one.stdout.splitlines()[1:] == filed.stdout.splitlines()[1:]
+    run = subprocess.run(mpirun_args(herd_bin, 2, "run", *line, "-o", tmp_path / "one.h5"),
+                         capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert run.returncode == 0, describe(run)
+    res = load_results(tmp_path / "one.h5")
+    assert res.phase_names == ["write", "read", "md5", "read-2"]
+    for name in res.phase_names:
+        assert res.phases[name].attrs["summary_bytes"] == 2 * 256 * 1024, name
+    assert res.phases["read"].attrs["verify"] in (1, True, b"yes", "yes")
+    assert tree(target) == []
+
+
+@pytest.mark.parametrize("args,words", [
+    (["check", "--phase", "write,,read"], "expected kinds, comma separated"),
+    (["check", "--phase", "Write"], "expected kinds"),
+    (["check", "--phase", "write,wrte", "--set", "target=/x"], "--phase:4: key 'kind': 'wrte'"),
+    (["check", "j.ini", "--phase", "write"], "a job file or --phase KINDS, not both"),
+    (["check", "j.ini", "--print-job"], "--print-job goes with --phase"),
+    (["check", "--phase", "write", "--set", "target=/x;y", "--print-job"], "--print-job: --set"),
+])
+def test_one_line_job_refusals(herd_bin, args, words):
+    proc = herd_cmd(herd_bin, *args)
+    assert proc.returncode == 2 and proc.stdout == "", describe(proc)
+    assert proc.stderr.count("\n") == 1 and words in proc.stderr, describe(proc)
