@@ -80,7 +80,7 @@ build_werror() {
 
 build_asan() {
     cmake -S "$repo" -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DHERD_SANITIZE=ON -DHERD_WERROR=ON \
-        -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON -DHERD_REQUIRE_CURL=ON >/dev/null &&
+        -DHERD_TESTS=ON -DHERD_WITH_LIBNFS=ON -DHERD_WITH_CURL=ON >/dev/null &&
         cmake --build "$asan" -j"$(nproc)"
 }
 

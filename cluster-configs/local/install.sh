@@ -42,7 +42,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_REQUIRE_LIBNFS=ON \
-  -DHERD_REQUIRE_CURL=ON -DHERD_REQUIRE_NFQUEUE=ON -DHERD_REQUIRE_SMBCLIENT=ON >/dev/null
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_WITH_LIBNFS=ON \
+  -DHERD_WITH_CURL=ON -DHERD_WITH_NFQUEUE=ON -DHERD_WITH_SMBCLIENT=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "install.sh: built $build/herd" >&2

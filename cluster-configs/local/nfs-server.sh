@@ -694,7 +694,7 @@ check_link_tools() {
         { log "--link: no netem in this kernel and iptables not found (package iptables)"; return 1; }
     [ -x "$LINKDELAY" ] || {
         log "--link: no netem in this kernel and $LINKDELAY is missing: build it" \
-            "(libnetfilter-queue-dev; cmake -DHERD_REQUIRE_NFQUEUE=ON, target herd-linkdelay)" \
+            "(libnetfilter-queue-dev; cmake -DHERD_WITH_NFQUEUE=ON, target herd-linkdelay)" \
             "or set HERD_LINKDELAY"
         return 1
     }

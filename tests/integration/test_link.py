@@ -105,7 +105,7 @@ def _why_skip_link():
             return f"{tool} not found (apt-get install {pkg})"
     if not os.access(_linkdelay(), os.X_OK):
         return (f"herd-linkdelay not built ({_linkdelay()}): apt-get install "
-                "libnetfilter-queue-dev; cmake -DHERD_REQUIRE_NFQUEUE=ON; build target "
+                "libnetfilter-queue-dev; cmake -DHERD_WITH_NFQUEUE=ON; build target "
                 "herd-linkdelay (or set HERD_LINKDELAY)")
     return None
 

@@ -51,7 +51,7 @@ from test_nfs_server import SBIN_PATH, SCRIPT, Server, _why_skip, running, wait_
 
 def _why_skip_nfs():
     """Why the NFS tests cannot run here, or None: root, ganesha, rpcbind,
-    libnfs-utils, FSAL VFS. herd is built with -DHERD_REQUIRE_LIBNFS=ON
+    libnfs-utils, FSAL VFS. herd is built with -DHERD_WITH_LIBNFS=ON
     wherever these tests run (CI, tests/run.sh): a herd without libnfs
     fails them rather than skipping."""
     return _why_skip()

@@ -353,7 +353,7 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path):
     if test_nfs._WHY:
         pytest.skip(test_nfs._WHY)
     if not has_libnfs(herd_bin):
-        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)")
+        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_WITH_LIBNFS=ON)")
     s = test_nfs.Server(tmp_path / "nfs")
     try:
         s.start("--fs", "xfs", "--size", "1G")
@@ -405,7 +405,7 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path):
                                       ("nfs://no-such-host.invalid/x", errno.EHOSTUNREACH)])
 def test_libnfs_connection_errors(herd_bin, tmp_path, url, want):
     if not has_libnfs(herd_bin):
-        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_REQUIRE_LIBNFS=ON)")
+        pytest.skip(f"{herd_bin} has no libnfs backend (build with -DHERD_WITH_LIBNFS=ON)")
     job = write_job(tmp_path / "conn.ini", {"backend": "libnfs", "target": url,
                                             "op_timeout": 5}, [("w", {"kind": "write"})])
     proc = herd_run(herd_bin, 1, job, tmp_path / "conn.h5", quiet=True)

@@ -11,10 +11,10 @@
 #   spack dev-build herd@main                   # from inside a checkout
 # and set `git` below to where your site keeps the herd repository.
 #
-# Variants: the optional parts of CMakeLists.txt. Each +variant adds the
-# dependency and makes CMake fail when it is not found (HERD_REQUIRE_*);
-# ~variant leaves the dependency out of the build environment, so the part
-# is not built. Spack has no libsmbclient: +smb takes it from the system
+# Variants: the optional parts of CMakeLists.txt, each CMake's
+# HERD_WITH_<PART>: +variant adds the dependency and is ON (CMake fails
+# when it is not found); ~variant is OFF (the part is not built, its
+# library not even looked for, so a system copy cannot bring it in). Spack has no libsmbclient: +smb takes it from the system
 # (an external `pkg-config smbclient`) and is off by default.
 
 from spack.package import *  # Spack 1.0 repositories also need:
@@ -46,7 +46,7 @@ class Herd(CMakePackage):
 
     depends_on("mpi")
     depends_on("hdf5+mpi")  # herd writes from rank 0 only; a serial HDF5 works too
-    depends_on("zlib")
+    depends_on("zlib-api")
     depends_on("openssl")
     depends_on("libinih")  # Debian: libinih-dev; pkg-config name inih
     depends_on("libnfs", when="+libnfs")
@@ -61,16 +61,11 @@ class Herd(CMakePackage):
         depends_on("py-matplotlib", type="run")
 
     def cmake_args(self):
-        args = [
-            self.define("HERD_TESTS", False),
-            self.define_from_variant("HERD_REQUIRE_LIBNFS", "libnfs"),
-            self.define_from_variant("HERD_REQUIRE_CURL", "curl"),
-            self.define_from_variant("HERD_REQUIRE_SMBCLIENT", "smb"),
-            self.define_from_variant("HERD_REQUIRE_NFQUEUE", "nfqueue"),
-        ]
-        if "~curl" in self.spec:
-            # FindCURL could still find a system libcurl outside Spack's view.
-            args.append(self.define("CMAKE_DISABLE_FIND_PACKAGE_CURL", True))
+        args = [self.define("HERD_TESTS", False)]
+        for part, name in (("LIBNFS", "libnfs"), ("CURL", "curl"), ("SMBCLIENT", "smb"),
+                           ("NFQUEUE", "nfqueue")):
+            args.append(self.define(f"HERD_WITH_{part}",
+                                    "ON" if f"+{name}" in self.spec else "OFF"))
         return args
 
     def setup_run_environment(self, env):
