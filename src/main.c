@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "job.h"
 #include "jobtext.h"
+#include "probe.h"
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
@@ -84,6 +85,32 @@ static int print_job(const struct cli_args *a, const char *text)
     return 0;
 }
 
+/* check --probe: each distinct target once, with what the job's write
+ * phases write there (for ranks ranks, a ladder step's own); the number
+ * of problems. */
+static int probe_targets(const struct job *job, long ranks)
+{
+    int problems = 0;
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = strcmp(job->phases[k].target, ph->target) == 0 &&
+                   strcmp(job->phases[k].backend, ph->backend) == 0;
+        if (seen)
+            continue;
+        uint64_t writes = 0;
+        for (int k = i; k < job->nphases; k++) {
+            const struct phase *w = &job->phases[k];
+            long n = w->active_ranks > 0 ? (long)w->active_ranks : ranks;
+            if (w->kind == KIND_WRITE && strcmp(w->target, ph->target) == 0)
+                writes += job_phase_bytes_per_rank(w) * (uint64_t)n;
+        }
+        problems += probe_target(ph->backend, ph->target, writes, stdout);
+    }
+    return problems;
+}
+
 static int command_check(const struct cli_args *a)
 {
     struct job job;
@@ -155,7 +182,13 @@ static int command_check(const struct cli_args *a)
     int nwarn = job_lint(&job, a->ranks, warnings, sizeof warnings);
     for (char *line = warnings, *nl; nwarn > 0 && (nl = strchr(line, '\n')); line = nl + 1)
         fprintf(stderr, "herd: %.*s\n", (int)(nl - line), line);
+    int problems = a->probe ? probe_targets(&job, a->ranks) : 0;
     job_free(&job);
+    if (problems > 0) {
+        fprintf(stderr, "herd: --probe: %d problem%s with the target%s\n", problems,
+                units_plural(problems), units_plural(problems));
+        return 2;
+    }
     if (nwarn > 0 && a->strict) {
         fprintf(stderr, "herd: %d warning%s: refused (--strict)\n", nwarn, units_plural(nwarn));
         return 2;

@@ -15,6 +15,7 @@ enum opt_id {
     OPT_SET,
     OPT_PHASE,
     OPT_PRINT_JOB,
+    OPT_PROBE,
     OPT_RANKS,
     OPT_STRICT,
     OPT_HELP
@@ -58,6 +59,10 @@ static const struct cli_option options[] = {
      "by its kind; their keys come from --set"},
     {OPT_PRINT_JOB, "--print-job", NULL, NULL, ON_CHECK,
      "print the job as a file: what --phase and --set make"},
+    {OPT_PROBE, "--probe", NULL, NULL, ON_CHECK,
+     "also look at each target from this host: a writable\n"
+     "directory with room for what the job writes, or a\n"
+     "server name that resolves and a port that answers"},
     {OPT_HELP, "--help", "-h", NULL, ON_ALL, "this help"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -150,6 +155,9 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         break;
     case OPT_PRINT_JOB:
         a->print_job = true;
+        break;
+    case OPT_PROBE:
+        a->probe = true;
         break;
     case OPT_SET:
         if (a->nsets == CLI_SETS_MAX) {

@@ -31,6 +31,7 @@ struct cli_args {
     bool strict;        /* check */
     const char *phases; /* run, check: --phase KINDS instead of a job file */
     bool print_job;     /* check: print the job as a file */
+    bool probe;         /* check: look at the targets (probe.h) */
     long ranks;         /* check: -n (default 1) */
     bool help;          /* COMMAND --help, or help [COMMAND]: print help_on's help */
     enum cli_cmd help_on;

@@ -12,6 +12,7 @@ in fio's forms (16MB, a power of 2) and decimals that give whole bytes
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -238,3 +239,61 @@ def test_one_line_job_refusals(herd_bin, args, words):
     proc = herd_cmd(herd_bin, *args)
     assert proc.returncode == 2 and proc.stdout == "", describe(proc)
     assert proc.stderr.count("\n") == 1 and words in proc.stderr, describe(proc)
+
+
+def probe(herd_bin, target, *extra, netns=False):
+    """herd check --probe of a one-write job at target; in a network
+    namespace of its own (lo only) when netns: a name lookup or connection
+    there reaches nothing outside this test."""
+    args = [herd_bin, "check", "--phase", "write", "--set", f"target={target}",
+            "--set", "file_size=1M", *extra, "--probe"]
+    if netns:
+        args = ["unshare", "--net", "sh", "-c", 'ip link set lo up; exec "$@"', "sh",
+                *map(str, args)]
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=60)
+
+
+def test_probe_finds_each_bad_target(herd_bin, tmp_path):
+    """check --probe: one line per finding and exit 2 for a missing target,
+    a file, one without write permission for the user, too little room, a
+    refused port and a name that does not resolve (named as such); a good
+    target is ok, exit 0."""
+    import os
+    good = tmp_path / "good"
+    good.mkdir()
+    ok = probe(herd_bin, good)
+    assert ok.returncode == 0 and f"probe: {good}: ok (a writable directory" in ok.stdout, \
+        describe(ok)
+    (tmp_path / "file").write_text("x")
+    cases = [(tmp_path / "missing", [], "does not exist"),
+             (tmp_path / "file", [], "is not a directory"),
+             (good, ["--set", "file_size=1000T"], "MiB free, the job writes up to")]
+    for target, extra, words in cases:
+        proc = probe(herd_bin, target, *extra)
+        assert proc.returncode == 2, describe(proc)
+        line = next(l for l in proc.stdout.splitlines() if l.startswith(f"probe: {target}: "))
+        assert words in line, describe(proc)
+        assert proc.stderr == "herd: --probe: 1 problem with the target\n", describe(proc)
+    if os.geteuid() != 0:
+        pytest.skip("the permission, port and name cases need root (setpriv, unshare --net)")
+    import tempfile
+    base = tempfile.mkdtemp(prefix="herd-probe-", dir="/tmp")  # (0700 parents above tmp_path)
+    try:
+        os.chmod(base, 0o755)
+        locked = os.path.join(base, "locked")
+        os.mkdir(locked, 0o755)  # root's: others may look, not write
+        proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               herd_bin, "check", "--phase", "write", "--set", f"target={locked}",
+                               "--set", "file_size=1M", "--probe"],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert proc.returncode == 2 and "not writable by this user (uid 65534)" in proc.stdout, \
+        describe(proc)
+    nfs = ["--set", "backend=libnfs"]
+    proc = probe(herd_bin, "nfs://127.0.0.1:1/export", *nfs, netns=True)
+    assert proc.returncode == 2, describe(proc)
+    assert "server 127.0.0.1 port 1: Connection refused" in proc.stdout, describe(proc)
+    proc = probe(herd_bin, "nfs://herd-no-such-host/export", *nfs, netns=True)
+    assert proc.returncode == 2, describe(proc)
+    assert "server name 'herd-no-such-host' does not resolve" in proc.stdout, describe(proc)

@@ -1,0 +1,140 @@
+/* probe.c — herd check --probe's look at a target (probe.h). */
+#include "probe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "utf8.h"
+
+#define PROBE_CONNECT_MS 3000 /* a server's port, at most */
+
+static int probe_directory(const char *shown, const char *path, uint64_t writes, FILE *out)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            fprintf(out, "probe: %s: does not exist\n", shown);
+        else
+            fprintf(out, "probe: %s: not reachable by this user (uid %u): %s\n", shown,
+                    (unsigned)geteuid(), strerror(errno));
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(out, "probe: %s: is not a directory\n", shown);
+        return 1;
+    }
+    if (access(path, W_OK | X_OK) != 0) {
+        fprintf(out, "probe: %s: not writable by this user (uid %u): %s\n", shown,
+                (unsigned)geteuid(), strerror(errno));
+        return 1;
+    }
+    struct statvfs vfs;
+    if (statvfs(path, &vfs) != 0) {
+        fprintf(out, "probe: %s: statvfs: %s\n", shown, strerror(errno));
+        return 1;
+    }
+    double avail = (double)vfs.f_bavail * (double)vfs.f_frsize;
+    if ((double)writes > avail) {
+        fprintf(out, "probe: %s: %.1f MiB free, the job writes up to %.1f MiB there\n", shown,
+                avail / 1048576.0, (double)writes / 1048576.0);
+        return 1;
+    }
+    fprintf(out, "probe: %s: ok (a writable directory, %.1f MiB free for up to %.1f MiB)\n", shown,
+            avail / 1048576.0, (double)writes / 1048576.0);
+    return 0;
+}
+
+/* A TCP connection to host:port within PROBE_CONNECT_MS: 0, or -errno;
+ * a name that does not resolve is -EHOSTUNREACH with *gai set. */
+static int connect_once(const char *host, const char *port, int *gai)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    *gai = getaddrinfo(host, port, &hints, &res);
+    if (*gai != 0)
+        return -EHOSTUNREACH;
+    int rc = -ECONNREFUSED;
+    for (struct addrinfo *ai = res; ai && rc != 0; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            rc = -errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            rc = 0;
+        } else if (errno == EINPROGRESS) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            int err = ETIMEDOUT;
+            socklen_t len = sizeof err;
+            if (poll(&p, 1, PROBE_CONNECT_MS) == 1)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+            rc = -err;
+        } else {
+            rc = -errno;
+        }
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return rc;
+}
+
+/* nfs://HOST[:PORT]/... or smb://HOST[:PORT]/...: the name resolves and
+ * the port answers. */
+static int probe_server(const char *shown, const char *url, const char *port, FILE *out)
+{
+    const char *h = strstr(url, "://") + 3, *start = h, *rest;
+    size_t n;
+    if (*h == '[') { /* [IPv6] */
+        const char *end = strchr(h, ']');
+        start = h + 1;
+        n = end ? (size_t)(end - start) : 0;
+        rest = end ? end + 1 : h;
+    } else {
+        n = strcspn(h, ":/?");
+        rest = h + n;
+    }
+    char host[256], given[8];
+    if (n == 0 || n >= sizeof host) {
+        fprintf(out, "probe: %s: no server name in the URL\n", shown);
+        return 1;
+    }
+    snprintf(host, sizeof host, "%.*s", (int)n, start);
+    size_t digits = *rest == ':' ? strspn(rest + 1, "0123456789") : 0;
+    if (digits > 0 && digits < sizeof given) {
+        snprintf(given, sizeof given, "%.*s", (int)digits, rest + 1);
+        port = given;
+    }
+    int gai;
+    int rc = connect_once(host, port, &gai);
+    char name[300];
+    utf8_escape(host, name, sizeof name);
+    if (rc == -EHOSTUNREACH && gai != 0) {
+        fprintf(out, "probe: %s: server name '%s' does not resolve: %s\n", shown, name,
+                gai_strerror(gai));
+        return 1;
+    }
+    if (rc < 0) {
+        fprintf(out, "probe: %s: server %s port %s: %s\n", shown, name, port, strerror(-rc));
+        return 1;
+    }
+    fprintf(out, "probe: %s: ok (server %s answers on port %s)\n", shown, name, port);
+    return 0;
+}
+
+int probe_target(const char *backend, const char *target, uint64_t writes, FILE *out)
+{
+    char shown[1024];
+    utf8_escape(target, shown, sizeof shown);
+    if (strcmp(backend, "libnfs") == 0 && strncmp(target, "nfs://", 6) == 0)
+        return probe_server(shown, target, "2049", out);
+    if (strcmp(backend, "smb") == 0 && strncmp(target, "smb://", 6) == 0)
+        return probe_server(shown, target, "445", out);
+    return probe_directory(shown, target, writes, out);
+}
