@@ -37,3 +37,9 @@ def ensure(tool):
               f"Python (Debian: {DEBIAN}), or name one that has them: "
               f"HERD_PYTHON=/usr/bin/python3 {tool} ...", file=sys.stderr)
         sys.exit(2)
+
+
+def summary(doc):
+    """A tool's docstring's first paragraph as one line: its --help's
+    description, whole (a first line alone ends mid-sentence)."""
+    return " ".join(doc.strip().split("\n\n")[0].split())

@@ -297,3 +297,16 @@ def test_probe_finds_each_bad_target(herd_bin, tmp_path):
     proc = probe(herd_bin, "nfs://herd-no-such-host/export", *nfs, netns=True)
     assert proc.returncode == 2, describe(proc)
     assert "server name 'herd-no-such-host' does not resolve" in proc.stdout, describe(proc)
+
+
+@pytest.mark.parametrize("tool", ["herd-report", "herd-compare"])
+def test_tools_help_describes_in_whole_sentences(tool):
+    """The analysis tools' --help: the description is the docstring's whole
+    first paragraph (it used to stop at the first line, mid-sentence)."""
+    from conftest import REPO_DIR
+    proc = subprocess.run(["/usr/bin/python3", str(REPO_DIR / "analysis" / tool), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    description = proc.stdout.split("\n\n")[1]
+    assert description.startswith(f"{tool} — ") and description.rstrip().endswith("."), \
+        description
