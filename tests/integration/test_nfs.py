@@ -292,12 +292,15 @@ def test_server_killed_during_write(nfs, herd_bin, tmp_path):
     out = tmp_path / "kill.h5"
 
     def mid_write(run):
-        # In the middle of the write phase: every rank's file has reached its
-        # full size on the server (its first iteration is done or nearly).
+        # In the middle of the write phase, once every rank has finished a
+        # file: every file has its full size on the server, and herd's first
+        # progress line (5 s into the phase) has come. The size alone is not
+        # enough: the first iteration's fsync (a COMMIT of 64 MiB to the
+        # loop-mounted export) can still be running a second later.
         assert wait_until(lambda: server_file_sizes(nfs, "herd-*/unique-64M/r*.dat") ==
                           [fsize] * nranks, timeout=60, step=0.1), \
             f"the files never reached 64M: {server_file_sizes(nfs, 'herd-*/unique-64M/r*.dat')}"
-        time.sleep(1.0)
+        run.wait_line(rf"^herd: write: {nranks} ranks [0-9]+% ", timeout=30)
 
     proc, after_kill, launch, kill_unix = run_and_kill(nfs, herd_bin, nranks, job, out, mid_write)
     print(f"\nrun ended {after_kill:.2f} s after the SIGKILL; exit code {proc.returncode}")
