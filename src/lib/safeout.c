@@ -267,9 +267,18 @@ int safeout_commit(struct safeout *o, char *err, size_t errlen)
 {
     if (o->dirfd < 0 || !o->tmp[0])
         return safeout_fail(o, err, errlen, "nothing to put in place");
+    if (o->made_ino) { /* a new version of the file put in place before */
+        o->replace = true;
+        o->old_dev = o->made_dev;
+        o->old_ino = o->made_ino;
+    }
     int rc = o->replace ? safeout_place_over(o, err, errlen) : safeout_place_new(o, err, errlen);
-    if (rc < 0)
+    if (rc < 0) {
         safeout_abandon(o);
+    } else {
+        o->made_dev = o->tmp_dev;
+        o->made_ino = o->tmp_ino;
+    }
     o->tmp[0] = '\0';
     o->replace = false; /* the old file is gone, or stays as it was */
     return rc;
@@ -316,7 +325,7 @@ int safeout_remove_old(struct safeout *o, char *err, size_t errlen)
 
 void safeout_remove_made(struct safeout *o)
 {
-    if (o->dirfd >= 0 && o->tmp_ino && safeout_entry_is(o, o->leaf, o->tmp_dev, o->tmp_ino))
+    if (o->dirfd >= 0 && o->made_ino && safeout_entry_is(o, o->leaf, o->made_dev, o->made_ino))
         unlinkat(o->dirfd, o->leaf, 0);
 }
 

@@ -50,6 +50,8 @@ struct safeout {
     char tmp[NAME_MAX + 1]; /* the private name of the file being made; "" none */
     dev_t tmp_dev;          /* the file made there */
     ino_t tmp_ino;
+    dev_t made_dev; /* the file the last commit put in place; 0, 0: none */
+    ino_t made_ino;
 };
 
 /* An output not prepared yet (safeout_close does nothing to it). */
@@ -76,13 +78,17 @@ int safeout_prepare_at(struct safeout *o, int dirfd, const char *leaf, const cha
  * under the umask; the caller closes it). */
 int safeout_create(struct safeout *o, int *fd, char *err, size_t errlen);
 
-/* Put the file made by safeout_create in place (see the rule above). On
- * failure the private file is removed. */
+/* Put the file made by safeout_create in place (see the rule above). A
+ * later commit of the same output is a new version of herd's own file
+ * (the results file after each phase): it replaces the file the last
+ * commit put there only while the entry still holds it, as force does,
+ * and leaves anything else there alone. On failure the private file is
+ * removed. */
 int safeout_commit(struct safeout *o, char *err, size_t errlen);
 
 /* The whole file at once: safeout_create, write(f, arg) on a stdio stream,
- * flush, fsync, safeout_commit. A write error (a full disk) leaves nothing
- * behind. */
+ * flush, fsync, safeout_commit (so a second write replaces the first). A write error (a full disk)
+ * leaves nothing behind. */
 int safeout_write(struct safeout *o, void (*write)(FILE *f, const void *arg), const void *arg,
                   char *err, size_t errlen);
 
