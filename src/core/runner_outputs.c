@@ -137,20 +137,9 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         .monitor_url = first->monitor_url,
     };
     char err[JOB_ERR_MAX];
-    int fd;
-    r->results = NULL;
-    if (safeout_create(&r->out, &fd, err, sizeof err) == 0) {
-        r->results =
-            results_create(fd, r->output, &info, hosts, r->nhosts, ranks, r->size, err, sizeof err);
-        close(fd);
-        /* In place once its header is written; never over what is not ours. */
-        if (r->results && safeout_commit(&r->out, err, sizeof err) < 0) {
-            char ignored[512];
-            results_close(r->results, "partial", "", 2, -1, ignored, sizeof ignored);
-            r->results = NULL;
-        }
-        safeout_abandon(&r->out); /* a file that did not make it */
-    }
+    /* In place once its header is written; never over what is not ours. */
+    r->results = results_create(&r->out, r->output, &info, hosts, r->nhosts, ranks, r->size, err,
+                                sizeof err);
     r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
     if (!r->results || !r->lines) {
         fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);

@@ -1,11 +1,14 @@
 /* results.c — the results file (HDF5): root attributes, /hosts and /ranks
  * at start, then one group /phases/<name> per phase as soon as it ends (its
- * attributes, per-rank rows, error table and latency histograms), flushed
+ * attributes, per-rank rows, error table and latency histograms), saved
  * after every write so a crash loses at most the phase that was running.
+ * The file lives in memory and each save replaces the whole file on disk
+ * by rename (h5image.h): a kill at any instant leaves the last save.
  *
  * Only the results writers (this file, results_monitor.c and their
- * helpers in h5util.c) know HDF5, and only rank 0 calls them, through the serial
- * API (default file access, which works on the parallel build). HDF5's
+ * helpers in h5util.c and h5image.c) know HDF5, and only rank 0 calls
+ * them, through the serial API (the core driver, which works on the
+ * parallel build). HDF5's
  * automatic error printing is off: every failure becomes one line in the
  * caller's err buffer, and nothing here aborts. The layout is documented in
  * docs/results-format.md; keep the two in step. */
@@ -24,24 +27,25 @@
 
 #include <hdf5.h>
 
+#include "h5image.h"
 #include "h5util.h"
 #include "ops.h"
 #include "results_monitor.h"
 #include "summary.h"
 #define ERRNO_NAME_LEN 32
 #define ERR_MESSAGE_LEN 64
-#define SPACE_MARGIN (1024 * 1024) /* bytes kept free beyond a write's estimate */
-#define FINAL_NEED (64 * 1024)     /* the final status: what SPACE_MARGIN keeps free for it */
+/* What every save but the last keeps free beyond the file's next copy:
+ * room for the final status and for the lost phases' CSVs. */
+#define SPACE_MARGIN (1024 * 1024)
 
 struct results {
-    hid_t file;
-    hid_t phases;  /* the /phases group */
-    hid_t monitor; /* the /monitor group */
-    hid_t str;     /* variable-length UTF-8 string type */
-    hid_t boolean; /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
-    bool broken;   /* a flush failed: HDF5 cannot write this file any more */
-    int fd;        /* the file, for the free-space checks */
-    char path[];   /* for messages */
+    struct h5image *image; /* the file, in memory, saved by rename */
+    hid_t file;            /* its HDF5 file */
+    hid_t phases;          /* the /phases group */
+    hid_t monitor;         /* the /monitor group */
+    hid_t str;             /* variable-length UTF-8 string type */
+    hid_t boolean;         /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
+    char path[];           /* for messages */
 };
 
 /* ---- the run: root, /hosts, /ranks ---- */
@@ -167,48 +171,6 @@ static int ranks_write(hid_t loc, const struct rank_info *ranks, int nranks,
                          nranks > 0 ? (size_t)nranks : 0, rank_fill, &src, err, errlen);
 }
 
-/* Room for the root attributes, /hosts and /ranks beside the file. */
-static int create_space_check(int fd, const struct run_info *run, int nhosts, int nranks, char *err,
-                              size_t errlen)
-{
-    uint64_t need = (uint64_t)(nhosts > 0 ? nhosts : 0) * sizeof(struct host_row) +
-                    (uint64_t)(nranks > 0 ? nranks : 0) * sizeof(struct rank_row) +
-                    (run->job_text ? strlen(run->job_text) : 0) +
-                    (run->command_line ? strlen(run->command_line) : 0);
-    return h5_space_check(fd, 2 * need + SPACE_MARGIN, err, errlen);
-}
-
-/* HDF5 opens by name: the file open on fd is reached through its
- * /proc/self/fd link, which names that very file, not a path that could
- * be swapped for another meanwhile. */
-static hid_t file_create(int fd, hid_t fcpl, char *err, size_t errlen)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    errno = 0;
-    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-    int e = errno; /* HDF5 leaves the failing call's errno in place */
-    if (f >= 0)
-        return f;
-    h5_fail(err, errlen, "cannot create the results file");
-#if H5_VERSION_GE(1, 10, 7)
-    /* HDF5 locks the file it creates. Where the file system cannot lock
-     * (NFS without a lock manager: ENOLCK), try once more without the lock:
-     * only rank 0 opens this file. A lock held by someone else (EAGAIN)
-     * is still an error. */
-    if (e == ENOLCK || e == ENOSYS || e == EOPNOTSUPP || e == ENOTSUP) {
-        hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-        if (fapl >= 0 && H5Pset_file_locking(fapl, 0, 1) >= 0)
-            f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
-        if (fapl >= 0)
-            H5Pclose(fapl);
-    }
-#else
-    (void)e;
-#endif
-    return f; /* on failure err keeps the first attempt's account */
-}
-
 static void results_free(struct results *r)
 {
     if (r == NULL)
@@ -221,14 +183,30 @@ static void results_free(struct results *r)
         H5Tclose(r->str);
     if (r->boolean >= 0)
         H5Tclose(r->boolean);
-    if (r->file >= 0)
-        H5Fclose(r->file);
-    if (r->fd >= 0)
-        close(r->fd);
+    char ignored[64];
+    h5image_close(r->image, ignored, sizeof ignored);
     free(r);
 }
 
-struct results *results_create(int fd, const char *path, const struct run_info *run,
+/* Save the file (h5image_save), keeping spare bytes free for later saves. */
+static int results_save(struct results *r, uint64_t spare, char *err, size_t errlen)
+{
+    return h5image_save(r->image, spare, err, errlen);
+}
+
+/* After name was added under parent (rc: how that went), save the file;
+ * when either failed, drop name again: what the file holds in memory is
+ * then what its last save holds, and a group in it is a whole one. */
+static int results_save_added(struct results *r, hid_t parent, const char *name, int rc, char *err,
+                              size_t errlen)
+{
+    if (rc == 0 && results_save(r, SPACE_MARGIN, err, errlen) == 0)
+        return 0;
+    H5Ldelete(parent, name, H5P_DEFAULT); /* best effort; err says what failed */
+    return -1;
+}
+
+struct results *results_create(struct safeout *out, const char *path, const struct run_info *run,
                                const struct host_info *hosts, int nhosts,
                                const struct rank_info *ranks, int nranks, char *err, size_t errlen)
 {
@@ -243,15 +221,9 @@ struct results *results_create(int fd, const char *path, const struct run_info *
         h5_msg_fail(err, errlen, "%s: out of memory", path);
         return NULL;
     }
+    r->image = NULL;
     r->file = r->phases = r->monitor = r->str = r->boolean = H5I_INVALID_HID;
-    r->broken = false;
     memcpy(r->path, path, plen + 1);
-    r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (r->fd < 0) {
-        h5_msg_fail(err, errlen, "%s: %s", path, strerror(errno));
-        free(r);
-        return NULL;
-    }
 
     hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     int rc = -1;
@@ -266,11 +238,10 @@ struct results *results_create(int fd, const char *path, const struct run_info *
         h5_fail(err, errlen, "cannot build string and bool types");
         goto out;
     }
-    if (create_space_check(r->fd, run, nhosts, nranks, err, errlen) < 0)
+    r->image = h5image_create(fcpl, out, err, errlen);
+    if (r->image == NULL)
         goto out;
-    r->file = file_create(r->fd, fcpl, err, errlen);
-    if (r->file < 0)
-        goto out;
+    r->file = h5image_file(r->image);
     if (root_attrs(r, run, err, errlen) < 0 ||
         hosts_write(r->file, hosts, nhosts, err, errlen) < 0 ||
         ranks_write(r->file, ranks, nranks, hosts, nhosts, err, errlen) < 0)
@@ -283,17 +254,14 @@ struct results *results_create(int fd, const char *path, const struct run_info *
         h5_attr_str(r->str, r->monitor, "host", run->monitor_host, err, errlen) < 0 ||
         h5_attr_i32(r->monitor, "rank", run->monitor_rank, err, errlen) < 0 ||
         h5_attr_f64(r->monitor, "interval", run->monitor_interval, err, errlen) < 0 ||
-        h5_attr_str(r->str, r->monitor, "url", run->monitor_url, err, errlen) < 0)
+        h5_attr_str(r->str, r->monitor, "url", run->monitor_url, err, errlen) < 0 ||
+        results_save(r, SPACE_MARGIN, err, errlen) < 0)
         goto out;
-    if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
-        h5_fail(err, errlen, "cannot flush");
-        goto out;
-    }
     rc = 0;
 out:
     if (fcpl >= 0)
         H5Pclose(fcpl);
-    if (rc < 0) { /* the caller removes the half-made file (safeout_abandon) */
+    if (rc < 0) { /* nothing was put in place */
         h5_msg_prefix(err, errlen, "%s", path);
         results_free(r);
         return NULL;
@@ -744,11 +712,6 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     if (r == NULL || ph == NULL || sum == NULL)
         return h5_msg_fail(err, errlen, "results: no file, phase or summary");
     const char *name = ph->name;
-    if (r->broken)
-        return h5_msg_fail(err, errlen,
-                           "%s: phase '%s' not written: an earlier write to "
-                           "the file failed",
-                           r->path, name);
     if (name[0] == '\0' || strchr(name, '/') != NULL || strcmp(name, ".") == 0)
         return h5_msg_fail(err, errlen, "%s: phase name '%s' cannot name an HDF5 group", r->path,
                            name);
@@ -761,17 +724,6 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     if (exists > 0)
         return h5_msg_fail(err, errlen, "%s: phase '%s' is already in the file", r->path, name);
 
-    uint64_t need = (uint64_t)d->nrows * sizeof(struct rank_record) +
-                    (uint64_t)d->nerrors * sizeof(struct error_row) +
-                    (uint64_t)d->nstuck * sizeof(struct stuck_row) +
-                    (uint64_t)d->nholds * sizeof(struct hold) +
-                    (uint64_t)d->nranks * sizeof(struct op_stats) +
-                    (uint64_t)(OP_COUNT + 2) * sizeof(struct hist);
-    if (h5_space_check(r->fd, 2 * need + SPACE_MARGIN, err, errlen) < 0) {
-        h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
-        return -1;
-    }
-
     hid_t g = h5_group_create(r->phases, name, err, errlen);
     if (g < 0) {
         h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
@@ -781,16 +733,7 @@ int results_write_phase(struct results *r, const struct phase *ph, const struct 
     int rc = phase_fill(r, g, ph, sum, d, err, errlen);
     if (H5Gclose(g) < 0 && rc == 0)
         rc = h5_fail(err, errlen, "cannot close the group");
-    if (rc < 0) {
-        /* A phase group in the file is a whole one: drop the half-written
-         * group (best effort; the message already says what failed). */
-        H5Ldelete(r->phases, name, H5P_DEFAULT);
-        if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
-            r->broken = true;
-    } else if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
-        rc = h5_fail(err, errlen, "cannot flush");
-        r->broken = true;
-    }
+    rc = results_save_added(r, r->phases, name, rc, err, errlen);
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s: phase '%s'", r->path, name);
     return rc;
@@ -803,22 +746,12 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
                           size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "%s: /monitor not written: %s", r ? r->path : "results",
-                           r ? "an earlier write to the file failed" : "no file");
-    const struct monitor_batch *b = &a->batch;
-    uint64_t need = b->nsamples * sizeof *b->samples + b->nmetrics * sizeof *b->metrics +
-                    b->nprocesses * sizeof *b->processes + b->ndisks * sizeof *b->disks +
-                    b->nnotes * sizeof *b->notes + a->nclient_ops * sizeof *a->client_ops +
-                    a->nclients * sizeof *a->clients + a->nmarks * sizeof *a->marks;
-    int rc = h5_space_check(r->fd, 2 * need + SPACE_MARGIN, err, errlen);
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "results: /monitor not written: no file");
+    /* Rows the save could not take stay in memory: the next save has them. */
+    int rc = results_monitor_append(r->monitor, a, err, errlen);
     if (rc == 0)
-        rc = results_monitor_append(r->monitor, a, err, errlen);
-    if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
-        if (rc == 0)
-            rc = h5_fail(err, errlen, "cannot flush");
-        r->broken = true;
-    }
+        rc = results_save(r, SPACE_MARGIN, err, errlen);
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s: /monitor", r->path);
     return rc;
@@ -828,9 +761,8 @@ int results_phase_timing(struct results *r, const char *phase, double gather_sec
                          double write_seconds, char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "phase timing not recorded: %s",
-                           r ? "an earlier write failed" : "no file");
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "phase timing not recorded: no file");
     htri_t exists = H5Lexists(r->phases, phase, H5P_DEFAULT);
     if (exists <= 0)
         return h5_msg_fail(err, errlen, "%s: phase '%s' is not in the file", r->path, phase);
@@ -849,9 +781,8 @@ int results_phase_server(struct results *r, const char *phase, const struct phas
                          char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "server CPU not recorded: %s",
-                           r ? "an earlier write failed" : "no file");
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "server CPU not recorded: no file");
     if (H5Lexists(r->phases, phase, H5P_DEFAULT) <= 0)
         return 0; /* a phase that is not in the file has nothing to add to */
     hid_t g = H5Gopen2(r->phases, phase, H5P_DEFAULT);
@@ -920,9 +851,8 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
                         size_t n, char *err, size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "ladder steps not recorded: %s",
-                           r ? "an earlier write failed" : "no file");
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "ladder steps not recorded: no file");
     if (ladder[0] == '\0' || strchr(ladder, '/') != NULL || strcmp(ladder, ".") == 0)
         return h5_msg_fail(err, errlen, "%s: ladder name '%s' cannot name an HDF5 group", r->path,
                            ladder);
@@ -930,10 +860,6 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
         return h5_msg_fail(err, errlen, "%s: /phases/%s is already in the file", r->path, ladder);
     /* On a full disk the table is left out (readers build it from the
      * steps' phases) rather than risk the file's final status. */
-    if (h5_space_check(r->fd, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0) {
-        h5_msg_prefix(err, errlen, "%s: ladder '%s'", r->path, ladder);
-        return -1;
-    }
     struct step_row *kept = n ? malloc(n * sizeof *kept) : NULL;
     if (n && !kept)
         return h5_msg_fail(err, errlen, "%s: ladder '%s': out of memory", r->path, ladder);
@@ -947,13 +873,7 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
         rc = steps_fill(r, g, ladder, kept, nkept, err, errlen);
         if (H5Gclose(g) < 0 && rc == 0)
             rc = h5_fail(err, errlen, "cannot close the group");
-        if (rc < 0)
-            H5Ldelete(r->phases, ladder, H5P_DEFAULT);
-        if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
-            if (rc == 0)
-                rc = h5_fail(err, errlen, "cannot flush");
-            r->broken = true;
-        }
+        rc = results_save_added(r, r->phases, ladder, rc, err, errlen);
     }
     free(kept);
     if (rc < 0)
@@ -973,11 +893,9 @@ int results_write_usage(struct results *r, const struct usage_row *rows, size_t 
                         size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "/usage not written: %s",
-                           r ? "an earlier write failed" : "no file");
-    if (h5_space_check(r->fd, 2 * n * sizeof *rows + SPACE_MARGIN, err, errlen) < 0 ||
-        h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows, n,
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "/usage not written: no file");
+    if (h5_table_write(r->file, "usage", usage_fields, NFIELDS(usage_fields), sizeof *rows, rows, n,
                        err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "%s: /usage", r->path);
         return -1;
@@ -985,22 +903,18 @@ int results_write_usage(struct results *r, const struct usage_row *rows, size_t 
     return 0;
 }
 
-static int final_attrs(const struct results *r, const char *status, const char *end_utc,
-                       int exit_code, double startup_seconds, char *err, size_t errlen)
+static int final_attrs(struct results *r, const char *status, const char *end_utc, int exit_code,
+                       double startup_seconds, char *err, size_t errlen)
 {
-    if (r->broken)
-        return h5_msg_fail(err, errlen, "final status not recorded: an earlier write failed");
-    if (h5_space_check(r->fd, FINAL_NEED, err, errlen) < 0) {
-        h5_msg_prefix(err, errlen, "final status");
-        return -1;
-    }
     if (h5_attr_str(r->str, r->file, "status", status ? status : "partial", err, errlen) < 0 ||
         h5_attr_str(r->str, r->file, "end_utc", end_utc, err, errlen) < 0 ||
         h5_attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0 ||
         h5_attr_f64(r->file, "startup_seconds", startup_seconds, err, errlen) < 0)
         return -1;
-    if (H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0)
-        return h5_fail(err, errlen, "cannot flush");
+    if (results_save(r, 0, err, errlen) < 0) {
+        h5_msg_prefix(err, errlen, "final status");
+        return -1;
+    }
     return 0;
 }
 
@@ -1032,8 +946,9 @@ int results_close(struct results *r, const char *status, const char *end_utc, in
     r->str = H5I_INVALID_HID;
     H5Tclose(r->boolean);
     r->boolean = H5I_INVALID_HID;
-    if (H5Fclose(r->file) < 0 && rc == 0)
-        rc = h5_fail(err, errlen, "cannot close");
+    char closing[256];
+    if (h5image_close(r->image, closing, sizeof closing) < 0 && rc == 0)
+        rc = h5_msg_fail(err, errlen, "%s", closing);
     r->file = H5I_INVALID_HID;
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s", r->path);
@@ -1045,20 +960,14 @@ int results_write_cleanup(struct results *r, const struct err_entry *left, size_
                           size_t errlen)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (r == NULL || r->broken)
-        return h5_msg_fail(err, errlen, "/cleanup not written: %s",
-                           r ? "an earlier write failed" : "no file");
-    if (h5_space_check(r->fd, 2 * n * sizeof(struct error_row) + SPACE_MARGIN, err, errlen) < 0)
-        return -1;
+    if (r == NULL)
+        return h5_msg_fail(err, errlen, "/cleanup not written: no file");
     hid_t g = h5_group_create(r->file, "cleanup", err, errlen);
     if (g < 0)
         return -1;
     int rc = errors_write(g, left, n, err, errlen);
     H5Gclose(g);
-    if (rc == 0 && H5Fflush(r->file, H5F_SCOPE_LOCAL) < 0) {
-        rc = h5_fail(err, errlen, "cannot flush");
-        r->broken = true;
-    }
+    rc = results_save_added(r, r->file, "cleanup", rc, err, errlen);
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s: /cleanup", r->path);
     return rc;

@@ -208,6 +208,19 @@ class LineReader:
             if predicate(line):
                 return line
 
+    def seen(self):
+        """The lines that came so far, without waiting for more."""
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self._queue.put(None)
+                break
+            self.lines.append(line)
+        return list(self.lines)
+
     def rest(self, timeout=30):
         """Everything, once the stream ends."""
         self._thread.join(timeout)

@@ -59,7 +59,7 @@ class Run(Background):
 
     def finished_phases(self):
         """Phases herd reported done so far (rank 0 prints after the flush)."""
-        return [m.group(1) for m in (PHASE_LINE.match(l) for l in list(self.err.lines)) if m]
+        return [m.group(1) for m in (PHASE_LINE.match(l) for l in self.err.seen()) if m]
 
     def wait_ranks(self, timeout=30):
         deadline = time.monotonic() + timeout
@@ -108,7 +108,7 @@ def phase_problem(f, name, nranks):
 
 def check_partial(out, finished, where, want=("partial", -1)):
     """The file opens, its status and exit code are want (a dead herd's:
-    partial, -1), every phase herd reported finished is in it intact (and
+    partial, -1; None: not looked at), every phase herd reported finished is in it intact (and
     so is any other phase with a status); at most one phase, the last, has
     no status (cut off while written). Returns None or a text saying what
     is wrong."""
@@ -116,9 +116,9 @@ def check_partial(out, finished, where, want=("partial", -1)):
         with h5py.File(out, "r") as f:
             status = f.attrs["status"]
             status = status.decode() if isinstance(status, bytes) else status
-            if status != want[0]:
+            if want and status != want[0]:
                 return f"{where}: status {status!r}, want {want[0]!r}"
-            if int(f.attrs["exit_code"]) != want[1]:
+            if want and int(f.attrs["exit_code"]) != want[1]:
                 return f"{where}: exit_code {f.attrs['exit_code']}, want {want[1]}"
             nranks = int(f.attrs["nranks"])
             if nranks != NRANKS or len(f["ranks"]) != NRANKS:
@@ -241,3 +241,34 @@ def test_sigkill_rank0_while_writing(herd_bin, tmp_path):
     assert ended <= RANK0_KILLS // 5, "too many kills came after the end"
     assert not bad, f"{len(bad)} of {RANK0_KILLS} files lost finished phases:\n" + \
         "\n".join(bad)
+
+
+def test_the_file_on_disk_is_whole_at_every_instant(herd_bin, tmp_path):
+    """A kill leaves what is on disk at its instant; so a reader that opens
+    the file over and over while rank 0 writes 40 phases must find a whole
+    file each time, holding every phase reported finished before it looked.
+    (A file HDF5 updates in place fails this: a reader meets half-written
+    metadata within a few phases.)"""
+    job, names = crash_job(tmp_path, nphases=40, idle="50ms", file_size="64K")
+    out = tmp_path / "whole.h5"
+    run = Run(herd_bin, job, out)
+    opens, states, bad = 0, set(), []
+    try:
+        while run.proc.poll() is None and len(bad) < 5:
+            finished = run.finished_phases()  # before the look: all saved by then
+            if not out.exists():
+                time.sleep(0.005)
+                continue
+            problem = check_partial(out, finished, f"look {opens} ({len(finished)} finished)",
+                                    want=None)
+            opens += 1
+            states.add(len(finished))
+            if problem:
+                bad.append(problem)
+    finally:
+        err = run.finish(timeout=60)
+    assert run.proc.returncode == 0, err[-2000:]
+    print(f"\n{opens} looks at {len(states)} different points of the run")
+    assert not bad, "\n".join(bad)
+    assert len(states) >= 10, f"the reader saw only {len(states)} points of the run"
+    assert check_partial(out, names, "the end", want=("complete", 0)) is None
