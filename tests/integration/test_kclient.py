@@ -214,8 +214,15 @@ def test_neighbor_read_defeats_the_cache(kcluster, herd_bin, tmp_path):
                                       "verify": "yes"})])
     run = kcluster.herd(herd_bin, job, "cache")
     assert_clean(run, run.phase_names)
-    none, every = dict.fromkeys(range(CLIENTS), 0), {h: FILE for h in range(CLIENTS)}
-    assert per_host(client_rows(run, "read-self"), "server_read_bytes") == none
+    every = {h: FILE for h in range(CLIENTS)}
+    # A host reading the file it wrote reads its own page cache, unless the
+    # kernel dropped that cache at open: it does when its WRITEs' replies
+    # came back out of order and the file's attributes then look changed
+    # by someone else (seen on 1 host of 4 in one run). Either way a host
+    # fetches the file at most once, and most hosts read from their cache.
+    own = per_host(client_rows(run, "read-self"), "server_read_bytes")
+    assert all(0 <= v <= FILE for v in own.values()), own
+    assert sum(v == 0 for v in own.values()) * 2 > CLIENTS, own
     assert per_host(client_rows(run, "read-neighbor"), "server_read_bytes") == every
     direct = client_rows(run, "read-direct")
     assert per_host(direct, "server_read_bytes") == every
