@@ -84,7 +84,10 @@ def test_seed003_knfsd_sync_async(herd_bin, tmp_path):
            for ph, r in steps.items()})
     for ph in ("mv", "rm"):
         assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
-        assert float(steps[ph]["async_fl_per_item"]) == 0.0, steps[ph]
+        # async commits nothing per item; xfs still forces its log on its
+        # own every 30 s (xfssyncd_centisecs), which a slow step can meet
+        # (0.01 per item seen in an 8.5 s rm step).
+        assert float(steps[ph]["async_fl_per_item"]) <= 0.05, steps[ph]
 
 
 def test_seed002_threads_knfsd(herd_bin, tmp_path):
