@@ -48,11 +48,6 @@ hid_t h5image_file(const struct h5image *im)
     return im->file;
 }
 
-uint64_t h5image_saved_size(const struct h5image *im)
-{
-    return im->saved;
-}
-
 /* The file's current image into im->buf: flushed first, as
  * H5Fget_file_image copies what the driver holds, not HDF5's caches. */
 static int h5image_take(struct h5image *im, char *err, size_t errlen)

@@ -41,9 +41,6 @@ hid_t h5image_file(const struct h5image *im);
  * On failure the file on disk is the last save, untouched. */
 int h5image_save(struct h5image *im, uint64_t spare, char *err, size_t errlen);
 
-/* The size of the last save (0 before the first). */
-uint64_t h5image_saved_size(const struct h5image *im);
-
 /* Close the HDF5 file (unsaved changes are dropped) and free im. */
 int h5image_close(struct h5image *im, char *err, size_t errlen);
 

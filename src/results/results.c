@@ -14,8 +14,6 @@
  * docs/results-format.md; keep the two in step. */
 #include "results.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -188,19 +186,13 @@ static void results_free(struct results *r)
     free(r);
 }
 
-/* Save the file (h5image_save), keeping spare bytes free for later saves. */
-static int results_save(struct results *r, uint64_t spare, char *err, size_t errlen)
-{
-    return h5image_save(r->image, spare, err, errlen);
-}
-
 /* After name was added under parent (rc: how that went), save the file;
  * when either failed, drop name again: what the file holds in memory is
  * then what its last save holds, and a group in it is a whole one. */
 static int results_save_added(struct results *r, hid_t parent, const char *name, int rc, char *err,
                               size_t errlen)
 {
-    if (rc == 0 && results_save(r, SPACE_MARGIN, err, errlen) == 0)
+    if (rc == 0 && h5image_save(r->image, SPACE_MARGIN, err, errlen) == 0)
         return 0;
     H5Ldelete(parent, name, H5P_DEFAULT); /* best effort; err says what failed */
     return -1;
@@ -255,7 +247,7 @@ struct results *results_create(struct safeout *out, const char *path, const stru
         h5_attr_i32(r->monitor, "rank", run->monitor_rank, err, errlen) < 0 ||
         h5_attr_f64(r->monitor, "interval", run->monitor_interval, err, errlen) < 0 ||
         h5_attr_str(r->str, r->monitor, "url", run->monitor_url, err, errlen) < 0 ||
-        results_save(r, SPACE_MARGIN, err, errlen) < 0)
+        h5image_save(r->image, SPACE_MARGIN, err, errlen) < 0)
         goto out;
     rc = 0;
 out:
@@ -751,7 +743,7 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
     /* Rows the save could not take stay in memory: the next save has them. */
     int rc = results_monitor_append(r->monitor, a, err, errlen);
     if (rc == 0)
-        rc = results_save(r, SPACE_MARGIN, err, errlen);
+        rc = h5image_save(r->image, SPACE_MARGIN, err, errlen);
     if (rc < 0)
         h5_msg_prefix(err, errlen, "%s: /monitor", r->path);
     return rc;
@@ -911,7 +903,7 @@ static int final_attrs(struct results *r, const char *status, const char *end_ut
         h5_attr_i32(r->file, "exit_code", exit_code, err, errlen) < 0 ||
         h5_attr_f64(r->file, "startup_seconds", startup_seconds, err, errlen) < 0)
         return -1;
-    if (results_save(r, 0, err, errlen) < 0) {
+    if (h5image_save(r->image, 0, err, errlen) < 0) {
         h5_msg_prefix(err, errlen, "final status");
         return -1;
     }
