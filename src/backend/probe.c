@@ -85,11 +85,16 @@ static int connect_once(const char *host, const char *port, int *gai)
     return rc;
 }
 
-/* nfs://HOST[:PORT]/... or smb://HOST[:PORT]/...: the name resolves and
- * the port answers. */
-static int probe_server(const char *shown, const char *url, const char *port, FILE *out)
+/* The server name of nfs://HOST[:PORT]/... or smb://[IPV6]:PORT/... into
+ * host, the URL's port (if it gives one) into port (else left alone):
+ * false when the URL names no server. */
+static bool url_server(const char *url, char *host, size_t hlen, char *port, size_t plen)
 {
-    const char *h = strstr(url, "://") + 3, *start = h, *rest;
+    const char *h = strstr(url, "://"), *start, *rest;
+    if (!h)
+        return false;
+    h += 3;
+    start = h;
     size_t n;
     if (*h == '[') { /* [IPv6] */
         const char *end = strchr(h, ']');
@@ -100,19 +105,27 @@ static int probe_server(const char *shown, const char *url, const char *port, FI
         n = strcspn(h, ":/?");
         rest = h + n;
     }
+    if (n == 0 || n >= hlen)
+        return false;
+    snprintf(host, hlen, "%.*s", (int)n, start);
+    size_t digits = *rest == ':' ? strspn(rest + 1, "0123456789") : 0;
+    if (digits > 0 && digits < plen)
+        snprintf(port, plen, "%.*s", (int)digits, rest + 1);
+    return true;
+}
+
+/* nfs://HOST[:PORT]/... or smb://HOST[:PORT]/...: the name resolves and
+ * the port answers. */
+static int probe_server(const char *shown, const char *url, const char *port, FILE *out)
+{
     char host[256], given[8];
-    if (n == 0 || n >= sizeof host) {
+    snprintf(given, sizeof given, "%s", port);
+    if (!url_server(url, host, sizeof host, given, sizeof given)) {
         fprintf(out, "probe: %s: no server name in the URL\n", shown);
         return 1;
     }
-    snprintf(host, sizeof host, "%.*s", (int)n, start);
-    size_t digits = *rest == ':' ? strspn(rest + 1, "0123456789") : 0;
-    if (digits > 0 && digits < sizeof given) {
-        snprintf(given, sizeof given, "%.*s", (int)digits, rest + 1);
-        port = given;
-    }
     int gai;
-    int rc = connect_once(host, port, &gai);
+    int rc = connect_once(host, given, &gai);
     char name[300];
     utf8_escape(host, name, sizeof name);
     if (rc == -EHOSTUNREACH && gai != 0) {
@@ -121,11 +134,28 @@ static int probe_server(const char *shown, const char *url, const char *port, FI
         return 1;
     }
     if (rc < 0) {
-        fprintf(out, "probe: %s: server %s port %s: %s\n", shown, name, port, strerror(-rc));
+        fprintf(out, "probe: %s: server %s port %s: %s\n", shown, name, given, strerror(-rc));
         return 1;
     }
-    fprintf(out, "probe: %s: ok (server %s answers on port %s)\n", shown, name, port);
+    fprintf(out, "probe: %s: ok (server %s answers on port %s)\n", shown, name, given);
     return 0;
+}
+
+bool probe_name_unresolved(const char *url, char *why, size_t len)
+{
+    char host[256], port[8] = "";
+    if (!url_server(url, host, sizeof host, port, sizeof port))
+        return false;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    int gai = getaddrinfo(host, NULL, &hints, &res);
+    if (gai == 0) {
+        freeaddrinfo(res);
+        return false;
+    }
+    char name[300];
+    utf8_escape(host, name, sizeof name);
+    snprintf(why, len, "server name '%s' does not resolve: %s", name, gai_strerror(gai));
+    return true;
 }
 
 int probe_target(const char *backend, const char *target, uint64_t writes, FILE *out)

@@ -7,6 +7,8 @@
 #ifndef HERD_PROBE_H
 #define HERD_PROBE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -14,5 +16,11 @@
  * most `writes` bytes there; one line per finding on out ("probe: TARGET:
  * ..."). Returns the number of problems found (0: every check passed). */
 int probe_target(const char *backend, const char *target, uint64_t writes, FILE *out);
+
+/* A connection to the server of an nfs:// or smb:// URL failed: true when
+ * its name does not resolve, with "server name 'X' does not resolve: WHY"
+ * in why (a failed lookup is not an errno: backends report it as
+ * EHOSTUNREACH, and this tells the user which it was). */
+bool probe_name_unresolved(const char *url, char *why, size_t len);
 
 #endif

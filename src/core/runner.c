@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clocksync.h"
+#include "probe.h"
 #include "progress.h"
 #include "results.h"
 #include "signals.h"
@@ -227,9 +228,12 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
         return 128 + sig;
     }
     if (failed_rank < r->size) {
+        char why[400];
+        if (r->rank == failed_rank &&
+            !(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)))
+            snprintf(why, sizeof why, "%s", strerror(-rc));
         if (r->rank == failed_rank)
-            fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, strerror(-rc),
-                    r->rank);
+            fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, why, r->rank);
         if (rc == 0)
             r->be->disconnect(r->be_ctx);
         return 2;
