@@ -63,22 +63,19 @@ static int print_job(const struct cli_args *a, const char *text)
             return 2;
         }
     printf("; the job of: herd --phase %s with its --set values\n[global]\n", a->phases);
-    for (int i = 0; i < a->nsets; i++) {
-        const char *eq = strchr(a->sets[i], '=');
-        if (!memchr(a->sets[i], '.', (size_t)(eq - a->sets[i])))
-            printf("%.*s = %s\n", (int)(eq - a->sets[i]), a->sets[i], eq + 1);
-    }
+    struct job_set_arg set;
+    for (int i = 0; i < a->nsets; i++)
+        if (job_set_split(a->sets[i], &set) && !set.phase)
+            printf("%.*s = %s\n", (int)set.key_len, set.key, set.value);
     for (const char *p = text; *p;) {
         const char *nl = strchr(p, '\n');
         printf("%.*s\n", (int)(nl - p), p);
         if (*p == '[') { /* a section: its own sets after its header */
             size_t n = (size_t)(strchr(p, ']') - p - 1);
-            for (int i = 0; i < a->nsets; i++) {
-                const char *eq = strchr(a->sets[i], '=');
-                const char *dot = memrchr(a->sets[i], '.', (size_t)(eq - a->sets[i]));
-                if (dot && (size_t)(dot - a->sets[i]) == n && strncmp(a->sets[i], p + 1, n) == 0)
-                    printf("%.*s = %s\n", (int)(eq - dot - 1), dot + 1, eq + 1);
-            }
+            for (int i = 0; i < a->nsets; i++)
+                if (job_set_split(a->sets[i], &set) && set.phase && set.phase_len == n &&
+                    strncmp(set.phase, p + 1, n) == 0)
+                    printf("%.*s = %s\n", (int)set.key_len, set.key, set.value);
         }
         p = nl + 1;
     }

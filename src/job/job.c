@@ -251,9 +251,21 @@ int job_read_text(const char *path, char **text)
     return jobtext_read(path, text, NULL, 0);
 }
 
-/* The --set arguments: "KEY=VALUE" for every phase the key applies to,
- * "PHASE.KEY=VALUE" for one phase (split at the last '.' before '=':
- * key names have none, phase names may). */
+bool job_set_split(const char *arg, struct job_set_arg *out)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return false;
+    const char *dot = memrchr(arg, '.', (size_t)(eq - arg));
+    out->phase = dot ? arg : NULL;
+    out->phase_len = dot ? (size_t)(dot - arg) : 0;
+    out->key = dot ? dot + 1 : arg;
+    out->key_len = (size_t)(eq - out->key);
+    out->value = eq + 1;
+    return true;
+}
+
+/* The --set arguments (job_set_split). */
 static void sets_parse(struct parse_state *st, char *const *sets, int nsets)
 {
     st->sets = nsets > 0 ? calloc((size_t)nsets, sizeof *st->sets) : NULL;
@@ -262,32 +274,30 @@ static void sets_parse(struct parse_state *st, char *const *sets, int nsets)
         return;
     }
     for (int i = 0; i < nsets && !st->failed; i++) {
-        const char *eq = strchr(sets[i], '=');
-        if (!eq || eq == sets[i]) {
+        struct job_set_arg arg;
+        if (!job_set_split(sets[i], &arg)) {
             job_fail(st, 0, NULL, "--set %s: expected KEY=VALUE or PHASE.KEY=VALUE", sets[i]);
             return;
         }
-        const char *dot = memrchr(sets[i], '.', (size_t)(eq - sets[i]));
-        const char *name = dot ? dot + 1 : sets[i];
         char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)(eq - name < 63 ? eq - name : 63), name);
+        snprintf(key, sizeof key, "%.*s", (int)(arg.key_len < 63 ? arg.key_len : 63), arg.key);
         struct set *set = &st->sets[st->nsets];
         set->key = job_key_lookup(key);
-        set->value = eq + 1;
-        if (!set->key || (size_t)(eq - name) >= sizeof key) {
+        set->value = arg.value;
+        if (!set->key || arg.key_len >= sizeof key) {
             job_fail(st, LINE_SET, key, "unknown key (see `herd keys`)");
             return;
         }
-        if (strlen(eq + 1) >= JOB_PATH_MAX) {
+        if (strlen(arg.value) >= JOB_PATH_MAX) {
             job_fail(st, LINE_SET, key, "value too long");
             return;
         }
-        if (dot) {
-            snprintf(set->phase, sizeof set->phase, "%.*s", (int)(dot - sets[i]), sets[i]);
-            if ((size_t)(dot - sets[i]) >= sizeof set->phase || section_index(st, set->phase) < 0 ||
+        if (arg.phase) {
+            snprintf(set->phase, sizeof set->phase, "%.*s", (int)arg.phase_len, arg.phase);
+            if (arg.phase_len >= sizeof set->phase || section_index(st, set->phase) < 0 ||
                 strcmp(set->phase, "global") == 0) {
-                job_fail(st, LINE_SET, key, "no phase [%.*s] in the job", (int)(dot - sets[i]),
-                         sets[i]);
+                job_fail(st, LINE_SET, key, "no phase [%.*s] in the job", (int)arg.phase_len,
+                         arg.phase);
                 return;
             }
             if (set->key->scope == KEY_GLOBAL_ONLY) {

@@ -178,10 +178,21 @@ const struct job_key *job_key_lookup(const char *name);
 /* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
 int job_read_text(const char *path, char **text);
 
+/* One --set argument, split: "KEY=VALUE" (phase NULL: every phase the
+ * key applies to) or "PHASE.KEY=VALUE" (split at the last '.' before the
+ * '=': key names have none, phase names may). The parts point into arg.
+ * false when there is no '=' or nothing before it. */
+struct job_set_arg {
+    const char *phase, *key, *value;
+    size_t phase_len, key_len;
+};
+bool job_set_split(const char *arg, struct job_set_arg *out);
+
 /* Load and validate a job file. text is what jobtext_read made of it
  * (variables replaced, no comment after a value: jobtext.h), or NULL to
  * read it from path (path also names the file in messages). `sets` are
- * "key=value" strings that replace [global] values. On error returns -1 and writes one line
+ * --set arguments (job_set_split), each beating the job file's value of
+ * its key in every phase it names. On error returns -1 and writes one line
  * "FILE:LINE: key 'K': what is wrong" (or without key/line where none
  * applies) into err. */
 int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,

@@ -637,6 +637,32 @@ static void test_backend_options_block(void **state)
 #endif
 }
 
+/* --set arguments split at the '=' and at the last '.' before it; a
+ * phase name may hold dots, a value may hold both. */
+static void test_set_split(void **state)
+{
+    (void)state;
+    struct job_set_arg a;
+    assert_true(job_set_split("file_size=16M", &a));
+    assert_null(a.phase);
+    assert_int_equal(a.key_len, 9);
+    assert_memory_equal(a.key, "file_size", 9);
+    assert_string_equal(a.value, "16M");
+    assert_true(job_set_split("step.1.block_size=a.b=c", &a));
+    assert_int_equal(a.phase_len, 6);
+    assert_memory_equal(a.phase, "step.1", 6);
+    assert_int_equal(a.key_len, 10);
+    assert_memory_equal(a.key, "block_size", 10);
+    assert_string_equal(a.value, "a.b=c");
+    assert_true(job_set_split(".k=v", &a)); /* an empty phase name: refused by job_load */
+    assert_non_null(a.phase);
+    assert_int_equal(a.phase_len, 0);
+    assert_true(job_set_split("k=", &a));
+    assert_string_equal(a.value, "");
+    assert_false(job_set_split("=v", &a));
+    assert_false(job_set_split("novalue", &a));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_key_bounds),
         cmocka_unit_test(test_backend_owns_its_rules),
         cmocka_unit_test(test_backend_options_block),
+        cmocka_unit_test(test_set_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
