@@ -17,13 +17,17 @@
 #include "textfile.h"
 #include "utf8.h"
 
-/* A job file's bytes, or with stdin standard input's. */
-static int job_bytes_read(const char *path, bool stdin_, char **text)
+/* A job file's bytes: the job itself (top: the file the user named, "-"
+ * standard input, a pipe such as `<(...)`) or an include (a regular file
+ * only). */
+static int job_bytes_read(const char *path, bool top, char **text)
 {
     char *buf = NULL;
     size_t cap = 0;
-    long n = stdin_ ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
-                    : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
+    long n = top && strcmp(path, JOBTEXT_STDIN) == 0
+                 ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
+             : top ? textfile_read_given(path, JOB_FILE_MAX, &buf, &cap)
+                   : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
     if (n >= 0 && strlen(buf) != (size_t)n)
         n = -EILSEQ; /* a NUL byte: not a text file */
     if (n < 0) {
@@ -32,11 +36,6 @@ static int job_bytes_read(const char *path, bool stdin_, char **text)
     }
     *text = buf;
     return 0;
-}
-
-int jobtext_read_file(const char *path, char **text)
-{
-    return job_bytes_read(path, strcmp(path, JOBTEXT_STDIN) == 0, text);
 }
 
 /* The output being built and where errors go. */
@@ -280,15 +279,19 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
                  JOBTEXT_SOURCES - 1);
         return;
     }
-    char *text;
+    char *text = NULL;
     /* standard input only as the job itself: an include "-" is a file */
     bool stdin_ = !from && strcmp(path, JOBTEXT_STDIN) == 0;
-    int rc = job_bytes_read(path, stdin_, &text);
+    int rc = job_bytes_read(path, !from, &text);
     if (rc < 0 && !o->failed)
         o->rc = rc;
     if (rc < 0) {
         if (from)
             out_fail(o, from, line, "include %s: %s", path, jobtext_error(rc));
+        else if (rc == -ENOENT && strncmp(path, "/dev/fd/", 8) == 0)
+            out_fail(o, path, 0,
+                     "cannot read job file: not open in this process (a `<(...)` given to "
+                     "mpirun stays with mpirun: herd run - < FILE)");
         else
             out_fail(o, path, 0, "cannot read job file: %s", jobtext_error(rc));
         return;

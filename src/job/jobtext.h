@@ -52,14 +52,10 @@
  * lowercase word, too many). */
 int jobtext_from_kinds(const char *kinds, char **text, char *err, size_t errlen);
 
-/* The text of path (JOBTEXT_STDIN: standard input) with includes,
+/* The text of path (JOBTEXT_STDIN: standard input; an anonymous pipe
+ * such as `<(...)` is read too, a named FIFO refused) with includes,
  * comments and variables done, into *text (malloc'd). 0, or -errno with
  * one line "FILE:LINE: why" (or "FILE: why") in err (err may be NULL). */
 int jobtext_read(const char *path, char **text, char *err, size_t errlen);
-
-/* A file's bytes as a job file (no processing), JOBTEXT_STDIN standard
- * input's: 0 or -errno (-EISDIR, -ENOTSUP not a regular file, -EFBIG
- * larger than JOB_FILE_MAX, -EILSEQ a NUL byte). */
-int jobtext_read_file(const char *path, char **text);
 
 #endif

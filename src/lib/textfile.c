@@ -1,10 +1,14 @@
-/* textfile.c — reading a whole small regular file (textfile.h). */
+/* textfile.c — reading a whole small regular file, or a pipe the user
+ * named (textfile.h). */
 #include "textfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,23 +31,48 @@ static int textfile_grow(char **buf, size_t *cap, size_t used, size_t max)
     return 0;
 }
 
-long textfile_read(const char *path, size_t max, char **buf, size_t *cap)
+/* fd is an anonymous pipe (its /proc link reads "pipe:[INODE]"), not a
+ * FIFO with a name in a file system. */
+static bool fd_is_anonymous_pipe(int fd)
+{
+    char link[64], target[32];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    return n > 5 && strncmp(target, "pipe:", 5) == 0;
+}
+
+static long textfile_open_read(const char *path, size_t max, char **buf, size_t *cap, bool pipes)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     struct stat sb;
     long rc = 0;
+    bool pipe = false;
     if (fstat(fd, &sb) < 0)
         rc = -errno;
+    else if (pipes && S_ISFIFO(sb.st_mode) && fd_is_anonymous_pipe(fd))
+        pipe = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0;
     else if (!S_ISREG(sb.st_mode))
         rc = S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
     else if ((uint64_t)sb.st_size > max)
         rc = -EFBIG;
+    if (rc == 0 && S_ISFIFO(sb.st_mode) && !pipe)
+        rc = -ENOTSUP;
     if (rc == 0)
         rc = textfile_read_fd(fd, max, buf, cap);
     close(fd);
     return rc;
+}
+
+long textfile_read(const char *path, size_t max, char **buf, size_t *cap)
+{
+    return textfile_open_read(path, max, buf, cap, false);
+}
+
+long textfile_read_given(const char *path, size_t max, char **buf, size_t *cap)
+{
+    return textfile_open_read(path, max, buf, cap, true);
 }
 
 long textfile_read_fd(int fd, size_t max, char **buf, size_t *cap)

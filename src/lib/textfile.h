@@ -18,6 +18,13 @@
  * buffer, still the caller's to free. */
 long textfile_read(const char *path, size_t max, char **buf, size_t *cap);
 
+/* The same, also taking an anonymous pipe (a shell's `<(...)`, whose
+ * /dev/fd/N the user named) and reading it to its end; a FIFO with a name
+ * in a file system is still refused (nothing may be waiting to write it).
+ * For the file a user names on the command line, never for one a file
+ * names (an include). */
+long textfile_read_given(const char *path, size_t max, char **buf, size_t *cap);
+
 /* The same from an open descriptor the caller chose to read whatever it
  * is (a job on standard input: a pipe, a terminal): to its end, at most
  * max bytes, fd left open. */

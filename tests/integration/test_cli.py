@@ -11,6 +11,7 @@ in fio's forms (16MB, a power of 2) and decimals that give whole bytes
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
+import os
 import re
 import shutil
 import subprocess
@@ -175,6 +176,40 @@ def test_check_reads_the_job_from_stdin(herd_bin, tmp_path):
         describe(bad)
 
 
+def test_check_and_run_read_a_shell_pipe(herd_bin, tmp_path):
+    """herd check <(...) and a singleton herd run <(...): the shell's pipe
+    is read as the job file (the same phases as the file); a named FIFO is
+    still refused without waiting for a writer; under mpirun the ranks do
+    not hold mpirun's /dev/fd/N, and the one line says to pipe the job."""
+    (tmp_path / "t").mkdir()
+    job = tmp_path / "j.ini"
+    job.write_text(job_text(tmp_path / "t"))
+    filed = herd_cmd(herd_bin, "check", job, "-n", "4")
+    piped = subprocess.run(["bash", "-c", 'exec "$1" check <(cat "$2") -n 4', "sh", herd_bin,
+                            job], capture_output=True, text=True, timeout=60)
+    assert piped.returncode == filed.returncode == 0, describe(piped)
+    assert re.match(r"job /dev/fd/\d+: 2 phases", piped.stdout), piped.stdout
+    assert piped.stdout.splitlines()[1:] == filed.stdout.splitlines()[1:]
+    out = tmp_path / "pipe.h5"
+    ran = subprocess.run(["bash", "-c", 'exec "$1" run <(cat "$2") -o "$3"', "sh", herd_bin,
+                          job, out], capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert ran.returncode == 0, describe(ran)
+    assert load_results(out).phase_names == ["w", "r"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    refused = herd_cmd(herd_bin, "check", fifo, timeout=10)
+    assert refused.returncode == 2 and refused.stderr == \
+        f"herd: {fifo}: cannot read job file: not a regular file\n", describe(refused)
+    args = " ".join(f"'{a}'" for a in mpirun_args(herd_bin, 1, "run"))
+    under = subprocess.run(["bash", "-c", f'exec {args} <(cat "$1") -o "$2"', "sh", job,
+                            tmp_path / "mpi.h5"], capture_output=True, text=True, timeout=120,
+                           env=mpi_env())
+    assert under.returncode != 0, describe(under)
+    assert "not open in this process (a `<(...)` given to mpirun stays with mpirun: " \
+        "herd run - < FILE)" in under.stderr, describe(under)
+    assert not (tmp_path / "mpi.h5").exists()
+
+
 def test_run_reads_the_job_from_stdin(herd_bin, tmp_path):
     """mpirun ... herd run - : rank 0 reads the job from standard input (as
     mpirun forwards it) and sends it to every rank: the same phases and
@@ -258,7 +293,6 @@ def test_probe_finds_each_bad_target(herd_bin, tmp_path):
     a file, one without write permission for the user, too little room, a
     refused port and a name that does not resolve (named as such); a good
     target is ok, exit 0."""
-    import os
     good = tmp_path / "good"
     good.mkdir()
     ok = probe(herd_bin, good)
