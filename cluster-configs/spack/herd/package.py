@@ -1,24 +1,32 @@
 # package.py — a Spack recipe for herd, the MPI load tester for NFS and
 # shared file systems: builds it with the site's MPI and HDF5 (whatever
 # provides `mpi`, and hdf5+mpi built with it) and installs the analysis
-# tools with their Python dependencies. See docs/install.md.
+# tools with their Python dependencies. See docs/install.md, which also
+# says how tests/integration/test_spack.py checks it in a real Spack.
 #
-# Use it from a repository of your own (no upstream release exists yet):
-#   spack repo create ~/spack-herd && mkdir -p ~/spack-herd/packages/herd
-#   cp cluster-configs/spack/herd/package.py ~/spack-herd/packages/herd/
-#   spack repo add ~/spack-herd
-#   spack install herd@main ^openmpi            # or ^mpich, ^intel-oneapi-mpi...
-#   spack dev-build herd@main                   # from inside a checkout
-# and set `git` below to where your site keeps the herd repository.
+# Use it from a repository of your own:
+#   spack repo create ~/spack-herd herd      # prints the repository's path
+#   mkdir -p ~/spack-herd/spack_repo/herd/packages/herd    # Spack 1.x layout
+#   cp cluster-configs/spack/herd/package.py ~/spack-herd/spack_repo/herd/packages/herd/
+#   spack repo add ~/spack-herd/spack_repo/herd
+#   spack install herd ^openmpi              # or ^mpich, ^intel-oneapi-mpi...
+#   spack install herd@main dev_path=$PWD    # the working tree of a checkout
+# (Spack 0.x: `spack repo create` makes ~/spack-herd/packages/ instead.) Set
+# `git` below to where your site keeps the herd repository.
 #
 # Variants: the optional parts of CMakeLists.txt, each CMake's
 # HERD_WITH_<PART>: +variant adds the dependency and is ON (CMake fails
 # when it is not found); ~variant is OFF (the part is not built, its
-# library not even looked for, so a system copy cannot bring it in). Spack has no libsmbclient: +smb takes it from the system
-# (an external `pkg-config smbclient`) and is off by default.
+# library not even looked for, so a system copy cannot bring it in).
+# Spack has no libsmbclient: +smb takes it from the system (an external
+# `pkg-config smbclient`) and is off by default.
 
-from spack.package import *  # Spack 1.0 repositories also need:
-# from spack_repo.builtin.build_systems.cmake import CMakePackage
+from spack.package import *
+
+try:  # Spack 1.x: the build systems live in the builtin repository
+    from spack_repo.builtin.build_systems.cmake import CMakePackage
+except ImportError:  # Spack 0.x: spack.package has them
+    pass
 
 
 class Herd(CMakePackage):
@@ -30,6 +38,8 @@ class Herd(CMakePackage):
     homepage = "https://example.invalid/herd"  # set to your site's copy
     git = "https://example.invalid/herd.git"  # set to your site's copy
 
+    # Releases are the repository's tags, pinned by commit.
+    version("0.1.0", tag="v0.1.0", commit="788aa3d65af9f81e3786c000868c18f816e859b7", preferred=True)
     version("main", branch="main")
 
     variant("libnfs", default=True, description="userspace NFS client backend (libnfs)")
@@ -61,7 +71,10 @@ class Herd(CMakePackage):
         depends_on("py-matplotlib", type="run")
 
     def cmake_args(self):
-        args = [self.define("HERD_TESTS", False)]
+        # FindMPI through the provider's own wrapper (Spack's compiler
+        # wrapper is not an MPI one), and no tests in an install.
+        args = [self.define("HERD_TESTS", False),
+                self.define("MPI_C_COMPILER", self.spec["mpi"].mpicc)]
         for part, name in (("LIBNFS", "libnfs"), ("CURL", "curl"), ("SMBCLIENT", "smb"),
                            ("NFQUEUE", "nfqueue")):
             args.append(self.define(f"HERD_WITH_{part}",
