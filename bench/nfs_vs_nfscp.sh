@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# nfs_vs_nfscp.sh — herd's libnfs backend against nfs-cp (libnfs-utils) on
-# the same embedded NFS server (ganesha; FS=tmpfs or xfs export), same file size, in one
-# run: sequential write then read of one file, 1 MiB calls (herd with its
-# default nfs_inflight: 16 RPCs in flight). Also herd's
-# POSIX backend on the exported directory itself (no NFS in the path), to
-# show what the NFS layer costs. REPEAT rounds, herd and nfs-cp alternate,
-# medians, ratio herd/nfs-cp. Needs root (the server uses namespaces and a
-# loop device). Exits 0 whatever the numbers; 2 when a tool is missing.
+# nfs_vs_nfscp.sh — herd's libnfs backend against the plain libnfs
+# programs on the same embedded NFS server (ganesha; FS=tmpfs or xfs
+# export), same file size, in one run: sequential write then read of one
+# file, 1 MiB calls (CHUNK: also herd's nfs_rsize/wsize and the loop's RPC
+# size). Rows:
+#   write-/read-SIZE         herd with its default nfs_inflight (16) vs
+#                            nfs-cp (libnfs-utils: synchronous 1 MiB calls)
+#   ...-ifN (N in INFLIGHTS) herd nfs_inflight=N vs bench/nfs_async_peer.c
+#                            keeping N async RPCs in flight with libnfs's API
+#   ...-default-vs-loop-best herd's default vs the best loop of the round
+#   ...-mpirun-vs-singleton  herd's default under mpirun -np 1 (every herd
+#                            row) vs the same job started without mpirun
+#                            (a singleton MPI start): the runtime's share
+#   posix-*                  herd's POSIX backend on the export itself (no NFS)
+# REPEAT rounds, herd first in odd rounds and the peers first in even ones,
+# medians, ratio herd/peer with ranges. Every herd write has fsync = yes and
+# the loop's write time its COMMIT; herd's time is IOR's -e (open and close
+# inside), nfs-cp's includes its start-up and mount. Needs root (the
+# server uses namespaces and a loop device). Exits 0 whatever the numbers;
+# 2 when a tool is missing.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,7 +29,9 @@ SIZE_MB=${SIZE_MB:-256}           # MiB per file
 # CPU are measured, not the disk's writeback, which made single 256 MiB
 # writes range 180-1150 MiB/s on a loop xfs) or xfs (a loop image).
 FS=${FS:-tmpfs}
-TARGET=${TARGET:-1.0}             # herd must be >= nfs-cp
+TARGET=${TARGET:-1.0}             # herd must be >= its peer
+CHUNK=${CHUNK:-1048576}           # bytes per call and per RPC
+INFLIGHTS=${INFLIGHTS:-1 16 64}   # the in-flight windows compared with the loop
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 SERVER=$ROOT/cluster-configs/local/nfs-server.sh
@@ -27,7 +41,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: nfs_vs_nfscp.sh needs root (network namespace, loop-mounted xfs)."
     exit 0
 fi
-for t in nfs-cp ganesha.nfsd mpirun; do
+for t in nfs-cp ganesha.nfsd mpirun cc; do
     command -v "$t" >/dev/null 2>&1 || { echo "nfs_vs_nfscp: $t is missing (cluster-configs/local/install.sh installs it)" >&2; exit 2; }
 done
 [ -x "$HERD" ] || { echo "nfs_vs_nfscp: $HERD not built" >&2; exit 2; }
@@ -54,28 +68,27 @@ export_dir=${export_dir%%\?*}
 bytes=$((SIZE_MB * 1048576))
 head -c "$bytes" /dev/urandom >"$work/src.dat"   # nfs-cp's source, in page cache
 
-job() { # job BACKEND TARGET
-    cat <<EOF
-[global]
-backend = $1
-target = $2
-file_size = ${SIZE_MB}M
-block_size = 1M
-fsync = no
-sharing = shared
-fileset = bench
-[write]
-kind = write
-[read]
-kind = read
-EOF
+job() { # job BACKEND TARGET [KEY=VALUE...]
+    local backend=$1 target=$2 kv
+    shift 2
+    printf '[global]\nbackend = %s\ntarget = %s\nfile_size = %sM\nblock_size = %s\n' \
+        "$backend" "$target" "$SIZE_MB" "$CHUNK"
+    printf 'fsync = yes\nsharing = shared\nfileset = bench\n'
+    for kv in "$@"; do printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"; done
+    printf '[write]\nkind = write\n[read]\nkind = read\n'
 }
-job libnfs "$url" >"$work/libnfs.ini"
+nfsk=("nfs_rsize=$CHUNK" "nfs_wsize=$CHUNK")
+job libnfs "$url" "${nfsk[@]}" >"$work/libnfs.ini"
+for n in $INFLIGHTS; do job libnfs "$url" "${nfsk[@]}" "nfs_inflight=$n" >"$work/libnfs-if$n.ini"; done
 job posix "$export_dir" >"$work/posix.ini"
+peer=$work/nfs_async_peer
+cc -O2 -o "$peer" "$HERE/nfs_async_peer.c" -lnfs ||
+    { echo "nfs_vs_nfscp: cannot build nfs_async_peer.c (libnfs-dev)" >&2; exit 2; }
 
 herd_run() { # herd_run NAME INI [--server-fs]: prints write and read MiB/s
     local name=$1 ini=$2 extra=${3:-}
-    "$SERVER" exec --state "$state" $extra -- mpirun -np 1 "$HERD" run "$ini" \
+    # shellcheck disable=SC2086 # LAUNCH: words by design ("" = a singleton start)
+    "$SERVER" exec --state "$state" $extra -- ${LAUNCH-mpirun -np 1} "$HERD" run "$ini" \
         -o "$work/$name.h5" --force >"$work/$name.out" 2>"$work/$name.err" ||
         { cat "$work/$name.err" "$work/$name.out" >&2; return 1; }
     echo "$("$PY" "$HERE/bench_util.py" herd "$work/$name.h5" write "$bytes" 2>/dev/null)" \
@@ -96,28 +109,53 @@ nfscp_run() { # prints write and read MiB/s of nfs-cp, timed inside the namespac
     ' _ "$work/src.dat" "$url" "/dev/shm/herd-bench-nfscp.$$" "$bytes"
 }
 
+loop_run() { # loop_run N: prints write and read MiB/s of the async loop
+    "$SERVER" exec --state "$state" -- "$peer" "$url" "/nfsloop-$RANDOM.dat" "$bytes" "$CHUNK" "$1"
+}
+
 raw=$OUT/nfs_vs_nfscp_raw.csv
 echo "config,tool,round,mib_s" >"$raw"
+add() { echo "$1,$2,$round,$3" >>"$raw"; }
 for round in $(seq 1 "$REPEAT"); do
-    if [ $((round % 2)) -eq 1 ]; then order="herd nfscp posix"; else order="nfscp herd posix"; fi
+    herds="herd" peers="nfscp singleton"
+    for n in $INFLIGHTS; do herds+=" herd-if$n"; peers+=" loop-if$n"; done
+    if [ $((round % 2)) -eq 1 ]; then order="$herds $peers posix"; else order="$peers $herds posix"; fi
+    best_w=0 best_r=0
     for who in $order; do
         # Start every measurement from an empty export and no dirty pages:
         # a write otherwise lands in the previous tool's writeback (rates
         # 5x apart depending on who went first).
-        "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
+        "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat "$1"/nfsloop-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
         sync
         case $who in
         herd) read -r w r < <(herd_run libnfs "$work/libnfs.ini") || exit 1
-              echo "write-${SIZE_MB}M,herd,$round,$w" >>"$raw"; echo "read-${SIZE_MB}M,herd,$round,$r" >>"$raw" ;;
+              add "write-${SIZE_MB}M" herd "$w"; add "read-${SIZE_MB}M" herd "$r"
+              add "write-${SIZE_MB}M-default-vs-loop-best" herd "$w"
+              add "read-${SIZE_MB}M-default-vs-loop-best" herd "$r"
+              add "write-${SIZE_MB}M-mpirun-vs-singleton" herd "$w"
+              add "read-${SIZE_MB}M-mpirun-vs-singleton" herd "$r" ;;
+        herd-if*) n=${who#herd-if}
+              read -r w r < <(herd_run "libnfs-if$n" "$work/libnfs-if$n.ini") || exit 1
+              add "write-${SIZE_MB}M-if$n" herd "$w"; add "read-${SIZE_MB}M-if$n" herd "$r" ;;
         nfscp) read -r w r < <(nfscp_run) || { echo "nfs_vs_nfscp: nfs-cp failed" >&2; exit 1; }
-              echo "write-${SIZE_MB}M,nfs-cp,$round,$w" >>"$raw"; echo "read-${SIZE_MB}M,nfs-cp,$round,$r" >>"$raw" ;;
+              add "write-${SIZE_MB}M" nfs-cp "$w"; add "read-${SIZE_MB}M" nfs-cp "$r" ;;
+        loop-if*) n=${who#loop-if}
+              read -r w r < <(loop_run "$n") || { echo "nfs_vs_nfscp: nfs_async_peer failed" >&2; exit 1; }
+              add "write-${SIZE_MB}M-if$n" "loop-if$n" "$w"; add "read-${SIZE_MB}M-if$n" "loop-if$n" "$r"
+              best_w=$(awk -v a="$best_w" -v b="$w" 'BEGIN { print (b > a ? b : a) }')
+              best_r=$(awk -v a="$best_r" -v b="$r" 'BEGIN { print (b > a ? b : a) }') ;;
+        singleton) read -r w r < <(LAUNCH="" herd_run singleton "$work/libnfs.ini") || exit 1
+              add "write-${SIZE_MB}M-mpirun-vs-singleton" singleton "$w"
+              add "read-${SIZE_MB}M-mpirun-vs-singleton" singleton "$r" ;;
         posix) read -r w r < <(herd_run posix "$work/posix.ini" --server-fs) || exit 1
-              echo "posix-write-${SIZE_MB}M,herd,$round,$w" >>"$raw"; echo "posix-read-${SIZE_MB}M,herd,$round,$r" >>"$raw" ;;
+              add "posix-write-${SIZE_MB}M" herd "$w"; add "posix-read-${SIZE_MB}M" herd "$r" ;;
         esac
     done
+    add "write-${SIZE_MB}M-default-vs-loop-best" loop-best "$best_w"
+    add "read-${SIZE_MB}M-default-vs-loop-best" loop-best "$best_r"
 done
 
-echo "herd (libnfs) vs nfs-cp, same ganesha server, $FS export, ${SIZE_MB} MiB file, 1 MiB calls, median of $REPEAT"
+echo "herd (libnfs) vs nfs-cp and the async loop, same ganesha server, $FS export, ${SIZE_MB} MiB file, $CHUNK-byte calls and RPCs, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw" "$OUT/nfs_vs_nfscp.csv" "$TARGET"
 echo "(posix-* rows: herd's POSIX backend on the exported xfs directory itself, no NFS;"
 echo " nfs-cp's time includes its start-up and mount, herd's excludes its mount, done before the phase)"
