@@ -229,11 +229,11 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
     }
     if (failed_rank < r->size) {
         char why[400];
-        if (r->rank == failed_rank &&
-            !(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)))
-            snprintf(why, sizeof why, "%s", strerror(-rc));
-        if (r->rank == failed_rank)
+        if (r->rank == failed_rank) {
+            if (!(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)))
+                snprintf(why, sizeof why, "%s", strerror(-rc));
             fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, why, r->rank);
+        }
         if (rc == 0)
             r->be->disconnect(r->be_ctx);
         return 2;

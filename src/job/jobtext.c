@@ -17,17 +17,18 @@
 #include "textfile.h"
 #include "utf8.h"
 
-/* A job file's bytes: the job itself (top: the file the user named, "-"
- * standard input, a pipe such as `<(...)`) or an include (a regular file
- * only). */
-static int job_bytes_read(const char *path, bool top, char **text)
+/* Where a job file's bytes come from: an include (a regular file only),
+ * the file the user named (also a pipe such as `<(...)`), or standard
+ * input ("-" as the job itself). */
+enum job_source { JOB_INCLUDE, JOB_NAMED, JOB_STDIN };
+
+static int job_bytes_read(const char *path, enum job_source from, char **text)
 {
     char *buf = NULL;
     size_t cap = 0;
-    long n = top && strcmp(path, JOBTEXT_STDIN) == 0
-                 ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
-             : top ? textfile_read_given(path, JOB_FILE_MAX, &buf, &cap)
-                   : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
+    long n = from == JOB_STDIN   ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
+             : from == JOB_NAMED ? textfile_read_given(path, JOB_FILE_MAX, &buf, &cap)
+                                 : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
     if (n >= 0 && strlen(buf) != (size_t)n)
         n = -EILSEQ; /* a NUL byte: not a text file */
     if (n < 0) {
@@ -282,7 +283,7 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
     char *text = NULL;
     /* standard input only as the job itself: an include "-" is a file */
     bool stdin_ = !from && strcmp(path, JOBTEXT_STDIN) == 0;
-    int rc = job_bytes_read(path, !from, &text);
+    int rc = job_bytes_read(path, from ? JOB_INCLUDE : stdin_ ? JOB_STDIN : JOB_NAMED, &text);
     if (rc < 0 && !o->failed)
         o->rc = rc;
     if (rc < 0) {

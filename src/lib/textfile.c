@@ -41,6 +41,13 @@ static bool fd_is_anonymous_pipe(int fd)
     return n > 5 && strncmp(target, "pipe:", 5) == 0;
 }
 
+/* Clear O_NONBLOCK on fd: 0 or -errno. */
+static int fd_blocking(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ? -errno : 0;
+}
+
 static long textfile_open_read(const char *path, size_t max, char **buf, size_t *cap, bool pipes)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -48,17 +55,14 @@ static long textfile_open_read(const char *path, size_t max, char **buf, size_t 
         return -errno;
     struct stat sb;
     long rc = 0;
-    bool pipe = false;
     if (fstat(fd, &sb) < 0)
         rc = -errno;
     else if (pipes && S_ISFIFO(sb.st_mode) && fd_is_anonymous_pipe(fd))
-        pipe = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0;
+        rc = fd_blocking(fd); /* its writer is there: read it to its end */
     else if (!S_ISREG(sb.st_mode))
         rc = S_ISDIR(sb.st_mode) ? -EISDIR : -ENOTSUP;
     else if ((uint64_t)sb.st_size > max)
         rc = -EFBIG;
-    if (rc == 0 && S_ISFIFO(sb.st_mode) && !pipe)
-        rc = -ENOTSUP;
     if (rc == 0)
         rc = textfile_read_fd(fd, max, buf, cap);
     close(fd);
