@@ -1,6 +1,15 @@
 /* libnfs_stream.c — READ and WRITE RPCs in flight on one open libnfs file
  * (libnfs_stream.h). Slots hold one RPC each; reads queue in file order,
- * so data is handed out in order whatever order the replies come in. */
+ * so data is handed out in order whatever order the replies come in.
+ *
+ * A READ whose whole range lies in the buffer of the read waiting for it
+ * is answered straight into that buffer (the slot's dest), one copy from
+ * libnfs's reply as a plain program makes; only read-ahead beyond the
+ * caller's range, or a reply that came before its read, goes through the
+ * slot's own buffer. dest never outlives the stream_pread that set it.
+ * A read's last pump only sends: the replies that come while the caller
+ * works stay in the socket until the next read has pointed its READs at
+ * its own buffer. */
 #include "libnfs_stream.h"
 
 #include <errno.h>
@@ -23,11 +32,13 @@ struct rpc_slot {
     struct nfs_stream *s;
     enum slot_state state;
     bool write;
-    bool queued;     /* a read in the file-order queue */
-    uint64_t offset; /* of the RPC */
-    size_t len;      /* bytes asked */
-    ssize_t got;     /* bytes answered, or libnfs's negative result */
-    size_t consumed; /* read: bytes handed out so far */
+    bool queued;         /* a read in the file-order queue */
+    uint64_t offset;     /* of the RPC */
+    size_t len;          /* bytes asked */
+    ssize_t got;         /* bytes answered, or libnfs's negative result */
+    size_t consumed;     /* read: bytes handed out so far */
+    unsigned char *dest; /* read: the reply goes here, the waiting caller's buffer */
+    bool direct;         /* read: the reply went to dest, not buf */
     unsigned char *buf;
     size_t cap; /* buf's size */
     double sent;
@@ -99,7 +110,8 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, clock_mono() - sl->sent);
     if (!sl->write && err > 0) {
         size_t n = (size_t)err < sl->len ? (size_t)err : sl->len;
-        memcpy(sl->buf, data, n);
+        memcpy(sl->dest ? sl->dest : sl->buf, data, n);
+        sl->direct = sl->dest != NULL;
         err = (int)n;
     }
     sl->got = err;
@@ -108,13 +120,17 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     s->progress = true;
 }
 
-/* Serve the socket without blocking: send what is queued, take replies
- * that arrived. A lost connection breaks the context. */
-static int stream_pump(struct nfs_stream *s, const struct stream_io *io)
+/* Serve the socket without blocking: send what is queued and, if
+ * receive, take replies that arrived. A lost connection breaks the context. */
+static int stream_pump(const struct stream_io *io, bool receive)
 {
-    (void)s;
     struct rpc_context *rpc = nfs_get_rpc_context(io->nfs);
-    struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc)};
+    short events = (short)rpc_which_events(rpc);
+    if (!receive)
+        events &= POLLOUT;
+    if (!events)
+        return 0;
+    struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = events};
     int n = poll(&pfd, 1, 0);
     if (n <= 0)
         return 0;
@@ -165,6 +181,8 @@ static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct 
     s->obs = io->obs;
     sl->sent = clock_mono();
     sl->got = 0;
+    sl->dest = NULL;
+    sl->direct = false;
     sl->state = SLOT_BUSY;
     int rc = sl->write ? nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf,
                                           stream_replied, sl)
@@ -206,8 +224,9 @@ static int stream_settle(struct nfs_stream *s, const struct stream_io *io)
     return 0;
 }
 
-/* Queue reads from s->next up to end while slots are free. */
-static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_t end)
+/* Queue reads from s->next up to end while slots are free; send them
+ * and, if receive, take the replies that came. */
+static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_t end, bool receive)
 {
     struct rpc_slot *sl;
     while (s->next < end && (sl = stream_free_slot(s)) != NULL) {
@@ -226,7 +245,7 @@ static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_
         s->qcount++;
         s->next += len;
     }
-    return stream_pump(s, io);
+    return stream_pump(io, receive);
 }
 
 /* Where read-ahead may go for a read of [offset, offset + len). */
@@ -238,8 +257,47 @@ static uint64_t stream_read_end(const struct nfs_stream *s, uint64_t offset, siz
     return end;
 }
 
-ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
-                     uint64_t offset)
+/* Point the queued READs still on the way whose whole range lies in the
+ * caller's [offset, offset + len) at their place in buf. */
+static void stream_direct(struct nfs_stream *s, unsigned char *buf, size_t len, uint64_t offset)
+{
+    for (unsigned i = 0; i < s->qcount; i++) {
+        struct rpc_slot *sl = &s->slot[s->queue[(s->qhead + i) % s->n]];
+        if (sl->offset < offset || sl->offset + sl->len > offset + len)
+            break; /* queued in file order: the rest lie further on */
+        if (sl->state == SLOT_BUSY && !sl->dest && sl->consumed == 0)
+            sl->dest = buf + (sl->offset - offset);
+    }
+}
+
+/* The caller's buffer is about to go: a READ still on the way answers into
+ * its slot, and one answered into the buffer but not handed out yet (an
+ * error or end of file came first) keeps its bytes in the slot. */
+static void stream_undirect(struct nfs_stream *s)
+{
+    for (unsigned i = 0; i < s->n; i++) {
+        struct rpc_slot *sl = &s->slot[i];
+        if (sl->direct && sl->state == SLOT_DONE && sl->got > 0)
+            memcpy(sl->buf, sl->dest, (size_t)sl->got);
+        sl->dest = NULL;
+        sl->direct = false;
+    }
+}
+
+/* Hand out the head READ's bytes at buf (its place in the caller's
+ * buffer); returns how many. */
+static size_t stream_take(struct rpc_slot *head, unsigned char *buf, size_t room)
+{
+    size_t avail = (size_t)head->got - head->consumed;
+    size_t n = avail < room ? avail : room;
+    if (!head->direct) /* else the reply is there already */
+        memcpy(buf, head->buf + head->consumed, n);
+    head->consumed += n;
+    return n;
+}
+
+static ssize_t stream_pread_direct(struct nfs_stream *s, const struct stream_io *io,
+                                   unsigned char *buf, size_t len, uint64_t offset)
 {
     if (s->busy && !s->qcount) { /* writes outstanding: they land first */
         int rc = stream_drain(s, io);
@@ -259,9 +317,11 @@ ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf
         }
         if (!head)
             s->next = pos;
-        int rc = stream_fill(s, io, end);
+        stream_direct(s, buf, len, offset); /* before the replies waiting are taken */
+        int rc = stream_fill(s, io, end, true);
         if (rc < 0)
             return rc;
+        stream_direct(s, buf, len, offset);
         head = stream_head(s);
         while (head->state == SLOT_BUSY)
             if ((rc = stream_wait(s, io)) < 0)
@@ -272,11 +332,7 @@ ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf
             int st = *io->broken ? 0 : stream_settle(s, io);
             return st < 0 ? st : rc;
         }
-        size_t avail = (size_t)head->got - head->consumed;
-        size_t n = avail < len - done ? avail : len - done;
-        memcpy((char *)buf + done, head->buf + head->consumed, n);
-        head->consumed += n;
-        done += n;
+        done += stream_take(head, buf + done, len - done);
         if (head->consumed == (size_t)head->got) {
             bool eof = head->got == 0;
             stream_pop(s); /* a short reply: the next slot no longer fits and restarts */
@@ -286,8 +342,18 @@ ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf
             }
         }
     }
-    int rc = stream_fill(s, io, end); /* keep the pipe full while the caller works */
+    /* Keep the pipe full while the caller works; the replies wait in the
+     * socket for the next read, which may take them into its buffer. */
+    int rc = stream_fill(s, io, end, false);
     return rc < 0 && *io->broken ? rc : (ssize_t)done;
+}
+
+ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
+                     uint64_t offset)
+{
+    ssize_t got = stream_pread_direct(s, io, buf, len, offset);
+    stream_undirect(s);
+    return got;
 }
 
 /* --------------------------------------------------------------- writes */
@@ -353,7 +419,7 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
         if ((rc = stream_send(s, io, sl)) < 0)
             return rc;
         done += n;
-        if ((rc = stream_pump(s, io)) < 0)
+        if ((rc = stream_pump(io, true)) < 0)
             return rc;
     }
     while (s->busy > s->n - 1) {

@@ -6,7 +6,12 @@
  * Reads: a read is cut into chunks sent together; within a range the
  * caller announced (stream_advise: "I will read this in order") the stream
  * also reads ahead, never past the range, so that the next read finds its
- * data arrived or on the way. Data is handed out in file order.
+ * data arrived or on the way. Data is handed out in file order; a READ
+ * whose range lies inside the read waiting for it is answered straight
+ * into the caller's buffer, and replies that come between two reads wait
+ * in the socket for the next one, so that most bytes are copied once.
+ * Writes are copied: libnfs 4.0 reads the caller's buffer again after
+ * the call (it re-sends a short WRITE's remainder from it).
  * Writes: a write is copied into chunks and sent; it returns once at most
  * inflight - 1 WRITEs are still outstanding (inflight 1: when its own are
  * answered, a synchronous write). A WRITE that fails after its write

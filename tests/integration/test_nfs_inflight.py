@@ -2,11 +2,15 @@
 src/backend/libnfs_stream.c) against the embedded userspace NFS server.
 
 1. nfs_inflight 1 and 8, 4 ranks: write, read with verify and md5 of
-   unique files whose blocks (48K) are not a multiple of rsize (16K) or
-   wsize (32K): bytes exact, no verify failure, the MD5 matches; every
-   read and write call is in its latency histogram, and every RPC in the
-   rpc_read / rpc_write histogram: exactly the number a kernel client
-   would send (reads ahead only inside the rank's own range, never past it).
+   unique files whose blocks (48K) are not a multiple of wsize (32K), and
+   with rsize 16K (each block three whole READs, answered straight into
+   the caller's buffer) or 20K (READs that straddle blocks, handed out
+   from the slot's buffer): bytes exact, no verify failure, the MD5
+   matches; every read and write call is in its latency histogram, and
+   every RPC in the rpc_read / rpc_write histogram: exactly the number a
+   kernel client would send (reads ahead only inside the rank's own
+   range, never past it). A verifying read in random block order (no
+   read-ahead, restarts) follows.
 2. ganesha SIGKILLed while every rank has READs in flight: exit 3 within
    op_timeout and the launch's cost, connection errnos on every rank, no
    crash (this test also runs under AddressSanitizer: ctest
@@ -57,17 +61,18 @@ def no_crash(proc):
 # ---------------------------------------------------------------- 1. exact
 
 
-@pytest.mark.parametrize("inflight", [1, 8])
-def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight):
+@pytest.mark.parametrize("inflight,rsize_kib", [(1, 16), (8, 16), (8, 20)])
+def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib):
     nranks, iters = 4, 2
-    fsize, bsize, rsize, wsize = 8 * MIB, 48 * KIB, 16 * KIB, 32 * KIB
+    fsize, bsize, rsize, wsize = 8 * MIB, 48 * KIB, rsize_kib * KIB, 32 * KIB
     job = write_job(tmp_path / "inflight.ini",
                     {"backend": "libnfs", "target": nfs.url, "file_size": "8M",
-                     "block_size": "48K", "nfs_rsize": "16K", "nfs_wsize": "32K",
+                     "block_size": "48K", "nfs_rsize": f"{rsize_kib}K", "nfs_wsize": "32K",
                      "nfs_inflight": inflight, "iterations": iters, "fsync": "yes"},
                     [("write", {"kind": "write"}),
                      ("read", {"kind": "read", "verify": "yes"}),
-                     ("md5", {"kind": "md5"})])
+                     ("md5", {"kind": "md5"}),
+                     ("read-random", {"kind": "read", "verify": "yes", "access": "random"})])
     out = tmp_path / "inflight.h5"
     proc = herd_run_nfs(nfs, herd_bin, nranks, job, out)
     assert proc.returncode == 0, describe(proc)
@@ -98,6 +103,10 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight):
         assert int(np.sum(calls["counts"])) == int(calls["count"]), name
         if name != "md5":  # md5 reads in its prefetch thread's pieces
             assert int(calls["count"]) == n * nblocks, name
+    ph = res.phases["read-random"]
+    assert ph.attrs["status"] == "ok", (ph.attrs["status"], ph.error_rows())
+    assert (ph.ranks["bytes"] == fsize).all() and (ph.ranks["verify_failures"] == 0).all()
+    assert int(ph.latency["read"]["count"]) == n * nblocks
     assert export_listing(nfs) == [], "the export was not cleaned"
 
 
