@@ -4,6 +4,7 @@
 # -Werror, and run every test (cmocka unit tests,
 # mpirun integration tests) with ctest, after the unit tests and a smoke run
 # under AddressSanitizer and UBSan (which stop at their first report).
+# The tests run two at a time (HERD_TEST_JOBS, default 2; 1: one by one).
 # Tests that need root (tmpfs and loop mounts, the embedded NFS server)
 # skip with a message otherwise. Arguments go to the last ctest.
 #
@@ -107,7 +108,7 @@ else
     failures+=("sanitizers (not run)")
 fi
 if ((built)); then
-    stage tests ctest_counted "$build" --timeout 900 "$@"
+    stage tests ctest_counted "$build" --timeout 900 -j"${HERD_TEST_JOBS:-2}" "$@"
 else
     stamp "stage tests skipped: no build"
     failures+=("tests (not run)")
