@@ -62,6 +62,12 @@ struct backend_ops {
     void (*disconnect)(void *ctx);
     int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);
     ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset);
+    /* Optional: a pread that may lend its bytes instead of copying them.
+     * On success *data points at the bytes read: either buf (copied there,
+     * as pread does) or the backend's own memory, which stays valid and
+     * unchanged until the next call on f. NULL: callers use pread. */
+    ssize_t (*pread_lend)(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset,
+                          const void **data);
     ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf, size_t len,
                       uint64_t offset);
     int (*fsync)(void *ctx, struct backend_file *f);

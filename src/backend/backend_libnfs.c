@@ -591,16 +591,18 @@ static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const
 
 /* A read into rbuf, or (rbuf NULL) a write of wbuf, through f's stream on
  * the context the file lives on. */
+/* A read into rbuf (lend: or lent, stream_pread_lend) or a write of wbuf. */
 static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
-                               size_t len, uint64_t offset)
+                               size_t len, uint64_t offset, const void **lend)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     if (c->broken || !f->fh)
         return -ENOTCONN;
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
-    ssize_t rc = rbuf ? stream_pread(f->stream, &io, rbuf, len, offset)
-                      : stream_pwrite(f->stream, &io, wbuf, len, offset);
+    ssize_t rc = lend   ? stream_pread_lend(f->stream, &io, rbuf, len, offset, lend)
+                 : rbuf ? stream_pread(f->stream, &io, rbuf, len, offset)
+                        : stream_pwrite(f->stream, &io, wbuf, len, offset);
     libnfs_io_done(f, ctx, why);
     return rc;
 }
@@ -608,7 +610,13 @@ static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, co
 static ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len,
                             uint64_t offset)
 {
-    return libnfs_transfer(ctx, f, buf, NULL, len, offset);
+    return libnfs_transfer(ctx, f, buf, NULL, len, offset, NULL);
+}
+
+static ssize_t libnfs_pread_lend(void *ctx, struct backend_file *f, void *buf, size_t len,
+                                 uint64_t offset, const void **data)
+{
+    return libnfs_transfer(ctx, f, buf, NULL, len, offset, data);
 }
 
 static void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length)
@@ -639,7 +647,7 @@ static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len)
 static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                              uint64_t offset)
 {
-    return libnfs_transfer(ctx, f, NULL, buf, len, offset);
+    return libnfs_transfer(ctx, f, NULL, buf, len, offset, NULL);
 }
 
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
@@ -830,6 +838,7 @@ const struct backend_ops backend_libnfs = {
     .disconnect = libnfs_disconnect,
     .open = libnfs_open,
     .pread = libnfs_pread,
+    .pread_lend = libnfs_pread_lend,
     .pwrite = libnfs_pwrite,
     .fsync = libnfs_fsync,
     .close = libnfs_close,

@@ -356,6 +356,32 @@ ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf
     return got;
 }
 
+ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
+                          uint64_t offset, const void **data)
+{
+    *data = buf;
+    struct rpc_slot *head = stream_head(s);
+    if (head && head->state == SLOT_DONE && head->got > 0 && head->consumed == (size_t)head->got) {
+        stream_pop(s); /* the last lend's READ: its bytes are the caller's no more */
+        head = stream_head(s);
+    }
+    if (!head || head->offset + head->consumed != offset || head->len - head->consumed < len)
+        return stream_pread(s, io, buf, len, offset); /* not one READ's bytes: copy */
+    uint64_t end = stream_read_end(s, offset, len);
+    int rc = stream_fill(s, io, end, true);
+    if (rc < 0)
+        return rc;
+    while (head->state == SLOT_BUSY)
+        if ((rc = stream_wait(s, io)) < 0)
+            return rc;
+    if (head->got < 0 || (size_t)head->got - head->consumed < len)
+        return stream_pread(s, io, buf, len, offset); /* an error, a short reply */
+    *data = head->buf + head->consumed;
+    head->consumed += len; /* popped by the next call on s */
+    rc = stream_fill(s, io, end, false);
+    return rc < 0 && *io->broken ? rc : (ssize_t)len;
+}
+
 /* --------------------------------------------------------------- writes */
 
 /* Take the answered WRITEs: a failure becomes the stream's pending error,

@@ -10,6 +10,8 @@
  * whose range lies inside the read waiting for it is answered straight
  * into the caller's buffer, and replies that come between two reads wait
  * in the socket for the next one, so that most bytes are copied once.
+ * stream_pread_lend goes further: a read that one slot's reply holds
+ * points at it and copies nothing.
  * Writes are copied: libnfs 4.0 reads the caller's buffer again after
  * the call (it re-sends a short WRITE's remainder from it).
  * Writes: a write is copied into chunks and sent; it returns once at most
@@ -77,6 +79,13 @@ void stream_advise(struct nfs_stream *s, uint64_t offset, uint64_t length);
 /* Like pread: bytes read (short at the end of the file) or -errno. */
 ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
                      uint64_t offset);
+
+/* Like stream_pread, but when one READ's reply, already in its slot,
+ * holds all len bytes, *data points at them there instead of copying
+ * them into buf (the slot stays queued, unchanged, until the next call
+ * on s); otherwise *data = buf, as stream_pread fills it. */
+ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
+                          uint64_t offset, const void **data);
 
 /* Like pwrite: len or -errno (this write's, or an earlier one's that
  * failed after its write returned). */

@@ -170,13 +170,15 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
         enum op op = read ? OP_READ : OP_WRITE;
         ssize_t got;
         double t0;
+        const void *data = s->buf; /* a read's bytes: here, or where the backend lent them */
         if (!read) {
-            const void *data = pattern_block(&s->pattern, key, off, n);
+            data = pattern_block(&s->pattern, key, off, n);
             t0 = op_begin(c, op, path);
             got = c->be->pwrite(c->be_ctx, f, data, n, off);
         } else {
             t0 = op_begin(c, op, path);
-            got = c->be->pread(c->be_ctx, f, s->buf, n, off);
+            got = c->be->pread_lend ? c->be->pread_lend(c->be_ctx, f, s->buf, n, off, &data)
+                                    : c->be->pread(c->be_ctx, f, s->buf, n, off);
         }
         if (workload_done(c, r, op, t0, got, path, &r->t_io) < 0)
             return false;
@@ -189,7 +191,7 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
             return false;
         }
         if (read && ph->verify) {
-            int64_t at = pattern_compare(&s->pattern, key, off, s->buf, n);
+            int64_t at = pattern_compare(&s->pattern, key, off, data, n);
             if (at >= 0) {
                 (*wrong)++;
                 io_report_mismatch(c, path, at, iteration); /* the first one only */

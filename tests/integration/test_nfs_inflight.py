@@ -4,8 +4,10 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
 1. nfs_inflight 1 and 8, 4 ranks: write, read with verify and md5 of
    unique files whose blocks (48K) are not a multiple of wsize (32K), and
    with rsize 16K (each block three whole READs, answered straight into
-   the caller's buffer) or 20K (READs that straddle blocks, handed out
-   from the slot's buffer): bytes exact, no verify failure, the MD5
+   the caller's buffer), 20K (READs that straddle blocks, handed out
+   from the slot's buffer) or 64K (a block inside one READ is lent from
+   its slot, uncopied; one that straddles two is copied): bytes exact, no
+   verify failure, the MD5
    matches; every read and write call is in its latency histogram, and
    every RPC in the rpc_read / rpc_write histogram: exactly the number a
    kernel client would send (reads ahead only inside the rank's own
@@ -61,7 +63,7 @@ def no_crash(proc):
 # ---------------------------------------------------------------- 1. exact
 
 
-@pytest.mark.parametrize("inflight,rsize_kib", [(1, 16), (8, 16), (8, 20)])
+@pytest.mark.parametrize("inflight,rsize_kib", [(1, 16), (8, 16), (8, 20), (8, 64)])
 def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib):
     nranks, iters = 4, 2
     fsize, bsize, rsize, wsize = 8 * MIB, 48 * KIB, rsize_kib * KIB, 32 * KIB
