@@ -19,6 +19,14 @@ Subcommands (every rate printed is MiB/s, 1 MiB = 1048576 bytes):
   table RAW.csv OUT.csv TARGET
       medians per config of the raw samples, ratio herd/peer, PASS/FAIL
       against TARGET; prints the table and writes OUT.csv.
+  all DIR [FLOOR [GOAL]]
+      bench/all.sh's summary: reads DIR/status.tsv (one line per run:
+      name, script, OUT, exit status, seconds, part, settings), DIR/env.txt
+      and each run's raw samples; prints one table (path, row, herd and
+      peer median (min-max), unit, herd/peer, verdict: "ok" >= GOAL
+      (1.0), "within floor" >= FLOOR (0.95), "BELOW" under it; SKIP or
+      FAILED with the reason for a run that did not measure) and writes
+      DIR/summary.csv and DIR/summary.md. Exits 1 when a run failed.
 
 A measurement that cannot be trusted (errors, short byte count, bad JSON)
 makes the subcommand exit 1 with a message on stderr.
@@ -224,13 +232,253 @@ def cmd_table(raw, out, target):
     return peer_table(raw, out, target)
 
 
+# ---- all: one table over bench/all.sh's runs ----------------------------------
+
+# What each script measures on herd's side, for the path column.
+ALL_PATHS = {"core_vs_fio": "posix", "nfs_vs_nfscp": "libnfs", "smb_vs_smbclient": "smb",
+             "meta_vs_mdtest": "meta", "meta_vs_fio": "meta", "locks": "lock (libnfs)"}
+ALL_FIELDS = ["path", "row", "unit", "herd_median", "herd_min", "herd_max", "herd_n",
+              "peer", "peer_median", "peer_min", "peer_max", "peer_n", "ratio", "verdict",
+              "floor", "goal", "script", "reason"]
+
+
+class NoResults(Exception):
+    """A run that exited 0 but left no samples to read."""
+
+
+def raw_pairs(path, value):
+    """(config, peer tool, herd samples, peer samples) for every config of a
+    raw CSV (columns config, tool, VALUE; tool "herd" or the peer's name)
+    that has a peer, in file order. Empty values (a failed run) are left
+    out of the samples."""
+    if not os.path.exists(path):
+        raise NoResults("no %s" % path)
+    configs = {}
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            tools = configs.setdefault(r["config"], {})
+            xs = tools.setdefault(r["tool"], [])
+            if r.get(value):
+                xs.append(float(r[value]))
+    for config, tools in configs.items():
+        for tool, xs in tools.items():
+            if tool != "herd":
+                yield config, tool, tools.get("herd", []), xs
+
+
+def all_core(out, part):
+    for config, peer, h, p in raw_pairs(os.path.join(out, "raw.csv"), "mib_s"):
+        yield "%s vs %s" % (config, peer), peer, h, p, "MiB/s"
+
+
+def all_nfs(out, part):
+    for config, peer, h, p in raw_pairs(os.path.join(out, "nfs_vs_nfscp_raw.csv"), "mib_s"):
+        m = re.match(r"(write|read)-(\d+M)(?:-(.*))?$", config)
+        if not m:
+            continue  # posix-*: herd's POSIX backend alone
+        rw, size, what = m.groups()
+        if what is None:
+            label = "%s %s vs %s" % (rw, size, peer)
+        elif what.startswith("if"):
+            label = "%s %s in flight %s vs the async loop" % (rw, size, what[2:])
+        elif what == "default-vs-loop-best":
+            label = "%s %s default vs the round's best loop" % (rw, size)
+        elif what == "mpirun-vs-singleton":
+            label = "%s %s under mpirun vs a singleton start" % (rw, size)
+        else:
+            continue
+        yield label, peer, h, p, "MiB/s"
+
+
+def all_smb(out, part):
+    files = [("raw-smbclient.csv", "smbclient"), ("raw-loop.csv", "libsmbclient loop"),
+             ("raw-runtime.csv", None)]
+    runtime = {"singleton": "herd as a singleton start",
+               "bound": "herd bound to a core (mpirun's default)"}
+    if part == "loop":  # the second block size: smbclient's rows belong to the first
+        files = files[1:]
+    for name, who in files:
+        for config, peer, h, p in raw_pairs(os.path.join(out, name), "mib_s"):
+            m = re.match(r"(write|read)-(\d+M)-(.+)$", config)
+            rw, size, bs = m.groups() if m else (config, "", "?")
+            yield ("%s %s bs %s vs %s" % (rw, size, bs, who or runtime.get(peer, peer)), peer, h,
+                   p, "MiB/s")
+
+
+def all_meta(out, part):
+    for config, peer, h, p in raw_pairs(os.path.join(out, "raw.csv"), "ops_s"):
+        yield "%s vs %s" % (config, peer), peer, h, p, "op/s"
+
+
+def all_locks(out, part):
+    path = os.path.join(out, "nfs-raw.csv")
+    if not os.path.exists(path):
+        raise NoResults("no %s" % path)
+    herd, peer = {}, {}
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            if r["lock_ranks"] == "peer":
+                xs = peer.setdefault(r["proto"], [])
+                if r["peer_pairs_s"] not in ("", "nan"):
+                    xs.append(float(r["peer_pairs_s"]))
+            elif r["lock_ranks"] == "1":  # the peer is one process: the rows with a ratio
+                xs = herd.setdefault(r["proto"], [])
+                if r["herd_pairs_s"] not in ("", "nan"):
+                    xs.append(float(r["herd_pairs_s"]))
+    for proto, label in (("v3", "NLM (v3)"), ("v4", "NFSv4")):
+        if proto in herd or proto in peer:
+            yield ("%s, 1 lock rank, vs nfs_lock_peer" % label, "nfs_lock_peer",
+                   herd.get(proto, []), peer.get(proto, []), "pairs/s")
+
+
+ALL_COLLECT = {"core_vs_fio": all_core, "nfs_vs_nfscp": all_nfs, "smb_vs_smbclient": all_smb,
+               "meta_vs_mdtest": all_meta, "meta_vs_fio": all_meta, "locks": all_locks}
+
+
+def run_outcome(script, rc, log):
+    """(status, reason) of one run from its exit status and its output:
+    SKIP when it said SKIP (not root) or exited 2 (a tool missing, or a
+    setting it refused), FAILED on any other non-zero exit."""
+    try:
+        with open(log, errors="replace") as fh:
+            lines = [l.rstrip("\n") for l in fh]
+    except OSError:
+        lines = []
+    msgs = [l[len(script) + 2:].strip() for l in lines if l.startswith(script + ": ")]
+    skips = [l[5:].strip() for l in lines if l.startswith("SKIP:")]
+    if rc == 0 and skips:
+        return "SKIP", skips[0]
+    if rc == 2:
+        missing = [m[2:] for m in msgs if m.startswith("- ")]
+        if missing:
+            return "SKIP", "missing " + ", ".join(missing)
+        return "SKIP", msgs[-1] if msgs else "exit 2 (see %s)" % log
+    if rc != 0:
+        last = msgs[-1] if msgs else next((l for l in reversed(lines) if l.strip()), "")
+        return "FAILED", "exit %d: %s (see %s)" % (rc, last or "no output", log)
+    return "ok", msgs[-1] if msgs else ""
+
+
+def fmt_num(x):
+    return "%.0f" % x if x >= 100 else ("%.1f" % x if x >= 10 else "%.2f" % x)
+
+
+def fmt_side(xs):
+    if not xs:
+        return "-"
+    return "%s (%s-%s)" % (fmt_num(statistics.median(xs)), fmt_num(min(xs)), fmt_num(max(xs)))
+
+
+def all_row(path, label, peer, h, p, unit, floor, goal, script):
+    hm = statistics.median(h) if h else None
+    pm = statistics.median(p) if p else None
+    row = {"path": path, "row": label, "unit": unit, "herd_n": len(h), "peer_n": len(p),
+           "floor": floor, "goal": goal, "script": script, "reason": "", "peer": peer}
+    for side, xs, m in (("herd", h, hm), ("peer", p, pm)):
+        row[side + "_median"] = "" if m is None else "%.1f" % m
+        row[side + "_min"] = "" if not xs else "%.1f" % min(xs)
+        row[side + "_max"] = "" if not xs else "%.1f" % max(xs)
+    row["herd_cell"], row["peer_cell"] = fmt_side(h), fmt_side(p)
+    if hm is None or not pm:
+        row["ratio"], row["verdict"] = "", "FAILED"
+        row["reason"] = "no %s samples (see the script's logs)" % ("herd" if hm is None else "peer")
+    else:
+        ratio = hm / pm
+        row["ratio"] = "%.3f" % ratio
+        row["verdict"] = "ok" if ratio >= goal else ("within floor" if ratio >= floor else "BELOW")
+    return row
+
+
+def cmd_all(alldir, floor="0.95", goal="1.0"):
+    floor, goal = float(floor), float(goal)
+    env = {}
+    if os.path.exists(os.path.join(alldir, "env.txt")):
+        with open(os.path.join(alldir, "env.txt")) as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                env[k.strip()] = v.strip()
+    runs = []
+    with open(os.path.join(alldir, "status.tsv")) as fh:
+        for f in csv.reader(fh, delimiter="\t"):
+            if f:
+                runs.append(dict(zip(("name", "script", "out", "rc", "seconds", "part",
+                                      "settings"), f + [""] * 7)))
+    rows, failed, notes = [], False, []
+    for run in runs:
+        script, rc = run["script"], int(run["rc"])
+        path = ALL_PATHS.get(script, script)
+        status, reason = run_outcome(script, rc, os.path.join(run["out"], "run.log"))
+        got = []
+        if status == "ok":
+            try:
+                got = [all_row(path, label, peer, h, p, unit, floor, goal, script)
+                       for label, peer, h, p, unit in ALL_COLLECT[script](run["out"], run["part"])]
+                if not got:
+                    status, reason = "FAILED", "no herd-vs-peer rows in its results"
+            except (NoResults, OSError, KeyError, ValueError) as e:
+                status, reason = "FAILED", "exit 0 but %s (%s; see %s/run.log)" % (
+                    e, reason or "no message", run["out"])
+        if status != "ok":
+            label = "%s.sh" % script + (" (%s)" % run["name"].split("/", 1)[1]
+                                         if "/" in run["name"] else "")
+            got = [{"path": path, "row": label, "unit": "", "herd_cell": "-",
+                    "peer_cell": "-", "ratio": "", "verdict": status, "reason": reason,
+                    "script": script, "floor": floor, "goal": goal}]
+        failed = failed or any(r["verdict"] == "FAILED" for r in got)
+        rows += got
+        notes.append("%s %s s (%s)" % (run["name"], run["seconds"], run["settings"] or "defaults"))
+
+    cols = [("path", "path"), ("row", "row"), ("herd_cell", "herd median (min-max)"),
+            ("peer_cell", "peer median (min-max)"), ("unit", "unit"), ("ratio", "herd/peer"),
+            ("verdict", "verdict")]
+
+    def cell(r, k):
+        v = r.get(k, "")
+        if k == "verdict" and r.get("reason") and v in ("SKIP", "FAILED"):
+            v = "%s: %s" % (v, r["reason"])
+        return str(v) if v != "" else "-"
+
+    head = ["date (UTC) %s" % env.get("date", "?"), "kernel %s" % env.get("kernel", "?"),
+            "%s CPUs (%s)" % (env.get("nproc", "?"), env.get("cpu", "?")),
+            "herd %s" % env.get("git", "?"),
+            "QUICK=%s, floor %.2f, goal %.2f" % (env.get("quick", "?"), floor, goal)]
+    widths = [max([len(t)] + [len(cell(r, k)) for r in rows]) for k, t in cols[:-1]]
+    fmt = "  ".join("%%-%ds" % w for w in widths) + "  %s"
+    print("herd vs plain peers (bench/all.sh): " + "; ".join(head))
+    print(fmt % tuple(t for _, t in cols))
+    print("-" * (sum(widths) + 2 * len(widths) + 12))
+    for r in rows:
+        print(fmt % tuple(cell(r, k) for k, _ in cols))
+    print("runs: " + "; ".join(notes))
+
+    with open(os.path.join(alldir, "summary.csv"), "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=ALL_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(alldir, "summary.md"), "w") as fh:
+        fh.write("### herd vs plain peers: bench/all.sh, %s\n\n" % env.get("date", "?"))
+        fh.write("- date (UTC): %s\n- kernel (`uname -r`): %s\n- CPUs: %s x %s\n"
+                 "- herd (`git describe --always --dirty`): %s\n"
+                 "- QUICK=%s; floor %.2f, goal %.2f: \"ok\" >= goal, \"within floor\" >= floor,"
+                 " \"BELOW\" under it\n\n" % (
+                     env.get("date", "?"), env.get("kernel", "?"), env.get("nproc", "?"),
+                     env.get("cpu", "?"), env.get("git", "?"), env.get("quick", "?"), floor, goal))
+        fh.write("| %s |\n|%s\n" % (" | ".join(t for _, t in cols), "---|" * len(cols)))
+        for r in rows:
+            fh.write("| %s |\n" % " | ".join(cell(r, k).replace("|", "\\|") for k, _ in cols))
+        fh.write("\nRuns (seconds, settings): %s.\n" % "; ".join(notes).replace("|", "\\|"))
+    print("summary: %s/summary.csv, %s/summary.md" % (alldir, alldir))
+    sys.exit(1 if failed else 0)
+
+
 def main(argv):
     if len(argv) < 2:
         die(__doc__)
     cmd, args = argv[1], argv[2:]
     table = {"herd": (cmd_herd, 2, 3), "herd-start": (cmd_herd_start, 2, 2),
              "fio": (cmd_fio, 2, 3),
-             "openssl": (cmd_openssl, 1, 2), "table": (cmd_table, 3, 3)}
+             "openssl": (cmd_openssl, 1, 2), "table": (cmd_table, 3, 3),
+             "all": (cmd_all, 1, 3)}
     if cmd not in table:
         die("unknown subcommand %s" % cmd)
     fn, lo, hi = table[cmd]
