@@ -9,7 +9,8 @@
 #   ...-ifN (N in INFLIGHTS) herd nfs_inflight=N vs bench/nfs_async_peer.c
 #                            keeping N async RPCs in flight with libnfs's API
 #   ...-default-vs-loop-best herd's default vs the best loop of the round
-#   ...-mpirun-vs-singleton  herd's default under mpirun -np 1 (every herd
+#   ...-mpirun-vs-singleton  herd's default under mpirun -np 1 MPIRUN_ARGS
+#                            (default --bind-to none; every herd
 #                            row) vs the same job started without mpirun
 #                            (a singleton MPI start): the runtime's share
 #   posix-*                  herd's POSIX backend on the export itself (no NFS)
@@ -34,6 +35,7 @@ CHUNK=${CHUNK:-1048576}           # bytes per call and per RPC
 INFLIGHTS=${INFLIGHTS:-1 16 64}   # the in-flight windows compared with the loop
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
+MPIRUN_ARGS=${MPIRUN_ARGS---bind-to none} # herd's batch script does not bind either
 SERVER=$ROOT/cluster-configs/local/nfs-server.sh
 PY=/usr/bin/python3
 
@@ -88,7 +90,7 @@ cc -O2 -o "$peer" "$HERE/nfs_async_peer.c" -lnfs ||
 herd_run() { # herd_run NAME INI [--server-fs]: prints write and read MiB/s
     local name=$1 ini=$2 extra=${3:-}
     # shellcheck disable=SC2086 # LAUNCH: words by design ("" = a singleton start)
-    "$SERVER" exec --state "$state" $extra -- ${LAUNCH-mpirun -np 1} "$HERD" run "$ini" \
+    "$SERVER" exec --state "$state" $extra -- ${LAUNCH-mpirun -np 1 $MPIRUN_ARGS} "$HERD" run "$ini" \
         -o "$work/$name.h5" --force >"$work/$name.out" 2>"$work/$name.err" ||
         { cat "$work/$name.err" "$work/$name.out" >&2; return 1; }
     echo "$("$PY" "$HERE/bench_util.py" herd "$work/$name.h5" write "$bytes" 2>/dev/null)" \

@@ -17,7 +17,11 @@
 #     the login is before the phase).
 #   * the loop: smb_copy_peer with the same BS, timed open to close.
 # A second pair of rows compares herd and the loop at SMALL_BS (default 64K,
-# the seed's dd bs=64k). REPEAT rounds, the order alternating; before every
+# the seed's dd bs=64k), and a third herd under mpirun -np 1 (every herd
+# row; MPIRUN_ARGS, default --bind-to none) with the same SMALL_BS job
+# started without mpirun (a singleton MPI start) and under mpirun with its
+# default binding of a rank to a core: what the MPI runtime and the
+# binding cost (raw-runtime.csv, smb_runtime.csv). REPEAT rounds, the order alternating; before every
 # measurement the export is emptied and dirty pages written (sync). Medians,
 # ratio herd/peer, PASS/FAIL against TARGET (1.0) for smbclient and
 # LOOP_TARGET (0.9) for the loop, through bench_util.py table.
@@ -32,11 +36,12 @@ ROOT=$(dirname "$HERE")
 REPEAT=${REPEAT:-5}               # measured rounds (>= 5 for the acceptance figures)
 SIZE_MB=${SIZE_MB:-256}           # MiB per file
 BS=${BS:-8M}                      # herd's and the loop's call size against smbclient
-SMALL_BS=${SMALL_BS:-64K}         # herd vs the loop only; empty: skip these rows
+SMALL_BS=${SMALL_BS-64K}          # herd vs the loop only; empty: skip these rows
 TARGET=${TARGET:-1.0}             # herd / smbclient
 LOOP_TARGET=${LOOP_TARGET:-0.9}   # herd / loop
 OUT=${OUT:-./bench-results/smb}
 HERD=${HERD:-$ROOT/build/herd}
+MPIRUN_ARGS=${MPIRUN_ARGS---bind-to none} # herd's batch script does not bind either
 SERVER=$ROOT/cluster-configs/local/nfs-server.sh
 
 # shellcheck disable=SC2034 # read by lib.sh
@@ -104,10 +109,11 @@ EOF
 inside() { "$SERVER" exec --state "$state" -- "$@"; }        # the clients' side
 on_server() { "$SERVER" exec --state "$state" --server-fs -- "$@"; } # sees the mounted export
 
-herd_run() { # herd_run BLOCK_SIZE: prints write and read MiB/s
-    local name=herd-$1-$round
+herd_run() { # herd_run BLOCK_SIZE [NAME]: prints write and read MiB/s
+    local name=${2:-herd}-$1-$round
     job "$1" >"$WORK/$name.ini"
-    inside mpirun -np 1 "$HERD" run "$WORK/$name.ini" -o "$LOGS/$name.h5" --force \
+    # shellcheck disable=SC2086 # LAUNCH: words by design ("" = a singleton start)
+    inside ${LAUNCH-mpirun -np 1 $MPIRUN_ARGS} "$HERD" run "$WORK/$name.ini" -o "$LOGS/$name.h5" --force \
         >"$LOGS/$name.log" 2>&1 || { warn "herd failed, see $LOGS/$name.log"; return 1; }
     echo "$("$PY" "$HERE/bench_util.py" herd "$LOGS/$name.h5" write "$bytes" 2>>"$LOGS/$name.log")" \
         "$("$PY" "$HERE/bench_util.py" herd "$LOGS/$name.h5" read "$bytes" 2>>"$LOGS/$name.log")"
@@ -141,11 +147,10 @@ smbclient_run() { # prints write and read MiB/s as smbclient reports them (KiB/s
     echo "SIZE_MB=$SIZE_MB BS=$BS SMALL_BS=$SMALL_BS REPEAT=$REPEAT"
 } >"$OUT/env.txt" 2>&1
 
-raw_sc=$OUT/raw-smbclient.csv raw_loop=$OUT/raw-loop.csv
-echo "config,tool,round,mib_s" >"$raw_sc"
-echo "config,tool,round,mib_s" >"$raw_loop"
+raw_sc=$OUT/raw-smbclient.csv raw_loop=$OUT/raw-loop.csv raw_rt=$OUT/raw-runtime.csv
+for f in "$raw_sc" "$raw_loop" "$raw_rt"; do echo "config,tool,round,mib_s" >"$f"; done
 tools="herd smbclient loop"
-[ -z "$small_bytes" ] || tools="$tools herd-small loop-small"
+[ -z "$small_bytes" ] || tools="$tools herd-small loop-small singleton-small bound-small"
 for round in $(seq 1 "$REPEAT"); do
     order=$tools
     [ $((round % 2)) -eq 1 ] || order=$(tr ' ' '\n' <<<"$tools" | tac | tr '\n' ' ')
@@ -168,8 +173,17 @@ for round in $(seq 1 "$REPEAT"); do
             echo "write-${SIZE_MB}M-$BS,loop,$round,$w" >>"$raw_loop"
             echo "read-${SIZE_MB}M-$BS,loop,$round,$r" >>"$raw_loop" ;;
         herd-small) read -r w r < <(herd_run "$SMALL_BS") || exit 1
-            echo "write-${SIZE_MB}M-$SMALL_BS,herd,$round,$w" >>"$raw_loop"
-            echo "read-${SIZE_MB}M-$SMALL_BS,herd,$round,$r" >>"$raw_loop" ;;
+            for f in "$raw_loop" "$raw_rt"; do
+                echo "write-${SIZE_MB}M-$SMALL_BS,herd,$round,$w" >>"$f"
+                echo "read-${SIZE_MB}M-$SMALL_BS,herd,$round,$r" >>"$f"
+            done ;;
+        singleton-small) read -r w r < <(LAUNCH="" herd_run "$SMALL_BS" singleton) || exit 1
+            echo "write-${SIZE_MB}M-$SMALL_BS,singleton,$round,$w" >>"$raw_rt"
+            echo "read-${SIZE_MB}M-$SMALL_BS,singleton,$round,$r" >>"$raw_rt" ;;
+        bound-small) read -r w r < <(LAUNCH="mpirun -np 1 --bind-to core" herd_run "$SMALL_BS" bound) ||
+            exit 1
+            echo "write-${SIZE_MB}M-$SMALL_BS,bound,$round,$w" >>"$raw_rt"
+            echo "read-${SIZE_MB}M-$SMALL_BS,bound,$round,$r" >>"$raw_rt" ;;
         loop-small) read -r w r < <(peer_run "$small_bytes") || exit 1
             echo "write-${SIZE_MB}M-$SMALL_BS,loop,$round,$w" >>"$raw_loop"
             echo "read-${SIZE_MB}M-$SMALL_BS,loop,$round,$r" >>"$raw_loop" ;;
@@ -185,6 +199,12 @@ say "herd (smb backend) vs smbclient put/get, same smbd on loop xfs, ${SIZE_MB} 
 say ""
 say "herd (smb backend) vs a plain libsmbclient loop (smb_copy_peer), same calls, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw_loop" "$OUT/smb_vs_loop.csv" "$LOOP_TARGET"
+if [ -n "$small_bytes" ]; then
+    say ""
+    say "herd under mpirun -np 1 $MPIRUN_ARGS vs the same job as a singleton start (no mpirun)"
+    say "and bound to a core (--bind-to core, Open MPI's default at np <= cores), $SMALL_BS calls, median of $REPEAT"
+    "$PY" "$HERE/bench_util.py" table "$raw_rt" "$OUT/smb_runtime.csv" "$LOOP_TARGET"
+fi
 say "(rates from open to close, login excluded, on every side; smbclient's are the ones it prints;"
 say " results in $OUT)"
 exit 0

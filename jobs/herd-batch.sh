@@ -34,8 +34,11 @@
 #                     PBS_NODEFILE, else the hostfile's slots (`host slots=N`;
 #                     a line without slots= counts 1), else 1)
 #   HERD_MPIRUN_ARGS  extra mpirun arguments, split on white space
-#                     (e.g. "--map-by node --oversubscribe")
-#   HERD_SRUN_ARGS    extra srun arguments, split on white space
+#                     (e.g. "--map-by node --oversubscribe"). Ranks are not
+#                     bound to cores (OMPI_MCA_hwloc_base_binding_policy=none
+#                     unless set; "--bind-to core" here binds them)
+#   HERD_SRUN_ARGS    extra srun arguments, split on white space (Slurm's own
+#                     binding applies; "--cpu-bind=none" leaves ranks free)
 #   HERD_STOP_GRACE   seconds mpirun waits, after passing on a signal, before
 #                     it SIGKILLs the ranks (Open MPI's odls_base_sigkill_timeout,
 #                     1 s by its default). Default 10: time for the ranks to
@@ -166,6 +169,13 @@ cmd=()
 grace=${HERD_STOP_GRACE:-10}
 [[ "$grace" =~ ^[0-9]+$ ]] || bad "HERD_STOP_GRACE must be a number of seconds (got '$grace')"
 export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-$grace}
+# Open MPI binds each rank to one core when np <= cores (to a socket
+# otherwise). A herd rank is an I/O client with helper threads (md5's
+# read-ahead, the monitor) that often shares its node with a server or
+# other clients; pinned, it cannot move off a busy core (SMB reads in 64K
+# calls ran 15 % slower bound than unbound on 2 CPUs, docs/performance.md).
+# Unbound, unless the environment or HERD_MPIRUN_ARGS (--bind-to) binds.
+export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 if [ "$launcher" = mpirun ]; then
     cmd=(mpirun)
     [ -n "$hostfile" ] && cmd+=(--hostfile "$hostfile")
