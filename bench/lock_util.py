@@ -155,7 +155,13 @@ def cmd_nfs_table(raw, out, target):
         print("%-5s %10s | %12s %9s %7s %9s %13s %8s | %d" % (
             proto, "peer (1)", "-" if peer is None else "%.0f" % peer, "-", "-", "-", "-", "-",
             len(d.get((proto, "peer", "peer_pairs_s"), []))))
-        for n in sorted({k[1] for k in d if k[0] == proto and k[1] != "peer"}, key=int):
+        anchored = d.get((proto, "peer-anchor", "peer_pairs_s"), [])
+        if anchored:  # the peer holding one more lock: the server's monitor out of the pairs
+            print("%-5s %10s | %12.0f %9s %7s %9s %13s %8s | %d" % (
+                proto, "peer+held", statistics.median(anchored), "-", "-", "-",
+                "%.0f-%.0f" % (min(anchored), max(anchored)), "-", len(anchored)))
+        for n in sorted({k[1] for k in d if k[0] == proto and not k[1].startswith("peer")},
+                        key=int):
             g, cpu, gan, lk = (med(proto, n, k) for k in ("herd_pairs_s", "host_busy", "ganesha_cores",
                                                           "lock_us"))
             xs = d.get((proto, n, "herd_pairs_s"), [])

@@ -24,7 +24,10 @@
 # summary_cpu_mean is the server's CPU during the phase; and the peer,
 # bench/nfs_lock_peer.c (one process, plain libnfs, the calls of one
 # herd grant), on the same server for NFS_SECONDS: herd/peer at 1 rank,
-# target >= NFS_TARGET (0.9). Needs also nfs-ganesha, rpcbind, nfs-common,
+# target >= NFS_TARGET (0.9). Over NLM the peer also runs holding one more
+# lock (its `anchor` mode, row "peer+held"): the server then keeps the
+# host monitored, so the pairs no longer pay rpc.statd's SM_MON and
+# SM_UNMON each; the two peer rows show what that monitor costs. Needs also nfs-ganesha, rpcbind, nfs-common,
 # libnfs-dev (pkg-config libnfs), cc, and a herd built with libnfs.
 set -u -o pipefail
 
@@ -201,11 +204,11 @@ JOB
         warn "herd results unusable (NFSv$v np=$n), see $log"
 }
 
-# peer_nfs V LABEL: the peer for NFS_SECONDS; prints its pairs/s or nothing.
+# peer_nfs V LABEL [anchor]: the peer for NFS_SECONDS; prints its pairs/s or nothing.
 peer_nfs() {
-    local log=$LOGS/peer-nfs-v$1-$2.log
+    local log=$LOGS/peer-nfs-v$1-$2${3:+-$3}.log
     if "$SERVER" exec --state "$NFS_STATE" -- "$WORK/nfs_lock_peer" "$NFS_BASE" "$1" \
-        peer.dat "$NFS_SECONDS" >"$log" 2>&1; then
+        peer.dat "$NFS_SECONDS" ${3:+"$3"} >"$log" 2>&1; then
         awk '/^pairs / { print $6 }' "$log"
     else
         warn "nfs_lock_peer over NFSv$1 failed, see $log"
@@ -233,6 +236,11 @@ nfs_section() {
             p=$(peer_nfs "$v" "$round")
             echo "v$v,peer,$round,,,,,$p" >>"$raw"
             line+=" peer ${p%.*}/s;"
+            if [ "$v" = 3 ]; then # the same with one more lock held: no monitor per pair
+                p=$(peer_nfs "$v" "$round" anchor)
+                echo "v$v,peer-anchor,$round,,,,,$p" >>"$raw"
+                line+=" peer+held ${p%.*}/s;"
+            fi
             for n in $NFS_RANKS; do
                 res=$(herd_nfs "$v" "$n" "$round")
                 read -r g cm cx l <<<"$res"

@@ -4,7 +4,10 @@
  * write 16 B, UNLOCK), over NLM (NFSv3, raw rpc_nlm4_*) or NFSv4
  * (nfs_fcntl LOCK, nfs_lseek + nfs_lockf ULOCK), for SECONDS. Prints
  * "pairs N seconds S pairs_per_s R". Built by locks.sh with cc.
- *   nfs_lock_peer nfs://host/export 3|4 FILE SECONDS */
+ *   nfs_lock_peer nfs://host/export 3|4 FILE SECONDS [anchor]
+ * anchor (NLM only): first lock FILE.anchor by another owner of this host
+ * and hold it to the end, so that the server keeps the host monitored
+ * (rpc.statd) between the loop's lock/unlock pairs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -59,10 +62,41 @@ static int await(struct rpc_context *rpc, struct wait *w)
     return w->status == RPC_STATUS_SUCCESS ? w->stat : -1;
 }
 
+/* Lock PATH.anchor (created) exclusively by owner "anchor@HOST" and keep
+ * it; unlock: release it (an NLM lock outlives its process). */
+static int peer_anchor(struct nfs_context *nfs, struct rpc_context *rpc, const char *path,
+                       char *host, int unlock)
+{
+    char apath[1100], owner[300];
+    struct nfsfh *fh;
+    snprintf(apath, sizeof apath, "%s.anchor", path);
+    snprintf(owner, sizeof owner, "anchor@%s", host);
+    if (nfs_open2(nfs, apath, O_RDWR | O_CREAT, 0644, &fh) < 0) {
+        fprintf(stderr, "open anchor: %s\n", nfs_get_error(nfs));
+        return -1;
+    }
+    struct nfs_fh *h = nfs_get_fh(fh);
+    uint32_t cookie = 0xa0c4;
+    NLM4_LOCKargs a;
+    memset(&a, 0, sizeof a);
+    a.cookie.data.data_len = sizeof cookie;
+    a.cookie.data.data_val = (char *)&cookie;
+    a.exclusive = 1;
+    a.lock = (nlm4_lock){host, {{(u_int)h->len, h->val}}, owner, 1, 0, 0};
+    struct wait w = {0};
+    NLM4_UNLOCKargs u = {a.cookie, a.lock};
+    int rc = unlock ? rpc_nlm4_unlock_async(rpc, cb, &u, &w) : rpc_nlm4_lock_async(rpc, cb, &a, &w);
+    if (rc != 0 || await(rpc, &w) != 0) {
+        fprintf(stderr, "nlm anchor %s: %d\n", unlock ? "unlock" : "lock", w.stat);
+        return -1;
+    }
+    return nfs_close(nfs, fh) < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s nfs://host/export 3|4 FILE SECONDS\n", argv[0]);
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "anchor") == 0)) {
+        fprintf(stderr, "usage: %s nfs://host/export 3|4 FILE SECONDS [anchor]\n", argv[0]);
         return 2;
     }
     int v4 = atoi(argv[2]) == 4;
@@ -98,6 +132,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "nlm connect failed\n");
             return 1;
         }
+        if (argc == 6 && peer_anchor(nfs, rpc, path, host, 0) != 0)
+            return 1;
     } else {
         struct nfs4_flock fl = {F_WRLCK, SEEK_SET, 0, 1ull << 62, 1};
         uint64_t at;
@@ -158,6 +194,8 @@ int main(int argc, char **argv)
         pairs++;
     }
     double el = now() - t0;
+    if (argc == 6 && !v4 && peer_anchor(nfs, rpc, path, host, 1) != 0)
+        return 1;
     printf("pairs %ld seconds %.3f pairs_per_s %.1f\n", pairs, el, pairs / el);
     return 0;
 }
