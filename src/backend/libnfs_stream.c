@@ -45,7 +45,8 @@ struct rpc_slot {
 };
 
 struct nfs_stream {
-    unsigned n;
+    unsigned n;      /* RPCs in flight at most */
+    unsigned nslots; /* n + 1: a lent READ's slot stays out of the window */
     struct rpc_slot *slot;
     unsigned *queue; /* read slots in file order: a ring of n */
     unsigned qhead, qcount;
@@ -55,6 +56,7 @@ struct nfs_stream {
     uint64_t adv_start, adv_end; /* the advised range; adv_end 0: none */
     int werr;                    /* a failed WRITE not reported yet (-errno) */
     const struct rpc_observer *obs;
+    bool lent; /* the head READ's bytes are lent (stream_pread_lend) */
 };
 
 struct nfs_stream *stream_new(unsigned inflight)
@@ -63,13 +65,14 @@ struct nfs_stream *stream_new(unsigned inflight)
     if (!s)
         return NULL;
     s->n = inflight ? inflight : 1;
-    s->slot = calloc(s->n, sizeof *s->slot);
-    s->queue = calloc(s->n, sizeof *s->queue);
+    s->nslots = s->n + 1;
+    s->slot = calloc(s->nslots, sizeof *s->slot);
+    s->queue = calloc(s->nslots, sizeof *s->queue);
     if (!s->slot || !s->queue) {
         stream_free(s);
         return NULL;
     }
-    for (unsigned i = 0; i < s->n; i++)
+    for (unsigned i = 0; i < s->nslots; i++)
         s->slot[i].s = s;
     return s;
 }
@@ -78,7 +81,7 @@ void stream_free(struct nfs_stream *s)
 {
     if (!s)
         return;
-    for (unsigned i = 0; s->slot && i < s->n; i++)
+    for (unsigned i = 0; s->slot && i < s->nslots; i++)
         free(s->slot[i].buf);
     free(s->slot);
     free(s->queue);
@@ -155,12 +158,18 @@ static int stream_wait(struct nfs_stream *s, const struct stream_io *io)
     return rc;
 }
 
+/* A free slot while fewer than n are taken (a lent READ's not counted). */
 static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
 {
-    for (unsigned i = 0; i < s->n; i++)
-        if (s->slot[i].state == SLOT_FREE)
-            return &s->slot[i];
-    return NULL;
+    struct rpc_slot *free_slot = NULL;
+    unsigned taken = 0;
+    for (unsigned i = 0; i < s->nslots; i++) {
+        if (s->slot[i].state != SLOT_FREE)
+            taken++;
+        else if (!free_slot)
+            free_slot = &s->slot[i];
+    }
+    return taken - (s->lent ? 1 : 0) < s->n ? free_slot : NULL;
 }
 
 static int stream_slot_room(struct rpc_slot *sl, size_t len)
@@ -207,7 +216,8 @@ static void stream_pop(struct nfs_stream *s)
     struct rpc_slot *sl = stream_head(s);
     sl->state = SLOT_FREE;
     sl->queued = false;
-    s->qhead = (s->qhead + 1) % s->n;
+    s->qhead = (s->qhead + 1) % s->nslots;
+    s->lent = false;
     s->qcount--;
 }
 
@@ -241,7 +251,7 @@ static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_
         if (rc < 0)
             return rc;
         sl->queued = true;
-        s->queue[(s->qhead + s->qcount) % s->n] = (unsigned)(sl - s->slot);
+        s->queue[(s->qhead + s->qcount) % s->nslots] = (unsigned)(sl - s->slot);
         s->qcount++;
         s->next += len;
     }
@@ -262,7 +272,7 @@ static uint64_t stream_read_end(const struct nfs_stream *s, uint64_t offset, siz
 static void stream_direct(struct nfs_stream *s, unsigned char *buf, size_t len, uint64_t offset)
 {
     for (unsigned i = 0; i < s->qcount; i++) {
-        struct rpc_slot *sl = &s->slot[s->queue[(s->qhead + i) % s->n]];
+        struct rpc_slot *sl = &s->slot[s->queue[(s->qhead + i) % s->nslots]];
         if (sl->offset < offset || sl->offset + sl->len > offset + len)
             break; /* queued in file order: the rest lie further on */
         if (sl->state == SLOT_BUSY && !sl->dest && sl->consumed == 0)
@@ -275,7 +285,7 @@ static void stream_direct(struct nfs_stream *s, unsigned char *buf, size_t len, 
  * error or end of file came first) keeps its bytes in the slot. */
 static void stream_undirect(struct nfs_stream *s)
 {
-    for (unsigned i = 0; i < s->n; i++) {
+    for (unsigned i = 0; i < s->nslots; i++) {
         struct rpc_slot *sl = &s->slot[i];
         if (sl->direct && sl->state == SLOT_DONE && sl->got > 0)
             memcpy(sl->buf, sl->dest, (size_t)sl->got);
@@ -377,7 +387,8 @@ ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void
     if (head->got < 0 || (size_t)head->got - head->consumed < len)
         return stream_pread(s, io, buf, len, offset); /* an error, a short reply */
     *data = head->buf + head->consumed;
-    head->consumed += len; /* popped by the next call on s */
+    head->consumed += len;
+    s->lent = head->consumed == (size_t)head->got; /* popped by the next call on s */
     rc = stream_fill(s, io, end, false);
     return rc < 0 && *io->broken ? rc : (ssize_t)len;
 }
@@ -388,7 +399,7 @@ ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void
  * a short one sends its remainder. */
 static int stream_reap(struct nfs_stream *s, const struct stream_io *io)
 {
-    for (unsigned i = 0; i < s->n; i++) {
+    for (unsigned i = 0; i < s->nslots; i++) {
         struct rpc_slot *sl = &s->slot[i];
         if (sl->state != SLOT_DONE || !sl->write)
             continue;
