@@ -172,8 +172,8 @@ export OMPI_MCA_odls_base_sigkill_timeout=${OMPI_MCA_odls_base_sigkill_timeout:-
 # Open MPI binds each rank to one core when np <= cores (to a socket
 # otherwise). A herd rank is an I/O client with helper threads (md5's
 # read-ahead, the monitor) that often shares its node with a server or
-# other clients; pinned, it cannot move off a busy core (SMB reads in 64K
-# calls ran 15 % slower bound than unbound on 2 CPUs, docs/performance.md).
+# other clients; pinned, its threads share one core (md5 of a 512 MiB
+# tmpfs file: 497-534 MiB/s bound, 597-608 unbound, docs/performance.md).
 # Unbound, unless the environment or HERD_MPIRUN_ARGS (--bind-to) binds.
 export OMPI_MCA_hwloc_base_binding_policy=${OMPI_MCA_hwloc_base_binding_policy:-none}
 if [ "$launcher" = mpirun ]; then
