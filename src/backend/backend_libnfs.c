@@ -589,9 +589,8 @@ static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const
         libnfs_note(f->lk ? f->lk : top, why);
 }
 
-/* A read into rbuf, or (rbuf NULL) a write of wbuf, through f's stream on
- * the context the file lives on. */
-/* A read into rbuf (lend: or lent, stream_pread_lend) or a write of wbuf. */
+/* A read into rbuf (lend set: or lent, stream_pread_lend), or (rbuf NULL)
+ * a write of wbuf, through f's stream on the context the file lives on. */
 static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
                                size_t len, uint64_t offset, const void **lend)
 {

@@ -48,7 +48,7 @@ struct nfs_stream {
     unsigned n;      /* RPCs in flight at most */
     unsigned nslots; /* n + 1: a lent READ's slot stays out of the window */
     struct rpc_slot *slot;
-    unsigned *queue; /* read slots in file order: a ring of n */
+    unsigned *queue; /* read slots in file order: a ring of nslots */
     unsigned qhead, qcount;
     unsigned busy;               /* RPCs outstanding */
     volatile bool progress;      /* set by every reply: the wait's flag */
@@ -56,7 +56,6 @@ struct nfs_stream {
     uint64_t adv_start, adv_end; /* the advised range; adv_end 0: none */
     int werr;                    /* a failed WRITE not reported yet (-errno) */
     const struct rpc_observer *obs;
-    bool lent; /* the head READ's bytes are lent (stream_pread_lend) */
 };
 
 struct nfs_stream *stream_new(unsigned inflight)
@@ -158,6 +157,20 @@ static int stream_wait(struct nfs_stream *s, const struct stream_io *io)
     return rc;
 }
 
+static struct rpc_slot *stream_head(struct nfs_stream *s)
+{
+    return s->qcount ? &s->slot[s->queue[s->qhead]] : NULL;
+}
+
+/* The head READ, answered and all handed out, still queued: only
+ * stream_pread_lend leaves one, whose bytes the caller holds until its
+ * next call (stream_pread pops a READ once it is handed out). */
+static bool stream_head_lent(struct nfs_stream *s)
+{
+    struct rpc_slot *head = stream_head(s);
+    return head && head->state == SLOT_DONE && head->got > 0 && head->consumed == (size_t)head->got;
+}
+
 /* A free slot while fewer than n are taken (a lent READ's not counted). */
 static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
 {
@@ -169,7 +182,7 @@ static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
         else if (!free_slot)
             free_slot = &s->slot[i];
     }
-    return taken - (s->lent ? 1 : 0) < s->n ? free_slot : NULL;
+    return taken - (stream_head_lent(s) ? 1 : 0) < s->n ? free_slot : NULL;
 }
 
 static int stream_slot_room(struct rpc_slot *sl, size_t len)
@@ -206,18 +219,12 @@ static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct 
 
 /* ---------------------------------------------------------------- reads */
 
-static struct rpc_slot *stream_head(struct nfs_stream *s)
-{
-    return s->qcount ? &s->slot[s->queue[s->qhead]] : NULL;
-}
-
 static void stream_pop(struct nfs_stream *s)
 {
     struct rpc_slot *sl = stream_head(s);
     sl->state = SLOT_FREE;
     sl->queued = false;
     s->qhead = (s->qhead + 1) % s->nslots;
-    s->lent = false;
     s->qcount--;
 }
 
@@ -370,11 +377,9 @@ ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void
                           uint64_t offset, const void **data)
 {
     *data = buf;
-    struct rpc_slot *head = stream_head(s);
-    if (head && head->state == SLOT_DONE && head->got > 0 && head->consumed == (size_t)head->got) {
+    if (stream_head_lent(s))
         stream_pop(s); /* the last lend's READ: its bytes are the caller's no more */
-        head = stream_head(s);
-    }
+    struct rpc_slot *head = stream_head(s);
     if (!head || head->offset + head->consumed != offset || head->len - head->consumed < len)
         return stream_pread(s, io, buf, len, offset); /* not one READ's bytes: copy */
     uint64_t end = stream_read_end(s, offset, len);
@@ -387,8 +392,7 @@ ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void
     if (head->got < 0 || (size_t)head->got - head->consumed < len)
         return stream_pread(s, io, buf, len, offset); /* an error, a short reply */
     *data = head->buf + head->consumed;
-    head->consumed += len;
-    s->lent = head->consumed == (size_t)head->got; /* popped by the next call on s */
+    head->consumed += len; /* all of it: kept queued until the next call on s */
     rc = stream_fill(s, io, end, false);
     return rc < 0 && *io->broken ? rc : (ssize_t)len;
 }
