@@ -151,13 +151,11 @@ def cmd_openssl(path, algo="md5"):
     print("%.1f" % (float(v[:-1]) * 1000.0 / MIB))
 
 
-def peer_table(raw, out, target, value="mib_s", unit="MiB/s", digits=1, seconds=None):
-    """Medians per config of RAW's samples (columns config, tool and value:
-    tool "herd" or the peer's name), the ratio herd/peer and PASS/FAIL
-    against TARGET ("herd only" where a config has no peer); prints the
-    table and writes OUT. seconds: a column of herd's times to report
-    beside (its median)."""
-    target = float(target)
+def peer_samples(raw, value, seconds=None):
+    """[(config, peer tool or None, herd samples, peer samples, herd
+    seconds)] of RAW (columns config, tool and value: tool "herd" or the
+    peer's name, one peer per config), configs in file order. Empty values
+    (a failed run) are left out. seconds: a column of herd's times."""
     order, samples, peers = [], {}, {}
     with open(raw) as fh:
         for r in csv.DictReader(fh):
@@ -172,10 +170,22 @@ def peer_table(raw, out, target, value="mib_s", unit="MiB/s", digits=1, seconds=
                 samples[key][side].append(float(r[value]))
                 if seconds and side == "herd":
                     samples[key]["herd_s"].append(float(r[seconds]))
+    return [(key, peers.get(key), samples[key]["herd"], samples[key]["peer"],
+             samples[key]["herd_s"]) for key in order]
+
+
+def peer_table(raw, out, target, value="mib_s", unit="MiB/s", digits=1, seconds=None):
+    """Medians per config of RAW's samples (peer_samples), the ratio
+    herd/peer and PASS/FAIL against TARGET ("herd only" where a config has
+    no peer); prints the table and writes OUT. seconds: a column of herd's
+    times to report beside (its median)."""
+    target = float(target)
     num = "%%.%df" % digits
     rows = []
-    for key in order:
-        h, p = samples[key]["herd"], samples[key]["peer"]
+    peers = {}
+    for key, peer, h, p, hs in peer_samples(raw, value, seconds):
+        if peer:
+            peers[key] = peer
         hm = statistics.median(h) if h else None
         pm = statistics.median(p) if p else None
         ratio = hm / pm if hm is not None and pm else None
@@ -196,7 +206,6 @@ def peer_table(raw, out, target, value="mib_s", unit="MiB/s", digits=1, seconds=
             "peer_min_max": "" if not p else "%.0f-%.0f" % (min(p), max(p)),
         }
         if seconds:
-            hs = samples[key]["herd_s"]
             row["herd_median_seconds"] = "" if not hs else "%.3f" % statistics.median(hs)
         rows.append(row)
     fields = list(rows[0].keys()) if rows else ["config"]
@@ -247,23 +256,13 @@ class NoResults(Exception):
 
 
 def raw_pairs(path, value):
-    """(config, peer tool, herd samples, peer samples) for every config of a
-    raw CSV (columns config, tool, VALUE; tool "herd" or the peer's name)
-    that has a peer, in file order. Empty values (a failed run) are left
-    out of the samples."""
+    """(config, peer tool, herd samples, peer samples) of every config of a
+    raw CSV that has a peer (peer_samples)."""
     if not os.path.exists(path):
         raise NoResults("no %s" % path)
-    configs = {}
-    with open(path) as fh:
-        for r in csv.DictReader(fh):
-            tools = configs.setdefault(r["config"], {})
-            xs = tools.setdefault(r["tool"], [])
-            if r.get(value):
-                xs.append(float(r[value]))
-    for config, tools in configs.items():
-        for tool, xs in tools.items():
-            if tool != "herd":
-                yield config, tool, tools.get("herd", []), xs
+    for config, peer, h, p, _ in peer_samples(path, value):
+        if peer:
+            yield config, peer, h, p
 
 
 def all_core(out, part):
@@ -292,17 +291,15 @@ def all_nfs(out, part):
 
 def all_smb(out, part):
     files = [("raw-smbclient.csv", "smbclient"), ("raw-loop.csv", "libsmbclient loop"),
-             ("raw-runtime.csv", None)]
-    runtime = {"singleton": "herd as a singleton start",
-               "bound": "herd bound to a core (mpirun's default)"}
+             ("raw-runtime.csv", "herd as a singleton start"),
+             ("raw-bound.csv", "herd bound to a core (mpirun's default)")]
     if part == "loop":  # the second block size: smbclient's rows belong to the first
         files = files[1:]
     for name, who in files:
         for config, peer, h, p in raw_pairs(os.path.join(out, name), "mib_s"):
             m = re.match(r"(write|read)-(\d+M)-(.+)$", config)
             rw, size, bs = m.groups() if m else (config, "", "?")
-            yield ("%s %s bs %s vs %s" % (rw, size, bs, who or runtime.get(peer, peer)), peer, h,
-                   p, "MiB/s")
+            yield "%s %s bs %s vs %s" % (rw, size, bs, who), peer, h, p, "MiB/s"
 
 
 def all_meta(out, part):

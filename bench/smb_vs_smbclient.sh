@@ -21,7 +21,8 @@
 # row; MPIRUN_ARGS, default --bind-to none) with the same SMALL_BS job
 # started without mpirun (a singleton MPI start) and under mpirun with its
 # default binding of a rank to a core: what the MPI runtime and the
-# binding cost (raw-runtime.csv, smb_runtime.csv). REPEAT rounds, the order alternating; before every
+# binding cost (raw-runtime.csv / smb_runtime.csv, raw-bound.csv /
+# smb_bound.csv). REPEAT rounds, the order alternating; before every
 # measurement the export is emptied and dirty pages written (sync). Medians,
 # ratio herd/peer, PASS/FAIL against TARGET (1.0) for smbclient and
 # LOOP_TARGET (0.9) for the loop, through bench_util.py table.
@@ -147,8 +148,9 @@ smbclient_run() { # prints write and read MiB/s as smbclient reports them (KiB/s
     echo "SIZE_MB=$SIZE_MB BS=$BS SMALL_BS=$SMALL_BS REPEAT=$REPEAT"
 } >"$OUT/env.txt" 2>&1
 
-raw_sc=$OUT/raw-smbclient.csv raw_loop=$OUT/raw-loop.csv raw_rt=$OUT/raw-runtime.csv
-for f in "$raw_sc" "$raw_loop" "$raw_rt"; do echo "config,tool,round,mib_s" >"$f"; done
+raw_sc=$OUT/raw-smbclient.csv raw_loop=$OUT/raw-loop.csv
+raw_rt=$OUT/raw-runtime.csv raw_bound=$OUT/raw-bound.csv
+for f in "$raw_sc" "$raw_loop" "$raw_rt" "$raw_bound"; do echo "config,tool,round,mib_s" >"$f"; done
 tools="herd smbclient loop"
 [ -z "$small_bytes" ] || tools="$tools herd-small loop-small singleton-small bound-small"
 for round in $(seq 1 "$REPEAT"); do
@@ -173,7 +175,7 @@ for round in $(seq 1 "$REPEAT"); do
             echo "write-${SIZE_MB}M-$BS,loop,$round,$w" >>"$raw_loop"
             echo "read-${SIZE_MB}M-$BS,loop,$round,$r" >>"$raw_loop" ;;
         herd-small) read -r w r < <(herd_run "$SMALL_BS") || exit 1
-            for f in "$raw_loop" "$raw_rt"; do
+            for f in "$raw_loop" "$raw_rt" "$raw_bound"; do
                 echo "write-${SIZE_MB}M-$SMALL_BS,herd,$round,$w" >>"$f"
                 echo "read-${SIZE_MB}M-$SMALL_BS,herd,$round,$r" >>"$f"
             done ;;
@@ -182,8 +184,8 @@ for round in $(seq 1 "$REPEAT"); do
             echo "read-${SIZE_MB}M-$SMALL_BS,singleton,$round,$r" >>"$raw_rt" ;;
         bound-small) read -r w r < <(LAUNCH="mpirun -np 1 --bind-to core" herd_run "$SMALL_BS" bound) ||
             exit 1
-            echo "write-${SIZE_MB}M-$SMALL_BS,bound,$round,$w" >>"$raw_rt"
-            echo "read-${SIZE_MB}M-$SMALL_BS,bound,$round,$r" >>"$raw_rt" ;;
+            echo "write-${SIZE_MB}M-$SMALL_BS,bound,$round,$w" >>"$raw_bound"
+            echo "read-${SIZE_MB}M-$SMALL_BS,bound,$round,$r" >>"$raw_bound" ;;
         loop-small) read -r w r < <(peer_run "$small_bytes") || exit 1
             echo "write-${SIZE_MB}M-$SMALL_BS,loop,$round,$w" >>"$raw_loop"
             echo "read-${SIZE_MB}M-$SMALL_BS,loop,$round,$r" >>"$raw_loop" ;;
@@ -201,9 +203,11 @@ say "herd (smb backend) vs a plain libsmbclient loop (smb_copy_peer), same calls
 "$PY" "$HERE/bench_util.py" table "$raw_loop" "$OUT/smb_vs_loop.csv" "$LOOP_TARGET"
 if [ -n "$small_bytes" ]; then
     say ""
-    say "herd under mpirun -np 1 $MPIRUN_ARGS vs the same job as a singleton start (no mpirun)"
-    say "and bound to a core (--bind-to core, Open MPI's default at np <= cores), $SMALL_BS calls, median of $REPEAT"
+    say "herd under mpirun -np 1 $MPIRUN_ARGS vs the same job as a singleton start (no mpirun), $SMALL_BS calls, median of $REPEAT"
     "$PY" "$HERE/bench_util.py" table "$raw_rt" "$OUT/smb_runtime.csv" "$LOOP_TARGET"
+    say ""
+    say "the same vs herd bound to a core (--bind-to core, Open MPI's default at np <= cores)"
+    "$PY" "$HERE/bench_util.py" table "$raw_bound" "$OUT/smb_bound.csv" "$LOOP_TARGET"
 fi
 say "(rates from open to close, login excluded, on every side; smbclient's are the ones it prints;"
 say " results in $OUT)"
