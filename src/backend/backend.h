@@ -68,6 +68,16 @@ struct backend_ops {
      * unchanged until the next call on f. NULL: callers use pread. */
     ssize_t (*pread_lend)(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset,
                           const void **data);
+    /* Optional: a buffer of the backend's own that the next pwrite on f
+     * (buf = it, len <= the len asked) sends without copying, for the
+     * caller to fill; NULL: none now (or len too long), write from your
+     * own memory. *note points at a word kept with the buffer: what the
+     * caller last stored there, or 0 when the backend changed the bytes
+     * since (or never had them), so that a caller that names what it
+     * wrote may rewrite only what differs. A buffer whose note is want
+     * is given first. Valid until the next call on f. NULL: no buffers. */
+    void *(*pwrite_buffer)(void *ctx, struct backend_file *f, size_t len, uint64_t want,
+                           uint64_t **note);
     ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf, size_t len,
                       uint64_t offset);
     int (*fsync)(void *ctx, struct backend_file *f);

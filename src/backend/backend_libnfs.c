@@ -649,6 +649,17 @@ static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf,
     return libnfs_transfer(ctx, f, NULL, buf, len, offset, NULL);
 }
 
+static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len, uint64_t want,
+                                  uint64_t **note)
+{
+    struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    if (c->broken || !f->fh)
+        return NULL;
+    const char *why;
+    struct stream_io io = libnfs_io(ctx, f, &why);
+    return stream_write_buffer(f->stream, &io, len, want, note); /* never waits: no why */
+}
+
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
  * -errno of the wait. */
 int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
@@ -838,6 +849,7 @@ const struct backend_ops backend_libnfs = {
     .open = libnfs_open,
     .pread = libnfs_pread,
     .pread_lend = libnfs_pread_lend,
+    .pwrite_buffer = libnfs_pwrite_buffer,
     .pwrite = libnfs_pwrite,
     .fsync = libnfs_fsync,
     .close = libnfs_close,

@@ -26,7 +26,9 @@
 #include "ops.h"
 #include "rpcwait.h"
 
-enum slot_state { SLOT_FREE, SLOT_BUSY, SLOT_DONE };
+/* SLOT_FILLING: given to the caller to fill for its next write
+ * (stream_write_buffer). */
+enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_BUSY, SLOT_DONE };
 
 struct rpc_slot {
     struct nfs_stream *s;
@@ -40,7 +42,8 @@ struct rpc_slot {
     unsigned char *dest; /* read: the reply goes here, the waiting caller's buffer */
     bool direct;         /* read: the reply went to dest, not buf */
     unsigned char *buf;
-    size_t cap; /* buf's size */
+    size_t cap;    /* buf's size */
+    uint64_t note; /* the caller's name for buf's bytes; 0 once the stream changed them */
     double sent;
 };
 
@@ -54,6 +57,7 @@ struct nfs_stream {
     volatile bool progress;      /* set by every reply: the wait's flag */
     uint64_t next;               /* read: offset of the next read-ahead RPC */
     uint64_t adv_start, adv_end; /* the advised range; adv_end 0: none */
+    struct rpc_slot *filling;    /* SLOT_FILLING, or NULL */
     int werr;                    /* a failed WRITE not reported yet (-errno) */
     const struct rpc_observer *obs;
 };
@@ -114,6 +118,8 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
         size_t n = (size_t)err < sl->len ? (size_t)err : sl->len;
         memcpy(sl->dest ? sl->dest : sl->buf, data, n);
         sl->direct = sl->dest != NULL;
+        if (!sl->direct)
+            sl->note = 0; /* buf's bytes are the reply's now */
         err = (int)n;
     }
     sl->got = err;
@@ -194,7 +200,17 @@ static int stream_slot_room(struct rpc_slot *sl, size_t len)
         return -ENOMEM;
     sl->buf = b;
     sl->cap = len;
+    sl->note = 0;
     return 0;
+}
+
+/* The slot given out by stream_write_buffer goes back: every call but the
+ * write of its buffer ends the loan (its bytes and note stay). */
+static void stream_unfill(struct nfs_stream *s)
+{
+    if (s->filling)
+        s->filling->state = SLOT_FREE;
+    s->filling = NULL;
 }
 
 /* Send one RPC from slot sl (its offset, len and, for a write, buf set). */
@@ -294,8 +310,10 @@ static void stream_undirect(struct nfs_stream *s)
 {
     for (unsigned i = 0; i < s->nslots; i++) {
         struct rpc_slot *sl = &s->slot[i];
-        if (sl->direct && sl->state == SLOT_DONE && sl->got > 0)
+        if (sl->direct && sl->state == SLOT_DONE && sl->got > 0) {
             memcpy(sl->buf, sl->dest, (size_t)sl->got);
+            sl->note = 0;
+        }
         sl->dest = NULL;
         sl->direct = false;
     }
@@ -368,6 +386,7 @@ static ssize_t stream_pread_direct(struct nfs_stream *s, const struct stream_io 
 ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
                      uint64_t offset)
 {
+    stream_unfill(s);
     ssize_t got = stream_pread_direct(s, io, buf, len, offset);
     stream_undirect(s);
     return got;
@@ -377,6 +396,7 @@ ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void
                           uint64_t offset, const void **data)
 {
     *data = buf;
+    stream_unfill(s);
     if (stream_head_lent(s))
         stream_pop(s); /* the last lend's READ: its bytes are the caller's no more */
     struct rpc_slot *head = stream_head(s);
@@ -414,6 +434,7 @@ static int stream_reap(struct nfs_stream *s, const struct stream_io *io)
         } else if ((size_t)sl->got < sl->len) {
             size_t got = (size_t)sl->got;
             memmove(sl->buf, sl->buf + got, sl->len - got);
+            sl->note = 0;
             sl->offset += got;
             sl->len -= got;
             int rc = stream_send(s, io, sl);
@@ -433,9 +454,48 @@ static int stream_take_werr(struct nfs_stream *s)
     return e;
 }
 
+void *stream_write_buffer(struct nfs_stream *s, const struct stream_io *io, size_t len,
+                          uint64_t want, uint64_t **note)
+{
+    stream_unfill(s);
+    if (s->qcount || s->werr || len == 0 || len > io->wchunk)
+        return NULL; /* reads to settle first, an error to report, several RPCs */
+    stream_reap(s, io);
+    struct rpc_slot *sl = stream_free_slot(s);
+    if (!sl)
+        return NULL;
+    for (unsigned i = 0; want && i < s->nslots; i++)
+        if (s->slot[i].state == SLOT_FREE && s->slot[i].note == want) {
+            sl = &s->slot[i];
+            break;
+        }
+    if (stream_slot_room(sl, len) < 0)
+        return NULL;
+    sl->state = SLOT_FILLING;
+    s->filling = sl;
+    *note = &sl->note;
+    return sl->buf;
+}
+
+/* Send a WRITE of len bytes at offset from slot sl's buffer. */
+static int stream_send_write(struct nfs_stream *s, const struct stream_io *io, struct rpc_slot *sl,
+                             uint64_t offset, size_t len)
+{
+    sl->write = true;
+    sl->offset = offset;
+    sl->len = len;
+    int rc = stream_send(s, io, sl);
+    return rc < 0 ? rc : stream_pump(io, true);
+}
+
 ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const void *buf, size_t len,
                       uint64_t offset)
 {
+    struct rpc_slot *lent =
+        s->filling && s->filling->buf == buf && len <= s->filling->cap && len <= io->wchunk
+            ? s->filling
+            : NULL;
+    stream_unfill(s);
     int rc;
     if (s->qcount && (rc = stream_settle(s, io)) < 0) /* read-ahead of this file: drop it */
         return rc;
@@ -443,6 +503,11 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
     if (s->werr)
         return stream_take_werr(s);
     size_t done = 0;
+    if (lent) { /* filled in place: sent from there, no copy */
+        if ((rc = stream_send_write(s, io, lent, offset, len)) < 0)
+            return rc;
+        done = len;
+    }
     while (done < len) {
         struct rpc_slot *sl;
         while ((sl = stream_free_slot(s)) == NULL) {
@@ -454,14 +519,10 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
         if (stream_slot_room(sl, n) < 0)
             return -ENOMEM;
         memcpy(sl->buf, (const char *)buf + done, n);
-        sl->write = true;
-        sl->offset = offset + done;
-        sl->len = n;
-        if ((rc = stream_send(s, io, sl)) < 0)
+        sl->note = 0;
+        if ((rc = stream_send_write(s, io, sl, offset + done, n)) < 0)
             return rc;
         done += n;
-        if ((rc = stream_pump(io, true)) < 0)
-            return rc;
     }
     while (s->busy > s->n - 1) {
         if ((rc = stream_wait(s, io)) < 0)
@@ -474,6 +535,7 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
 
 int stream_drain(struct nfs_stream *s, const struct stream_io *io)
 {
+    stream_unfill(s);
     int rc;
     while (s->busy) {
         if ((rc = stream_wait(s, io)) < 0)

@@ -12,8 +12,10 @@
  * in the socket for the next one, so that most bytes are copied once.
  * stream_pread_lend goes further: a read that one slot's reply holds
  * points at it and copies nothing.
- * Writes are copied: libnfs 4.0 reads the caller's buffer again after
- * the call (it re-sends a short WRITE's remainder from it).
+ * Writes are copied into slots: libnfs 4.0 reads the caller's buffer
+ * again after the call (it re-sends a short WRITE's remainder from it),
+ * so the bytes must stay until the WRITE is answered. A caller that fills
+ * a slot itself (stream_write_buffer) saves that copy.
  * Writes: a write is copied into chunks and sent; it returns once at most
  * inflight - 1 WRITEs are still outstanding (inflight 1: when its own are
  * answered, a synchronous write). A WRITE that fails after its write
@@ -86,6 +88,18 @@ ssize_t stream_pread(struct nfs_stream *s, const struct stream_io *io, void *buf
  * on s); otherwise *data = buf, as stream_pread fills it. */
 ssize_t stream_pread_lend(struct nfs_stream *s, const struct stream_io *io, void *buf, size_t len,
                           uint64_t offset, const void **data);
+
+/* A free slot's buffer (len bytes, at most one WRITE's chunk) for the
+ * caller to fill and pass to the next stream_pwrite, which sends it from
+ * there without a copy; NULL when none is free within the window now,
+ * reads are queued or an error waits to be reported (the caller then
+ * writes from its own memory). *note points at the slot's word for the
+ * caller: what the caller last stored there, or 0 once the stream changed
+ * the buffer (a READ into it, a short WRITE's remainder moved down, a
+ * larger buffer) or never had it. A free slot whose note is want is taken
+ * first. The loan ends at the next call on s. */
+void *stream_write_buffer(struct nfs_stream *s, const struct stream_io *io, size_t len,
+                          uint64_t want, uint64_t **note);
 
 /* Like pwrite: len or -errno (this write's, or an earlier one's that
  * failed after its write returned). */

@@ -190,6 +190,46 @@ const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset, size
     return p->scratch;
 }
 
+uint64_t pattern_note(const struct pattern *p, uint64_t key, uint64_t offset, size_t len)
+{
+    if (len == 0 || offset % PATTERN_CHUNK != 0)
+        return 0;
+    /* What the table's bytes are a function of, and where the block lies in it. */
+    uint64_t pos = p->kind == PATTERN_ZERO ? 0 : pattern_pos(p, pattern_rot(p, key), offset);
+    uint64_t h =
+        pattern_mix(p->seed ^ ((uint64_t)p->kind << 56) ^ ((uint64_t)p->zero_percent << 48));
+    h = pattern_mix(h ^ p->period);
+    h = pattern_mix(h ^ pos);
+    h = pattern_mix(h ^ len);
+    return h ? h : 1;
+}
+
+const void *pattern_block_into(struct pattern *p, uint64_t key, uint64_t offset, size_t len,
+                               void *dest, uint64_t *note)
+{
+    if (len > p->max_block)
+        return NULL;
+    unsigned char *d = dest;
+    uint64_t want = pattern_note(p, key, offset, len);
+    if (want == 0) { /* unaligned: built chunk by chunk */
+        pattern_fill(p, key, offset, d, len);
+    } else if (p->kind == PATTERN_ZERO) {
+        if (*note != want)
+            memset(d, 0, len);
+    } else {
+        if (*note != want)
+            memcpy(d, p->table + pattern_pos(p, pattern_rot(p, key), offset), len);
+        uint64_t chunk = offset / PATTERN_CHUNK;
+        for (size_t at = 0; at < len; at += PATTERN_CHUNK) {
+            unsigned char tag[PATTERN_TAG];
+            pattern_tag(p, key, chunk++, tag);
+            memcpy(d + at, tag, len - at < PATTERN_TAG ? len - at : PATTERN_TAG);
+        }
+    }
+    *note = want;
+    return d;
+}
+
 /* Index of the first byte where a and b differ within n bytes (n > 0 and
  * they are known to differ). */
 static size_t first_diff(const unsigned char *a, const unsigned char *b, size_t n)

@@ -49,6 +49,22 @@ uint64_t pattern_file_key(const char *fileset, uint64_t index);
  * Valid until the next call on p. 4 KiB aligned when offset is. */
 const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset, size_t len);
 
+/* A name for the bytes of pattern_block(p, key, offset, len) but for their
+ * tags: blocks with equal notes have equal bytes outside their tags (the
+ * same table bytes: same seed, kind and period, same position, same
+ * length). 0, no name, when offset is not 4 KiB aligned or len is 0. */
+uint64_t pattern_note(const struct pattern *p, uint64_t key, uint64_t offset, size_t len);
+
+/* The bytes of pattern_block(p, key, offset, len) into dest (len <=
+ * max_block bytes; they may not overlap p's memory). When *note is the
+ * block's pattern_note and not 0, dest is taken to hold those bytes but
+ * for the tags already, and only the tags are written; otherwise all len
+ * bytes. Then *note is the block's note. Returns dest, or NULL when len
+ * is too long. For a writer that keeps its buffers and their notes (a
+ * backend's pwrite_buffer): the bytes are generated once per buffer. */
+const void *pattern_block_into(struct pattern *p, uint64_t key, uint64_t offset, size_t len,
+                               void *dest, uint64_t *note);
+
 /* Compare buf with the expected bytes; returns -1 when equal, else the file
  * offset of the first differing byte. Does not disturb pattern_block's
  * returned pointer contract (may use the same internal table). */

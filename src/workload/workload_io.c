@@ -148,6 +148,22 @@ static void io_report_mismatch(struct phase_ctx *c, const char *path, int64_t at
  * access_reads chooses). Returns true if every block moved; *wrong counts
  * the blocks read with wrong data (a block cut short by the end of the
  * file is one). */
+/* The bytes to write at off: generated into the backend's own buffer
+ * when it lends one (pwrite_buffer: sent without a copy; a buffer that
+ * held this block's bytes before gets only its tags), else the pattern's. */
+static const void *io_write_data(struct phase_ctx *c, struct backend_file *f, uint64_t key,
+                                 uint64_t off, size_t n)
+{
+    struct io_state *s = c->state;
+    uint64_t *note;
+    void *buf =
+        c->be->pwrite_buffer
+            ? c->be->pwrite_buffer(c->be_ctx, f, n, pattern_note(&s->pattern, key, off, n), &note)
+            : NULL;
+    return buf ? pattern_block_into(&s->pattern, key, off, n, buf, note)
+               : pattern_block(&s->pattern, key, off, n);
+}
+
 static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
                         const char *path, uint64_t key, int64_t iteration, uint64_t *wrong)
 {
@@ -172,7 +188,7 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
         double t0;
         const void *data = s->buf; /* a read's bytes: here, or where the backend lent them */
         if (!read) {
-            data = pattern_block(&s->pattern, key, off, n);
+            data = io_write_data(c, f, key, off, n);
             t0 = op_begin(c, op, path);
             got = c->be->pwrite(c->be_ctx, f, data, n, off);
         } else {

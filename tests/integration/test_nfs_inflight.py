@@ -6,13 +6,15 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
    with rsize 16K (each block three whole READs, answered straight into
    the caller's buffer), 20K (READs that straddle blocks, handed out
    from the slot's buffer) or 64K (a block inside one READ is lent from
-   its slot, uncopied; one that straddles two is copied): bytes exact, no
-   verify failure, the MD5
-   matches; every read and write call is in its latency histogram, and
+   its slot, uncopied; one that straddles two is copied); and with
+   wsize 64K or 1M, blocks of 48K or 1M generated straight into the
+   stream's slots (pwrite_buffer; 1M blocks get only their tags
+   rewritten): bytes exact, no verify failure, the MD5 matches; every read and write call is in its latency histogram, and
    every RPC in the rpc_read / rpc_write histogram: exactly the number a
    kernel client would send (reads ahead only inside the rank's own
-   range, never past it). A verifying read in random block order (no
-   read-ahead, restarts) follows.
+   range, never past it). A verifying half-read, half-write phase (its
+   reads ahead land in slots a later write may take) and a verifying read in random block order (no
+   read-ahead, restarts) follow.
 2. ganesha SIGKILLed while every rank has READs in flight: exit 3 within
    op_timeout and the launch's cost, connection errnos on every rank, no
    crash (this test also runs under AddressSanitizer: ctest
@@ -63,17 +65,26 @@ def no_crash(proc):
 # ---------------------------------------------------------------- 1. exact
 
 
-@pytest.mark.parametrize("inflight,rsize_kib", [(1, 16), (8, 16), (8, 20), (8, 64)])
-def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib):
+# Writes: blocks of 48K over 32K WRITEs are copied into the stream's
+# slots; blocks of at most one WRITE are generated in a slot (pwrite_buffer),
+# 48K blocks at ever new places in the pattern's table, 1M blocks at one
+# place (only their tags rewritten).
+@pytest.mark.parametrize("inflight,rsize_kib,wsize_kib,bsize_kib",
+                         [(1, 16, 32, 48), (8, 16, 32, 48), (8, 20, 32, 48), (8, 64, 64, 48),
+                          (8, 20, 64, 48), (1, 64, 1024, 1024), (8, 64, 1024, 1024)])
+def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib, wsize_kib,
+                                    bsize_kib):
     nranks, iters = 4, 2
-    fsize, bsize, rsize, wsize = 8 * MIB, 48 * KIB, rsize_kib * KIB, 32 * KIB
+    fsize, bsize, rsize, wsize = 8 * MIB, bsize_kib * KIB, rsize_kib * KIB, wsize_kib * KIB
     job = write_job(tmp_path / "inflight.ini",
                     {"backend": "libnfs", "target": nfs.url, "file_size": "8M",
-                     "block_size": "48K", "nfs_rsize": f"{rsize_kib}K", "nfs_wsize": "32K",
+                     "block_size": f"{bsize_kib}K", "nfs_rsize": f"{rsize_kib}K",
+                     "nfs_wsize": f"{wsize_kib}K",
                      "nfs_inflight": inflight, "iterations": iters, "fsync": "yes"},
                     [("write", {"kind": "write"}),
                      ("read", {"kind": "read", "verify": "yes"}),
                      ("md5", {"kind": "md5"}),
+                     ("mix", {"kind": "read", "verify": "yes", "rwmix_read": 50}),
                      ("read-random", {"kind": "read", "verify": "yes", "access": "random"})])
     out = tmp_path / "inflight.h5"
     proc = herd_run_nfs(nfs, herd_bin, nranks, job, out)
@@ -105,6 +116,11 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
         assert int(np.sum(calls["counts"])) == int(calls["count"]), name
         if name != "md5":  # md5 reads in its prefetch thread's pieces
             assert int(calls["count"]) == n * nblocks, name
+    # Reads and writes mixed on one open file: a slot a READ filled is
+    # never taken to hold a block it held before.
+    ph = res.phases["mix"]
+    assert ph.attrs["status"] == "ok", (ph.attrs["status"], ph.error_rows())
+    assert (ph.ranks["bytes"] == fsize).all() and (ph.ranks["verify_failures"] == 0).all()
     ph = res.phases["read-random"]
     assert ph.attrs["status"] == "ok", (ph.attrs["status"], ph.error_rows())
     assert (ph.ranks["bytes"] == fsize).all() and (ph.ranks["verify_failures"] == 0).all()

@@ -1,6 +1,8 @@
 /* test_pattern.c — unit tests for pattern.c: determinism, fast and slow
- * paths agreeing, compare and MD5, and that random data neither compresses
- * nor dedups while compressible:P compresses about as promised. */
+ * paths agreeing, blocks generated into a kept buffer (pattern_block_into
+ * and its notes), compare and MD5, and that random data neither
+ * compresses nor dedups while compressible:P compresses about as
+ * promised. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -122,6 +124,70 @@ static void test_fast_slow_agree(void **state)
     free(ref);
     free(pieces);
     pattern_free(&p);
+}
+
+/* pattern_block_into gives pattern_block's bytes into a kept buffer,
+ * whatever the buffer held: its note names what it holds, a block with
+ * the same note gets only its tags, any other note all its bytes. */
+static void test_block_into(void **state)
+{
+    (void)state;
+    enum pattern_kind kinds[] = {PATTERN_RANDOM, PATTERN_COMPRESSIBLE, PATTERN_ZERO};
+    size_t lens[] = {64 * KiB, 3 * 4096 + 10, 2 * 4096 + 7, 4096, 5};
+    uint64_t key = pattern_file_key("into", 3), other = pattern_file_key("into", 4);
+    unsigned char *dest = malloc(1 * MiB);
+    assert_non_null(dest);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        struct pattern p;
+        assert_int_equal(pattern_init(&p, kinds[k], 30, 11, 64 * KiB), 0);
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            size_t len = lens[l];
+            uint64_t note = 0;
+            /* A buffer of garbage, no note: every byte written. */
+            memset(dest, 0xA5, 1 * MiB);
+            uint64_t offs[] = {0, p.period, 8192, 8195, 2 * p.period, 4096};
+            uint64_t keys[] = {key, key, key, key, other, key};
+            for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+                uint64_t want = pattern_note(&p, keys[i], offs[i], len);
+                assert_ptr_equal(pattern_block_into(&p, keys[i], offs[i], len, dest, &note), dest);
+                assert_true(note == want);
+                const void *ref = pattern_block(&p, keys[i], offs[i], len);
+                assert_memory_equal(dest, ref, len);
+                assert_int_equal(dest[len], 0xA5); /* not a byte past len */
+            }
+        }
+        /* One period on, the same place in the table: the same note. */
+        assert_true(pattern_note(&p, key, 0, 4096) == pattern_note(&p, key, p.period, 4096));
+        assert_true(pattern_note(&p, key, 0, 4096) != pattern_note(&p, key, 0, 8192));
+        assert_true(pattern_note(&p, key, 3, 4096) == 0); /* unaligned: no name */
+        assert_true(pattern_note(&p, key, 0, 0) == 0);
+        if (kinds[k] != PATTERN_ZERO)
+            assert_true(pattern_note(&p, key, 0, 4096) != pattern_note(&p, key, 4096, 4096));
+        /* A matching note is trusted: only the tags are written (the body
+         * bytes left as they were prove it), as the contract says. */
+        uint64_t note = pattern_note(&p, key, 0, 2 * 4096);
+        memset(dest, 0x5A, 2 * 4096);
+        pattern_block_into(&p, key, 0, 2 * 4096, dest, &note);
+        const unsigned char *ref = pattern_block(&p, key, 0, 2 * 4096);
+        if (kinds[k] == PATTERN_ZERO) {
+            assert_int_equal(dest[0], 0x5A); /* zero: no tags, nothing written */
+        } else {
+            assert_memory_equal(dest, ref, PATTERN_TAG);
+            assert_memory_equal(dest + 4096, ref + 4096, PATTERN_TAG);
+            assert_int_equal(dest[PATTERN_TAG], 0x5A);
+            assert_int_equal(dest[4096 + PATTERN_TAG], 0x5A);
+        }
+        assert_null(pattern_block_into(&p, key, 0, 64 * KiB + 1, dest, &note));
+        pattern_free(&p);
+    }
+    /* Another seed, the same position: another note. */
+    struct pattern a, b;
+    assert_int_equal(pattern_init(&a, PATTERN_RANDOM, 0, 1, 64 * KiB), 0);
+    assert_int_equal(pattern_init(&b, PATTERN_RANDOM, 0, 2, 64 * KiB), 0);
+    assert_true(pattern_note(&a, 0, 0, 4096) != pattern_note(&b, 0, 0, 4096));
+    pattern_free(&a);
+    pattern_free(&b);
+    free(dest);
 }
 
 /* Past the table period (offsets wrap around the table) the content
@@ -539,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_file_key),
         cmocka_unit_test(test_fast_slow_agree),
+        cmocka_unit_test(test_block_into),
         cmocka_unit_test(test_wrap_period),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_md5),
