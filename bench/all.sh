@@ -7,7 +7,7 @@
 #                  md5 np=1 vs openssl speed
 #   libnfs         nfs_vs_nfscp.sh: write and read vs nfs-cp; at in-flight
 #                  1/16/64 vs bench/nfs_async_peer.c; herd's default vs the
-#                  round's best loop
+#                  loop's best window (the one with the best median)
 #   smb            smb_vs_smbclient.sh, twice: BS=8M SMALL_BS=64K (8M vs
 #                  smbclient; 8M and 64K vs bench/smb_copy_peer.c) and
 #                  BS=1M SMALL_BS= (1M vs the loop; its smbclient rows,

@@ -19,6 +19,12 @@ Subcommands (every rate printed is MiB/s, 1 MiB = 1048576 bytes):
   table RAW.csv OUT.csv TARGET
       medians per config of the raw samples, ratio herd/peer, PASS/FAIL
       against TARGET; prints the table and writes OUT.csv.
+  best RAW.csv CONFIG_REGEX TO_CONFIG
+      of the peers of the configs whose name matches CONFIG_REGEX, the one
+      with the highest median: its samples appended to RAW.csv again as
+      config TO_CONFIG (same tool and rounds). The best setting by median,
+      not each round's maximum of several (a maximum of noisy draws is
+      biased upwards).
   all DIR [FLOOR [GOAL]]
       bench/all.sh's summary: reads DIR/status.tsv (one line per run:
       name, script, OUT, exit status, seconds, part, settings), DIR/env.txt
@@ -255,6 +261,22 @@ class NoResults(Exception):
     """A run that exited 0 but left no samples to read."""
 
 
+def cmd_best(raw, pattern, to_config):
+    want = re.compile(pattern)
+    with open(raw) as fh:
+        rows = [r for r in csv.DictReader(fh)
+                if want.fullmatch(r["config"]) and r["tool"] != "herd" and r["mib_s"]]
+    by_tool = {}
+    for r in rows:
+        by_tool.setdefault(r["tool"], []).append(r)
+    if not by_tool:
+        die("%s: no peer samples in configs matching %s" % (raw, pattern))
+    best = max(by_tool, key=lambda t: statistics.median(float(r["mib_s"]) for r in by_tool[t]))
+    with open(raw, "a") as fh:
+        for r in by_tool[best]:
+            fh.write("%s,%s,%s,%s\n" % (to_config, best, r["round"], r["mib_s"]))
+
+
 def raw_pairs(path, value):
     """(config, peer tool, herd samples, peer samples) of every config of a
     raw CSV that has a peer (peer_samples)."""
@@ -281,7 +303,7 @@ def all_nfs(out, part):
         elif what.startswith("if"):
             label = "%s %s in flight %s vs the async loop" % (rw, size, what[2:])
         elif what == "default-vs-loop-best":
-            label = "%s %s default vs the round's best loop" % (rw, size)
+            label = "%s %s default vs the loop's best window" % (rw, size)
         elif what == "mpirun-vs-singleton":
             label = "%s %s under mpirun vs a singleton start" % (rw, size)
         else:
@@ -475,6 +497,7 @@ def main(argv):
     table = {"herd": (cmd_herd, 2, 3), "herd-start": (cmd_herd_start, 2, 2),
              "fio": (cmd_fio, 2, 3),
              "openssl": (cmd_openssl, 1, 2), "table": (cmd_table, 3, 3),
+             "best": (cmd_best, 3, 3),
              "all": (cmd_all, 1, 3)}
     if cmd not in table:
         die("unknown subcommand %s" % cmd)

@@ -8,7 +8,8 @@
 #                            nfs-cp (libnfs-utils: synchronous 1 MiB calls)
 #   ...-ifN (N in INFLIGHTS) herd nfs_inflight=N vs bench/nfs_async_peer.c
 #                            keeping N async RPCs in flight with libnfs's API
-#   ...-default-vs-loop-best herd's default vs the best loop of the round
+#   ...-default-vs-loop-best herd's default vs the loop's best window (the
+#                            INFLIGHTS value with the highest median)
 #   ...-mpirun-vs-singleton  herd's default under mpirun -np 1 MPIRUN_ARGS
 #                            (default --bind-to none; every herd
 #                            row) vs the same job started without mpirun
@@ -122,7 +123,6 @@ for round in $(seq 1 "$REPEAT"); do
     herds="herd" peers="nfscp singleton"
     for n in $INFLIGHTS; do herds+=" herd-if$n"; peers+=" loop-if$n"; done
     if [ $((round % 2)) -eq 1 ]; then order="$herds $peers posix"; else order="$peers $herds posix"; fi
-    best_w=0 best_r=0
     for who in $order; do
         # Start every measurement from an empty export and no dirty pages:
         # a write otherwise lands in the previous tool's writeback (rates
@@ -143,9 +143,7 @@ for round in $(seq 1 "$REPEAT"); do
               add "write-${SIZE_MB}M" nfs-cp "$w"; add "read-${SIZE_MB}M" nfs-cp "$r" ;;
         loop-if*) n=${who#loop-if}
               read -r w r < <(loop_run "$n") || { echo "nfs_vs_nfscp: nfs_async_peer failed" >&2; exit 1; }
-              add "write-${SIZE_MB}M-if$n" "loop-if$n" "$w"; add "read-${SIZE_MB}M-if$n" "loop-if$n" "$r"
-              best_w=$(awk -v a="$best_w" -v b="$w" 'BEGIN { print (b > a ? b : a) }')
-              best_r=$(awk -v a="$best_r" -v b="$r" 'BEGIN { print (b > a ? b : a) }') ;;
+              add "write-${SIZE_MB}M-if$n" "loop-if$n" "$w"; add "read-${SIZE_MB}M-if$n" "loop-if$n" "$r" ;;
         singleton) read -r w r < <(LAUNCH="" herd_run singleton "$work/libnfs.ini") || exit 1
               add "write-${SIZE_MB}M-mpirun-vs-singleton" singleton "$w"
               add "read-${SIZE_MB}M-mpirun-vs-singleton" singleton "$r" ;;
@@ -153,8 +151,9 @@ for round in $(seq 1 "$REPEAT"); do
               add "posix-write-${SIZE_MB}M" herd "$w"; add "posix-read-${SIZE_MB}M" herd "$r" ;;
         esac
     done
-    add "write-${SIZE_MB}M-default-vs-loop-best" loop-best "$best_w"
-    add "read-${SIZE_MB}M-default-vs-loop-best" loop-best "$best_r"
+done
+for rw in write read; do
+    "$PY" "$HERE/bench_util.py" best "$raw" "$rw-${SIZE_MB}M-if[0-9]+" "$rw-${SIZE_MB}M-default-vs-loop-best" || exit 1
 done
 
 echo "herd (libnfs) vs nfs-cp and the async loop, same ganesha server, $FS export, ${SIZE_MB} MiB file, $CHUNK-byte calls and RPCs, median of $REPEAT"
