@@ -9,8 +9,9 @@
 #   * smbclient `put` / `get` (to /dev/null) inside the namespace, logged in
 #     with the server's authentication file (-A; the password is never on a
 #     command line). Its request size cannot be set for SMB2/3 (`iosize`
-#     is SMB1's): it sends 8 MiB READ/WRITE requests, several in flight
-#     (measured with strace on smbd: sendfile and pwrite calls of 8 MiB).
+#     is SMB1's): it sends 8 MiB READ/WRITE requests, two READs in flight
+#     (measured with strace: sendfile and pwrite calls of 8 MiB on smbd,
+#     two writev calls before the first reply on smbclient).
 #     Its rate is the one it prints itself (open to close, after login).
 #   * herd: 1 rank, backend = smb, block_size = BS (default 8M: what
 #     smbclient uses), fsync = no; the rate is the phase's (open to close;
