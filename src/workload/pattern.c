@@ -207,24 +207,16 @@ uint64_t pattern_note(const struct pattern *p, uint64_t key, uint64_t offset, si
 const void *pattern_block_into(struct pattern *p, uint64_t key, uint64_t offset, size_t len,
                                void *dest, uint64_t *note)
 {
-    if (len > p->max_block)
+    const unsigned char *block = pattern_block(p, key, offset, len);
+    if (!block)
         return NULL;
     unsigned char *d = dest;
     uint64_t want = pattern_note(p, key, offset, len);
-    if (want == 0) { /* unaligned: built chunk by chunk */
-        pattern_fill(p, key, offset, d, len);
-    } else if (p->kind == PATTERN_ZERO) {
-        if (*note != want)
-            memset(d, 0, len);
-    } else {
-        if (*note != want)
-            memcpy(d, p->table + pattern_pos(p, pattern_rot(p, key), offset), len);
-        uint64_t chunk = offset / PATTERN_CHUNK;
-        for (size_t at = 0; at < len; at += PATTERN_CHUNK) {
-            unsigned char tag[PATTERN_TAG];
-            pattern_tag(p, key, chunk++, tag);
-            memcpy(d + at, tag, len - at < PATTERN_TAG ? len - at : PATTERN_TAG);
-        }
+    if (want == 0 || *note != want) {
+        memcpy(d, block, len);
+    } else if (p->kind != PATTERN_ZERO) { /* the same table bytes: only the tags differ */
+        for (size_t at = 0; at < len; at += PATTERN_CHUNK)
+            memcpy(d + at, block + at, len - at < PATTERN_TAG ? len - at : PATTERN_TAG);
     }
     *note = want;
     return d;

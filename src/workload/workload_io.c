@@ -143,11 +143,6 @@ static void io_report_mismatch(struct phase_ctx *c, const char *path, int64_t at
             c->rank, c->ph->name, path, at, iteration);
 }
 
-/* Write or read the rank's range of one file block by block, in the
- * phase's access order, each block once (read: verify if asked; mixed:
- * access_reads chooses). Returns true if every block moved; *wrong counts
- * the blocks read with wrong data (a block cut short by the end of the
- * file is one). */
 /* The bytes to write at off: generated into the backend's own buffer
  * when it lends one (pwrite_buffer: sent without a copy; a buffer that
  * held this block's bytes before gets only its tags), else the pattern's. */
@@ -164,6 +159,11 @@ static const void *io_write_data(struct phase_ctx *c, struct backend_file *f, ui
                : pattern_block(&s->pattern, key, off, n);
 }
 
+/* Write or read the rank's range of one file block by block, in the
+ * phase's access order, each block once (read: verify if asked; mixed:
+ * access_reads chooses). Returns true if every block moved; *wrong counts
+ * the blocks read with wrong data (a block cut short by the end of the
+ * file is one). */
 static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
                         const char *path, uint64_t key, int64_t iteration, uint64_t *wrong)
 {
