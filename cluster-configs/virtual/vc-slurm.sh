@@ -52,6 +52,11 @@ slurm_record() {
     printf '%s %s %s\n' "$name" "$pid" "$start" >>"$STATE/daemons"
 }
 
+# KillWait: the seconds between scancel's SIGTERM and its SIGKILL. After a
+# signal herd-batch.sh still writes the report; on a busy 2-CPU machine
+# running the whole cluster, a scancelled job's output once ended at the
+# line before the report (killed while drawing it, after Slurm's default
+# 30 s), without the run directory the tests read from its last line.
 slurm_write_conf() {
     local clients=$1 slots=$2 dir i
     dir=$(slurm_dir)
@@ -81,7 +86,7 @@ SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
 MpiDefault=pmix
 ReturnToService=2
-KillWait=30
+KillWait=120
 EOF
         # TmpFS per node: PMIx makes its directories there, and all the
         # hosts share this machine's /tmp.

@@ -33,7 +33,6 @@ Needs root and the embedded server's packages (skips otherwise). Run:
 """
 
 import math
-import os
 import random
 import signal
 import time
@@ -51,7 +50,6 @@ from test_nfs import (_WHY, CONNECTION_ERRNOS, ns_background, errnos_by_rank, ex
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 _ = nfs  # the fixture, imported for the tests below
 
-SANITIZED = os.environ.get("HERD_SANITIZED") == "1"
 SCRIPT_LOCAL = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
 
 
@@ -161,7 +159,11 @@ def test_server_killed_with_reads_in_flight(nfs, herd_bin, tmp_path):
         assert row["errno"] in CONNECTION_ERRNOS, row
     done = rd.ranks[rd.ranks["completed"] == 1]
     assert (done["bytes"] == 32 * MIB).all() and (done["verify_failures"] == 0).all()
-    slack = 10 if SANITIZED else 3
+    # What this bound catches is a wait of op_timeout per call or per
+    # iteration (2000 of them); the rest of the run after the kill (the
+    # failing opens, md5, the clean-up's refused calls, the results file)
+    # took 7.2 s in all beside two busy loops, so a busy machine gets 10 s.
+    slack = 10
     assert after <= op_timeout + 1 + launch + res.attrs["startup_seconds"] + slack, \
         describe(proc)
 
