@@ -4,7 +4,14 @@
  * (safepath.h): open through safepath_open, every other call on the leaf
  * name with an *at() call on its safely resolved parent, never following
  * the leaf either. So nothing outside the target can be named, and a link
- * planted under it (by another user, or during the run) gives -ELOOP. */
+ * planted under it (by another user, or during the run) gives -ELOOP.
+ *
+ * unlink and rename act on a leaf only after an lstat shows it is not a
+ * link (nor, for unlink, anything but a regular file), except in a
+ * directory this context made itself (mkdir returned 0) that is still
+ * its user's and writable by nobody else: there only this user or root
+ * can have put a name, so the leaf is the run's own and the call is one
+ * system call, as in mdtest or fio. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -15,6 +22,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "dirset.h"
 #include "job.h"
 #include "safepath.h"
 
@@ -31,12 +39,14 @@ struct posix_parent {
     char path[HERD_PATH_MAX];
     int fd;             /* -1: empty */
     unsigned long used; /* when last used: a miss replaces the oldest */
+    bool own;           /* posix_dir_own when it was resolved */
 };
 
 struct posix_ctx {
     int dirfd;
     struct posix_parent parents[POSIX_PARENTS];
     unsigned long tick;
+    struct dirset made; /* the directories this context's mkdir made */
 };
 
 struct backend_file {
@@ -69,6 +79,7 @@ static int posix_connect(const char *target, const struct phase *ph, void **ctx)
     for (int i = 0; i < POSIX_PARENTS; i++)
         c->parents[i] = (struct posix_parent){.fd = -1};
     c->tick = 0;
+    c->made = (struct dirset){0};
     *ctx = c;
     return 0;
 }
@@ -95,15 +106,27 @@ static void posix_disconnect(void *ctx)
             if (c->parents[i].fd >= 0)
                 close(c->parents[i].fd);
         close(c->dirfd);
+        dirset_free(&c->made);
         free(c);
     }
 }
 
+/* Whether only this user (or root) can add a name in directory fd: this
+ * context made it, and it is still its user's with no write bit for
+ * group or others (the mode shows an ACL's mask there). */
+static bool posix_dir_own(const struct posix_ctx *c, int fd)
+{
+    struct stat st;
+    return c->made.count && fstat(fd, &st) == 0 && dirset_has(&c->made, st.st_dev, st.st_ino) &&
+           st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* The leaf of path and a descriptor of its safely resolved parent (owned
  * by the context: never closed by the caller), and the leaf's lstat when
- * st is not NULL. */
+ * st is not NULL. *own (when not NULL): posix_dir_own of the parent, as
+ * it was when the parent was resolved. */
 static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const char **leaf,
-                      struct stat *st)
+                      struct stat *st, bool *own)
 {
     int rc = safepath_check(path);
     if (rc < 0)
@@ -132,9 +155,14 @@ static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const c
             memcpy(hit->path, path, n);
             hit->path[n] = '\0';
             hit->fd = fd;
+            hit->own = posix_dir_own(c, fd);
         }
         hit->used = ++c->tick;
         fd = hit->fd;
+        if (own)
+            *own = hit->own;
+    } else if (own) {
+        *own = false; /* the target itself is never the run's own */
     }
     if (st && fstatat(fd, *leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
         return -errno;
@@ -160,7 +188,7 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
         oflags |= O_DIRECT;
     int dirfd;
     const char *leaf;
-    int rc = posix_leaf(c, path, &dirfd, &leaf, NULL);
+    int rc = posix_leaf(c, path, &dirfd, &leaf, NULL, NULL);
     if (rc < 0)
         return rc;
     struct backend_file *bf = malloc(sizeof *bf);
@@ -251,77 +279,106 @@ static int posix_stat(void *ctx, const char *path, struct stat *st)
 {
     int dirfd = -1;
     const char *leaf;
-    return posix_leaf(ctx, path, &dirfd, &leaf, st);
+    return posix_leaf(ctx, path, &dirfd, &leaf, st, NULL);
 }
 
-/* posix_leaf for a call that acts on the leaf itself: a symbolic link
- * there (somebody planted it) is -ELOOP, never moved or removed. */
-static int posix_leaf_nolink(void *ctx, const char *path, int *dirfd, const char **leaf,
-                             struct stat *st)
+/* The lstat of leaf in dirfd for a call that acts on the leaf itself: a
+ * symbolic link there (somebody planted it) is -ELOOP, never moved or
+ * removed. */
+static int posix_nolink(int dirfd, const char *leaf, struct stat *st)
 {
-    int rc = posix_leaf(ctx, path, dirfd, leaf, st);
-    return rc == 0 && S_ISLNK(st->st_mode) ? -ELOOP : rc;
+    if (fstatat(dirfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return -errno;
+    return S_ISLNK(st->st_mode) ? -ELOOP : 0;
 }
 
 /* Only a regular file is removed: never a link somebody planted (-ELOOP),
  * never a directory (-EISDIR). A swap of the leaf between the lstat and
- * the unlink can at worst remove that link itself, never its target. */
+ * the unlink can at worst remove that link itself, never its target. In
+ * a directory of the run's own (posix_dir_own) the leaf is the run's and
+ * is removed with no lstat; a directory there is still -EISDIR. */
 static int posix_unlink(void *ctx, const char *path)
 {
     int dirfd = -1;
     const char *leaf;
-    struct stat st;
-    int rc = posix_leaf_nolink(ctx, path, &dirfd, &leaf, &st);
+    bool own = false;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, NULL, &own);
     if (rc < 0)
         return rc;
-    if (S_ISDIR(st.st_mode))
-        return -EISDIR;
-    if (!S_ISREG(st.st_mode))
-        return -EPERM;
+    if (!own) {
+        struct stat st;
+        rc = posix_nolink(dirfd, leaf, &st);
+        if (rc < 0)
+            return rc;
+        if (S_ISDIR(st.st_mode))
+            return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+            return -EPERM;
+    }
     return unlinkat(dirfd, leaf, 0) < 0 ? -errno : 0;
 }
 
+/* A directory made here is noted (dirset) for posix_dir_own. */
 static int posix_mkdir(void *ctx, const char *path)
 {
+    struct posix_ctx *c = ctx;
     int dirfd = -1;
     const char *leaf;
-    int rc = posix_leaf(ctx, path, &dirfd, &leaf, NULL);
+    int rc = posix_leaf(c, path, &dirfd, &leaf, NULL, NULL);
     if (rc < 0)
         return rc;
-    return mkdirat(dirfd, leaf, 0755) < 0 ? -errno : 0;
+    if (mkdirat(dirfd, leaf, 0755) < 0)
+        return -errno;
+    struct stat st;
+    if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+        (void)dirset_add(&c->made, st.st_dev, st.st_ino); /* unnoted: checked as any */
+    return 0;
 }
 
 /* A link where a directory is expected is -ELOOP (not rmdir's ENOTDIR). */
 static int posix_rmdir(void *ctx, const char *path)
 {
+    struct posix_ctx *c = ctx;
     int dirfd = -1;
     const char *leaf;
     struct stat st;
-    int rc = posix_leaf_nolink(ctx, path, &dirfd, &leaf, &st);
+    int rc = posix_leaf(c, path, &dirfd, &leaf, NULL, NULL);
+    if (rc == 0)
+        rc = posix_nolink(dirfd, leaf, &st);
     if (rc < 0)
         return rc;
     if (unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0)
         return -errno;
-    posix_forget(ctx, path);
+    posix_forget(c, path);
+    dirset_remove(&c->made, st.st_dev, st.st_ino);
     return 0;
 }
 
 /* Neither a link as the source nor one as the destination is moved or
- * replaced (-ELOOP): herd renames only what it made. */
+ * replaced (-ELOOP): herd renames only what it made. Between two
+ * directories of the run's own (posix_dir_own) both names are the run's
+ * and the rename is one call, with no lstat of either. */
 static int posix_rename(void *ctx, const char *from, const char *to)
 {
     int fromfd = -1, tofd = -1;
     const char *fleaf, *tleaf;
-    struct stat st;
-    int rc = posix_leaf_nolink(ctx, from, &fromfd, &fleaf, &st);
+    bool from_own = false, to_own = false;
+    int rc = posix_leaf(ctx, from, &fromfd, &fleaf, NULL, &from_own);
     if (rc < 0)
         return rc;
-    rc = posix_leaf(ctx, to, &tofd, &tleaf, NULL);
+    rc = posix_leaf(ctx, to, &tofd, &tleaf, NULL, &to_own);
     if (rc < 0)
         return rc;
-    bool moved_dir = S_ISDIR(st.st_mode);
-    if (fstatat(tofd, tleaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-        return -ELOOP;
+    bool moved_dir = true; /* unchecked: maybe a directory, forget both */
+    if (!(from_own && to_own)) {
+        struct stat st;
+        rc = posix_nolink(fromfd, fleaf, &st);
+        if (rc < 0)
+            return rc;
+        moved_dir = S_ISDIR(st.st_mode);
+        if (fstatat(tofd, tleaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            return -ELOOP;
+    }
     if (renameat(fromfd, fleaf, tofd, tleaf) < 0)
         return -errno;
     if (moved_dir) {

@@ -9,6 +9,10 @@
  * -EXDEV) through a link, leaves the canary and the links as they were,
  * and still works on real files and directories. Each case runs twice:
  * with openat2 (where the kernel has it) and with the forced fallback walk.
+ * test_own_dirs: in a directory the backend made itself, unlink and
+ * rename act with no lstat (a link planted there by this same user is
+ * removed as a link, its target untouched), and in one it did not make,
+ * or that it made but somebody opened to group writes, a link stays.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -345,6 +349,71 @@ static void test_stat(void **state)
     assert_untouched(fx);
 }
 
+/* ------------------------------------------------------ own dirs */
+
+static void create_file(const struct fixture *fx, const char *path)
+{
+    struct backend_file *f = NULL;
+    assert_int_equal(fx->be->open(fx->ctx, path, BACKEND_WRITE | BACKEND_CREATE | BACKEND_EXCL, &f),
+                     0);
+    assert_int_equal(fx->be->close(fx->ctx, f), 0);
+}
+
+/* A directory the backend made (mkdir returned 0) is the run's own: its
+ * names are removed and moved in one call. Only this user or root can
+ * plant there, and what is planted is at worst removed as a link, never
+ * followed. A directory it did not make (EEXIST), one it made but that
+ * somebody opened to group writes, and one it removed and that was made
+ * again by another hand are checked name by name as before. */
+static void test_own_dirs(void **state)
+{
+    struct fixture *fx = *state;
+    assert_int_equal(fx->be->mkdir(fx->ctx, "own"), 0);
+    assert_int_equal(fx->be->mkdir(fx->ctx, "own/a"), 0);
+    assert_int_equal(fx->be->mkdir(fx->ctx, "own/b"), 0);
+    create_file(fx, "own/a/f");
+    assert_int_equal(fx->be->rename(fx->ctx, "own/a/f", "own/b/f"), 0);
+    assert_true(exists(fx->root, "own/b/f"));
+    assert_int_equal(fx->be->unlink(fx->ctx, "own/b/f"), 0);
+    assert_false(exists(fx->root, "own/b/f"));
+    /* A subdirectory is still not unlinked. */
+    assert_int_equal(fx->be->unlink(fx->ctx, "own/a"), -EISDIR);
+    /* Planted by this same user: removed as a link, the canary kept. */
+    char canary[PATH_MAX * 2];
+    path_of(canary, sizeof canary, fx->outside, "canary");
+    put_link(fx->root, "own/b/planted", canary);
+    assert_int_equal(fx->be->unlink(fx->ctx, "own/b/planted"), 0);
+    assert_false(exists(fx->root, "own/b/planted"));
+    assert_untouched(fx);
+
+    /* d existed before (EEXIST): not the run's own. */
+    assert_int_equal(fx->be->mkdir(fx->ctx, "d"), -EEXIST);
+    assert_escape(fx->be->unlink(fx->ctx, "d/dirlink"));
+    assert_escape(fx->be->rename(fx->ctx, "d/f", "d/dirlink"));
+    assert_untouched(fx);
+
+    /* Made here, then opened to group writes (before its first use, as
+     * the mode is read when the directory is first resolved). */
+    assert_int_equal(fx->be->mkdir(fx->ctx, "open"), 0);
+    char p[PATH_MAX * 2];
+    path_of(p, sizeof p, fx->root, "open");
+    assert_int_equal(chmod(p, 0775), 0);
+    put_link(fx->root, "open/planted", canary);
+    assert_escape(fx->be->unlink(fx->ctx, "open/planted"));
+    assert_true(is_link(fx->root, "open/planted"));
+
+    /* Removed by the backend, then made again by another hand. */
+    assert_int_equal(fx->be->rmdir(fx->ctx, "own/a"), 0);
+    put_dir(fx->root, "own/a");
+    put_link(fx->root, "own/a/planted", canary);
+    assert_escape(fx->be->unlink(fx->ctx, "own/a/planted"));
+    /* Into own/b from a directory that is not: the source is checked. */
+    assert_escape(fx->be->rename(fx->ctx, "own/a/planted", "own/b/moved"));
+    assert_true(is_link(fx->root, "own/a/planted"));
+    assert_false(exists(fx->root, "own/b/moved"));
+    assert_untouched(fx);
+}
+
 /* The helpers directly: the descriptor they return is beneath the root. */
 static void test_helpers(void **state)
 {
@@ -392,6 +461,7 @@ int main(void)
         BOTH(test_mkdir_rmdir),
         BOTH(test_rename),
         BOTH(test_stat),
+        BOTH(test_own_dirs),
         BOTH(test_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
