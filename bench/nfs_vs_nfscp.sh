@@ -37,6 +37,7 @@ INFLIGHTS=${INFLIGHTS:-1 16 64}   # the in-flight windows compared with the loop
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS---bind-to none} # herd's batch script does not bind either
+SERVER_ARGS=${SERVER_ARGS:-}       # more nfs-server.sh start options (e.g. --workers 4)
 SERVER=$ROOT/cluster-configs/local/nfs-server.sh
 PY=/usr/bin/python3
 
@@ -64,7 +65,8 @@ trap cleanup EXIT INT TERM
 # (its fd cache keeps deleted files' space until it closes them).
 size=2G
 [ "$FS" = tmpfs ] && size=8G
-"$SERVER" start --state "$state" --fs "$FS" --size "$size" >"$work/start" || exit 1
+# shellcheck disable=SC2086 # SERVER_ARGS: words by design
+"$SERVER" start --state "$state" --fs "$FS" --size "$size" $SERVER_ARGS >"$work/start" || exit 1
 url=$(sed -n 1p "$work/start")
 export_dir=${url#nfs://127.0.0.1}
 export_dir=${export_dir%%\?*}

@@ -1,7 +1,7 @@
 """READ and WRITE RPCs in flight over libnfs (nfs_inflight,
 src/backend/libnfs_stream.c) against the embedded userspace NFS server.
 
-1. nfs_inflight 1 and 8, 4 ranks: write, read with verify and md5 of
+1. nfs_inflight 1, 8 and 0 (the default rule), 4 ranks: write, read with verify and md5 of
    unique files whose blocks (48K) are not a multiple of wsize (32K), and
    with rsize 16K (each block three whole READs, answered straight into
    the caller's buffer), 20K (READs that straddle blocks, handed out
@@ -14,7 +14,8 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
    kernel client would send (reads ahead only inside the rank's own
    range, never past it). A verifying half-read, half-write phase (its
    reads ahead land in slots a later write may take) and a verifying read in random block order (no
-   read-ahead, restarts) follow.
+   read-ahead, restarts) follow. The default (nfs_inflight unset) keeps
+   the rule's number in flight at the connection's sizes (/hosts).
 2. ganesha SIGKILLed while every rank has READs in flight: exit 3 within
    op_timeout and the launch's cost, connection errnos on every rank, no
    crash (this test also runs under AddressSanitizer: ctest
@@ -69,7 +70,8 @@ def no_crash(proc):
 # place (only their tags rewritten).
 @pytest.mark.parametrize("inflight,rsize_kib,wsize_kib,bsize_kib",
                          [(1, 16, 32, 48), (8, 16, 32, 48), (8, 20, 32, 48), (8, 64, 64, 48),
-                          (8, 20, 64, 48), (1, 64, 1024, 1024), (8, 64, 1024, 1024)])
+                          (8, 20, 64, 48), (1, 64, 1024, 1024), (8, 64, 1024, 1024),
+                          (0, 64, 1024, 1024)])
 def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib, wsize_kib,
                                     bsize_kib):
     nranks, iters = 4, 2
@@ -124,6 +126,28 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
     assert (ph.ranks["bytes"] == fsize).all() and (ph.ranks["verify_failures"] == 0).all()
     assert int(ph.latency["read"]["count"]) == n * nblocks
     assert export_listing(nfs) == [], "the export was not cleaned"
+
+
+def auto_inflight(rsize, wsize):
+    """nfs_inflight = 0: 16 RPCs, at most 4 MiB in flight, at least 2."""
+    return min(16, max(2, 4 * MIB // max(rsize, wsize)))
+
+
+# The default window follows its rule at the connection's sizes, which
+# /hosts' mount_options lists beside it; a set value is used as it is.
+@pytest.mark.parametrize("inflight", [None, 3])
+def test_default_inflight_rule(nfs, herd_bin, tmp_path, inflight):
+    keys = {"backend": "libnfs", "target": nfs.url, "file_size": "1M", "block_size": "1M"}
+    if inflight is not None:
+        keys["nfs_inflight"] = inflight
+    job = write_job(tmp_path / "auto.ini", keys, [("write", {"kind": "write"})])
+    out = tmp_path / "auto.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    opts = load_results(out).hosts["mount_options"][0].decode()
+    kv = dict(o.split("=", 1) for o in opts.split(",") if "=" in o)
+    want = inflight or auto_inflight(int(kv["rsize"]), int(kv["wsize"]))
+    assert int(kv["inflight"]) == want, opts
 
 
 # ---------------------------------------------------------------- 2. kill
