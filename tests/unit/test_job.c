@@ -615,14 +615,14 @@ static void test_backend_options_block(void **state)
     job_free(&job);
 #ifdef HERD_HAVE_LIBNFS
     assert_int_equal(load(plain, NULL, 0, &job), 0);
-    assert_string_equal(key_text(&job.phases[0], "nfs_inflight"), "16");
+    assert_string_equal(key_text(&job.phases[0], "nfs_inflight"), "0");
     job_free(&job);
     const char *nfs = "[global]\nnfs_rsize = 64K\ntarget = nfs://127.0.0.1/x\n"
                       "backend = libnfs\n[w]\nkind = write\nnfs_inflight = 4\n[r]\nkind = read\n";
     assert_int_equal(load(nfs, NULL, 0, &job), 0);
     assert_string_equal(key_text(&job.phases[0], "nfs_rsize"), "64K");
     assert_string_equal(key_text(&job.phases[0], "nfs_inflight"), "4");
-    assert_string_equal(key_text(&job.phases[1], "nfs_inflight"), "16");
+    assert_string_equal(key_text(&job.phases[1], "nfs_inflight"), "0");
     assert_string_equal(key_text(&job.phases[1], "nfs_version"), "0");
     job_free(&job);
     char *set[] = {"backend=libnfs", "target=nfs://127.0.0.1/x", "r.nfs_inflight=2"};
@@ -633,7 +633,7 @@ static void test_backend_options_block(void **state)
                  "test.ini:5: key 'nfs_inflight': applies to backend = libnfs only, not to posix");
     expect_error("[global]\ntarget = nfs://127.0.0.1/x\nbackend = libnfs\n[w]\nkind = write\n"
                  "nfs_inflight = 300\n",
-                 "test.ini:6: key 'nfs_inflight': must be 1 to 256");
+                 "test.ini:6: key 'nfs_inflight': must be 0 to 256");
 #endif
 }
 
