@@ -337,9 +337,9 @@ static const struct libnfs_opts *opts_of(const struct phase *ph)
 
 /* The RPCs in flight for phase ph (NULL: the defaults) with chunks of
  * rchunk and wchunk bytes: nfs_inflight, or for 0 the rule in its key row.
- * On a fast link more bytes in flight than that only add copies that miss
- * the caches (docs/performance.md: at 1 MiB RPCs on loopback 2-4 in
- * flight moved 1.3-1.6x what 16 did; at 64K and 256K, 16 was best). */
+ * On a fast link more bytes in flight than that did not pay
+ * (docs/performance.md: at 1 MiB RPCs on loopback 2-4 in flight moved
+ * 1.3-1.6x what 16 did; at 64K and 256K, 16 was best). */
 static unsigned libnfs_inflight(const struct phase *ph, uint64_t rchunk, uint64_t wchunk)
 {
     int64_t set = ph ? opts_of(ph)->inflight : 0;
