@@ -39,7 +39,7 @@ struct posix_parent {
     char path[HERD_PATH_MAX];
     int fd;             /* -1: empty */
     unsigned long used; /* when last used: a miss replaces the oldest */
-    bool own;           /* posix_dir_own when it was resolved */
+    signed char own;    /* posix_dir_own when first asked; -1: not yet */
 };
 
 struct posix_ctx {
@@ -124,7 +124,7 @@ static bool posix_dir_own(const struct posix_ctx *c, int fd)
 /* The leaf of path and a descriptor of its safely resolved parent (owned
  * by the context: never closed by the caller), and the leaf's lstat when
  * st is not NULL. *own (when not NULL): posix_dir_own of the parent, as
- * it was when the parent was resolved. */
+ * it was when first asked after the parent was resolved. */
 static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const char **leaf,
                       struct stat *st, bool *own)
 {
@@ -155,12 +155,14 @@ static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const c
             memcpy(hit->path, path, n);
             hit->path[n] = '\0';
             hit->fd = fd;
-            hit->own = posix_dir_own(c, fd);
+            hit->own = -1;
         }
         hit->used = ++c->tick;
         fd = hit->fd;
+        if (own && hit->own < 0) /* only unlink and rename ask: no fstat on the others */
+            hit->own = posix_dir_own(c, fd);
         if (own)
-            *own = hit->own;
+            *own = hit->own > 0;
     } else if (own) {
         *own = false; /* the target itself is never the run's own */
     }

@@ -393,7 +393,7 @@ static void test_own_dirs(void **state)
     assert_untouched(fx);
 
     /* Made here, then opened to group writes (before its first use, as
-     * the mode is read when the directory is first resolved). */
+     * the mode is read when an unlink or rename first asks). */
     assert_int_equal(fx->be->mkdir(fx->ctx, "open"), 0);
     char p[PATH_MAX * 2];
     path_of(p, sizeof p, fx->root, "open");
