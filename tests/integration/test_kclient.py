@@ -16,9 +16,10 @@ monitor rank on the server host.
    file written on another host fetches every byte, a read of what this
    host wrote or read before fetches none.
 3. The neighbour-read proof: after each host wrote its file, a same-host
-   read is served from the page cache (0 bytes READ from the server) and a
-   neighbour's read goes to the server (all of it); direct = yes reads
-   every byte from the server even on the same host.
+   read fetches it at most once and on at least one host is served from
+   the page cache (0 bytes READ from the server), a neighbour's read goes
+   to the server (all of it) on every host; direct = yes reads every byte
+   from the server even on the same host.
 4. A lock phase through fcntl over the kernel's NLM (v3) and NFSv4 LOCK
    (v4.2): grants on every host, 0 violations, 0 errors.
 5. A server restart mid-phase: with `hard`, ganesha restarted in the middle
@@ -218,11 +219,12 @@ def test_neighbor_read_defeats_the_cache(kcluster, herd_bin, tmp_path):
     # A host reading the file it wrote reads its own page cache, unless the
     # kernel dropped that cache at open: it does when its WRITEs' replies
     # came back out of order and the file's attributes then look changed
-    # by someone else (seen on 1 host of 4 in one run). Either way a host
-    # fetches the file at most once, and most hosts read from their cache.
+    # by someone else (seen on 1 host of 4 in a quiet run, on 2 of 4 on a
+    # busy machine; as in the knfsd proof). Either way a host fetches the
+    # file at most once, and at least one host reads from its cache.
     own = per_host(client_rows(run, "read-self"), "server_read_bytes")
     assert all(0 <= v <= FILE for v in own.values()), own
-    assert sum(v == 0 for v in own.values()) * 2 > CLIENTS, own
+    assert any(v == 0 for v in own.values()), own
     assert per_host(client_rows(run, "read-neighbor"), "server_read_bytes") == every
     direct = client_rows(run, "read-direct")
     assert per_host(direct, "server_read_bytes") == every
