@@ -312,11 +312,13 @@ def all_nfs(out, part):
 
 
 def all_smb(out, part):
-    files = [("raw-smbclient.csv", "smbclient"), ("raw-loop.csv", "libsmbclient loop"),
+    files = [("raw-smbclient.csv", "smbclient"),
+             ("raw-smbclient-file.csv", "smbclient into a tmpfs file"),
+             ("raw-loop.csv", "libsmbclient loop"),
              ("raw-runtime.csv", "herd as a singleton start"),
              ("raw-bound.csv", "herd bound to a core (mpirun's default)")]
     if part == "loop":  # the second block size: smbclient's rows belong to the first
-        files = files[1:]
+        files = files[2:]
     for name, who in files:
         for config, peer, h, p in raw_pairs(os.path.join(out, name), "mib_s"):
             m = re.match(r"(write|read)-(\d+M)-(.+)$", config)

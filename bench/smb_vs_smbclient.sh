@@ -2,7 +2,7 @@
 # smb_vs_smbclient.sh — herd's smb backend (libsmbclient) against Debian's
 # smbclient and against a plain libsmbclient copy loop (bench/
 # smb_copy_peer.c, compiled here with cc), on the same embedded server
-# (cluster-configs/local/nfs-server.sh --smb: smbd on a loop-mounted xfs
+# (cluster-configs/local/nfs-server.sh --smb: smbd on a tmpfs (FS=tmpfs, the default) or loop xfs
 # export, in its own network namespace), the same SIZE_MB file, in one run:
 # sequential write, then read, of one file by one process.
 #
@@ -13,6 +13,11 @@
 #     (measured with strace: sendfile and pwrite calls of 8 MiB on smbd,
 #     two writev calls before the first reply on smbclient).
 #     Its rate is the one it prints itself (open to close, after login).
+#     A get to /dev/null drops the bytes in the kernel; herd's read (any
+#     reader's: fio, IOR, dd) puts them in its memory with one copy out of
+#     libsmbclient's reply. A second smbclient row, smbclient-file, gets
+#     the file into a tmpfs file (/dev/shm): the bytes land in memory with
+#     one copy, as herd's do (raw-smbclient-file.csv, smb_vs_smbclient_file.csv).
 #   * herd: 1 rank, backend = smb, block_size = BS (default 8M: what
 #     smbclient uses), fsync = no; the rate is the phase's (open to close;
 #     the login is before the phase).
@@ -69,6 +74,7 @@ state=$WORK/server
 # shellcheck disable=SC2317 # reached through the traps
 smb_cleanup() {
     "$SERVER" stop --state "$state" --purge >/dev/null 2>&1 || warn "stopping the server at $state failed"
+    [ -z "${shm:-}" ] || rm -rf -- "$shm"
     bench_cleanup
 }
 trap smb_cleanup EXIT
@@ -88,6 +94,7 @@ smb_url=$(sed -n 3p "$WORK/start")
 export_dir=$state/export
 pass=$state/smb/password creds=$state/smb/credentials
 head -c "$bytes" /dev/urandom >"$WORK/src.dat" # smbclient's put source, in page cache
+shm=$(mktemp -d /dev/shm/herd-bench-smb.XXXXXX) || { warn "cannot make a directory in /dev/shm"; exit 2; }
 
 job() { # job BLOCK_SIZE
     cat <<EOF
@@ -129,11 +136,13 @@ peer_run() { # peer_run BLOCK_BYTES: prints write and read MiB/s of the loop
     echo "${w%% *} ${r%% *}"
 }
 
-smbclient_run() { # prints write and read MiB/s as smbclient reports them (KiB/s)
-    local log=$LOGS/smbclient-$round.log
+smbclient_run() { # smbclient_run SINK NAME: prints write and read MiB/s as smbclient reports them (KiB/s)
+    local log=$LOGS/$2-$round.log
     inside smbclient "//127.0.0.1/export" -A "$creds" \
-        -c "put $WORK/src.dat smbclient.dat; get smbclient.dat /dev/null" >"$log" 2>&1 ||
+        -c "put $WORK/src.dat smbclient.dat; get smbclient.dat $1" >"$log" 2>&1 ||
         { warn "smbclient failed, see $log"; return 1; }
+    [ "$1" = /dev/null ] || { [ "$(stat -c %s "$1")" = "$bytes" ] && rm -f -- "$1"; } ||
+        { warn "smbclient got a file of the wrong size"; return 1; }
     [ "$(on_server stat -c %s "$export_dir/smbclient.dat")" = "$bytes" ] ||
         { warn "smbclient put a file of the wrong size"; return 1; }
     local w r
@@ -149,10 +158,10 @@ smbclient_run() { # prints write and read MiB/s as smbclient reports them (KiB/s
     echo "SIZE_MB=$SIZE_MB BS=$BS SMALL_BS=$SMALL_BS REPEAT=$REPEAT"
 } >"$OUT/env.txt" 2>&1
 
-raw_sc=$OUT/raw-smbclient.csv raw_loop=$OUT/raw-loop.csv
+raw_sc=$OUT/raw-smbclient.csv raw_scf=$OUT/raw-smbclient-file.csv raw_loop=$OUT/raw-loop.csv
 raw_rt=$OUT/raw-runtime.csv raw_bound=$OUT/raw-bound.csv
-for f in "$raw_sc" "$raw_loop" "$raw_rt" "$raw_bound"; do echo "config,tool,round,mib_s" >"$f"; done
-tools="herd smbclient loop"
+for f in "$raw_sc" "$raw_scf" "$raw_loop" "$raw_rt" "$raw_bound"; do echo "config,tool,round,mib_s" >"$f"; done
+tools="herd smbclient smbclient-file loop"
 [ -z "$small_bytes" ] || tools="$tools herd-small loop-small singleton-small bound-small"
 for round in $(seq 1 "$REPEAT"); do
     order=$tools
@@ -168,10 +177,13 @@ for round in $(seq 1 "$REPEAT"); do
             for f in "$raw_sc" "$raw_loop"; do
                 echo "write-${SIZE_MB}M-$BS,herd,$round,$w" >>"$f"
                 echo "read-${SIZE_MB}M-$BS,herd,$round,$r" >>"$f"
-            done ;;
-        smbclient) read -r w r < <(smbclient_run) || exit 1
+            done
+            echo "read-${SIZE_MB}M-$BS,herd,$round,$r" >>"$raw_scf" ;;
+        smbclient) read -r w r < <(smbclient_run /dev/null smbclient) || exit 1
             echo "write-${SIZE_MB}M-$BS,smbclient,$round,$w" >>"$raw_sc"
             echo "read-${SIZE_MB}M-$BS,smbclient,$round,$r" >>"$raw_sc" ;;
+        smbclient-file) read -r w r < <(smbclient_run "$shm/get.dat" smbclient-file) || exit 1
+            echo "read-${SIZE_MB}M-$BS,smbclient-file,$round,$r" >>"$raw_scf" ;;
         loop) read -r w r < <(peer_run "$bs_bytes") || exit 1
             echo "write-${SIZE_MB}M-$BS,loop,$round,$w" >>"$raw_loop"
             echo "read-${SIZE_MB}M-$BS,loop,$round,$r" >>"$raw_loop" ;;
@@ -197,8 +209,11 @@ for round in $(seq 1 "$REPEAT"); do
 done
 
 say ""
-say "herd (smb backend) vs smbclient put/get, same smbd on loop xfs, ${SIZE_MB} MiB file, median of $REPEAT"
+say "herd (smb backend) vs smbclient put/get, same smbd, $FS export, ${SIZE_MB} MiB file, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw_sc" "$OUT/smb_vs_smbclient.csv" "$TARGET"
+say ""
+say "the same read vs smbclient get into a tmpfs file (/dev/shm): the bytes land in memory, as herd's"
+"$PY" "$HERE/bench_util.py" table "$raw_scf" "$OUT/smb_vs_smbclient_file.csv" "$TARGET"
 say ""
 say "herd (smb backend) vs a plain libsmbclient loop (smb_copy_peer), same calls, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw_loop" "$OUT/smb_vs_loop.csv" "$LOOP_TARGET"
