@@ -221,7 +221,19 @@ def test_smbd_stopped_mid_phase(smb, herd_bin, tmp_path):
         # Into w1 (its 10 s): the header is printed right before the first
         # phase, however long MPI took to start on a busy machine.
         run.wait_line("^herd: run ", RUN_TIMEOUT)
-        time.sleep(1)
+        # ...and until w1 has written on the export: ranks that start
+        # their phase only after smbd is back find no error (libsmbclient
+        # reconnects at the next open; seen once in CI beside another test).
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            found = smb.cmd("exec", "--state", smb.state, "--server-fs", "--", "find",
+                            smb.state / "export", "-type", "f", "-size", "+0", "-print", "-quit")
+            if found.stdout.strip():
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("w1 wrote nothing on the export in 8 s")
+        time.sleep(0.5)
         stop = smb.cmd("stop-smbd", "--state", smb.state)
         assert stop.returncode == 0, stop.stderr
         time.sleep(2)
