@@ -2,7 +2,6 @@
  * options and help text are cli.c's). `run` needs MPI; the rest do not
  * start it. */
 #include <errno.h>
-#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include "clock.h"
 #include "job.h"
 #include "jobtext.h"
+#include "prefault.h"
 #include "probe.h"
 #include "runner.h"
 #include "summary.h"
@@ -244,27 +244,9 @@ static int run_check_scale(int rank, const struct job *job)
     return verdict;
 }
 
-/* Keep freed memory in the process for the next allocation instead of
- * giving it back to the kernel. The client libraries allocate a buffer
- * per RPC (libnfs a WRITE's encoded call and a READ's reply, 1 MiB at
- * rsize 1M); with glibc's defaults each such buffer is mapped anew (past
- * the mmap threshold) or trimmed off the heap once freed, so every RPC
- * faulted in its pages again: 256 page faults per MiB written, 0.6 of
- * the CPU of a 1 MiB-RPC copy and up to 2.9x its time
- * (docs/performance.md). Allocations up to 32 MiB (glibc's largest
- * threshold) now come from the heap, which keeps up to 1 GiB free at its
- * top; so the process holds at most its peak use. */
-static void malloc_keep_freed(void)
-{
-#if defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
-
 static int command_run(int argc, char **argv, const struct cli_args *a)
 {
-    malloc_keep_freed();
+    prefault_keep_freed(); /* before MPI starts: its allocations too */
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);

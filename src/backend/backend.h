@@ -59,6 +59,12 @@ struct backend_ops {
      * reconnect first if the connection was lost. ph NULL: no phase runs
      * (the run's clean-up): defaults. 0 or -errno. NULL if nothing to do. */
     int (*configure)(void *ctx, const struct phase *ph);
+    /* Optional: fault in the memory phase ph's calls will take, so that
+     * its clock does not pay for first touches (IOR and fio allocate their
+     * buffers before theirs). Called after configure and after the
+     * workload placed its own buffers, before the start barrier; nothing
+     * on the target changes. NULL: nothing to do. */
+    void (*prime)(void *ctx, const struct phase *ph);
     void (*disconnect)(void *ctx);
     int (*open)(void *ctx, const char *path, int flags, struct backend_file **f);
     ssize_t (*pread)(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset);

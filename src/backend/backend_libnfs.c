@@ -46,6 +46,7 @@
 #include <nfsc/libnfs-raw-nfs4.h>
 
 #include "libnfs_ctx.h"
+#include "prefault.h"
 #include "rpcwait.h"
 #include "safepath.h"
 #include "signals.h"
@@ -410,42 +411,15 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     return 0;
 }
 
-/* Fault in, before a data phase's clock starts, the memory its RPCs will
- * take: a stream's inflight + 1 slots and libnfs's encoded WRITE or READ
- * reply per RPC in flight, each a chunk. The blocks are touched and freed
- * at once; herd run keeps freed memory in the process (main.c), so the
- * phase's own allocations reuse these pages instead of faulting each in
- * inside the phase, as IOR and fio allocate their buffers before their
- * clocks. (At 64 in flight with 1 MiB RPCs the first touch of 65 MiB of
- * slots was 31 % of a 256 MiB read's samples.) Bounded by
- * LIBNFS_WARM_MAX; a block that cannot be had ends the warming. Chunks
- * past glibc's 32 MiB threshold are mapped and given back: no gain. */
-#define LIBNFS_WARM_MAX (512u << 20)
-static void libnfs_warm(const struct libnfs_ctx *c)
+/* backend.h's prime: fault in the memory a data phase's RPCs will take,
+ * a stream's inflight + 1 slots and libnfs's encoded WRITE or READ reply
+ * per RPC in flight, each a chunk (prefault.h's slack holds libnfs's own
+ * header room: 132 bytes on a READ reply, 4 KiB on a WRITE). */
+static void libnfs_prime(void *ctx, const struct phase *ph)
 {
-    size_t chunk = c->rchunk > c->wchunk ? c->rchunk : c->wchunk;
-    size_t n = 2 * (size_t)c->inflight + 1;
-    if (chunk == 0 || chunk > LIBNFS_WARM_MAX)
-        return;
-    if (n > LIBNFS_WARM_MAX / chunk)
-        n = LIBNFS_WARM_MAX / chunk;
-    void **blocks = calloc(n, sizeof *blocks);
-    if (!blocks)
-        return;
-    long page = sysconf(_SC_PAGESIZE);
-    size_t step = page > 0 ? (size_t)page : 4096;
-    for (size_t i = 0; i < n; i++) {
-        blocks[i] = malloc(chunk);
-        if (!blocks[i])
-            break;
-        /* One volatile store a page: a memset of memory freed next is a
-         * dead store the compiler may drop (and calloc skips fresh pages). */
-        for (size_t at = 0; at < chunk; at += step)
-            ((volatile unsigned char *)blocks[i])[at] = 0;
-    }
-    for (size_t i = 0; i < n && blocks[i]; i++)
-        free(blocks[i]);
-    free(blocks);
+    const struct libnfs_ctx *c = ctx;
+    if (job_kind_moves_data(ph->kind))
+        prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 2 * (size_t)c->inflight + 1);
 }
 
 static int libnfs_configure(void *ctx, const struct phase *ph)
@@ -476,8 +450,6 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     c->rchunk = rsize && rsize < c->server_rmax ? rsize : c->server_rmax;
     c->wchunk = wsize && wsize < c->server_wmax ? wsize : c->server_wmax;
     c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
-    if (ph && job_kind_moves_data(ph->kind))
-        libnfs_warm(c);
     return 0;
 }
 
@@ -903,6 +875,7 @@ const struct backend_ops backend_libnfs = {
     .check = libnfs_check,
     .connect = libnfs_connect,
     .configure = libnfs_configure,
+    .prime = libnfs_prime,
     .disconnect = libnfs_disconnect,
     .open = libnfs_open,
     .pread = libnfs_pread,

@@ -105,6 +105,8 @@ static struct phase_outcome run_phase(struct run *r, int index)
      * a stop, and by the phase's deadline, as the phase itself is. */
     c.deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
     int prep = !(c.records && c.hist) ? -ENOMEM : active ? wl->prepare(&c) : 0;
+    if (prep >= 0 && active && r->be->prime && !(wl->flags & WORKLOAD_NO_BACKEND))
+        r->be->prime(r->be_ctx, ph); /* after prepare: the workload's buffers are placed */
     c.prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
     if (c.prepare_late && r->rank == 0)
         fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "prefault.h"
+
 #define PREFETCH_DEPTH 3 /* buffers: one being digested, up to two read ahead */
 #define PREFETCH_SLOT                                                                              \
     (1u << 20) /* a slot holds whole blocks, about this much:                                      \
@@ -110,6 +112,18 @@ static void *prefetch_main(void *arg)
     return NULL;
 }
 
+/* Bytes per slot for blocks of block bytes: whole blocks, about PREFETCH_SLOT. */
+static size_t prefetch_slot_bytes(size_t block)
+{
+    return block >= PREFETCH_SLOT ? block : PREFETCH_SLOT / block * block;
+}
+
+void prefetch_prime(size_t block)
+{
+    if (block > 0)
+        prefault_heap((prefetch_slot_bytes(block) + 4095) / 4096 * 4096, PREFETCH_DEPTH);
+}
+
 struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, struct rank_record *r,
                                 const char *path, uint64_t offset, uint64_t length)
 {
@@ -123,7 +137,7 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, str
                            .offset = offset,
                            .end = offset + length,
                            .block = c->ph->block_size};
-    p->slot = p->block >= PREFETCH_SLOT ? p->block : PREFETCH_SLOT / p->block * p->block;
+    p->slot = prefetch_slot_bytes(p->block);
     size_t size = (p->slot + 4095) / 4096 * 4096;
     for (int i = 0; i < PREFETCH_DEPTH; i++) {
         p->slots[i].buf = aligned_alloc(4096, size);

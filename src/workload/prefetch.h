@@ -24,6 +24,10 @@ struct prefetch;
 struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, struct rank_record *r,
                                 const char *path, uint64_t offset, uint64_t length);
 
+/* Fault in (prefault.h) the ring a prefetch_start for blocks of block
+ * bytes will allocate: for a phase's prepare, before its clock. */
+void prefetch_prime(size_t block);
+
 /* The next piece in file order (whole blocks, about 1 MiB): its bytes in
  * *data, its length returned;
  * 0 at the end, or -errno when reading stopped early (a failed or short

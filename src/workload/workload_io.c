@@ -106,8 +106,10 @@ static int io_prepare(struct phase_ctx *c)
         s->buf = aligned_alloc(4096, size);
         if (!s->buf)
             return -ENOMEM;
+        memset(s->buf, 0, size); /* faulted in here, not by the phase's first read */
     }
     if (ph->kind == KIND_MD5) {
+        prefetch_prime(ph->block_size); /* the ring each file's digest reads into */
         s->expected = calloc((size_t)s->nfiles, sizeof *s->expected);
         if (!s->expected)
             return -ENOMEM;
