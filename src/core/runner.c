@@ -60,6 +60,28 @@ static bool run_peer_stopped(struct phase_ctx *c)
     return runner_stop_poll(&r->stop);
 }
 
+/* Before a phase's start barrier, on an active rank: the backend's
+ * per-phase options, the workload's prepare, then the backend's prime
+ * (after prepare: the workload's buffers are placed). Preparing (expected
+ * digests, directories) is untimed but bounded: by a stop, and by the
+ * phase's deadline, as the phase itself is. Returns prepare's result. */
+static int run_prepare(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
+                       bool active)
+{
+    const struct phase *ph = c->ph;
+    bool backend = active && !(wl->flags & WORKLOAD_NO_BACKEND);
+    if (backend && r->be->configure) {
+        int rc = r->be->configure(r->be_ctx, ph);
+        if (rc < 0 && c->records)
+            workload_fail(c, NULL, OP_CONNECT, rc, ph->target);
+    }
+    c->deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
+    int prep = !(c->records && c->hist) ? -ENOMEM : active ? wl->prepare(c) : 0;
+    if (prep >= 0 && backend && r->be->prime)
+        r->be->prime(r->be_ctx, ph);
+    return prep;
+}
+
 /* Run one phase on every rank. Returns how it ended (agreed). */
 static struct phase_outcome run_phase(struct run *r, int index)
 {
@@ -96,17 +118,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     r->step_comm = MPI_COMM_NULL;
     if (ph->active_ranks > 0)
         MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
-    if (active && r->be->configure && !(wl->flags & WORKLOAD_NO_BACKEND)) {
-        int rc = r->be->configure(r->be_ctx, ph);
-        if (rc < 0 && c.records)
-            workload_fail(&c, NULL, OP_CONNECT, rc, ph->target);
-    }
-    /* Preparing (expected digests, directories) is untimed but bounded: by
-     * a stop, and by the phase's deadline, as the phase itself is. */
-    c.deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
-    int prep = !(c.records && c.hist) ? -ENOMEM : active ? wl->prepare(&c) : 0;
-    if (prep >= 0 && active && r->be->prime && !(wl->flags & WORKLOAD_NO_BACKEND))
-        r->be->prime(r->be_ctx, ph); /* after prepare: the workload's buffers are placed */
+    int prep = run_prepare(r, wl, &c, active);
     c.prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
     if (c.prepare_late && r->rank == 0)
         fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",
