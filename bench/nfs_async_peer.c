@@ -2,7 +2,9 @@
  * bench/nfs_vs_nfscp.sh: one process, libnfs's own async API, N READ or
  * WRITE RPCs of CHUNK bytes in flight (nfs_pwrite_async / nfs_pread_async
  * and one rpc_service loop), the file written then read whole in order,
- * each buffer reused once its reply is in. Prints "write MIB_S read MIB_S"
+ * each buffer reused once its reply is in (CHUNK is cut to the server's
+ * largest READ/WRITE, so that a slot is one RPC, as in herd's window).
+ * Prints "write MIB_S read MIB_S"
  * (bytes / seconds from the first call to the last reply, the write's
  * COMMIT (fsync) included as herd's fsync = yes does; open and close
  * outside). Built by nfs_vs_nfscp.sh with cc.
@@ -112,6 +114,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "nfs_async_peer: mount %s: %s\n", argv[1],
                 l.nfs ? nfs_get_error(l.nfs) : "no context");
         return 1;
+    }
+    /* One RPC per call, as herd counts its window: libnfs splits a call
+     * larger than the server's largest READ or WRITE into several RPCs
+     * sent at once (a knfsd with little memory offers 64 KiB), which
+     * would put CHUNK / max RPCs in flight per slot. */
+    size_t rpcmax = nfs_get_readmax(l.nfs) < nfs_get_writemax(l.nfs) ? nfs_get_readmax(l.nfs)
+                                                                     : nfs_get_writemax(l.nfs);
+    if (rpcmax > 0 && l.chunk > rpcmax) {
+        fprintf(stderr, "nfs_async_peer: the server's largest RPC is %zu bytes: %zu-byte RPCs\n",
+                rpcmax, rpcmax);
+        l.chunk = rpcmax;
     }
     l.slots = calloc((size_t)l.inflight, sizeof *l.slots);
     for (int i = 0; l.slots && i < l.inflight; i++) {

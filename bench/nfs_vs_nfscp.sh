@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nfs_vs_nfscp.sh — herd's libnfs backend against the plain libnfs
-# programs on the same embedded NFS server (ganesha; FS=tmpfs or xfs
-# export), same file size, in one run: sequential write then read of one
+# programs on the same embedded NFS server (ganesha, FS=tmpfs or xfs
+# export; or NFS_SERVER=knfsd, the kernel's nfsd, xfs), same file size,
+# in one run: sequential write then read of one
 # file, 1 MiB calls (CHUNK: also herd's nfs_rsize/wsize and the loop's RPC
 # size). Rows:
 #   write-/read-SIZE         herd with its default nfs_inflight (0: 4 at 1M) vs
@@ -14,7 +15,8 @@
 #                            (default --bind-to none; every herd
 #                            row) vs the same job started without mpirun
 #                            (a singleton MPI start): the runtime's share
-#   posix-*                  herd's POSIX backend on the export itself (no NFS)
+#   posix-*                  herd's POSIX backend on the export itself (no NFS;
+#                            ganesha only: knfsd's export lives in its guest)
 # REPEAT rounds, herd first in odd rounds and the peers first in even ones,
 # medians, ratio herd/peer with ranges. Every herd write has fsync = yes and
 # the loop's write time its COMMIT; herd's time is IOR's -e (open and close
@@ -27,9 +29,14 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 REPEAT=${REPEAT:-5}
 SIZE_MB=${SIZE_MB:-256}           # MiB per file
+# The server: ganesha (the embedded nfs-ganesha) or knfsd (the kernel's
+# nfsd in a User-Mode Linux guest with one CPU; nfs-server.sh --server).
+NFS_SERVER=${NFS_SERVER:-ganesha}
 # The export: tmpfs (nfs-server.sh --fs tmpfs: the clients and the server's
 # CPU are measured, not the disk's writeback, which made single 256 MiB
-# writes range 180-1150 MiB/s on a loop xfs) or xfs (a loop image).
+# writes range 180-1150 MiB/s on a loop xfs) or xfs (a loop image; knfsd's
+# default, as it exports a disk image).
+[ "$NFS_SERVER" = knfsd ] && FS=${FS:-xfs}
 FS=${FS:-tmpfs}
 TARGET=${TARGET:-1.0}             # herd must be >= its peer
 CHUNK=${CHUNK:-1048576}           # bytes per call and per RPC
@@ -45,16 +52,18 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "SKIP: nfs_vs_nfscp.sh needs root (network namespace, loop-mounted xfs)."
     exit 0
 fi
-for t in nfs-cp ganesha.nfsd mpirun cc; do
+tools="nfs-cp ganesha.nfsd mpirun cc"
+[ "$NFS_SERVER" = knfsd ] && tools="nfs-cp linux.uml rpc.nfsd mpirun cc"
+for t in $tools; do
     command -v "$t" >/dev/null 2>&1 || { echo "nfs_vs_nfscp: $t is missing (cluster-configs/local/install.sh installs it)" >&2; exit 2; }
 done
 [ -x "$HERD" ] || { echo "nfs_vs_nfscp: $HERD not built" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 mkdir -p "$OUT"
-case $FS in
-tmpfs | xfs) ;;
-*) echo "nfs_vs_nfscp: FS=$FS: tmpfs or xfs" >&2; exit 2 ;;
+case $NFS_SERVER:$FS in
+ganesha:tmpfs | ganesha:xfs | knfsd:xfs) ;;
+*) echo "nfs_vs_nfscp: NFS_SERVER=$NFS_SERVER FS=$FS: ganesha with tmpfs or xfs, knfsd with xfs" >&2; exit 2 ;;
 esac
 work=$(mktemp -d /tmp/herd-bench-nfs.XXXXXX)
 state=$work/server
@@ -66,7 +75,7 @@ trap cleanup EXIT INT TERM
 size=2G
 [ "$FS" = tmpfs ] && size=8G
 # shellcheck disable=SC2086 # SERVER_ARGS: words by design
-"$SERVER" start --state "$state" --fs "$FS" --size "$size" $SERVER_ARGS >"$work/start" || exit 1
+"$SERVER" start --state "$state" --server "$NFS_SERVER" --fs "$FS" --size "$size" $SERVER_ARGS >"$work/start" || exit 1
 url=$(sed -n 1p "$work/start")
 export_dir=${url#nfs://127.0.0.1}
 export_dir=${export_dir%%\?*}
@@ -118,19 +127,30 @@ loop_run() { # loop_run N: prints write and read MiB/s of the async loop
     "$SERVER" exec --state "$state" -- "$peer" "$url" "/nfsloop-$RANDOM.dat" "$bytes" "$CHUNK" "$1"
 }
 
+# Start every measurement from an empty export and no dirty pages: a
+# write otherwise lands in the previous tool's writeback (rates 5x apart
+# depending on who went first). knfsd's export is the guest's /export,
+# a disk image this run made and fills with nothing else.
+empty_export() {
+    if [ "$NFS_SERVER" = knfsd ]; then
+        "$SERVER" guest --state "$state" -- exec find /export -mindepth 1 -delete >/dev/null
+    else
+        "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat "$1"/nfsloop-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
+    fi
+    sync
+}
+
 raw=$OUT/nfs_vs_nfscp_raw.csv
 echo "config,tool,round,mib_s" >"$raw"
 add() { echo "$1,$2,$round,$3" >>"$raw"; }
 for round in $(seq 1 "$REPEAT"); do
     herds="herd" peers="nfscp singleton"
     for n in $INFLIGHTS; do herds+=" herd-if$n"; peers+=" loop-if$n"; done
-    if [ $((round % 2)) -eq 1 ]; then order="$herds $peers posix"; else order="$peers $herds posix"; fi
+    posix=posix
+    [ "$NFS_SERVER" = knfsd ] && posix=""
+    if [ $((round % 2)) -eq 1 ]; then order="$herds $peers $posix"; else order="$peers $herds $posix"; fi
     for who in $order; do
-        # Start every measurement from an empty export and no dirty pages:
-        # a write otherwise lands in the previous tool's writeback (rates
-        # 5x apart depending on who went first).
-        "$SERVER" exec --state "$state" --server-fs -- bash -c 'rm -f "$1"/nfscp-*.dat "$1"/nfsloop-*.dat; rm -rf "$1"/herd-*' _ "$export_dir"
-        sync
+        empty_export
         case $who in
         herd) read -r w r < <(herd_run libnfs "$work/libnfs.ini") || exit 1
               add "write-${SIZE_MB}M" herd "$w"; add "read-${SIZE_MB}M" herd "$r"
@@ -158,7 +178,7 @@ for rw in write read; do
     "$PY" "$HERE/bench_util.py" best "$raw" "$rw-${SIZE_MB}M-if[0-9]+" "$rw-${SIZE_MB}M-default-vs-loop-best" || exit 1
 done
 
-echo "herd (libnfs) vs nfs-cp and the async loop, same ganesha server, $FS export, ${SIZE_MB} MiB file, $CHUNK-byte calls and RPCs, median of $REPEAT"
+echo "herd (libnfs) vs nfs-cp and the async loop, same $NFS_SERVER server, $FS export, ${SIZE_MB} MiB file, $CHUNK-byte calls and RPCs, median of $REPEAT"
 "$PY" "$HERE/bench_util.py" table "$raw" "$OUT/nfs_vs_nfscp.csv" "$TARGET"
 echo "(posix-* rows: herd's POSIX backend on the exported xfs directory itself, no NFS;"
 echo " nfs-cp's time includes its start-up and mount, herd's excludes its mount, done before the phase)"
