@@ -118,10 +118,16 @@ static size_t prefetch_slot_bytes(size_t block)
     return block >= PREFETCH_SLOT ? block : PREFETCH_SLOT / block * block;
 }
 
+/* A slot's buffer: its bytes rounded up to whole pages. */
+static size_t prefetch_buffer_bytes(size_t slot)
+{
+    return (slot + 4095) / 4096 * 4096;
+}
+
 void prefetch_prime(size_t block)
 {
     if (block > 0)
-        prefault_heap((prefetch_slot_bytes(block) + 4095) / 4096 * 4096, PREFETCH_DEPTH);
+        prefault_heap(prefetch_buffer_bytes(prefetch_slot_bytes(block)), PREFETCH_DEPTH);
 }
 
 struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, struct rank_record *r,
@@ -138,7 +144,7 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, str
                            .end = offset + length,
                            .block = c->ph->block_size};
     p->slot = prefetch_slot_bytes(p->block);
-    size_t size = (p->slot + 4095) / 4096 * 4096;
+    size_t size = prefetch_buffer_bytes(p->slot);
     for (int i = 0; i < PREFETCH_DEPTH; i++) {
         p->slots[i].buf = aligned_alloc(4096, size);
         if (!p->slots[i].buf) {
