@@ -646,7 +646,13 @@ def test_export_change_gives_estale(kncluster, herd_bin, tmp_path):
         for line in proc.stdout:
             lines.append(line)
             if line.startswith("herd: phase w:"):
-                time.sleep(1.0)  # (the read's 32 calls take 3.2 s of think time)
+                # Once phase r reads (nfsd's read bytes grow: the next
+                # phase may start seconds after this line on a busy
+                # machine), then into its 3.2 s of think time.
+                read0, deadline = nfsd_io(kncluster)[0], time.monotonic() + 60
+                while nfsd_io(kncluster)[0] == read0 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                time.sleep(0.3)
                 when.append(time.time())
                 knfsd_export(kncluster, 2)
         proc.wait(timeout=180)
