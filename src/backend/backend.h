@@ -111,6 +111,10 @@ struct backend_ops {
      * OP_COUNT histograms, call counts and seconds, all NULL between
      * phases. NULL when the backend has no RPCs of its own. */
     void (*observe)(void *ctx, struct hist *hist, uint64_t *count, double *seconds);
+    /* Optional, after a phase that moved data: the READ and WRITE RPCs
+     * the backend kept in flight in it (its window, fixed or as probed),
+     * 0 for a direction it sent none of. NULL: no RPCs of its own. */
+    void (*window)(void *ctx, uint32_t *read, uint32_t *write);
     /* The caller will read [offset, offset + length) of f in order: the
      * backend may read ahead within that range, never beyond it (a
      * posix_fadvise(SEQUENTIAL) with bounds). NULL when it does not. */

@@ -322,8 +322,10 @@ static const struct job_key libnfs_keys[] = {
      "libnfs: READ/WRITE RPCs each rank keeps in flight (1..256): sequential reads read "
      "ahead, writes return before their RPCs are answered, as a Linux client's "
      "read-ahead and write-behind do; 1 = one call at a time, each waited for; "
-     "0 = 16 (a Linux client's RPC slot table), fewer when 16 RPCs would carry more "
-     "than 4 MiB: 4 MiB / the larger of rsize and wsize, at least 2",
+     "0 = each rank tries 1, 2, 4, ... up to 16 (a Linux client's RPC slot table; fewer "
+     "when 16 RPCs would carry more than 4 MiB: 4 MiB / the larger of rsize and wsize, "
+     "at least 2) and keeps the fastest, per phase and direction (the ranks' "
+     "rpc_window_read/write)",
      .bounds = KEY_MIN | KEY_MAX, .min = 0, .max = LIBNFS_INFLIGHT_MAX},
     {"nfs_version", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
@@ -349,6 +351,16 @@ static unsigned libnfs_inflight(const struct phase *ph, uint64_t rchunk, uint64_
     uint64_t chunk = rchunk > wchunk ? rchunk : wchunk;
     uint64_t n = chunk ? LIBNFS_INFLIGHT_AUTO_BYTES / chunk : LIBNFS_INFLIGHT_AUTO;
     return n < 2 ? 2 : n > LIBNFS_INFLIGHT_AUTO ? LIBNFS_INFLIGHT_AUTO : (unsigned)n;
+}
+
+/* c's RPCs in flight for phase ph (NULL: the defaults): at most
+ * libnfs_inflight, probed from 1 when nfs_inflight is 0. */
+static void libnfs_windows(struct libnfs_ctx *c, const struct phase *ph)
+{
+    c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
+    bool probe = !ph || opts_of(ph)->inflight == 0;
+    stream_window_init(&c->rwin, c->inflight, probe);
+    stream_window_init(&c->wwin, c->inflight, probe);
 }
 
 /* Whether phase ph speaks NFSv4: nfs_version, else the URL. */
@@ -406,7 +418,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     }
     c->rchunk = c->server_rmax;
     c->wchunk = c->server_wmax;
-    c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
+    libnfs_windows(c, ph);
     *ctx = c;
     return 0;
 }
@@ -449,7 +461,7 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     uint64_t rsize = ph ? opts_of(ph)->rsize : 0, wsize = ph ? opts_of(ph)->wsize : 0;
     c->rchunk = rsize && rsize < c->server_rmax ? rsize : c->server_rmax;
     c->wchunk = wsize && wsize < c->server_wmax ? wsize : c->server_wmax;
-    c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
+    libnfs_windows(c, ph);
     return 0;
 }
 
@@ -465,6 +477,13 @@ static void libnfs_observe(void *ctx, struct hist *hist, uint64_t *count, double
 {
     struct libnfs_ctx *c = ctx;
     c->obs = (struct rpc_observer){hist, count, seconds};
+}
+
+static void libnfs_window(void *ctx, uint32_t *read, uint32_t *write)
+{
+    const struct libnfs_ctx *c = ctx;
+    *read = stream_window_kept(&c->rwin);
+    *write = stream_window_kept(&c->wwin);
 }
 
 static void libnfs_disconnect(void *ctx)
@@ -606,6 +625,8 @@ static struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f
                               .wchunk = c->wchunk,
                               .timeout_ms = c->timeout_ms,
                               .obs = &top->obs,
+                              .rwin = &top->rwin,
+                              .wwin = &top->wwin,
                               .rpc_errno = libnfs_rpc_errno,
                               .arg = c,
                               .broken = &c->broken,
@@ -893,5 +914,6 @@ const struct backend_ops backend_libnfs = {
     .status = libnfs_status,
     .observe = libnfs_observe,
     .describe = libnfs_describe,
+    .window = libnfs_window,
     .advise = libnfs_advise,
 };

@@ -34,8 +34,9 @@ struct libnfs_ctx {
     int timeout_ms; /* -1 = none */
     uint64_t server_rmax, server_wmax;
     uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
-    unsigned inflight;       /* READ / WRITE RPCs in flight per file (nfs_inflight) */
-    struct rpc_observer obs; /* the phase's RPC round trips (backend observe op) */
+    unsigned inflight;       /* READ / WRITE RPCs in flight per file at most (nfs_inflight) */
+    struct stream_window rwin, wwin; /* the phase's READ / WRITE windows, up to inflight */
+    struct rpc_observer obs;         /* the phase's RPC round trips (backend observe op) */
     bool broken;
     bool v4;                /* NFSv4 (URL or nfs_version): open checks the dirs first */
     bool lock_phase;        /* the phase configured last is a lock phase */

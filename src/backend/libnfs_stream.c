@@ -45,6 +45,7 @@ struct rpc_slot {
     size_t cap;    /* buf's size */
     uint64_t note; /* the caller's name for buf's bytes; 0 once the stream changed them */
     double sent;
+    struct stream_window *win; /* its direction's, counting its reply */
 };
 
 struct nfs_stream {
@@ -97,6 +98,49 @@ void stream_advise(struct nfs_stream *s, uint64_t offset, uint64_t length)
     s->adv_end = offset + length;
 }
 
+void stream_window_init(struct stream_window *w, unsigned max, bool probe)
+{
+    *w = (struct stream_window){.max = max ? max : 1};
+    w->now = probe ? 1 : w->max;
+    w->settled = probe && w->max > 1 ? 0 : w->max;
+}
+
+unsigned stream_window_kept(const struct stream_window *w)
+{
+    return !w->answered ? 0 : w->settled ? w->settled : w->now;
+}
+
+void stream_window_reply(struct stream_window *w, size_t bytes, double t)
+{
+    if (!w)
+        return;
+    w->answered++;
+    if (w->settled)
+        return;
+    if (++w->replies <= w->now) { /* the pipe filling after a change */
+        w->t0 = t;
+        w->bytes = 0;
+        return;
+    }
+    w->bytes += bytes;
+    unsigned sample = STREAM_WINDOW_SAMPLE * w->now;
+    if (sample < STREAM_WINDOW_MIN_REPLIES)
+        sample = STREAM_WINDOW_MIN_REPLIES;
+    if (w->replies < w->now + sample || t - w->t0 < STREAM_WINDOW_MIN_SECONDS)
+        return;
+    double rate = (double)w->bytes / (t - w->t0);
+    if (rate > w->best_rate) {
+        w->best = w->now;
+        w->best_rate = rate;
+    }
+    if (w->now >= w->max) {
+        w->now = w->settled = w->best;
+        return;
+    }
+    w->now = w->now * 2 < w->max ? w->now * 2 : w->max;
+    w->replies = 0;
+}
+
 static void stream_observe(const struct rpc_observer *obs, enum op op, double seconds)
 {
     if (!obs || !obs->hist || !obs->count || !obs->seconds)
@@ -113,7 +157,10 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     (void)nfs;
     struct rpc_slot *sl = priv;
     struct nfs_stream *s = sl->s;
-    stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, clock_mono() - sl->sent);
+    double t = clock_mono();
+    stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, t - sl->sent);
+    if (err > 0)
+        stream_window_reply(sl->win, (size_t)err < sl->len ? (size_t)err : sl->len, t);
     if (!sl->write && err > 0) {
         size_t n = (size_t)err < sl->len ? (size_t)err : sl->len;
         memcpy(sl->dest ? sl->dest : sl->buf, data, n);
@@ -177,8 +224,15 @@ static bool stream_head_lent(struct nfs_stream *s)
     return head && head->state == SLOT_DONE && head->got > 0 && head->consumed == (size_t)head->got;
 }
 
-/* A free slot while fewer than n are taken (a lent READ's not counted). */
-static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
+/* The RPCs s may keep in flight now: window w's, at most its slots'. */
+static unsigned stream_window_now(const struct nfs_stream *s, const struct stream_window *w)
+{
+    return w->now < s->n ? w->now : s->n;
+}
+
+/* A free slot while fewer than the window w's are taken (a lent READ's
+ * not counted). */
+static struct rpc_slot *stream_free_slot(struct nfs_stream *s, const struct stream_window *w)
 {
     struct rpc_slot *free_slot = NULL;
     unsigned taken = 0;
@@ -188,7 +242,7 @@ static struct rpc_slot *stream_free_slot(struct nfs_stream *s)
         else if (!free_slot)
             free_slot = &s->slot[i];
     }
-    return taken - (stream_head_lent(s) ? 1 : 0) < s->n ? free_slot : NULL;
+    return taken - (stream_head_lent(s) ? 1 : 0) < stream_window_now(s, w) ? free_slot : NULL;
 }
 
 static int stream_slot_room(struct rpc_slot *sl, size_t len)
@@ -217,6 +271,7 @@ static void stream_unfill(struct nfs_stream *s)
 static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct rpc_slot *sl)
 {
     s->obs = io->obs;
+    sl->win = sl->write ? io->wwin : io->rwin;
     sl->sent = clock_mono();
     sl->got = 0;
     sl->dest = NULL;
@@ -262,7 +317,7 @@ static int stream_settle(struct nfs_stream *s, const struct stream_io *io)
 static int stream_fill(struct nfs_stream *s, const struct stream_io *io, uint64_t end, bool receive)
 {
     struct rpc_slot *sl;
-    while (s->next < end && (sl = stream_free_slot(s)) != NULL) {
+    while (s->next < end && (sl = stream_free_slot(s, io->rwin)) != NULL) {
         size_t len = end - s->next < io->rchunk ? (size_t)(end - s->next) : io->rchunk;
         if (stream_slot_room(sl, len) < 0)
             return s->qcount ? 0 : -ENOMEM; /* fewer in flight, or none at all */
@@ -461,7 +516,7 @@ void *stream_write_buffer(struct nfs_stream *s, const struct stream_io *io, size
     if (s->qcount || s->werr || len == 0 || len > io->wchunk)
         return NULL; /* reads to settle first, an error to report, several RPCs */
     stream_reap(s, io);
-    struct rpc_slot *sl = stream_free_slot(s);
+    struct rpc_slot *sl = stream_free_slot(s, io->wwin);
     if (!sl)
         return NULL;
     for (unsigned i = 0; want && i < s->nslots; i++)
@@ -510,7 +565,7 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
     }
     while (done < len) {
         struct rpc_slot *sl;
-        while ((sl = stream_free_slot(s)) == NULL) {
+        while ((sl = stream_free_slot(s, io->wwin)) == NULL) {
             if ((rc = stream_wait(s, io)) < 0)
                 return rc;
             stream_reap(s, io);
@@ -524,7 +579,7 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
             return rc;
         done += n;
     }
-    while (s->busy > s->n - 1) {
+    while (s->busy >= stream_window_now(s, io->wwin)) {
         if ((rc = stream_wait(s, io)) < 0)
             return rc;
         stream_reap(s, io);

@@ -22,6 +22,10 @@
  * returned is reported by the file's next write, stream_flush or close,
  * as a kernel client reports write-back errors.
  *
+ * How many of the inflight slots a stream uses is its rank's window for
+ * that direction (struct stream_window below): all of them, or, when the
+ * window probes, as many as paid on this server and link.
+ *
  * Every RPC's round trip (sent to answered) goes to the observer's
  * OP_RPC_READ / OP_RPC_WRITE histogram and counts.
  *
@@ -53,6 +57,40 @@ struct rpc_observer {
     double *seconds;
 };
 
+/* The RPCs of one direction (READ or WRITE) a rank's streams keep in
+ * flight, shared by its files. Fixed: max. Probing (nfs_inflight = 0):
+ * the window tries 1, 2, 4, ... up to max in turn and keeps the one that
+ * answered the most bytes per second (a tie: the smaller). Each try: after the change the
+ * first `now` replies fill the pipe, then STREAM_WINDOW_SAMPLE windows'
+ * worth of replies (at least STREAM_WINDOW_MIN_REPLIES, and for at least
+ * STREAM_WINDOW_MIN_SECONDS) are timed. `settled` is the window kept (0
+ * while probing). Where a server's rate is flat, no window wins by much
+ * and the spread of one try decides: the rows of the phase say which. */
+#define STREAM_WINDOW_SAMPLE 4
+#define STREAM_WINDOW_MIN_REPLIES 16
+#define STREAM_WINDOW_MIN_SECONDS 0.02
+struct stream_window {
+    unsigned now, max, settled;
+    uint64_t answered; /* replies with bytes in all */
+    unsigned replies;  /* since the window changed */
+    uint64_t bytes;    /* answered since t0 */
+    double t0;         /* when the timed replies began */
+    unsigned best;     /* the window with the most bytes per second so far */
+    double best_rate;
+};
+
+/* A window of max (>= 1) RPCs, fixed or probing. */
+void stream_window_init(struct stream_window *w, unsigned max, bool probe);
+
+/* A reply of bytes (> 0) came at time t (seconds, monotonic; w NULL:
+ * nothing): time the window, and when its try is complete, double it or
+ * keep the best. */
+void stream_window_reply(struct stream_window *w, size_t bytes, double t);
+
+/* The window w kept: settled, else where the probe stands; 0 when no
+ * RPC of its direction was answered. */
+unsigned stream_window_kept(const struct stream_window *w);
+
 /* The context a call works on and how. rpc_errno turns a failed RPC's
  * libnfs result into -errno (write: the call was a WRITE of len bytes).
  * A wait that failed sets *broken and *why (its status name). */
@@ -62,13 +100,14 @@ struct stream_io {
     size_t rchunk, wchunk; /* bytes per READ / WRITE RPC, > 0 */
     int timeout_ms;        /* per wait for one reply; <= 0: none */
     const struct rpc_observer *obs;
+    struct stream_window *rwin, *wwin; /* the rank's READ / WRITE windows */
     int (*rpc_errno)(void *arg, int rc, bool write, size_t len);
     void *arg;
     bool *broken;
     const char **why;
 };
 
-/* A stream of up to inflight (>= 1) RPCs; NULL on ENOMEM. Buffers are
+/* A stream of up to inflight (>= 1) RPCs, the windows' max; NULL on ENOMEM. Buffers are
  * allocated on first use. */
 struct nfs_stream *stream_new(unsigned inflight);
 

@@ -82,6 +82,19 @@ static int run_prepare(struct run *r, const struct workload_ops *wl, struct phas
     return prep;
 }
 
+/* After a data phase ran: the backend's RPC window into each of its rows. */
+static void run_record_window(const struct run *r, struct phase_ctx *c, bool io)
+{
+    uint32_t read = 0, write = 0;
+    if (!io || !r->be->window)
+        return;
+    r->be->window(r->be_ctx, &read, &write);
+    for (int64_t i = 0; i < c->ph->iterations; i++) {
+        c->records[i].rpc_window_read = (int32_t)read;
+        c->records[i].rpc_window_write = (int32_t)write;
+    }
+}
+
 /* Run one phase on every rank. Returns how it ended (agreed). */
 static struct phase_outcome run_phase(struct run *r, int index)
 {
@@ -171,6 +184,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
         wl->run(&c);
         if (r->be->observe)
             r->be->observe(r->be_ctx, NULL, NULL, NULL);
+        run_record_window(r, &c, io);
     }
     progress_end(c.progress);
     wl->finish(&c);

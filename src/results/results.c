@@ -283,6 +283,8 @@ static const struct field record_fields[] = {
     FIELD("host", struct rank_record, host, FIELD_I32),
     FIELD("completed", struct rank_record, completed, FIELD_I32),
     FIELD("file_rank", struct rank_record, file_rank, FIELD_I32),
+    FIELD("rpc_window_read", struct rank_record, rpc_window_read, FIELD_I32),
+    FIELD("rpc_window_write", struct rank_record, rpc_window_write, FIELD_I32),
     FIELD("t_start", struct rank_record, t_start, FIELD_F64),
     FIELD("t_end", struct rank_record, t_end, FIELD_F64),
     FIELD("t_open", struct rank_record, t_open, FIELD_F64),

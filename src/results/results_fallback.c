@@ -32,17 +32,19 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     fprintf(f, ",%s,%s,%.9f,%.9f,%.9f,%zu\n", job_kind_name(ph->kind), sum->status, sum->t_start,
             sum->t_end, sum->start_skew, d->nranks);
     fprintf(f,
-            "%srank,iteration,host,completed,file_rank,t_start,t_end,t_open,t_io,t_fsync,"
+            "%srank,iteration,host,completed,file_rank,rpc_window_read,rpc_window_write,t_start,t_"
+            "end,t_open,t_io,t_fsync,"
             "t_close,t_md5,bytes,ops,errors,verify_failures,grants,contended,violations\n",
             prefix);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct rank_record *r = &d->rows[i];
         fprintf(f,
-                "%s%d,%d,%d,%d,%d,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%" PRIu64 ",%" PRIu64
+                "%s%d,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%" PRIu64 ",%" PRIu64
                 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-                prefix, r->rank, r->iteration, r->host, r->completed, r->file_rank, r->t_start,
-                r->t_end, r->t_open, r->t_io, r->t_fsync, r->t_close, r->t_md5, r->bytes, r->ops,
-                r->errors, r->verify_failures, r->grants, r->contended, r->violations);
+                prefix, r->rank, r->iteration, r->host, r->completed, r->file_rank,
+                r->rpc_window_read, r->rpc_window_write, r->t_start, r->t_end, r->t_open, r->t_io,
+                r->t_fsync, r->t_close, r->t_md5, r->bytes, r->ops, r->errors, r->verify_failures,
+                r->grants, r->contended, r->violations);
     }
     fprintf(f, "%serror_rank,op,errno,count,first_time,first_path\n", prefix);
     for (size_t i = 0; i < d->nerrors; i++) {

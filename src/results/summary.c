@@ -15,6 +15,17 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* One row's window of direction d (0 read, 1 write) into l's range. */
+static void summary_window_add(struct summary_line *l, int d, int32_t window)
+{
+    if (window <= 0)
+        return;
+    if (!l->window_lo[d] || window < l->window_lo[d])
+        l->window_lo[d] = window;
+    if (window > l->window_hi[d])
+        l->window_hi[d] = window;
+}
+
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows, uint64_t errors,
                      struct summary_line *out)
@@ -59,6 +70,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         st->ops += r->ops;
         st->verify_failures += r->verify_failures;
         st->violations += r->violations;
+        summary_window_add(out, 0, r->rpc_window_read);
+        summary_window_add(out, 1, r->rpc_window_write);
         if (r->t_end < first)
             first = r->t_end;
         if (r->t_end > last)
@@ -440,6 +453,20 @@ static void summary_print_params(FILE *out, const struct summary_line *l)
     }
 }
 
+/* The RPCs in flight the ranks kept ("READs in flight 2", "WRITEs in
+ * flight 1-4" across ranks). */
+static void summary_print_window(FILE *out, const struct summary_line *l)
+{
+    static const char *const rpc[2] = {"READs", "WRITEs"};
+    for (int d = 0; d < 2; d++) {
+        if (!l->window_hi[d])
+            continue;
+        fprintf(out, "; %s in flight %d", rpc[d], (int)l->window_lo[d]);
+        if (l->window_hi[d] != l->window_lo[d])
+            fprintf(out, "-%d", (int)l->window_hi[d]);
+    }
+}
+
 /* The second line: effective parameters, the main call, per-op items/s
  * (meta), per-iteration bandwidth, the other error kinds. */
 static void summary_print_detail(FILE *out, const struct summary_line *l)
@@ -454,6 +481,7 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     }
     fprintf(out, "%s", l->layout);
     summary_print_params(out, l);
+    summary_print_window(out, l);
     if (l->main_op >= 0 && strcmp(summary_op_label(l, l->main_op), op_name(l->main_op)) != 0)
         fprintf(out, "; p50/p99 of %s (%s)", op_name((enum op)l->main_op),
                 summary_op_label(l, l->main_op));
@@ -500,7 +528,8 @@ void summary_print_legend(FILE *out)
           "files whose digest differs); viol = lock exclusion broken; status verify = no\n"
           "call failed but data was wrong; '-' = no figure: no rank did any work (times),\n"
           "or calls were made and every one failed (rates); lock: no MiB/s (its bytes\n"
-          "are tokens), grants/s and the waits on the second line.\n",
+          "are tokens), grants/s and the waits on the second line; READs/WRITEs in flight\n"
+          "(libnfs, second line) = the RPCs the ranks kept in flight (lowest-highest).\n",
           out);
 }
 

@@ -83,6 +83,9 @@ struct summary_line {
     int64_t active_hosts;       /* the hosts those ranks ran on */
     char ladder[JOB_NAME_MAX];  /* the ladder's name ("" : not a ladder) */
     double start_skew;          /* latest minus earliest of the ranks' achieved starts */
+    /* The backend's RPCs in flight (the rows' rpc_window_read / _write),
+     * lowest and highest over the rows that have one; 0: none. */
+    int32_t window_lo[2], window_hi[2];
 };
 
 /* Whether key k is one of phase ph's own parameters: not run-wide

@@ -8,9 +8,10 @@
 struct rank_record {
     int32_t rank;
     int32_t iteration;
-    int32_t host;      /* index into /hosts */
-    int32_t completed; /* 1 if the iteration ran to its end */
-    int32_t file_rank; /* whose file this rank worked on (read_from) */
+    int32_t host;                              /* index into /hosts */
+    int32_t completed;                         /* 1 if the iteration ran to its end */
+    int32_t file_rank;                         /* whose file this rank worked on (read_from) */
+    int32_t rpc_window_read, rpc_window_write; /* the backend's window (backend.h), 0: none */
     int32_t pad;
     double t_start, t_end;                        /* common clock */
     double t_open, t_io, t_fsync, t_close, t_md5; /* seconds spent */

@@ -14,8 +14,10 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
    kernel client would send (reads ahead only inside the rank's own
    range, never past it). A verifying half-read, half-write phase (its
    reads ahead land in slots a later write may take) and a verifying read in random block order (no
-   read-ahead, restarts) follow. The default (nfs_inflight unset) keeps
-   the rule's number in flight at the connection's sizes (/hosts).
+   read-ahead, restarts) follow. Each rank's rows name the window it
+   kept for the phase's direction (the key's value; for 0 one it tried)
+   and 0 for the other. The default's ceiling follows its rule at the
+   connection's sizes (/hosts).
 2. ganesha SIGKILLed while every rank has READs in flight: exit 3 within
    op_timeout and the launch's cost, connection errnos on every rank, no
    crash (this test also runs under AddressSanitizer: ctest
@@ -24,8 +26,9 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
    times: interrupted (143), no crash, the export cleaned each time.
 4. Over a slow link (nfs-server.sh --link, test_link.py): 10 ms each way,
    one rank reading 16 MiB in 64K calls with rsize 64K: nfs_inflight 1
-   moves at most about rsize per round trip, nfs_inflight 8 at least 3x
-   that; rate=50mbit caps 4 ranks' aggregate read and write at about 50
+   moves at most about rsize per round trip, nfs_inflight 8 at least 2x
+   that, and the default's tries keep 8 or 16 and move at least 2x too;
+   rate=50mbit caps 4 ranks' aggregate read and write at about 50
    Mbit/s. Behaviour checks with generous bounds, not benchmarks; they
    skip where the link cannot be made (no herd-linkdelay, no tc).
 
@@ -107,6 +110,15 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
         assert (rows["bytes"] == fsize).all(), (name, rows["bytes"].tolist())
         assert (rows["verify_failures"] == 0).all(), name
         io_op = "write" if name == "write" else "read"
+        # The window kept, per rank: the key's value, or for 0 one of the
+        # windows its tries go through (1, 2, 4 up to 4 MiB / 1 MiB).
+        kept = rows[f"rpc_window_{io_op}"]
+        other = rows["rpc_window_read" if io_op == "write" else "rpc_window_write"]
+        assert (other == 0).all(), (name, other.tolist())
+        if inflight:
+            assert (kept == inflight).all(), (name, kept.tolist())
+        else:
+            assert set(kept.tolist()) <= {1, 2, 4}, (name, kept.tolist())
         rpc = ph.latency[f"rpc_{io_op}"]
         calls = ph.latency[io_op]
         print(f"\ninflight {inflight} {name}: {int(calls['count'])} {io_op} calls, "
@@ -129,11 +141,11 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
 
 
 def auto_inflight(rsize, wsize):
-    """nfs_inflight = 0: 16 RPCs, at most 4 MiB in flight, at least 2."""
+    """nfs_inflight = 0: tries up to 16 RPCs, at most 4 MiB in flight, at least 2."""
     return min(16, max(2, 4 * MIB // max(rsize, wsize)))
 
 
-# The default window follows its rule at the connection's sizes, which
+# The default's ceiling follows its rule at the connection's sizes, which
 # /hosts' mount_options lists beside it; a set value is used as it is.
 @pytest.mark.parametrize("inflight", [None, 3])
 def test_default_inflight_rule(nfs, herd_bin, tmp_path, inflight):
@@ -269,16 +281,21 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
                      "link": "delay=10ms"},
                     [("write", {"kind": "write", "block_size": "1M"}),
                      ("read-1", {"kind": "read", "nfs_inflight": 1, "verify": "yes"}),
-                     ("read-8", {"kind": "read", "nfs_inflight": 8, "verify": "yes"})])
+                     ("read-8", {"kind": "read", "nfs_inflight": 8, "verify": "yes"}),
+                     # the default's ceiling: 4 MiB / the larger of rsize
+                     # and wsize, here 16
+                     ("read-auto", {"kind": "read", "verify": "yes", "nfs_wsize": "64K"})])
     out = tmp_path / "rtt.h5"
     proc = herd_over(state, herd_bin, 1, job, out)
     assert proc.returncode == 0, describe(proc)
     res = load_results(out)
-    one, eight = mib_s(res, "read-1"), mib_s(res, "read-8")
+    one, eight, auto = mib_s(res, "read-1"), mib_s(res, "read-8"), mib_s(res, "read-auto")
+    kept = int(res.phases["read-auto"].ranks["rpc_window_read"][0])
     ceiling = rsize / rtt / MIB  # one RPC per round trip
     rpc = res.phases["read-1"].latency["rpc_read"]
     print(f"\n10 ms each way, rsize 64K: in-flight 1 {one:.2f} MiB/s (rsize/RTT = "
           f"{ceiling:.2f}), in-flight 8 {eight:.2f} MiB/s, x{eight / one:.1f}; "
+          f"default {auto:.2f} MiB/s, window kept {kept}; "
           f"link attribute {res.phases['read-1'].attrs['link']!r}")
     assert res.phases["read-1"].attrs["link"] == "delay=10ms"
     assert int(rpc["count"]) == 256  # 16 MiB / 64K: no read past the file
@@ -286,6 +303,11 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     # 256 READs: 5.1 s one at a time, 0.64 s eight at a time, plus the same
     # open and close (a few round trips) in both; 2x leaves room for a busy CI
     assert eight >= 2 * one, (one, eight)
+    # The default's tries (1, 2, 4, 8, 16 READs, 17 to 80 replies each)
+    # end in about 40 round trips: the rate doubles with the window here,
+    # so 8 or 16 is kept, and the phase moves at least twice one's rate.
+    assert kept in (8, 16), kept
+    assert auto >= 2 * one, (one, auto)
 
 
 def test_rate_cap_bounds_aggregate(slow, herd_bin, tmp_path):

@@ -1,0 +1,162 @@
+/* test_stream_window.c — unit tests for the RPC window's tries
+ * (libnfs_stream.h, nfs_inflight = 0): replies come from a model server
+ * whose rate depends on the window only; the window must try 1, 2, 4, ...
+ * up to its ceiling, each long enough, and keep the fastest; a fixed
+ * window never moves. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "libnfs_stream.h"
+
+#define MIB (1u << 20)
+
+/* The model server: MiB/s at windows 1, 2, 4, 8, 16. */
+struct model {
+    double rate[5];
+};
+
+static double model_rate(const struct model *m, unsigned window)
+{
+    unsigned i = 0;
+    while ((1u << (i + 1)) <= window && i < 4)
+        i++;
+    return m->rate[i] * MIB;
+}
+
+/* Replies of chunk bytes at the model's rate for the window in force,
+ * until the window settles or after limit replies; the windows tried, in
+ * order, go to tried[] (*ntried of them). Returns the replies fed. */
+static unsigned feed(struct stream_window *w, const struct model *m, size_t chunk, unsigned limit,
+                     unsigned tried[], unsigned *ntried)
+{
+    double t = 100.0;
+    unsigned n = 0;
+    *ntried = 0;
+    while (n < limit && !w->settled) {
+        if (*ntried == 0 || tried[*ntried - 1] != w->now)
+            tried[(*ntried)++] = w->now;
+        t += (double)chunk / model_rate(m, w->now);
+        stream_window_reply(w, chunk, t);
+        n++;
+    }
+    return n;
+}
+
+static void test_fixed_window_never_moves(void **state)
+{
+    (void)state;
+    struct stream_window w;
+    stream_window_init(&w, 8, false);
+    assert_int_equal(w.now, 8);
+    assert_int_equal(stream_window_kept(&w), 0); /* nothing answered yet */
+    double t = 1.0;
+    for (int i = 0; i < 1000; i++)
+        stream_window_reply(&w, MIB, t += 0.001 * (i % 7 + 1));
+    assert_int_equal(w.now, 8);
+    assert_int_equal(stream_window_kept(&w), 8);
+}
+
+static void test_tries_every_window_and_keeps_the_peak(void **state)
+{
+    (void)state;
+    struct model ganesha = {{1300, 700, 950, 600, 500}}; /* one WRITE at a time wins */
+    struct stream_window w;
+    stream_window_init(&w, 16, true);
+    assert_int_equal(w.now, 1);
+    unsigned tried[16], ntried;
+    feed(&w, &ganesha, MIB, 100000, tried, &ntried);
+    assert_int_equal(ntried, 5);
+    for (unsigned i = 0; i < ntried; i++)
+        assert_int_equal(tried[i], 1u << i);
+    assert_int_equal(w.settled, 1);
+    assert_int_equal(w.now, 1);
+    assert_int_equal(stream_window_kept(&w), 1);
+}
+
+/* A server flat from 1 to 8 that gains at 16 (the kernel's nfsd's WRITEs):
+ * trying on past a window that did not pay finds it. */
+static void test_a_late_gain_is_found(void **state)
+{
+    (void)state;
+    struct model knfsd = {{165, 160, 162, 170, 214}};
+    struct stream_window w;
+    stream_window_init(&w, 16, true);
+    unsigned tried[16], ntried;
+    feed(&w, &knfsd, 64 * 1024, 100000, tried, &ntried);
+    assert_int_equal(w.settled, 16);
+    assert_int_equal(stream_window_kept(&w), 16);
+}
+
+/* The ceiling need not be a power of two: the last try is the ceiling.
+ * The model gives 6 the rate of 4: a tie keeps the smaller window. */
+static void test_ceiling_is_tried(void **state)
+{
+    (void)state;
+    struct model rising = {{100, 200, 300, 400, 500}};
+    struct stream_window w;
+    stream_window_init(&w, 6, true);
+    unsigned tried[16], ntried;
+    feed(&w, &rising, MIB, 100000, tried, &ntried);
+    assert_int_equal(ntried, 4);
+    assert_int_equal(tried[3], 6);
+    assert_int_equal(w.settled, 4);
+}
+
+/* Each try lasts its window's fill, then at least STREAM_WINDOW_SAMPLE
+ * windows' and STREAM_WINDOW_MIN_REPLIES replies and
+ * STREAM_WINDOW_MIN_SECONDS: at 1 GiB/s of 4 KiB replies (4 us each) the
+ * first try takes 20 ms, not 17 replies. */
+static void test_a_try_lasts_long_enough(void **state)
+{
+    (void)state;
+    struct model fast = {{1024, 1024, 1024, 1024, 1024}};
+    struct stream_window w;
+    stream_window_init(&w, 2, true);
+    unsigned tried[16], ntried;
+    unsigned n = feed(&w, &fast, 4096, 100000, tried, &ntried);
+    double per_reply = 4096.0 / (1024.0 * MIB);
+    unsigned min_per_try = (unsigned)(STREAM_WINDOW_MIN_SECONDS / per_reply);
+    assert_true(n >= 2 * min_per_try);
+    assert_true(n <= 2 * (min_per_try + 2 * 2 + 2)); /* not much longer either */
+
+    /* Slow replies: 16 of them, after the first window's, decide. */
+    struct model slow = {{1, 1, 1, 1, 1}};
+    stream_window_init(&w, 2, true);
+    n = feed(&w, &slow, MIB, 100000, tried, &ntried);
+    assert_int_equal(n, (1 + STREAM_WINDOW_MIN_REPLIES) + (2 + STREAM_WINDOW_MIN_REPLIES));
+}
+
+/* While trying, the window kept is where the tries stand; a window of 1
+ * has nothing to try; a NULL window is ignored. */
+static void test_kept_while_trying_and_edges(void **state)
+{
+    (void)state;
+    struct stream_window w;
+    stream_window_init(&w, 4, true);
+    assert_int_equal(w.settled, 0);
+    double t = 1.0;
+    for (int i = 0; i < 5; i++)
+        stream_window_reply(&w, MIB, t += 0.01);
+    assert_int_equal(stream_window_kept(&w), 1);
+    stream_window_init(&w, 1, true);
+    assert_int_equal(w.settled, 1);
+    stream_window_reply(NULL, MIB, 2.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_window_never_moves),
+        cmocka_unit_test(test_tries_every_window_and_keeps_the_peak),
+        cmocka_unit_test(test_a_late_gain_is_found),
+        cmocka_unit_test(test_ceiling_is_tried),
+        cmocka_unit_test(test_a_try_lasts_long_enough),
+        cmocka_unit_test(test_kept_while_trying_and_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
