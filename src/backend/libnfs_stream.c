@@ -129,13 +129,13 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     if (w->replies < w->now + sample || t - w->t0 < STREAM_WINDOW_MIN_SECONDS)
         return;
     double rate = (double)w->bytes / (t - w->t0);
+    if (w->now >= w->max) { /* the last try: max, unless clearly beaten */
+        w->now = w->settled = w->best_rate >= STREAM_WINDOW_GAIN * rate ? w->best : w->max;
+        return;
+    }
     if (rate > w->best_rate) {
         w->best = w->now;
         w->best_rate = rate;
-    }
-    if (w->now >= w->max) {
-        w->now = w->settled = w->best;
-        return;
     }
     w->now = w->now * 2 < w->max ? w->now * 2 : w->max;
     w->replies = 0;

@@ -59,23 +59,26 @@ struct rpc_observer {
 
 /* The RPCs of one direction (READ or WRITE) a rank's streams keep in
  * flight, shared by its files. Fixed: max. Probing (nfs_inflight = 0):
- * the window tries 1, 2, 4, ... up to max in turn and keeps the one that
- * answered the most bytes per second (a tie: the smaller). Each try: after the change the
- * first `now` replies fill the pipe, then STREAM_WINDOW_SAMPLE windows'
- * worth of replies (at least STREAM_WINDOW_MIN_REPLIES, and for at least
- * STREAM_WINDOW_MIN_SECONDS) are timed. `settled` is the window kept (0
- * while probing). Where a server's rate is flat, no window wins by much
- * and the spread of one try decides: the rows of the phase say which. */
+ * the window tries 1, 2, 4, ... up to max in turn and keeps max, unless
+ * a smaller window answered STREAM_WINDOW_GAIN times max's bytes per
+ * second or more: then the fastest of those. So a server whose rate is
+ * flat across windows gets max, the same load every run, and one that
+ * serves fewer RPCs in flight clearly faster gets fewer. Each try: after
+ * the change the first `now` replies fill the pipe, then
+ * STREAM_WINDOW_SAMPLE windows' worth of replies (at least
+ * STREAM_WINDOW_MIN_REPLIES, and for at least STREAM_WINDOW_MIN_SECONDS)
+ * are timed. `settled` is the window kept (0 while probing). */
 #define STREAM_WINDOW_SAMPLE 4
 #define STREAM_WINDOW_MIN_REPLIES 16
 #define STREAM_WINDOW_MIN_SECONDS 0.02
+#define STREAM_WINDOW_GAIN 1.25
 struct stream_window {
     unsigned now, max, settled;
     uint64_t answered; /* replies with bytes in all */
     unsigned replies;  /* since the window changed */
     uint64_t bytes;    /* answered since t0 */
     double t0;         /* when the timed replies began */
-    unsigned best;     /* the window with the most bytes per second so far */
+    unsigned best;     /* the window below max with the most bytes per second */
     double best_rate;
 };
 
@@ -84,7 +87,7 @@ void stream_window_init(struct stream_window *w, unsigned max, bool probe);
 
 /* A reply of bytes (> 0) came at time t (seconds, monotonic; w NULL:
  * nothing): time the window, and when its try is complete, double it or
- * keep the best. */
+ * settle. */
 void stream_window_reply(struct stream_window *w, size_t bytes, double t);
 
 /* The window w kept: settled, else where the probe stands; 0 when no

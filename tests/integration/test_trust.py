@@ -133,11 +133,11 @@ def test_full_results_file_system_is_not_a_clean_run(herd_bin, tmp_path, mount_f
         assert lost.exists(), describe(proc)
         text = lost.read_text().splitlines()
         assert text[0].startswith("phase,kind,status")
-        rows = [l for l in text if l and l[0].isdigit() and l.count(",") == 18]
+        rows = [l for l in text if l and l[0].isdigit() and l.count(",") == 20]
         assert len(rows) == 2 * 200, f"{name}: {len(rows)} rank rows in {lost}"
         # every write moved its 64K: the rows are the measurements, not zeros
         if name == "w":
-            assert all(int(r.split(",")[12]) == 64 * 1024 for r in rows)
+            assert all(int(r.split(",")[14]) == 64 * 1024 for r in rows)
     assert tree(target) == []
     # the report says so too
     report = tmp_path / "report"

@@ -1,8 +1,9 @@
 /* test_stream_window.c — unit tests for the RPC window's tries
  * (libnfs_stream.h, nfs_inflight = 0): replies come from a model server
  * whose rate depends on the window only; the window must try 1, 2, 4, ...
- * up to its ceiling, each long enough, and keep the fastest; a fixed
- * window never moves. */
+ * up to its ceiling, each long enough, and keep the ceiling unless a
+ * smaller window was clearly faster (then the fastest); a fixed window
+ * never moves. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,7 +94,7 @@ static void test_a_late_gain_is_found(void **state)
 }
 
 /* The ceiling need not be a power of two: the last try is the ceiling.
- * The model gives 6 the rate of 4: a tie keeps the smaller window. */
+ * The model gives 6 the rate of 4: a tie keeps the ceiling. */
 static void test_ceiling_is_tried(void **state)
 {
     (void)state;
@@ -104,7 +105,25 @@ static void test_ceiling_is_tried(void **state)
     feed(&w, &rising, MIB, 100000, tried, &ntried);
     assert_int_equal(ntried, 4);
     assert_int_equal(tried[3], 6);
-    assert_int_equal(w.settled, 4);
+    assert_int_equal(w.settled, 6);
+}
+
+/* A server flat within the margin keeps the ceiling, the same load every
+ * run; one STREAM_WINDOW_GAIN times as fast at a smaller window as at the
+ * ceiling gets it. */
+static void test_flat_keeps_the_ceiling(void **state)
+{
+    (void)state;
+    struct model flat = {{1000, 1150, 1200, 1040, 1000}}; /* 20 %: not clear */
+    struct model beaten = {{1000, 1300, 1080, 1040, 1000}};
+    struct stream_window w;
+    unsigned tried[16], ntried;
+    stream_window_init(&w, 16, true);
+    feed(&w, &flat, MIB, 100000, tried, &ntried);
+    assert_int_equal(w.settled, 16);
+    stream_window_init(&w, 16, true);
+    feed(&w, &beaten, MIB, 100000, tried, &ntried);
+    assert_int_equal(w.settled, 2);
 }
 
 /* Each try lasts its window's fill, then at least STREAM_WINDOW_SAMPLE
@@ -155,6 +174,7 @@ int main(void)
         cmocka_unit_test(test_tries_every_window_and_keeps_the_peak),
         cmocka_unit_test(test_a_late_gain_is_found),
         cmocka_unit_test(test_ceiling_is_tried),
+        cmocka_unit_test(test_flat_keeps_the_ceiling),
         cmocka_unit_test(test_a_try_lasts_long_enough),
         cmocka_unit_test(test_kept_while_trying_and_edges),
     };
