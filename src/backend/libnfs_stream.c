@@ -159,10 +159,10 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     struct nfs_stream *s = sl->s;
     double t = clock_mono();
     stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, t - sl->sent);
-    if (err > 0)
-        stream_window_reply(sl->win, (size_t)err < sl->len ? (size_t)err : sl->len, t);
-    if (!sl->write && err > 0) {
-        size_t n = (size_t)err < sl->len ? (size_t)err : sl->len;
+    size_t n = err <= 0 ? 0 : (size_t)err < sl->len ? (size_t)err : sl->len;
+    if (n)
+        stream_window_reply(sl->win, n, t);
+    if (!sl->write && n) {
         memcpy(sl->dest ? sl->dest : sl->buf, data, n);
         sl->direct = sl->dest != NULL;
         if (!sl->direct)

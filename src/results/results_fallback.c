@@ -32,9 +32,9 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     fprintf(f, ",%s,%s,%.9f,%.9f,%.9f,%zu\n", job_kind_name(ph->kind), sum->status, sum->t_start,
             sum->t_end, sum->start_skew, d->nranks);
     fprintf(f,
-            "%srank,iteration,host,completed,file_rank,rpc_window_read,rpc_window_write,t_start,t_"
-            "end,t_open,t_io,t_fsync,"
-            "t_close,t_md5,bytes,ops,errors,verify_failures,grants,contended,violations\n",
+            "%srank,iteration,host,completed,file_rank,rpc_window_read,rpc_window_write,"
+            "t_start,t_end,t_open,t_io,t_fsync,t_close,t_md5,bytes,ops,errors,"
+            "verify_failures,grants,contended,violations\n",
             prefix);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct rank_record *r = &d->rows[i];

@@ -29,23 +29,26 @@ static double model_rate(const struct model *m, unsigned window)
     return m->rate[i] * MIB;
 }
 
-/* Replies of chunk bytes at the model's rate for the window in force,
- * until the window settles or after limit replies; the windows tried, in
- * order, go to tried[] (*ntried of them). Returns the replies fed. */
-static unsigned feed(struct stream_window *w, const struct model *m, size_t chunk, unsigned limit,
-                     unsigned tried[], unsigned *ntried)
+/* A probing window of ceiling max fed replies of chunk bytes at the
+ * model's rate for the window in force, until it settles (or 100000
+ * replies): the windows tried, in order, and the replies it took. */
+struct trial {
+    struct stream_window w;
+    unsigned tried[16], ntried, replies;
+};
+
+static void probe(struct trial *tr, const struct model *m, unsigned max, size_t chunk)
 {
     double t = 100.0;
-    unsigned n = 0;
-    *ntried = 0;
-    while (n < limit && !w->settled) {
-        if (*ntried == 0 || tried[*ntried - 1] != w->now)
-            tried[(*ntried)++] = w->now;
-        t += (double)chunk / model_rate(m, w->now);
-        stream_window_reply(w, chunk, t);
-        n++;
+    *tr = (struct trial){0};
+    stream_window_init(&tr->w, max, true);
+    while (tr->replies < 100000 && !tr->w.settled) {
+        if (tr->ntried == 0 || tr->tried[tr->ntried - 1] != tr->w.now)
+            tr->tried[tr->ntried++] = tr->w.now;
+        t += (double)chunk / model_rate(m, tr->w.now);
+        stream_window_reply(&tr->w, chunk, t);
+        tr->replies++;
     }
-    return n;
 }
 
 static void test_fixed_window_never_moves(void **state)
@@ -66,17 +69,15 @@ static void test_tries_every_window_and_keeps_the_peak(void **state)
 {
     (void)state;
     struct model ganesha = {{1300, 700, 950, 600, 500}}; /* one WRITE at a time wins */
-    struct stream_window w;
-    stream_window_init(&w, 16, true);
-    assert_int_equal(w.now, 1);
-    unsigned tried[16], ntried;
-    feed(&w, &ganesha, MIB, 100000, tried, &ntried);
-    assert_int_equal(ntried, 5);
-    for (unsigned i = 0; i < ntried; i++)
-        assert_int_equal(tried[i], 1u << i);
-    assert_int_equal(w.settled, 1);
-    assert_int_equal(w.now, 1);
-    assert_int_equal(stream_window_kept(&w), 1);
+    struct trial tr;
+    probe(&tr, &ganesha, 16, MIB);
+    assert_int_equal(tr.tried[0], 1);
+    assert_int_equal(tr.ntried, 5);
+    for (unsigned i = 0; i < tr.ntried; i++)
+        assert_int_equal(tr.tried[i], 1u << i);
+    assert_int_equal(tr.w.settled, 1);
+    assert_int_equal(tr.w.now, 1);
+    assert_int_equal(stream_window_kept(&tr.w), 1);
 }
 
 /* A server flat from 1 to 8 that gains at 16 (the kernel's nfsd's WRITEs):
@@ -85,12 +86,10 @@ static void test_a_late_gain_is_found(void **state)
 {
     (void)state;
     struct model knfsd = {{165, 160, 162, 170, 214}};
-    struct stream_window w;
-    stream_window_init(&w, 16, true);
-    unsigned tried[16], ntried;
-    feed(&w, &knfsd, 64 * 1024, 100000, tried, &ntried);
-    assert_int_equal(w.settled, 16);
-    assert_int_equal(stream_window_kept(&w), 16);
+    struct trial tr;
+    probe(&tr, &knfsd, 16, 64 * 1024);
+    assert_int_equal(tr.w.settled, 16);
+    assert_int_equal(stream_window_kept(&tr.w), 16);
 }
 
 /* The ceiling need not be a power of two: the last try is the ceiling.
@@ -99,13 +98,11 @@ static void test_ceiling_is_tried(void **state)
 {
     (void)state;
     struct model rising = {{100, 200, 300, 400, 500}};
-    struct stream_window w;
-    stream_window_init(&w, 6, true);
-    unsigned tried[16], ntried;
-    feed(&w, &rising, MIB, 100000, tried, &ntried);
-    assert_int_equal(ntried, 4);
-    assert_int_equal(tried[3], 6);
-    assert_int_equal(w.settled, 6);
+    struct trial tr;
+    probe(&tr, &rising, 6, MIB);
+    assert_int_equal(tr.ntried, 4);
+    assert_int_equal(tr.tried[3], 6);
+    assert_int_equal(tr.w.settled, 6);
 }
 
 /* A server flat within the margin keeps the ceiling, the same load every
@@ -116,14 +113,11 @@ static void test_flat_keeps_the_ceiling(void **state)
     (void)state;
     struct model flat = {{1000, 1150, 1200, 1040, 1000}}; /* 20 %: not clear */
     struct model beaten = {{1000, 1300, 1080, 1040, 1000}};
-    struct stream_window w;
-    unsigned tried[16], ntried;
-    stream_window_init(&w, 16, true);
-    feed(&w, &flat, MIB, 100000, tried, &ntried);
-    assert_int_equal(w.settled, 16);
-    stream_window_init(&w, 16, true);
-    feed(&w, &beaten, MIB, 100000, tried, &ntried);
-    assert_int_equal(w.settled, 2);
+    struct trial tr;
+    probe(&tr, &flat, 16, MIB);
+    assert_int_equal(tr.w.settled, 16);
+    probe(&tr, &beaten, 16, MIB);
+    assert_int_equal(tr.w.settled, 2);
 }
 
 /* Each try lasts its window's fill, then at least STREAM_WINDOW_SAMPLE
@@ -134,10 +128,9 @@ static void test_a_try_lasts_long_enough(void **state)
 {
     (void)state;
     struct model fast = {{1024, 1024, 1024, 1024, 1024}};
-    struct stream_window w;
-    stream_window_init(&w, 2, true);
-    unsigned tried[16], ntried;
-    unsigned n = feed(&w, &fast, 4096, 100000, tried, &ntried);
+    struct trial tr;
+    probe(&tr, &fast, 2, 4096);
+    unsigned n = tr.replies;
     double per_reply = 4096.0 / (1024.0 * MIB);
     unsigned min_per_try = (unsigned)(STREAM_WINDOW_MIN_SECONDS / per_reply);
     assert_true(n >= 2 * min_per_try);
@@ -145,9 +138,8 @@ static void test_a_try_lasts_long_enough(void **state)
 
     /* Slow replies: 16 of them, after the first window's, decide. */
     struct model slow = {{1, 1, 1, 1, 1}};
-    stream_window_init(&w, 2, true);
-    n = feed(&w, &slow, MIB, 100000, tried, &ntried);
-    assert_int_equal(n, (1 + STREAM_WINDOW_MIN_REPLIES) + (2 + STREAM_WINDOW_MIN_REPLIES));
+    probe(&tr, &slow, 2, MIB);
+    assert_int_equal(tr.replies, (1 + STREAM_WINDOW_MIN_REPLIES) + (2 + STREAM_WINDOW_MIN_REPLIES));
 }
 
 /* While trying, the window kept is where the tries stand; a window of 1
