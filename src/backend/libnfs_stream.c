@@ -413,6 +413,15 @@ static ssize_t stream_pread_direct(struct nfs_stream *s, const struct stream_io 
             return rc;
         stream_direct(s, buf, len, offset);
         head = stream_head(s);
+        if (!head) {
+            /* No READ queued: WRITEs hold the slots the window allows,
+             * answered but not taken yet (their replies came during
+             * another call on the context) or still on the way. They
+             * land first, as above; then every slot is free. */
+            if ((rc = stream_drain(s, io)) < 0)
+                return rc;
+            continue;
+        }
         while (head->state == SLOT_BUSY)
             if ((rc = stream_wait(s, io)) < 0)
                 return rc;

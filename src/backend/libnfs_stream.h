@@ -19,8 +19,10 @@
  * Writes: a write is copied into chunks and sent; it returns once at most
  * inflight - 1 WRITEs are still outstanding (inflight 1: when its own are
  * answered, a synchronous write). A WRITE that fails after its write
- * returned is reported by the file's next write, stream_flush or close,
- * as a kernel client reports write-back errors.
+ * returned is reported once, by the file's next read, write or
+ * stream_drain (a close drains), as a kernel client reports write-back
+ * errors. A read first lands the WRITEs on the way or answered but not
+ * taken (their replies may come during any call on the context).
  *
  * How many of the inflight slots a stream uses is its rank's window for
  * that direction (struct stream_window below): all of them, or, when the

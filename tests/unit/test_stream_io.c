@@ -1,0 +1,257 @@
+/* test_stream_io.c — unit tests for the order of READs and WRITEs on one
+ * libnfs stream (libnfs_stream.h) when replies come at moments a real
+ * server cannot be made to choose: this file defines the six libnfs calls
+ * the stream and rpcwait make (they take the place of libnfs's own in
+ * this program), backed by a model transport that queues each RPC and
+ * answers them, in order, when the context is serviced (unless the test
+ * holds them back: replies on the way) or when a test says so (as
+ * another call on the same context would). The model's file
+ * is an array; a WRITE may be told to fail.
+ *
+ * What must hold: a read finds a slot whatever WRITEs hold them, answered
+ * or not (a WRITE answered elsewhere once left a window of 1 with no
+ * free slot and the read with no READ queued); a WRITE that failed after
+ * its write returned is reported once, by the file's next call. */
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h> /* before libnfs.h */
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <nfsc/libnfs.h> /* before the raw header, which needs its types */
+
+#include <nfsc/libnfs-raw.h>
+
+#include "libnfs_stream.h"
+
+#define MODEL_FILE 4096
+#define MODEL_QUEUE 64
+
+/* One RPC sent and not answered yet. */
+struct model_rpc {
+    bool write;
+    uint64_t offset;
+    size_t len;
+    const void *wbuf; /* the caller's bytes, kept until answered (libnfs does too) */
+    nfs_cb cb;
+    void *priv;
+};
+
+static struct model {
+    unsigned char file[MODEL_FILE];
+    struct model_rpc q[MODEL_QUEUE];
+    unsigned n;
+    int write_error; /* < 0: every WRITE answered while set fails so */
+    bool hold;       /* servicing the context answers nothing: replies on the way */
+    int pipe[2];     /* the context's "socket": always readable */
+} model;
+
+/* Answer every queued RPC in the order sent. */
+static void model_answer(void)
+{
+    while (model.n) {
+        struct model_rpc r = model.q[0];
+        memmove(model.q, model.q + 1, --model.n * sizeof model.q[0]);
+        if (r.write && model.write_error < 0) {
+            r.cb(model.write_error, NULL, "model: WRITE refused", r.priv);
+        } else if (r.write) {
+            memcpy(model.file + r.offset, r.wbuf, r.len);
+            r.cb((int)r.len, NULL, NULL, r.priv);
+        } else {
+            size_t n = r.offset >= MODEL_FILE          ? 0
+                       : r.offset + r.len > MODEL_FILE ? MODEL_FILE - r.offset
+                                                       : r.len;
+            r.cb((int)n, NULL, model.file + r.offset, r.priv);
+        }
+    }
+}
+
+static int model_send(bool write, uint64_t offset, uint64_t count, const void *buf, nfs_cb cb,
+                      void *priv)
+{
+    if (model.n == MODEL_QUEUE || offset + count > MODEL_FILE)
+        return -1;
+    model.q[model.n++] = (struct model_rpc){write, offset, count, buf, cb, priv};
+    return 0;
+}
+
+int nfs_pread_async(struct nfs_context *nfs, struct nfsfh *fh, uint64_t offset, uint64_t count,
+                    nfs_cb cb, void *priv)
+{
+    (void)nfs;
+    (void)fh;
+    return model_send(false, offset, count, NULL, cb, priv);
+}
+
+int nfs_pwrite_async(struct nfs_context *nfs, struct nfsfh *fh, uint64_t offset, uint64_t count,
+                     const void *buf, nfs_cb cb, void *priv)
+{
+    (void)nfs;
+    (void)fh;
+    return model_send(true, offset, count, buf, cb, priv);
+}
+
+struct rpc_context *nfs_get_rpc_context(struct nfs_context *nfs)
+{
+    return (struct rpc_context *)nfs;
+}
+
+int rpc_get_fd(struct rpc_context *rpc)
+{
+    (void)rpc;
+    return model.pipe[0];
+}
+
+int rpc_which_events(struct rpc_context *rpc)
+{
+    (void)rpc;
+    return POLLIN;
+}
+
+int rpc_service(struct rpc_context *rpc, int revents)
+{
+    (void)rpc;
+    (void)revents;
+    if (!model.hold)
+        model_answer();
+    return 0;
+}
+
+static int rpc_errno_same(void *arg, int rc, bool write, size_t len)
+{
+    (void)arg;
+    (void)write;
+    (void)len;
+    return rc;
+}
+
+/* A stream of 4 slots with a READ window of 1 (a probe's first try, or a
+ * kept 1) and a WRITE window of 4, on the model's context. */
+struct rig {
+    struct nfs_stream *s;
+    struct stream_window rwin, wwin;
+    bool broken;
+    const char *why;
+    struct stream_io io;
+};
+
+static int rig_setup(void **state)
+{
+    static struct rig rig;
+    memset(&model, 0, sizeof model);
+    if (pipe(model.pipe) != 0 || write(model.pipe[1], "x", 1) != 1)
+        return -1;
+    rig = (struct rig){.s = stream_new(4)};
+    stream_window_init(&rig.rwin, 1, false);
+    stream_window_init(&rig.wwin, 4, false);
+    rig.io = (struct stream_io){.nfs = (struct nfs_context *)&model,
+                                .fh = NULL,
+                                .rchunk = 1024,
+                                .wchunk = 1024,
+                                .timeout_ms = 1000,
+                                .rwin = &rig.rwin,
+                                .wwin = &rig.wwin,
+                                .rpc_errno = rpc_errno_same,
+                                .broken = &rig.broken,
+                                .why = &rig.why};
+    *state = &rig;
+    return rig.s ? 0 : -1;
+}
+
+static int rig_teardown(void **state)
+{
+    struct rig *rig = *state;
+    stream_free(rig->s);
+    close(model.pipe[0]);
+    close(model.pipe[1]);
+    return 0;
+}
+
+/* A write whose WRITE stays on the way (the model holds replies back). */
+static void rig_write_behind(struct rig *rig, const void *buf, size_t len, uint64_t offset)
+{
+    unsigned before = model.n;
+    model.hold = true;
+    assert_int_equal(stream_pwrite(rig->s, &rig->io, buf, len, offset), len);
+    model.hold = false;
+    assert_int_equal(model.n, before + 1);
+}
+
+/* A WRITE still on the way when the file is read: it lands first, and
+ * the read sees its bytes. */
+static void test_read_after_write_in_flight(void **state)
+{
+    struct rig *rig = *state;
+    char token[16] = "herd token 0001";
+    rig_write_behind(rig, token, sizeof token, 0);
+    char seen[16] = {0};
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 0), sizeof seen);
+    assert_memory_equal(seen, token, sizeof token);
+}
+
+/* The WRITE's reply came during another call on the context: its slot is
+ * answered but not taken, and the READ window of 1 has no slot free. */
+static void test_read_after_write_answered_elsewhere(void **state)
+{
+    struct rig *rig = *state;
+    char token[16] = "herd token 0002";
+    rig_write_behind(rig, token, sizeof token, 64);
+    model_answer();
+    char seen[16] = {0};
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 64), sizeof seen);
+    assert_memory_equal(seen, token, sizeof token);
+    assert_false(rig->broken);
+}
+
+/* The same with a WRITE that failed: the next call (a read) reports it,
+ * once; the call after it reads. */
+static void test_failed_write_answered_elsewhere(void **state)
+{
+    struct rig *rig = *state;
+    char token[16] = "herd token 0003";
+    rig_write_behind(rig, token, sizeof token, 128);
+    model.write_error = -EIO;
+    model_answer();
+    model.write_error = 0;
+    char seen[16];
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 128), -EIO);
+    memset(model.file + 128, 'z', sizeof seen);
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 128), sizeof seen);
+    assert_memory_equal(seen, "zzzzzzzzzzzzzzzz", sizeof seen);
+}
+
+/* Several answered WRITEs hold slots when a read comes. */
+static void test_read_after_answered_writes(void **state)
+{
+    struct rig *rig = *state;
+    char chunk[1024];
+    for (int i = 0; i < 3; i++) {
+        memset(chunk, 'a' + i, sizeof chunk);
+        rig_write_behind(rig, chunk, sizeof chunk, 1024u * i);
+    }
+    model_answer();
+    char seen[4];
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 2 * 1024 - 2), sizeof seen);
+    assert_memory_equal(seen, "bbcc", sizeof seen);
+    assert_int_equal(stream_drain(rig->s, &rig->io), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_read_after_write_in_flight, rig_setup, rig_teardown),
+        cmocka_unit_test_setup_teardown(test_read_after_write_answered_elsewhere, rig_setup,
+                                        rig_teardown),
+        cmocka_unit_test_setup_teardown(test_failed_write_answered_elsewhere, rig_setup,
+                                        rig_teardown),
+        cmocka_unit_test_setup_teardown(test_read_after_answered_writes, rig_setup, rig_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
