@@ -4,10 +4,14 @@
  *
  * Invariants: at most one RPC is in flight per client; a call that stops
  * waiting for its reply (timeout, stop signal, connection lost) marks the
- * client broken, and a broken client is never serviced again (its late
- * reply would write into a caller that has returned) and never destroyed
- * (libnfs would run that callback while destroying it): nlm_close closes
- * its socket and leaks the context, a few KiB per lost connection. An
+ * client broken and abandoned, and an abandoned client is never serviced
+ * again (its late reply would write into a caller that has returned) and
+ * never destroyed (libnfs would run that callback while destroying it):
+ * nlm_close closes its socket and leaks the context, some 17 KiB per
+ * lost connection. A call whose reply came as an RPC error (a refused
+ * connection: no server, or none registered yet) leaves nothing queued,
+ * so that client is destroyed: a lock phase retrying against a server
+ * that is down opens thousands of them. An
  * alarm (lock_timeout's SIGALRM) does not cut an RPC short: the reply is
  * awaited, so that a lock the server granted is never forgotten. */
 #include "libnfs_nlm.h"
@@ -32,8 +36,9 @@
 
 struct nlm_client {
     struct rpc_context *rpc;
-    int timeout_ms; /* < 0: none */
-    bool broken;
+    int timeout_ms;     /* < 0: none */
+    bool broken;        /* never used again: nlm_close it */
+    bool abandoned;     /* a call of its own is still queued (see above) */
     const char *status; /* static string or NULL */
     char caller[256];   /* caller_name: this host */
     char owner[320];    /* owner handle: host and pid, unique per rank */
@@ -55,7 +60,7 @@ static int nlm_wait_reply(struct nlm_client *cl, struct nlm_wait *w)
     const char *why;
     int rc = rpcwait(cl->rpc, &w->done, cl->timeout_ms, &why);
     if (rc < 0) {
-        cl->broken = true;
+        cl->broken = cl->abandoned = true;
         if (why)
             cl->status = why;
         return rc;
@@ -119,7 +124,7 @@ void nlm_close(struct nlm_client *cl)
 {
     if (!cl)
         return;
-    if (cl->broken) {
+    if (cl->abandoned) {
         int fd = rpc_get_fd(cl->rpc);
         if (fd >= 0)
             close(fd);
