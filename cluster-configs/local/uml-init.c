@@ -57,6 +57,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/blkpg.h>
 #include <linux/reboot.h>
 #include <net/if.h>
 #include <net/route.h>
@@ -173,6 +174,29 @@ static bool file_write(const char *path, const char *text)
     return n == (ssize_t)strlen(text);
 }
 
+/* The export disk holds one file system, no partition table; but the
+ * guest kernel tries every partition format it knows on it, and some
+ * trust a one-byte checksum: Acorn PowerTec's matches the first sector of
+ * one xfs image in 256 (its UUID is random), and the fields there become
+ * partitions ubda1, ubda2... which node_exporter then reports as disks.
+ * Drop whatever partitions were found (a ubd disk has 15 at most). */
+static void disk_drop_partitions(const char *disk)
+{
+    int fd = open(disk, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        die(disk);
+    for (int pno = 1; pno < 16; pno++) {
+        struct blkpg_partition part = {.pno = pno};
+        struct blkpg_ioctl_arg arg = {
+            .op = BLKPG_DEL_PARTITION, .datalen = sizeof part, .data = &part};
+        if (ioctl(fd, BLKPG, &arg) == 0)
+            say("%s: dropped partition %d (read into the file system's bytes)", disk, pno);
+        else if (errno != ENXIO)
+            say("%s: partition %d stays: %s", disk, pno, strerror(errno));
+    }
+    close(fd);
+}
+
 /* Moves into a tmpfs root: /usr and /etc of the host read-only, the
  * state directory read-write, the export disk mounted at /export. */
 static void root_make(const char *guest_dir)
@@ -212,6 +236,7 @@ static void root_make(const char *guest_dir)
     must_mount("sysfs", "/mnt/sys", "sysfs", 0, NULL);
     must_mount("devtmpfs", "/mnt/dev", "devtmpfs", 0, NULL);
     const char *fs = setting("fs", "xfs");
+    disk_drop_partitions("/mnt/dev/ubda");
     must_mount("/mnt/dev/ubda", "/mnt/export", fs, 0, NULL);
     chmod("/mnt/export", 0777);
     /* statd runs as the owner of sm/ (Debian: statd). */
