@@ -384,21 +384,24 @@ def test_serve_two_workers_knee_is_step_2(served):
     for step in (1, 2):
         assert 0.6 * 2 / SERVE_S < rate[step] <= 1.05 * 2 / SERVE_S, s
     assert abs(rate[2] - rate[1]) <= 0.15 * rate[1], s
+    # Waits against d itself: a busy machine's lag only adds to a latency,
+    # and it inflated the 1-rank step's p99 to 6 d once (0.122 s).
     p99 = s["p99_s"].tolist()
-    assert p99[0] >= SERVE_S and p99[2] > 1.5 * p99[0], s
+    assert p99[0] >= SERVE_S and p99[2] > 1.5 * SERVE_S, s
 
 
 def test_serve_one_worker_knee_is_step_1(served):
     """One worker: ~1/d reads/s whatever the ranks; a call waits for the
     others', so p99 is a multiple of d from 2 ranks on (how many depends on
-    who the kernel hands the freed lock to: not step on step)."""
+    who the kernel hands the freed lock to: not step on step; measured
+    against d, as above)."""
     s = serve_steps(served[0], "one")
     k = herd_knee.knee(s)
     assert k["saturation"] == 1, (k, s)
     for rate in s["reads_per_s"]:
         assert 0.6 / SERVE_S < rate <= 1.05 / SERVE_S, s
     p99 = s["p99_s"].tolist()
-    assert p99[1] > 1.5 * p99[0] and p99[2] > 2.5 * p99[0], s
+    assert p99[1] > 1.5 * SERVE_S and p99[2] > 2.5 * SERVE_S, s
 
 
 def test_serve_leaves_an_empty_target(served):
