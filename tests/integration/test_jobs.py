@@ -596,10 +596,11 @@ def test_seed001_locks(herd_bin, tmp_path):
 
 
 def test_seed001_locks_grace(herd_bin, tmp_path):
-    """--grace 5: the first lock phase is refused on every rank with the
+    """--grace 12: the first lock phase is refused on every rank with the
     NLM grace status (and the table says so); after the wait the others
-    grant again."""
-    stdout, runs = run_seed001_locks(herd_bin, tmp_path, "--grace", "5")
+    grant again. (With --grace 5 a busy machine's slower start reached the
+    first lock phase after the grace: nothing was refused.)"""
+    stdout, runs = run_seed001_locks(herd_bin, tmp_path, "--grace", "12")
     for fs, phases in runs.items():
         assert set(phases) == {"make-file", "storm-open", "wait-out-grace", *LOCK_PHASES}
         first = phases["lock-exclusive-whole"]
