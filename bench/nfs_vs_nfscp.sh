@@ -6,7 +6,8 @@
 # file, 1 MiB calls (CHUNK: also herd's nfs_rsize/wsize and the loop's RPC
 # size). Rows:
 #   write-/read-SIZE         herd with its default nfs_inflight (0: tries 1, 2, 4
-#                            at 1M, keeps 4 unless one was 1.25x faster) vs
+#                            at 1M and back down, keeps the largest window
+#                            within 10% of the fastest) vs
 #                            nfs-cp (libnfs-utils: synchronous 1 MiB calls)
 #   ...-ifN (N in INFLIGHTS) herd nfs_inflight=N vs bench/nfs_async_peer.c
 #                            keeping N async RPCs in flight with libnfs's API

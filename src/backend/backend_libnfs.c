@@ -324,8 +324,9 @@ static const struct job_key libnfs_keys[] = {
      "read-ahead and write-behind do; 1 = one call at a time, each waited for; "
      "0 = each rank tries 1, 2, 4, ... up to a ceiling of 16 (a Linux client's RPC "
      "slot table; fewer when 16 RPCs would carry more than 4 MiB: 4 MiB / the larger "
-     "of rsize and wsize, at least 2) and keeps the ceiling unless a smaller window "
-     "was 1.25x as fast, per phase and direction (the ranks' rpc_window_read/write)",
+     "of rsize and wsize, at least 2) and back down, and keeps the largest window "
+     "within 10% of the fastest, per phase and direction (the ranks' "
+     "rpc_window_read/write)",
      .bounds = KEY_MIN | KEY_MAX, .min = 0, .max = LIBNFS_INFLIGHT_MAX},
     {"nfs_version", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",

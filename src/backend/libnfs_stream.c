@@ -98,16 +98,71 @@ void stream_advise(struct nfs_stream *s, uint64_t offset, uint64_t length)
     s->adv_end = offset + length;
 }
 
+/* The index among the windows tried (0: 1, ntries - 1: max) of try
+ * `step`: up, then back down. */
+static unsigned stream_window_index(const struct stream_window *w, unsigned step)
+{
+    return step < w->ntries ? step : 2 * w->ntries - 1 - step;
+}
+
+/* The window at index i: 1, 2, 4, ..., then max. */
+static unsigned stream_window_size(const struct stream_window *w, unsigned i)
+{
+    return i + 1 < w->ntries ? 1u << i : w->max;
+}
+
+/* Bytes per second of the window at index i over its tries so far. */
+static double stream_window_rate(const struct stream_window *w, unsigned i)
+{
+    return w->tried_seconds[i] > 0 ? (double)w->tried_bytes[i] / w->tried_seconds[i] : 0;
+}
+
 void stream_window_init(struct stream_window *w, unsigned max, bool probe)
 {
     *w = (struct stream_window){.max = max ? max : 1};
+    /* 1, 2, 4, ... below max, at most STREAM_WINDOW_TRIES - 1 of them, then max. */
+    while (w->ntries < STREAM_WINDOW_TRIES - 1 && (1u << w->ntries) < w->max)
+        w->ntries++;
+    w->ntries++; /* max itself */
     w->now = probe ? 1 : w->max;
+    w->fill = w->now;
     w->settled = probe && w->max > 1 ? 0 : w->max;
 }
 
 unsigned stream_window_kept(const struct stream_window *w)
 {
     return !w->answered ? 0 : w->settled ? w->settled : w->now;
+}
+
+/* The largest window tried whose rate came within STREAM_WINDOW_TIE of
+ * the fastest's. */
+static unsigned stream_window_choose(const struct stream_window *w)
+{
+    double fastest = 0;
+    for (unsigned i = 0; i < w->ntries; i++)
+        if (stream_window_rate(w, i) > fastest)
+            fastest = stream_window_rate(w, i);
+    unsigned i = w->ntries - 1;
+    while (i > 0 && stream_window_rate(w, i) * STREAM_WINDOW_TIE < fastest)
+        i--;
+    return stream_window_size(w, i);
+}
+
+/* The next try from `step` on that runs: every one up; down, only those
+ * of windows whose first try came within STREAM_WINDOW_RETRY of the
+ * fastest first try. 2 * ntries: none is left. */
+static unsigned stream_window_next(const struct stream_window *w, unsigned step)
+{
+    if (step < w->ntries)
+        return step;
+    double fastest = 0;
+    for (unsigned i = 0; i < w->ntries; i++)
+        if (stream_window_rate(w, i) > fastest)
+            fastest = stream_window_rate(w, i);
+    while (step < 2 * w->ntries &&
+           stream_window_rate(w, stream_window_index(w, step)) * STREAM_WINDOW_RETRY < fastest)
+        step++;
+    return step;
 }
 
 void stream_window_reply(struct stream_window *w, size_t bytes, double t)
@@ -117,7 +172,7 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     w->answered++;
     if (w->settled)
         return;
-    if (++w->replies <= w->now) { /* the pipe filling after a change */
+    if (++w->replies <= w->fill) { /* the pipe filling after a change */
         w->t0 = t;
         w->bytes = 0;
         return;
@@ -126,19 +181,22 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     unsigned sample = STREAM_WINDOW_SAMPLE * w->now;
     if (sample < STREAM_WINDOW_MIN_REPLIES)
         sample = STREAM_WINDOW_MIN_REPLIES;
-    if (w->replies < w->now + sample || t - w->t0 < STREAM_WINDOW_MIN_SECONDS)
+    if (w->replies < w->fill + sample || t - w->t0 < STREAM_WINDOW_MIN_SECONDS)
         return;
-    double rate = (double)w->bytes / (t - w->t0);
-    if (w->now >= w->max) { /* the last try: max, unless clearly beaten */
-        w->now = w->settled = w->best_rate >= STREAM_WINDOW_GAIN * rate ? w->best : w->max;
+    unsigned i = stream_window_index(w, w->step);
+    w->tried_bytes[i] += w->bytes;
+    w->tried_seconds[i] += t - w->t0;
+    w->step = stream_window_next(w, w->step + 1);
+    if (w->step == 2 * w->ntries) {
+        w->now = w->settled = stream_window_choose(w);
         return;
     }
-    if (rate > w->best_rate) {
-        w->best = w->now;
-        w->best_rate = rate;
-    }
-    w->now = w->now * 2 < w->max ? w->now * 2 : w->max;
+    unsigned next = stream_window_size(w, stream_window_index(w, w->step));
+    w->fill = next == w->now ? 0 : next;
+    w->now = next;
     w->replies = 0;
+    w->t0 = t;
+    w->bytes = 0;
 }
 
 static void stream_observe(const struct rpc_observer *obs, enum op op, double seconds)

@@ -61,27 +61,38 @@ struct rpc_observer {
 
 /* The RPCs of one direction (READ or WRITE) a rank's streams keep in
  * flight, shared by its files. Fixed: max. Probing (nfs_inflight = 0):
- * the window tries 1, 2, 4, ... up to max in turn and keeps max, unless
- * a smaller window answered STREAM_WINDOW_GAIN times max's bytes per
- * second or more: then the fastest of those. So a server whose rate is
- * flat across windows gets max, the same load every run, and one that
+ * the window tries 1, 2, 4, ... up to max, then the same windows down
+ * again (max, ..., 2, 1: a rate that drifts while trying favours none;
+ * a window whose first try was more than STREAM_WINDOW_RETRY times
+ * slower than the fastest first try is not tried again), and keeps the
+ * largest window whose bytes per second over its tries came within
+ * STREAM_WINDOW_TIE of the fastest's. So a server whose rate
+ * is flat across windows gets max, the same load every run, and one that
  * serves fewer RPCs in flight clearly faster gets fewer. Each try: after
- * the change the first `now` replies fill the pipe, then
+ * a change of window the first `now` replies fill the pipe, then
  * STREAM_WINDOW_SAMPLE windows' worth of replies (at least
  * STREAM_WINDOW_MIN_REPLIES, and for at least STREAM_WINDOW_MIN_SECONDS)
- * are timed. `settled` is the window kept (0 while probing). */
-#define STREAM_WINDOW_SAMPLE 4
-#define STREAM_WINDOW_MIN_REPLIES 16
-#define STREAM_WINDOW_MIN_SECONDS 0.02
-#define STREAM_WINDOW_GAIN 1.25
+ * are timed; max's two tries run back to back, without a fill between.
+ * On a slow link, where each doubling doubles the rate, only max is
+ * tried twice: the way back costs no round trips at small windows.
+ * `settled` is the window kept (0 while probing). */
+#define STREAM_WINDOW_SAMPLE 2
+#define STREAM_WINDOW_MIN_REPLIES 8
+#define STREAM_WINDOW_MIN_SECONDS 0.01
+#define STREAM_WINDOW_TIE 1.10
+#define STREAM_WINDOW_RETRY 1.5
+#define STREAM_WINDOW_TRIES 8 /* windows one probe can try: 1, 2, ..., 64, max */
 struct stream_window {
     unsigned now, max, settled;
     uint64_t answered; /* replies with bytes in all */
-    unsigned replies;  /* since the window changed */
+    unsigned replies;  /* since this try began */
+    unsigned fill;     /* of them, the untimed ones that filled the pipe */
     uint64_t bytes;    /* answered since t0 */
     double t0;         /* when the timed replies began */
-    unsigned best;     /* the window below max with the most bytes per second */
-    double best_rate;
+    unsigned step;     /* the try under way: 0 .. 2 * ntries - 1 */
+    unsigned ntries;   /* windows to try: 1, 2, 4, ... below max, then max */
+    uint64_t tried_bytes[STREAM_WINDOW_TRIES]; /* per window, both tries */
+    double tried_seconds[STREAM_WINDOW_TRIES];
 };
 
 /* A window of max (>= 1) RPCs, fixed or probing. */

@@ -1,8 +1,9 @@
 /* test_stream_window.c — unit tests for the RPC window's tries
  * (libnfs_stream.h, nfs_inflight = 0): replies come from a model server
  * whose rate depends on the window only; the window must try 1, 2, 4, ...
- * up to its ceiling, each long enough, and keep the ceiling unless a
- * smaller window was clearly faster (then the fastest); a fixed window
+ * up to its ceiling and back down (the windows near the fastest only),
+ * each try long enough, and keep the
+ * largest window within STREAM_WINDOW_TIE of the fastest; a fixed window
  * never moves. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,10 +72,11 @@ static void test_tries_every_window_and_keeps_the_peak(void **state)
     struct model ganesha = {{1300, 700, 950, 600, 500}}; /* one WRITE at a time wins */
     struct trial tr;
     probe(&tr, &ganesha, 16, MIB);
-    assert_int_equal(tr.tried[0], 1);
-    assert_int_equal(tr.ntried, 5);
-    for (unsigned i = 0; i < tr.ntried; i++)
-        assert_int_equal(tr.tried[i], 1u << i);
+    /* Up 1 2 4 8 16; down only the windows within 1.5x of 1's 1300 */
+    static const unsigned order[] = {1, 2, 4, 8, 16, 4, 1};
+    assert_int_equal(tr.ntried, 7);
+    for (unsigned i = 0; i < 7; i++)
+        assert_int_equal(tr.tried[i], order[i]);
     assert_int_equal(tr.w.settled, 1);
     assert_int_equal(tr.w.now, 1);
     assert_int_equal(stream_window_kept(&tr.w), 1);
@@ -92,6 +94,25 @@ static void test_a_late_gain_is_found(void **state)
     assert_int_equal(stream_window_kept(&tr.w), 16);
 }
 
+/* A slow link: each doubling doubles the rate, so the way back down
+ * tries the ceiling alone (back to back: no fill), not 8, 4, 2 and 1,
+ * each many round trips. */
+static void test_slow_link_tries_only_the_ceiling_again(void **state)
+{
+    (void)state;
+    struct model slow_link = {{3, 6, 12, 24, 48}};
+    struct trial tr;
+    probe(&tr, &slow_link, 16, 64 * 1024);
+    assert_int_equal(tr.ntried, 5); /* 1 2 4 8 16, 16 again */
+    assert_int_equal(tr.w.settled, 16);
+    unsigned up = 0;
+    for (unsigned i = 0; i < 5; i++) {
+        unsigned n = STREAM_WINDOW_SAMPLE * (1u << i);
+        up += (1u << i) + (n > STREAM_WINDOW_MIN_REPLIES ? n : STREAM_WINDOW_MIN_REPLIES);
+    }
+    assert_int_equal(tr.replies, up + STREAM_WINDOW_SAMPLE * 16);
+}
+
 /* The ceiling need not be a power of two: the last try is the ceiling.
  * The model gives 6 the rate of 4: a tie keeps the ceiling. */
 static void test_ceiling_is_tried(void **state)
@@ -100,46 +121,71 @@ static void test_ceiling_is_tried(void **state)
     struct model rising = {{100, 200, 300, 400, 500}};
     struct trial tr;
     probe(&tr, &rising, 6, MIB);
-    assert_int_equal(tr.ntried, 4);
+    assert_int_equal(tr.ntried, 6); /* 1 2 4 6 4 2: 1 was 3x slower than 6 */
     assert_int_equal(tr.tried[3], 6);
     assert_int_equal(tr.w.settled, 6);
 }
 
-/* A server flat within the margin keeps the ceiling, the same load every
- * run; one STREAM_WINDOW_GAIN times as fast at a smaller window as at the
- * ceiling gets it. */
+/* A server flat within STREAM_WINDOW_TIE keeps the ceiling, the same load
+ * every run; one clearly faster at a smaller window gets the largest
+ * window near its peak. */
 static void test_flat_keeps_the_ceiling(void **state)
 {
     (void)state;
-    struct model flat = {{1000, 1150, 1200, 1040, 1000}}; /* 20 %: not clear */
+    struct model flat = {{1000, 1050, 1080, 1040, 1000}}; /* 8 %: a tie */
     struct model beaten = {{1000, 1300, 1080, 1040, 1000}};
+    struct model peak = {{1000, 1150, 1200, 1040, 1000}}; /* 2 and 4 tie: 4 */
     struct trial tr;
     probe(&tr, &flat, 16, MIB);
     assert_int_equal(tr.w.settled, 16);
     probe(&tr, &beaten, 16, MIB);
     assert_int_equal(tr.w.settled, 2);
+    probe(&tr, &peak, 16, MIB);
+    assert_int_equal(tr.w.settled, 4);
+}
+
+/* A rate that drifts while the window tries is met on the way up and on
+ * the way down: a server flat across windows whose rate falls 1 % a
+ * reply (44 % over the tries) keeps the ceiling; one pass up would have
+ * timed 1 at 1.25 times 4's rate and kept 1. */
+static void test_drift_favours_no_window(void **state)
+{
+    (void)state;
+    struct stream_window w;
+    stream_window_init(&w, 4, true);
+    double t = 100.0, rate = 1000.0 * MIB;
+    unsigned n = 0;
+    while (!w.settled && n < 100000) {
+        t += MIB / rate;
+        rate *= 0.99;
+        stream_window_reply(&w, MIB, t);
+        n++;
+    }
+    assert_int_equal(w.settled, 4);
 }
 
 /* Each try lasts its window's fill, then at least STREAM_WINDOW_SAMPLE
  * windows' and STREAM_WINDOW_MIN_REPLIES replies and
  * STREAM_WINDOW_MIN_SECONDS: at 1 GiB/s of 4 KiB replies (4 us each) the
- * first try takes 20 ms, not 17 replies. */
+ * first try takes 10 ms, not 9 replies. */
 static void test_a_try_lasts_long_enough(void **state)
 {
     (void)state;
     struct model fast = {{1024, 1024, 1024, 1024, 1024}};
     struct trial tr;
-    probe(&tr, &fast, 2, 4096);
+    probe(&tr, &fast, 2, 4096); /* tries 1, 2, 2, 1 */
     unsigned n = tr.replies;
     double per_reply = 4096.0 / (1024.0 * MIB);
     unsigned min_per_try = (unsigned)(STREAM_WINDOW_MIN_SECONDS / per_reply);
-    assert_true(n >= 2 * min_per_try);
-    assert_true(n <= 2 * (min_per_try + 2 * 2 + 2)); /* not much longer either */
+    assert_true(n >= 4 * min_per_try);
+    assert_true(n <= 4 * (min_per_try + 2 * 2 + 2)); /* not much longer either */
 
-    /* Slow replies: 16 of them, after the first window's, decide. */
+    /* Slow replies: STREAM_WINDOW_MIN_REPLIES of them decide each try,
+     * after its window's fill (none between the ceiling's two). */
     struct model slow = {{1, 1, 1, 1, 1}};
     probe(&tr, &slow, 2, MIB);
-    assert_int_equal(tr.replies, (1 + STREAM_WINDOW_MIN_REPLIES) + (2 + STREAM_WINDOW_MIN_REPLIES));
+    assert_int_equal(tr.replies, (1 + STREAM_WINDOW_MIN_REPLIES) + (2 + STREAM_WINDOW_MIN_REPLIES) +
+                                     STREAM_WINDOW_MIN_REPLIES + (1 + STREAM_WINDOW_MIN_REPLIES));
 }
 
 /* While trying, the window kept is where the tries stand; a window of 1
@@ -165,8 +211,10 @@ int main(void)
         cmocka_unit_test(test_fixed_window_never_moves),
         cmocka_unit_test(test_tries_every_window_and_keeps_the_peak),
         cmocka_unit_test(test_a_late_gain_is_found),
+        cmocka_unit_test(test_slow_link_tries_only_the_ceiling_again),
         cmocka_unit_test(test_ceiling_is_tried),
         cmocka_unit_test(test_flat_keeps_the_ceiling),
+        cmocka_unit_test(test_drift_favours_no_window),
         cmocka_unit_test(test_a_try_lasts_long_enough),
         cmocka_unit_test(test_kept_while_trying_and_edges),
     };
