@@ -23,7 +23,7 @@
 # >= FLOOR, "BELOW" under it. A script that skips (a tool missing, exit 2)
 # or fails gives a SKIP or FAILED row with its reason and the others still
 # run. The table (bench_util.py all) is also written as $OUT/all/summary.csv
-# and $OUT/all/summary.md. ~9 minutes on 2 CPUs with QUICK=1. Needs root
+# and $OUT/all/summary.md. ~11 minutes on 2 CPUs with QUICK=1. Needs root
 # (as another user it says SKIP and exits 0); exits 0 unless a run failed
 # (exit 1), whatever the numbers: it is a benchmark, not a test. See
 # bench/README.md.
