@@ -153,14 +153,9 @@ static unsigned stream_window_choose(const struct stream_window *w)
  * fastest first try. 2 * ntries: none is left. */
 static unsigned stream_window_next(const struct stream_window *w, unsigned step)
 {
-    if (step < w->ntries)
-        return step;
-    double fastest = 0;
-    for (unsigned i = 0; i < w->ntries; i++)
-        if (stream_window_rate(w, i) > fastest)
-            fastest = stream_window_rate(w, i);
-    while (step < 2 * w->ntries &&
-           stream_window_rate(w, stream_window_index(w, step)) * STREAM_WINDOW_RETRY < fastest)
+    while (step >= w->ntries && step < 2 * w->ntries &&
+           stream_window_rate(w, stream_window_index(w, step)) * STREAM_WINDOW_RETRY <
+               w->first_fastest)
         step++;
     return step;
 }
@@ -186,6 +181,8 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     unsigned i = stream_window_index(w, w->step);
     w->tried_bytes[i] += w->bytes;
     w->tried_seconds[i] += t - w->t0;
+    if (w->step < w->ntries && stream_window_rate(w, i) > w->first_fastest)
+        w->first_fastest = stream_window_rate(w, i);
     w->step = stream_window_next(w, w->step + 1);
     if (w->step == 2 * w->ntries) {
         w->now = w->settled = stream_window_choose(w);

@@ -93,6 +93,7 @@ struct stream_window {
     unsigned ntries;   /* windows to try: 1, 2, 4, ... below max, then max */
     uint64_t tried_bytes[STREAM_WINDOW_TRIES]; /* per window, both tries */
     double tried_seconds[STREAM_WINDOW_TRIES];
+    double first_fastest; /* bytes per second: the fastest try on the way up */
 };
 
 /* A window of max (>= 1) RPCs, fixed or probing. */

@@ -2,9 +2,8 @@
  * (libnfs_stream.h, nfs_inflight = 0): replies come from a model server
  * whose rate depends on the window only; the window must try 1, 2, 4, ...
  * up to its ceiling and back down (the windows near the fastest only),
- * each try long enough, and keep the
- * largest window within STREAM_WINDOW_TIE of the fastest; a fixed window
- * never moves. */
+ * each try long enough, and keep the largest window within
+ * STREAM_WINDOW_TIE of the fastest; a fixed window never moves. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
