@@ -325,8 +325,8 @@ static const struct job_key libnfs_keys[] = {
      "0 = each rank tries 1, 2, 4, ... up to a ceiling of 16 (a Linux client's RPC "
      "slot table; fewer when 16 RPCs would carry more than 4 MiB: 4 MiB / the larger "
      "of rsize and wsize, at least 2) and back down, and keeps the largest window "
-     "within 10% of the fastest, per phase and direction (the ranks' "
-     "rpc_window_read/write)",
+     "within 10% of the fastest, once per run, direction and RPC size: later "
+     "phases go on with it (the ranks' rpc_window_read/write)",
      .bounds = KEY_MIN | KEY_MAX, .min = 0, .max = LIBNFS_INFLIGHT_MAX},
     {"nfs_version", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
@@ -354,14 +354,29 @@ static unsigned libnfs_inflight(const struct phase *ph, uint64_t rchunk, uint64_
     return n < 2 ? 2 : n > LIBNFS_INFLIGHT_AUTO ? LIBNFS_INFLIGHT_AUTO : (unsigned)n;
 }
 
+/* Window w of RPCs of chunk bytes, tried at *tried (0: fixed), for the
+ * next phase: a probe at the same RPC size and ceiling goes on (the
+ * server and link are the same, and the phases of a run then put the
+ * same load on them); anything else starts afresh. */
+static void libnfs_window_next(struct stream_window *w, uint64_t *tried, uint64_t chunk,
+                               unsigned max, bool probe)
+{
+    if (probe && *tried == chunk && w->max == max) {
+        stream_window_resume(w);
+        return;
+    }
+    stream_window_init(w, max, probe);
+    *tried = probe ? chunk : 0;
+}
+
 /* c's RPCs in flight for phase ph (NULL: the defaults): at most
- * libnfs_inflight, probed from 1 when nfs_inflight is 0. */
+ * libnfs_inflight, probed from 1 when nfs_inflight is 0, once per run. */
 static void libnfs_windows(struct libnfs_ctx *c, const struct phase *ph)
 {
     c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
     bool probe = !ph || opts_of(ph)->inflight == 0;
-    stream_window_init(&c->rwin, c->inflight, probe);
-    stream_window_init(&c->wwin, c->inflight, probe);
+    libnfs_window_next(&c->rwin, &c->rwin_chunk, c->rchunk, c->inflight, probe);
+    libnfs_window_next(&c->wwin, &c->wwin_chunk, c->wchunk, c->inflight, probe);
 }
 
 /* Whether phase ph speaks NFSv4: nfs_version, else the URL. */

@@ -35,7 +35,8 @@ struct libnfs_ctx {
     uint64_t server_rmax, server_wmax;
     uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
     unsigned inflight;       /* READ / WRITE RPCs in flight per file at most (nfs_inflight) */
-    struct stream_window rwin, wwin; /* the phase's READ / WRITE windows, up to inflight */
+    struct stream_window rwin, wwin; /* the READ / WRITE windows, up to inflight */
+    uint64_t rwin_chunk, wwin_chunk; /* the RPC sizes they were tried at; 0: fixed windows */
     struct rpc_observer obs;         /* the phase's RPC round trips (backend observe op) */
     bool broken;
     bool v4;                /* NFSv4 (URL or nfs_version): open checks the dirs first */

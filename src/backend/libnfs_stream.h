@@ -75,7 +75,9 @@ struct rpc_observer {
  * are timed; max's two tries run back to back, without a fill between.
  * On a slow link, where each doubling doubles the rate, only max is
  * tried twice: the way back costs no round trips at small windows.
- * `settled` is the window kept (0 while probing). */
+ * `settled` is the window kept (0 while probing). A window lives as long
+ * as its rank's connection: the next phase goes on with it
+ * (stream_window_resume), so the tries run once per run, not per phase. */
 #define STREAM_WINDOW_SAMPLE 2
 #define STREAM_WINDOW_MIN_REPLIES 8
 #define STREAM_WINDOW_MIN_SECONDS 0.01
@@ -84,13 +86,17 @@ struct rpc_observer {
 #define STREAM_WINDOW_TRIES 8 /* windows one probe can try: 1, 2, ..., 64, max */
 struct stream_window {
     unsigned now, max, settled;
-    uint64_t answered; /* replies with bytes in all */
-    unsigned replies;  /* since this try began */
+    uint64_t answered; /* replies with bytes since the phase began */
+    unsigned replies;  /* since this try, or its part in this phase, began */
     unsigned fill;     /* of them, the untimed ones that filled the pipe */
     uint64_t bytes;    /* answered since t0 */
-    double t0;         /* when the timed replies began */
-    unsigned step;     /* the try under way: 0 .. 2 * ntries - 1 */
-    unsigned ntries;   /* windows to try: 1, 2, 4, ... below max, then max */
+    double t0, last;   /* when the timed replies began; the last reply */
+    /* The try's timed parts in earlier phases (a try goes on across them). */
+    uint64_t earlier_bytes;
+    double earlier_seconds;
+    unsigned earlier_replies;
+    unsigned step;   /* the try under way: 0 .. 2 * ntries - 1 */
+    unsigned ntries; /* windows to try: 1, 2, 4, ... below max, then max */
     uint64_t tried_bytes[STREAM_WINDOW_TRIES]; /* per window, both tries */
     double tried_seconds[STREAM_WINDOW_TRIES];
     double first_fastest; /* bytes per second: the fastest try on the way up */
@@ -104,8 +110,16 @@ void stream_window_init(struct stream_window *w, unsigned max, bool probe);
  * settle. */
 void stream_window_reply(struct stream_window *w, size_t bytes, double t);
 
+/* A new phase goes on with w: a window kept stays kept; a probe goes on
+ * with the try it was in, whose timed replies so far still count, timed
+ * again from the phase's first reply on (the time between the phases and
+ * the first round trip count in no try; a phase shorter than a try still
+ * moves the tries on). stream_window_kept counts the new phase's replies
+ * only. */
+void stream_window_resume(struct stream_window *w);
+
 /* The window w kept: settled, else where the probe stands; 0 when no
- * RPC of its direction was answered. */
+ * RPC of its direction was answered in this phase. */
 unsigned stream_window_kept(const struct stream_window *w);
 
 /* The context a call works on and how. rpc_errno turns a failed RPC's

@@ -28,6 +28,9 @@ src/backend/libnfs_stream.c) against the embedded userspace NFS server.
    one rank reading 16 MiB in 64K calls with rsize 64K: nfs_inflight 1
    moves at most about rsize per round trip, nfs_inflight 8 at least 2x
    that, and the default's tries keep 8 or 16 and move at least 2x too;
+   later phases of 16 RPCs go on with the window the first kept (the
+   tries run once per run and direction), one at another RPC size tries
+   afresh;
    rate=50mbit caps 4 ranks' aggregate read and write at about 50
    Mbit/s. Behaviour checks with generous bounds, not benchmarks; they
    skip where the link cannot be made (no herd-linkdelay, no tc).
@@ -309,6 +312,40 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     # and the phase moves at least twice one's rate.
     assert kept in (8, 16), kept
     assert auto >= 2 * one, (one, auto)
+
+
+def test_default_tries_once_per_run(slow, herd_bin, tmp_path):
+    """The default's tries run once per run and direction: a later phase
+    of 16 RPCs, too short for tries of its own, goes on with the window
+    the first phase kept; a phase at another RPC size tries afresh."""
+    state, url = slow("delay=10ms")
+    job = write_job(tmp_path / "once.ini",
+                    {"backend": "libnfs", "target": url, "block_size": "64K",
+                     "nfs_rsize": "64K", "nfs_wsize": "64K", "fsync": "no"},
+                    [("w-long", {"kind": "write", "fileset": "long", "file_size": "16M"}),
+                     ("r-long", {"kind": "read", "fileset": "long", "file_size": "16M"}),
+                     ("w-short", {"kind": "write", "fileset": "short", "file_size": "1M"}),
+                     ("r-short", {"kind": "read", "fileset": "short", "file_size": "1M",
+                                  "verify": "yes"}),
+                     # 16 READs of 32K: tries 1 (9 replies) and 2 from scratch
+                     ("w-half", {"kind": "write", "fileset": "half", "file_size": "512K"}),
+                     ("r-half", {"kind": "read", "fileset": "half", "file_size": "512K",
+                                 "nfs_rsize": "32K", "block_size": "32K"})])
+    out = tmp_path / "once.h5"
+    proc = herd_over(state, herd_bin, 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+
+    def kept(phase, column):
+        return int(res.phases[phase].ranks[column][0])
+    got = {p: (kept(p, "rpc_window_read"), kept(p, "rpc_window_write")) for p in res.phases}
+    print(f"\n10 ms each way, windows kept (read, write): {got}")
+    # 256 RPCs at 10 ms each way: the tries end (as in the test above) on 8 or 16
+    assert got["w-long"][1] in (8, 16) and got["r-long"][0] in (8, 16), got
+    assert got["w-short"][1] == got["w-long"][1], got
+    assert got["r-short"][0] == got["r-long"][0], got
+    assert got["r-half"][0] <= 2, got  # tried afresh: 16 replies reach window 2
+    assert int(res.phases["r-short"].latency["rpc_read"]["count"]) == 16
 
 
 def test_rate_cap_bounds_aggregate(slow, herd_bin, tmp_path):

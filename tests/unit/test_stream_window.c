@@ -204,6 +204,60 @@ static void test_kept_while_trying_and_edges(void **state)
     stream_window_reply(NULL, MIB, 2.0);
 }
 
+/* A probe that spans phases of `per_phase` replies, shorter than any
+ * try, with 1000 s between them (stream_window_resume at each): it tries
+ * the same windows in the same order as one long phase and keeps the
+ * same window; the pauses count in no try. */
+static void test_tries_go_on_across_phases(void **state)
+{
+    (void)state;
+    struct model peak2 = {{100, 400, 200, 100, 100}};
+    struct trial whole;
+    probe(&whole, &peak2, 16, MIB);
+    assert_int_equal(whole.w.settled, 2);
+
+    struct trial tr = {0};
+    double t = 100.0;
+    const unsigned per_phase = 5;
+    stream_window_init(&tr.w, 16, true);
+    while (tr.replies < 100000 && !tr.w.settled) {
+        if (tr.replies % per_phase == 0) {
+            t += 1000.0;
+            stream_window_resume(&tr.w);
+        }
+        if (tr.ntried == 0 || tr.tried[tr.ntried - 1] != tr.w.now)
+            tr.tried[tr.ntried++] = tr.w.now;
+        t += (double)MIB / model_rate(&peak2, tr.w.now);
+        stream_window_reply(&tr.w, MIB, t);
+        tr.replies++;
+    }
+    assert_int_equal(tr.w.settled, 2);
+    assert_int_equal(tr.ntried, whole.ntried);
+    for (unsigned i = 0; i < tr.ntried; i++)
+        assert_int_equal(tr.tried[i], whole.tried[i]);
+    double seconds = 0;
+    for (unsigned i = 0; i < tr.w.ntries; i++)
+        seconds += tr.w.tried_seconds[i];
+    assert_true(seconds < 10.0); /* the model's time only, none of the 1000 s pauses */
+}
+
+/* A window kept stays kept in the next phase, which reports it once one
+ * of its own RPCs is answered. */
+static void test_a_kept_window_stays_for_the_next_phase(void **state)
+{
+    (void)state;
+    struct model peak2 = {{100, 400, 200, 100, 100}};
+    struct trial tr;
+    probe(&tr, &peak2, 16, MIB);
+    assert_int_equal(stream_window_kept(&tr.w), 2);
+    stream_window_resume(&tr.w);
+    assert_int_equal(stream_window_kept(&tr.w), 0);
+    assert_int_equal(tr.w.now, 2);
+    stream_window_reply(&tr.w, MIB, 5000.0);
+    assert_int_equal(stream_window_kept(&tr.w), 2);
+    assert_int_equal(tr.w.settled, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +270,8 @@ int main(void)
         cmocka_unit_test(test_drift_favours_no_window),
         cmocka_unit_test(test_a_try_lasts_long_enough),
         cmocka_unit_test(test_kept_while_trying_and_edges),
+        cmocka_unit_test(test_tries_go_on_across_phases),
+        cmocka_unit_test(test_a_kept_window_stays_for_the_next_phase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
