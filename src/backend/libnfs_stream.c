@@ -132,14 +132,8 @@ void stream_window_init(struct stream_window *w, unsigned max, bool probe)
 void stream_window_resume(struct stream_window *w)
 {
     w->answered = 0;
-    if (w->replies > w->fill) {
-        w->earlier_bytes += w->bytes;
-        w->earlier_seconds += w->last - w->t0;
-        w->earlier_replies += w->replies - w->fill;
-    }
-    w->replies = 0;
+    w->paused = w->timed ? w->last - w->t0 : 0;
     w->fill = 1; /* timed from the phase's first reply: its round trip counts in no try */
-    w->bytes = 0;
 }
 
 unsigned stream_window_kept(const struct stream_window *w)
@@ -181,24 +175,21 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     if (w->settled)
         return;
     w->last = t;
-    if (++w->replies <= w->fill) { /* the pipe filling after a change */
-        w->t0 = t;
-        w->bytes = 0;
+    if (w->fill) { /* the pipe filling after a change or a new phase */
+        w->fill--;
+        w->t0 = t - w->paused;
         return;
     }
+    w->timed++;
     w->bytes += bytes;
     unsigned sample = STREAM_WINDOW_SAMPLE * w->now;
     if (sample < STREAM_WINDOW_MIN_REPLIES)
         sample = STREAM_WINDOW_MIN_REPLIES;
-    double seconds = t - w->t0 + w->earlier_seconds;
-    if (w->replies - w->fill + w->earlier_replies < sample || seconds < STREAM_WINDOW_MIN_SECONDS)
+    if (w->timed < sample || t - w->t0 < STREAM_WINDOW_MIN_SECONDS)
         return;
     unsigned i = stream_window_index(w, w->step);
-    w->tried_bytes[i] += w->bytes + w->earlier_bytes;
-    w->tried_seconds[i] += seconds;
-    w->earlier_bytes = 0;
-    w->earlier_seconds = 0;
-    w->earlier_replies = 0;
+    w->tried_bytes[i] += w->bytes;
+    w->tried_seconds[i] += t - w->t0;
     if (w->step < w->ntries && stream_window_rate(w, i) > w->first_fastest)
         w->first_fastest = stream_window_rate(w, i);
     w->step = stream_window_next(w, w->step + 1);
@@ -209,9 +200,10 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     unsigned next = stream_window_size(w, stream_window_index(w, w->step));
     w->fill = next == w->now ? 0 : next;
     w->now = next;
-    w->replies = 0;
-    w->t0 = t;
+    w->timed = 0;
     w->bytes = 0;
+    w->paused = 0;
+    w->t0 = t;
 }
 
 static void stream_observe(const struct rpc_observer *obs, enum op op, double seconds)

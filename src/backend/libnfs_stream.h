@@ -87,14 +87,13 @@ struct rpc_observer {
 struct stream_window {
     unsigned now, max, settled;
     uint64_t answered; /* replies with bytes since the phase began */
-    unsigned replies;  /* since this try, or its part in this phase, began */
-    unsigned fill;     /* of them, the untimed ones that filled the pipe */
-    uint64_t bytes;    /* answered since t0 */
-    double t0, last;   /* when the timed replies began; the last reply */
-    /* The try's timed parts in earlier phases (a try goes on across them). */
-    uint64_t earlier_bytes;
-    double earlier_seconds;
-    unsigned earlier_replies;
+    unsigned fill;     /* untimed replies still to come: the pipe filling */
+    unsigned timed;    /* the try's timed replies, in this phase and earlier ones */
+    uint64_t bytes;    /* their bytes */
+    /* When the try's timing began, moved on by the pauses between phases
+     * (which count in no try); the last reply; at a new phase, the try's
+     * seconds so far. */
+    double t0, last, paused;
     unsigned step;   /* the try under way: 0 .. 2 * ntries - 1 */
     unsigned ntries; /* windows to try: 1, 2, 4, ... below max, then max */
     uint64_t tried_bytes[STREAM_WINDOW_TRIES]; /* per window, both tries */
