@@ -440,14 +440,15 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
 }
 
 /* backend.h's prime: fault in the memory a data phase's RPCs will take,
- * a stream's inflight + 1 slots and libnfs's encoded WRITE or READ reply
- * per RPC in flight, each a chunk (prefault.h's slack holds libnfs's own
- * header room: 132 bytes on a READ reply, 4 KiB on a WRITE). */
+ * a stream's 2 x inflight + 1 slots (answered READs wait in theirs beside
+ * a full window) and libnfs's encoded WRITE or READ reply per RPC in
+ * flight, each a chunk (prefault.h's slack holds libnfs's own header
+ * room: 132 bytes on a READ reply, 4 KiB on a WRITE). */
 static void libnfs_prime(void *ctx, const struct phase *ph)
 {
     const struct libnfs_ctx *c = ctx;
     if (job_kind_moves_data(ph->kind))
-        prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 2 * (size_t)c->inflight + 1);
+        prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 3 * (size_t)c->inflight + 1);
 }
 
 static int libnfs_configure(void *ctx, const struct phase *ph)

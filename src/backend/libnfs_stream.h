@@ -24,9 +24,13 @@
  * errors. A read first lands the WRITEs on the way or answered but not
  * taken (their replies may come during any call on the context).
  *
- * How many of the inflight slots a stream uses is its rank's window for
- * that direction (struct stream_window below): all of them, or, when the
- * window probes, as many as paid on this server and link.
+ * How many RPCs a stream keeps on the way is its rank's window for that
+ * direction (struct stream_window below): inflight, or, when the window
+ * probes, as many as paid on this server and link. A READ answered
+ * before the one the caller waits for leaves the window at once and
+ * waits in its slot to be handed out, as a plain loop of libnfs calls
+ * sends a new READ for every reply: a stream has 2 x inflight + 1 slots
+ * of a chunk each, allocated as they are first needed.
  *
  * Every RPC's round trip (sent to answered) goes to the observer's
  * OP_RPC_READ / OP_RPC_WRITE histogram and counts.

@@ -11,7 +11,9 @@
  * What must hold: a read finds a slot whatever WRITEs hold them, answered
  * or not (a WRITE answered elsewhere once left a window of 1 with no
  * free slot and the read with no READ queued); a WRITE that failed after
- * its write returned is reported once, by the file's next call. */
+ * its write returned is reported once, by the file's next call; a READ
+ * answered before the one the read waits for frees its place in the
+ * window at once, and every byte is asked for exactly once. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -48,17 +50,21 @@ static struct model {
     unsigned char file[MODEL_FILE];
     struct model_rpc q[MODEL_QUEUE];
     unsigned n;
-    int write_error; /* < 0: every WRITE answered while set fails so */
-    bool hold;       /* servicing the context answers nothing: replies on the way */
-    int pipe[2];     /* the context's "socket": always readable */
+    int write_error;            /* < 0: every WRITE answered while set fails so */
+    bool hold;                  /* servicing the context answers nothing: replies on the way */
+    unsigned late;              /* > 0: servicing answers all but the oldest RPC, and counts down */
+    unsigned reads, read_bytes; /* READs sent and the bytes they asked for */
+    unsigned most_reads;        /* the most READs on the way at once */
+    unsigned reads_before_head; /* READs sent when a held-back oldest one was answered */
+    int pipe[2];                /* the context's "socket": always readable */
 } model;
 
-/* Answer every queued RPC in the order sent. */
-static void model_answer(void)
+/* Answer the queued RPCs in the order sent, from the one at index from. */
+static void model_answer_from(unsigned from)
 {
-    while (model.n) {
-        struct model_rpc r = model.q[0];
-        memmove(model.q, model.q + 1, --model.n * sizeof model.q[0]);
+    while (model.n > from) {
+        struct model_rpc r = model.q[from];
+        memmove(model.q + from, model.q + from + 1, (--model.n - from) * sizeof model.q[0]);
         if (r.write && model.write_error < 0) {
             r.cb(model.write_error, NULL, "model: WRITE refused", r.priv);
         } else if (r.write) {
@@ -73,12 +79,31 @@ static void model_answer(void)
     }
 }
 
+static void model_answer(void)
+{
+    model_answer_from(0);
+}
+
+static unsigned model_reads_on_the_way(void)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < model.n; i++)
+        n += !model.q[i].write;
+    return n;
+}
+
 static int model_send(bool write, uint64_t offset, uint64_t count, const void *buf, nfs_cb cb,
                       void *priv)
 {
     if (model.n == MODEL_QUEUE || offset + count > MODEL_FILE)
         return -1;
     model.q[model.n++] = (struct model_rpc){write, offset, count, buf, cb, priv};
+    if (!write) {
+        model.reads++;
+        model.read_bytes += (unsigned)count;
+        if (model_reads_on_the_way() > model.most_reads)
+            model.most_reads = model_reads_on_the_way();
+    }
     return 0;
 }
 
@@ -119,8 +144,16 @@ int rpc_service(struct rpc_context *rpc, int revents)
 {
     (void)rpc;
     (void)revents;
-    if (!model.hold)
-        model_answer();
+    if (model.hold)
+        return 0;
+    if (model.late) { /* the oldest stays on the way */
+        model.late--;
+        model_answer_from(1);
+        return 0;
+    }
+    if (model.n)
+        model.reads_before_head = model.reads;
+    model_answer();
     return 0;
 }
 
@@ -243,6 +276,43 @@ static void test_read_after_answered_writes(void **state)
     assert_int_equal(stream_drain(rig->s, &rig->io), 0);
 }
 
+/* The READ the read waits for comes last: each READ answered before it
+ * is replaced at once, never more than the window on the way, and the
+ * whole advised range (read in part, in part lent) is asked for once,
+ * one READ per chunk, and handed out in file order. */
+static void test_reads_answered_before_the_head(void **state)
+{
+    struct rig *rig = *state;
+    enum { CHUNK = 256, RANGE = 4096 };
+    for (unsigned i = 0; i < RANGE; i++)
+        model.file[i] = (unsigned char)(i * 7 + i / 251);
+    stream_window_init(&rig->rwin, 4, false);
+    rig->io.rchunk = CHUNK;
+    stream_advise(rig->s, 0, RANGE);
+    unsigned char seen[RANGE];
+    model.late = 2;
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, CHUNK, 0), CHUNK);
+    /* 4 sent, 3 more after the first service that answered all but the
+     * head, 2 after the second (the stream's 2 * 4 + 1 slots are full):
+     * 9 (waiting for the head: 4) */
+    assert_int_equal(model.reads_before_head, 9);
+    for (unsigned off = CHUNK; off < RANGE / 2; off += CHUNK) {
+        model.late = off / CHUNK % 3;
+        assert_int_equal(stream_pread(rig->s, &rig->io, seen + off, CHUNK, off), CHUNK);
+    }
+    for (unsigned off = RANGE / 2; off < RANGE; off += CHUNK) {
+        model.late = off / CHUNK % 3;
+        const void *data = NULL;
+        assert_int_equal(stream_pread_lend(rig->s, &rig->io, seen + off, CHUNK, off, &data), CHUNK);
+        memcpy(seen + off, data, CHUNK);
+    }
+    assert_memory_equal(seen, model.file, RANGE);
+    assert_int_equal(model.most_reads, 4);
+    assert_int_equal(model.reads, RANGE / CHUNK);
+    assert_int_equal(model.read_bytes, RANGE);
+    assert_int_equal(stream_drain(rig->s, &rig->io), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +322,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_failed_write_answered_elsewhere, rig_setup,
                                         rig_teardown),
         cmocka_unit_test_setup_teardown(test_read_after_answered_writes, rig_setup, rig_teardown),
+        cmocka_unit_test_setup_teardown(test_reads_answered_before_the_head, rig_setup,
+                                        rig_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
