@@ -17,7 +17,9 @@
 #                  meta_vs_fio.sh: tmpfs and xfs create/stat/unlink np=1,2
 #                  vs fio's filecreate/filestat/filedelete
 #   lock (libnfs)  locks.sh NFS=only: NLM (v3) and NFSv4 lock/unlock pairs,
-#                  1 lock rank vs bench/nfs_lock_peer.c
+#                  1 lock rank alone (one process, no monitor rank) vs
+#                  bench/nfs_lock_peer.c; and herd with its monitor rank
+#                  vs alone (what the monitor costs on the same CPUs)
 # Every row: herd median (min-max), the peer's, unit, herd/peer and a
 # verdict against FLOOR (0.95) and GOAL (1.0): "ok" >= GOAL, "within floor"
 # >= FLOOR, "BELOW" under it. A script that skips (a tool missing, exit 2)
@@ -74,7 +76,7 @@ quick() {
         OPENSSL_SECONDS=1 ;;
     nfs_vs_nfscp) printf '%s\n' REPEAT=7 SIZE_MB=256 ;;
     smb_vs_smbclient) printf '%s\n' REPEAT=7 SIZE_MB=256 ;;
-    meta_vs_mdtest) printf '%s\n' REPEAT=5 WARMUP=1 FILES=20000 ;;
+    meta_vs_mdtest) printf '%s\n' REPEAT=5 WARMUP=1 FILES=50000 ;;
     meta_vs_fio) printf '%s\n' REPEAT=5 WARMUP=1 FILES=20000 XFS_SIZE=1G ;;
     locks) printf '%s\n' REPEAT=5 NFS_RANKS=1 NFS_SECONDS=2 ;;
     esac

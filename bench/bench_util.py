@@ -335,21 +335,22 @@ def all_locks(out, part):
     path = os.path.join(out, "nfs-raw.csv")
     if not os.path.exists(path):
         raise NoResults("no %s" % path)
-    herd, peer = {}, {}
+    # lock_ranks "alone": 1 lock rank and no monitor rank, one process as
+    # the peer is; "1": the same with the monitor rank on the same CPUs.
+    runs = {}
     with open(path) as fh:
         for r in csv.DictReader(fh):
-            if r["lock_ranks"] == "peer":
-                xs = peer.setdefault(r["proto"], [])
-                if r["peer_pairs_s"] not in ("", "nan"):
-                    xs.append(float(r["peer_pairs_s"]))
-            elif r["lock_ranks"] == "1":  # the peer is one process: the rows with a ratio
-                xs = herd.setdefault(r["proto"], [])
-                if r["herd_pairs_s"] not in ("", "nan"):
-                    xs.append(float(r["herd_pairs_s"]))
+            col = "peer_pairs_s" if r["lock_ranks"] == "peer" else "herd_pairs_s"
+            if r["lock_ranks"] in ("peer", "alone", "1") and r[col] not in ("", "nan"):
+                runs.setdefault((r["proto"], r["lock_ranks"]), []).append(float(r[col]))
     for proto, label in (("v3", "NLM (v3)"), ("v4", "NFSv4")):
-        if proto in herd or proto in peer:
+        get = lambda who: runs.get((proto, who), [])
+        if get("alone") or get("peer"):
             yield ("%s, 1 lock rank, vs nfs_lock_peer" % label, "nfs_lock_peer",
-                   herd.get(proto, []), peer.get(proto, []), "pairs/s")
+                   get("alone"), get("peer"), "pairs/s")
+        if get("1") and get("alone"):
+            yield ("%s, 1 lock rank + a monitor rank vs alone" % label, "herd alone",
+                   get("1"), get("alone"), "pairs/s")
 
 
 ALL_COLLECT = {"core_vs_fio": all_core, "nfs_vs_nfscp": all_nfs, "smb_vs_smbclient": all_smb,

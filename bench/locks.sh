@@ -23,8 +23,10 @@
 # (monitor_rank = last, monitor_processes = ganesha.nfsd) whose
 # summary_cpu_mean is the server's CPU during the phase; and the peer,
 # bench/nfs_lock_peer.c (one process, plain libnfs, the calls of one
-# herd grant), on the same server for NFS_SECONDS: herd/peer at 1 rank,
-# target >= NFS_TARGET (0.9). Over NLM the peer also runs holding one more
+# herd grant), on the same server for NFS_SECONDS: herd/peer with herd
+# as one process too (1 lock rank and no monitor rank, row "alone"),
+# target >= NFS_TARGET (0.9); the monitored 1-rank row over the alone
+# row is what the monitor rank costs on the same CPUs. Over NLM the peer also runs holding one more
 # lock (its `anchor` mode, row "peer+held"): the server then keeps the
 # host monitored, so the pairs no longer pay rpc.statd's SM_MON and
 # SM_UNMON each; the two peer rows show what that monitor costs. Needs also nfs-ganesha, rpcbind, nfs-common,
@@ -167,11 +169,15 @@ nfs_cleanup() {
     bench_cleanup
 }
 
-# herd_nfs V N LABEL: one herd run over NFSv V with N lock ranks and a
-# monitor rank; prints "grants_s cpu_mean cpu_max lock_us" or nothing.
+# herd_nfs V N LABEL [alone]: one herd run over NFSv V with N lock ranks
+# and a monitor rank; prints "grants_s cpu_mean cpu_max lock_us" or
+# nothing. alone: no monitor rank (one process per lock rank, as the peer
+# is one process); prints "grants_s nan nan lock_us".
 herd_nfs() {
-    local v=$1 n=$2 job=$WORK/nfs-locks.ini h5=$WORK/nfs-locks.h5
-    local log=$LOGS/herd-nfs-v$1-np$2-$3.log r c
+    local v=$1 n=$2 alone=${4:-} job=$WORK/nfs-locks.ini h5=$WORK/nfs-locks.h5
+    local log=$LOGS/herd-nfs-v$1-np$2${4:+-$4}-$3.log r c np=$(($2 + 1))
+    local monitor=$'monitor_rank = last\nmonitor_processes = ganesha.nfsd'
+    [ -n "$alone" ] && np=$n monitor=
     cat >"$job" <<JOB
 [global]
 backend = libnfs
@@ -185,8 +191,7 @@ op_timeout = 10
 lock_mode = exclusive
 lock_range = whole
 lock_hold = $LOCK_HOLD
-monitor_rank = last
-monitor_processes = ganesha.nfsd
+$monitor
 
 [blocking]
 kind = lock
@@ -194,12 +199,14 @@ lock_wait = blocking
 duration = $NFS_SECONDS
 JOB
     # shellcheck disable=SC2086
-    if ! "$SERVER" exec --state "$NFS_STATE" -- mpirun --oversubscribe -np $((n + 1)) \
+    if ! "$SERVER" exec --state "$NFS_STATE" -- mpirun --oversubscribe -np "$np" \
         $MPIRUN_ARGS "$HERD" run "$job" -o "$h5" --force >"$log" 2>&1; then
         warn "herd over NFSv$v failed (np=$n), see $log"
         return
     fi
-    r=$(U herd "$h5" blocking "$n" 0 2>>"$log") && c=$(U cpu "$h5" blocking 2>>"$log") &&
+    c="nan nan"
+    r=$(U herd "$h5" blocking "$n" 0 2>>"$log") &&
+        { [ -n "$alone" ] || c=$(U cpu "$h5" blocking 2>>"$log"); } &&
         read -r g _ _ _ _ l <<<"$r" && echo "$g $c $l" ||
         warn "herd results unusable (NFSv$v np=$n), see $log"
 }
@@ -215,6 +222,25 @@ peer_nfs() {
     fi
 }
 
+# nfs_peers, nfs_alone: one round's peer runs and herd's 1 lock rank
+# without a monitor rank (one process, as the peer is: the row with the
+# ratio), on nfs_section's v, round, raw and line.
+nfs_peers() {
+    p=$(peer_nfs "$v" "$round")
+    echo "v$v,peer,$round,,,,,$p" >>"$raw"
+    line+=" peer ${p%.*}/s;"
+    if [ "$v" = 3 ]; then # the same with one more lock held: no monitor per pair
+        p=$(peer_nfs "$v" "$round" anchor)
+        echo "v$v,peer-anchor,$round,,,,,$p" >>"$raw"
+        line+=" peer+held ${p%.*}/s;"
+    fi
+}
+nfs_alone() {
+    read -r g cm cx l <<<"$(herd_nfs "$v" 1 "$round" alone)"
+    echo "v$v,alone,$round,${g:-},,,${l:-}," >>"$raw"
+    line+=" alone ${g%.*}/s;"
+}
+
 nfs_section() {
     local v n round res g cm cx l p raw=$OUT/nfs-raw.csv csv=$OUT/nfs-results.csv
     # shellcheck disable=SC2046 # pkg-config's words are separate arguments
@@ -228,19 +254,13 @@ nfs_section() {
     NFS_BASE=$NFS_URL
     say ""
     say "NFS: embedded ganesha (pid $(sed -n 2p "$WORK/nfs-start")), $NFS_URL;" \
-        "$NFS_SECONDS s per run, lock_hold = $LOCK_HOLD, + 1 monitor rank; peer: nfs_lock_peer"
+        "$NFS_SECONDS s per run, lock_hold = $LOCK_HOLD, + 1 monitor rank (but \"alone\"); peer: nfs_lock_peer"
     echo "proto,lock_ranks,round,herd_pairs_s,host_busy,ganesha_cores,lock_us,peer_pairs_s" >"$raw"
     for ((round = 1; round <= REPEAT; round++)); do
         for v in 3 4; do
             local line="round $round NFSv$v:"
-            p=$(peer_nfs "$v" "$round")
-            echo "v$v,peer,$round,,,,,$p" >>"$raw"
-            line+=" peer ${p%.*}/s;"
-            if [ "$v" = 3 ]; then # the same with one more lock held: no monitor per pair
-                p=$(peer_nfs "$v" "$round" anchor)
-                echo "v$v,peer-anchor,$round,,,,,$p" >>"$raw"
-                line+=" peer+held ${p%.*}/s;"
-            fi
+            # the peer and herd alone (the ratio's pair) swap places every round
+            if ((round % 2)); then nfs_peers; nfs_alone; else nfs_alone; nfs_peers; fi
             for n in $NFS_RANKS; do
                 res=$(herd_nfs "$v" "$n" "$round")
                 read -r g cm cx l <<<"$res"
