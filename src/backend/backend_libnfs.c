@@ -19,7 +19,8 @@
  * from the export's root, following links; so a plain open asks O_NOFOLLOW
  * (libnfs 4.0 over NFSv3 then refuses a link at any component, checked on
  * the attributes of each LOOKUP it walks: no race), and every other call
- * first checks each directory component with nfs_lstat64 (a directory, not
+ * first checks the directory components (over NFSv3 by opening the parent
+ * O_NOFOLLOW, one walk; over NFSv4 with nfs_lstat64 each: a directory, not
  * a link) and acts on a leaf it lstat()ed too. What remains: between those
  * checks and the call, which resolves the path again by name, another
  * client can swap a directory for a link (within the export: the server
@@ -521,10 +522,41 @@ static int libnfs_ready(struct libnfs_ctx *c)
     return libnfs_reconnect(c);
 }
 
+/* NFSv3: p's parent opened O_NOFOLLOW, which libnfs 4.0 resolves in one
+ * walk from the export's root, refusing a link at any component (its
+ * LOOKUP attributes), then ACCESS: one RPC a component, where an lstat
+ * of each prefix costs 1 + 2 + ... + n LOOKUPs (each resolves from the
+ * root) and n GETATTRs. Asks read access to the directory: -EACCES from
+ * a component the user may only search (mode 0711) sends the caller to
+ * the lstat walk. A parent that is no directory fails the call that
+ * follows (ENOTDIR from its LOOKUP). */
+static int libnfs_dirs_walk(struct libnfs_ctx *c, const char *p)
+{
+    char dir[LIBNFS_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", p);
+    char *leaf = strrchr(dir, '/');
+    if (!leaf || leaf == dir)
+        return 0; /* in the export's root: no directory to check */
+    *leaf = '\0';
+    struct nfsfh *fh = NULL;
+    int rc = nfs_open2(c->nfs, dir, O_RDONLY | O_NOFOLLOW, 0, &fh);
+    if (rc < 0)
+        return libnfs_errno(c, rc);
+    nfs_close(c->nfs, fh); /* read-only, nothing to commit: no RPC */
+    return 0;
+}
+
 /* Every directory component of p (export-absolute) is a directory, not a
- * link (nfs_lstat64 each: libnfs would follow a link there). */
+ * link: over NFSv3 by one O_NOFOLLOW walk (libnfs_dirs_walk), else (and
+ * where that walk may not read a directory) nfs_lstat64 each: libnfs
+ * would follow a link there. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
+    if (!c->v4) {
+        int rc = libnfs_dirs_walk(c, p);
+        if (rc != -EACCES)
+            return rc;
+    }
     char dir[LIBNFS_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", p);
     for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
@@ -563,12 +595,14 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     if (flags & BACKEND_DIRECT)
         oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
     int rc;
-    if (c->v4 || (flags & BACKEND_CREATE)) {
+    bool excl = (flags & BACKEND_CREATE) && (flags & BACKEND_EXCL);
+    /* NFSv3 without O_EXCL: the O_NOFOLLOW open's walk checks the
+     * directories (ENOENT: it met no link on the way to the leaf). */
+    if (c->v4 || excl) {
         rc = libnfs_dirs_ok(c, p);
         if (rc < 0)
             return rc;
     }
-    bool excl = (flags & BACKEND_CREATE) && (flags & BACKEND_EXCL);
     if (!excl) {
         rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
         rc = rc < 0 ? libnfs_errno(c, rc) : 0;

@@ -18,8 +18,9 @@ c. A race: a thread swaps the fileset directory for a link to the canary
 d. (a) and (b) run by an unprivileged user (nobody) owning the target, with a
    canary that user could write.
 e. Over libnfs against the embedded ganesha server: a data file and the
-   fileset directory planted as links inside the export: ELOOP counted, the
-   canary in the export untouched.
+   fileset directory planted as links inside the export, over NFSv3 and
+   NFSv4 (whose directory checks differ): ELOOP counted, the canary in the
+   export untouched.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_safety.py
 """
@@ -345,7 +346,11 @@ def has_libnfs(herd_bin):
     return "libnfs" in keys.stdout
 
 
-def test_planted_links_over_libnfs(herd_bin, tmp_path):
+# data: write and read phases (the open path); meta: create, stat, unlink
+# and rmdir, which check the directories first (NFSv3 and NFSv4 each their
+# own way). libnfs 4.0 cannot WRITE over NFSv4: no data case there.
+@pytest.mark.parametrize("version,work", [(3, "data"), (3, "meta"), (4, "meta")])
+def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
     try:
         import test_nfs
     except Exception as e:  # noqa: BLE001 - its own skip logic lives there
@@ -366,12 +371,13 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path):
             return p.stdout
 
         # In the export: a canary tree, a run directory whose data file is a
-        # link to the canary, another whose fileset directory is a link to it.
+        # link to the canary, another whose fileset directory is a link to it
+        # (relative links: libnfs resolves them inside the export).
         sh('cd "$1" && mkdir -p outside/sub herd-nfs-a/fs herd-nfs-b && '
            f'for f in canary r000000.dat r000001.dat sub/keep; do '
            f'printf "{CANARY.decode().strip()}" > outside/$f; chmod 666 outside/$f; done && '
            'ln -s ../../outside/r000000.dat herd-nfs-a/fs/r000000.dat && '
-           'ln -s "$1/outside" herd-nfs-b/fs')
+           'ln -s ../outside herd-nfs-b/fs')  # relative: libnfs could follow it
         listing = 'cd "$1" && find outside -exec sh -c \'for p; do if [ -L "$p" ]; then ' \
                   'echo "$p -> $(readlink "$p")"; elif [ -f "$p" ]; then ' \
                   'echo "$p $(sha256sum < "$p")"; else echo "$p/"; fi; done\' sh {} + | sort'
@@ -380,18 +386,25 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path):
             for keep in ("yes", "no"):
                 gl = {"backend": "libnfs", "target": s.url, "run_id": run_id, "keep": keep,
                       "fileset": "fs", "file_size": "64K", "block_size": "16K",
-                      "op_timeout": 10}
+                      "op_timeout": 10, "nfs_version": version}
                 phases = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"})]
+                ranks = (0,) if run_id == "nfs-a" else (0, 1)
+                if work == "meta":
+                    gl.update({"file_size": 0, "fsync": "no", "dirs": 1, "files": 4})
+                    # no rmdir: a directory made through a link would stay to be seen
+                    phases = [("w", {"kind": "meta", "meta_ops": "create,stat,unlink"})]
+                    ranks = () if run_id == "nfs-a" else (0, 1)  # no f* name is a link
                 job = write_job(tmp_path / f"{run_id}-{keep}.ini", gl, phases)
                 out = tmp_path / f"{run_id}-{keep}.h5"
                 proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
                 assert sh(listing) == before, f"{run_id} keep={keep}: canary changed\n" + \
                     describe(proc)
-                assert proc.returncode == 3, describe(proc)
+                assert proc.returncode == (3 if ranks else 0), describe(proc)
                 w = errors_of(load_results(out), "w")
-                ranks = (0,) if run_id == "nfs-a" else (0, 1)
                 for rank in ranks:
                     assert w.get((rank, "open", "ELOOP"), 0) >= 1, f"{run_id} {keep}: {w}"
+                    if work == "meta":  # the rank's directories: the directory check's
+                        assert w.get((rank, "mkdir", "ELOOP"), 0) >= 1, f"{run_id} {keep}: {w}"
         sh('cd "$1" && test -L herd-nfs-a/fs/r000000.dat && test -L herd-nfs-b/fs')
     finally:
         s.stop(check=False)
