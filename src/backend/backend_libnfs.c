@@ -124,6 +124,7 @@ void libnfs_drop(struct libnfs_ctx *c)
 {
     if (!c->nfs)
         return;
+    libnfs_dirs_forget(c, NULL); /* frees the handles: no RPC */
     if (c->broken) {
         int fd = nfs_get_fd(c->nfs);
         if (fd >= 0)
@@ -574,47 +575,66 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
     return 0;
 }
 
-/* The leaf's lstat, its directories checked first. */
+/* The leaf's lstat: over NFSv3 a LOOKUP in its parent's kept handle;
+ * else its directories checked first. */
 static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
 {
-    int rc = libnfs_dirs_ok(c, p);
+    int rc;
+    if (!c->v4 && (rc = libnfs_dir_lstat(c, p, st)) != LIBNFS_DIR_BY_PATH)
+        return rc;
+    rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
         return rc;
     rc = nfs_lstat64(c->nfs, p, st);
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 }
 
-/* One attempt at open. Without BACKEND_CREATE: O_NOFOLLOW (over NFSv4,
- * whose open checks only the last component, the directories first).
- * With it: open O_NOFOLLOW what exists (not under BACKEND_EXCL), else
- * create GUARDED in checked directories; a file another rank created in
- * between (EEXIST) is then opened O_NOFOLLOW. */
-static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct nfsfh **fh)
+static int libnfs_open_nofollow(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+{
+    int rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
+    return rc < 0 ? libnfs_errno(c, rc) : 0;
+}
+
+/* One attempt at open: O_NOFOLLOW (over NFSv4, whose open checks only
+ * the last component, the directories first). With BACKEND_CREATE the
+ * file is first created new, GUARDED (never an existing name), and then
+ * opened O_NOFOLLOW; an existing name (EEXIST, not under BACKEND_EXCL) is
+ * opened O_NOFOLLOW too. Over NFSv3 the CREATE goes to the parent's kept
+ * handle (libnfs_dirs.c), else (NFSv4, a parent the user may not read)
+ * by name, after the directories' check. */
+static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
     int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
     if (flags & BACKEND_DIRECT)
         oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
-    int rc;
-    bool excl = (flags & BACKEND_CREATE) && (flags & BACKEND_EXCL);
-    /* NFSv3 without O_EXCL: the O_NOFOLLOW open's walk checks the
-     * directories (ENOENT: it met no link on the way to the leaf). */
-    if (c->v4 || excl) {
+    bool create = flags & BACKEND_CREATE, excl = create && (flags & BACKEND_EXCL);
+    struct nfsfh **fh = &f->fh;
+    f->oflags = oflags;
+    int rc = 0;
+    if (!c->v4 && create) {
+        rc = libnfs_dir_create(c, p);
+        f->unopened = rc == 0 && !c->lock_phase; /* opened on first use */
+        if (f->unopened)
+            return 0;
+        if (rc == 0 || (rc == -EEXIST && !excl))
+            return libnfs_open_nofollow(c, p, oflags, fh);
+        if (rc != LIBNFS_DIR_BY_PATH)
+            return rc;
+    }
+    if (c->v4 || rc == LIBNFS_DIR_BY_PATH) {
         rc = libnfs_dirs_ok(c, p);
         if (rc < 0)
             return rc;
     }
     if (!excl) {
-        rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
-        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
-        if (rc != -ENOENT || !(flags & BACKEND_CREATE))
+        rc = libnfs_open_nofollow(c, p, oflags, fh);
+        if (rc != -ENOENT || !create)
             return rc;
     }
     rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, fh);
     rc = rc < 0 ? libnfs_errno(c, rc) : 0;
-    if (rc == -EEXIST && !excl) {
-        rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
-        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
-    }
+    if (rc == -EEXIST && !excl)
+        rc = libnfs_open_nofollow(c, p, oflags, fh);
     return rc;
 }
 
@@ -625,27 +645,27 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     int rc = libnfs_begin(c, path, p, sizeof p);
     if (rc < 0)
         return rc;
-    struct backend_file *bf = malloc(sizeof *bf);
+    struct backend_file *bf = calloc(1, sizeof *bf);
     if (!bf)
         return -ENOMEM;
-    rc = libnfs_open_once(c, p, flags, &bf->fh);
+    snprintf(bf->path, sizeof bf->path, "%s", p);
+    rc = libnfs_open_once(c, p, flags, bf);
     if (rc == -ECONNRESET && libnfs_reconnect(c) == 0) {
         /* The connection died since the last call: one retry on a new one. */
-        rc = libnfs_open_once(c, p, flags, &bf->fh);
+        rc = libnfs_open_once(c, p, flags, bf);
     }
     if (rc < 0) {
         free(bf);
         return rc;
     }
-    bf->lk = NULL;
     bf->stream = stream_new(c->inflight);
     if (!bf->stream) {
-        nfs_close(c->nfs, bf->fh);
+        if (bf->fh)
+            nfs_close(c->nfs, bf->fh);
         free(bf);
         return -ENOMEM;
     }
     bf->own_ctx = c->lock_phase && c->v4;
-    snprintf(bf->path, sizeof bf->path, "%s", p);
     if (c->lock_phase && c->v4) {
         /* The file is made (or found) and checked: now its own context. */
         nfs_close(c->nfs, bf->fh);
@@ -691,12 +711,26 @@ static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const
         libnfs_note(f->lk ? f->lk : top, why);
 }
 
+/* f opened, if it was created unopened (backend_file): 0 or the open's
+ * -errno, each time asked. */
+static int libnfs_file_ready(struct libnfs_ctx *c, struct backend_file *f)
+{
+    if (f->unopened) {
+        f->unopened = false;
+        f->open_rc = c->broken ? -ENOTCONN : libnfs_open_nofollow(c, f->path, f->oflags, &f->fh);
+    }
+    return f->open_rc;
+}
+
 /* A read into rbuf (lend set: or lent, stream_pread_lend), or (rbuf NULL)
  * a write of wbuf, through f's stream on the context the file lives on. */
 static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
                                size_t len, uint64_t offset, const void **lend)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    int ready = libnfs_file_ready(c, f);
+    if (ready < 0)
+        return ready;
     if (c->broken || !f->fh)
         return -ENOTCONN;
     const char *why;
@@ -755,8 +789,8 @@ static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len,
                                   uint64_t **note)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
-    if (c->broken || !f->fh)
-        return NULL;
+    if (libnfs_file_ready(c, f) < 0 || c->broken || !f->fh)
+        return NULL; /* the pwrite that follows says why */
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
     return stream_write_buffer(f->stream, &io, len, want, note); /* never waits: no why */
@@ -779,6 +813,9 @@ int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
 static int libnfs_fsync(void *ctx, struct backend_file *f)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    int ready = libnfs_file_ready(c, f);
+    if (ready < 0)
+        return ready;
     if (c->broken || !f->fh)
         return -ENOTCONN;
     int rc = libnfs_drain(ctx, f);
@@ -811,7 +848,7 @@ static int libnfs_close(void *ctx, struct backend_file *f)
     }
     /* On a broken connection the handle belongs to a dead context: only
      * free our side. */
-    if (!c->broken && c->nfs) {
+    if (!c->broken && c->nfs && f->fh) { /* none: created, never opened */
         int closed = nfs_close(c->nfs, f->fh);
         if (closed < 0 && rc == 0)
             rc = libnfs_errno(c, closed);
@@ -845,13 +882,17 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     return 0;
 }
 
-/* The path-only calls share their shape: check, (re)connect, check the
- * directories (and the leaf's type), call, map. */
-#define LIBNFS_PATH_CALL(leaf_check, call)                                                         \
+/* The path-only calls share their shape: check, (re)connect; over NFSv3
+ * the call on the parent's kept handle (by_handle, libnfs_dirs.c) unless
+ * it says LIBNFS_DIR_BY_PATH; else check the directories (and the leaf's
+ * type), call by name, map. */
+#define LIBNFS_PATH_CALL(by_handle, leaf_check, call)                                              \
     struct libnfs_ctx *c = ctx;                                                                    \
     char p[LIBNFS_PATH_MAX];                                                                       \
     int rc = libnfs_begin(c, path, p, sizeof p);                                                   \
     if (rc < 0)                                                                                    \
+        return rc;                                                                                 \
+    if (!c->v4 && (rc = (by_handle)) != LIBNFS_DIR_BY_PATH)                                        \
         return rc;                                                                                 \
     rc = (leaf_check);                                                                             \
     if (rc < 0)                                                                                    \
@@ -859,29 +900,21 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     rc = (call);                                                                                   \
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 
-/* The leaf may be removed (unlink) only when it is a regular file: never
- * a planted link (-ELOOP), never a directory (-EISDIR). */
-static int libnfs_file_leaf(struct libnfs_ctx *c, const char *p)
+int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only)
 {
-    struct nfs_stat_64 st;
-    int rc = libnfs_leaf(c, p, &st);
-    if (rc < 0)
-        return rc;
-    if (S_ISLNK(st.nfs_mode))
+    if (S_ISLNK(st->nfs_mode))
         return -ELOOP;
-    if (S_ISDIR(st.nfs_mode))
+    if (file_only && S_ISDIR(st->nfs_mode))
         return -EISDIR;
-    return S_ISREG(st.nfs_mode) ? 0 : -EPERM;
+    return file_only && !S_ISREG(st->nfs_mode) ? -EPERM : 0;
 }
 
-/* rmdir and rename's source: anything but a link. */
-static int libnfs_nolink_leaf(struct libnfs_ctx *c, const char *p)
+/* The leaf's lstat and libnfs_leaf_refused. */
+static int libnfs_leaf_ok(struct libnfs_ctx *c, const char *p, bool file_only)
 {
     struct nfs_stat_64 st;
     int rc = libnfs_leaf(c, p, &st);
-    if (rc < 0)
-        return rc;
-    return S_ISLNK(st.nfs_mode) ? -ELOOP : 0;
+    return rc < 0 ? rc : libnfs_leaf_refused(&st, file_only);
 }
 
 /* rename's destination: checked directories, and no link to replace. */
@@ -898,23 +931,41 @@ static int libnfs_dest_leaf(struct libnfs_ctx *c, const char *p)
 
 static int libnfs_rename_check(struct libnfs_ctx *c, const char *from, const char *to)
 {
-    int rc = libnfs_nolink_leaf(c, from);
+    int rc = libnfs_leaf_ok(c, from, false);
     return rc < 0 ? rc : libnfs_dest_leaf(c, to);
+}
+
+/* A directory removed by name: its kept handle (if any) goes too. */
+static int libnfs_rmdir_forget(struct libnfs_ctx *c, const char *p, int rc)
+{
+    if (rc == 0)
+        libnfs_dirs_forget(c, p);
+    return rc;
+}
+
+/* rename goes by name: the kept handles at or below either name go
+ * first (a renamed directory is walked again under its new name). */
+static int libnfs_rename_forget(struct libnfs_ctx *c, const char *from, const char *to)
+{
+    libnfs_dirs_forget(c, from);
+    libnfs_dirs_forget(c, to);
+    return LIBNFS_DIR_BY_PATH;
 }
 
 static int libnfs_unlink(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(libnfs_file_leaf(c, p), nfs_unlink(c->nfs, p))
+    LIBNFS_PATH_CALL(libnfs_dir_unlink(c, p), libnfs_leaf_ok(c, p, true), nfs_unlink(c->nfs, p))
 }
 
 static int libnfs_mkdir(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(libnfs_dirs_ok(c, p), nfs_mkdir2(c->nfs, p, 0755))
+    LIBNFS_PATH_CALL(libnfs_dir_mkdir(c, p), libnfs_dirs_ok(c, p), nfs_mkdir2(c->nfs, p, 0755))
 }
 
 static int libnfs_rmdir(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(libnfs_nolink_leaf(c, p), nfs_rmdir(c->nfs, p))
+    LIBNFS_PATH_CALL(libnfs_dir_rmdir(c, p), libnfs_leaf_ok(c, p, false),
+                     libnfs_rmdir_forget(c, p, nfs_rmdir(c->nfs, p)))
 }
 
 static int libnfs_rename(void *ctx, const char *from, const char *to)
@@ -924,7 +975,8 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
     if (qrc < 0)
         return qrc;
     const char *path = from;
-    LIBNFS_PATH_CALL(libnfs_rename_check(c, p, q), nfs_rename(c->nfs, p, q))
+    LIBNFS_PATH_CALL(libnfs_rename_forget(c, p, q), libnfs_rename_check(c, p, q),
+                     nfs_rename(c->nfs, p, q))
 }
 
 static const char *libnfs_status(void *ctx)

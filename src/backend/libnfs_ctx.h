@@ -27,6 +27,15 @@ struct nfs_fh {
 #define LIBNFS_DEFAULT_XFER (1u << 20)
 #define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
 
+/* An NFSv3 directory kept open by handle (libnfs_dirs.c): path is
+ * export-absolute ("" for the export's root); fh NULL: empty. */
+#define LIBNFS_DIRS 4
+struct libnfs_dir {
+    char path[LIBNFS_PATH_MAX];
+    struct nfsfh *fh;
+    uint64_t used;
+};
+
 struct libnfs_ctx {
     struct nfs_context *nfs;
     char target[JOB_PATH_MAX];
@@ -44,6 +53,8 @@ struct libnfs_ctx {
     struct nlm_client *nlm; /* NFSv3 locks: made on the first one */
     unsigned lock_ctxs;     /* NFSv4 lock contexts made (their client names) */
     char status[64];        /* the protocol's name of the last failure, or "" */
+    struct libnfs_dir dirs[LIBNFS_DIRS]; /* NFSv3: parents held by handle */
+    uint64_t dir_tick;
 };
 
 /* lk: NFSv4, opened during a lock phase: the file's own context (path:
@@ -56,6 +67,12 @@ struct backend_file {
     bool lk_owner;             /* lk's lock owner is established (its first LOCK granted) */
     struct nfs_stream *stream; /* its READs and WRITEs in flight */
     char path[LIBNFS_PATH_MAX];
+    /* Made by a CREATE on its parent's handle outside a lock phase: fh is
+     * opened (O_NOFOLLOW, oflags) on the first read, write or fsync, so a
+     * file created and closed costs the CREATE alone; open_rc: that
+     * open's result, kept for the calls after it. */
+    bool unopened;
+    int oflags, open_rc;
 };
 
 /* Shared by the backend's files (backend_libnfs.c). */
@@ -85,6 +102,29 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
  * -errno of the wait. */
 int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
+
+/* Why a leaf of these attributes may not be removed or moved: -ELOOP for
+ * a link (never followed, never removed), and with file_only (unlink)
+ * -EISDIR for a directory, -EPERM for anything but a regular file; 0. */
+int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only);
+
+/* libnfs_dirs.c: NFSv3 calls on p's leaf sent to the handle of p's
+ * parent, which is opened O_NOFOLLOW once (no link at any component) and
+ * kept. Each: 0, -errno, or LIBNFS_DIR_BY_PATH when the parent could not
+ * be opened for reading (a directory the user may only search): then the
+ * caller checks the path and calls by name. lstat: the leaf's attributes
+ * (a link's own); create: a new regular file, GUARDED (-EEXIST for any
+ * name that exists), 0644, not opened; unlink: a regular file only
+ * (-ELOOP, -EISDIR, -EPERM); rmdir: never a link (-ELOOP). */
+#define LIBNFS_DIR_BY_PATH 1
+int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st);
+int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
+int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
+int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);
+int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
+/* Close the kept directories at dir or below it (NULL: all): before a
+ * rename moves them, and before the context goes. */
+void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);
 
 /* libnfs_lock.c */
 

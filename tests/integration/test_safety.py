@@ -20,7 +20,9 @@ d. (a) and (b) run by an unprivileged user (nobody) owning the target, with a
 e. Over libnfs against the embedded ganesha server: a data file and the
    fileset directory planted as links inside the export, over NFSv3 and
    NFSv4 (whose directory checks differ): ELOOP counted, the canary in the
-   export untouched.
+   export untouched; and over NFSv3, where herd keeps its directories open
+   by handle, the fileset directory swapped for a link again and again
+   during the run: the canary untouched.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_safety.py
 """
@@ -39,8 +41,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (describe, herd_run, load_results, mpi_env, mpirun_args, run_cmd,
-                      write_job)
+from conftest import (Background, describe, herd_run, load_results, mpi_env, mpirun_args,
+                      run_cmd, write_job)
 
 CANARY = b"canary: herd must never touch this\n"
 
@@ -346,11 +348,14 @@ def has_libnfs(herd_bin):
     return "libnfs" in keys.stdout
 
 
-# data: write and read phases (the open path); meta: create, stat, unlink
-# and rmdir, which check the directories first (NFSv3 and NFSv4 each their
-# own way). libnfs 4.0 cannot WRITE over NFSv4: no data case there.
-@pytest.mark.parametrize("version,work", [(3, "data"), (3, "meta"), (4, "meta")])
-def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
+@contextlib.contextmanager
+def libnfs_export(herd_bin, tmp_path, extra=""):
+    """The embedded NFS server on an xfs export, for the libnfs cases (skipped
+    where it cannot run), with a canary tree `outside` in the export (files
+    canary, r000000.dat, r000001.dat, sub/keep) and then the shell script
+    extra run in the export. Yields (server, sh, listing): sh(script) runs a
+    script on the server's file system with $1 the export and returns its
+    output; listing() lists the canary tree (links, files' digests)."""
     try:
         import test_nfs
     except Exception as e:  # noqa: BLE001 - its own skip logic lives there
@@ -370,18 +375,36 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
             assert p.returncode == 0, f"{script}: {p.stderr}"
             return p.stdout
 
-        # In the export: a canary tree, a run directory whose data file is a
-        # link to the canary, another whose fileset directory is a link to it
-        # (relative links: libnfs resolves them inside the export).
-        sh('cd "$1" && mkdir -p outside/sub herd-nfs-a/fs herd-nfs-b && '
+        sh('cd "$1" && mkdir -p outside/sub && '
            f'for f in canary r000000.dat r000001.dat sub/keep; do '
-           f'printf "{CANARY.decode().strip()}" > outside/$f; chmod 666 outside/$f; done && '
-           'ln -s ../../outside/r000000.dat herd-nfs-a/fs/r000000.dat && '
-           'ln -s ../outside herd-nfs-b/fs')  # relative: libnfs could follow it
-        listing = 'cd "$1" && find outside -exec sh -c \'for p; do if [ -L "$p" ]; then ' \
-                  'echo "$p -> $(readlink "$p")"; elif [ -f "$p" ]; then ' \
-                  'echo "$p $(sha256sum < "$p")"; else echo "$p/"; fi; done\' sh {} + | sort'
-        before = sh(listing)
+           f'printf "{CANARY.decode().strip()}" > outside/$f; chmod 666 outside/$f; done' +
+           (f" && {extra}" if extra else ""))
+
+        def listing():
+            return sh('cd "$1" && find outside -exec sh -c \'for p; do if [ -L "$p" ]; then '
+                      'echo "$p -> $(readlink "$p")"; elif [ -f "$p" ]; then '
+                      'echo "$p $(sha256sum < "$p")"; else echo "$p/"; fi; done\' sh {} + | sort')
+
+        yield s, sh, listing
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+
+
+# data: write and read phases (the open path); meta: create, stat, unlink
+# and rmdir, which check the directories first (NFSv3 and NFSv4 each their
+# own way). libnfs 4.0 cannot WRITE over NFSv4: no data case there.
+@pytest.mark.parametrize("version,work", [(3, "data"), (3, "meta"), (4, "meta")])
+def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
+    # In the export: a run directory whose data file is a link to the
+    # canary, another whose fileset directory is a link to it (relative
+    # links: libnfs resolves them inside the export, so it could follow them).
+    with libnfs_export(herd_bin, tmp_path,
+                       'mkdir -p herd-nfs-a/fs herd-nfs-b && '
+                       'ln -s ../../outside/r000000.dat herd-nfs-a/fs/r000000.dat && '
+                       'ln -s ../outside herd-nfs-b/fs') as (s, sh, listing):
+        import test_nfs  # libnfs_export skipped the test where it cannot
+        before = listing()
         for run_id in ("nfs-a", "nfs-b"):
             for keep in ("yes", "no"):
                 gl = {"backend": "libnfs", "target": s.url, "run_id": run_id, "keep": keep,
@@ -397,7 +420,7 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
                 job = write_job(tmp_path / f"{run_id}-{keep}.ini", gl, phases)
                 out = tmp_path / f"{run_id}-{keep}.h5"
                 proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
-                assert sh(listing) == before, f"{run_id} keep={keep}: canary changed\n" + \
+                assert listing() == before, f"{run_id} keep={keep}: canary changed\n" + \
                     describe(proc)
                 assert proc.returncode == (3 if ranks else 0), describe(proc)
                 w = errors_of(load_results(out), "w")
@@ -406,9 +429,51 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
                     if work == "meta":  # the rank's directories: the directory check's
                         assert w.get((rank, "mkdir", "ELOOP"), 0) >= 1, f"{run_id} {keep}: {w}"
         sh('cd "$1" && test -L herd-nfs-a/fs/r000000.dat && test -L herd-nfs-b/fs')
-    finally:
-        s.stop(check=False)
-    s.assert_clean()
+
+
+# Over NFSv3 herd keeps its directories open by handle (libnfs_dirs.c): the
+# fileset directory swapped for a link to the canary tree, again and again
+# while the ranks write, make and remove files, must lead nowhere but into
+# the directory itself (calls on a kept handle) or to ELOOP (opens by name).
+def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path):
+    with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-c/fs') as (s, sh, listing):
+        import test_nfs  # libnfs_export skipped the test where it cannot
+        export = test_nfs.export_dir(s)
+        before = listing()
+        swap = ('cd "$1/herd-nfs-c"; n=0; touch ../started; while [ ! -e ../stop ]; do '
+                'mv fs fs.aside && ln -s ../outside fs && sleep 0.02; rm fs && mv fs.aside fs; '
+                'n=$((n + 1)); sleep 0.02; done; echo "$n" > ../swaps')
+        gl = {"backend": "libnfs", "target": s.url, "run_id": "nfs-c", "keep": "no",
+              "fileset": "fs", "file_size": "4K", "block_size": "4K", "op_timeout": 10}
+        phases = [("w", {"kind": "write", "iterations": 1000}),
+                  ("m", {"kind": "meta", "dirs": 4, "files": 400}),
+                  ("w2", {"kind": "write", "iterations": 1000})]
+        job = write_job(tmp_path / "swap.ini", gl, phases)
+        out = tmp_path / "swap.h5"
+        with Background(["bash", test_nfs.SCRIPT, "exec", "--state", s.state, "--server-fs",
+                         "--", "sh", "-c", swap, "sh", export]) as swapper:
+            deadline = time.monotonic() + 30
+            while sh('test -e "$1/started" && echo yes || :').strip() != "yes":
+                assert time.monotonic() < deadline and swapper.proc.poll() is None, \
+                    "the swapper never started"
+                time.sleep(0.1)
+            proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
+            sh('touch "$1/stop"')
+            swapper.proc.wait(timeout=30)
+        assert listing() == before, "the canary tree changed\n" + describe(proc)
+        swaps = int(sh('cat "$1/swaps"'))
+        assert swaps >= 20, f"only {swaps} swaps: the race was not run"
+        assert proc.returncode in (0, 3), describe(proc)
+        res = load_results(out)
+        met = {}
+        for ph in res.phase_names:
+            for (_, _, name), v in errors_of(res, ph).items():
+                met[name] = met.get(name, 0) + v
+        print(f"\nswaps {swaps}; errors met: {met}; exit {proc.returncode}")
+        # A call on a kept handle does not see the swap at all; an open by
+        # name (or a directory's first walk) meets the link (ELOOP) or the
+        # empty slot (ENOENT, ENOTDIR); nothing else may fail.
+        assert set(met) <= {"ELOOP", "ENOENT", "ENOTDIR"}, met
 
 
 # ---------------------------------------------------------------- connection errors

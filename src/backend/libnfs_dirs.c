@@ -1,0 +1,289 @@
+/* libnfs_dirs.c — NFSv3 calls on a name in a directory held by its file
+ * handle (libnfs_ctx.h: libnfs_dir_*), as the POSIX backend's *at() calls
+ * act on a directory descriptor. libnfs resolves every path from the
+ * export's root and follows links; so the parent of a path is opened
+ * once O_NOFOLLOW (libnfs 4.0 walks it then refusing a link at any
+ * component), kept open in a small cache, and the call (LOOKUP, CREATE,
+ * REMOVE, MKDIR, RMDIR) goes to its handle with the leaf's name: one RPC, as a
+ * kernel client that has the directory cached sends, and no path is
+ * resolved by name again, so a directory swapped for a link after the
+ * walk is not followed (the handle names the directory itself). A cached
+ * directory that is gone (NFS3ERR_STALE) is walked again once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "libnfs_ctx.h"
+
+#include <nfsc/libnfs-raw.h>
+
+#include <nfsc/libnfs-raw-nfs.h>
+
+#include "rpcwait.h"
+
+/* The errno of an NFSv3 status (RFC 1813's list; any other: EIO). */
+static int dir_errno(nfsstat3 st)
+{
+    static const struct {
+        nfsstat3 st;
+        int err;
+    } map[] = {
+        {NFS3ERR_PERM, EPERM},
+        {NFS3ERR_NOENT, ENOENT},
+        {NFS3ERR_IO, EIO},
+        {NFS3ERR_NXIO, ENXIO},
+        {NFS3ERR_ACCES, EACCES},
+        {NFS3ERR_EXIST, EEXIST},
+        {NFS3ERR_XDEV, EXDEV},
+        {NFS3ERR_NODEV, ENODEV},
+        {NFS3ERR_NOTDIR, ENOTDIR},
+        {NFS3ERR_ISDIR, EISDIR},
+        {NFS3ERR_INVAL, EINVAL},
+        {NFS3ERR_FBIG, EFBIG},
+        {NFS3ERR_NOSPC, ENOSPC},
+        {NFS3ERR_ROFS, EROFS},
+        {NFS3ERR_MLINK, EMLINK},
+        {NFS3ERR_NAMETOOLONG, ENAMETOOLONG},
+        {NFS3ERR_NOTEMPTY, ENOTEMPTY},
+        {NFS3ERR_DQUOT, EDQUOT},
+        {NFS3ERR_STALE, ESTALE},
+        {NFS3ERR_JUKEBOX, EAGAIN},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].st == st)
+            return map[i].err;
+    return EIO;
+}
+
+/* One call's reply: its status, and a LOOKUP's attributes. */
+struct dir_reply {
+    volatile bool done;
+    int rpc_status; /* RPC_STATUS_*: SUCCESS, the RPC was answered */
+    bool lookup;    /* the reply is a LOOKUP3res */
+    nfsstat3 st;    /* every NFSv3 result begins with its status */
+    bool has_attr;
+    fattr3 attr;
+};
+
+static void dir_replied(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct dir_reply *r = priv;
+    r->rpc_status = status == RPC_STATUS_SUCCESS && !data ? RPC_STATUS_ERROR : status;
+    if (r->rpc_status == RPC_STATUS_SUCCESS) {
+        r->st = *(nfsstat3 *)data;
+        if (r->lookup && r->st == NFS3_OK) {
+            const LOOKUP3resok *ok = &((LOOKUP3res *)data)->LOOKUP3res_u.resok;
+            r->has_attr = ok->obj_attributes.attributes_follow;
+            if (r->has_attr)
+                r->attr = ok->obj_attributes.post_op_attr_u.attributes;
+        }
+    }
+    r->done = true;
+}
+
+/* Wait for r; a failed wait or a failed RPC breaks c (its context is
+ * never serviced again): -ETIMEDOUT for libnfs's own timeout, as for
+ * rpcwait's. 0 or -errno. */
+static int dir_wait(struct libnfs_ctx *c, struct dir_reply *r)
+{
+    const char *why = NULL;
+    int rc = rpcwait(nfs_get_rpc_context(c->nfs), &r->done, c->timeout_ms, &why);
+    if (rc == 0 && r->rpc_status == RPC_STATUS_TIMEOUT)
+        rc = -ETIMEDOUT, why = "RPC_TIMEOUT";
+    else if (rc == 0 && r->rpc_status != RPC_STATUS_SUCCESS)
+        rc = -ECONNRESET, why = "RPC_ERROR";
+    if (rc < 0) {
+        c->broken = true;
+        if (why)
+            libnfs_note(c, why);
+        return rc;
+    }
+    if (r->st != NFS3_OK) {
+        char name[32];
+        snprintf(name, sizeof name, "NFS3ERR %d", (int)r->st);
+        libnfs_note(c, name);
+        return -dir_errno(r->st);
+    }
+    return 0;
+}
+
+void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    for (int i = 0; i < LIBNFS_DIRS; i++) {
+        struct libnfs_dir *d = &c->dirs[i];
+        if (!d->fh ||
+            (dir && (strncmp(d->path, dir, n) != 0 || (d->path[n] != '\0' && d->path[n] != '/'))))
+            continue;
+        if (c->nfs)
+            nfs_close(c->nfs, d->fh); /* read-only: frees, sends nothing */
+        d->fh = NULL;
+    }
+}
+
+/* The cached handle of p's parent, opened O_NOFOLLOW when missing; *leaf:
+ * p's last component. 0, -errno, or LIBNFS_DIR_BY_PATH (EACCES from the
+ * open: a directory the user may search but not read). */
+static int dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **out, const char **leaf)
+{
+    const char *slash = strrchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : 0;
+    *leaf = slash ? slash + 1 : p;
+    if (!slash || n >= sizeof c->dirs[0].path)
+        return -EINVAL; /* libnfs_begin's paths are export-absolute */
+    struct libnfs_dir *hit = NULL, *oldest = &c->dirs[0];
+    for (int i = 0; i < LIBNFS_DIRS && !hit; i++) {
+        struct libnfs_dir *d = &c->dirs[i];
+        if (d->fh && strncmp(d->path, p, n) == 0 && d->path[n] == '\0')
+            hit = d;
+        else if (!d->fh || (oldest->fh && d->used < oldest->used))
+            oldest = d;
+    }
+    if (!hit) {
+        char dir[LIBNFS_PATH_MAX];
+        memcpy(dir, p, n);
+        dir[n] = '\0';
+        struct nfsfh *fh = NULL;
+        int rc = nfs_open2(c->nfs, n ? dir : "/", O_RDONLY | O_NOFOLLOW, 0, &fh);
+        rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+        if (rc < 0)
+            return rc == -EACCES ? LIBNFS_DIR_BY_PATH : rc;
+        hit = oldest;
+        if (hit->fh)
+            nfs_close(c->nfs, hit->fh);
+        memcpy(hit->path, dir, n + 1);
+        hit->fh = fh;
+    }
+    hit->used = ++c->dir_tick;
+    *out = hit;
+    return 0;
+}
+
+enum dir_op { DIR_LOOKUP, DIR_CREATE, DIR_REMOVE, DIR_MKDIR, DIR_RMDIR };
+
+/* Send op on (dir, leaf); 0 or -1 when libnfs could not queue it. */
+static int dir_send(struct libnfs_ctx *c, enum dir_op op, struct libnfs_dir *d, const char *leaf,
+                    struct dir_reply *r)
+{
+    struct nfs_fh *fh = nfs_get_fh(d->fh);
+    diropargs3 where = {.dir = {.data = {.data_len = (u_int)fh->len, .data_val = fh->val}},
+                        .name = (char *)leaf};
+    struct rpc_context *rpc = nfs_get_rpc_context(c->nfs);
+    switch (op) {
+    case DIR_LOOKUP: {
+        LOOKUP3args a = {.what = where};
+        r->lookup = true;
+        return rpc_nfs3_lookup_async(rpc, dir_replied, &a, r);
+    }
+    case DIR_CREATE: { /* GUARDED: never an existing name, a link included */
+        CREATE3args a = {.where = where};
+        a.how.mode = GUARDED;
+        a.how.createhow3_u.g_obj_attributes.mode.set_it = 1;
+        a.how.createhow3_u.g_obj_attributes.mode.set_mode3_u.mode = 0644;
+        return rpc_nfs3_create_async(rpc, dir_replied, &a, r);
+    }
+    case DIR_REMOVE: {
+        REMOVE3args a = {.object = where};
+        return rpc_nfs3_remove_async(rpc, dir_replied, &a, r);
+    }
+    case DIR_MKDIR: {
+        MKDIR3args a = {.where = where};
+        a.attributes.mode.set_it = 1;
+        a.attributes.mode.set_mode3_u.mode = 0755;
+        return rpc_nfs3_mkdir_async(rpc, dir_replied, &a, r);
+    }
+    case DIR_RMDIR: {
+        RMDIR3args a = {.object = where};
+        return rpc_nfs3_rmdir_async(rpc, dir_replied, &a, r);
+    }
+    }
+    return -1;
+}
+
+/* op on p's leaf in its parent's handle; a stale parent is walked again
+ * once. 0 or -errno; r holds the reply. */
+static int dir_call(struct libnfs_ctx *c, enum dir_op op, const char *p, struct dir_reply *r)
+{
+    for (int attempt = 0;; attempt++) {
+        struct libnfs_dir *d;
+        const char *leaf;
+        int rc = dir_get(c, p, &d, &leaf);
+        if (rc != 0)
+            return rc;
+        memset(r, 0, sizeof *r);
+        if (dir_send(c, op, d, leaf, r) != 0)
+            return -ENOMEM;
+        rc = dir_wait(c, r);
+        if (rc != -ESTALE || attempt > 0)
+            return rc;
+        libnfs_dirs_forget(c, d->path);
+    }
+}
+
+int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
+{
+    struct dir_reply r;
+    int rc = dir_call(c, DIR_LOOKUP, p, &r);
+    if (rc != 0)
+        return rc;
+    if (!r.has_attr)
+        return nfs_lstat64(c->nfs, p, st) < 0 ? -EIO : 0; /* a server that sent none */
+    static const mode_t type[] = {
+        [NF3REG] = S_IFREG, [NF3DIR] = S_IFDIR,   [NF3BLK] = S_IFBLK, [NF3CHR] = S_IFCHR,
+        [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK, [NF3FIFO] = S_IFIFO};
+    const fattr3 *a = &r.attr;
+    memset(st, 0, sizeof *st);
+    st->nfs_dev = a->fsid;
+    st->nfs_ino = a->fileid;
+    st->nfs_mode =
+        (a->mode & 07777) | ((unsigned)a->type < sizeof type / sizeof type[0] ? type[a->type] : 0);
+    st->nfs_nlink = a->nlink;
+    st->nfs_uid = a->uid;
+    st->nfs_gid = a->gid;
+    st->nfs_size = a->size;
+    st->nfs_blocks = (a->used + 511) / 512;
+    st->nfs_mtime = a->mtime.seconds;
+    st->nfs_mtime_nsec = a->mtime.nseconds;
+    return 0;
+}
+
+/* op on p's leaf once a LOOKUP shows it may be (libnfs_leaf_refused). */
+static int dir_checked_call(struct libnfs_ctx *c, enum dir_op op, const char *p, bool file_only)
+{
+    struct nfs_stat_64 st;
+    int rc = libnfs_dir_lstat(c, p, &st);
+    if (rc == 0)
+        rc = libnfs_leaf_refused(&st, file_only);
+    if (rc != 0)
+        return rc;
+    struct dir_reply r;
+    return dir_call(c, op, p, &r);
+}
+
+int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p)
+{
+    return dir_checked_call(c, DIR_REMOVE, p, true);
+}
+
+int libnfs_dir_create(struct libnfs_ctx *c, const char *p)
+{
+    struct dir_reply r;
+    return dir_call(c, DIR_CREATE, p, &r);
+}
+
+int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p)
+{
+    struct dir_reply r;
+    return dir_call(c, DIR_MKDIR, p, &r);
+}
+
+int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p)
+{
+    int rc = dir_checked_call(c, DIR_RMDIR, p, false);
+    if (rc == 0)
+        libnfs_dirs_forget(c, p);
+    return rc;
+}
