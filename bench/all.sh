@@ -16,6 +16,9 @@
 #                  (SKIP with the reason when there is no mdtest);
 #                  meta_vs_fio.sh: tmpfs and xfs create/stat/unlink np=1,2
 #                  vs fio's filecreate/filestat/filedelete
+#   libnfs meta    nfs_meta_vs_peer.sh: create/stat/removal over NFSv3 and
+#                  NFSv4 at one rank vs bench/nfs_meta_peer.c (plain
+#                  libnfs calls by path)
 #   lock (libnfs)  locks.sh NFS=only: NLM (v3) and NFSv4 lock/unlock pairs,
 #                  1 lock rank alone (one process, no monitor rank) vs
 #                  bench/nfs_lock_peer.c; and herd with its monitor rank
@@ -37,7 +40,7 @@ ROOT=$(dirname "$HERE")
 QUICK=${QUICK:-1}               # 1: the quick settings below; 0: the scripts' defaults
 FLOOR=${FLOOR:-0.95}            # herd/peer under this: BELOW
 GOAL=${GOAL:-1.0}               # herd/peer at or above this: ok
-SCRIPTS=${SCRIPTS:-"core_vs_fio nfs_vs_nfscp smb_vs_smbclient meta_vs_mdtest meta_vs_fio locks"}
+SCRIPTS=${SCRIPTS:-"core_vs_fio nfs_vs_nfscp smb_vs_smbclient meta_vs_mdtest meta_vs_fio nfs_meta_vs_peer locks"}
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 
@@ -54,7 +57,7 @@ for v in "$FLOOR" "$GOAL"; do
 done
 for s in $SCRIPTS; do
     case $s in
-    core_vs_fio | nfs_vs_nfscp | smb_vs_smbclient | meta_vs_mdtest | meta_vs_fio | locks) ;;
+    core_vs_fio | nfs_vs_nfscp | smb_vs_smbclient | meta_vs_mdtest | meta_vs_fio | nfs_meta_vs_peer | locks) ;;
     *) warn "SCRIPTS: unknown script '$s'"; exit 2 ;;
     esac
 done
@@ -78,6 +81,7 @@ quick() {
     smb_vs_smbclient) printf '%s\n' REPEAT=7 SIZE_MB=256 ;;
     meta_vs_mdtest) printf '%s\n' REPEAT=5 WARMUP=1 FILES=50000 ;;
     meta_vs_fio) printf '%s\n' REPEAT=5 WARMUP=1 FILES=20000 XFS_SIZE=1G ;;
+    nfs_meta_vs_peer) printf '%s\n' REPEAT=5 FILES=2000 ;;
     locks) printf '%s\n' REPEAT=5 NFS_RANKS=1 NFS_SECONDS=2 ;;
     esac
 }

@@ -251,7 +251,8 @@ def cmd_table(raw, out, target):
 
 # What each script measures on herd's side, for the path column.
 ALL_PATHS = {"core_vs_fio": "posix", "nfs_vs_nfscp": "libnfs", "smb_vs_smbclient": "smb",
-             "meta_vs_mdtest": "meta", "meta_vs_fio": "meta", "locks": "lock (libnfs)"}
+             "meta_vs_mdtest": "meta", "meta_vs_fio": "meta", "nfs_meta_vs_peer": "libnfs meta",
+             "locks": "lock (libnfs)"}
 ALL_FIELDS = ["path", "row", "unit", "herd_median", "herd_min", "herd_max", "herd_n",
               "peer", "peer_median", "peer_min", "peer_max", "peer_n", "ratio", "verdict",
               "floor", "goal", "script", "reason"]
@@ -354,7 +355,8 @@ def all_locks(out, part):
 
 
 ALL_COLLECT = {"core_vs_fio": all_core, "nfs_vs_nfscp": all_nfs, "smb_vs_smbclient": all_smb,
-               "meta_vs_mdtest": all_meta, "meta_vs_fio": all_meta, "locks": all_locks}
+               "meta_vs_mdtest": all_meta, "meta_vs_fio": all_meta, "nfs_meta_vs_peer": all_meta,
+               "locks": all_locks}
 
 
 def run_outcome(script, rc, log):
