@@ -90,3 +90,18 @@ bench_tmpfs() {
         { warn "mount of tmpfs on $MNT failed"; exit 2; }
     MOUNTED=1
 }
+
+# bench_meta_steps WHO ARG LABEL CONFIG [TOOL]: one metadata run of WHO
+# (its function WHO_steps ARG LABEL prints "create stat removal" rates,
+# or nothing when it failed): appended to the caller's `line`, and unless
+# LABEL is a warm-up (warmup*) recorded with the caller's `record` as
+# configs "create CONFIG", "stat CONFIG", "removal CONFIG" of TOOL (WHO).
+bench_meta_steps() {
+    local who=$1 arg=$2 label=$3 config=$4 tool=${5:-$1} c s u
+    read -r c s u <<<"$("${who}_steps" "$arg" "$label")"
+    line+=" $who create ${c:-ERR} stat ${s:-ERR} removal ${u:-ERR};"
+    [[ $label == warmup* ]] && return 0
+    record "create $config" "$tool" "$label" "${c:-}"
+    record "stat $config" "$tool" "$label" "${s:-}"
+    record "removal $config" "$tool" "$label" "${u:-}"
+}

@@ -124,14 +124,7 @@ for ((round = 1; round <= WARMUP + REPEAT; round++)); do
     for n in $RANKS; do
         line="round $label np=$n:"
         for who in $order; do
-            read -r c s u <<<"$("${who}_steps" "$n" "$label")"
-            line+=" $who create ${c:-ERR} stat ${s:-ERR} removal ${u:-ERR};"
-            if [[ $label != warmup* ]]; then
-                record "create np=$n" "$who" "$label" "${c:-}"
-                record "stat np=$n" "$who" "$label" "${s:-}"
-                record "removal np=$n" "$who" "$label" "${u:-}"
-            fi
-            unset c s u
+            bench_meta_steps "$who" "$n" "$label" "np=$n"
         done
         say "$line"
     done

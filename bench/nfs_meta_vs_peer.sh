@@ -105,13 +105,9 @@ for ((round = 1; round <= REPEAT; round++)); do
     for v in $VERSIONS; do
         line="round $round NFSv$v:"
         for who in $order; do
-            read -r c s u <<<"$("${who}_steps" "$v" "$round")"
-            line+=" $who create ${c:-ERR} stat ${s:-ERR} removal ${u:-ERR};"
-            [ "$who" = peer ] && who=nfs_meta_peer
-            record "v$v create" "$who" "$round" "${c:-}"
-            record "v$v stat" "$who" "$round" "${s:-}"
-            record "v$v removal" "$who" "$round" "${u:-}"
-            unset c s u
+            tool=$who
+            [ "$who" = peer ] && tool=nfs_meta_peer
+            bench_meta_steps "$who" "$v" "$round" "v$v" "$tool"
         done
         say "$line"
     done
