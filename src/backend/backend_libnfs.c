@@ -548,22 +548,21 @@ static int libnfs_dirs_walk(struct libnfs_ctx *c, const char *p)
 }
 
 /* Every directory component of p (export-absolute) is a directory, not a
- * link: over NFSv3 by one O_NOFOLLOW walk (libnfs_dirs_walk), else (and
- * where that walk may not read a directory) nfs_lstat64 each: libnfs
- * would follow a link there. */
+ * link: over NFSv3 by one O_NOFOLLOW walk (libnfs_dirs_walk), over NFSv4
+ * by one COMPOUND of LOOKUPs (libnfs_dirs_check4); where those may not
+ * read or search a directory (EACCES), nfs_lstat64 each: libnfs would
+ * follow a link there. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
-    if (!c->v4) {
-        int rc = libnfs_dirs_walk(c, p);
-        if (rc != -EACCES)
-            return rc;
-    }
+    int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_walk(c, p);
+    if (rc != -EACCES)
+        return rc;
     char dir[LIBNFS_PATH_MAX];
     snprintf(dir, sizeof dir, "%s", p);
     for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
         struct nfs_stat_64 st;
-        int rc = nfs_lstat64(c->nfs, dir, &st);
+        rc = nfs_lstat64(c->nfs, dir, &st);
         *s = '/';
         if (rc < 0)
             return libnfs_errno(c, rc);
@@ -610,7 +609,7 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     bool create = flags & BACKEND_CREATE, excl = create && (flags & BACKEND_EXCL);
     struct nfsfh **fh = &f->fh;
     f->oflags = oflags;
-    int rc = 0;
+    int rc;
     if (!c->v4 && create) {
         rc = libnfs_dir_create(c, p);
         f->unopened = rc == 0 && !c->lock_phase; /* opened on first use */
@@ -621,16 +620,13 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
         if (rc != LIBNFS_DIR_BY_PATH)
             return rc;
     }
-    if (c->v4 || rc == LIBNFS_DIR_BY_PATH) {
+    if (c->v4 || create) { /* NFSv3: only a create by name (LIBNFS_DIR_BY_PATH) */
         rc = libnfs_dirs_ok(c, p);
         if (rc < 0)
             return rc;
     }
-    if (!excl) {
-        rc = libnfs_open_nofollow(c, p, oflags, fh);
-        if (rc != -ENOENT || !create)
-            return rc;
-    }
+    if (!create)
+        return libnfs_open_nofollow(c, p, oflags, fh);
     rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, fh);
     rc = rc < 0 ? libnfs_errno(c, rc) : 0;
     if (rc == -EEXIST && !excl)

@@ -122,6 +122,10 @@ int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
+/* NFSv4: every directory component of p is a directory, not a link, in
+ * one COMPOUND (PUTROOTFH, a LOOKUP of each component of the export's
+ * path and of p, the leaf's last: its NOENT is no failure); 0 or -errno. */
+int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p);
 /* Close the kept directories at dir or below it (NULL: all): before a
  * rename moves them, and before the context goes. */
 void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);

@@ -8,7 +8,12 @@
  * kernel client that has the directory cached sends, and no path is
  * resolved by name again, so a directory swapped for a link after the
  * walk is not followed (the handle names the directory itself). A cached
- * directory that is gone (NFS3ERR_STALE) is walked again once. */
+ * directory that is gone (NFS3ERR_STALE) is walked again once.
+ *
+ * NFSv4 (libnfs_dirs_check4): libnfs 4.0 resolves a path in one COMPOUND
+ * but follows a link it meets (NFS4ERR_SYMLINK, READLINK, again); the
+ * check sends PUTROOTFH and a LOOKUP of every component itself, so the
+ * server refuses a link at any directory in one round trip. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include <nfsc/libnfs-raw.h>
 
 #include <nfsc/libnfs-raw-nfs.h>
+#include <nfsc/libnfs-raw-nfs4.h>
 
 #include "rpcwait.h"
 
@@ -84,23 +90,31 @@ static void dir_replied(struct rpc_context *rpc, int status, void *data, void *p
     r->done = true;
 }
 
-/* Wait for r; a failed wait or a failed RPC breaks c (its context is
- * never serviced again): -ETIMEDOUT for libnfs's own timeout, as for
- * rpcwait's. 0 or -errno. */
-static int dir_wait(struct libnfs_ctx *c, struct dir_reply *r)
+/* Wait for done; a failed wait or a failed RPC (rpc_status: RPC_STATUS_*)
+ * breaks c (its context is never serviced again): -ETIMEDOUT for
+ * libnfs's own timeout, as for rpcwait's. 0 or -errno. */
+static int dir_rpc_wait(struct libnfs_ctx *c, volatile bool *done, const int *rpc_status)
 {
     const char *why = NULL;
-    int rc = rpcwait(nfs_get_rpc_context(c->nfs), &r->done, c->timeout_ms, &why);
-    if (rc == 0 && r->rpc_status == RPC_STATUS_TIMEOUT)
+    int rc = rpcwait(nfs_get_rpc_context(c->nfs), done, c->timeout_ms, &why);
+    if (rc == 0 && *rpc_status == RPC_STATUS_TIMEOUT)
         rc = -ETIMEDOUT, why = "RPC_TIMEOUT";
-    else if (rc == 0 && r->rpc_status != RPC_STATUS_SUCCESS)
+    else if (rc == 0 && *rpc_status != RPC_STATUS_SUCCESS)
         rc = -ECONNRESET, why = "RPC_ERROR";
     if (rc < 0) {
         c->broken = true;
         if (why)
             libnfs_note(c, why);
-        return rc;
     }
+    return rc;
+}
+
+/* Wait for r (dir_rpc_wait); then its NFSv3 status. 0 or -errno. */
+static int dir_wait(struct libnfs_ctx *c, struct dir_reply *r)
+{
+    int rc = dir_rpc_wait(c, &r->done, &r->rpc_status);
+    if (rc < 0)
+        return rc;
     if (r->st != NFS3_OK) {
         char name[32];
         snprintf(name, sizeof name, "NFS3ERR %d", (int)r->st);
@@ -286,4 +300,85 @@ int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p)
     if (rc == 0)
         libnfs_dirs_forget(c, p);
     return rc;
+}
+
+/* One COMPOUND's reply: its status and how many ops ran. */
+struct dir_reply4 {
+    volatile bool done;
+    int rpc_status;
+    nfsstat4 st;
+    u_int ran;
+};
+
+static void dir_replied4(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct dir_reply4 *r = priv;
+    r->rpc_status = status == RPC_STATUS_SUCCESS && !data ? RPC_STATUS_ERROR : status;
+    if (r->rpc_status == RPC_STATUS_SUCCESS) {
+        const COMPOUND4res *res = data;
+        r->st = res->status;
+        r->ran = res->resarray.resarray_len;
+    }
+    r->done = true;
+}
+
+#define DIRS_CHECK4_OPS 128 /* PUTROOTFH and the LOOKUPs of a path's components */
+
+int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
+{
+    /* The export's path (the URL's, as libnfs mounted it), then p. */
+    const char *host = strstr(c->target, "://");
+    const char *exp = host ? strchr(host + 3, '/') : NULL;
+    char path[JOB_PATH_MAX + LIBNFS_PATH_MAX];
+    int len =
+        snprintf(path, sizeof path, "%.*s%s", exp ? (int)strcspn(exp, "?") : 0, exp ? exp : "", p);
+    if (len < 0 || (size_t)len >= sizeof path)
+        return -ENAMETOOLONG;
+    nfs_argop4 ops[DIRS_CHECK4_OPS];
+    memset(ops, 0, sizeof ops);
+    ops[0].argop = OP_PUTROOTFH;
+    u_int n = 1;
+    for (char *s = strtok(path, "/"); s; s = strtok(NULL, "/")) {
+        if (n == DIRS_CHECK4_OPS)
+            return -ENAMETOOLONG;
+        ops[n].argop = OP_LOOKUP;
+        ops[n].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(s);
+        ops[n].nfs_argop4_u.oplookup.objname.utf8string_val = s;
+        n++;
+    }
+    COMPOUND4args args;
+    memset(&args, 0, sizeof args);
+    args.argarray.argarray_len = n;
+    args.argarray.argarray_val = ops;
+    struct dir_reply4 r = {0};
+    if (rpc_nfs4_compound_async(nfs_get_rpc_context(c->nfs), dir_replied4, &args, &r) != 0)
+        return -ENOMEM;
+    int rc = dir_rpc_wait(c, &r.done, &r.rpc_status);
+    if (rc < 0)
+        return rc;
+    /* The leaf's LOOKUP came last: its NOENT says nothing of the directories. */
+    if (r.st == NFS4_OK || (r.st == NFS4ERR_NOENT && r.ran == n))
+        return 0;
+    static const struct {
+        nfsstat4 st;
+        int err;
+        const char *name;
+    } map[] = {
+        {NFS4ERR_SYMLINK, ELOOP, "NFS4ERR_SYMLINK"},
+        {NFS4ERR_NOTDIR, ENOTDIR, "NFS4ERR_NOTDIR"},
+        {NFS4ERR_NOENT, ENOENT, "NFS4ERR_NOENT"},
+        {NFS4ERR_ACCESS, EACCES, "NFS4ERR_ACCESS"},
+        {NFS4ERR_STALE, ESTALE, "NFS4ERR_STALE"},
+        {NFS4ERR_NAMETOOLONG, ENAMETOOLONG, "NFS4ERR_NAMETOOLONG"},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (map[i].st == r.st) {
+            libnfs_note(c, map[i].name);
+            return -map[i].err;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "NFS4ERR %d", (int)r.st);
+    libnfs_note(c, name);
+    return -EIO;
 }
