@@ -18,15 +18,17 @@
  * symbolic link is followed. libnfs resolves a path component by component
  * from the export's root, following links; so a plain open asks O_NOFOLLOW
  * (libnfs 4.0 over NFSv3 then refuses a link at any component, checked on
- * the attributes of each LOOKUP it walks: no race), and every other call
- * first checks the directory components (over NFSv3 by opening the parent
- * O_NOFOLLOW, one walk; over NFSv4 with nfs_lstat64 each: a directory, not
- * a link) and acts on a leaf it lstat()ed too. What remains: between those
- * checks and the call, which resolves the path again by name, another
- * client can swap a directory for a link (within the export: the server
- * never follows links, so nothing outside the export can be reached). A
- * create asks GUARDED (O_EXCL) so that it never reuses what it did not
- * make, and only then opens the file it made, O_NOFOLLOW.
+ * the attributes of each LOOKUP it walks: no race). Over NFSv3 every other
+ * call goes to the parent directory's file handle, kept from one such
+ * O_NOFOLLOW walk (libnfs_dirs.c), with the leaf's name: no path is
+ * resolved by name again. Over NFSv4 (and for rename) a call first checks
+ * the directory components (one COMPOUND of LOOKUPs; the kept handle) and
+ * acts by name on a leaf it lstat()ed too; what remains there: between
+ * the check and the call another client can swap a directory for a link
+ * (within the export: the server never follows links, so nothing outside
+ * the export can be reached). A create asks GUARDED (O_EXCL) so that it
+ * never reuses what it did not make, and only then opens the file it
+ * made, O_NOFOLLOW.
  *
  * Byte-range locks: libnfs_lock.c. */
 #include <errno.h>
@@ -523,38 +525,14 @@ static int libnfs_ready(struct libnfs_ctx *c)
     return libnfs_reconnect(c);
 }
 
-/* NFSv3: p's parent opened O_NOFOLLOW, which libnfs 4.0 resolves in one
- * walk from the export's root, refusing a link at any component (its
- * LOOKUP attributes), then ACCESS: one RPC a component, where an lstat
- * of each prefix costs 1 + 2 + ... + n LOOKUPs (each resolves from the
- * root) and n GETATTRs. Asks read access to the directory: -EACCES from
- * a component the user may only search (mode 0711) sends the caller to
- * the lstat walk. A parent that is no directory fails the call that
- * follows (ENOTDIR from its LOOKUP). */
-static int libnfs_dirs_walk(struct libnfs_ctx *c, const char *p)
-{
-    char dir[LIBNFS_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", p);
-    char *leaf = strrchr(dir, '/');
-    if (!leaf || leaf == dir)
-        return 0; /* in the export's root: no directory to check */
-    *leaf = '\0';
-    struct nfsfh *fh = NULL;
-    int rc = nfs_open2(c->nfs, dir, O_RDONLY | O_NOFOLLOW, 0, &fh);
-    if (rc < 0)
-        return libnfs_errno(c, rc);
-    nfs_close(c->nfs, fh); /* read-only, nothing to commit: no RPC */
-    return 0;
-}
-
 /* Every directory component of p (export-absolute) is a directory, not a
- * link: over NFSv3 by one O_NOFOLLOW walk (libnfs_dirs_walk), over NFSv4
- * by one COMPOUND of LOOKUPs (libnfs_dirs_check4); where those may not
- * read or search a directory (EACCES), nfs_lstat64 each: libnfs would
- * follow a link there. */
+ * link: over NFSv3 by the parent's kept handle (its O_NOFOLLOW walk,
+ * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs
+ * (libnfs_dirs_check4); where those may not read or search a directory
+ * (EACCES), nfs_lstat64 each: libnfs would follow a link there. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
-    int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_walk(c, p);
+    int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_check3(c, p);
     if (rc != -EACCES)
         return rc;
     char dir[LIBNFS_PATH_MAX];

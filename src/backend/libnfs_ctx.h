@@ -122,6 +122,9 @@ int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
+/* NFSv3: p's parent is kept by handle (walked O_NOFOLLOW when it was not):
+ * 0, -errno, or -EACCES for a parent the user may not read. */
+int libnfs_dirs_check3(struct libnfs_ctx *c, const char *p);
 /* NFSv4: every directory component of p is a directory, not a link, in
  * one COMPOUND (PUTROOTFH, a LOOKUP of each component of the export's
  * path and of p, the leaf's last: its NOENT is no failure); 0 or -errno. */

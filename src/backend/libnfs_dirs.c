@@ -29,48 +29,63 @@
 
 #include "rpcwait.h"
 
-/* The errno of an NFSv3 status (RFC 1813's list; any other: EIO). */
-static int dir_errno(nfsstat3 st)
+/* The errno of an NFSv3 status (RFC 1813's list; any other: EIO), and
+ * its name noted on c (the status op's answer, as libnfs's messages give
+ * it for the calls by path). */
+#define STATUS_ERRNO(st, err)                                                                      \
+    {                                                                                              \
+        st, err, #st                                                                               \
+    }
+static int dir_errno(struct libnfs_ctx *c, nfsstat3 st)
 {
     static const struct {
-        nfsstat3 st;
+        int st;
         int err;
+        const char *name;
     } map[] = {
-        {NFS3ERR_PERM, EPERM},
-        {NFS3ERR_NOENT, ENOENT},
-        {NFS3ERR_IO, EIO},
-        {NFS3ERR_NXIO, ENXIO},
-        {NFS3ERR_ACCES, EACCES},
-        {NFS3ERR_EXIST, EEXIST},
-        {NFS3ERR_XDEV, EXDEV},
-        {NFS3ERR_NODEV, ENODEV},
-        {NFS3ERR_NOTDIR, ENOTDIR},
-        {NFS3ERR_ISDIR, EISDIR},
-        {NFS3ERR_INVAL, EINVAL},
-        {NFS3ERR_FBIG, EFBIG},
-        {NFS3ERR_NOSPC, ENOSPC},
-        {NFS3ERR_ROFS, EROFS},
-        {NFS3ERR_MLINK, EMLINK},
-        {NFS3ERR_NAMETOOLONG, ENAMETOOLONG},
-        {NFS3ERR_NOTEMPTY, ENOTEMPTY},
-        {NFS3ERR_DQUOT, EDQUOT},
-        {NFS3ERR_STALE, ESTALE},
-        {NFS3ERR_JUKEBOX, EAGAIN},
+        STATUS_ERRNO(NFS3ERR_PERM, EPERM),
+        STATUS_ERRNO(NFS3ERR_NOENT, ENOENT),
+        STATUS_ERRNO(NFS3ERR_IO, EIO),
+        STATUS_ERRNO(NFS3ERR_NXIO, ENXIO),
+        STATUS_ERRNO(NFS3ERR_ACCES, EACCES),
+        STATUS_ERRNO(NFS3ERR_EXIST, EEXIST),
+        STATUS_ERRNO(NFS3ERR_XDEV, EXDEV),
+        STATUS_ERRNO(NFS3ERR_NODEV, ENODEV),
+        STATUS_ERRNO(NFS3ERR_NOTDIR, ENOTDIR),
+        STATUS_ERRNO(NFS3ERR_ISDIR, EISDIR),
+        STATUS_ERRNO(NFS3ERR_INVAL, EINVAL),
+        STATUS_ERRNO(NFS3ERR_FBIG, EFBIG),
+        STATUS_ERRNO(NFS3ERR_NOSPC, ENOSPC),
+        STATUS_ERRNO(NFS3ERR_ROFS, EROFS),
+        STATUS_ERRNO(NFS3ERR_MLINK, EMLINK),
+        STATUS_ERRNO(NFS3ERR_NAMETOOLONG, ENAMETOOLONG),
+        STATUS_ERRNO(NFS3ERR_NOTEMPTY, ENOTEMPTY),
+        STATUS_ERRNO(NFS3ERR_DQUOT, EDQUOT),
+        STATUS_ERRNO(NFS3ERR_STALE, ESTALE),
+        STATUS_ERRNO(NFS3ERR_JUKEBOX, EAGAIN),
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (map[i].st == st)
+        if (map[i].st == (int)st) {
+            libnfs_note(c, map[i].name);
             return map[i].err;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "NFS3ERR %d", (int)st);
+    libnfs_note(c, name);
     return EIO;
 }
 
-/* One call's reply: its status, and a LOOKUP's attributes. */
+/* One call's reply: its status, a LOOKUP's attributes, a COMPOUND's
+ * count of the ops that ran. */
 struct dir_reply {
     volatile bool done;
     int rpc_status; /* RPC_STATUS_*: SUCCESS, the RPC was answered */
     bool lookup;    /* the reply is a LOOKUP3res */
-    nfsstat3 st;    /* every NFSv3 result begins with its status */
+    bool compound;  /* the reply is a COMPOUND4res */
+    int st;         /* nfsstat3 or nfsstat4: every result begins with it */
     bool has_attr;
     fattr3 attr;
+    u_int ran;
 };
 
 static void dir_replied(struct rpc_context *rpc, int status, void *data, void *priv)
@@ -79,8 +94,10 @@ static void dir_replied(struct rpc_context *rpc, int status, void *data, void *p
     struct dir_reply *r = priv;
     r->rpc_status = status == RPC_STATUS_SUCCESS && !data ? RPC_STATUS_ERROR : status;
     if (r->rpc_status == RPC_STATUS_SUCCESS) {
-        r->st = *(nfsstat3 *)data;
-        if (r->lookup && r->st == NFS3_OK) {
+        r->st = (int)*(nfsstat3 *)data;
+        if (r->compound) {
+            r->ran = ((COMPOUND4res *)data)->resarray.resarray_len;
+        } else if (r->lookup && r->st == NFS3_OK) {
             const LOOKUP3resok *ok = &((LOOKUP3res *)data)->LOOKUP3res_u.resok;
             r->has_attr = ok->obj_attributes.attributes_follow;
             if (r->has_attr)
@@ -115,13 +132,7 @@ static int dir_wait(struct libnfs_ctx *c, struct dir_reply *r)
     int rc = dir_rpc_wait(c, &r->done, &r->rpc_status);
     if (rc < 0)
         return rc;
-    if (r->st != NFS3_OK) {
-        char name[32];
-        snprintf(name, sizeof name, "NFS3ERR %d", (int)r->st);
-        libnfs_note(c, name);
-        return -dir_errno(r->st);
-    }
-    return 0;
+    return r->st == NFS3_OK ? 0 : -dir_errno(c, (nfsstat3)r->st);
 }
 
 void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir)
@@ -244,7 +255,7 @@ int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st
     if (rc != 0)
         return rc;
     if (!r.has_attr)
-        return nfs_lstat64(c->nfs, p, st) < 0 ? -EIO : 0; /* a server that sent none */
+        return LIBNFS_DIR_BY_PATH; /* a server that sent none: the checked lstat by path */
     static const mode_t type[] = {
         [NF3REG] = S_IFREG, [NF3DIR] = S_IFDIR,   [NF3BLK] = S_IFBLK, [NF3CHR] = S_IFCHR,
         [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK, [NF3FIFO] = S_IFIFO};
@@ -262,6 +273,14 @@ int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st
     st->nfs_mtime = a->mtime.seconds;
     st->nfs_mtime_nsec = a->mtime.nseconds;
     return 0;
+}
+
+int libnfs_dirs_check3(struct libnfs_ctx *c, const char *p)
+{
+    struct libnfs_dir *d;
+    const char *leaf;
+    int rc = dir_get(c, p, &d, &leaf);
+    return rc == LIBNFS_DIR_BY_PATH ? -EACCES : rc;
 }
 
 /* op on p's leaf once a LOOKUP shows it may be (libnfs_leaf_refused). */
@@ -302,27 +321,6 @@ int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p)
     return rc;
 }
 
-/* One COMPOUND's reply: its status and how many ops ran. */
-struct dir_reply4 {
-    volatile bool done;
-    int rpc_status;
-    nfsstat4 st;
-    u_int ran;
-};
-
-static void dir_replied4(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-    (void)rpc;
-    struct dir_reply4 *r = priv;
-    r->rpc_status = status == RPC_STATUS_SUCCESS && !data ? RPC_STATUS_ERROR : status;
-    if (r->rpc_status == RPC_STATUS_SUCCESS) {
-        const COMPOUND4res *res = data;
-        r->st = res->status;
-        r->ran = res->resarray.resarray_len;
-    }
-    r->done = true;
-}
-
 #define DIRS_CHECK4_OPS 128 /* PUTROOTFH and the LOOKUPs of a path's components */
 
 int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
@@ -339,7 +337,8 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
     memset(ops, 0, sizeof ops);
     ops[0].argop = OP_PUTROOTFH;
     u_int n = 1;
-    for (char *s = strtok(path, "/"); s; s = strtok(NULL, "/")) {
+    char *save = NULL;
+    for (char *s = strtok_r(path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
         if (n == DIRS_CHECK4_OPS)
             return -ENAMETOOLONG;
         ops[n].argop = OP_LOOKUP;
@@ -351,8 +350,8 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
     memset(&args, 0, sizeof args);
     args.argarray.argarray_len = n;
     args.argarray.argarray_val = ops;
-    struct dir_reply4 r = {0};
-    if (rpc_nfs4_compound_async(nfs_get_rpc_context(c->nfs), dir_replied4, &args, &r) != 0)
+    struct dir_reply r = {.compound = true};
+    if (rpc_nfs4_compound_async(nfs_get_rpc_context(c->nfs), dir_replied, &args, &r) != 0)
         return -ENOMEM;
     int rc = dir_rpc_wait(c, &r.done, &r.rpc_status);
     if (rc < 0)
@@ -361,16 +360,13 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
     if (r.st == NFS4_OK || (r.st == NFS4ERR_NOENT && r.ran == n))
         return 0;
     static const struct {
-        nfsstat4 st;
+        int st;
         int err;
         const char *name;
     } map[] = {
-        {NFS4ERR_SYMLINK, ELOOP, "NFS4ERR_SYMLINK"},
-        {NFS4ERR_NOTDIR, ENOTDIR, "NFS4ERR_NOTDIR"},
-        {NFS4ERR_NOENT, ENOENT, "NFS4ERR_NOENT"},
-        {NFS4ERR_ACCESS, EACCES, "NFS4ERR_ACCESS"},
-        {NFS4ERR_STALE, ESTALE, "NFS4ERR_STALE"},
-        {NFS4ERR_NAMETOOLONG, ENAMETOOLONG, "NFS4ERR_NAMETOOLONG"},
+        STATUS_ERRNO(NFS4ERR_SYMLINK, ELOOP), STATUS_ERRNO(NFS4ERR_NOTDIR, ENOTDIR),
+        STATUS_ERRNO(NFS4ERR_NOENT, ENOENT),  STATUS_ERRNO(NFS4ERR_ACCESS, EACCES),
+        STATUS_ERRNO(NFS4ERR_STALE, ESTALE),  STATUS_ERRNO(NFS4ERR_NAMETOOLONG, ENAMETOOLONG),
     };
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
         if (map[i].st == r.st) {
