@@ -557,7 +557,7 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
 {
     int rc;
-    if (!c->v4 && (rc = libnfs_dir_lstat(c, p, st)) != LIBNFS_DIR_BY_PATH)
+    if ((rc = libnfs_dir_lstat(c, p, st)) != LIBNFS_DIR_BY_PATH)
         return rc;
     rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
@@ -572,13 +572,40 @@ static int libnfs_open_nofollow(struct libnfs_ctx *c, const char *p, int oflags,
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 }
 
-/* One attempt at open: O_NOFOLLOW (over NFSv4, whose open checks only
- * the last component, the directories first). With BACKEND_CREATE the
- * file is first created new, GUARDED (never an existing name), and then
- * opened O_NOFOLLOW; an existing name (EEXIST, not under BACKEND_EXCL) is
- * opened O_NOFOLLOW too. Over NFSv3 the CREATE goes to the parent's kept
- * handle (libnfs_dirs.c), else (NFSv4, a parent the user may not read)
- * by name, after the directories' check. */
+/* An existing file opened by name O_NOFOLLOW: over NFSv3 libnfs's walk
+ * refuses a link at any component; over NFSv4, whose open checks only
+ * the last one, the directories are checked first. */
+static int libnfs_open_existing(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+{
+    int rc = c->v4 ? libnfs_dirs_ok(c, p) : 0;
+    return rc < 0 ? rc : libnfs_open_nofollow(c, p, oflags, fh);
+}
+
+/* A name that was there when the file was to be created (a fixed
+ * run_id's tree): opened only when it is a regular file, as the POSIX
+ * backend's open; a FIFO or device is never opened (-ENOTSUP), a link
+ * never followed (-ELOOP). */
+static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+{
+    struct nfs_stat_64 st;
+    int rc = libnfs_leaf(c, p, &st);
+    if (rc < 0)
+        return rc;
+    if (!S_ISREG(st.nfs_mode))
+        return S_ISLNK(st.nfs_mode) ? -ELOOP : -ENOTSUP;
+    return libnfs_open_existing(c, p, oflags, fh);
+}
+
+/* One attempt at open (libnfs_open_existing). With BACKEND_CREATE the
+ * file is first created new, never over an existing name: on the
+ * parent's kept handle, over NFSv3 by a CREATE GUARDED (libnfs_dirs.c),
+ * over NFSv4 by herd's own OPEN GUARDED4 (libnfs_open4.c); outside lock
+ * phases it is opened by libnfs only on its first read, write or fsync
+ * (backend_file: unopened). An existing name (EEXIST, not under
+ * BACKEND_EXCL) is opened as any. Where the parent cannot be kept
+ * (LIBNFS_DIR_BY_PATH: a directory the user may not read), and for an
+ * NFSv4 lock phase's files (whose locks need libnfs's own open), the
+ * create goes by name, GUARDED, after the directories' check. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
     int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
@@ -588,27 +615,27 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     struct nfsfh **fh = &f->fh;
     f->oflags = oflags;
     int rc;
-    if (!c->v4 && create) {
-        rc = libnfs_dir_create(c, p);
+    if (!create)
+        return libnfs_open_existing(c, p, oflags, fh);
+    if (!(c->v4 && c->lock_phase)) {
+        rc = c->v4 ? libnfs_open4_create(c, p, oflags, f) : libnfs_dir_create(c, p);
         f->unopened = rc == 0 && !c->lock_phase; /* opened on first use */
         if (f->unopened)
             return 0;
-        if (rc == 0 || (rc == -EEXIST && !excl))
-            return libnfs_open_nofollow(c, p, oflags, fh);
+        if (rc == 0)
+            return libnfs_open_existing(c, p, oflags, fh);
+        if (rc == -EEXIST && !excl)
+            return libnfs_open_found(c, p, oflags, fh);
         if (rc != LIBNFS_DIR_BY_PATH)
             return rc;
     }
-    if (c->v4 || create) { /* NFSv3: only a create by name (LIBNFS_DIR_BY_PATH) */
-        rc = libnfs_dirs_ok(c, p);
-        if (rc < 0)
-            return rc;
-    }
-    if (!create)
-        return libnfs_open_nofollow(c, p, oflags, fh);
+    rc = libnfs_dirs_ok(c, p);
+    if (rc < 0)
+        return rc;
     rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, fh);
     rc = rc < 0 ? libnfs_errno(c, rc) : 0;
     if (rc == -EEXIST && !excl)
-        rc = libnfs_open_nofollow(c, p, oflags, fh);
+        rc = libnfs_open_found(c, p, oflags, fh);
     return rc;
 }
 
@@ -636,6 +663,7 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     if (!bf->stream) {
         if (bf->fh)
             nfs_close(c->nfs, bf->fh);
+        libnfs_open4_close(c, bf);
         free(bf);
         return -ENOMEM;
     }
@@ -691,7 +719,7 @@ static int libnfs_file_ready(struct libnfs_ctx *c, struct backend_file *f)
 {
     if (f->unopened) {
         f->unopened = false;
-        f->open_rc = c->broken ? -ENOTCONN : libnfs_open_nofollow(c, f->path, f->oflags, &f->fh);
+        f->open_rc = c->broken ? -ENOTCONN : libnfs_open_existing(c, f->path, f->oflags, &f->fh);
     }
     return f->open_rc;
 }
@@ -827,6 +855,9 @@ static int libnfs_close(void *ctx, struct backend_file *f)
         if (closed < 0 && rc == 0)
             rc = libnfs_errno(c, closed);
     }
+    int closed = libnfs_open4_close(c, f); /* herd's own open, if the file has one */
+    if (closed < 0 && rc == 0)
+        rc = closed;
     free(f);
     return rc;
 }
@@ -866,7 +897,7 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     int rc = libnfs_begin(c, path, p, sizeof p);                                                   \
     if (rc < 0)                                                                                    \
         return rc;                                                                                 \
-    if (!c->v4 && (rc = (by_handle)) != LIBNFS_DIR_BY_PATH)                                        \
+    if ((rc = (by_handle)) != LIBNFS_DIR_BY_PATH)                                                  \
         return rc;                                                                                 \
     rc = (leaf_check);                                                                             \
     if (rc < 0)                                                                                    \

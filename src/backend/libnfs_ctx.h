@@ -27,13 +27,26 @@ struct nfs_fh {
 #define LIBNFS_DEFAULT_XFER (1u << 20)
 #define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
 
-/* An NFSv3 directory kept open by handle (libnfs_dirs.c): path is
- * export-absolute ("" for the export's root); fh NULL: empty. */
+/* A directory kept by its file handle (libnfs_dirs.c): path is
+ * export-absolute ("" for the export's root); fh_len 0: empty. */
 #define LIBNFS_DIRS 4
+#define LIBNFS_FH_MAX 128 /* NFS4_FHSIZE, the larger of NFSv3's and NFSv4's */
 struct libnfs_dir {
     char path[LIBNFS_PATH_MAX];
-    struct nfsfh *fh;
+    unsigned fh_len;
+    char fh[LIBNFS_FH_MAX];
     uint64_t used;
+};
+
+/* NFSv4: herd's own client and open owner (libnfs_open4.c), for the
+ * files it creates itself; clientid valid once client_ok. */
+struct libnfs_owner4 {
+    bool client_ok;
+    uint64_t clientid;
+    char verifier[8];
+    unsigned id;    /* this context's number in its client name */
+    unsigned owner; /* the open owner's number: a new one after NFS4ERR_BAD_SEQID */
+    uint32_t seqid; /* the open owner's next seqid */
 };
 
 struct libnfs_ctx {
@@ -53,8 +66,9 @@ struct libnfs_ctx {
     struct nlm_client *nlm; /* NFSv3 locks: made on the first one */
     unsigned lock_ctxs;     /* NFSv4 lock contexts made (their client names) */
     char status[64];        /* the protocol's name of the last failure, or "" */
-    struct libnfs_dir dirs[LIBNFS_DIRS]; /* NFSv3: parents held by handle */
+    struct libnfs_dir dirs[LIBNFS_DIRS]; /* parents held by handle */
     uint64_t dir_tick;
+    struct libnfs_owner4 own4;
 };
 
 /* lk: NFSv4, opened during a lock phase: the file's own context (path:
@@ -73,6 +87,13 @@ struct backend_file {
      * open's result, kept for the calls after it. */
     bool unopened;
     int oflags, open_rc;
+    /* NFSv4: open by herd's own open owner (libnfs_open4.c) since the
+     * create, until the close: its stateid and the file's handle. */
+    bool own4;
+    uint32_t own4_seqid;
+    char own4_other[12];
+    unsigned own4_fh_len;
+    char own4_fh[LIBNFS_FH_MAX];
 };
 
 /* Shared by the backend's files (backend_libnfs.c). */
@@ -122,6 +143,9 @@ int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
+/* The kept handle of p's parent, walked when missing; *leaf: p's last
+ * component. 0, -errno, or LIBNFS_DIR_BY_PATH (NFSv3: EACCES). */
+int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **d, const char **leaf);
 /* NFSv3: p's parent is kept by handle (walked O_NOFOLLOW when it was not):
  * 0, -errno, or -EACCES for a parent the user may not read. */
 int libnfs_dirs_check3(struct libnfs_ctx *c, const char *p);
@@ -132,6 +156,15 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p);
 /* Close the kept directories at dir or below it (NULL: all): before a
  * rename moves them, and before the context goes. */
 void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);
+
+/* libnfs_open4.c: NFSv4 files herd creates itself, by its own client and
+ * open owner: create p new (GUARDED4: -EEXIST for any name that exists,
+ * a link included; mode 0644) in its parent's kept handle and keep it
+ * open for oflags (f->own4): one OPEN, no lookup of the path by name.
+ * 0, -errno or LIBNFS_DIR_BY_PATH (as libnfs_dir_get). close: the CLOSE
+ * of that open (none on a broken context); 0 or -errno. */
+int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f);
+int libnfs_open4_close(struct libnfs_ctx *c, struct backend_file *f);
 
 /* libnfs_lock.c */
 

@@ -431,11 +431,36 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
         sh('cd "$1" && test -L herd-nfs-a/fs/r000000.dat && test -L herd-nfs-b/fs')
 
 
-# Over NFSv3 herd keeps its directories open by handle (libnfs_dirs.c): the
-# fileset directory swapped for a link to the canary tree, again and again
-# while the ranks write, make and remove files, must lead nowhere but into
-# the directory itself (calls on a kept handle) or to ELOOP (opens by name).
-def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path):
+# A FIFO planted at a data file's name in a fixed run_id's tree is never
+# opened (a WRITE to it would fail and its close wait until op_timeout): the
+# create finds the name, sees its type and refuses it (ENOTSUP, as the POSIX
+# backend does), and the FIFO stays. keep = yes: no cleanup to refuse it too.
+def test_planted_fifo_over_libnfs(herd_bin, tmp_path):
+    with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-f/fs && '
+                       'mkfifo herd-nfs-f/fs/r000000.dat') as (s, sh, listing):
+        import test_nfs  # libnfs_export skipped the test where it cannot
+        gl = {"backend": "libnfs", "target": s.url, "run_id": "nfs-f", "keep": "yes",
+              "fileset": "fs", "file_size": "64K", "block_size": "16K", "op_timeout": 10}
+        job = write_job(tmp_path / "fifo.ini", gl, [("w", {"kind": "write"})])
+        out = tmp_path / "fifo.h5"
+        proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
+        assert proc.returncode == 3, describe(proc)
+        w = errors_of(load_results(out), "w")
+        names = {name for (_, _, name) in w}
+        assert w.get((0, "open", "ENOTSUP"), 0) + w.get((0, "open", "EOPNOTSUPP"), 0) >= 1, w
+        assert names <= {"ENOTSUP", "EOPNOTSUPP"}, w
+        assert all(rank == 0 for (rank, _, _) in w), w  # rank 1's file is its own
+        sh('cd "$1" && test -p herd-nfs-f/fs/r000000.dat')
+
+
+# herd keeps its directories by handle (libnfs_dirs.c; over NFSv4 its own
+# COMPOUNDs and OPENs, libnfs_open4.c): the fileset directory swapped for a
+# link to the canary tree, again and again while the ranks write (NFSv3:
+# this libnfs cannot write over NFSv4), make and remove files, must lead
+# nowhere but into the directory itself (calls on a kept handle) or to
+# ELOOP (opens by name).
+@pytest.mark.parametrize("version", [3, 4])
+def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version):
     with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-c/fs') as (s, sh, listing):
         import test_nfs  # libnfs_export skipped the test where it cannot
         export = test_nfs.export_dir(s)
@@ -444,10 +469,13 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path):
                 'mv fs fs.aside && ln -s ../outside fs && sleep 0.02; rm fs && mv fs.aside fs; '
                 'n=$((n + 1)); sleep 0.02; done; echo "$n" > ../swaps')
         gl = {"backend": "libnfs", "target": s.url, "run_id": "nfs-c", "keep": "no",
-              "fileset": "fs", "file_size": "4K", "block_size": "4K", "op_timeout": 10}
+              "fileset": "fs", "file_size": "4K", "block_size": "4K", "op_timeout": 10,
+              "nfs_version": version}
         phases = [("w", {"kind": "write", "iterations": 1000}),
                   ("m", {"kind": "meta", "dirs": 4, "files": 400}),
                   ("w2", {"kind": "write", "iterations": 1000})]
+        if version == 4:
+            phases = [(f"m{i}", {"kind": "meta", "dirs": 4, "files": 400}) for i in range(3)]
         job = write_job(tmp_path / "swap.ini", gl, phases)
         out = tmp_path / "swap.h5"
         with Background(["bash", test_nfs.SCRIPT, "exec", "--state", s.state, "--server-fs",
@@ -465,11 +493,12 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path):
         assert swaps >= 20, f"only {swaps} swaps: the race was not run"
         assert proc.returncode in (0, 3), describe(proc)
         res = load_results(out)
-        met = {}
+        met, by_op = {}, {}
         for ph in res.phase_names:
-            for (_, _, name), v in errors_of(res, ph).items():
+            for (_, op, name), v in errors_of(res, ph).items():
                 met[name] = met.get(name, 0) + v
-        print(f"\nswaps {swaps}; errors met: {met}; exit {proc.returncode}")
+                by_op[(op, name)] = by_op.get((op, name), 0) + v
+        print(f"\nswaps {swaps}; errors met: {by_op}; exit {proc.returncode}")
         # A call on a kept handle does not see the swap at all; an open by
         # name (or a directory's first walk) meets the link (ELOOP) or the
         # empty slot (ENOENT, ENOTDIR); nothing else may fail.

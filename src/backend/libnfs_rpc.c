@@ -1,0 +1,399 @@
+/* libnfs_rpc.c — herd's own NFS calls on a libnfs context: the reply
+ * record, its wait, status errnos and NFSv4 attributes (libnfs_rpc.h). */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "libnfs_rpc.h"
+#include "rpcwait.h"
+
+/* A status's errno and name (the name as libnfs's messages give it). */
+struct status_errno {
+    int st;
+    int err;
+    const char *name;
+};
+#define STATUS_ERRNO(st, err)                                                                      \
+    {                                                                                              \
+        st, err, #st                                                                               \
+    }
+
+static const struct status_errno status3[] = {
+    STATUS_ERRNO(NFS3ERR_PERM, EPERM),
+    STATUS_ERRNO(NFS3ERR_NOENT, ENOENT),
+    STATUS_ERRNO(NFS3ERR_IO, EIO),
+    STATUS_ERRNO(NFS3ERR_NXIO, ENXIO),
+    STATUS_ERRNO(NFS3ERR_ACCES, EACCES),
+    STATUS_ERRNO(NFS3ERR_EXIST, EEXIST),
+    STATUS_ERRNO(NFS3ERR_XDEV, EXDEV),
+    STATUS_ERRNO(NFS3ERR_NODEV, ENODEV),
+    STATUS_ERRNO(NFS3ERR_NOTDIR, ENOTDIR),
+    STATUS_ERRNO(NFS3ERR_ISDIR, EISDIR),
+    STATUS_ERRNO(NFS3ERR_INVAL, EINVAL),
+    STATUS_ERRNO(NFS3ERR_FBIG, EFBIG),
+    STATUS_ERRNO(NFS3ERR_NOSPC, ENOSPC),
+    STATUS_ERRNO(NFS3ERR_ROFS, EROFS),
+    STATUS_ERRNO(NFS3ERR_MLINK, EMLINK),
+    STATUS_ERRNO(NFS3ERR_NAMETOOLONG, ENAMETOOLONG),
+    STATUS_ERRNO(NFS3ERR_NOTEMPTY, ENOTEMPTY),
+    STATUS_ERRNO(NFS3ERR_DQUOT, EDQUOT),
+    STATUS_ERRNO(NFS3ERR_STALE, ESTALE),
+    STATUS_ERRNO(NFS3ERR_JUKEBOX, EAGAIN),
+};
+
+/* RFC 7530's statuses a name call meets; the lease and lock ones as
+ * libnfs_nfs4_errno counts them for libnfs's own calls. */
+static const struct status_errno status4[] = {
+    STATUS_ERRNO(NFS4ERR_PERM, EPERM),
+    STATUS_ERRNO(NFS4ERR_NOENT, ENOENT),
+    STATUS_ERRNO(NFS4ERR_IO, EIO),
+    STATUS_ERRNO(NFS4ERR_NXIO, ENXIO),
+    STATUS_ERRNO(NFS4ERR_ACCESS, EACCES),
+    STATUS_ERRNO(NFS4ERR_EXIST, EEXIST),
+    STATUS_ERRNO(NFS4ERR_XDEV, EXDEV),
+    STATUS_ERRNO(NFS4ERR_NOTDIR, ENOTDIR),
+    STATUS_ERRNO(NFS4ERR_ISDIR, EISDIR),
+    STATUS_ERRNO(NFS4ERR_INVAL, EINVAL),
+    STATUS_ERRNO(NFS4ERR_FBIG, EFBIG),
+    STATUS_ERRNO(NFS4ERR_NOSPC, ENOSPC),
+    STATUS_ERRNO(NFS4ERR_ROFS, EROFS),
+    STATUS_ERRNO(NFS4ERR_MLINK, EMLINK),
+    STATUS_ERRNO(NFS4ERR_NAMETOOLONG, ENAMETOOLONG),
+    STATUS_ERRNO(NFS4ERR_NOTEMPTY, ENOTEMPTY),
+    STATUS_ERRNO(NFS4ERR_DQUOT, EDQUOT),
+    STATUS_ERRNO(NFS4ERR_STALE, ESTALE),
+    STATUS_ERRNO(NFS4ERR_FHEXPIRED, ESTALE),
+    STATUS_ERRNO(NFS4ERR_SYMLINK, ELOOP),
+    STATUS_ERRNO(NFS4ERR_NOTSUPP, ENOTSUP),
+    STATUS_ERRNO(NFS4ERR_ATTRNOTSUPP, ENOTSUP),
+    STATUS_ERRNO(NFS4ERR_BADTYPE, EINVAL),
+    STATUS_ERRNO(NFS4ERR_BADNAME, EINVAL),
+    STATUS_ERRNO(NFS4ERR_SHARE_DENIED, EACCES),
+    STATUS_ERRNO(NFS4ERR_WRONGSEC, EACCES),
+    STATUS_ERRNO(NFS4ERR_DELAY, EBUSY),
+    STATUS_ERRNO(NFS4ERR_GRACE, ENOLCK),
+    STATUS_ERRNO(NFS4ERR_NO_GRACE, ENOLCK),
+    STATUS_ERRNO(NFS4ERR_LOCKED, EAGAIN),
+    STATUS_ERRNO(NFS4ERR_EXPIRED, ESTALE),
+    STATUS_ERRNO(NFS4ERR_STALE_CLIENTID, ESTALE),
+    STATUS_ERRNO(NFS4ERR_MOVED, ESTALE),
+};
+
+int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
+{
+    const struct status_errno *map = v4 ? status4 : status3;
+    size_t n = v4 ? sizeof status4 / sizeof status4[0] : sizeof status3 / sizeof status3[0];
+    for (size_t i = 0; i < n; i++)
+        if (map[i].st == st) {
+            libnfs_note(c, map[i].name);
+            return map[i].err;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "NFS%dERR %d", v4 ? 4 : 3, st);
+    libnfs_note(c, name);
+    return EIO;
+}
+
+/* An NFSv3 LOOKUP's attributes as an lstat's. */
+static void attr_from_fattr3(struct nfs_stat_64 *st, const fattr3 *a)
+{
+    static const mode_t type[] = {
+        [NF3REG] = S_IFREG, [NF3DIR] = S_IFDIR,   [NF3BLK] = S_IFBLK, [NF3CHR] = S_IFCHR,
+        [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK, [NF3FIFO] = S_IFIFO};
+    memset(st, 0, sizeof *st);
+    st->nfs_dev = a->fsid;
+    st->nfs_ino = a->fileid;
+    st->nfs_mode =
+        (a->mode & 07777) | ((unsigned)a->type < sizeof type / sizeof type[0] ? type[a->type] : 0);
+    st->nfs_nlink = a->nlink;
+    st->nfs_uid = a->uid;
+    st->nfs_gid = a->gid;
+    st->nfs_size = a->size;
+    st->nfs_used = a->used;
+    st->nfs_blocks = (a->used + 511) / 512;
+    st->nfs_mtime = a->mtime.seconds;
+    st->nfs_mtime_nsec = a->mtime.nseconds;
+}
+
+/* XDR reading of a GETATTR's attr_vals: each false once the bytes ran out. */
+struct xdr_in {
+    const unsigned char *p;
+    size_t left;
+};
+
+static bool xdr_u32(struct xdr_in *x, uint32_t *v)
+{
+    if (x->left < 4)
+        return false;
+    uint32_t be;
+    memcpy(&be, x->p, 4);
+    *v = ntohl(be);
+    x->p += 4;
+    x->left -= 4;
+    return true;
+}
+
+static bool xdr_u64(struct xdr_in *x, uint64_t *v)
+{
+    uint32_t hi, lo;
+    if (!xdr_u32(x, &hi) || !xdr_u32(x, &lo))
+        return false;
+    *v = (uint64_t)hi << 32 | lo;
+    return true;
+}
+
+/* An owner or owner_group string: "1000" is 1000 (what servers send by
+ * default under AUTH_SYS); "name@domain" the local name's id; else
+ * 65534 (nobody), as RFC 7530 §5.9 has a client map one it cannot. */
+static bool xdr_owner(struct xdr_in *x, bool user, uint32_t *id)
+{
+    uint32_t len;
+    if (!xdr_u32(x, &len) || len > x->left || len > 255)
+        return false;
+    char s[256];
+    memcpy(s, x->p, len);
+    s[len] = '\0';
+    size_t pad = (4 - (len & 3)) & 3;
+    if (len + pad > x->left)
+        return false;
+    x->p += len + pad;
+    x->left -= len + pad;
+    size_t digits = strspn(s, "0123456789");
+    if (len && digits == len && len < 11) {
+        *id = (uint32_t)strtoul(s, NULL, 10);
+        return true;
+    }
+    s[strcspn(s, "@")] = '\0';
+    struct passwd *pw = user ? getpwnam(s) : NULL;
+    struct group *gr = user ? NULL : getgrnam(s);
+    *id = pw ? pw->pw_uid : gr ? gr->gr_gid : 65534;
+    return true;
+}
+
+/* The lstat libnfs_op_getattr asks for: its attributes in bit order. */
+static const uint32_t stat_mask[2] = {
+    1u << FATTR4_TYPE | 1u << FATTR4_SIZE | 1u << FATTR4_FSID | 1u << FATTR4_FILEID,
+    1u << (FATTR4_MODE - 32) | 1u << (FATTR4_NUMLINKS - 32) | 1u << (FATTR4_OWNER - 32) |
+        1u << (FATTR4_OWNER_GROUP - 32) | 1u << (FATTR4_SPACE_USED - 32) |
+        1u << (FATTR4_TIME_MODIFY - 32)};
+
+static bool attr_one(struct xdr_in *x, int bit, struct nfs_stat_64 *st, uint32_t *type)
+{
+    uint64_t minor, sec;
+    uint32_t v;
+    switch (bit) {
+    case FATTR4_TYPE:
+        return xdr_u32(x, type);
+    case FATTR4_SIZE:
+        return xdr_u64(x, &st->nfs_size);
+    case FATTR4_FSID: /* major, minor: the major names the file system */
+        return xdr_u64(x, &st->nfs_dev) && xdr_u64(x, &minor);
+    case FATTR4_FILEID:
+        return xdr_u64(x, &st->nfs_ino);
+    case FATTR4_MODE:
+        if (!xdr_u32(x, &v))
+            return false;
+        st->nfs_mode |= v & 07777;
+        return true;
+    case FATTR4_NUMLINKS:
+        return xdr_u32(x, &v) && ((st->nfs_nlink = v), true);
+    case FATTR4_OWNER:
+        return xdr_owner(x, true, &v) && ((st->nfs_uid = v), true);
+    case FATTR4_OWNER_GROUP:
+        return xdr_owner(x, false, &v) && ((st->nfs_gid = v), true);
+    case FATTR4_SPACE_USED:
+        if (!xdr_u64(x, &st->nfs_used))
+            return false;
+        st->nfs_blocks = (st->nfs_used + 511) / 512;
+        return true;
+    case FATTR4_TIME_MODIFY:
+        if (!xdr_u64(x, &sec) || !xdr_u32(x, &v))
+            return false;
+        st->nfs_mtime = sec;
+        st->nfs_mtime_nsec = v;
+        return true;
+    default: /* not asked for: its length is unknown */
+        return false;
+    }
+}
+
+/* A GETATTR's fattr4 as an lstat's; false when it cannot be read or has
+ * no type. */
+static bool attr_from_fattr4(struct nfs_stat_64 *st, const fattr4 *fa)
+{
+    static const mode_t type_mode[] = {
+        [NF4REG] = S_IFREG, [NF4DIR] = S_IFDIR,   [NF4BLK] = S_IFBLK, [NF4CHR] = S_IFCHR,
+        [NF4LNK] = S_IFLNK, [NF4SOCK] = S_IFSOCK, [NF4FIFO] = S_IFIFO};
+    memset(st, 0, sizeof *st);
+    struct xdr_in x = {(const unsigned char *)fa->attr_vals.attrlist4_val,
+                       fa->attr_vals.attrlist4_len};
+    uint32_t type = 0;
+    for (u_int w = 0; w < fa->attrmask.bitmap4_len; w++) {
+        uint32_t word;
+        memcpy(&word, (const char *)fa->attrmask.bitmap4_val + w * sizeof word, sizeof word);
+        for (int b = 0; b < 32; b++)
+            if ((word >> b & 1) && !attr_one(&x, (int)w * 32 + b, st, &type))
+                return false;
+    }
+    if (type == 0 || type >= sizeof type_mode / sizeof type_mode[0] || !type_mode[type])
+        return false;
+    st->nfs_mode |= type_mode[type];
+    return true;
+}
+
+/* What the caller needs of a COMPOUND's results, copied out of them. */
+static void reply_copy4(struct libnfs_reply *r, const COMPOUND4res *res)
+{
+    r->ran = res->resarray.resarray_len;
+    for (u_int i = 0; i < r->ran; i++) {
+        /* libnfs 4.0 decodes the results 4-byte aligned: read a copy */
+        nfs_resop4 copy;
+        memcpy(&copy, (const char *)res->resarray.resarray_val + i * sizeof copy, sizeof copy);
+        const nfs_resop4 *op = &copy;
+        nfsstat4 st;
+        memcpy(&st, &op->nfs_resop4_u, sizeof st); /* every result begins with it */
+        if (st != NFS4_OK)
+            continue;
+        switch (op->resop) {
+        case OP_GETFH: {
+            const nfs_fh4 *fh = &op->nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object;
+            r->fh_len = fh->nfs_fh4_len <= sizeof r->fh ? fh->nfs_fh4_len : 0;
+            memcpy(r->fh, fh->nfs_fh4_val, r->fh_len);
+            break;
+        }
+        case OP_GETATTR:
+            r->has_attr = attr_from_fattr4(
+                &r->attr, &op->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes);
+            r->attr_bad = !r->has_attr;
+            break;
+        case OP_OPEN:
+            r->stateid = op->nfs_resop4_u.opopen.OPEN4res_u.resok4.stateid;
+            r->rflags = op->nfs_resop4_u.opopen.OPEN4res_u.resok4.rflags;
+            break;
+        case OP_OPEN_CONFIRM:
+            r->stateid = op->nfs_resop4_u.opopen_confirm.OPEN_CONFIRM4res_u.resok4.open_stateid;
+            break;
+        case OP_CLOSE:
+            r->stateid = op->nfs_resop4_u.opclose.CLOSE4res_u.open_stateid;
+            break;
+        case OP_SETCLIENTID: {
+            const SETCLIENTID4resok *s = &op->nfs_resop4_u.opsetclientid.SETCLIENTID4res_u.resok4;
+            r->clientid = s->clientid;
+            memcpy(r->confirm, s->setclientid_confirm, sizeof r->confirm);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+}
+
+void libnfs_replied(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+    (void)rpc;
+    struct libnfs_reply *r = priv;
+    r->rpc_status = status == RPC_STATUS_SUCCESS && !data ? RPC_STATUS_ERROR : status;
+    if (r->rpc_status == RPC_STATUS_SUCCESS) {
+        r->st = (int)*(nfsstat3 *)data; /* every result begins with it */
+        if (r->compound) {
+            reply_copy4(r, data);
+        } else if (r->lookup && r->st == NFS3_OK) {
+            const LOOKUP3resok *ok = &((LOOKUP3res *)data)->LOOKUP3res_u.resok;
+            r->has_attr = ok->obj_attributes.attributes_follow;
+            if (r->has_attr)
+                attr_from_fattr3(&r->attr, &ok->obj_attributes.post_op_attr_u.attributes);
+        }
+    }
+    r->done = true;
+}
+
+int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r)
+{
+    const char *why = NULL;
+    int rc = rpcwait(nfs_get_rpc_context(c->nfs), &r->done, c->timeout_ms, &why);
+    if (rc == 0 && r->rpc_status == RPC_STATUS_TIMEOUT)
+        rc = -ETIMEDOUT, why = "RPC_TIMEOUT";
+    else if (rc == 0 && r->rpc_status != RPC_STATUS_SUCCESS)
+        rc = -ECONNRESET, why = "RPC_ERROR";
+    if (rc < 0) {
+        c->broken = true;
+        if (why)
+            libnfs_note(c, why);
+    }
+    return rc;
+}
+
+int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    r->compound = true;
+    COMPOUND4args args;
+    memset(&args, 0, sizeof args);
+    args.argarray.argarray_len = n;
+    args.argarray.argarray_val = ops;
+    if (rpc_nfs4_compound_async(nfs_get_rpc_context(c->nfs), libnfs_replied, &args, r) != 0)
+        return -ENOMEM;
+    return libnfs_reply_wait(c, r);
+}
+
+u_int libnfs_compound_lookups(nfs_argop4 *ops, u_int room, char *path)
+{
+    u_int n = 0;
+    char *save = NULL;
+    for (char *s = strtok_r(path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+        if (n == room)
+            return room + 1;
+        libnfs_op(&ops[n], OP_LOOKUP);
+        ops[n].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(s);
+        ops[n].nfs_argop4_u.oplookup.objname.utf8string_val = s;
+        n++;
+    }
+    return n;
+}
+
+void libnfs_op(nfs_argop4 *op, enum nfs_opnum4 num)
+{
+    memset(op, 0, sizeof *op);
+    op->argop = num;
+}
+
+void libnfs_op_putfh(nfs_argop4 *op, const char *fh, unsigned len)
+{
+    libnfs_op(op, OP_PUTFH);
+    op->nfs_argop4_u.opputfh.object.nfs_fh4_len = len;
+    op->nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)fh;
+}
+
+void libnfs_op_getattr(nfs_argop4 *op)
+{
+    libnfs_op(op, OP_GETATTR);
+    op->nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
+    op->nfs_argop4_u.opgetattr.attr_request.bitmap4_val = (uint32_t *)stat_mask;
+}
+
+void libnfs_fattr4_type(fattr4 *fa, uint32_t mask[1], uint32_t val[1], nfs_ftype4 type)
+{
+    mask[0] = 1u << FATTR4_TYPE;
+    val[0] = htonl((uint32_t)type);
+    fa->attrmask.bitmap4_len = 1;
+    fa->attrmask.bitmap4_val = mask;
+    fa->attr_vals.attrlist4_len = 4;
+    fa->attr_vals.attrlist4_val = (char *)val;
+}
+
+void libnfs_fattr4_mode(fattr4 *fa, uint32_t mask[2], uint32_t val[1], uint32_t mode)
+{
+    mask[0] = 0;
+    mask[1] = 1u << (FATTR4_MODE - 32);
+    val[0] = htonl(mode);
+    fa->attrmask.bitmap4_len = 2;
+    fa->attrmask.bitmap4_val = mask;
+    fa->attr_vals.attrlist4_len = 4;
+    fa->attr_vals.attrlist4_val = (char *)val;
+}

@@ -1,0 +1,70 @@
+/* libnfs_rpc.h — herd's own NFS calls on a libnfs context, for what
+ * libnfs 4.0 has no call for (libnfs_dirs.c: calls on a name in a
+ * directory held by handle; libnfs_open4.c: NFSv4 opens of herd's own
+ * open owner). One reply record serves an NFSv3 call and an NFSv4
+ * COMPOUND; the callback copies what the caller needs out of the reply
+ * (libnfs frees it when the callback returns). Also the errno of a
+ * status, and NFSv4 attributes (fattr4) both ways. */
+#ifndef HERD_LIBNFS_RPC_H
+#define HERD_LIBNFS_RPC_H
+
+#include "libnfs_ctx.h"
+
+#include <nfsc/libnfs-raw.h>
+
+#include <nfsc/libnfs-raw-nfs.h>
+#include <nfsc/libnfs-raw-nfs4.h>
+
+struct libnfs_reply {
+    volatile bool done;
+    int rpc_status;          /* RPC_STATUS_*: SUCCESS, the RPC was answered */
+    bool lookup;             /* the reply is a LOOKUP3res */
+    bool compound;           /* the reply is a COMPOUND4res */
+    int st;                  /* nfsstat3 or nfsstat4 (a COMPOUND's: its last op's) */
+    u_int ran;               /* COMPOUND: the ops it answered, the failed one last */
+    bool has_attr;           /* attr: a LOOKUP's (NFSv3) or the last GETATTR's (NFSv4) */
+    bool attr_bad;           /* a GETATTR's attributes could not be read */
+    struct nfs_stat_64 attr; /* nfs_mode carries the type (S_IF*) */
+    u_int fh_len;            /* the last GETFH's handle */
+    char fh[NFS4_FHSIZE];    /* (NFSv4 handles are the larger) */
+    stateid4 stateid;        /* the last OPEN's, OPEN_CONFIRM's or CLOSE's */
+    uint32_t rflags;         /* OPEN's */
+    uint64_t clientid;       /* SETCLIENTID's */
+    verifier4 confirm;       /* SETCLIENTID's */
+};
+
+/* The rpc_cb of every call herd sends itself: priv is a libnfs_reply
+ * whose lookup / compound flag says what the reply is. */
+void libnfs_replied(struct rpc_context *rpc, int status, void *data, void *priv);
+
+/* Wait for r; a failed wait or a failed RPC breaks c (its context is
+ * never serviced again): -ETIMEDOUT for libnfs's own timeout as for
+ * rpcwait's, -ECONNRESET for a failed RPC. 0: answered, r->st says how. */
+int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r);
+
+/* The errno of a failed status (NFSv3's or, v4, NFSv4's), its name noted
+ * on c as libnfs's own calls note it; an unknown one: EIO. Positive. */
+int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4);
+
+/* Send a COMPOUND of n ops on c (r cleared first) and wait for it: 0
+ * (answered: r->st, 0 or the failed op's status) or -errno of the RPC. */
+int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r);
+
+/* ops[0..]: a LOOKUP of each component of path (split in place, path
+ * must live until the COMPOUND is sent); the count, or room + 1 when
+ * there are more components than room. */
+u_int libnfs_compound_lookups(nfs_argop4 *ops, u_int room, char *path);
+
+/* op: num with no arguments (set them after); PUTFH of a handle. */
+void libnfs_op(nfs_argop4 *op, enum nfs_opnum4 num);
+void libnfs_op_putfh(nfs_argop4 *op, const char *fh, unsigned len);
+
+/* op: a GETATTR of what an lstat tells (its reply: r->attr). */
+void libnfs_op_getattr(nfs_argop4 *op);
+
+/* One attribute as a fattr4 (mask and val are its storage): type, for
+ * VERIFY; mode, for CREATE and OPEN. */
+void libnfs_fattr4_type(fattr4 *fa, uint32_t mask[1], uint32_t val[1], nfs_ftype4 type);
+void libnfs_fattr4_mode(fattr4 *fa, uint32_t mask[2], uint32_t val[1], uint32_t mode);
+
+#endif
