@@ -18,17 +18,19 @@
  * symbolic link is followed. libnfs resolves a path component by component
  * from the export's root, following links; so a plain open asks O_NOFOLLOW
  * (libnfs 4.0 over NFSv3 then refuses a link at any component, checked on
- * the attributes of each LOOKUP it walks: no race). Over NFSv3 every other
- * call goes to the parent directory's file handle, kept from one such
- * O_NOFOLLOW walk (libnfs_dirs.c), with the leaf's name: no path is
- * resolved by name again. Over NFSv4 (and for rename) a call first checks
- * the directory components (one COMPOUND of LOOKUPs; the kept handle) and
- * acts by name on a leaf it lstat()ed too; what remains there: between
- * the check and the call another client can swap a directory for a link
- * (within the export: the server never follows links, so nothing outside
- * the export can be reached). A create asks GUARDED (O_EXCL) so that it
- * never reuses what it did not make, and only then opens the file it
- * made, O_NOFOLLOW.
+ * the attributes of each LOOKUP it walks: no race). Every other call
+ * goes to the parent directory's file handle, kept from one walk that
+ * refuses a link at any component (libnfs_dirs.c; over NFSv4 COMPOUNDs
+ * of herd's own, and its own OPEN to create: libnfs_open4.c), with the
+ * leaf's name: no path is resolved by name again. Over NFSv4 an open of
+ * an existing file, and everywhere a call whose parent cannot be kept (a
+ * directory the user may search but not read), first checks the
+ * directory components and acts by name on a leaf it lstat()ed too; what
+ * remains there: between the check and the call another client can swap
+ * a directory for a link (within the export: the server never follows
+ * links, so nothing outside the export can be reached). A create is
+ * GUARDED so that it never reuses what it did not make; a name that was
+ * there is opened only when it is a regular file.
  *
  * Byte-range locks: libnfs_lock.c. */
 #include <errno.h>
@@ -582,9 +584,10 @@ static int libnfs_open_existing(struct libnfs_ctx *c, const char *p, int oflags,
 }
 
 /* A name that was there when the file was to be created (a fixed
- * run_id's tree): opened only when it is a regular file, as the POSIX
- * backend's open; a FIFO or device is never opened (-ENOTSUP), a link
- * never followed (-ELOOP). */
+ * run_id's tree): opened only when it is a regular file with no other
+ * name, as the POSIX backend's open; a FIFO or device is never opened
+ * (-ENOTSUP), a link never followed (-ELOOP), a file with another name (a
+ * hard link: herd makes none) never written (-EMLINK). */
 static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
 {
     struct nfs_stat_64 st;
@@ -593,6 +596,8 @@ static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags, st
         return rc;
     if (!S_ISREG(st.nfs_mode))
         return S_ISLNK(st.nfs_mode) ? -ELOOP : -ENOTSUP;
+    if ((oflags & O_ACCMODE) != O_RDONLY && st.nfs_nlink > 1)
+        return -EMLINK;
     return libnfs_open_existing(c, p, oflags, fh);
 }
 
@@ -615,8 +620,9 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     struct nfsfh **fh = &f->fh;
     f->oflags = oflags;
     int rc;
-    if (!create)
-        return libnfs_open_existing(c, p, oflags, fh);
+    if (!create) /* a file to write (a mixed phase's) is checked as one found */
+        return (oflags & O_ACCMODE) != O_RDONLY ? libnfs_open_found(c, p, oflags, fh)
+                                                : libnfs_open_existing(c, p, oflags, fh);
     if (!(c->v4 && c->lock_phase)) {
         rc = c->v4 ? libnfs_open4_create(c, p, oflags, f) : libnfs_dir_create(c, p);
         f->unopened = rc == 0 && !c->lock_phase; /* opened on first use */
@@ -948,13 +954,29 @@ static int libnfs_rmdir_forget(struct libnfs_ctx *c, const char *p, int rc)
     return rc;
 }
 
-/* rename goes by name: the kept handles at or below either name go
- * first (a renamed directory is walked again under its new name). */
-static int libnfs_rename_forget(struct libnfs_ctx *c, const char *from, const char *to)
+/* rename on the parents' kept handles: neither name may be a link (a
+ * LOOKUP of each in its parent), then one RENAME from handle to handle,
+ * and the kept handles at or below both names go (a renamed directory
+ * is walked again under its new name). LIBNFS_DIR_BY_PATH: a parent
+ * that cannot be kept; the call goes by name, checked, its handles
+ * dropped first. */
+static int libnfs_rename_by_handle(struct libnfs_ctx *c, const char *from, const char *to)
 {
-    libnfs_dirs_forget(c, from);
-    libnfs_dirs_forget(c, to);
-    return LIBNFS_DIR_BY_PATH;
+    struct nfs_stat_64 st;
+    int rc = libnfs_dir_lstat(c, from, &st);
+    if (rc == 0)
+        rc = libnfs_leaf_refused(&st, false);
+    if (rc == 0) {
+        rc = libnfs_dir_lstat(c, to, &st);
+        rc = rc == 0 && S_ISLNK(st.nfs_mode) ? -ELOOP : rc == -ENOENT ? 0 : rc;
+    }
+    if (rc == 0)
+        rc = libnfs_dir_rename(c, from, to);
+    if (rc == 0 || rc == LIBNFS_DIR_BY_PATH) {
+        libnfs_dirs_forget(c, from);
+        libnfs_dirs_forget(c, to);
+    }
+    return rc;
 }
 
 static int libnfs_unlink(void *ctx, const char *path)
@@ -980,7 +1002,7 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
     if (qrc < 0)
         return qrc;
     const char *path = from;
-    LIBNFS_PATH_CALL(libnfs_rename_forget(c, p, q), libnfs_rename_check(c, p, q),
+    LIBNFS_PATH_CALL(libnfs_rename_by_handle(c, p, q), libnfs_rename_check(c, p, q),
                      nfs_rename(c->nfs, p, q))
 }
 

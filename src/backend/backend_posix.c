@@ -213,16 +213,19 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
     }
     /* The parent was resolved without links; the leaf is not followed.
      * O_NONBLOCK: a FIFO or a device planted at the name must not make
-     * the open wait; anything but a regular file is refused. */
+     * the open wait; anything but a regular file is refused, and so is a
+     * file with another name (a hard link) when it would be written:
+     * herd makes no hard links, so that other name is not the run's. */
     bf->fd = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
     struct stat st;
     int fl = -1;
-    int err = bf->fd < 0                                      ? errno
-              : fstat(bf->fd, &st) != 0                       ? errno
-              : !S_ISREG(st.st_mode)                          ? ENOTSUP
-              : (fl = fcntl(bf->fd, F_GETFL)) < 0             ? errno
-              : fcntl(bf->fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? errno
-                                                              : 0;
+    int err = bf->fd < 0                                            ? errno
+              : fstat(bf->fd, &st) != 0                             ? errno
+              : !S_ISREG(st.st_mode)                                ? ENOTSUP
+              : (oflags & O_ACCMODE) != O_RDONLY && st.st_nlink > 1 ? EMLINK
+              : (fl = fcntl(bf->fd, F_GETFL)) < 0                   ? errno
+              : fcntl(bf->fd, F_SETFL, fl & ~O_NONBLOCK) != 0       ? errno
+                                                                    : 0;
     if (err) {
         if (bf->fd >= 0)
             close(bf->fd);

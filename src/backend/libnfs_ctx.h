@@ -143,6 +143,10 @@ int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
+/* rename: one RENAME from from's parent's handle to to's (no check of the
+ * leaves: the caller's); the kept handles stay (the caller forgets those
+ * at and below both names). */
+int libnfs_dir_rename(struct libnfs_ctx *c, const char *from, const char *to);
 /* The kept handle of p's parent, walked when missing; *leaf: p's last
  * component. 0, -errno, or LIBNFS_DIR_BY_PATH (NFSv3: EACCES). */
 int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **d, const char **leaf);

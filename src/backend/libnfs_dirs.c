@@ -10,8 +10,8 @@
  *
  * NFSv3: the walk is libnfs's O_NOFOLLOW open of the directory (libnfs
  * 4.0 refuses a link at any component of it); a call is one RPC: LOOKUP,
- * CREATE GUARDED, MKDIR, and a LOOKUP (the leaf's type) before REMOVE or
- * RMDIR.
+ * CREATE GUARDED, MKDIR, RENAME (handle to handle), and a LOOKUP (the
+ * leaf's type) before REMOVE or RMDIR.
  *
  * NFSv4: libnfs 4.0 resolves a path in one COMPOUND but follows a link it
  * meets (NFS4ERR_SYMLINK, READLINK, again); herd builds its own: the walk
@@ -19,7 +19,8 @@
  * LOOKUP from a link: NFS4ERR_SYMLINK), and each call is one COMPOUND on
  * the kept handle (PUTFH): LOOKUP+GETATTR; CREATE of a directory; a
  * removal as LOOKUP, VERIFY of the leaf's type, and REMOVE, so the type
- * check and the removal are one round trip. libnfs_dirs_check4 is the
+ * check and the removal are one round trip; RENAME from the SAVEFH'd
+ * source directory to the destination's. libnfs_dirs_check4 is the
  * walk of a whole path for the calls that still go by name. */
 #include <errno.h>
 #include <fcntl.h>
@@ -317,6 +318,59 @@ int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p)
     if (rc == 0)
         libnfs_dirs_forget(c, p);
     return rc;
+}
+
+/* One RENAME from (src, from's leaf) to (dst, to's leaf); r: its reply.
+ * 0 or -errno of the RPC. */
+static int dir_rename_send(struct libnfs_ctx *c, const struct libnfs_dir *src, const char *from,
+                           const struct libnfs_dir *dst, const char *to, struct libnfs_reply *r)
+{
+    if (c->v4) { /* RENAME: the saved handle is the source's directory */
+        nfs_argop4 ops[4];
+        libnfs_op_putfh(&ops[0], src->fh, src->fh_len);
+        libnfs_op(&ops[1], OP_SAVEFH);
+        libnfs_op_putfh(&ops[2], dst->fh, dst->fh_len);
+        libnfs_op(&ops[3], OP_RENAME);
+        RENAME4args *a = &ops[3].nfs_argop4_u.oprename;
+        a->oldname.utf8string_len = (u_int)strlen(from);
+        a->oldname.utf8string_val = (char *)from;
+        a->newname.utf8string_len = (u_int)strlen(to);
+        a->newname.utf8string_val = (char *)to;
+        return libnfs_compound(c, ops, 4, r);
+    }
+    RENAME3args a = {
+        .from = {.dir = {.data = {.data_len = src->fh_len, .data_val = (char *)src->fh}},
+                 .name = (char *)from},
+        .to = {.dir = {.data = {.data_len = dst->fh_len, .data_val = (char *)dst->fh}},
+               .name = (char *)to}};
+    memset(r, 0, sizeof *r);
+    if (rpc_nfs3_rename_async(nfs_get_rpc_context(c->nfs), libnfs_replied, &a, r) != 0)
+        return -ENOMEM;
+    return libnfs_reply_wait(c, r);
+}
+
+int libnfs_dir_rename(struct libnfs_ctx *c, const char *from, const char *to)
+{
+    for (int attempt = 0;; attempt++) {
+        struct libnfs_dir *d, src;
+        const char *from_leaf, *to_leaf;
+        int rc = libnfs_dir_get(c, from, &d, &from_leaf);
+        if (rc != 0)
+            return rc;
+        src = *d; /* the second get may take its slot */
+        rc = libnfs_dir_get(c, to, &d, &to_leaf);
+        if (rc != 0)
+            return rc;
+        struct libnfs_reply r;
+        rc = dir_rename_send(c, &src, from_leaf, d, to_leaf, &r);
+        if (rc < 0)
+            return rc;
+        rc = r.st == 0 ? 0 : -libnfs_status_errno(c, r.st, c->v4);
+        if (rc != -ESTALE || attempt > 0)
+            return rc;
+        libnfs_dirs_forget(c, src.path);
+        libnfs_dirs_forget(c, d->path);
+    }
 }
 
 int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)

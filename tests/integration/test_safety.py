@@ -431,6 +431,47 @@ def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
         sh('cd "$1" && test -L herd-nfs-a/fs/r000000.dat && test -L herd-nfs-b/fs')
 
 
+# A hard link planted at a data file's name in a fixed run_id's tree (the
+# same user can make one to any file of theirs) is never written: herd makes
+# no hard links, so a second name means the file is not only the run's. The
+# open is refused (EMLINK) and the outside file keeps its bytes; the other
+# rank's file is written as ever.
+def test_planted_hard_link(herd_bin, tmp_path):
+    target, outside = tmp_path / "target", tmp_path / "outside"
+    fs = target / "herd-hl" / "fs"
+    fs.mkdir(parents=True)
+    before = make_canary(outside)
+    os.link(outside / "r000000.dat", fs / "r000000.dat")
+    gl = {"target": target, "run_id": "hl", "keep": "yes", "fileset": "fs",
+          "file_size": "64K", "block_size": "16K"}
+    job = write_job(tmp_path / "hl.ini", gl, [("w", {"kind": "write"})])
+    out = tmp_path / "hl.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert snapshot(outside) == before, describe(proc)
+    assert proc.returncode == 3, describe(proc)
+    w = errors_of(load_results(out), "w")
+    assert w.get((0, "open", "EMLINK"), 0) >= 1, w
+    assert all(rank == 0 for (rank, _, _) in w), w
+    assert (fs / "r000001.dat").stat().st_size == 64 * 1024
+
+
+def test_planted_hard_link_over_libnfs(herd_bin, tmp_path):
+    with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-h/fs && '
+                       'ln outside/r000000.dat herd-nfs-h/fs/r000000.dat') as (s, sh, listing):
+        import test_nfs  # libnfs_export skipped the test where it cannot
+        before = listing()
+        gl = {"backend": "libnfs", "target": s.url, "run_id": "nfs-h", "keep": "yes",
+              "fileset": "fs", "file_size": "64K", "block_size": "16K", "op_timeout": 10}
+        job = write_job(tmp_path / "hl.ini", gl, [("w", {"kind": "write"})])
+        out = tmp_path / "hl.h5"
+        proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
+        assert listing() == before, describe(proc)
+        assert proc.returncode == 3, describe(proc)
+        w = errors_of(load_results(out), "w")
+        assert w.get((0, "open", "EMLINK"), 0) >= 1, w
+        assert all(rank == 0 for (rank, _, _) in w), w
+
+
 # A FIFO planted at a data file's name in a fixed run_id's tree is never
 # opened (a WRITE to it would fail and its close wait until op_timeout): the
 # create finds the name, sees its type and refuses it (ENOTSUP, as the POSIX
