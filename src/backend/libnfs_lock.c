@@ -8,9 +8,9 @@
  * answering DENIED, OPEN/CLOSE after a LOCK may fail NFS4ERR_BAD_SEQID,
  * nfs_fcntl(F_UNLCK) loses the lock stateid. So a file opened during a
  * lock phase over NFSv4 gets a context of its own (its reads and writes go
- * there too), whose lock owner is established at once by locking and
- * unlocking one private byte far past the end of the file (no rank holds
- * a lock yet while the phase's files are opened); unlocks are
+ * there too), whose lock owner is established by its first lock call:
+ * a shared lock and unlock of one private byte far past the end of the
+ * file (lk_establish); unlocks are
  * nfs_lseek + nfs_lockf(NFS4_F_ULOCK), which keeps the stateid. A context
  * that lost its state (server restarted, lease expired) is rebuilt on the
  * next lock call. Neither protocol's blocking request is used (NLM's needs
@@ -185,13 +185,16 @@ int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f)
 
 /* The lock owner of f's context, by a lock and unlock of a private byte
  * (libnfs 4.0: a context whose first LOCK is denied keeps answering
- * DENIED). Another client's whole-file lock covers that byte too: then
- * the context is spoilt, a fresh one replaces it, and -EAGAIN tells the
+ * DENIED). A shared lock: other ranks' whole-file shared locks cover
+ * that byte too and must not conflict with it (an exclusive one made
+ * each rank's first shared lock wait until no other rank held one).
+ * Another client's whole-file exclusive lock still does: then the
+ * context is spoilt, a fresh one replaces it, and -EAGAIN tells the
  * caller to wait like for any held lock (lock_timeout bounds it). */
 static int lk_establish(struct libnfs_ctx *c, struct backend_file *f)
 {
     uint64_t mine = LK_PRIVATE_BASE + ((uint64_t)getpid() << 8) + c->lock_ctxs++ % 256;
-    int rc = lk_lock(f->lk, f->fh, F_WRLCK, mine, 1);
+    int rc = lk_lock(f->lk, f->fh, F_RDLCK, mine, 1);
     if (rc == 0)
         rc = lk_unlock(f->lk, f->fh, mine, 1);
     if (rc == 0) {
