@@ -275,6 +275,14 @@ def mib_s(res, phase):
     return float(res.phases[phase].attrs["summary_mib_per_s"])
 
 
+def in_flight(res, phase):
+    """The phase's READ RPCs in flight on average: the RPCs' times (their
+    count x mean) over the phase's time to its last rank done."""
+    lat = res.phases[phase].latency["rpc_read"]
+    rpc_s = int(lat["count"]) * float(lat["mean_ns"]) / 1e9
+    return rpc_s / float(res.phases[phase].attrs["summary_last_done"])
+
+
 def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     state, url = slow("delay=10ms")
     rtt, rsize = 0.020, 64 * KIB
@@ -303,15 +311,25 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     assert res.phases["read-1"].attrs["link"] == "delay=10ms"
     assert int(rpc["count"]) == 256  # 16 MiB / 64K: no read past the file
     assert 0.3 * ceiling <= one <= 1.25 * ceiling, (one, ceiling)
-    # 256 READs: 5.1 s one at a time, 0.64 s eight at a time, plus the same
-    # open and close (a few round trips) in both; 2x leaves room for a busy CI
-    assert eight >= 2 * one, (one, eight)
+    # The READs in flight on average, by herd's own clock: their round trips
+    # summed over the phase's time. A rank that is not scheduled still has
+    # its RPCs in flight, so this holds on a busy machine: about 1 one at a
+    # time, about 8 (7.7 measured) eight at a time.
+    busy = {ph: in_flight(res, ph) for ph in ("read-1", "read-8", "read-auto")}
+    print(f"READs in flight on average: {busy}")
+    assert busy["read-1"] <= 1.05, busy
+    assert busy["read-8"] >= 5, busy
     # The default's tries (1, 2, 4, 8, 16 READs, 9 to 48 replies each,
     # then 16 again: the rate doubles with the window here, so no smaller
-    # window is tried twice) end in about 25 round trips; 8 or 16 is kept,
-    # and the phase moves at least twice one's rate.
+    # window is tried twice) end in about 25 round trips; 8 or 16 is kept.
     assert kept in (8, 16), kept
-    assert auto >= 2 * one, (one, auto)
+    assert busy["read-auto"] >= 5, busy
+    # And the rate follows as far as the emulated link lets it: 256 READs
+    # take 5.1 s one at a time and 0.64 s eight at a time over the delay
+    # alone, but herd-linkdelay (a userspace queue) passes 5.5-12.6 MiB/s
+    # here (its RPCs then take 4x the round trip), x1.9-3.4 over one.
+    assert eight >= 1.5 * one, (one, eight)
+    assert auto >= 1.5 * one, (one, auto)
 
 
 def test_default_tries_once_per_run(slow, herd_bin, tmp_path):
