@@ -934,7 +934,7 @@ static int libnfs_dest_leaf(struct libnfs_ctx *c, const char *p)
     struct nfs_stat_64 st;
     int rc = libnfs_leaf(c, p, &st);
     if (rc == -ENOENT)
-        return libnfs_dirs_ok(c, p); /* ENOENT from the leaf or from a directory */
+        return 0; /* no leaf; libnfs_leaf checked the directories either way */
     if (rc < 0)
         return rc;
     return S_ISLNK(st.nfs_mode) ? -ELOOP : 0;
@@ -962,14 +962,7 @@ static int libnfs_rmdir_forget(struct libnfs_ctx *c, const char *p, int rc)
  * dropped first. */
 static int libnfs_rename_by_handle(struct libnfs_ctx *c, const char *from, const char *to)
 {
-    struct nfs_stat_64 st;
-    int rc = libnfs_dir_lstat(c, from, &st);
-    if (rc == 0)
-        rc = libnfs_leaf_refused(&st, false);
-    if (rc == 0) {
-        rc = libnfs_dir_lstat(c, to, &st);
-        rc = rc == 0 && S_ISLNK(st.nfs_mode) ? -ELOOP : rc == -ENOENT ? 0 : rc;
-    }
+    int rc = libnfs_rename_check(c, from, to);
     if (rc == 0)
         rc = libnfs_dir_rename(c, from, to);
     if (rc == 0 || rc == LIBNFS_DIR_BY_PATH) {

@@ -100,17 +100,27 @@ int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
     return EIO;
 }
 
+/* The S_IF* of an NFSv3 or NFSv4 file type (ftype3 and nfs_ftype4 number
+ * the seven alike); 0 for any other. */
+_Static_assert(NF3REG == (int)NF4REG && NF3DIR == (int)NF4DIR && NF3BLK == (int)NF4BLK &&
+                   NF3CHR == (int)NF4CHR && NF3LNK == (int)NF4LNK && NF3SOCK == (int)NF4SOCK &&
+                   NF3FIFO == (int)NF4FIFO,
+               "NFSv3 and NFSv4 file types differ");
+static mode_t type_mode(unsigned t)
+{
+    static const mode_t mode[] = {
+        [NF3REG] = S_IFREG, [NF3DIR] = S_IFDIR,   [NF3BLK] = S_IFBLK, [NF3CHR] = S_IFCHR,
+        [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK, [NF3FIFO] = S_IFIFO};
+    return t < sizeof mode / sizeof mode[0] ? mode[t] : 0;
+}
+
 /* An NFSv3 LOOKUP's attributes as an lstat's. */
 static void attr_from_fattr3(struct nfs_stat_64 *st, const fattr3 *a)
 {
-    static const mode_t type[] = {
-        [NF3REG] = S_IFREG, [NF3DIR] = S_IFDIR,   [NF3BLK] = S_IFBLK, [NF3CHR] = S_IFCHR,
-        [NF3LNK] = S_IFLNK, [NF3SOCK] = S_IFSOCK, [NF3FIFO] = S_IFIFO};
     memset(st, 0, sizeof *st);
     st->nfs_dev = a->fsid;
     st->nfs_ino = a->fileid;
-    st->nfs_mode =
-        (a->mode & 07777) | ((unsigned)a->type < sizeof type / sizeof type[0] ? type[a->type] : 0);
+    st->nfs_mode = (a->mode & 07777) | type_mode((unsigned)a->type);
     st->nfs_nlink = a->nlink;
     st->nfs_uid = a->uid;
     st->nfs_gid = a->gid;
@@ -227,9 +237,6 @@ static bool attr_one(struct xdr_in *x, int bit, struct nfs_stat_64 *st, uint32_t
  * no type. */
 static bool attr_from_fattr4(struct nfs_stat_64 *st, const fattr4 *fa)
 {
-    static const mode_t type_mode[] = {
-        [NF4REG] = S_IFREG, [NF4DIR] = S_IFDIR,   [NF4BLK] = S_IFBLK, [NF4CHR] = S_IFCHR,
-        [NF4LNK] = S_IFLNK, [NF4SOCK] = S_IFSOCK, [NF4FIFO] = S_IFIFO};
     memset(st, 0, sizeof *st);
     struct xdr_in x = {(const unsigned char *)fa->attr_vals.attrlist4_val,
                        fa->attr_vals.attrlist4_len};
@@ -241,9 +248,9 @@ static bool attr_from_fattr4(struct nfs_stat_64 *st, const fattr4 *fa)
             if ((word >> b & 1) && !attr_one(&x, (int)w * 32 + b, st, &type))
                 return false;
     }
-    if (type == 0 || type >= sizeof type_mode / sizeof type_mode[0] || !type_mode[type])
+    if (!type_mode(type))
         return false;
-    st->nfs_mode |= type_mode[type];
+    st->nfs_mode |= type_mode(type);
     return true;
 }
 
