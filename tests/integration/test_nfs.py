@@ -510,29 +510,38 @@ def test_watchdog_reports_frozen_server(nfs, herd_bin, tmp_path):
     for r in rows:
         print(f"  rank {r['rank']} {r['op']} {r['path']} since {r['since']:.2f} "
               f"noticed {r['noticed']:.2f} returned {r['returned']:.2f}")
-    # Every rank had a call in flight when the server stopped; one row each
-    # (the freeze is shorter than two stuck_after periods of a fresh call).
-    assert sorted(r["rank"] for r in rows) == list(range(nranks)), rows
+    # Every rank had a call in flight when the server stopped: one row each
+    # for the freeze (it is shorter than two stuck_after periods of a fresh
+    # call). A busy machine may add rows after SIGCONT for calls that were
+    # slow in their own right (an fsync of 16M behind the backlog); those
+    # must be true reports too, but they are not the freeze's.
+    frozen = [r for r in rows if r["since"] < cont_t]
+    later = [r for r in rows if r["since"] >= cont_t]
+    assert sorted(r["rank"] for r in frozen) == list(range(nranks)), rows
     for r in rows:
         where = f"stuck row {r}"
         assert r["op"] in ("open", "write", "fsync", "close"), where
         assert r["path"] == f"herd-{run_id}/unique-16M/r{r['rank']:06d}.dat", where
+        # noticed once it was stuck_after old, at the watchdog's next look (1 s)
+        assert stuck_after <= r["noticed"] - r["since"] <= stuck_after + 1.5, where
+        assert r["noticed"] <= r["returned"] <= w.attrs["t_end"] + 1.5, where
+    for r in frozen:
+        where = f"stuck row {r}"
         # the call hung because of the freeze: it was in flight for at least
         # stuck_after before the server came back (it may have begun after
         # the SIGSTOP: a rank on a busy machine can take a while to act on a
         # reply that was already on its way)
         assert w.attrs["t_start"] <= r["since"] <= cont_t - stuck_after, where
-        # noticed once it was stuck_after old, at the watchdog's next look (1 s)
-        assert stuck_after <= r["noticed"] - r["since"] <= stuck_after + 1.5, where
         assert r["noticed"] < cont_t, where
         # returned after SIGCONT, seen at the next look
         assert cont_t - 0.05 <= r["returned"] <= cont_t + 1.5, where
+    if later:
+        print(f"{len(later)} stuck row(s) after SIGCONT: calls slow on their own")
+    # One line on stderr for every row, with the row's rank, op and file.
     lines = [m for m in (STUCK_LINE.match(l) for l in proc.stderr.splitlines()) if m]
-    assert sorted(int(m.group(1)) for m in lines) == list(range(nranks)), describe(proc)
-    by_rank = {r["rank"]: r for r in rows}
+    told = sorted((int(m.group(1)), m.group(3), m.group(4)) for m in lines)
+    assert told == sorted((r["rank"], r["op"], r["path"]) for r in rows), describe(proc)
     for m in lines:
-        r = by_rank[int(m.group(1))]
-        assert (m.group(3), m.group(4)) == (r["op"], r["path"]), (m.group(0), r)
         assert int(m.group(5)) >= stuck_after, m.group(0)
     assert stuck_rows(out, "read") == []
     assert res.phases["read"].attrs["status"] == "ok"
