@@ -11,7 +11,9 @@
 #   smb            smb_vs_smbclient.sh, twice: BS=8M SMALL_BS=64K (8M vs
 #                  smbclient; 8M and 64K vs bench/smb_copy_peer.c) and
 #                  BS=1M SMALL_BS= (1M vs the loop; its smbclient rows,
-#                  8M requests against herd's 1M, are left out)
+#                  8M requests against herd's 1M, are left out), and the
+#                  same with CLIENT_CPUS=0 (herd and the loop on one CPU:
+#                  the scheduler's placement next to smbd taken out)
 #   meta           meta_vs_mdtest.sh: create/stat/removal np=1,2 vs mdtest
 #                  (SKIP with the reason when there is no mdtest);
 #                  meta_vs_fio.sh: tmpfs and xfs create/stat/unlink np=1,2
@@ -133,7 +135,8 @@ for s in $SCRIPTS; do
     case $s in
     smb_vs_smbclient)
         run "$s/bs8M" "$s" "" BS=8M SMALL_BS=64K
-        run "$s/bs1M" "$s" loop BS=1M SMALL_BS= ;;
+        run "$s/bs1M" "$s" loop BS=1M SMALL_BS=
+        run "$s/bs1M-pinned" "$s" pinned BS=1M SMALL_BS= CLIENT_CPUS=0 ;;
     locks) run "$s" "$s" "" NFS=only ;;
     *) run "$s" "$s" "" ;;
     esac

@@ -320,6 +320,8 @@ def all_smb(out, part):
              ("raw-bound.csv", "herd bound to a core (mpirun's default)")]
     if part == "loop":  # the second block size: smbclient's rows belong to the first
         files = files[2:]
+    elif part == "pinned":  # the same, every client on one CPU (CLIENT_CPUS)
+        files = [("raw-loop.csv", "libsmbclient loop, both on one CPU")]
     for name, who in files:
         for config, peer, h, p in raw_pairs(os.path.join(out, name), "mib_s"):
             m = re.match(r"(write|read)-(\d+M)-(.+)$", config)

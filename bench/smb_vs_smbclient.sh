@@ -32,6 +32,10 @@
 # measurement the export is emptied and dirty pages written (sync). Medians,
 # ratio herd/peer, PASS/FAIL against TARGET (1.0) for smbclient and
 # LOOP_TARGET (0.9) for the loop, through bench_util.py table.
+# CLIENT_CPUS (e.g. 0): every client (herd, smbclient, the loop) runs
+# under `taskset -c CLIENT_CPUS`, so that where the scheduler puts the
+# client next to smbd is the same for all of them (docs/performance.md,
+# "SMB, the MPI runtime and binding").
 # Needs root (namespaces, loop device; as another user: SKIP, exit 0),
 # samba + smbclient, libsmbclient-dev and cc, nfs-ganesha (the server
 # script starts it too), and a herd built with libsmbclient. Exits 0
@@ -49,6 +53,7 @@ LOOP_TARGET=${LOOP_TARGET:-0.9}   # herd / loop
 OUT=${OUT:-./bench-results/smb}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS---bind-to none} # herd's batch script does not bind either
+CLIENT_CPUS=${CLIENT_CPUS:-}      # empty: clients unpinned; else taskset -c's CPU list
 SERVER=$ROOT/cluster-configs/local/nfs-server.sh
 
 # shellcheck disable=SC2034 # read by lib.sh
@@ -63,6 +68,13 @@ pkg-config --exists smbclient || { warn "libsmbclient-dev is missing (pkg-config
 [[ "$("$HERD" keys 2>/dev/null)" == *smb_user* ]] || { warn "$HERD has no smb backend (build with libsmbclient-dev)"; exit 2; }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { warn "REPEAT must be a positive integer"; exit 2; }
 [[ $SIZE_MB =~ ^[1-9][0-9]*$ ]] || { warn "SIZE_MB must be a positive integer"; exit 2; }
+pin=()
+if [ -n "$CLIENT_CPUS" ]; then
+    [[ $CLIENT_CPUS =~ ^[0-9]+([,-][0-9]+)*$ ]] || { warn "CLIENT_CPUS must be a CPU list (0, 0-1, 0,2)"; exit 2; }
+    bench_require taskset:util-linux
+    taskset -c "$CLIENT_CPUS" true 2>/dev/null || { warn "CLIENT_CPUS=$CLIENT_CPUS: no such CPU here"; exit 2; }
+    pin=(taskset -c "$CLIENT_CPUS")
+fi
 bs_bytes=$(to_bytes "$BS")
 small_bytes=
 [ -z "$SMALL_BS" ] || small_bytes=$(to_bytes "$SMALL_BS")
@@ -115,7 +127,7 @@ kind = read
 EOF
 }
 
-inside() { "$SERVER" exec --state "$state" -- "$@"; }        # the clients' side
+inside() { "$SERVER" exec --state "$state" -- "${pin[@]}" "$@"; } # the clients' side
 on_server() { "$SERVER" exec --state "$state" --server-fs -- "$@"; } # sees the mounted export
 
 herd_run() { # herd_run BLOCK_SIZE [NAME]: prints write and read MiB/s
@@ -155,7 +167,7 @@ smbclient_run() { # smbclient_run SINK NAME: prints write and read MiB/s as smbc
 {
     echo "date: $(date -Is)"; uname -a; nproc
     smbd --version; smbclient --version; "$HERD" --version 2>&1 | head -n 1
-    echo "SIZE_MB=$SIZE_MB BS=$BS SMALL_BS=$SMALL_BS REPEAT=$REPEAT"
+    echo "SIZE_MB=$SIZE_MB BS=$BS SMALL_BS=$SMALL_BS REPEAT=$REPEAT CLIENT_CPUS=$CLIENT_CPUS"
 } >"$OUT/env.txt" 2>&1
 
 raw_sc=$OUT/raw-smbclient.csv raw_scf=$OUT/raw-smbclient-file.csv raw_loop=$OUT/raw-loop.csv
