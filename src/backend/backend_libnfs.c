@@ -240,8 +240,6 @@ int libnfs_mount(struct libnfs_ctx *c)
     if (!c->nfs)
         return -ENOMEM;
     libnfs_client_name(c->nfs);
-    if (c->version)
-        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
     nfs_set_timeout(c->nfs, c->timeout_ms);
     /* No silent reconnect loops inside a call: a lost server must surface
      * as an error here, and herd reconnects between files. */
@@ -254,6 +252,9 @@ int libnfs_mount(struct libnfs_ctx *c)
         c->nfs = NULL;
         return -EINVAL;
     }
+    /* After the URL, whose version= the parse applies: nfs_version wins. */
+    if (c->version)
+        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
     struct libnfs_mount_wait w = {0};
     const char *why = NULL;
     int rc = nfs_mount_async(c->nfs, url->server, url->path, libnfs_mounted, &w);

@@ -206,6 +206,30 @@ def test_no_lock_manager(nfs_server, herd_bin, tmp_path, how):
         assert rows == [("lock", "ENOLCK", status, n)], (rank, rows)
 
 
+def test_nfs_version_wins_over_the_url(nfs_server, herd_bin, tmp_path):
+    """nfs_version chooses the protocol of every call, libnfs's own
+    included, whatever the URL's version= says. On a server without NLM:
+    nfs_version = 4 on a ?version=3 URL locks (NFSv4 locks need no NLM;
+    before the fix libnfs mounted NFSv3 and every lock failed), and
+    nfs_version = 3 on a ?version=4 URL meets the missing NLM."""
+    nranks, n = 2, 5
+    s = nfs_server("--no-nlm")
+    for key, url in ((4, 3), (3, 4)):
+        job = write_job(tmp_path / f"v{key}.ini", lock_global(s, url, nfs_version=key),
+                        [("lk", {"kind": "lock", "count": n, "lock_timeout": "5s"})])
+        out = tmp_path / f"v{key}.h5"
+        proc = herd_run_nfs(s, herd_bin, nranks, job, out, timeout=60)
+        ph = load_results(out).phases["lk"]
+        if key == 4:
+            assert proc.returncode == 0, describe(proc)
+            assert ph.ranks["grants"].tolist() == [n] * nranks, ph.error_rows()
+        else:
+            assert proc.returncode == 3, describe(proc)
+            assert ph.ranks["grants"].tolist() == [0] * nranks
+            assert {(r["errno_name"], r["status"]) for r in ph.error_rows()} == \
+                {("ENOLCK", "NLM_UNREACHABLE")}, ph.error_rows()
+
+
 # ---------------------------------------------------------------- 3. grace
 
 
