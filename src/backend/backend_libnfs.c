@@ -255,6 +255,9 @@ int libnfs_mount(struct libnfs_ctx *c)
     /* After the URL, whose version= the parse applies: nfs_version wins. */
     if (c->version)
         nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
+    /* After the URL, whose version= the parse applies: nfs_version wins. */
+    if (c->version)
+        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
     struct libnfs_mount_wait w = {0};
     const char *why = NULL;
     int rc = nfs_mount_async(c->nfs, url->server, url->path, libnfs_mounted, &w);
@@ -393,6 +396,19 @@ static bool phase_wants_v4(const struct phase *ph)
     return v == 4 || (v == 0 && libnfs_url_says_v4(ph->target));
 }
 
+#ifdef HERD_LIBNFS_V4_WRITE_BUG
+/* Whether phase ph sends WRITEs: a write phase, a read phase that mixes
+ * writes in, a meta phase whose files get data. */
+static bool phase_writes_data(const struct phase *ph)
+{
+    if (ph->kind == KIND_READ)
+        return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
+    if (ph->kind == KIND_META)
+        return ph->file_size > 0 && (job_meta_steps(ph->meta_ops) & (1 << META_CREATE));
+    return ph->kind == KIND_WRITE;
+}
+#endif
+
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
     if (strncmp(ph->target, "nfs://", 6) != 0) {
@@ -406,11 +422,12 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
         return "nfs_version";
     }
 #ifdef HERD_LIBNFS_V4_WRITE_BUG
-    if (phase_wants_v4(ph) && ph->kind == KIND_WRITE) {
+    if (phase_wants_v4(ph) && phase_writes_data(ph)) {
         snprintf(why, len,
                  "this libnfs (%s) cannot write over NFSv4 (its WRITE COMPOUND fails to "
-                 "encode above ~3.9 KiB): write with nfs_version = 3 (NFSv4 reads work)",
-                 HERD_LIBNFS_VERSION);
+                 "encode above ~3.9 KiB): write with nfs_version = 3 (NFSv4 reads work%s)",
+                 HERD_LIBNFS_VERSION,
+                 ph->kind == KIND_META ? "; or file_size = 0 for empty files" : "");
         return "nfs_version";
     }
 #endif
@@ -555,12 +572,16 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
     return 0;
 }
 
-/* The leaf's lstat: over NFSv3 a LOOKUP in its parent's kept handle;
- * else its directories checked first. */
-static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
+/* The leaf's lstat, and its handle (h->len 0 where the server's LOOKUP
+ * cannot be used: NFSv3 under a directory the user may not read): a
+ * LOOKUP in its parent's kept handle; else its directories checked
+ * first, then by name. */
+static int libnfs_leaf_id(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st,
+                          struct libnfs_handle *h)
 {
     int rc;
-    if ((rc = libnfs_dir_lstat(c, p, st)) != LIBNFS_DIR_BY_PATH)
+    h->len = 0;
+    if ((rc = libnfs_dir_lstat(c, p, st, h)) != LIBNFS_DIR_BY_PATH)
         return rc;
     rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
@@ -569,80 +590,106 @@ static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *
     return rc < 0 ? libnfs_errno(c, rc) : 0;
 }
 
-static int libnfs_open_nofollow(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
 {
-    int rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, fh);
-    return rc < 0 ? libnfs_errno(c, rc) : 0;
+    struct libnfs_handle h;
+    return libnfs_leaf_id(c, p, st, &h);
 }
 
-/* An existing file opened by name O_NOFOLLOW: over NFSv3 libnfs's walk
- * refuses a link at any component; over NFSv4, whose open checks only
- * the last one, the directories are checked first. */
-static int libnfs_open_existing(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want)
 {
-    int rc = c->v4 ? libnfs_dirs_ok(c, p) : 0;
-    return rc < 0 ? rc : libnfs_open_nofollow(c, p, oflags, fh);
+    if (!want->len)
+        return true;
+    const struct nfs_fh *got = nfs_get_fh(fh);
+    return got->len >= 0 && (unsigned)got->len == want->len &&
+           memcmp(got->val, want->val, want->len) == 0;
 }
 
-/* A name that was there when the file was to be created (a fixed
- * run_id's tree): opened only when it is a regular file with no other
- * name, as the POSIX backend's open; a FIFO or device is never opened
- * (-ENOTSUP), a link never followed (-ELOOP), a file with another name (a
- * hard link: herd makes none) never written (-EMLINK). */
-static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags, struct nfsfh **fh)
+/* f opened by libnfs by its name p, O_NOFOLLOW. When herd knows the
+ * file's handle (f->id), the file opened must be that one: a name
+ * swapped since, at any component (a directory replaced by a link:
+ * libnfs 4.0's NFSv4 open follows links in the directories), is closed
+ * again unread and unwritten, -ELOOP. */
+static int libnfs_open_named(struct libnfs_ctx *c, const char *p, int oflags,
+                             struct backend_file *f)
+{
+    int rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, &f->fh);
+    if (rc < 0)
+        return libnfs_errno(c, rc);
+    if (libnfs_handle_is(f->fh, &f->id))
+        return 0;
+    nfs_close(c->nfs, f->fh);
+    f->fh = NULL;
+    return -ELOOP;
+}
+
+/* A name that exists (found where a file was to be created, or read):
+ * opened only when it is a regular file, as the POSIX backend's open; a
+ * FIFO or device is never opened (-ENOTSUP), a link never followed
+ * (-ELOOP), a file with another name (a hard link: herd makes none)
+ * never written (-EMLINK). The leaf is looked up in its kept parent
+ * (f->id: its handle) and the file libnfs opens by name must be that. */
+static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
+                             struct backend_file *f)
 {
     struct nfs_stat_64 st;
-    int rc = libnfs_leaf(c, p, &st);
+    int rc = libnfs_leaf_id(c, p, &st, &f->id);
     if (rc < 0)
         return rc;
     if (!S_ISREG(st.nfs_mode))
         return S_ISLNK(st.nfs_mode) ? -ELOOP : -ENOTSUP;
     if ((oflags & O_ACCMODE) != O_RDONLY && st.nfs_nlink > 1)
         return -EMLINK;
-    return libnfs_open_existing(c, p, oflags, fh);
+    return libnfs_open_named(c, p, oflags, f);
 }
 
-/* One attempt at open (libnfs_open_existing). With BACKEND_CREATE the
- * file is first created new, never over an existing name: on the
- * parent's kept handle, over NFSv3 by a CREATE GUARDED (libnfs_dirs.c),
- * over NFSv4 by herd's own OPEN GUARDED4 (libnfs_open4.c); outside lock
- * phases it is opened by libnfs only on its first read, write or fsync
- * (backend_file: unopened). An existing name (EEXIST, not under
- * BACKEND_EXCL) is opened as any. Where the parent cannot be kept
- * (LIBNFS_DIR_BY_PATH: a directory the user may not read), and for an
- * NFSv4 lock phase's files (whose locks need libnfs's own open), the
- * create goes by name, GUARDED, after the directories' check. */
+/* One attempt at open. Without BACKEND_CREATE: a file to read over
+ * NFSv3 by libnfs's walk alone (O_NOFOLLOW: it refuses a link at any
+ * component; the server refuses a READ of anything but a file), else
+ * (NFSv4, whose open follows links in the directories; a mixed phase's
+ * file to write) as one found. With BACKEND_CREATE the file is first
+ * created new, never over an existing name: on the parent's kept
+ * handle, over NFSv3 by a CREATE GUARDED (libnfs_dirs.c), over NFSv4 by
+ * herd's own OPEN GUARDED4 (libnfs_open4.c); outside lock phases it is
+ * opened by libnfs only on its first read, write or fsync (backend_file:
+ * unopened); an NFSv4 lock phase's file is closed by herd's own owner at
+ * once (its locks need libnfs's open, and herd's own client renews no
+ * lease). An existing name (EEXIST, not under BACKEND_EXCL) is opened as
+ * one found. Where the parent cannot be kept (LIBNFS_DIR_BY_PATH: a
+ * directory the user may not read) the create goes by name, GUARDED,
+ * after the directories' check. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
     int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
     if (flags & BACKEND_DIRECT)
         oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
     bool create = flags & BACKEND_CREATE, excl = create && (flags & BACKEND_EXCL);
-    struct nfsfh **fh = &f->fh;
     f->oflags = oflags;
+    f->id.len = 0;
     int rc;
-    if (!create) /* a file to write (a mixed phase's) is checked as one found */
-        return (oflags & O_ACCMODE) != O_RDONLY ? libnfs_open_found(c, p, oflags, fh)
-                                                : libnfs_open_existing(c, p, oflags, fh);
-    if (!(c->v4 && c->lock_phase)) {
-        rc = c->v4 ? libnfs_open4_create(c, p, oflags, f) : libnfs_dir_create(c, p);
-        f->unopened = rc == 0 && !c->lock_phase; /* opened on first use */
-        if (f->unopened)
-            return 0;
-        if (rc == 0)
-            return libnfs_open_existing(c, p, oflags, fh);
-        if (rc == -EEXIST && !excl)
-            return libnfs_open_found(c, p, oflags, fh);
-        if (rc != LIBNFS_DIR_BY_PATH)
-            return rc;
+    if (!create)
+        return c->v4 || (oflags & O_ACCMODE) != O_RDONLY ? libnfs_open_found(c, p, oflags, f)
+                                                         : libnfs_open_named(c, p, oflags, f);
+    rc = c->v4 ? libnfs_open4_create(c, p, oflags, f) : libnfs_dir_create(c, p);
+    if (rc == 0 && !c->lock_phase) {
+        f->unopened = true; /* opened on first use */
+        return 0;
     }
+    if (rc == 0) {
+        rc = libnfs_open4_close(c, f);
+        return rc < 0 ? rc : libnfs_open_named(c, p, oflags, f);
+    }
+    if (rc == -EEXIST && !excl)
+        return libnfs_open_found(c, p, oflags, f);
+    if (rc != LIBNFS_DIR_BY_PATH)
+        return rc;
     rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
         return rc;
-    rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, fh);
+    rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, &f->fh);
     rc = rc < 0 ? libnfs_errno(c, rc) : 0;
     if (rc == -EEXIST && !excl)
-        rc = libnfs_open_found(c, p, oflags, fh);
+        rc = libnfs_open_found(c, p, oflags, f);
     return rc;
 }
 
@@ -726,7 +773,7 @@ static int libnfs_file_ready(struct libnfs_ctx *c, struct backend_file *f)
 {
     if (f->unopened) {
         f->unopened = false;
-        f->open_rc = c->broken ? -ENOTCONN : libnfs_open_existing(c, f->path, f->oflags, &f->fh);
+        f->open_rc = c->broken ? -ENOTCONN : libnfs_open_named(c, f->path, f->oflags, f);
     }
     return f->open_rc;
 }

@@ -31,6 +31,12 @@ struct nfs_fh {
  * export-absolute ("" for the export's root); fh_len 0: empty. */
 #define LIBNFS_DIRS 4
 #define LIBNFS_FH_MAX 128 /* NFS4_FHSIZE, the larger of NFSv3's and NFSv4's */
+/* A file's handle as the server sent it (NFSv3 or NFSv4); len 0: none. */
+struct libnfs_handle {
+    unsigned len;
+    char val[LIBNFS_FH_MAX];
+};
+
 struct libnfs_dir {
     char path[LIBNFS_PATH_MAX];
     unsigned fh_len;
@@ -87,13 +93,16 @@ struct backend_file {
      * open's result, kept for the calls after it. */
     bool unopened;
     int oflags, open_rc;
+    /* The file's handle as herd made it (NFSv4: its own OPEN) or looked
+     * it up in the kept parent (a name that existed); len 0: not known
+     * (NFSv3 creates: libnfs's walk refuses links by itself). Every open
+     * of the file by name (libnfs's, a lock context's) must find it. */
+    struct libnfs_handle id;
     /* NFSv4: open by herd's own open owner (libnfs_open4.c) since the
-     * create, until the close: its stateid and the file's handle. */
+     * create, until the close (its CLOSE goes to id): its stateid. */
     bool own4;
     uint32_t own4_seqid;
     char own4_other[12];
-    unsigned own4_fh_len;
-    char own4_fh[LIBNFS_FH_MAX];
 };
 
 /* Shared by the backend's files (backend_libnfs.c). */
@@ -124,6 +133,10 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
  * -errno of the wait. */
 int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
 
+/* Whether libnfs's fh is the file of handle want (true when want is
+ * empty: nothing to compare). */
+bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want);
+
 /* Why a leaf of these attributes may not be removed or moved: -ELOOP for
  * a link (never followed, never removed), and with file_only (unlink)
  * -EISDIR for a directory, -EPERM for anything but a regular file; 0. */
@@ -134,11 +147,12 @@ int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only);
  * kept. Each: 0, -errno, or LIBNFS_DIR_BY_PATH when the parent could not
  * be opened for reading (a directory the user may only search): then the
  * caller checks the path and calls by name. lstat: the leaf's attributes
- * (a link's own); create: a new regular file, GUARDED (-EEXIST for any
+ * (a link's own) and, h not NULL, its handle; create: a new regular file, GUARDED (-EEXIST for any
  * name that exists), 0644, not opened; unlink: a regular file only
  * (-ELOOP, -EISDIR, -EPERM); rmdir: never a link (-ELOOP). */
 #define LIBNFS_DIR_BY_PATH 1
-int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st);
+int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st,
+                     struct libnfs_handle *h);
 int libnfs_dir_create(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_unlink(struct libnfs_ctx *c, const char *p);
 int libnfs_dir_mkdir(struct libnfs_ctx *c, const char *p);

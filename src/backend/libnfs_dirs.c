@@ -209,6 +209,7 @@ static int dir_call4(struct libnfs_ctx *c, enum dir_op op, struct libnfs_dir *d,
     if (op == DIR_LOOKUP) {
         op_name(&ops[n++], OP_LOOKUP, leaf);
         libnfs_op_getattr(&ops[n++]);
+        libnfs_op(&ops[n++], OP_GETFH);
     } else if (op == DIR_MKDIR) {
         op_name(&ops[n], OP_CREATE, leaf);
         CREATE4args *a = &ops[n++].nfs_argop4_u.opcreate;
@@ -253,7 +254,8 @@ static int dir_call(struct libnfs_ctx *c, enum dir_op op, const char *p, struct 
     }
 }
 
-int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
+int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st,
+                     struct libnfs_handle *h)
 {
     struct libnfs_reply r;
     int rc = dir_call(c, DIR_LOOKUP, p, &r);
@@ -262,6 +264,12 @@ int libnfs_dir_lstat(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st
     if (!r.has_attr)
         return c->v4 ? -EIO : LIBNFS_DIR_BY_PATH; /* an NFSv3 server that sent none */
     *st = r.attr;
+    if (h) {
+        if (!r.fh_len || r.fh_len > sizeof h->val)
+            return -EIO;
+        h->len = r.fh_len;
+        memcpy(h->val, r.fh, r.fh_len);
+    }
     return 0;
 }
 
@@ -285,7 +293,7 @@ static int dir_removal(struct libnfs_ctx *c, enum dir_op op, const char *p)
     int rc;
     if (c->v4 && (rc = dir_call(c, op, p, &r)) != DIR_NOT_SAME)
         return rc;
-    rc = libnfs_dir_lstat(c, p, &st);
+    rc = libnfs_dir_lstat(c, p, &st, NULL);
     if (rc == 0)
         rc = libnfs_leaf_refused(&st, file_only);
     if (rc != 0 || !c->v4)

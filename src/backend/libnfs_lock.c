@@ -173,6 +173,10 @@ int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f)
         rc = nfs_open2(lk->nfs, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
         rc = rc < 0 ? lk_errno(lk, rc) : 0;
     }
+    if (rc == 0 && !libnfs_handle_is(fh, &f->id)) {
+        nfs_close(lk->nfs, fh); /* the name leads elsewhere now: herd's file is not there */
+        rc = -ELOOP;
+    }
     if (rc < 0) {
         libnfs_note(c, lk->status);
         libnfs_lock_ctx_free(lk);

@@ -108,7 +108,7 @@ static void file_keep_stateid(struct backend_file *f, const stateid4 *s)
 static int open_confirm(struct libnfs_ctx *c, struct backend_file *f)
 {
     nfs_argop4 ops[2];
-    libnfs_op_putfh(&ops[0], f->own4_fh, f->own4_fh_len);
+    libnfs_op_putfh(&ops[0], f->id.val, f->id.len);
     libnfs_op(&ops[1], OP_OPEN_CONFIRM);
     ops[1].nfs_argop4_u.opopen_confirm.open_stateid = file_stateid(f);
     ops[1].nfs_argop4_u.opopen_confirm.seqid = c->own4.seqid;
@@ -195,8 +195,8 @@ int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct 
         if (!r.fh_len)
             return -EIO;
         f->own4 = true;
-        f->own4_fh_len = r.fh_len;
-        memcpy(f->own4_fh, r.fh, r.fh_len);
+        f->id.len = r.fh_len;
+        memcpy(f->id.val, r.fh, r.fh_len);
         file_keep_stateid(f, &r.stateid);
         return (r.rflags & OPEN4_RESULT_CONFIRM) ? open_confirm(c, f) : 0;
     }
@@ -210,7 +210,7 @@ int libnfs_open4_close(struct libnfs_ctx *c, struct backend_file *f)
     if (c->broken || !c->nfs)
         return 0; /* the server drops the open when the lease ends */
     nfs_argop4 ops[2];
-    libnfs_op_putfh(&ops[0], f->own4_fh, f->own4_fh_len);
+    libnfs_op_putfh(&ops[0], f->id.val, f->id.len);
     libnfs_op(&ops[1], OP_CLOSE);
     ops[1].nfs_argop4_u.opclose.seqid = c->own4.seqid;
     ops[1].nfs_argop4_u.opclose.open_stateid = file_stateid(f);

@@ -312,6 +312,9 @@ void libnfs_replied(struct rpc_context *rpc, int status, void *data, void *priv)
             reply_copy4(r, data);
         } else if (r->lookup && r->st == NFS3_OK) {
             const LOOKUP3resok *ok = &((LOOKUP3res *)data)->LOOKUP3res_u.resok;
+            const nfs_fh3 *fh = &ok->object;
+            r->fh_len = fh->data.data_len <= sizeof r->fh ? fh->data.data_len : 0;
+            memcpy(r->fh, fh->data.data_val, r->fh_len);
             r->has_attr = ok->obj_attributes.attributes_follow;
             if (r->has_attr)
                 attr_from_fattr3(&r->attr, &ok->obj_attributes.post_op_attr_u.attributes);

@@ -25,7 +25,7 @@ struct libnfs_reply {
     bool has_attr;           /* attr: a LOOKUP's (NFSv3) or the last GETATTR's (NFSv4) */
     bool attr_bad;           /* a GETATTR's attributes could not be read */
     struct nfs_stat_64 attr; /* nfs_mode carries the type (S_IF*) */
-    u_int fh_len;            /* the last GETFH's handle */
+    u_int fh_len;            /* the last GETFH's handle, or a LOOKUP's (NFSv3) */
     char fh[NFS4_FHSIZE];    /* (NFSv4 handles are the larger) */
     stateid4 stateid;        /* the last OPEN's, OPEN_CONFIRM's or CLOSE's */
     uint32_t rflags;         /* OPEN's */

@@ -668,7 +668,7 @@ V4_REFUSAL = re.compile(r"key 'nfs_version': this libnfs \(\S+\) cannot write ov
 def test_check_refuses_large_nfsv4_writes(herd_bin, tmp_path):
     """libnfs 4.0 cannot write over NFSv4 (its WRITE COMPOUND fails to encode
     above ~3.9 KiB, depending on the file handle): herd check refuses every
-    NFSv4 write phase, names nfs_version and offers NFSv3."""
+    NFSv4 phase that writes data, names nfs_version and offers NFSv3."""
     base = {"backend": "libnfs", "target": "nfs://127.0.0.1/export?version=4",
             "file_size": "1M", "block_size": "1M"}
     job = write_job(tmp_path / "v4w.ini", base, [("w", {"kind": "write"})])
@@ -681,15 +681,26 @@ def test_check_refuses_large_nfsv4_writes(herd_bin, tmp_path):
     assert "nfs_version = 3" in lines[0], "the message must offer NFSv3"
 
     # Refused as well: small writes (no size is safe), nfs_version = 4 with
-    # a v3 URL.
-    for gl in ({**base, "nfs_wsize": "4K", "block_size": "4K"},
-               {**base, "target": "nfs://127.0.0.1/export?version=3", "nfs_version": 4}):
-        j = write_job(tmp_path / "refused.ini", gl, [("w", {"kind": "write"})])
+    # a v3 URL, a read phase that mixes writes in, a meta phase whose files
+    # get data (its message offers empty files too).
+    for gl, phase in (({**base, "nfs_wsize": "4K", "block_size": "4K"}, {"kind": "write"}),
+                      ({**base, "target": "nfs://127.0.0.1/export?version=3", "nfs_version": 4},
+                       {"kind": "write"}),
+                      (base, {"kind": "read", "rwmix_read": 70}),
+                      ({**base, "file_size": "4K", "block_size": "4K"},
+                       {"kind": "meta", "files": 10})):
+        j = write_job(tmp_path / "refused.ini", gl, [("w", phase)])
         p = run_cmd([herd_bin, "check", j, "-n", "1"])
         assert p.returncode == 2 and V4_REFUSAL.search(p.stderr), describe(p)
-    # Accepted: a v4 read-only job, a v3 write, and the refused job with
+        assert ("file_size = 0" in p.stderr) == (phase["kind"] == "meta"), describe(p)
+    # Accepted: a v4 read-only job, empty files made by a meta phase, a
+    # meta phase that makes no files, a v3 write, and the refused job with
     # what the message suggests.
     ok = [write_job(tmp_path / "v4r.ini", base, [("r", {"kind": "read"}), ("m", {"kind": "md5"})]),
+          write_job(tmp_path / "v4m.ini", {**base, "file_size": 0},
+                    [("m", {"kind": "meta", "files": 10})]),
+          write_job(tmp_path / "v4s.ini", base,
+                    [("m", {"kind": "meta", "files": 10, "meta_ops": "stat"})]),
           write_job(tmp_path / "v3w.ini", {**base, "target": "nfs://127.0.0.1/export?version=3"},
                     [("w", {"kind": "write"})])]
     for j in ok:
