@@ -593,6 +593,87 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
             assert by_op.get(("open", "ELOOP"), 0) >= 1, by_op
 
 
+# Another user's tree at a fixed run_id's name, over libnfs, herd run by
+# user nobody (AUTH_SYS uid 65534): root's run directory (holding the
+# ranks' data files and a meta phase's directories) refuses the run
+# before any phase, with one line that names the directory and both
+# owners; a run directory of nobody's own whose fileset directory is
+# root's (0755) runs, and every write, create, rename, unlink or rmdir in
+# root's part is refused by the server (EACCES), reads of root's readable
+# files are allowed (a fixed run_id's second run reads what the first
+# wrote), the clean-up removes nothing of root's. Neither changes
+# anything of root's (content, owner, mode). NFSv4 through its own calls
+# (kept handles, herd's own client and OPEN) as NFSv3; no data writes
+# there (libnfs 4.0).
+@pytest.mark.parametrize("version", [3, 4])
+def test_other_users_tree_over_libnfs(herd_bin, tmp_path, version):
+    why = _why_skip_unprivileged(herd_bin)
+    if why:
+        pytest.skip(why)
+    tree = ('for t in u v; do mkdir -p herd-nfs-$t/fs/r000000/a/d0000 '
+            'herd-nfs-$t/fs/r000001/a/d0000 && for f in fs/r000000.dat fs/r000001.dat '
+            'fs/r000000/a/d0000/f000000 fs/r000001/a/d0000/f000000; do '
+            'head -c 4096 /dev/zero | tr "\\0" r > herd-nfs-$t/$f; done; done && '
+            'chmod -R u=rwX,go=rwX herd-nfs-u && chmod -R u=rwX,go=rX herd-nfs-v && '
+            'chown 65534 herd-nfs-v')  # u: even writable by all; v: nobody's, fs root's
+    with libnfs_export(herd_bin, tmp_path, tree) as (s, sh, listing):
+        import test_nfs  # libnfs_export skipped the test where it cannot
+
+        def owned():
+            return sh('cd "$1" && find herd-nfs-u herd-nfs-v/fs -exec stat -c "%n %U %a %s" '
+                      '{} + | sort && find herd-nfs-u herd-nfs-v -type f -exec sha256sum {} + '
+                      '| sort')
+        before, before_canary = owned(), listing()
+        url = s.url.replace("?version=3", f"?version={version}")
+        gl = {"backend": "libnfs", "target": url, "keep": "no", "fileset": "fs",
+              "file_size": "4K", "block_size": "4K", "op_timeout": 10,
+              "nfs_version": version, "dirs": 1, "files": 1}
+        phases = [("r", {"kind": "read"}), ("m", {"kind": "meta", "file_size": 0})]
+        if version == 3:
+            phases.insert(0, ("w", {"kind": "write"}))
+        env = test_nfs.ns_env()
+        for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+            env.pop(k, None)
+        procs = {}
+        with nobody_dir() as base:  # the jobs and the results: where nobody may go
+            out_dir = base / "out"
+            out_dir.mkdir()
+            os.chown(out_dir, _nobody().pw_uid, -1)
+            env["HOME"] = str(out_dir)
+            for run_id in ("nfs-u", "nfs-v"):
+                job = write_job(base / f"{run_id}.ini", {**gl, "run_id": run_id}, phases)
+                os.chmod(job, 0o644)
+                procs[run_id] = run_cmd(
+                    test_nfs.ns_args(s, "runuser", "-u", "nobody", "--",
+                                     *mpirun_args(herd_bin, 2, "run", job, "-o",
+                                                  out_dir / f"{run_id}.h5")),
+                    env=env, cwd=out_dir, timeout=300)
+            if (out_dir / "nfs-v.h5").exists():
+                shutil.copy(out_dir / "nfs-v.h5", tmp_path / "nfs-v.h5")
+        both = "\n".join(describe(p) for p in procs.values())
+        assert owned() == before, "root's tree changed\n" + both
+        assert listing() == before_canary, "the canary tree changed\n" + both
+        proc = procs["nfs-u"]
+        assert proc.returncode == 2, describe(proc)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("herd:")]
+        assert lines and all(l.endswith("herd-nfs-u belongs to uid 0, not to this user "
+                                        "(uid 65534): refused") for l in lines), describe(proc)
+        proc = procs["nfs-v"]
+        assert proc.returncode == 3, describe(proc)
+        res = load_results(tmp_path / "nfs-v.h5")
+        met = {}
+        for ph in res.phase_names:
+            for (_, op, name), v in errors_of(res, ph).items():
+                met[(ph, op, name)] = met.get((ph, op, name), 0) + v
+        print(f"\nNFSv{version} as nobody in root's fileset directory: {met}")
+        assert int(res.phases["r"].ranks["completed"].sum()) == 2, met  # root's 0644 files
+        assert not [k for k in met if k[0] == "r"], met
+        if version == 3:
+            assert met.get(("w", "open", "EACCES"), 0) == 2, met
+        assert met.get(("m", "mkdir", "EACCES"), 0) >= 1, met
+        assert {k[2] for k in met} <= {"EACCES", "ENOENT"}, met
+
+
 # ---------------------------------------------------------------- connection errors
 
 
