@@ -51,6 +51,7 @@
 #include <nfsc/libnfs-raw-nfs4.h>
 
 #include "libnfs_ctx.h"
+#include "libnfs_rpc.h"
 #include "prefault.h"
 #include "rpcwait.h"
 #include "safepath.h"
@@ -98,9 +99,12 @@ int libnfs_errno(struct libnfs_ctx *c, int rc)
     const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
     int err = rc < 0 ? -rc : EIO;
     libnfs_note_msg(c, msg);
-    /* libnfs 4.0 turns the NFS4ERR it does not map into ERANGE */
+    /* libnfs 4.0 turns the NFS4ERR it does not map into ERANGE, and a
+     * READ's NFS3ERR into EFAULT (NFS3ERR_INVAL: a FIFO read, say) */
     if (err == ERANGE && libnfs_nfs4_errno(c->status))
         err = libnfs_nfs4_errno(c->status);
+    else if (err == EFAULT && libnfs_status_name_errno(c->status))
+        err = libnfs_status_name_errno(c->status);
     if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
         err = ETIMEDOUT;
     else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))

@@ -100,6 +100,17 @@ int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
     return EIO;
 }
 
+int libnfs_status_name_errno(const char *name)
+{
+    for (size_t i = 0; i < sizeof status3 / sizeof status3[0]; i++)
+        if (strcmp(status3[i].name, name) == 0)
+            return status3[i].err;
+    for (size_t i = 0; i < sizeof status4 / sizeof status4[0]; i++)
+        if (strcmp(status4[i].name, name) == 0)
+            return status4[i].err;
+    return 0;
+}
+
 /* The S_IF* of an NFSv3 or NFSv4 file type (ftype3 and nfs_ftype4 number
  * the seven alike); 0 for any other. */
 _Static_assert(NF3REG == (int)NF4REG && NF3DIR == (int)NF4DIR && NF3BLK == (int)NF4BLK &&

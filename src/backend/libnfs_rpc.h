@@ -46,6 +46,10 @@ int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r);
  * on c as libnfs's own calls note it; an unknown one: EIO. Positive. */
 int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4);
 
+/* The errno of a status by its name ("NFS3ERR_INVAL"), 0 for one not
+ * known here. */
+int libnfs_status_name_errno(const char *name);
+
 /* Send a COMPOUND of n ops on c (r cleared first) and wait for it: 0
  * (answered: r->st, 0 or the failed op's status) or -errno of the RPC. */
 int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r);
