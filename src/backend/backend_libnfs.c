@@ -74,23 +74,6 @@ const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
     return c->status;
 }
 
-int libnfs_nfs4_errno(const char *status)
-{
-    static const struct {
-        const char *name;
-        int err;
-    } map[] = {
-        {"NFS4ERR_GRACE", ENOLCK},    {"NFS4ERR_NO_GRACE", ENOLCK}, {"NFS4ERR_DELAY", EBUSY},
-        {"NFS4ERR_ROFS", EROFS},      {"NFS4ERR_STALE", ESTALE},    {"NFS4ERR_EXPIRED", ESTALE},
-        {"NFS4ERR_NOSPC", ENOSPC},    {"NFS4ERR_DQUOT", EDQUOT},    {"NFS4ERR_MOVED", ESTALE},
-        {"NFS4ERR_WRONGSEC", EACCES}, {"NFS4ERR_LOCKED", EAGAIN},   {"NFS4ERR_SYMLINK", ELOOP},
-    };
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (strcmp(status, map[i].name) == 0)
-            return map[i].err;
-    return 0;
-}
-
 /* libnfs reports some failures as a generic error with a message; turn
  * the ones herd must tell apart into their errno, and notice when the
  * connection itself is gone. */
@@ -100,11 +83,12 @@ int libnfs_errno(struct libnfs_ctx *c, int rc)
     int err = rc < 0 ? -rc : EIO;
     libnfs_note_msg(c, msg);
     /* libnfs 4.0 turns the NFS4ERR it does not map into ERANGE, and a
-     * READ's NFS3ERR into EFAULT (NFS3ERR_INVAL: a FIFO read, say) */
-    if (err == ERANGE && libnfs_nfs4_errno(c->status))
-        err = libnfs_nfs4_errno(c->status);
-    else if (err == EFAULT && libnfs_status_name_errno(c->status))
-        err = libnfs_status_name_errno(c->status);
+     * READ's NFS3ERR into EFAULT (NFS3ERR_INVAL: a FIFO read, say); its
+     * message names the status (NFS4ERR_GRACE: ENOLCK, as for a lock
+     * refused in grace; NFS4ERR_DELAY: EBUSY ...) */
+    int named = libnfs_status_name_errno(c->status);
+    if ((err == ERANGE || err == EFAULT) && named)
+        err = named;
     if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
         err = ETIMEDOUT;
     else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))
@@ -256,9 +240,6 @@ int libnfs_mount(struct libnfs_ctx *c)
         c->nfs = NULL;
         return -EINVAL;
     }
-    /* After the URL, whose version= the parse applies: nfs_version wins. */
-    if (c->version)
-        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
     /* After the URL, whose version= the parse applies: nfs_version wins. */
     if (c->version)
         nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);

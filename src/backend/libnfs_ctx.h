@@ -116,10 +116,6 @@ const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg);
  * broken). */
 int libnfs_errno(struct libnfs_ctx *c, int rc);
 
-/* The errno herd counts for an NFS4ERR_x status libnfs 4.0 leaves as
- * ERANGE (NFS4ERR_GRACE: ENOLCK, as for a lock refused in grace;
- * NFS4ERR_DELAY: EBUSY ...); 0 for one it has no errno for. */
-int libnfs_nfs4_errno(const char *status);
 /* Forget c's connection (without destroying a context that died mid-call). */
 void libnfs_drop(struct libnfs_ctx *c);
 /* Mount c->target on a new context; 0 or -errno. */

@@ -36,6 +36,7 @@
 
 #include <nfsc/libnfs-raw-nfs4.h>
 
+#include "libnfs_rpc.h"
 #include "rpcwait.h"
 #include "signals.h"
 
@@ -82,7 +83,7 @@ static int lk_errno(struct libnfs_ctx *lk, int rc)
         int err;
         bool lost; /* this context's lock state is gone: rebuild it */
     } map[] = {
-        /* the lock's own; the others as every call's (libnfs_nfs4_errno) */
+        /* the lock's own; the others as every call's (libnfs_status_name_errno) */
         {"NFS4ERR_DENIED", EAGAIN, false},       {"NFS4ERR_DEADLOCK", EDEADLK, false},
         {"NFS4ERR_LOCK_RANGE", EINVAL, false},   {"NFS4ERR_LOCK_NOTSUPP", EOPNOTSUPP, false},
         {"NFS4ERR_STALE", ESTALE, true},         {"NFS4ERR_EXPIRED", ESTALE, true},
@@ -98,8 +99,9 @@ static int lk_errno(struct libnfs_ctx *lk, int rc)
             lk->broken |= map[i].lost;
             return -map[i].err;
         }
-    if (libnfs_nfs4_errno(name))
-        return -libnfs_nfs4_errno(name);
+    int named = libnfs_status_name_errno(name);
+    if (named)
+        return -named;
     rc = libnfs_errno(lk, rc);
     if (rc == -ERANGE || rc == -EFAULT) {
         lk->broken = true; /* an NFS4ERR we do not know, or a failed RPC */

@@ -47,8 +47,8 @@ static const struct status_errno status3[] = {
     STATUS_ERRNO(NFS3ERR_JUKEBOX, EAGAIN),
 };
 
-/* RFC 7530's statuses a name call meets; the lease and lock ones as
- * libnfs_nfs4_errno counts them for libnfs's own calls. */
+/* RFC 7530's statuses a name call meets, and the lease and lock ones
+ * libnfs's own calls meet (libnfs_status_name_errno). */
 static const struct status_errno status4[] = {
     STATUS_ERRNO(NFS4ERR_PERM, EPERM),
     STATUS_ERRNO(NFS4ERR_NOENT, ENOENT),
