@@ -639,11 +639,11 @@ def test_rsize_sweep_seed000(nfs, herd_bin, tmp_path, nranks):
         assert ph.attrs["elapsed"] > 0, name
         mibs[r] = int(rows["bytes"].sum()) / ph.attrs["elapsed"] / MIB
         assert mibs[r] > 0, name
+    # The exact READ count above is the proof that nfs_rsize reached the wire;
+    # the rates are shown, not asserted: a 64K phase lasts ~15 ms, so one
+    # descheduling on a busy machine can make it look slower than 1K.
     print(f"\nrsize sweep, {nranks} rank(s), 4M file (aggregate MiB/s): " +
           ", ".join(f"{r} {v:.1f}" for r, v in mibs.items()))
-    # 64 READ RPCs per 64K at rsize 1K against 1 at 64K: if nfs_rsize did
-    # anything, 1K is far slower than 64K over loopback.
-    assert mibs["1K"] * 4 < mibs["64K"], f"nfs_rsize seems to have no effect: {mibs}"
 
 
 # ---------------------------------------------------------------- 6. NFSv4
