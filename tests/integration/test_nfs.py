@@ -15,7 +15,9 @@ network and mount namespace, exporting a loop-mounted xfs image).
 5. The seed-000 rsize sweep (jobs/seed000.ini) at 1 and 4 ranks; prints the
    MiB/s per rsize.
 6. NFSv4: `herd check` refuses writes libnfs cannot send; v4 reads of files
-   written over v3; a v4 write with the wsize herd suggests.
+   written over v3; a v4 write with the wsize herd suggests; SIGTERM and a
+   frozen server in a phase that opens a file for every read (each open
+   checked by its handle).
 
 Every test starts its own server and stops it in the fixture's teardown,
 even when the test fails, then checks that nothing is left (no process of
@@ -751,3 +753,77 @@ def test_nfsv4_reads_files_written_over_v3(nfs, herd_bin, tmp_path):
         kk = resolved({**gl4, **k})
         check_clean_phase(name, kk, res.phases[name], 4, url4, phase_attr_order(herd_bin))
     assert proc.returncode == 0, describe(proc)
+
+
+def _v4_read_job(nfs, herd_bin, tmp_path, run_id, extra):
+    """Files written over NFSv3 and kept, then a job of one long NFSv4 read
+    phase over them: every iteration opens each file again (herd's LOOKUP
+    for its handle, libnfs's OPEN by name, the handles compared). Returns
+    the job and the export's listing: the run must leave it as it is (it
+    removes only what it made, and the files are the first run's)."""
+    gl = _write_v3_keep(nfs, herd_bin, tmp_path, run_id)
+    url4 = nfs.url.replace("?version=3", "?version=4")
+    gl4 = {**gl, "target": url4, "keep": "no", **extra}
+    return write_job(tmp_path / "v4long.ini", gl4,
+                     [("r", {"kind": "read", "iterations": 100000, "deadline": 20,
+                             "verify": "yes"})]), export_listing(nfs)
+
+
+def test_signal_during_nfsv4_opens(nfs, herd_bin, tmp_path):
+    """SIGTERM to every rank in a long NFSv4 read phase of 1 MiB files, each
+    read opened afresh: the signal meets opens, handle checks and READs in
+    flight; the run ends interrupted (143), no rank crashes, the phase's
+    rows done so far are kept, and the export's tree is as it was (the
+    clean-up over NFSv4 leaves the earlier run's files)."""
+    job, before = _v4_read_job(nfs, herd_bin, tmp_path, "v4-sig", {})
+    out = tmp_path / "v4sig.h5"
+    run = ns_background(nfs, herd_bin, 4, job, out)
+    try:
+        run.wait_line(r"^herd: run \S+: 4 ranks")
+        time.sleep(2.0)  # into the read phase (its line comes at its end)
+        signal_ranks(run.proc.pid, signal.SIGTERM)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    assert "Segmentation" not in proc.stderr and "signal 11" not in proc.stderr, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, describe(proc)
+    r = res.phases["r"]
+    assert r.attrs["status"] == "interrupted", r.attrs["status"]
+    done = r.ranks[r.ranks["completed"] == 1]
+    print(f"\nNFSv4 reads done before SIGTERM: {len(done)}; errors {r.error_rows()}")
+    assert len(done) >= 4 and (done["bytes"] == MIB).all(), describe(proc)
+    assert export_listing(nfs) == before, "the run changed the export's tree"
+
+
+def test_server_frozen_during_nfsv4_opens(nfs, herd_bin, tmp_path):
+    """ganesha frozen for 5 s (op_timeout 2 s) in a long NFSv4 read phase
+    that opens every file afresh: each rank's call in flight (a LOOKUP, an
+    OPEN or a READ) fails ETIMEDOUT and nothing else; no call waits much
+    past op_timeout; the ranks go on after SIGCONT on a new connection
+    (new client, new open state) and read whole, verified files again; the
+    export's tree is as it was."""
+    nranks, op_timeout = 4, 2
+    job, before = _v4_read_job(nfs, herd_bin, tmp_path, "v4-freeze", {"op_timeout": op_timeout})
+    out = tmp_path / "v4freeze.h5"
+    # deadline 20 s; the run's first line comes after the v3 run above
+    proc, stop_unix, cont_unix = run_frozen(nfs, herd_bin, nranks, job, out, 5.0)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    stop_t, cont_t = common_time(res, stop_unix), common_time(res, cont_unix)
+    r = res.phases["r"]
+    assert r.attrs["status"] == "deadline", r.attrs["status"]
+    assert r.attrs["t_start"] < stop_t, (r.attrs["t_start"], stop_t)
+    rows = r.error_rows()
+    print(f"\nfrozen {stop_t:.2f}..{cont_t:.2f} s; errors: " +
+          ", ".join(f"rank {e['rank']} {e['op']} {e['errno_name']} x{e['count']}" for e in rows))
+    assert rows and {e["errno"] for e in rows} == {errno.ETIMEDOUT}, rows
+    assert sum(int(e["count"]) for e in rows) >= nranks, rows
+    for op, h in r.latency.items():
+        assert h["max_ns"] <= (op_timeout + 1.0) * 1.0625e9, (op, h["max_ns"])
+    done = r.ranks[r.ranks["completed"] == 1]
+    assert (done["bytes"] == MIB).all()
+    after = done[done["t_start"] > cont_t]
+    assert set(after["rank"]) == set(range(nranks)), "a rank read nothing after SIGCONT"
+    assert int(r.ranks["verify_failures"].sum()) == 0
+    assert export_listing(nfs) == before, "the run changed the export's tree"
