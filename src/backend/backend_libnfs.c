@@ -23,11 +23,12 @@
  * refuses a link at any component (libnfs_dirs.c; over NFSv4 COMPOUNDs
  * of herd's own, and its own OPEN to create: libnfs_open4.c), with the
  * leaf's name: no path is resolved by name again. Over NFSv4 an open of
- * an existing file, and everywhere a call whose parent cannot be kept (a
- * directory the user may search but not read), first checks the
- * directory components and acts by name on a leaf it lstat()ed too; what
- * remains there: between the check and the call another client can swap
- * a directory for a link (within the export: the server never follows
+ * an existing file goes by name and must find the handle herd looked up
+ * (libnfs_open_named). A call whose parent cannot be kept (NFSv3: an
+ * export root the user may not read) first checks the directory
+ * components and acts by name on a leaf it lstat()ed too; what remains
+ * there: between the check and the call another client can swap a
+ * directory for a link (within the export: the server never follows
  * links, so nothing outside the export can be reached). A create is
  * GUARDED so that it never reuses what it did not make; a name that was
  * there is opened only when it is a regular file.
@@ -531,10 +532,11 @@ static int libnfs_ready(struct libnfs_ctx *c)
 }
 
 /* Every directory component of p (export-absolute) is a directory, not a
- * link: over NFSv3 by the parent's kept handle (its O_NOFOLLOW walk,
+ * link: over NFSv3 by the parent's kept handle (its walk,
  * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs
- * (libnfs_dirs_check4); where those may not read or search a directory
- * (EACCES), nfs_lstat64 each: libnfs would follow a link there. */
+ * (libnfs_dirs_check4); where those cannot (EACCES: NFSv3 an export
+ * root the user may not read), nfs_lstat64 each: libnfs would follow a
+ * link there. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
     int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_check3(c, p);
@@ -558,7 +560,7 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 }
 
 /* The leaf's lstat, and its handle (h->len 0 where the server's LOOKUP
- * cannot be used: NFSv3 under a directory the user may not read): a
+ * cannot be used: NFSv3 where the parent's walk cannot go by handle): a
  * LOOKUP in its parent's kept handle; else its directories checked
  * first, then by name. */
 static int libnfs_leaf_id(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st,
@@ -640,9 +642,9 @@ static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
  * unopened); an NFSv4 lock phase's file is closed by herd's own owner at
  * once (its locks need libnfs's open, and herd's own client renews no
  * lease). An existing name (EEXIST, not under BACKEND_EXCL) is opened as
- * one found. Where the parent cannot be kept (LIBNFS_DIR_BY_PATH: a
- * directory the user may not read) the create goes by name, GUARDED,
- * after the directories' check. */
+ * one found. Where the parent cannot be kept (LIBNFS_DIR_BY_PATH: NFSv3,
+ * an export root the user may not read) the create goes by name,
+ * GUARDED, after the directories' check. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
     int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;

@@ -139,10 +139,11 @@ bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want);
 int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only);
 
 /* libnfs_dirs.c: NFSv3 calls on p's leaf sent to the handle of p's
- * parent, which is opened O_NOFOLLOW once (no link at any component) and
- * kept. Each: 0, -errno, or LIBNFS_DIR_BY_PATH when the parent could not
- * be opened for reading (a directory the user may only search): then the
- * caller checks the path and calls by name. lstat: the leaf's attributes
+ * parent, which is walked once (a LOOKUP a component, no link at any) and
+ * kept. Each: 0, -errno, or LIBNFS_DIR_BY_PATH when the walk could not
+ * start or go on by handle (an export root the user may not read, a
+ * server whose LOOKUP sent no attributes): then the caller checks the
+ * path and calls by name. lstat: the leaf's attributes
  * (a link's own) and, h not NULL, its handle; create: a new regular file, GUARDED (-EEXIST for any
  * name that exists), 0644, not opened; unlink: a regular file only
  * (-ELOOP, -EISDIR, -EPERM); rmdir: never a link (-ELOOP). */
@@ -158,10 +159,10 @@ int libnfs_dir_rmdir(struct libnfs_ctx *c, const char *p);
  * at and below both names). */
 int libnfs_dir_rename(struct libnfs_ctx *c, const char *from, const char *to);
 /* The kept handle of p's parent, walked when missing; *leaf: p's last
- * component. 0, -errno, or LIBNFS_DIR_BY_PATH (NFSv3: EACCES). */
+ * component. 0, -errno, or LIBNFS_DIR_BY_PATH (NFSv3, as above). */
 int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **d, const char **leaf);
-/* NFSv3: p's parent is kept by handle (walked O_NOFOLLOW when it was not):
- * 0, -errno, or -EACCES for a parent the user may not read. */
+/* NFSv3: p's parent is kept by handle (walked when it was not): 0,
+ * -errno, or -EACCES where the walk could not go by handle. */
 int libnfs_dirs_check3(struct libnfs_ctx *c, const char *p);
 /* NFSv4: every directory component of p is a directory, not a link, in
  * one COMPOUND (PUTROOTFH, a LOOKUP of each component of the export's

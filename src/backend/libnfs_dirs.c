@@ -8,8 +8,10 @@
  * walk is not followed (the handle names the directory itself). A kept
  * directory that is gone (STALE) is walked again once.
  *
- * NFSv3: the walk is libnfs's O_NOFOLLOW open of the directory (libnfs
- * 4.0 refuses a link at any component of it); a call is one RPC: LOOKUP,
+ * NFSv3: the walk is a LOOKUP a component from the kept directory
+ * nearest above (else from the export's root), each reply's type checked
+ * (a link or a non-directory refused): like a kernel's walk it needs
+ * only search permission on each directory; a call is one RPC: LOOKUP,
  * CREATE GUARDED, MKDIR, RENAME (handle to handle), and a LOOKUP (the
  * leaf's type) before REMOVE or RMDIR.
  *
@@ -67,9 +69,25 @@ static u_int dirs_walk_ops(const struct libnfs_ctx *c, const char *p, char *path
     return n > DIRS_WALK_OPS - 3 ? 0 : n + 1;
 }
 
-/* NFSv4: walk dir (export-absolute) to its handle in d: a link or a
+/* A directory's LOOKUP reply r: its handle in h; -ELOOP for a link,
+ * -ENOTDIR for anything else but a directory, -EIO without attributes or
+ * a handle that fits. */
+static int dir_reply_handle(const struct libnfs_reply *r, struct libnfs_handle *h)
+{
+    if (!r->has_attr || !r->fh_len || r->fh_len > sizeof h->val)
+        return -EIO;
+    if (S_ISLNK(r->attr.nfs_mode))
+        return -ELOOP;
+    if (!S_ISDIR(r->attr.nfs_mode))
+        return -ENOTDIR;
+    h->len = r->fh_len;
+    memcpy(h->val, r->fh, h->len);
+    return 0;
+}
+
+/* NFSv4: walk dir (export-absolute) to its handle in h: a link or a
  * non-directory at any component refused. 0 or -errno. */
-static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_dir *d)
+static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_handle *h)
 {
     char path[JOB_PATH_MAX + LIBNFS_PATH_MAX];
     nfs_argop4 ops[DIRS_WALK_OPS];
@@ -84,35 +102,114 @@ static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_dir *d
         return rc;
     if (r.st != NFS4_OK)
         return -libnfs_status_errno(c, r.st, true);
-    if (!r.has_attr || !r.fh_len)
-        return -EIO;
-    if (S_ISLNK(r.attr.nfs_mode))
-        return -ELOOP;
-    if (!S_ISDIR(r.attr.nfs_mode))
-        return -ENOTDIR;
-    d->fh_len = r.fh_len;
-    memcpy(d->fh, r.fh, r.fh_len);
-    return 0;
+    return dir_reply_handle(&r, h);
 }
 
-/* NFSv3: open dir O_NOFOLLOW (libnfs walks it refusing a link anywhere)
- * and keep its handle in d. 0, -errno, or LIBNFS_DIR_BY_PATH for EACCES
- * (a directory the user may search but not read). */
-static int dir_walk3(struct libnfs_ctx *c, const char *dir, struct libnfs_dir *d)
+enum dir_op { DIR_LOOKUP, DIR_CREATE, DIR_REMOVE, DIR_MKDIR, DIR_RMDIR };
+
+static int dir_send3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsigned fh_len,
+                     const char *leaf, struct libnfs_reply *r);
+
+/* NFSv3: the export's root in h: libnfs's open of "/" (the handle it
+ * mounted). LIBNFS_DIR_BY_PATH for EACCES: a root the user may not read
+ * (libnfs's open asks for read access). */
+static int dir_root3(struct libnfs_ctx *c, struct libnfs_handle *h)
 {
     struct nfsfh *fh = NULL;
-    int rc = nfs_open2(c->nfs, dir[0] ? dir : "/", O_RDONLY | O_NOFOLLOW, 0, &fh);
+    int rc = nfs_open2(c->nfs, "/", O_RDONLY | O_NOFOLLOW, 0, &fh);
     rc = rc < 0 ? libnfs_errno(c, rc) : 0;
     if (rc < 0)
         return rc == -EACCES ? LIBNFS_DIR_BY_PATH : rc;
-    const struct nfs_fh *h = nfs_get_fh(fh);
-    rc = h->len > 0 && (size_t)h->len <= sizeof d->fh ? 0 : -EIO;
+    const struct nfs_fh *got = nfs_get_fh(fh);
+    rc = got->len > 0 && (size_t)got->len <= sizeof h->val ? 0 : -EIO;
     if (rc == 0) {
-        d->fh_len = (unsigned)h->len;
-        memcpy(d->fh, h->val, d->fh_len);
+        h->len = (unsigned)got->len;
+        memcpy(h->val, got->val, h->len);
     }
     nfs_close(c->nfs, fh); /* read-only: frees, sends nothing */
     return rc;
+}
+
+/* NFSv3: the directory name in directory h, h replaced by its handle:
+ * one LOOKUP (the parent's search permission is enough). 0, -errno, or
+ * LIBNFS_DIR_BY_PATH for a server that sent no attributes. */
+static int dir_lookup3(struct libnfs_ctx *c, struct libnfs_handle *h, const char *name)
+{
+    struct libnfs_reply r;
+    memset(&r, 0, sizeof r);
+    int rc = dir_send3(c, DIR_LOOKUP, h->val, h->len, name, &r) != 0 ? -ENOMEM
+                                                                     : libnfs_reply_wait(c, &r);
+    if (rc < 0)
+        return rc;
+    if (r.st != 0)
+        return -libnfs_status_errno(c, r.st, false);
+    return r.has_attr ? dir_reply_handle(&r, h) : LIBNFS_DIR_BY_PATH;
+}
+
+/* The kept directory nearest above dir (a proper ancestor; the export's
+ * root is ""), or NULL. */
+static const struct libnfs_dir *dir_kept_above(const struct libnfs_ctx *c, const char *dir)
+{
+    const struct libnfs_dir *best = NULL;
+    size_t best_n = 0;
+    for (int i = 0; i < LIBNFS_DIRS; i++) {
+        const struct libnfs_dir *d = &c->dirs[i];
+        size_t n = strlen(d->path);
+        if (d->fh_len && strncmp(d->path, dir, n) == 0 && dir[n] == '/' && (!best || n > best_n)) {
+            best = d;
+            best_n = n;
+        }
+    }
+    return best;
+}
+
+/* NFSv3: walk dir (export-absolute; its components cut in place while
+ * walked, restored after) to its handle in h: from the kept directory
+ * nearest above it, else the root, one LOOKUP a component, so a
+ * directory the user may search but not read is walked too; a link or a
+ * non-directory at any component refused. A stale start is forgotten and
+ * the walk begins again at the root, once. 0, -errno or
+ * LIBNFS_DIR_BY_PATH (dir_root3, dir_lookup3). */
+static int dir_walk3(struct libnfs_ctx *c, char *dir, struct libnfs_handle *h)
+{
+    for (int attempt = 0;; attempt++) {
+        const struct libnfs_dir *start = attempt ? NULL : dir_kept_above(c, dir);
+        size_t at = start ? strlen(start->path) : 0;
+        int rc = 0;
+        if (start) {
+            h->len = start->fh_len;
+            memcpy(h->val, start->fh, h->len);
+        } else {
+            rc = dir_root3(c, h);
+        }
+        while (rc == 0 && dir[at] == '/') {
+            char *name = dir + at + 1, *end = strchr(name, '/');
+            if (end)
+                *end = '\0';
+            rc = dir_lookup3(c, h, name);
+            if (end)
+                *end = '/';
+            at = end ? (size_t)(end - dir) : strlen(dir);
+        }
+        if (rc != -ESTALE || !start)
+            return rc;
+        libnfs_dirs_forget(c, start->path);
+    }
+}
+
+/* A slot for a directory to keep: a free one, else the least recently
+ * used. */
+static struct libnfs_dir *dir_slot(struct libnfs_ctx *c)
+{
+    struct libnfs_dir *oldest = &c->dirs[0];
+    for (int i = 0; i < LIBNFS_DIRS; i++) {
+        struct libnfs_dir *d = &c->dirs[i];
+        if (!d->fh_len)
+            return d;
+        if (d->used < oldest->used)
+            oldest = d;
+    }
+    return oldest;
 }
 
 int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **out, const char **leaf)
@@ -122,37 +219,35 @@ int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **out,
     *leaf = slash ? slash + 1 : p;
     if (!slash || n >= sizeof c->dirs[0].path)
         return -EINVAL; /* libnfs_begin's paths are export-absolute */
-    struct libnfs_dir *hit = NULL, *oldest = &c->dirs[0];
+    struct libnfs_dir *hit = NULL;
     for (int i = 0; i < LIBNFS_DIRS && !hit; i++) {
         struct libnfs_dir *d = &c->dirs[i];
         if (d->fh_len && strncmp(d->path, p, n) == 0 && d->path[n] == '\0')
             hit = d;
-        else if (!d->fh_len || (oldest->fh_len && d->used < oldest->used))
-            oldest = d;
     }
     if (!hit) {
-        hit = oldest;
-        hit->fh_len = 0;
-        memcpy(hit->path, p, n);
-        hit->path[n] = '\0';
-        int rc = c->v4 ? dir_walk4(c, hit->path, hit) : dir_walk3(c, hit->path, hit);
-        if (rc != 0) {
-            hit->fh_len = 0;
+        char dir[sizeof hit->path];
+        memcpy(dir, p, n);
+        dir[n] = '\0';
+        struct libnfs_handle h;
+        int rc = c->v4 ? dir_walk4(c, dir, &h) : dir_walk3(c, dir, &h);
+        if (rc != 0)
             return rc;
-        }
+        hit = dir_slot(c);
+        memcpy(hit->path, dir, n + 1);
+        hit->fh_len = h.len;
+        memcpy(hit->fh, h.val, h.len);
     }
     hit->used = ++c->dir_tick;
     *out = hit;
     return 0;
 }
 
-enum dir_op { DIR_LOOKUP, DIR_CREATE, DIR_REMOVE, DIR_MKDIR, DIR_RMDIR };
-
 /* NFSv3: send op on (dir, leaf); 0 or -1 when libnfs could not queue it. */
-static int dir_send3(struct libnfs_ctx *c, enum dir_op op, struct libnfs_dir *d, const char *leaf,
-                     struct libnfs_reply *r)
+static int dir_send3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsigned fh_len,
+                     const char *leaf, struct libnfs_reply *r)
 {
-    diropargs3 where = {.dir = {.data = {.data_len = d->fh_len, .data_val = d->fh}},
+    diropargs3 where = {.dir = {.data = {.data_len = fh_len, .data_val = (char *)fh}},
                         .name = (char *)leaf};
     struct rpc_context *rpc = nfs_get_rpc_context(c->nfs);
     switch (op) {
@@ -241,7 +336,8 @@ static int dir_call(struct libnfs_ctx *c, enum dir_op op, const char *p, struct 
             rc = dir_call4(c, op, d, leaf, r);
         } else {
             memset(r, 0, sizeof *r);
-            rc = dir_send3(c, op, d, leaf, r) != 0 ? -ENOMEM : libnfs_reply_wait(c, r);
+            rc = dir_send3(c, op, d->fh, d->fh_len, leaf, r) != 0 ? -ENOMEM
+                                                                  : libnfs_reply_wait(c, r);
         }
         if (rc < 0)
             return rc;

@@ -601,6 +601,32 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
             assert by_op.get(("open", "ELOOP"), 0) >= 1, by_op
 
 
+def nobody_libnfs_runner(s, herd_bin, base):
+    """run(job, out): herd as user nobody (AUTH_SYS uid 65534) in server s's
+    namespace, 2 ranks, the job made readable to all, its results written
+    in base/out (nobody's) and copied to out; returns the CompletedProcess.
+    base: a directory nobody can reach (nobody_dir)."""
+    import test_nfs
+    out_dir = base / "out"
+    out_dir.mkdir(exist_ok=True)
+    os.chown(out_dir, _nobody().pw_uid, -1)
+    env = test_nfs.ns_env()
+    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        env.pop(k, None)
+    env["HOME"] = str(out_dir)
+
+    def run(job, out):
+        os.chmod(job, 0o644)
+        mine = out_dir / Path(out).name
+        proc = run_cmd(test_nfs.ns_args(s, "runuser", "-u", "nobody", "--",
+                                        *mpirun_args(herd_bin, 2, "run", job, "-o", mine)),
+                       env=env, cwd=out_dir, timeout=300)
+        if mine.exists():
+            shutil.copy(mine, out)
+        return proc
+    return run
+
+
 # Another user's tree at a fixed run_id's name, over libnfs, herd run by
 # user nobody (AUTH_SYS uid 65534): root's run directory (holding the
 # ranks' data files and a meta phase's directories) refuses the run
@@ -639,25 +665,12 @@ def test_other_users_tree_over_libnfs(herd_bin, tmp_path, version):
         phases = [("r", {"kind": "read"}), ("m", {"kind": "meta", "file_size": 0})]
         if version == 3:
             phases.insert(0, ("w", {"kind": "write"}))
-        env = test_nfs.ns_env()
-        for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
-            env.pop(k, None)
         procs = {}
         with nobody_dir() as base:  # the jobs and the results: where nobody may go
-            out_dir = base / "out"
-            out_dir.mkdir()
-            os.chown(out_dir, _nobody().pw_uid, -1)
-            env["HOME"] = str(out_dir)
+            run = nobody_libnfs_runner(s, herd_bin, base)
             for run_id in ("nfs-u", "nfs-v"):
                 job = write_job(base / f"{run_id}.ini", {**gl, "run_id": run_id}, phases)
-                os.chmod(job, 0o644)
-                procs[run_id] = run_cmd(
-                    test_nfs.ns_args(s, "runuser", "-u", "nobody", "--",
-                                     *mpirun_args(herd_bin, 2, "run", job, "-o",
-                                                  out_dir / f"{run_id}.h5")),
-                    env=env, cwd=out_dir, timeout=300)
-            if (out_dir / "nfs-v.h5").exists():
-                shutil.copy(out_dir / "nfs-v.h5", tmp_path / "nfs-v.h5")
+                procs[run_id] = run(job, tmp_path / f"{run_id}.h5")
         both = "\n".join(describe(p) for p in procs.values())
         assert owned() == before, "root's tree changed\n" + both
         assert listing() == before_canary, "the canary tree changed\n" + both
@@ -680,6 +693,46 @@ def test_other_users_tree_over_libnfs(herd_bin, tmp_path, version):
             assert met.get(("w", "open", "EACCES"), 0) == 2, met
         assert met.get(("m", "mkdir", "EACCES"), 0) >= 1, met
         assert {k[2] for k in met} <= {"EACCES", "ENOENT"}, met
+
+
+# A target directory the user may write and search but not read (root's,
+# mode 0733, a drop box), herd run by user nobody over libnfs: the run
+# directory is made, used and removed through handles walked by LOOKUP
+# (search permission is enough; libnfs's own open of a directory asks
+# for read access, which is why NFSv3 once went by name here). Every
+# phase is clean, the drop box is empty again, the canary tree is as it
+# was. NFSv4: metadata only (libnfs 4.0 cannot write data over NFSv4).
+@pytest.mark.parametrize("version", [3, 4])
+def test_search_only_target_over_libnfs(herd_bin, tmp_path, version):
+    why = _why_skip_unprivileged(herd_bin)
+    if why:
+        pytest.skip(why)
+    with libnfs_export(herd_bin, tmp_path, "mkdir drop && chmod 0733 drop") as (s, sh, listing):
+        before_canary = listing()
+        url = f"{s.base}/drop?version={version}"
+        gl = {"backend": "libnfs", "target": url, "keep": "no", "file_size": "64K",
+              "block_size": "16K", "op_timeout": 10, "nfs_version": version,
+              "dirs": 3, "files": 20}
+        phases = [("m", {"kind": "meta", "file_size": 0}),
+                  ("mc", {"kind": "meta", "file_size": 0, "meta_ops": "create,stat"}),
+                  ("md", {"kind": "meta", "file_size": 0, "meta_ops": "rename,unlink,rmdir"})]
+        if version == 3:
+            phases = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"}),
+                      ("ws", {"kind": "write", "sharing": "shared"})] + phases
+        with nobody_dir() as base:
+            job = write_job(base / "drop.ini", gl, phases)
+            proc = nobody_libnfs_runner(s, herd_bin, base)(job, tmp_path / "drop.h5")
+        assert listing() == before_canary, "the canary tree changed\n" + describe(proc)
+        assert proc.returncode == 0, describe(proc)
+        res = load_results(tmp_path / "drop.h5")
+        for name, _ in phases:
+            ph = res.phases[name]
+            assert ph.attrs["status"] == "ok", (name, ph.error_rows())
+            assert int(ph.ranks["errors"].sum()) == 0, (name, ph.error_rows())
+        print(f"\nNFSv{version} as nobody in a 0733 drop box: phases " +
+              ", ".join(f"{n} {int(res.phases[n].ranks['ops'].sum())} ops" for n, _ in phases))
+        assert sh('ls -A "$1/drop"') == "", "the run left something in the drop box"
+        assert sh('stat -c "%U %a" "$1/drop"').split() == ["root", "733"]
 
 
 # ---------------------------------------------------------------- connection errors
