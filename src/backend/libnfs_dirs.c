@@ -107,8 +107,52 @@ static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_handle
 
 enum dir_op { DIR_LOOKUP, DIR_CREATE, DIR_REMOVE, DIR_MKDIR, DIR_RMDIR };
 
+/* NFSv3: send op on (dir, leaf); 0 or -1 when libnfs could not queue it. */
 static int dir_send3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsigned fh_len,
-                     const char *leaf, struct libnfs_reply *r);
+                     const char *leaf, struct libnfs_reply *r)
+{
+    diropargs3 where = {.dir = {.data = {.data_len = fh_len, .data_val = (char *)fh}},
+                        .name = (char *)leaf};
+    struct rpc_context *rpc = nfs_get_rpc_context(c->nfs);
+    switch (op) {
+    case DIR_LOOKUP: {
+        LOOKUP3args a = {.what = where};
+        r->lookup = true;
+        return rpc_nfs3_lookup_async(rpc, libnfs_replied, &a, r);
+    }
+    case DIR_CREATE: { /* GUARDED: never an existing name, a link included */
+        CREATE3args a = {.where = where};
+        a.how.mode = GUARDED;
+        a.how.createhow3_u.g_obj_attributes.mode.set_it = 1;
+        a.how.createhow3_u.g_obj_attributes.mode.set_mode3_u.mode = 0644;
+        return rpc_nfs3_create_async(rpc, libnfs_replied, &a, r);
+    }
+    case DIR_REMOVE: {
+        REMOVE3args a = {.object = where};
+        return rpc_nfs3_remove_async(rpc, libnfs_replied, &a, r);
+    }
+    case DIR_MKDIR: {
+        MKDIR3args a = {.where = where};
+        a.attributes.mode.set_it = 1;
+        a.attributes.mode.set_mode3_u.mode = 0755;
+        return rpc_nfs3_mkdir_async(rpc, libnfs_replied, &a, r);
+    }
+    case DIR_RMDIR: {
+        RMDIR3args a = {.object = where};
+        return rpc_nfs3_rmdir_async(rpc, libnfs_replied, &a, r);
+    }
+    }
+    return -1;
+}
+
+/* NFSv3: op on (the directory of handle fh, leaf), sent and waited for;
+ * 0 or -errno of the RPC (r->st: how it was answered). */
+static int dir_call3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsigned fh_len,
+                     const char *leaf, struct libnfs_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    return dir_send3(c, op, fh, fh_len, leaf, r) != 0 ? -ENOMEM : libnfs_reply_wait(c, r);
+}
 
 /* NFSv3: the export's root in h: libnfs's open of "/" (the handle it
  * mounted). LIBNFS_DIR_BY_PATH for EACCES: a root the user may not read
@@ -136,9 +180,7 @@ static int dir_root3(struct libnfs_ctx *c, struct libnfs_handle *h)
 static int dir_lookup3(struct libnfs_ctx *c, struct libnfs_handle *h, const char *name)
 {
     struct libnfs_reply r;
-    memset(&r, 0, sizeof r);
-    int rc = dir_send3(c, DIR_LOOKUP, h->val, h->len, name, &r) != 0 ? -ENOMEM
-                                                                     : libnfs_reply_wait(c, &r);
+    int rc = dir_call3(c, DIR_LOOKUP, h->val, h->len, name, &r);
     if (rc < 0)
         return rc;
     if (r.st != 0)
@@ -243,44 +285,6 @@ int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **out,
     return 0;
 }
 
-/* NFSv3: send op on (dir, leaf); 0 or -1 when libnfs could not queue it. */
-static int dir_send3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsigned fh_len,
-                     const char *leaf, struct libnfs_reply *r)
-{
-    diropargs3 where = {.dir = {.data = {.data_len = fh_len, .data_val = (char *)fh}},
-                        .name = (char *)leaf};
-    struct rpc_context *rpc = nfs_get_rpc_context(c->nfs);
-    switch (op) {
-    case DIR_LOOKUP: {
-        LOOKUP3args a = {.what = where};
-        r->lookup = true;
-        return rpc_nfs3_lookup_async(rpc, libnfs_replied, &a, r);
-    }
-    case DIR_CREATE: { /* GUARDED: never an existing name, a link included */
-        CREATE3args a = {.where = where};
-        a.how.mode = GUARDED;
-        a.how.createhow3_u.g_obj_attributes.mode.set_it = 1;
-        a.how.createhow3_u.g_obj_attributes.mode.set_mode3_u.mode = 0644;
-        return rpc_nfs3_create_async(rpc, libnfs_replied, &a, r);
-    }
-    case DIR_REMOVE: {
-        REMOVE3args a = {.object = where};
-        return rpc_nfs3_remove_async(rpc, libnfs_replied, &a, r);
-    }
-    case DIR_MKDIR: {
-        MKDIR3args a = {.where = where};
-        a.attributes.mode.set_it = 1;
-        a.attributes.mode.set_mode3_u.mode = 0755;
-        return rpc_nfs3_mkdir_async(rpc, libnfs_replied, &a, r);
-    }
-    case DIR_RMDIR: {
-        RMDIR3args a = {.object = where};
-        return rpc_nfs3_rmdir_async(rpc, libnfs_replied, &a, r);
-    }
-    }
-    return -1;
-}
-
 static void op_name(nfs_argop4 *op, enum nfs_opnum4 num, const char *leaf)
 {
     libnfs_op(op, num);
@@ -335,9 +339,7 @@ static int dir_call(struct libnfs_ctx *c, enum dir_op op, const char *p, struct 
         if (c->v4) {
             rc = dir_call4(c, op, d, leaf, r);
         } else {
-            memset(r, 0, sizeof *r);
-            rc = dir_send3(c, op, d->fh, d->fh_len, leaf, r) != 0 ? -ENOMEM
-                                                                  : libnfs_reply_wait(c, r);
+            rc = dir_call3(c, op, d->fh, d->fh_len, leaf, r);
         }
         if (rc < 0)
             return rc;

@@ -165,6 +165,24 @@ def run_and_kill(nfs, herd_bin, nranks, job, out, ready):
     return proc, ended - killed, launch, kill_unix
 
 
+def run_sigterm(nfs, herd_bin, nranks, job, out, after_line, delay):
+    """Run herd in the background and SIGTERM every rank `delay` s after a
+    line of its stderr matches after_line; the run must end interrupted
+    (exit 143) with no rank crashed. Returns (CompletedProcess, results)."""
+    run = ns_background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(after_line)
+        time.sleep(delay)
+        signal_ranks(run.proc.pid, signal.SIGTERM)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    assert "Segmentation" not in proc.stderr and "signal 11" not in proc.stderr, describe(proc)
+    res = load_results(out)
+    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, describe(proc)
+    return proc, res
+
+
 def restart_ganesha(s):
     proc = s.cmd("restart-ganesha", "--state", s.state)
     assert proc.returncode == 0, f"restart-ganesha failed:\n{proc.stderr}"
@@ -387,18 +405,8 @@ def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
                      "block_size": "1M"},
                     [("write", {"kind": "write"}),
                      ("read", {"kind": "read", "iterations": 1000})])
-    out = tmp_path / "sig.h5"
-    run = ns_background(nfs, herd_bin, nranks, job, out)
-    try:
-        run.wait_line(r"^herd: phase write: ")
-        time.sleep(0.5)
-        signal_ranks(run.proc.pid, signal.SIGTERM)
-        proc, _ = run.wait()
-    finally:
-        run.kill()
-    assert "Segmentation" not in proc.stderr and "signal 11" not in proc.stderr, describe(proc)
-    res = load_results(out)
-    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, describe(proc)
+    _, res = run_sigterm(nfs, herd_bin, nranks, job, tmp_path / "sig.h5",
+                         r"^herd: phase write: ", 0.5)
     assert res.phases["read"].attrs["status"] == "interrupted"
     left = export_listing(nfs)
     assert left == [], f"herd left files on the export: {left}"
@@ -776,18 +784,9 @@ def test_signal_during_nfsv4_opens(nfs, herd_bin, tmp_path):
     rows done so far are kept, and the export's tree is as it was (the
     clean-up over NFSv4 leaves the earlier run's files)."""
     job, before = _v4_read_job(nfs, herd_bin, tmp_path, "v4-sig", {})
-    out = tmp_path / "v4sig.h5"
-    run = ns_background(nfs, herd_bin, 4, job, out)
-    try:
-        run.wait_line(r"^herd: run \S+: 4 ranks")
-        time.sleep(2.0)  # into the read phase (its line comes at its end)
-        signal_ranks(run.proc.pid, signal.SIGTERM)
-        proc, _ = run.wait()
-    finally:
-        run.kill()
-    assert "Segmentation" not in proc.stderr and "signal 11" not in proc.stderr, describe(proc)
-    res = load_results(out)
-    assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143, describe(proc)
+    # 2 s: into the read phase (its line comes at its end)
+    proc, res = run_sigterm(nfs, herd_bin, 4, job, tmp_path / "v4sig.h5",
+                            r"^herd: run \S+: 4 ranks", 2.0)
     r = res.phases["r"]
     assert r.attrs["status"] == "interrupted", r.attrs["status"]
     done = r.ranks[r.ranks["completed"] == 1]
