@@ -171,6 +171,8 @@ class Guest:
     def environment(self):
         env = dict(os.environ)
         env["TMPDIR"] = memory_dir(self.state / "run")
+        # (uml-xstate.c: linux.uml 6.1 on a host with a large XSAVE area)
+        env["LD_PRELOAD"] = str(self.state / "bin" / "uml-xstate.so")
         return env
 
     def wait_ready(self, child, timeout, stopping=lambda: False):

@@ -8,6 +8,7 @@
 
 KNFSD_PY=$HERE/knfsd.py
 UML_INIT_SRC=$HERE/uml-init.c
+UML_XSTATE_SRC=$HERE/uml-xstate.c
 KNFSD_THREADS_MAX=1024 # nfsd threads in a 512 MiB guest
 
 knfsd_url() { python3 "$KNFSD_PY" url; }
@@ -43,6 +44,7 @@ knfsd_check_start() {
     done
     [ -n "$(knfsd_modules)" ] || die "start: --server knfsd: no nfsd.ko under /usr/lib/uml/modules"
     [ -r "$UML_INIT_SRC" ] || die "start: $UML_INIT_SRC is missing"
+    [ -r "$UML_XSTATE_SRC" ] || die "start: $UML_XSTATE_SRC is missing"
     [ -r "$KNFSD_PY" ] || die "start: $KNFSD_PY is missing"
 }
 
@@ -62,12 +64,20 @@ knfsd_check_net() {
 }
 
 # knfsd_build_init: compile uml-init.c (static: it runs before the guest
-# has mounted anything) into STATE/bin/uml-init.
+# has mounted anything) into STATE/bin/uml-init, and uml-xstate.c (the
+# shim linux.uml needs on hosts with a large XSAVE area) into
+# STATE/bin/uml-xstate.so.
 knfsd_build_init() {
     if ! cc -static -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/uml-init" "$UML_INIT_SRC" \
         2>"$STATE/log/uml-init-cc.log"; then
         log "start: cc -static $UML_INIT_SRC failed (libc6-dev has the static libc):"
         cat "$STATE/log/uml-init-cc.log" >&2
+        return 1
+    fi
+    if ! cc -shared -fPIC -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/uml-xstate.so" \
+        "$UML_XSTATE_SRC" -ldl -lpthread 2>"$STATE/log/uml-xstate-cc.log"; then
+        log "start: cc $UML_XSTATE_SRC failed:"
+        cat "$STATE/log/uml-xstate-cc.log" >&2
         return 1
     fi
 }

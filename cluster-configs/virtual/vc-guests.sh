@@ -17,6 +17,7 @@ GUEST_TOOLS=(linux.uml cc rpcbind rpc.statd mount.nfs)
 guests_check_tools() {
     tools_need "up --kernel-client" "see cluster-configs/local/install.sh" "${GUEST_TOOLS[@]}"
     [ -r "$UML_INIT_SRC" ] || die "up --kernel-client: $UML_INIT_SRC is missing"
+    [ -r "$UML_XSTATE_SRC" ] || die "up --kernel-client: $UML_XSTATE_SRC is missing"
 }
 
 # guests_build_init [SHARE]: uml-init.c, static (it runs before anything is
@@ -31,6 +32,10 @@ guests_build_init() {
     fi
     cc -static -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/uml-init" "$UML_INIT_SRC" \
         2>"$STATE/uml-init-cc.log" || die "up: cc -static $UML_INIT_SRC failed: $(head -3 "$STATE/uml-init-cc.log")"
+    # (linux.uml 6.1 on a host with a large XSAVE area: see uml-xstate.c)
+    cc -shared -fPIC -std=gnu11 -O2 -Wall -Wextra -o "$STATE/bin/uml-xstate.so" "$UML_XSTATE_SRC" \
+        -ldl -lpthread 2>"$STATE/uml-xstate-cc.log" ||
+        die "up: cc $UML_XSTATE_SRC failed: $(head -3 "$STATE/uml-xstate-cc.log")"
 }
 
 # guest_mac ADDR: a locally administered MAC made of the IPv4 address.
@@ -52,7 +57,7 @@ guest_start() {
     chown statd "$dir/statd-owner" 2>/dev/null || true
     in_host switch ip tuntap add dev "$tap" mode tap
     in_host switch ip link set "$tap" master br0 up
-    TMPDIR=$memdir setsid nsenter -t "$(host_field switch 2)" --net -- \
+    TMPDIR=$memdir LD_PRELOAD=$STATE/bin/uml-xstate.so setsid nsenter -t "$(host_field switch 2)" --net -- \
         linux.uml "mem=${GUEST_MEM_MB}M" root=/dev/root rootfstype=hostfs rootflags=/ ro \
         "init=$STATE/bin/uml-init" "umid=herd-$name" "uml_dir=$STATE/run/uml" \
         "eth0=tuntap,$tap,$(guest_mac "$addr")" con=null con0=null,fd:1 ssl=null \

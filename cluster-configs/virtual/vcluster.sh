@@ -63,6 +63,7 @@ NFS_SERVER=$(readlink -f "$HERE/../local/nfs-server.sh")
 AGENT=$HERE/vc-agent
 GUEST_PY=$HERE/vc-guest.py
 UML_INIT_SRC=$(readlink -f "$HERE/../local/uml-init.c")
+UML_XSTATE_SRC=$(readlink -f "$HERE/../local/uml-xstate.c")
 GUEST_MEM_MB=512
 GUEST_BOOT=60 # seconds a client guest may take to boot (2 CPUs, many guests)
 MOUNT_WAIT=60 # seconds a mount may take (a slow link)
