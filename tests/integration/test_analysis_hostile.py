@@ -21,6 +21,14 @@ and each test edits a copy with h5py:
    one stderr line naming the problem and no traceback, within a time
    limit (the FIFO must not hang), under RLIMIT_AS = 2 GiB so that an
    attempt to allocate gigabytes fails the test instead of the machine.
+3. A hostile HERD_PYTHON: /bin/true, /bin/sh, a missing file, a file that
+   is not executable, a name not on PATH, a name whose PATH entry is a
+   Python without the modules (a venv without packages) and a Python
+   without h5py. herd-report and herd-compare must each exit 2 with one
+   stderr line naming HERD_PYTHON and the problem, print nothing and leave
+   no output directory. HERD_PYTHON=python3 with Debian's first on PATH
+   writes the outputs, and the Python it names starts twice: once for the
+   test of its modules, once for the tool.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_analysis_hostile.py
 """
@@ -31,6 +39,7 @@ import re
 import resource
 import shutil
 import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -57,12 +66,12 @@ def limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def tool(*args):
+def tool(*args, env=None):
     """An analysis tool under the memory limit; a hang fails the test."""
     cmd = ["/usr/bin/python3"] + [str(a) for a in args]
     try:
         return subprocess.run(cmd, capture_output=True, timeout=TOOL_TIMEOUT,
-                              preexec_fn=limit_memory)
+                              preexec_fn=limit_memory, env=env)
     except subprocess.TimeoutExpired:
         pytest.fail(f"hung: {' '.join(cmd)}")
 
@@ -379,3 +388,116 @@ def test_plain_extra_field_is_accepted(base, tmp_path):
     proc = tool(REPORT, ok, "-o", tmp_path / "report")
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert (tmp_path / "report" / "index.html").stat().st_size > 0
+
+
+# ---------------------------------------------------------------- 3. HERD_PYTHON
+
+DEBIAN_SITE = Path("/usr/lib/python3/dist-packages")
+
+
+def executable(path, text):
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def bare_venv(tmp_path):
+    """A venv without packages: a real Python 3 that has none of the modules."""
+    venv = tmp_path / "bare"
+    proc = subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)],
+                          capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    if proc.returncode != 0:
+        pytest.skip(f"python3 -m venv is not available: {proc.stderr.strip()[:200]}")
+    return venv / "bin"
+
+
+def python_without_h5py(tmp_path):
+    """Debian's Python without its site directory, on a copy (links) of
+    Debian's packages that leaves out h5py."""
+    site = tmp_path / "site-no-h5py"
+    site.mkdir()
+    for entry in DEBIAN_SITE.iterdir():
+        if not entry.name.startswith("h5py"):
+            (site / entry.name).symlink_to(entry)
+    return executable(tmp_path / "python3-no-h5py",
+                      f'#!/bin/sh\nPYTHONPATH={site} exec /usr/bin/python3 -S "$@"\n')
+
+
+def not_executable(tmp_path):
+    path = tmp_path / "python3-plain-file"
+    path.write_text("#!/usr/bin/python3\n")
+    path.chmod(0o644)
+    return path
+
+
+# (id, make(tmp_path) -> (HERD_PYTHON, PATH or None to keep it), words in the line)
+BAD_PYTHON = [
+    ("true", lambda t: ("/bin/true", None), "not a Python"),
+    ("sh", lambda t: ("/bin/sh", None), "not a Python"),
+    ("missing", lambda t: (str(t / "none"), None), "not found"),
+    ("not-executable", lambda t: (str(not_executable(t)), None), "is not executable"),
+    ("name-not-on-path", lambda t: ("herd-no-such-python", "/usr/bin:/bin"),
+     "not found on PATH"),
+    ("name-without-modules", lambda t: ("python3", f"{bare_venv(t)}:/usr/bin:/bin"),
+     "no module numpy"),
+    ("without-h5py", lambda t: (str(python_without_h5py(t)), None), "no module h5py"),
+]
+
+
+def with_python(value, path=None):
+    env = dict(os.environ, HERD_PYTHON=value)
+    env.pop("HERD_PYTHON_STARTED", None)
+    if path is not None:
+        env["PATH"] = path
+    return env
+
+
+@pytest.mark.parametrize("name,make,words", BAD_PYTHON, ids=[b[0] for b in BAD_PYTHON])
+def test_bad_herd_python_gives_one_line_and_exit_2(base, tmp_path, name, make, words):
+    """Whatever HERD_PYTHON names must be a Python 3 with the modules
+    before the tool runs under it: anything else is refused in one line
+    naming HERD_PYTHON and the problem, with nothing written."""
+    value, path = make(tmp_path)
+    env = with_python(value, path)
+    runs = {"herd-report": (tool(REPORT, base, "-o", tmp_path / "report", env=env),
+                            tmp_path / "report"),
+            "herd-compare": (tool(COMPARE, base, base, "-o", tmp_path / "compare", env=env),
+                             tmp_path / "compare")}
+    for who, (proc, outdir) in runs.items():
+        err = proc.stderr.decode("utf-8", errors="replace")
+        what = (f"{who} with HERD_PYTHON={value} ({name}): exit {proc.returncode}\n"
+                f"stdout:\n{proc.stdout.decode(errors='replace')}\nstderr:\n{err}")
+        assert proc.returncode == 2, what
+        assert proc.stdout == b"" and "Traceback" not in err, what
+        lines = err.splitlines()
+        assert len(lines) == 1, what
+        assert lines[0].startswith(f"{who}: HERD_PYTHON={value}: "), what
+        assert words in lines[0], what
+        assert not outdir.exists(), what
+
+
+def test_herd_python_name_found_on_path(base, tmp_path):
+    """HERD_PYTHON=python3 is looked up on PATH: with Debian's first there,
+    both tools write their outputs."""
+    env = with_python("python3", "/usr/bin:/bin")
+    proc = tool(REPORT, base, "-o", tmp_path / "report", env=env)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert (tmp_path / "report" / "index.html").stat().st_size > 0
+    proc = tool(COMPARE, base, base, "-o", tmp_path / "compare", env=env)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert (tmp_path / "compare" / "compare.csv").stat().st_size > 0
+
+
+@pytest.mark.parametrize("which", [REPORT, COMPARE], ids=["herd-report", "herd-compare"])
+def test_herd_python_starts_once_for_its_test(tmp_path, which):
+    """The Python HERD_PYTHON names starts twice: one `-c` test of its
+    modules, then the tool itself (a wrapper on PATH logs each start)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log = tmp_path / "starts.log"
+    executable(bindir / "python3",
+               f'#!/bin/sh\nprintf "%s\\n" "$1" >> {log}\nexec /usr/bin/python3 "$@"\n')
+    proc = tool(which, "--help", env=with_python("python3", f"{bindir}:/usr/bin:/bin"))
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stdout.decode().startswith(f"usage: {which.name}"), proc.stdout
+    assert log.read_text().splitlines() == ["-c", str(which)]

@@ -22,7 +22,9 @@ temporary prefix; configuring and building again would take too long here.
 3. The installed modulefile under environment-modules' modulecmd (skips
    when it is not installed): PATH, PYTHONPATH, HERD_JOBS, HERD_ROOT.
 4. The installed tools under a python3 without numpy first on PATH: one
-   line naming it, exit 2; HERD_PYTHON picks another.
+   line naming it, exit 2; HERD_PYTHON picks another, as a path or a name
+   on PATH, and one that is not a Python (/bin/true, /bin/sh) gets one
+   line naming HERD_PYTHON, exit 2.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_install.py
 """
@@ -159,6 +161,28 @@ def test_tools_with_a_python_that_lacks_numpy(installed, tool, tmp_path):
     proc = run_cmd([tool, "--help"], env=dict(env, HERD_PYTHON=str(tmp_path / "none")))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, describe(proc)
     assert "cannot start it" in proc.stderr, describe(proc)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_installed_tools_test_herd_python(installed, tool, tmp_path):
+    """The installed tools check HERD_PYTHON as the checkout's do: a name
+    is looked up on PATH (python3, Debian's first there, runs the tool),
+    and a program that is not a Python (/bin/true, /bin/sh) is refused in
+    one line naming HERD_PYTHON, exit 2, nothing written."""
+    _, p = installed
+    env = dict(os.environ, PATH=f"{p}/bin:/usr/bin:/bin", HERD_PYTHON="python3")
+    env.pop("HERD_PYTHON_STARTED", None)
+    proc = run_cmd([tool, "--help"], env=env)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {tool}"), describe(proc)
+    for value in ("/bin/true", "/bin/sh"):
+        out = tmp_path / f"out-{os.path.basename(value)}"
+        proc = run_cmd([tool, str(tmp_path / "r.h5"), "-o", str(out)],
+                       env=dict(env, HERD_PYTHON=value))
+        assert proc.returncode == 2 and proc.stdout == "", describe(proc)
+        assert proc.stderr.splitlines() == [proc.stderr.rstrip("\n")], describe(proc)
+        assert proc.stderr.startswith(f"{tool}: HERD_PYTHON={value}: not a Python"), \
+            describe(proc)
+        assert not out.exists(), describe(proc)
 
 
 # ---------------------------------------------------------------- 2. as nobody
