@@ -82,6 +82,20 @@ static int run_prepare(struct run *r, const struct workload_ops *wl, struct phas
     return prep;
 }
 
+/* Before the first phase's start is announced: rank 0 starts the
+ * monitor's sampling and waits (bounded) for its baselines, so that the
+ * server's figures cover the phase from its first second; the other I/O
+ * ranks wait in a barrier that hears a stop and leaves the CPU. */
+static void run_monitor_begin(struct run *r, const struct phase *ph)
+{
+    if (!runner_monitor_wanted(&r->mon, ph))
+        return;
+    char err[512];
+    if (r->rank == 0 && runner_monitor_begin(&r->mon, ph, &r->clock, &r->stop, err, sizeof err) < 0)
+        fprintf(stderr, "herd: monitor: %s\n", err);
+    runner_stop_barrier(&r->stop);
+}
+
 /* After a data phase ran: the backend's RPC window into each of its rows. */
 static void run_record_window(const struct run *r, struct phase_ctx *c, bool io)
 {
@@ -148,6 +162,8 @@ static struct phase_outcome run_phase(struct run *r, int index)
             workload_fail(&c, NULL, OP_OPEN, prep, "(prepare)");
     }
 
+    if (index == 0)
+        run_monitor_begin(r, ph);
     /* Workloads may sync inside run: either every rank runs, or none. A
      * stop caught while preparing (a long expected digest) is a reason
      * not to run too. */
@@ -164,11 +180,6 @@ static struct phase_outcome run_phase(struct run *r, int index)
         t_start = clock_now(&r->clock) + r->start_margin;
     MPI_Bcast(&t_start, 1, MPI_DOUBLE, 0, r->comm);
     sum.t_start = t_start;
-    if (index == 0 && r->rank == 0) { /* sampling runs from the first phase's start */
-        char err[512];
-        if (runner_monitor_begin(&r->mon, ph, &r->clock, t_start, err, sizeof err) < 0)
-            fprintf(stderr, "herd: monitor: %s\n", err);
-    }
     struct mountstats *client_before = run_client_snapshot(r);
     c.deadline_at = ph->deadline > 0 ? t_start + ph->deadline : 0;
     clock_sleep_until(&r->clock, t_start);

@@ -1,9 +1,10 @@
 /* runner_monitor.h — the MPI side of monitoring: which ranks are monitor
  * ranks (monitor_host / monitor_rank), the loop those ranks run instead of
- * phases, and the messages I/O rank 0 sends them (start sampling at the
- * first phase's start, hand over the samples after each phase, exit).
- * Waiting ranks poll with short sleeps rather than MPI's busy wait, so the
- * monitor host's CPU is not spent on waiting for messages. */
+ * phases, and the messages I/O rank 0 sends them (start sampling before
+ * the first phase's start and say when the baseline is in, hand over the
+ * samples after each phase, exit). Waiting ranks poll with short sleeps
+ * rather than MPI's busy wait, so the monitor host's CPU is not spent on
+ * waiting for messages. */
 #ifndef HERD_RUNNER_MONITOR_H
 #define HERD_RUNNER_MONITOR_H
 
@@ -13,6 +14,7 @@
 #include "clock.h"
 #include "job.h"
 #include "monitor.h"
+#include "runner_stop.h"
 
 struct monitor_link {
     int nmonitors;   /* ranks doing no I/O */
@@ -21,7 +23,9 @@ struct monitor_link {
     int *monitors;   /* world ranks of all monitor ranks */
     bool is_monitor; /* this rank is one */
     char sampler_host[MONITOR_HOST_MAX];
-    struct monitor *scrape; /* I/O rank 0: the monitor_url scraper, if any */
+    struct monitor *scrape;     /* I/O rank 0: the monitor_url scraper, if any */
+    struct monitor_batch early; /* I/O rank 0: notes from the start, for the first rows */
+    bool ready_pending;         /* I/O rank 0: the sampler's baseline answer is still due */
 };
 
 /* Collective over MPI_COMM_WORLD: decide the roles from the [global]
@@ -35,10 +39,17 @@ int runner_monitor_roles(const struct phase *g, const char *hostname, struct mon
 int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
                          const struct clock *clock, const char *hostname);
 
-/* I/O rank 0: the first phase starts at t_first; start the sampler and
- * the scraper. Returns 0 or -1 with err (a bad monitor_url). */
+/* Whether the [global] keys in g ask for any monitor (same on every rank). */
+bool runner_monitor_wanted(const struct monitor_link *l, const struct phase *g);
+/* I/O rank 0, before the first phase's start is announced (g: that
+ * phase): start the sampler rank's and the scraper's sampling now, on
+ * one schedule of the common clock, and wait until each source has its
+ * baseline reading, for a bounded time (runner_monitor.c:
+ * BASELINE_WAIT_*) or until a stop. A source still without one is noted (once, in the rows
+ * the first collect returns): the first phase then starts without it.
+ * Returns 0 or -1 with err (a bad monitor_url). */
 int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const struct clock *clock,
-                         double t_first, char *err, size_t errlen);
+                         struct runner_stop *stop, char *err, size_t errlen);
 /* I/O rank 0: move every row sampled so far into out; final stops the
  * sampling. */
 void runner_monitor_collect(struct monitor_link *l, bool final, struct monitor_batch *out);

@@ -23,6 +23,11 @@ static const struct monitor_source_ops *const monitor_sources[] = {
 };
 #define MONITOR_SOURCES (sizeof monitor_sources / sizeof monitor_sources[0])
 
+/* The last reading, at the stop, comes at least this long after the one
+ * before: a shorter window's CPU shares are noise (/proc counts 10 ms
+ * ticks). */
+#define MONITOR_LAST_MIN 0.02
+
 struct monitor {
     pthread_t thread;
     pthread_mutex_t lock;
@@ -31,6 +36,8 @@ struct monitor {
     double t_first, interval;
     const struct clock *clock;
     void *state[MONITOR_SOURCES]; /* one per source of monitor_sources, NULL = not used */
+    bool read[MONITOR_SOURCES];   /* the source has taken a reading (the thread's) */
+    bool baseline_in;             /* every source has (under lock) */
     struct monitor_batch pending; /* rows not yet taken (under lock) */
 };
 
@@ -39,11 +46,17 @@ struct monitor {
 static void monitor_sample_all(struct monitor *m, double t, double dt)
 {
     struct monitor_batch rows = {0};
-    for (size_t i = 0; i < MONITOR_SOURCES; i++)
-        if (m->state[i])
-            monitor_sources[i]->sample(m->state[i], t, dt, &rows);
+    bool all = true;
+    for (size_t i = 0; i < MONITOR_SOURCES; i++) {
+        if (!m->state[i])
+            continue;
+        if (monitor_sources[i]->sample(m->state[i], t, dt, &rows))
+            m->read[i] = true;
+        all = all && m->read[i];
+    }
     pthread_mutex_lock(&m->lock);
     monitor_batch_move(&m->pending, &rows);
+    m->baseline_in = all;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -82,9 +95,12 @@ static void *monitor_main(void *arg)
             tick = m->t_first + (double)k * m->interval;
         bool stopping = monitor_wait(m, tick);
         now = clock_now(m->clock);
-        if (stopping) {
-            if (now - prev >= 0.02) /* a last, shorter interval up to the stop */
-                monitor_sample_all(m, now, now - prev);
+        if (stopping) { /* a last, shorter interval: its reading follows the stop request */
+            if (now - prev < MONITOR_LAST_MIN) {
+                clock_sleep_until(m->clock, prev + MONITOR_LAST_MIN);
+                now = clock_now(m->clock);
+            }
+            monitor_sample_all(m, now, now - prev);
             return NULL;
         }
         monitor_sample_all(m, now, now - prev);
@@ -136,6 +152,14 @@ struct monitor *monitor_start(const struct monitor_config *cfg, double t_first, 
         return NULL;
     }
     return m;
+}
+
+bool monitor_baseline_in(struct monitor *m)
+{
+    pthread_mutex_lock(&m->lock);
+    bool in = m->baseline_in;
+    pthread_mutex_unlock(&m->lock);
+    return in;
 }
 
 void monitor_take(struct monitor *m, struct monitor_batch *out)

@@ -26,10 +26,16 @@ struct monitor;
  * when the thread cannot start or the config is unusable. */
 struct monitor *monitor_start(const struct monitor_config *cfg, double t_first, char *err,
                               size_t errlen);
+/* True once every source has taken a reading (a scrape that failed is
+ * none): from then on each source's rows count from a reading already
+ * taken. Never blocks longer than a mutex hold. */
+bool monitor_baseline_in(struct monitor *m);
 /* Move every row sampled so far into out (appending to what it holds). */
 void monitor_take(struct monitor *m, struct monitor_batch *out);
-/* Take one last sample covering the time since the previous one, stop the
- * thread, move the remaining rows into out and free the monitor. */
+/* Take one last sample covering the time since the previous one (taken
+ * after this call began, at least 20 ms after the previous one: it may
+ * wait that long), stop the thread, move the remaining rows into out and
+ * free the monitor. */
 void monitor_stop(struct monitor *m, struct monitor_batch *out);
 
 #endif

@@ -526,9 +526,10 @@ static void *proc_open(const struct monitor_config *cfg, char *err, size_t errle
     return s;
 }
 
-static void proc_sample(void *state, double t, double dt, struct monitor_batch *out)
+static bool proc_sample(void *state, double t, double dt, struct monitor_batch *out)
 {
     proc_source_sample(state, t, dt, out);
+    return true; /* what cannot be read is a note and a NaN: the reading is taken */
 }
 
 static void proc_close(void *state)

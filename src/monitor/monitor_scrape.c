@@ -115,8 +115,7 @@ static struct scrape_source *scrape_source_open(const char *url, double timeout,
     }
     snprintf(s->url, sizeof s->url, "%s", url);
     s->clock = clock;
-    const char *h = strstr(url, "://") + 3;
-    snprintf(s->host, sizeof s->host, "%.*s", (int)strcspn(h, "/"), h);
+    monitor_url_host(url, s->host, sizeof s->host);
     curl_easy_setopt(s->curl, CURLOPT_URL, s->url);
     curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, body_append);
     curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
@@ -170,6 +169,13 @@ static void scrape_source_close(struct scrape_source *s)
     free(s);
 }
 #endif
+
+void monitor_url_host(const char *url, char *host, size_t len)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    snprintf(host, len, "%.*s", (int)strcspn(h, "/"), h);
+}
 
 /* ---- the text ---- */
 
@@ -410,10 +416,10 @@ static bool reading_restarted(const struct reading *now, const struct reading *p
 }
 
 #ifdef HERD_HAVE_CURL
-static void scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
+static bool scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
 {
     if (!s)
-        return;
+        return false;
     struct reading now;
     reading_init(&now);
     int rc = scrape_fetch(s);
@@ -429,7 +435,7 @@ static void scrape_source_sample(struct scrape_source *s, double t, struct monit
         s->failing = true;
         free(now.series);
         free(now.disks);
-        return;
+        return false;
     }
     if (s->failing)
         monitor_add_note(out, t, s->host, SOURCE, "%s: answering again", s->url);
@@ -441,15 +447,17 @@ static void scrape_source_sample(struct scrape_source *s, double t, struct monit
     s->prev = now;
     s->prev_t = t;
     s->have_prev = true;
+    return true;
 }
 #else
-static void scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
+static bool scrape_source_sample(struct scrape_source *s, double t, struct monitor_batch *out)
 {
     (void)s, (void)t, (void)out;
     (void)reading_rows;
     (void)reading_restarted;
     (void)reading_take;
     (void)reading_init;
+    return false;
 }
 #endif
 
@@ -468,10 +476,10 @@ static void *scrape_open(const struct monitor_config *cfg, char *err, size_t err
     return scrape_source_open(cfg->url, timeout, cfg->clock, err, errlen);
 }
 
-static void scrape_sample(void *state, double t, double dt, struct monitor_batch *out)
+static bool scrape_sample(void *state, double t, double dt, struct monitor_batch *out)
 {
     (void)dt; /* a row covers the time since the last good scrape */
-    scrape_source_sample(state, t, out);
+    return scrape_source_sample(state, t, out);
 }
 
 static void scrape_close(void *state)

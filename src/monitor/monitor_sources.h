@@ -35,12 +35,17 @@ struct monitor_source_ops {
      * be used at all (the monitor then does not start). */
     void *(*open)(const struct monitor_config *cfg, char *err, size_t errlen);
     /* One reading at common time t covering dt seconds (0: the baseline,
-     * no rows); rows are appended to out. */
-    void (*sample)(void *state, double t, double dt, struct monitor_batch *out);
+     * no rows); rows are appended to out. True when the reading was
+     * taken (the next one has a start to count from), false when it
+     * failed (its note is in out). */
+    bool (*sample)(void *state, double t, double dt, struct monitor_batch *out);
     void (*close)(void *state); /* NULL state: nothing */
 };
 
 extern const struct monitor_source_ops monitor_source_proc;   /* "proc" */
 extern const struct monitor_source_ops monitor_source_scrape; /* "node_exporter" */
+
+/* The host column of a node_exporter's rows: HOST:PORT of its URL. */
+void monitor_url_host(const char *url, char *host, size_t len);
 
 #endif
