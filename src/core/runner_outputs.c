@@ -232,13 +232,16 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code)
 
 int run_finish(struct run *r, int signal)
 {
-    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs);
+    const struct summary_sources sampled = {.proc = r->mon.sampler >= 0,
+                                            .node_exporter = r->job->phases[0].monitor_url[0]};
+    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs,
+                        &sampled);
     for (int i = 0; i < r->nlines; i++) {
         const struct summary_line *l = &r->lines[i];
         const struct phase_server s = l->server;
         char err[512];
         if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
-             !isnan(s.proc_thread_max) || !isnan(s.nfsd_packets_per_s)) &&
+             !isnan(s.proc_thread_max) || !isnan(s.nfsd_packets_per_s) || s.covered >= 0) &&
             results_phase_server(r->results, l->name, &s, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }

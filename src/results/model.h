@@ -149,6 +149,10 @@ struct phase_server {
     /* kernel nfsd's thread pool (pool_stats): packets arrived per second,
      * and the share of them that woke an idle thread (summary_nfsd_...) */
     double nfsd_packets_per_s, nfsd_woken_share;
+    /* monitor_covered: 1 when the readings of every source the run
+     * sampled span the phase whole (summary_add_monitor), 0 when not,
+     * -1 when the run sampled nothing */
+    int covered;
 };
 /* One step of a load ladder: a row of /phases/<ladder>/steps, gathered
  * from the step's summary when the run closes (summary_ladder_steps). */

@@ -789,7 +789,9 @@ int results_phase_server(struct results *r, const char *phase, const struct phas
          h5_attr_f64(g, "summary_proc_cpu", s->proc_cpu, err, errlen) < 0 ||
          h5_attr_f64(g, "summary_proc_thread_max", s->proc_thread_max, err, errlen) < 0 ||
          h5_attr_f64(g, "summary_nfsd_packets_per_s", s->nfsd_packets_per_s, err, errlen) < 0 ||
-         h5_attr_f64(g, "summary_nfsd_woken_share", s->nfsd_woken_share, err, errlen) < 0)
+         h5_attr_f64(g, "summary_nfsd_woken_share", s->nfsd_woken_share, err, errlen) < 0 ||
+         (s->covered >= 0 && h5_attr_set(g, "monitor_covered", r->boolean,
+                                         &(int8_t){s->covered == 1}, err, errlen) < 0))
             ? -1
             : 0;
     H5Gclose(g);

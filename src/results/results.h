@@ -51,7 +51,8 @@ int results_write_monitor(struct results *r, const struct monitor_append *a, cha
 int results_phase_timing(struct results *r, const char *phase, double gather_seconds,
                          double write_seconds, char *err, size_t errlen);
 
-/* Set the phase's summary_* attributes of s. 0 or -1 (with err). */
+/* Set the phase's summary_* attributes of s, and monitor_covered when the
+ * run sampled the server (s->covered >= 0). 0 or -1 (with err). */
 int results_phase_server(struct results *r, const char *phase, const struct phase_server *s,
                          char *err, size_t errlen);
 

@@ -40,7 +40,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->start_skew = sum->start_skew;
     out->active_hosts = sum->active_hosts;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
-    out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN, NAN, NAN, .covered = -1};
     out->holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
     out->ph = ph;
     out->overlap = sum->overlap;
@@ -166,8 +166,31 @@ static void summary_processes(struct summary_line *l, const struct monitor_proce
                              names[k].sum / (double)names[k].n;
 }
 
+/* Whether source's readings span [t0, t1] whole: its first row after t0
+ * counts from a reading at or before t0, each later one from the row
+ * before it (no gap: an exporter that restarted starts anew), up to a row
+ * at or after t1. A source's rows are in time order; t - dt is the
+ * previous reading's time, equal to it but for rounding. */
+static bool summary_covers(const struct monitor_sample *s, size_t ns, const char *source, double t0,
+                           double t1)
+{
+    const double rounding = 1e-9;
+    double reach = t0;
+    for (size_t i = 0; i < ns; i++) {
+        if (strcmp(s[i].source, source) != 0 || s[i].t <= reach)
+            continue;
+        if (s[i].t - s[i].dt > reach + rounding)
+            return false;
+        reach = s[i].t;
+        if (reach >= t1)
+            return true;
+    }
+    return false;
+}
+
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
-                         size_t ns, const struct monitor_process *p, size_t np)
+                         size_t ns, const struct monitor_process *p, size_t np,
+                         const struct summary_sources *want)
 {
     for (int i = 0; i < n; i++) {
         struct summary_line *l = &lines[i];
@@ -175,6 +198,11 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
         if (!summary_server(s, ns, "node_exporter", l->t_start, l->t_end, &l->server))
             summary_server(s, ns, "proc", l->t_start, l->t_end, &l->server);
         summary_processes(l, p, np);
+        if (want->proc || want->node_exporter)
+            l->server.covered =
+                (!want->proc || summary_covers(s, ns, "proc", l->t_start, l->t_end)) &&
+                (!want->node_exporter ||
+                 summary_covers(s, ns, "node_exporter", l->t_start, l->t_end));
     }
 }
 
@@ -535,7 +563,7 @@ void summary_print_legend(FILE *out)
 
 void summary_print(FILE *out, const struct summary_line *lines, int n)
 {
-    bool cpu = false, threads = false;
+    bool cpu = false, threads = false, part = false;
     for (int i = 0; i < n; i++) {
         cpu |= !isnan(lines[i].server.cpu_mean) || !isnan(lines[i].server.proc_cpu);
         threads |= !isnan(lines[i].server.nfsd_threads);
@@ -598,13 +626,19 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
             snprintf(pc, sizeof pc, "%.2f", l->server.proc_cpu);
         if (!isnan(l->server.proc_thread_max))
             snprintf(pt, sizeof pt, "%.0f%%", 100 * l->server.proc_thread_max);
-        fprintf(out, "%-18s %12s %12s %12s %10s %10s %9s %6s\n", l->name, mean, max, thr, pc, pt,
-                pkts, woken);
+        fprintf(out, "%-18s %12s %12s %12s %10s %10s %9s %6s%s\n", l->name, mean, max, thr, pc, pt,
+                pkts, woken, l->server.covered == 0 ? "  (part)" : "");
+        part |= l->server.covered == 0;
     }
     fputs("srv cpu = busy share of all the server's CPUs; pkts/s = requests reaching\n"
           "kernel nfsd's threads per second; woken = the share of them that found an idle\n"
           "thread (pool_stats: well below 100%, every thread was busy).\n",
           out);
+    if (part)
+        fputs("(part) = the monitor's readings do not span the phase whole (none at or before\n"
+              "its start, or at or after its end, from a source): its figures, if any, are of\n"
+              "part of it.\n",
+              out);
 }
 
 /* The errno failing most calls over every op (errs[] is per op, errno and

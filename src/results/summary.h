@@ -106,12 +106,21 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
  * bandwidth and the effective parameters, from what was gathered for the
  * phase (d->stats is not used). Call after summary_compute. */
 void summary_add_detail(struct summary_line *l, const struct phase *ph, const struct phase_data *d);
+/* The monitor's sources a run sampled. */
+struct summary_sources {
+    bool proc;          /* a monitor rank's /proc */
+    bool node_exporter; /* monitor_url */
+};
 /* Server CPU (cpu_busy) mean and max, and the nfsd thread count, of the
  * monitor samples whose interval (t - dt, t] meets each phase; samples of
- * the local /proc source are preferred over a node_exporter's. The same
- * for the named processes' rows: proc_cpu and proc_thread_max. */
+ * a node_exporter (monitor_url) are preferred over the local /proc
+ * source's. The same for the named processes' rows: proc_cpu and
+ * proc_thread_max. And whether the readings of every source in want span
+ * each phase whole (server.covered; -1 when want has none): a reading at
+ * or before its start, one at or after its end, none missing between. */
 void summary_add_monitor(struct summary_line *lines, int n, const struct monitor_sample *s,
-                         size_t ns, const struct monitor_process *p, size_t np);
+                         size_t ns, const struct monitor_process *p, size_t np,
+                         const struct summary_sources *want);
 /* The rows of ladder's /phases/<ladder>/steps table, one per line that is
  * one of its steps, in line order (job_expand_ladders makes the steps
  * consecutive phases in step order): at most n; returns how many. */

@@ -244,6 +244,10 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_kd(f, "proc_thread_max", l->server.proc_thread_max, &vf);
     json_kd(f, "nfsd_packets_per_s", l->server.nfsd_packets_per_s, &vf);
     json_kd(f, "nfsd_woken_share", l->server.nfsd_woken_share, &vf);
+    if (l->server.covered >= 0)
+        json_kb(f, "covered", l->server.covered == 1, &vf);
+    else
+        json_ks(f, "covered", NULL, &vf);
     fputs("}}", f);
 }
 

@@ -6,7 +6,10 @@
  * value NaN; client_stats_read finds the NFSv3 mount in the sample
  * mountstats, and client_stats_rows turns two snapshots into per-op rows
  * (retransmissions = trans - ops, ops without calls left out) and the
- * mount's transport and byte counts. */
+ * mount's transport and byte counts. summary_add_monitor marks a phase
+ * covered only when every sampled source has a reading at or before its
+ * start, one at or after its end and none missing between (a restarted
+ * exporter's new baseline is a gap). */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -23,6 +26,7 @@
 #include "fuzz.h"
 #include "monitor.h"
 #include "monitor_sources.h"
+#include "summary.h"
 #include "textfile.h"
 
 static struct monitor_batch filled(size_t n)
@@ -205,13 +209,72 @@ static void test_client_rows(void **state)
     free(after);
 }
 
+/* A row of source at t counting from the reading at t - dt. */
+static void add_row(struct monitor_batch *b, const char *source, double t, double dt)
+{
+    struct monitor_sample s;
+    monitor_sample_init(&s, t, dt, "srv", source);
+    s.cpu_busy = 0.5;
+    monitor_add_sample(b, &s);
+}
+
+static void test_coverage(void **state)
+{
+    (void)state;
+    struct monitor_batch b = {0};
+    /* /proc: readings at 0.9 (the baseline), 1.1, 1.3, 1.5, 1.7 */
+    for (double t = 1.1; t < 1.8; t += 0.2)
+        add_row(&b, "proc", t, 0.2);
+    /* a node_exporter: readings at 0.95, 1.2; it restarts: 1.4 (a new
+     * baseline, no row), 1.6 */
+    add_row(&b, "node_exporter", 1.2, 0.25);
+    add_row(&b, "node_exporter", 1.6, 0.2);
+    const double spans[][2] = {
+        {1.0, 1.6}, /* inside the /proc readings; over the exporter's gap */
+        {0.8, 1.2}, /* starts before the first reading */
+        {1.4, 1.8}, /* ends after the last reading */
+        {1.1, 1.5}, /* starts and ends at a reading */
+        {1.25, 1.35},
+    };
+    enum { N = sizeof spans / sizeof spans[0] };
+    const int proc_only[N] = {1, 0, 0, 1, 1}, both[N] = {0, 0, 0, 0, 0};
+    struct summary_line lines[N];
+    const struct summary_sources none = {0}, proc = {.proc = true},
+                                 all = {.proc = true, .node_exporter = true};
+    const struct summary_sources *want[] = {&none, &proc, &all};
+    for (size_t w = 0; w < 3; w++) {
+        memset(lines, 0, sizeof lines);
+        for (int i = 0; i < N; i++) {
+            lines[i].t_start = spans[i][0];
+            lines[i].t_end = spans[i][1];
+            lines[i].server = (struct phase_server){NAN, NAN, NAN, NAN, NAN, NAN, NAN, -1};
+        }
+        summary_add_monitor(lines, N, b.samples, b.nsamples, NULL, 0, want[w]);
+        for (int i = 0; i < N; i++)
+            assert_int_equal(lines[i].server.covered, w == 0   ? -1
+                                                      : w == 1 ? proc_only[i]
+                                                               : both[i]);
+    }
+    /* the exporter alone covers what lies between two of its readings,
+     * on either side of its restart, but not across it */
+    memset(lines, 0, sizeof lines);
+    lines[0].t_start = 1.0, lines[0].t_end = 1.2;
+    lines[1].t_start = 1.45, lines[1].t_end = 1.6;
+    lines[2].t_start = 1.3, lines[2].t_end = 1.5; /* its new baseline 1.4 gave no row */
+    const struct summary_sources url = {.node_exporter = true};
+    summary_add_monitor(lines, 3, b.samples, b.nsamples, NULL, 0, &url);
+    assert_int_equal(lines[0].server.covered, 1);
+    assert_int_equal(lines[1].server.covered, 1);
+    assert_int_equal(lines[2].server.covered, 0);
+    monitor_batch_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sample_init),
-        cmocka_unit_test(test_add_and_move),
-        cmocka_unit_test(test_pack_round_trip),
-        cmocka_unit_test(test_client_rows),
+        cmocka_unit_test(test_sample_init),     cmocka_unit_test(test_add_and_move),
+        cmocka_unit_test(test_pack_round_trip), cmocka_unit_test(test_client_rows),
+        cmocka_unit_test(test_coverage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
