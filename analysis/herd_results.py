@@ -8,6 +8,7 @@ Layout: docs/results-format.md; this API: docs/analysis.md.
     with herd_results.load("results.h5") as run:
         run.status                      # complete | incomplete | interrupted | partial
         run.phases                      # one row per phase: times, MiB/s, errors, server CPU
+                                        # (monitor_covered: the samples span it whole)
         run.ranks("write-unique-16M")   # one row per (rank, iteration)
         run.all_ranks()                 # every phase's rows, with a phase column
         run.errors("write-unique-16M")  # one row per (rank, op, errno)
@@ -73,6 +74,7 @@ PHASE_COLUMNS = [
     "grants", "contended", "contention", "waited_grants", "wait_seconds", "violations", "stuck",
     "cpu_mean", "cpu_max",
     "nfsd_threads", "proc_cpu", "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share",
+    "monitor_covered",
 ]
 
 # The phase statistics herd stores as summary_<name> attributes of each
@@ -490,6 +492,18 @@ class Run:
         return (busy.mean(), busy.max(), threads.iloc[-1] if len(threads) else np.nan,
                 proc_cpu, top, pps, woken)
 
+    def monitor_covered(self, t0, t1):
+        """Whether the readings of every source the run sampled (/monitor's
+        rank: a monitor rank's /proc; its url: a node_exporter) span [t0, t1]
+        whole, by covering(); None when it sampled nothing. herd stores the
+        same as each phase's monitor_covered when the run closes."""
+        attrs = self.monitor_attrs
+        sources = [s for s, used in (("proc", int(attrs.get("rank", -1)) >= 0),
+                                     ("node_exporter", bool(attrs.get("url")))) if used]
+        if not sources:
+            return None
+        return all(covering(self._samples, s, t0, t1) for s in sources)
+
     # ---- the summary ----
 
     def _phase_row(self, name):
@@ -505,6 +519,9 @@ class Run:
         server = _stored(a, SUMMARY_SERVER)
         if len(server) < len(SUMMARY_SERVER):
             server = dict(zip(SUMMARY_SERVER, self.server_cpu(t0, t1)), **server)
+        covered = a.get("monitor_covered")
+        server["monitor_covered"] = bool(covered) if isinstance(covered, (bool, np.bool_)) \
+            else self.monitor_covered(t0, t1)
         grants, contended = stats["grants"], stats["contended"]
         row = {
             "phase": name,
@@ -656,6 +673,26 @@ def meeting(frame, t0, t1):
     if frame.empty:
         return frame
     return frame[(frame["t"] - frame["dt"] <= t1) & (frame["t"] > t0)]
+
+
+def covering(samples, source, t0, t1):
+    """Whether source's rows of /monitor/samples span [t0, t1] whole (herd's
+    rule, summary_covers in src/results/summary.c): its first row after t0
+    counts from a reading at or before t0 (t - dt), each later one from the
+    row before it (no gap), up to a row at or after t1."""
+    if samples.empty:
+        return False
+    rows = samples[samples["source"] == source]
+    reach = t0
+    for t, dt in zip(rows["t"], rows["dt"]):
+        if t <= reach:
+            continue
+        if t - dt > reach + 1e-9:
+            return False
+        reach = t
+        if reach >= t1:
+            return True
+    return False
 
 
 def _table(dataset):

@@ -180,6 +180,7 @@ SUMMARY_FLOATS = ("t_min", "t_median", "t_max", "first_done", "last_done", "mib_
 SUMMARY_RATES = ("mib_per_s", "ops_per_s")
 PHASE_NUMBER.update({f"summary_{k}": "i" for k in SUMMARY_COUNTS})
 PHASE_NUMBER.update({f"summary_{k}": "f" for k in SUMMARY_FLOATS})
+PHASE_NUMBER["monitor_covered"] = "b"  # the monitor's samples span the phase whole
 
 # Table fields: name -> documented kind ("i" signed, "u" unsigned, "f" float,
 # "S" fixed-length string). Required fields are the ones the tools read
@@ -243,7 +244,7 @@ REQUIRED_PHASE_TABLES = ("ranks", "errors")
 NUMBER_KINDS = "iufb"
 # Attribute kinds accepted for a documented kind (a wider reader is harmless;
 # negative counts are checked on the value).
-_ATTR_KINDS = {"i": "iu", "u": "iu", "f": "fiu"}
+_ATTR_KINDS = {"i": "iu", "u": "iu", "f": "fiu", "b": "b"}
 
 
 class FormatError(ValueError):
@@ -406,8 +407,8 @@ def _attrs(obj, where, text_names=(), numbers=None):
             raise FormatError(f"{at}: is {dt}, not a string")
         want = numbers.get(name)
         if want and (is_text or dt.kind not in _ATTR_KINDS[want]):
-            raise FormatError(f"{at}: is {'a string' if is_text else dt}, not "
-                              f"{'a float' if want == 'f' else 'an integer'}")
+            wanted = {"f": "a float", "b": "a bool"}.get(want, "an integer")
+            raise FormatError(f"{at}: is {'a string' if is_text else dt}, not {wanted}")
         if not is_text and not want:
             continue  # a plain number of a checked type: its value is not needed here
         try:
