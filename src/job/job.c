@@ -357,6 +357,24 @@ static void sets_unused(struct parse_state *st)
     }
 }
 
+/* A key of some kinds keeps its default in a phase of another kind: a
+ * [global] value is the default of the phases it applies to only, as a
+ * --set reaches only those (set_reaches). The phase's own section or a
+ * --set PHASE.KEY giving it is refused by job_check.c, which reads where
+ * values came from, not what they are. */
+static void phase_kind_defaults(struct parse_state *st, struct phase *ph)
+{
+    char why[256];
+    for (size_t i = 0; i < job_key_count() && !st->failed; i++) {
+        const struct job_key *k = job_key_at(i);
+        if (!k->kinds || (k->kinds & KIND_BIT(ph->kind)))
+            continue;
+        if (job_key_assign(k, ph, k->fallback, why, sizeof why))
+            job_fail(st, 0, k->name, "internal: bad default");
+        ph->key_line[i] = 0;
+    }
+}
+
 /* The backend the job names: its last --set, else [global]'s, else the
  * default. (Checked where it is assigned, as every key is.) */
 static const char *backend_named(const struct parse_state *st)
@@ -469,6 +487,7 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
                      "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
             break;
         }
+        phase_kind_defaults(&st, ph);
         if (!ph->fileset[0]) {
             char size[32];
             units_format_size(ph->file_size, size, sizeof size);

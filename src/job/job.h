@@ -144,6 +144,9 @@ struct job_key {
      * elsewhere with "applies to ...". */
     enum key_scope scope;
     unsigned kinds; /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
+    /* With kinds: what to do instead in a phase of another kind, added to
+     * the refusal ("use deadline to bound others"); NULL = nothing. */
+    const char *instead;
     /* The one backend it applies to, NULL = every backend. Set by the
      * table for the rows a backend declares (backend_ops.keys), with
      * defaults: that backend's options block holding every default, the

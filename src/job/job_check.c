@@ -15,17 +15,25 @@
 #include "record.h"
 #include "units.h"
 
-/* The first key the phase's own section sets that does not apply to its
- * kind (a [global] one is a default for the kinds it applies to, and fine
- * elsewhere), or NULL. */
+/* Whether key k applies to phases of kind (a key of no kinds: every one). */
+static bool key_fits_kind(const struct job_key *k, enum phase_kind kind)
+{
+    return !k || !k->kinds || (k->kinds & KIND_BIT(kind));
+}
+
+/* The first key the phase's own section or a --set PHASE.KEY gives that
+ * does not apply to its kind (a [global] one or a plain --set is a
+ * default for the kinds it applies to, and fine elsewhere: job.c keeps
+ * the key's default there), or NULL. */
 static const struct job_key *phase_foreign_kind_key(struct parse_state *st, const struct phase *ph)
 {
-    for (size_t i = 0; i < st->nraws; i++) {
-        const struct job_key *k = job_key_lookup(st->raws[i].key);
-        if (strcmp(st->raws[i].section, ph->name) == 0 && k && k->kinds &&
-            !(k->kinds & KIND_BIT(ph->kind)))
-            return k;
-    }
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, ph->name) == 0 &&
+            !key_fits_kind(job_key_lookup(st->raws[i].key), ph->kind))
+            return job_key_lookup(st->raws[i].key);
+    for (int i = 0; i < st->nsets; i++)
+        if (strcmp(st->sets[i].phase, ph->name) == 0 && !key_fits_kind(st->sets[i].key, ph->kind))
+            return st->sets[i].key;
     return NULL;
 }
 
@@ -182,21 +190,19 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
         PHASE_BAD("block_size", "is larger than file_size");
     else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
         PHASE_BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");
+    else if ((foreign = phase_foreign_kind_key(st, ph)) != NULL)
+        PHASE_BAD(foreign->name, "applies to %s phases only, not to %s%s%s%s",
+                  job_key_kinds_text(foreign, kinds, sizeof kinds), job_kind_name(ph->kind),
+                  foreign->instead ? " (" : "", foreign->instead ? foreign->instead : "",
+                  foreign->instead ? ")" : "");
     else if (ph->kind == KIND_IDLE && ph->duration <= 0)
         PHASE_BAD("duration", "an idle phase needs a duration greater than 0");
-    else if (ph->duration > 0 && ph->kind != KIND_IDLE && ph->kind != KIND_LOCK &&
-             ph->kind != KIND_STORM)
-        PHASE_BAD("duration",
-                  "applies to idle, lock and storm phases (use deadline to bound others)");
-    else if ((foreign = phase_foreign_kind_key(st, ph)) != NULL)
-        PHASE_BAD(foreign->name, "applies to %s phases only, not to %s",
-                  job_key_kinds_text(foreign, kinds, sizeof kinds), job_kind_name(ph->kind));
     else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
         PHASE_BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
                   ph->backend);
 }
 
-/* what one kind asks of its keys (lock ranges and waits, meta trees, verify, read_from). */
+/* what one kind asks of its keys (lock ranges and waits, meta trees, read_from). */
 static void phase_check_kind(struct parse_state *st, const struct phase *ph)
 {
     if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
@@ -211,10 +217,6 @@ static void phase_check_kind(struct parse_state *st, const struct phase *ph)
     else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
         PHASE_BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
                   ph->meta_ops);
-    else if (ph->verify && ph->kind != KIND_READ)
-        PHASE_BAD("verify", "applies to read phases only (md5 phases always check)");
-    else if (ph->read_from == READ_NEIGHBOR && ph->kind == KIND_WRITE)
-        PHASE_BAD("read_from", "applies to read and md5 phases only");
     else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&
              ph->shared_mode == SHARED_SAME_CONTENT)
         PHASE_BAD("read_from", "neighbor needs unique files or shared_mode = segmented "

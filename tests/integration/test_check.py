@@ -325,6 +325,25 @@ def test_check_fault_probability(herd_bin, tmp_path, p):
     one_line_refusal(herd_cmd(herd_bin, "check", job), "key 'faults'", "probability")
 
 
+def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
+    """duration is a key of idle, lock and storm phases like any other:
+    --set (or [global]) gives it to those phases and leaves the others
+    alone; a write phase's own duration is refused, with the hint."""
+    ok = herd_cmd(herd_bin, "check", "--phase", "idle,write", "--set", f"target={tmp_path}",
+                  "--set", "duration=1s")
+    assert ok.returncode == 0, describe(ok)
+    assert [line.split()[1] for line in ok.stdout.splitlines()[2:4]] == ["idle", "write"]
+    job = write_job(tmp_path / "d.ini", {"target": tmp_path, "duration": "1s"},
+                    [("i", {"kind": "idle"}), ("w", {"kind": "write"}),
+                     ("s", {"kind": "storm", "sharing": "shared"})])
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
+    one_line_refusal(herd_cmd(herd_bin, "check", "--phase", "idle,write", "--set",
+                              f"target={tmp_path}", "--set", "duration=1s", "--set",
+                              "write.duration=2s"),
+                     "--set duration: applies to idle, lock and storm phases only, not to "
+                     "write (use deadline to bound others)")
+
+
 @pytest.mark.parametrize("key,value", [
     ("fileset", "$(touch PWNED)"), ("fileset", "<b>"), ("fileset", ".x"), ("fileset", "a b"),
     ("run_id", "`id`"), ("run_id", "-x"), ("target", "/tmp/a\nb"), ("target", "/tmp/\x1b[31m"),

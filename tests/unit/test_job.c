@@ -98,6 +98,51 @@ static void test_set_overrides_every_phase(void **state)
     assert_non_null(strstr(err, "--set lock_hold: applies to lock phases, and the job has none"));
 }
 
+/* A key of some kinds (duration: idle, lock, storm; verify: read;
+ * read_from: read, md5; count: lock, storm) given in [global] or by a
+ * plain --set is the default of the phases of those kinds only, every
+ * other phase keeping the key's own default; given in a phase's own
+ * section or by --set PHASE.KEY for another kind it is refused, with the
+ * key's hint. */
+static void test_kind_keys_reach_their_kinds(void **state)
+{
+    (void)state;
+    const char *text = "[global]\ntarget = /x\nduration = 2s\nverify = yes\n"
+                       "read_from = neighbor\ncount = 7\n"
+                       "[w]\nkind = write\n[r]\nkind = read\n[m]\nkind = md5\n"
+                       "[l]\nkind = lock\n[s]\nkind = storm\n[i]\nkind = idle\n";
+    struct job job;
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    const struct phase *w = &job.phases[0], *r = &job.phases[1], *m = &job.phases[2],
+                       *l = &job.phases[3], *i = &job.phases[5];
+    assert_true(w->duration == 0 && !w->verify && w->read_from == READ_SELF && w->count == 100);
+    assert_true(r->duration == 0 && r->verify && r->read_from == READ_NEIGHBOR);
+    assert_true(m->duration == 0 && !m->verify && m->read_from == READ_NEIGHBOR);
+    assert_true(l->duration == 2 && l->count == 7 && !l->verify);
+    assert_true(i->duration == 2);
+    job_free(&job);
+    /* --set reaches the same phases: the one-line job of --phase idle,write */
+    char *sets[] = {"target=/x", "duration=1s"};
+    assert_int_equal(load("[idle]\nkind = idle\n[write]\nkind = write\n", sets, 2, &job), 0);
+    assert_true(job.phases[0].duration == 1 && job.phases[1].duration == 0);
+    job_free(&job);
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nduration = 1s\n",
+                 "test.ini:5: key 'duration': applies to idle, lock and storm phases only, not to "
+                 "write (use deadline to bound others)");
+    expect_error("[global]\ntarget = /x\n[m]\nkind = md5\nverify = yes\n",
+                 "test.ini:5: key 'verify': applies to read phases only, not to md5 (md5 phases "
+                 "always check)");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nread_from = neighbor\n",
+                 "test.ini:5: key 'read_from': applies to read and md5 phases only, not to write");
+    char *own[] = {"w.duration=1s"};
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n", own, 1, &job), -1);
+    assert_non_null(strstr(err, "--set duration: applies to idle, lock and storm phases only"));
+    char *none[] = {"duration=1s"};
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n", none, 1, &job), -1);
+    assert_non_null(strstr(err, "--set duration: applies to idle, lock and storm phases, and the "
+                                "job has none"));
+}
+
 static void test_set_without_global_section(void **state)
 {
     (void)state;
@@ -668,6 +713,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inheritance_and_override),
         cmocka_unit_test(test_set_overrides_every_phase),
+        cmocka_unit_test(test_kind_keys_reach_their_kinds),
         cmocka_unit_test(test_set_without_global_section),
         cmocka_unit_test(test_errors_name_line_and_key),
         cmocka_unit_test(test_set_errors),
