@@ -3,7 +3,6 @@
  * a value parsed into a phase and formatted back. herd's own rows are
  * here; each backend declares its own (backend_ops.keys), and the table
  * joins them. */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -323,13 +322,19 @@ static int parse_bool(const char *v, bool *out)
     return -1;
 }
 
+/* A non-negative integer as units.c reads a size: decimal digits only,
+ * at least one (no sign, no space before, inside or after: a job file's
+ * values come trimmed, a --set value as written), at most INT64_MAX. */
 static int parse_int(const char *v, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < 0)
+    int64_t x = 0;
+    if (!*v)
         return -1;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9' || x > (INT64_MAX - (*p - '0')) / 10)
+            return -1;
+        x = x * 10 + (*p - '0');
+    }
     *out = x;
     return 0;
 }
@@ -381,7 +386,7 @@ static const char *value_parse(const struct job_key *k, void *field, struct phas
         return NULL;
     case KEY_INT:
         if (parse_int(v, field) != 0) {
-            snprintf(why, whylen, "'%s' is not a non-negative integer", v);
+            snprintf(why, whylen, "'%s' is not a non-negative integer (decimal digits only)", v);
             return why;
         }
         return NULL;
@@ -490,7 +495,7 @@ int64_t job_rwmix_parse(const char *text)
     if (strcmp(text, "none") == 0 || strcmp(text, "-1") == 0)
         return -1;
     int64_t v;
-    if (strspn(text, "0123456789") != strlen(text) || parse_int(text, &v) != 0 || v > 100)
+    if (parse_int(text, &v) != 0 || v > 100)
         return -2;
     return v;
 }

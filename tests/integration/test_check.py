@@ -344,6 +344,19 @@ def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
                      "write (use deadline to bound others)")
 
 
+@pytest.mark.parametrize("value", ["+5", " 5", "5 ", "-0", "5 5", "0x5"])
+def test_check_integers_are_plain_digits(herd_bin, tmp_path, value):
+    """An integer is decimal digits, as a size or a duration is: no sign,
+    no space around it in a --set (a job file's values come trimmed)."""
+    one_line_refusal(herd_cmd(herd_bin, "check", "--phase", "write", "--set",
+                              f"target={tmp_path}", "--set", f"iterations={value}"),
+                     f"--set iterations: '{value}' is not a non-negative integer")
+    job = tmp_path / "i.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\n[w]\nkind = write\niterations =  5  \n")
+    ok = herd_cmd(herd_bin, "check", job)
+    assert ok.returncode == 0 and ok.stdout.splitlines()[2].split()[8] == "5", describe(ok)
+
+
 @pytest.mark.parametrize("key,value", [
     ("fileset", "$(touch PWNED)"), ("fileset", "<b>"), ("fileset", ".x"), ("fileset", "a b"),
     ("run_id", "`id`"), ("run_id", "-x"), ("target", "/tmp/a\nb"), ("target", "/tmp/\x1b[31m"),

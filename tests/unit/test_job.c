@@ -143,6 +143,54 @@ static void test_kind_keys_reach_their_kinds(void **state)
                                 "job has none"));
 }
 
+/* Integers are decimal digits only, as sizes and durations are: no
+ * sign, no space. A job file's values come trimmed (libinih), so spaces
+ * around one there are fine; a --set value is taken as written, so the
+ * same spaces there are refused, as for a size or a duration. */
+static void test_numbers_are_plain(void **state)
+{
+    (void)state;
+    const char *head = "[global]\ntarget = /x\n[w]\nkind = write\n";
+    char text[256];
+    const char *bad_int[] = {"+5", "-0", "-5", "5x", "0x10", "1e3", "5 5", "9223372036854775808"};
+    for (size_t i = 0; i < sizeof bad_int / sizeof bad_int[0]; i++) {
+        snprintf(text, sizeof text, "%siterations = %s\n", head, bad_int[i]);
+        char want[128];
+        snprintf(want, sizeof want,
+                 "test.ini:5: key 'iterations': '%s' is not a non-negative integer (decimal "
+                 "digits only)",
+                 bad_int[i]);
+        expect_error(text, want);
+    }
+    struct job job;
+    snprintf(text, sizeof text,
+             "%siterations =   5  \nseed = 9223372036854775807\n"
+             "file_size =  16M \ndeadline =\t1s\t\n",
+             head);
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    assert_int_equal(job.phases[0].iterations, 5);
+    assert_int_equal(job.phases[0].seed, INT64_MAX);
+    assert_int_equal(job.phases[0].file_size, 16u << 20);
+    assert_true(job.phases[0].deadline == 1);
+    job_free(&job);
+    /* --set: as written; spaces on either side are refused alike */
+    const char *bad_set[] = {
+        "iterations= 5",  "iterations=5 ",          "iterations=+5", "seed=-0",
+        "file_size= 16M", "file_size=16M ",         "deadline= 1s",  "deadline=1s ",
+        "deadline=-0s",   "pattern=compressible:+5"};
+    for (size_t i = 0; i < sizeof bad_set / sizeof bad_set[0]; i++) {
+        char *sets[] = {(char *)bad_set[i]};
+        if (load(head, sets, 1, &job) != -1)
+            fail_msg("--set %s accepted", bad_set[i]);
+        assert_non_null(strstr(err, "test.ini: --set "));
+    }
+    char *good[] = {"iterations=5", "seed=007", "file_size=16M", "deadline=1s"};
+    assert_int_equal(load(head, good, 4, &job), 0);
+    assert_int_equal(job.phases[0].iterations, 5);
+    assert_int_equal(job.phases[0].seed, 7);
+    job_free(&job);
+}
+
 static void test_set_without_global_section(void **state)
 {
     (void)state;
@@ -714,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_inheritance_and_override),
         cmocka_unit_test(test_set_overrides_every_phase),
         cmocka_unit_test(test_kind_keys_reach_their_kinds),
+        cmocka_unit_test(test_numbers_are_plain),
         cmocka_unit_test(test_set_without_global_section),
         cmocka_unit_test(test_errors_name_line_and_key),
         cmocka_unit_test(test_set_errors),

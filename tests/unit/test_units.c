@@ -110,6 +110,13 @@ static void test_size_invalid(void **state)
         "\xff",
         "0x",
         "1M\n",
+        /* no sign and no space, before or after (job.c's integers: the same) */
+        "+16M",
+        " 16M",
+        "16M ",
+        "\t16M",
+        "16M\t",
+        "-0K",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         check_bad_size(bad[i]);
@@ -146,6 +153,7 @@ static void test_duration_valid(void **state)
 static void test_duration_invalid(void **state)
 {
     (void)state;
+    /* the last six: no sign and no space, before or after */
     const char *bad[] = {"-inf", "1e30", "99999999999999T",
                          "1\n",  "\x01", "",
                          "-1",   "-1s",  "+1",
@@ -154,7 +162,9 @@ static void test_duration_invalid(void **state)
                          "s",    "ms",   "nan",
                          "inf",  "NaN",  "1e3",
                          "0x10", "1..2", "1.2.3",
-                         "1msx", "1min", "1S"};
+                         "1msx", "1min", "1S",
+                         "-0s",  "+1s",  " 1s",
+                         "1 ",   "\t1",  "1\t"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         double v = 42;
         if (units_parse_duration(bad[i], &v) == 0)
