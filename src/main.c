@@ -37,14 +37,18 @@ static void print_keys(void)
     }
 }
 
-/* The job of a command: a file's (path, text NULL: job_load reads it) or
- * the text --phase stands for. 0, or -1 with err. */
+/* The job of a command, taken before anything opens descriptors of its
+ * own (MPI): a file's (path, text NULL: read later; a path naming a
+ * descriptor is checked now, jobtext_check_given) or the text --phase
+ * stands for. 0, or -1 with err. */
 static int job_source(const struct cli_args *a, const char **path, char **text, char *err,
                       size_t errlen)
 {
     *text = NULL;
     *path = a->phases ? JOBTEXT_PHASES_NAME : a->job;
-    return a->phases && jobtext_from_kinds(a->phases, text, err, errlen) < 0 ? -1 : 0;
+    if (!a->phases)
+        return jobtext_check_given(a->job, err, errlen) < 0 ? -1 : 0;
+    return jobtext_from_kinds(a->phases, text, err, errlen) < 0 ? -1 : 0;
 }
 
 /* check --print-job: the job --phase and --set make, as a job file:
@@ -209,13 +213,17 @@ static char *join_argv(int argc, char **argv)
 }
 
 /* Rank 0 reads the job file and sends its text to everyone, so that only
- * rank 0's node needs to see the file. */
-static char *broadcast_job_text(int rank, const char *path)
+ * rank 0's node needs to see the file; refused (rank 0's why, from
+ * job_source before MPI started) or unreadable, rank 0 says why and every
+ * rank gets NULL. */
+static char *broadcast_job_text(int rank, const char *path, const char *refused)
 {
-    char *text = NULL;
+    char *text = NULL, err[JOB_ERR_MAX];
     long len = 0;
     if (rank == 0) {
-        int rc = job_read_text(path, &text);
+        int rc = refused ? -EBADF : jobtext_read(path, &text, err, sizeof err);
+        if (rc < 0) /* the words of job_load's own read, so run and check say the same */
+            fprintf(stderr, "herd: %s\n", refused ? refused : err);
         len = rc < 0 ? rc : (long)strlen(text);
     }
     MPI_Bcast(&len, 1, MPI_LONG, 0, MPI_COMM_WORLD);
@@ -247,6 +255,13 @@ static int run_check_scale(int rank, const struct job *job)
 static int command_run(int argc, char **argv, const struct cli_args *a)
 {
     prefault_keep_freed(); /* before MPI starts: its allocations too */
+    /* The job's source while the descriptors and environment are still
+     * the shell's; every rank makes the same --phase text. */
+    struct job job;
+    char err[JOB_ERR_MAX];
+    const char *path;
+    char *text;
+    int source = job_source(a, &path, &text, err, sizeof err);
     /* Helper threads (watchdog, md5 read-ahead) never call MPI. */
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -254,22 +269,11 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int code;
-    struct job job;
-    char err[JOB_ERR_MAX];
-    const char *path = a->job;
-    char *text = NULL;
-    if (a->phases) { /* every rank makes the same text */
-        if (job_source(a, &path, &text, err, sizeof err) < 0 && rank == 0)
-            fprintf(stderr, "herd: %s\n", err);
-    } else {
-        text = broadcast_job_text(rank, a->job);
-    }
-    if (!text && a->phases) {
-        code = 2;
-    } else if (!text) {
-        /* Let job_load word the failure, so run and check say the same. */
-        if (rank == 0 && job_load(a->job, NULL, a->sets, a->nsets, &job, err, sizeof err) < 0)
-            fprintf(stderr, "herd: %s\n", err);
+    if (!a->phases)
+        text = broadcast_job_text(rank, path, source < 0 ? err : NULL);
+    else if (source < 0 && rank == 0)
+        fprintf(stderr, "herd: %s\n", err);
+    if (!text) {
         code = 2;
     } else if (job_load(path, text, a->sets, a->nsets, &job, err, sizeof err) < 0) {
         if (rank == 0)

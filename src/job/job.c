@@ -246,11 +246,6 @@ int job_line_of(struct parse_state *st, const char *section, const char *key)
     return 0;
 }
 
-int job_read_text(const char *path, char **text)
-{
-    return jobtext_read(path, text, NULL, 0);
-}
-
 bool job_set_split(const char *arg, struct job_set_arg *out)
 {
     const char *eq = strchr(arg, '=');

@@ -178,9 +178,6 @@ const void *job_key_value(const struct job_key *k, const struct phase *ph);
 /* The key called name, or NULL. */
 const struct job_key *job_key_lookup(const char *name);
 
-/* Read a job file whole into *text (malloc'd). Returns 0 or -errno. */
-int job_read_text(const char *path, char **text);
-
 /* One --set argument, split: "KEY=VALUE" (phase NULL: every phase the
  * key applies to) or "PHASE.KEY=VALUE" (split at the last '.' before the
  * '=': key names have none, phase names may). The parts point into arg.

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -289,10 +290,6 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
     if (rc < 0) {
         if (from)
             out_fail(o, from, line, "include %s: %s", path, jobtext_error(rc));
-        else if (rc == -ENOENT && strncmp(path, "/dev/fd/", 8) == 0)
-            out_fail(o, path, 0,
-                     "cannot read job file: not open in this process (a `<(...)` given to "
-                     "mpirun stays with mpirun: herd run - < FILE)");
         else
             out_fail(o, path, 0, "cannot read job file: %s", jobtext_error(rc));
         return;
@@ -302,6 +299,95 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
     out_marker(o, index, 1, shown);
     text_lines(o, shown, index, text, depth);
     free(text);
+}
+
+/* Whether dir (a real path) holds this process's descriptors:
+ * /proc/PID/fd, or /proc/PID/task/TID/fd of any of its threads. */
+static bool is_own_fd_dir(const char *dir)
+{
+    char own[32];
+    size_t n = (size_t)snprintf(own, sizeof own, "/proc/%d/", (int)getpid());
+    if (strncmp(dir, own, n) != 0)
+        return false;
+    const char *rest = dir + n;
+    if (strncmp(rest, "task/", 5) == 0) {
+        rest += 5;
+        size_t tid = strspn(rest, "0123456789");
+        if (tid == 0 || rest[tid] != '/')
+            return false;
+        rest += tid + 1;
+    }
+    return strcmp(rest, "fd") == 0;
+}
+
+/* name as a descriptor's number, as /proc writes one (no leading zero),
+ * or -1. */
+static int descriptor_number(const char *name)
+{
+    size_t n = strspn(name, "0123456789");
+    if (n == 0 || n > 9 || name[n] || (n > 1 && name[0] == '0'))
+        return -1;
+    return atoi(name);
+}
+
+/* The descriptor of this process that path names through /proc, its
+ * links followed (a few deep), or -1. */
+static int path_descriptor(const char *path)
+{
+    char cur[JOB_PATH_MAX], dir[JOB_PATH_MAX], real[PATH_MAX], link[JOB_PATH_MAX];
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+        return -1;
+    for (int hop = 0; hop < 8; hop++) {
+        char *slash = strrchr(cur, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else
+            snprintf(dir, sizeof dir, "%.*s", slash == cur ? 1 : (int)(slash - cur), cur);
+        if (!realpath(dir, real))
+            return -1;
+        int fd = descriptor_number(slash ? slash + 1 : cur);
+        if (fd >= 0 && is_own_fd_dir(real))
+            return fd;
+        ssize_t n = readlink(cur, link, sizeof link - 1);
+        if (n <= 0)
+            return -1;
+        link[n] = '\0';
+        int len = link[0] == '/' ? snprintf(cur, sizeof cur, "%s", link)
+                                 : snprintf(cur, sizeof cur, "%s/%s", real, link);
+        if (len >= (int)sizeof cur)
+            return -1;
+    }
+    return -1;
+}
+
+/* Whether a launcher started this process as a rank of a parallel job:
+ * the variables each sets in its ranks' environment (Open MPI's mpirun
+ * and prterun, any PMIx launcher such as srun --mpi=pmix, PMI-1/2 ones
+ * such as MPICH's hydra and srun --mpi=pmi2). */
+static bool launcher_started(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_FD"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return true;
+    return false;
+}
+
+int jobtext_check_given(const char *path, char *err, size_t errlen)
+{
+    int fd = strcmp(path, JOBTEXT_STDIN) == 0 ? -1 : path_descriptor(path);
+    struct out o = {.err = err, .errlen = errlen};
+    if (fd < 0)
+        return 0;
+    if (fcntl(fd, F_GETFD) < 0)
+        out_fail(&o, path, 0,
+                 "cannot read job file: not open in this process (a `<(...)` given to "
+                 "mpirun stays with mpirun: herd run - < FILE)");
+    else if (fd > 2 && launcher_started())
+        out_fail(&o, path, 0,
+                 "cannot read job file: a rank that a launcher started reads no descriptor "
+                 "above 2 (mpirun and srun pass on only 0-2 of your shell's: herd run - < FILE)");
+    return o.failed ? -EBADF : 0;
 }
 
 int jobtext_read(const char *path, char **text, char *err, size_t errlen)

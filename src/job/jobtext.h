@@ -52,10 +52,26 @@
  * lowercase word, too many). */
 int jobtext_from_kinds(const char *kinds, char **text, char *err, size_t errlen);
 
+/* Whether path, the job file the user named, is this process's to read,
+ * asked before it opens descriptors of its own: before MPI_Init, which
+ * opens pipes and sockets (a read of one waits forever) and, in a
+ * singleton, sets a launcher's environment. A path that names one of
+ * the process's descriptors through /proc (/dev/fd/N, /proc/self/fd/N,
+ * /proc/PID/fd/N, /proc/thread-self/fd/N, /dev/stdin, or a link to one)
+ * must name one it holds now, and above 2 only in a process that no
+ * launcher started: mpirun (orted, prterun), srun, hydra and every PMI or
+ * PMIx launcher give a rank 0-2 of the user's shell and nothing else of
+ * it (told by PMIX_RANK, PMI_RANK, PMI_FD or OMPI_COMM_WORLD_SIZE in the
+ * environment), so anything higher there is the launcher's. Any other
+ * path (JOBTEXT_STDIN too) is jobtext_read's to judge. 0, or -EBADF
+ * with one line "PATH: cannot read job file: why" in err. */
+int jobtext_check_given(const char *path, char *err, size_t errlen);
+
 /* The text of path (JOBTEXT_STDIN: standard input; an anonymous pipe
  * such as `<(...)` is read too, a named FIFO refused) with includes,
  * comments and variables done, into *text (malloc'd). 0, or -errno with
- * one line "FILE:LINE: why" (or "FILE: why") in err (err may be NULL). */
+ * one line "FILE:LINE: why" (or "FILE: why") in err (err may be NULL).
+ * The path the user named is jobtext_check_given's first. */
 int jobtext_read(const char *path, char **text, char *err, size_t errlen);
 
 #endif

@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from conftest import (describe, herd_cmd, herd_run, load_results, mpi_env, mpirun_args,
-                      tree)
+                      run_cmd, tree)
 
 COMMANDS = ["run", "check", "keys", "help"]
 OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
@@ -208,6 +208,53 @@ def test_check_and_run_read_a_shell_pipe(herd_bin, tmp_path):
     assert "not open in this process (a `<(...)` given to mpirun stays with mpirun: " \
         "herd run - < FILE)" in under.stderr, describe(under)
     assert not (tmp_path / "mpi.h5").exists()
+
+
+NOT_OPEN = "cannot read job file: not open in this process (a `<(...)` given to mpirun " \
+    "stays with mpirun: herd run - < FILE)"
+LAUNCHED = "cannot read job file: a rank that a launcher started reads no descriptor above 2 " \
+    "(mpirun and srun pass on only 0-2 of your shell's: herd run - < FILE)"
+
+
+def herd_lines(proc):
+    """What herd itself printed on stderr (mpirun -q adds nothing else but
+    its abort notice)."""
+    return [line for line in proc.stderr.splitlines() if line.startswith("herd: ")]
+
+
+def test_run_refuses_a_descriptor_the_rank_did_not_get(herd_bin, tmp_path):
+    """A job file named /dev/fd/N that the rank did not get from its own
+    shell is refused in one line, exit 2, before anything runs: under
+    mpirun the user's `exec 7<job.ini` stays with mpirun (in the rank, 7
+    is Open MPI's own pipe once MPI starts: a read of it waited for ever);
+    a rank's descriptor above 2 is refused under a launcher even when open
+    (here one the rank's own shell opened); a singleton refuses one its
+    shell did not open (MPI_Init opens its pipes and sockets there) and
+    reads one it did, as a shell pipe. The waits are bounded generously:
+    the assertions are on the message, the exit code and the files."""
+    (tmp_path / "t").mkdir()
+    job = tmp_path / "j.ini"
+    job.write_text(job_text(tmp_path / "t"))
+    out = tmp_path / "r.h5"
+    mpirun = " ".join(f"'{a}'" for a in mpirun_args(herd_bin, 1, "run", quiet=True))
+    given = run_cmd(["bash", "-c", f'exec 7<"$1"; exec {mpirun} /dev/fd/7 -o "$2"', "sh", job,
+                     out], timeout=60)
+    assert given.returncode != 0, describe(given)
+    assert herd_lines(given) == [f"herd: /dev/fd/7: {NOT_OPEN}"], describe(given)
+    inside = run_cmd(mpirun_args(herd_bin, 1, quiet=True)[:-1] +
+                     ["bash", "-c", 'exec 7<"$1"; exec "$2" run /dev/fd/7 -o "$3"', "sh", job,
+                      herd_bin, out], timeout=60)
+    assert inside.returncode != 0, describe(inside)
+    assert herd_lines(inside) == [f"herd: /dev/fd/7: {LAUNCHED}"], describe(inside)
+    for n in range(3, 15):
+        alone = run_cmd([herd_bin, "run", f"/dev/fd/{n}", "-o", out], timeout=60)
+        assert alone.returncode == 2, describe(alone)
+        assert alone.stderr == f"herd: /dev/fd/{n}: {NOT_OPEN}\n", describe(alone)
+    assert not out.exists() and tree(tmp_path / "t") == []
+    ran = run_cmd(["bash", "-c", 'exec 7<"$1"; exec "$2" run /dev/fd/7 -o "$3"', "sh", job,
+                   herd_bin, out], timeout=120)
+    assert ran.returncode == 0, describe(ran)
+    assert load_results(out).phase_names == ["w", "r"]
 
 
 def test_run_reads_the_job_from_stdin(herd_bin, tmp_path):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "jobtext.h"
 #include "record.h"
 
 static char err[JOB_ERR_MAX];
@@ -493,11 +494,11 @@ static void test_read_not_a_job_file(void **state)
     char dir[] = "/tmp/herd-test-job-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char *text = NULL;
-    assert_int_equal(job_read_text(dir, &text), -EISDIR);
+    assert_int_equal(jobtext_read(dir, &text, NULL, 0), -EISDIR);
     struct job job;
     assert_int_equal(job_load(dir, NULL, NULL, 0, &job, err, sizeof err), -1);
     assert_non_null(strstr(err, "cannot read job file: is a directory"));
-    assert_int_equal(job_read_text("/dev/zero", &text), -ENOTSUP);
+    assert_int_equal(jobtext_read("/dev/zero", &text, NULL, 0), -ENOTSUP);
     assert_int_equal(job_load("/dev/zero", NULL, NULL, 0, &job, err, sizeof err), -1);
     assert_non_null(strstr(err, "/dev/zero: cannot read job file: not a regular file"));
 
@@ -508,11 +509,11 @@ static void test_read_not_a_job_file(void **state)
     for (int i = 0; i < (JOB_FILE_MAX / 15) + 1; i++)
         fputs("; comment line\n", f); /* 15 bytes */
     fclose(f);
-    assert_int_equal(job_read_text(big, &text), -EFBIG);
+    assert_int_equal(jobtext_read(big, &text, NULL, 0), -EFBIG);
     assert_int_equal(job_load(big, NULL, NULL, 0, &job, err, sizeof err), -1);
     assert_non_null(strstr(err, "larger than 1 MiB: not a job file"));
-    assert_int_equal(truncate(big, JOB_FILE_MAX), 0); /* exactly 1 MiB is read */
-    assert_int_equal(job_read_text(big, &text), 0);   /* one source line, then the file */
+    assert_int_equal(truncate(big, JOB_FILE_MAX), 0);       /* exactly 1 MiB is read */
+    assert_int_equal(jobtext_read(big, &text, NULL, 0), 0); /* one source line, then the file */
     size_t body = strlen(text) - strcspn(text, "\n") - 1;
     assert_true(body == JOB_FILE_MAX || body == JOB_FILE_MAX + 1); /* + a final newline */
     free(text);

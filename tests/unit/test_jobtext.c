@@ -1,7 +1,8 @@
 /* test_jobtext.c — a job file's text before parsing (jobtext.c, through
  * job_load): ${VAR} is a value and never new lines, keys or comments,
  * comments are the same inside and outside include lines, and errors name
- * the physical line of the file that has them. */
+ * the physical line of the file that has them; a job path naming a
+ * descriptor is the process's own only where the shell gave it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -174,6 +177,63 @@ static void test_text_as_run(void **state)
     free(text);
 }
 
+/* A job path that names one of the process's descriptors (/dev/fd/N,
+ * /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N, a link to
+ * one): fine while open in a process no launcher started; above 2 under
+ * a launcher (any of its variables set) refused, open or not; not open,
+ * refused. Plain paths, standard input and names that are no
+ * descriptor's are left to the read. */
+static void test_given_descriptor(void **state)
+{
+    (void)state;
+    static const char *const launcher[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                           "PMI_FD"};
+    for (size_t v = 0; v < 4; v++)
+        unsetenv(launcher[v]);
+    char file[128], link[128], names[5][64], want[512];
+    snprintf(file, sizeof file, "%s", file_put("v.ini", "[w]\nkind = write\n"));
+    int fd = open(file, O_RDONLY);
+    assert_true(fd > 2);
+    snprintf(names[0], sizeof names[0], "/dev/fd/%d", fd);
+    snprintf(names[1], sizeof names[1], "/proc/self/fd/%d", fd);
+    snprintf(names[2], sizeof names[2], "/proc/thread-self/fd/%d", fd);
+    snprintf(names[3], sizeof names[3], "/proc/%d/fd/%d", (int)getpid(), fd);
+    snprintf(names[4], sizeof names[4], "%s/link.ini", dir);
+    snprintf(link, sizeof link, "%s", names[4]);
+    assert_int_equal(symlink(names[0], link), 0);
+    for (int i = 0; i < 5; i++)
+        if (jobtext_check_given(names[i], err, sizeof err) != 0)
+            fail_msg("%s refused: %s", names[i], err);
+    for (size_t v = 0; v < 4; v++) {
+        setenv(launcher[v], "0", 1);
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(jobtext_check_given(names[i], err, sizeof err), -EBADF);
+            snprintf(want, sizeof want,
+                     "%s: cannot read job file: a rank that a launcher started reads no "
+                     "descriptor above 2 (mpirun and srun pass on only 0-2 of your shell's: "
+                     "herd run - < FILE)",
+                     names[i]);
+            assert_string_equal(err, want);
+        }
+        assert_int_equal(jobtext_check_given(file, err, sizeof err), 0);
+        assert_int_equal(jobtext_check_given(JOBTEXT_STDIN, err, sizeof err), 0);
+        if (fcntl(STDIN_FILENO, F_GETFD) >= 0)
+            assert_int_equal(jobtext_check_given("/dev/stdin", err, sizeof err), 0);
+        unsetenv(launcher[v]);
+    }
+    close(fd);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(jobtext_check_given(names[i], err, sizeof err), -EBADF);
+        snprintf(want, sizeof want, "%s: cannot read job file: not open in this process", names[i]);
+        if (strncmp(err, want, strlen(want)) != 0)
+            fail_msg("'%s' is not '%s...'", err, want);
+    }
+    assert_int_equal(jobtext_check_given("/dev/fd/07", err, sizeof err), 0);
+    assert_int_equal(jobtext_check_given("/nonexistent/job.ini", err, sizeof err), 0);
+    assert_int_equal(jobtext_check_given(file, err, sizeof err), 0);
+    unlink(link);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_comments),
         cmocka_unit_test(test_variables_in_values_only),
         cmocka_unit_test(test_text_as_run),
+        cmocka_unit_test(test_given_descriptor),
     };
     return cmocka_run_group_tests(tests, dir_make, dir_remove);
 }
