@@ -37,6 +37,7 @@
 #include "job.h"
 #include "safepath.h"
 #include "smbneg.h"
+#include "urlserver.h"
 
 #define SMB_URL_MAX (JOB_PATH_MAX + HERD_PATH_MAX + 2)
 #define SMB_SECRET_MAX 256
@@ -175,6 +176,12 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
                  "(or smb_guest = yes)");
         return "target";
     }
+    struct urlserver server;
+    char bad[256];
+    if (urlserver_parse(ph->target + 6, &server, bad, sizeof bad) < 0) {
+        snprintf(why, len, "'%s': %s", ph->target, bad);
+        return "target";
+    }
     if (o->guest && (o->user[0] || o->password_file[0])) {
         snprintf(why, len,
                  "smb_guest = yes logs in as guest: leave smb_user and "
@@ -218,22 +225,17 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
     return NULL;
 }
 
-/* The server's host and port from smb://host[:port]/share... into host. */
+/* The server's host from smb://host[:port]/share... into host; its port
+ * (SMB_PORT when the URL gives none), or -EINVAL (smb_check refused such
+ * a URL). */
 static int smb_host_port(const char *target, char *host, size_t len)
 {
-    const char *h = target + 6;
-    size_t n = strcspn(h, "/");
-    const char *colon = memchr(h, ':', n);
-    if (*h == '[') { /* [IPv6]:port */
-        const char *close = memchr(h, ']', n);
-        if (!close)
-            return -EINVAL;
-        snprintf(host, len, "%.*s", (int)(close - h - 1), h + 1);
-        colon = close[1] == ':' ? close + 1 : NULL;
-    } else {
-        snprintf(host, len, "%.*s", (int)(colon ? colon - h : (long)n), h);
-    }
-    return colon ? atoi(colon + 1) : SMB_PORT;
+    struct urlserver server;
+    char why[256];
+    if (urlserver_parse(target + 6, &server, why, sizeof why) < 0)
+        return -EINVAL;
+    snprintf(host, len, "%s", server.host);
+    return server.port ? (int)server.port : SMB_PORT;
 }
 
 static void smb_auth(SMBCCTX *smb, const char *server, const char *share, char *workgroup,

@@ -12,6 +12,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "nfsurl.h"
+#include "urlserver.h"
 #include "utf8.h"
 
 #define PROBE_CONNECT_MS 3000 /* a server's port, at most */
@@ -86,31 +88,29 @@ static int connect_once(const char *host, const char *port, int *gai)
 }
 
 /* The server name of nfs://HOST[:PORT]/... or smb://[IPV6]:PORT/... into
- * host, the URL's port (if it gives one) into port (else left alone):
- * false when the URL names no server. */
+ * host, the port the backend connects to, when the URL gives one (an
+ * nfs:// URL's :PORT or nfsport=, nfsurl.h), into port (else left
+ * alone): false when the URL is not one the backend's check takes. */
 static bool url_server(const char *url, char *host, size_t hlen, char *port, size_t plen)
 {
-    const char *h = strstr(url, "://"), *start, *rest;
-    if (!h)
-        return false;
-    h += 3;
-    start = h;
-    size_t n;
-    if (*h == '[') { /* [IPv6] */
-        const char *end = strchr(h, ']');
-        start = h + 1;
-        n = end ? (size_t)(end - start) : 0;
-        rest = end ? end + 1 : h;
+    struct nfsurl nfs;
+    struct urlserver server;
+    char why[256];
+    const char *h = strstr(url, "://");
+    unsigned short given;
+    if (strncmp(url, "nfs://", 6) == 0) {
+        if (nfsurl_parse(url, &nfs, why, sizeof why) < 0)
+            return false;
+        server = nfs.server;
+        given = nfs.nfsport;
+    } else if (h && urlserver_parse(h + 3, &server, why, sizeof why) >= 0) {
+        given = server.port;
     } else {
-        n = strcspn(h, ":/?");
-        rest = h + n;
-    }
-    if (n == 0 || n >= hlen)
         return false;
-    snprintf(host, hlen, "%.*s", (int)n, start);
-    size_t digits = *rest == ':' ? strspn(rest + 1, "0123456789") : 0;
-    if (digits > 0 && digits < plen)
-        snprintf(port, plen, "%.*s", (int)digits, rest + 1);
+    }
+    snprintf(host, hlen, "%s", server.host);
+    if (given)
+        snprintf(port, plen, "%u", given);
     return true;
 }
 

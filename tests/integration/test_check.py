@@ -325,6 +325,20 @@ def test_check_fault_probability(herd_bin, tmp_path, p):
     one_line_refusal(herd_cmd(herd_bin, "check", job), "key 'faults'", "probability")
 
 
+def test_check_refuses_bad_smb_ports(herd_bin):
+    """smb:// targets get the same server and port rule (its port went to
+    atoi: 99999 was probed and connected to)."""
+    keys = herd_cmd(herd_bin, "keys")
+    if "smb_user" not in keys.stdout:
+        pytest.skip("this herd was built without the smb backend (libsmbclient)")
+    for target, words in [("smb://h:99999/s", "port 99999 is not 1 to 65535"),
+                          ("smb://h:0/s", "port 0 is not 1 to 65535"),
+                          ("smb://h:445x/s", "port '445x' is not a number")]:
+        one_line_refusal(herd_cmd(herd_bin, "check", "--phase", "read", "--set", "backend=smb",
+                                  "--set", "smb_guest=yes", "--set", f"target={target}"),
+                         f"--set target: '{target}': {words}")
+
+
 def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
     """duration is a key of idle, lock and storm phases like any other:
     --set (or [global]) gives it to those phases and leaves the others
