@@ -22,18 +22,28 @@ waiting for its timeout instead of failing at once).
 
 Clients in the namespace use nfs://GUEST_ADDR/export; herd's monitor
 scrapes http://GUEST_ADDR:METRICS_PORT/metrics (node_exporter, plus
-pool_stats as node_nfsd_pool_*_total); the guest's agent takes one-line
-commands on AGENT_PORT (see uml-init.c's top comment).
+pool_stats as node_nfsd_pool_*_total); the guest's agent takes commands
+on AGENT_PORT, each a list of words sent as netstrings after the guest's
+secret (STATE/guest/secret, fresh for every boot: secret_write; see
+uml-init.c's top comment). agent_send and agent_connect are the agent's
+clients here and for vcluster.sh's kernel-client guests (vc-guest.py).
 
-  knfsd.py agent COMMAND...     (inside the namespace: print the agent's
-                                 reply; exit 0 on "ok", 1 otherwise)
+  knfsd.py agent SECRET_FILE COMMAND [ARG...]
+                                (inside the namespace: the agent's reply
+                                 on stdout; exit 0 on "ok", 1 when the
+                                 agent refused (its reason on stderr), 2
+                                 when SECRET_FILE is no usable secret, 3
+                                 when the agent did not answer)
   knfsd.py url | metrics-url    (the export's NFSv3 URL; node_exporter's)
 
 Standard library only (Debian 12's python3)."""
 
+import contextlib
 import os
+import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -56,7 +66,11 @@ AGENT_PORT = 7070
 METRICS_PORT = 9100
 GUEST_MEM = "512M"
 GUEST_MEM_BYTES = 512 << 20
-AGENT_TIMEOUT = 30.0       # seconds one agent command may take
+AGENT_TIMEOUT = 30.0       # seconds to wait for the agent's reply
+EXEC_TIMEOUT = 60          # seconds: exec's limit in the agent unless --timeout=S
+                           # (uml-init.c's EXEC_TIMEOUT_S)
+KILL_AFTER = 5             # seconds from a timed-out command's SIGTERM to SIGKILL
+SECRET_BYTES = 32          # random bytes of a guest's secret (hex in its file)
 READY_PROBE = 0.05         # seconds between two looks at a booting guest
 POWEROFF_WAIT = 20         # seconds from the agent's poweroff to the guest's exit
 # lockd reads these at its start: the NLM grace period (seconds; lockd
@@ -72,18 +86,77 @@ def metrics_url():
     return f"http://{GUEST_ADDR}:{METRICS_PORT}/metrics"
 
 
-def agent_connect(line, timeout=AGENT_TIMEOUT, addr=GUEST_ADDR):
-    """A connection to the agent of the guest at addr with the command line
-    sent; OSError when the agent cannot be reached."""
+def secret_write(path):
+    """A fresh secret for a guest's next boot in path (SECRET_BYTES random
+    bytes, hex; mode 0600): its agent takes only requests that carry it.
+    Whatever was at path before goes first (never written through)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o600)
+        f.write(os.urandom(SECRET_BYTES).hex() + "\n")
+
+
+def secret_read(path):
+    """The secret in path (bytes); ValueError unless path is a regular file
+    owned by root with mode 0600 holding 32-128 hex digits: a file someone
+    else could have written or read is no secret."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ValueError(f"the guest's secret {path}: {e.strerror}") from e
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o600:
+            raise ValueError(f"the guest's secret {path}: not a regular file of root's "
+                             "with mode 0600")
+        text = f.read(256).removesuffix(b"\n")
+    if not re.fullmatch(rb"[0-9a-f]{32,128}", text):
+        raise ValueError(f"the guest's secret {path}: not 32-128 hex digits")
+    return text
+
+
+def request(secret, argv):
+    """The agent's request: a netstring "LEN:BYTES," of the secret and of
+    each word of argv (str as the file system encodes it, or bytes), then
+    a newline."""
+    words = [secret] + [os.fsencode(w) for w in argv]
+    return b"".join(b"%d:%s," % (len(w), w) for w in words) + b"\n"
+
+
+def reply_timeout(argv):
+    """Seconds to wait for the agent's reply to argv: AGENT_TIMEOUT, and
+    for exec also the time it may run silent (its --timeout=S or
+    EXEC_TIMEOUT, then KILL_AFTER)."""
+    if not argv or argv[0] != "exec":
+        return AGENT_TIMEOUT
+    m = re.fullmatch(r"--timeout=([0-9]{1,9})", str(argv[1]) if len(argv) > 1 else "")
+    return AGENT_TIMEOUT + (int(m.group(1)) if m else EXEC_TIMEOUT) + KILL_AFTER
+
+
+def agent_connect(secret_file, argv, timeout=AGENT_TIMEOUT, addr=GUEST_ADDR):
+    """A connection to the agent of the guest at addr with the request
+    sent: argv (a command and its arguments, each word as it is) and the
+    secret of secret_file. OSError when the agent cannot be reached,
+    ValueError when the secret cannot be used."""
+    data = request(secret_read(secret_file), argv)
     conn = socket.create_connection((addr, AGENT_PORT), timeout=timeout)
-    conn.sendall(line.encode() + b"\n")
+    try:
+        conn.sendall(data)
+    except OSError:
+        conn.close()
+        raise
     return conn
 
 
-def agent_send(line, timeout=AGENT_TIMEOUT, addr=GUEST_ADDR):
-    """Send one command line to the agent of the guest at addr; (ok, text
-    after the status line). OSError when the agent cannot be reached."""
-    with agent_connect(line, timeout, addr) as conn:
+def agent_send(secret_file, argv, timeout=None, addr=GUEST_ADDR):
+    """One command (argv) to the agent of the guest at addr, with the secret
+    of secret_file; (ok, text after the status line). OSError when the
+    agent cannot be reached or does not answer within timeout (default
+    reply_timeout), ValueError when the secret cannot be used."""
+    with agent_connect(secret_file, argv, timeout or reply_timeout(argv), addr) as conn:
         data = b""
         while True:
             chunk = conn.recv(65536)
@@ -114,6 +187,8 @@ def guest_config(settings):
         "hostname": settings["HOST_NAME"] or "knfsd", "agent_port": AGENT_PORT,
         "metrics_port": METRICS_PORT, "lockd_params": nlm_grace(settings["GRACE"]),
         "lockd_grace_min": NLM_TIMEOUT,
+        # the agent's cap of `threads`: lib-knfsd.sh's KNFSD_THREADS_MAX
+        "threads_max": os.environ.get("HERD_KNFSD_THREADS_MAX", ""),
     }
     return "".join(f"{k}={v}\n" for k, v in lines.items())
 
@@ -141,12 +216,14 @@ class Guest:
         self.state = Path(state)
         self.settings = settings
         self.guest_dir = self.state / "guest"
+        self.secret = self.guest_dir / "secret"
 
     def prepare(self):
-        """STATE/guest (config, log/, statd-owner) and the tap; raises
-        OSError or subprocess.CalledProcessError."""
+        """STATE/guest (config, secret, log/, statd-owner) and the tap;
+        raises OSError or subprocess.CalledProcessError."""
         (self.guest_dir / "log").mkdir(parents=True, exist_ok=True)
         (self.guest_dir / "config").write_text(guest_config(self.settings))
+        secret_write(self.secret)
         # rpc.statd in the guest runs as the owner of its sm/ directories:
         # Debian's statd user (uml-init copies this file's owner).
         owner = self.guest_dir / "statd-owner"
@@ -184,10 +261,10 @@ class Guest:
             if child.poll() is not None or stopping():
                 return False
             try:
-                ok, text = agent_send("read /proc/fs/nfsd/threads", 2.0)
+                ok, text = agent_send(self.secret, ["read", "/proc/fs/nfsd/threads"], 2.0)
                 if ok and text.strip() not in ("", "0"):
                     return True
-            except OSError:
+            except (OSError, ValueError):
                 pass
             time.sleep(READY_PROBE)
         return False
@@ -198,8 +275,8 @@ class Guest:
         if child.poll() is not None:
             return True
         try:
-            agent_send("poweroff", 5.0)
-        except OSError:
+            agent_send(self.secret, ["poweroff"], 5.0)
+        except (OSError, ValueError):
             return False
         try:
             child.wait(POWEROFF_WAIT)
@@ -212,19 +289,23 @@ def main(argv):
     if argv in (["url"], ["metrics-url"]):
         print(url() if argv[0] == "url" else metrics_url())
         return 0
-    if len(argv) >= 2 and argv[0] == "agent":
+    if len(argv) >= 3 and argv[0] == "agent":
         try:
-            ok, text = agent_send(" ".join(argv[1:]))
+            ok, text = agent_send(argv[1], argv[2:])
+        except ValueError as e:
+            print(f"knfsd.py: {e}", file=sys.stderr)
+            return 2
         except OSError as e:
             print(f"knfsd.py: the guest's agent at {GUEST_ADDR}:{AGENT_PORT}: {e}",
                   file=sys.stderr)
-            return 1
+            return 3
         if ok:
             sys.stdout.write(text)
             return 0
         print(f"knfsd.py: {text}", file=sys.stderr)
         return 1
-    print("usage: knfsd.py agent COMMAND... | url | metrics-url", file=sys.stderr)
+    print("usage: knfsd.py agent SECRET_FILE COMMAND [ARG...] | url | metrics-url",
+          file=sys.stderr)
     return 2
 
 

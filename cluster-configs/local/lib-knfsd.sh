@@ -10,6 +10,8 @@ KNFSD_PY=$HERE/knfsd.py
 UML_INIT_SRC=$HERE/uml-init.c
 UML_XSTATE_SRC=$HERE/uml-xstate.c
 KNFSD_THREADS_MAX=1024 # nfsd threads in a 512 MiB guest
+# (knfsd.py passes the cap on to the guest's agent in its config)
+export HERD_KNFSD_THREADS_MAX=$KNFSD_THREADS_MAX
 
 knfsd_url() { python3 "$KNFSD_PY" url; }
 
@@ -84,7 +86,7 @@ knfsd_build_init() {
 
 # knfsd_clean: what stop removes of a knfsd server besides the common
 # directories (the guest's logs stay in STATE/guest/log until --purge).
-knfsd_clean() { rm -f -- "$STATE/guest/config" "$STATE/guest/statd-owner"; }
+knfsd_clean() { rm -f -- "$STATE/guest/config" "$STATE/guest/secret" "$STATE/guest/statd-owner"; }
 
 # knfsd_args NAME ARGS...: --state DIR and the rest (KNFSD_REST); the
 # server must be a running knfsd one.
@@ -107,9 +109,11 @@ knfsd_args() {
     alive uml || die "$name: the guest (linux.uml) is not running"
 }
 
-# knfsd_agent COMMAND...: one command to the guest's agent; its output on
-# stdout.
-knfsd_agent() { in_netns python3 "$KNFSD_PY" agent "$@"; }
+# knfsd_agent COMMAND [ARG...]: one command to the guest's agent, each
+# word as it is, with the guest's secret (STATE/guest/secret, fresh for
+# every boot); its output on stdout. Exit 1: the agent refused (its
+# reason on stderr); 3: it did not answer (knfsd.py).
+knfsd_agent() { in_netns python3 "$KNFSD_PY" agent "$STATE/guest/secret" "$@"; }
 
 # knfsd_ready: the guest's agent answers, with nfsd running (the agent
 # listens once nfsd is up and, with grace 0, lockd's grace is over).
@@ -144,8 +148,9 @@ cmd_export_mode() {
     log "export-mode: /export is exported $mode"
 }
 
-# guest --state DIR -- COMMAND...: a command of the guest's agent (read
-# PATH, exec ARG..., threads N, end-grace; see uml-init.c), its reply on
+# guest --state DIR -- COMMAND [ARG...]: a command of the guest's agent
+# (read PATH, exec [--timeout=S] PROG ARG..., threads N, end-grace; see
+# uml-init.c), each word passed on as it is; its reply on
 # stdout.
 cmd_guest() {
     knfsd_args guest "$@"

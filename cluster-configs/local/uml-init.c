@@ -21,43 +21,76 @@
  *      cluster's subnet), starts rpc.mountd and nfsd with the asked number
  *      of threads, grace and lease, and ends the NFSv4 grace period at
  *      once when grace=0;
- *   5. serves commands on TCP port `agent_port` of its address, one per
- *      connection, a line each; the reply is "ok" or "error: WHY" on its
- *      first line, then the output:
- *        threads N          write /proc/fs/nfsd/threads (a live change)
- *        read PATH          a file under /proc or /sys
- *        exec ARG...        run a program (no shell; space-separated),
- *                           reply with its exit status and output
- *        export sync|async  re-export /export so (a live change)
- *        end-grace          end the NFSv4 grace period now
- *        restart GRACE LEASE THREADS
- *                           stop nfsd (threads 0: lockd and every
- *                           client's state go) and start it again with
- *                           this grace period, lease and thread count
- *        poweroff           stop nfsd, unmount the export, power off
- *      and reaps every orphan, as a PID 1 must.
+ *   5. serves the agent (below) and reaps every orphan, as a PID 1 must.
  * As a client, it keeps the host's / as its root, read-only (the kernel
  * command line says ro), so that herd, Open MPI and the job files are at
  * their host paths; mounts tmpfs on /run, /dev/shm and /var/lib/nfs, and
  * the host directory `share` read-write at its own path (results); loads
  * the NFS client's modules; starts rpcbind and rpc.statd (the kernel's
- * NLM client needs statd); and serves the same agent, with
- *        sh LINE            run LINE with /bin/sh in a process of its own,
- *                           its output streamed back, then a NUL byte and
- *                           "exit N"; the agent goes on serving meanwhile,
- *                           and the command's process group gets SIGTERM
- *                           when the caller hangs up, SIGKILL 5 s later
- *                           (Open MPI's remote start runs orted so:
- *                           vc-agent)
- *        poweroff           unmount the NFS mounts (10 s at most), power off
- * The NFS mounts themselves are sh commands of vcluster.sh.
+ * NLM client needs statd); and serves the agent. The NFS mounts
+ * themselves are sh commands of vcluster.sh.
  * A failed step is written to the console (the supervisor or vcluster.sh
- * keeps it in a log) and the guest powers off. */
+ * keeps it in a log) and the guest powers off.
+ *
+ * The agent listens on TCP port `agent_port` of the guest's address and
+ * takes one request per connection. A request is a list of words, each a
+ * netstring "LEN:BYTES," (LEN in decimal, no leading zero, at most
+ * WORD_MAX bytes, no NUL among them), ended by a newline:
+ *     64:<secret>,4:exec,7:/bin/sh,2:-c,8:echo A B,\n
+ * The first word is the guest's secret: $HERD_GUEST/secret, written by the
+ * host side before each boot (knfsd.py, vc-guests.sh; a regular file of
+ * root's, mode 0600, 32-128 hex digits), read once at boot and compared
+ * in constant time. A wrong or missing secret, a malformed request, or
+ * one not complete within REQUEST_WAIT_MS, gets the line "error: not
+ * authorized" (or "error: malformed request" once the secret matched) and
+ * the connection is closed. The words after it are the command and its
+ * arguments, passed on as they are (no splitting, no shell); at most
+ * WORDS_MAX words, REQUEST_MAX bytes. Every connection is served by a
+ * process of its own, so a slow caller or a long command never holds up
+ * another connection or the metrics refresh; CONNECTIONS_MAX are served
+ * at once, the ones beyond get "error: busy". The reply is "ok" or
+ * "error: WHY" on its first line, then the output:
+ *   threads N          write /proc/fs/nfsd/threads (a live change); N
+ *                      1..threads_max (the config's: lib-knfsd.sh's cap)
+ *   read PATH          a regular file under /proc or /sys, opened beneath
+ *                      it (openat2 RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS:
+ *                      "..", symbolic links out of it and magic links
+ *                      such as /proc/self/root are refused)
+ *   exec [--timeout=S] PROG ARG...
+ *                      run PROG with these arguments (execvp), its output
+ *                      streamed back, then the line "exit N"; after S
+ *                      seconds (default EXEC_TIMEOUT_S, 1..COMMAND_MAX_S)
+ *                      or when the caller hangs up, its process group gets
+ *                      SIGTERM and KILL_AFTER_MS later SIGKILL ("exit 124"
+ *                      after a time-out)
+ *   export sync|async  re-export /export so (a live change)
+ *   end-grace          end the NFSv4 grace period now
+ *   restart GRACE LEASE THREADS
+ *                      stop nfsd (threads 0: lockd and every client's
+ *                      state go) and start it again with this grace
+ *                      period (0..3600 s), lease (10..3600 s) and thread
+ *                      count (1..threads_max)
+ *   poweroff           server: stop nfsd, unmount the export, power off;
+ *                      client: unmount the NFS mounts (10 s at most),
+ *                      power off
+ *   sh [--timeout=S] LINE
+ *                      run LINE with /bin/sh as exec runs PROG, with no
+ *                      time limit unless S is given (Open MPI's remote
+ *                      start runs orted so for the job's length: vc-agent);
+ *                      ends with a NUL byte and "exit N" instead of "ok"
+ *                      first
+ * Every number the agent takes (N, GRACE, LEASE, THREADS, S) must be
+ * decimal digits in its range, or the command gets one error line and
+ * does nothing. threads, export, end-grace and restart wait for each
+ * other (one at a time, NFSD_LOCK_WAIT_MS at most); the commands other
+ * than exec and sh end within COMMAND_MAX_S. The server role has all the
+ * commands but sh, the client role read, exec, sh and poweroff. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/blkpg.h>
+#include <linux/openat2.h>
 #include <linux/reboot.h>
 #include <net/if.h>
 #include <net/route.h>
@@ -69,6 +102,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -82,8 +116,21 @@
 
 #define CONFIG_MAX 64
 #define LINE_MAX_ 4096
-#define AGENT_TICK_MS 100     /* between two refreshes of pool.prom */
-#define SH_KILL_AFTER_MS 5000 /* from a hang-up's SIGTERM to SIGKILL (sh LINE) */
+#define AGENT_TICK_MS 100 /* between two refreshes of pool.prom */
+/* The agent's requests (see the top) */
+#define WORD_MAX 8192
+#define WORDS_MAX 64         /* the secret included */
+#define REQUEST_MAX 16384    /* bytes of one request */
+#define REQUEST_WAIT_MS 5000 /* for a whole request, from the connection on */
+#define SECRET_MIN 32        /* hex digits */
+#define SECRET_MAX 128
+#define CONNECTIONS_MAX 32   /* served at once */
+#define EXEC_TIMEOUT_S 60    /* exec's time limit unless the caller gives one */
+#define COMMAND_MAX_S 3600   /* the longest --timeout=S; also bounds the other commands */
+#define KILL_AFTER_MS 5000   /* from a command's SIGTERM to SIGKILL */
+#define TIMED_OUT_STATUS 124 /* the exit status reported for a timed-out command */
+#define NFSD_LOCK_WAIT_MS 60000
+#define READ_MAX (64L << 20) /* bytes `read` sends at most */
 
 struct setting {
     char key[32];
@@ -145,6 +192,69 @@ static void config_read(const char *path)
         nsettings++;
     }
     fclose(f);
+}
+
+static char agent_secret[SECRET_MAX + 1];
+static size_t agent_secret_len;
+
+/* The agent's secret from path: a regular file of root's with mode 0600
+ * (the host side's check too) holding SECRET_MIN..SECRET_MAX hex digits
+ * and a newline; the guest powers off when it is not so. */
+static void secret_read(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        die(path);
+    struct stat st;
+    char text[SECRET_MAX + 2];
+    ssize_t n = fstat(fd, &st) == 0 ? read(fd, text, sizeof text) : -1;
+    close(fd);
+    if (n < 0)
+        die(path);
+    size_t len = (size_t)n;
+    if (len > 0 && text[len - 1] == '\n')
+        len--;
+    bool hex = len >= SECRET_MIN && len <= SECRET_MAX;
+    for (size_t i = 0; hex && i < len; i++)
+        hex = (text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f');
+    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 07777) != 0600 || !hex) {
+        errno = EINVAL;
+        say("%s: not a regular file of root's with mode 0600 and %d-%d hex digits", path,
+            SECRET_MIN, SECRET_MAX);
+        die("the agent's secret");
+    }
+    memcpy(agent_secret, text, len);
+    agent_secret_len = len;
+}
+
+/* Whether word (len bytes) is the secret; as long whatever it holds. */
+static bool secret_matches(const char *word, size_t len)
+{
+    unsigned char given[SECRET_MAX] = {0};
+    memcpy(given, word, len < SECRET_MAX ? len : SECRET_MAX);
+    unsigned diff = len != agent_secret_len;
+    for (size_t i = 0; i < SECRET_MAX; i++)
+        diff |= given[i] ^ (unsigned char)agent_secret[i];
+    return diff == 0;
+}
+
+/* text as a decimal number min..max: digits only (no sign, space or
+ * leading zero), at most 9 of them; false otherwise. */
+static bool number_parse(const char *text, long min, long max, long *out)
+{
+    size_t len = strlen(text);
+    if (len == 0 || len > 9 || (text[0] == '0' && len > 1))
+        return false;
+    long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+        v = v * 10 + (text[i] - '0');
+    }
+    if (v < min || v > max)
+        return false;
+    *out = v;
+    return true;
 }
 
 static void must_mount(const char *src, const char *dst, const char *type, unsigned long flags,
@@ -404,17 +514,6 @@ static void network_up(void)
     file_write("/proc/sys/net/core/netdev_max_backlog", "10000\n");
 }
 
-/* Splits a command line into argv at spaces (no quoting). */
-static int words_split(char *line, char **argv, int max)
-{
-    int n = 0;
-    for (char *save = NULL, *w = strtok_r(line, " ", &save); w && n < max - 1;
-         w = strtok_r(NULL, " ", &save))
-        argv[n++] = w;
-    argv[n] = NULL;
-    return n;
-}
-
 /* The log file /state/log/LOG (server) or HERD_GUEST/log/LOG (client):
  * an fd, -1 when it cannot be opened. */
 static int log_open(const char *logname)
@@ -467,16 +566,12 @@ static int run(char *const argv[], int out, const char *logname)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static void must_run(const char *line, const char *logname)
+static void must_run(char *const argv[], const char *logname)
 {
-    char buf[LINE_MAX_];
-    snprintf(buf, sizeof buf, "%s", line);
-    char *argv[64];
-    words_split(buf, argv, 64);
     int rc = run(argv, -1, logname);
     if (rc != 0) {
         errno = 0;
-        say("%s: exit %d (see log/%s)", line, rc, logname);
+        say("%s: exit %d (see log/%s)", argv[0], rc, logname);
         power_off();
     }
 }
@@ -491,12 +586,11 @@ static int nfs_export(const char *mode)
     char clients[LINE_MAX_];
     snprintf(clients, sizeof clients, "%s", setting("client", "10.77.0.1"));
     for (char *save = NULL, *c = strtok_r(clients, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
-        char line[LINE_MAX_];
-        snprintf(line, sizeof line,
-                 "exportfs -o rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1 %s:/export",
-                 mode, c);
-        char *argv[64];
-        words_split(line, argv, 64);
+        char options[128], target[LINE_MAX_];
+        snprintf(options, sizeof options, "rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1",
+                 mode);
+        snprintf(target, sizeof target, "%s:/export", c);
+        char *argv[] = {"exportfs", "-o", options, target, NULL};
         int rc = run(argv, -1, "exportfs.log");
         if (rc != 0)
             return rc;
@@ -531,6 +625,26 @@ static void nfsd_times(const char *grace, const char *lease)
     file_write("/proc/fs/nfsd/nfsv4gracetime", text);
     snprintf(text, sizeof text, "%s\n", lease);
     file_write("/proc/fs/nfsd/nfsv4leasetime", text);
+}
+
+static long threads_max; /* the config's threads_max: lib-knfsd.sh's KNFSD_THREADS_MAX */
+
+/* Why GRACE LEASE THREADS cannot be nfsd's, in why (false when they can):
+ * decimal digits, grace 0..3600 s and lease 10..3600 s (the kernel's
+ * range for both), threads 1..threads_max. */
+static bool nfsd_settings_refused(const char *grace, const char *lease, const char *threads,
+                                  char *why, size_t size)
+{
+    long v;
+    if (!number_parse(grace, 0, 3600, &v))
+        snprintf(why, size, "grace '%.24s' is not 0..3600 seconds", grace);
+    else if (!number_parse(lease, 10, 3600, &v))
+        snprintf(why, size, "lease '%.24s' is not 10..3600 seconds", lease);
+    else if (!number_parse(threads, 1, threads_max, &v))
+        snprintf(why, size, "threads '%.24s' is not a count 1..%ld", threads, threads_max);
+    else
+        return false;
+    return true;
 }
 
 /* Writes /proc/fs/nfsd/pool_stats as Prometheus text for node_exporter's
@@ -616,8 +730,25 @@ static void grace_none(const char *grace)
         usleep((useconds_t)(atoi(setting("lockd_grace_min", "3")) * 1000000 + 200000));
 }
 
+/* threads_max, and the config's grace, lease and threads checked as the
+ * agent's restart checks them. */
+static void nfs_settings_check(void)
+{
+    char why[128];
+    if (!number_parse(setting("threads_max", ""), 1, 999999999, &threads_max)) {
+        say("FAILED: the config's threads_max '%s' is not a count", setting("threads_max", ""));
+        power_off();
+    }
+    if (nfsd_settings_refused(setting("grace", "0"), setting("lease", "60"),
+                              setting("threads", "8"), why, sizeof why)) {
+        say("FAILED: the config's %s", why);
+        power_off();
+    }
+}
+
 static void nfs_start(void)
 {
+    nfs_settings_check();
     must_mount("nfsd", "/proc/fs/nfsd", "nfsd", 0, NULL);
     int etab = open("/var/lib/nfs/etab", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (etab < 0)
@@ -636,9 +767,8 @@ static void nfs_start(void)
     char *mountd[] = {"rpc.mountd", "-F", "-N", "2", NULL};
     spawn(mountd, -1, "mountd.log");
     nfsd_times(setting("grace", "0"), setting("lease", "60"));
-    char line[64];
-    snprintf(line, sizeof line, "rpc.nfsd %s", setting("threads", "8"));
-    must_run(line, "nfsd.log");
+    char *nfsd[] = {"rpc.nfsd", (char *)setting("threads", "8"), NULL};
+    must_run(nfsd, "nfsd.log");
     grace_none(setting("grace", "0"));
     metrics_start();
     say("nfsd up: %s threads, %s export of %s", setting("threads", "8"), setting("mode", "sync"),
@@ -692,49 +822,14 @@ static void client_stop(void)
     sync();
 }
 
-static void reply(int fd, const char *fmt, ...);
-
-/* The sh command: a process of its own (the agent serves on) that runs
- * LINE under /bin/sh with its output on the connection, kills LINE's
- * process group when the caller hangs up, and ends with NUL "exit N". */
-static void shell_serve(int fd, const char *line)
+static long ms_now(void)
 {
-    if (fork() != 0)
-        return;
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        char *argv[] = {"/bin/sh", "-c", (char *)line, NULL};
-        spawn_child(argv, fd);
-    }
-    int status = 0, rc = -1;
-    int hung_up_ticks = -1; /* ticks of 100 ms since the caller hung up */
-    for (;;) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            break;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-        if (hung_up_ticks < 0 && poll(&p, 1, 100) > 0 &&
-            (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            hung_up_ticks = 0;
-            kill(-pid, SIGTERM);
-        } else if (hung_up_ticks >= 0) {
-            usleep(100000);
-            /* a command that ignores SIGTERM (or a child of it that does)
-             * is killed after SH_KILL_AFTER_MS */
-            if (++hung_up_ticks == SH_KILL_AFTER_MS / 100)
-                kill(-pid, SIGKILL);
-        }
-    }
-    bool hung_up = hung_up_ticks >= 0;
-    if (!hung_up) {
-        (void)!write(fd, "", 1);
-        reply(fd, "exit %d\n", rc);
-    }
-    _exit(0);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000L + t.tv_nsec / 1000000;
 }
 
+/* Text to the caller (a caller that hung up raises no SIGPIPE). */
 static void reply(int fd, const char *fmt, ...)
 {
     char buf[512];
@@ -743,49 +838,200 @@ static void reply(int fd, const char *fmt, ...)
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (n > 0)
-        (void)!write(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+        (void)!send(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, MSG_NOSIGNAL);
 }
 
-static void reply_file(int fd, const char *path)
+enum command_end { COMMAND_EXITED, COMMAND_TIMED_OUT, COMMAND_HUNG_UP };
+
+/* exec and sh: runs argv in a process group of its own with its output on
+ * fd (the caller's connection) until it exits; when timeout_s seconds
+ * pass (0: no limit) or the caller hangs up, the group gets SIGTERM, and
+ * SIGKILL KILL_AFTER_MS later (what ignores SIGTERM). Its exit status
+ * (TIMED_OUT_STATUS after a time-out), and in *end why it ended. */
+static int command_run(int fd, char *const argv[], long timeout_s, enum command_end *end)
 {
-    if (strncmp(path, "/proc/", 6) != 0 && strncmp(path, "/sys/", 5) != 0) {
-        reply(fd, "error: only /proc and /sys are read\n");
+    *end = COMMAND_EXITED;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        spawn_child(argv, fd);
+    }
+    setpgid(pid, pid); /* (whichever runs first makes the group) */
+    long start = ms_now(), kill_at = -1;
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) != pid) {
+        if (kill_at >= 0) {
+            usleep(100000);
+            if (ms_now() >= kill_at)
+                kill(-pid, SIGKILL);
+            continue;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        if (poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            *end = COMMAND_HUNG_UP;
+        else if (timeout_s > 0 && ms_now() - start >= timeout_s * 1000)
+            *end = COMMAND_TIMED_OUT;
+        if (*end != COMMAND_EXITED) {
+            kill(-pid, SIGTERM);
+            kill_at = ms_now() + KILL_AFTER_MS;
+        }
+    }
+    if (kill_at >= 0)
+        kill(-pid, SIGKILL); /* what is left of the group */
+    if (*end == COMMAND_TIMED_OUT)
+        return TIMED_OUT_STATUS;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The optional first word --timeout=S of exec and sh: S in *timeout_s
+ * and *argv moved past it; false when S is not 1..COMMAND_MAX_S. */
+static bool timeout_option(char ***argv, long *timeout_s)
+{
+    if (!**argv || strncmp(**argv, "--timeout=", 10) != 0)
+        return true;
+    if (!number_parse(**argv + 10, 1, COMMAND_MAX_S, timeout_s))
+        return false;
+    (*argv)++;
+    return true;
+}
+
+/* exec [--timeout=S] PROG ARG...: "ok", the output, "exit N". */
+static void exec_serve(int fd, char **argv)
+{
+    long timeout_s = EXEC_TIMEOUT_S;
+    if (!timeout_option(&argv, &timeout_s) || !argv[0]) {
+        reply(fd, "error: exec [--timeout=S] PROG ARG... (S: 1..%d seconds)\n", COMMAND_MAX_S);
         return;
     }
-    int in = open(path, O_RDONLY | O_CLOEXEC);
+    reply(fd, "ok\n");
+    enum command_end end;
+    int rc = command_run(fd, argv, timeout_s, &end);
+    if (end == COMMAND_HUNG_UP)
+        return;
+    if (end == COMMAND_TIMED_OUT)
+        reply(fd, "exec: timed out after %ld s; its process group was killed\n", timeout_s);
+    reply(fd, "exit %d\n", rc);
+}
+
+/* sh [--timeout=S] LINE: LINE's output, a NUL byte, "exit N". */
+static void sh_serve(int fd, char **argv)
+{
+    long timeout_s = 0;
+    if (!timeout_option(&argv, &timeout_s) || !argv[0] || argv[1]) {
+        reply(fd, "error: sh [--timeout=S] LINE (S: 1..%d seconds)\n", COMMAND_MAX_S);
+        return;
+    }
+    char *sh[] = {"/bin/sh", "-c", argv[0], NULL};
+    enum command_end end;
+    int rc = command_run(fd, sh, timeout_s, &end);
+    if (end == COMMAND_HUNG_UP)
+        return;
+    (void)!send(fd, "", 1, MSG_NOSIGNAL);
+    reply(fd, "exit %d\n", rc);
+}
+
+/* PATH opened beneath /proc or /sys without leaving it: openat2 relative
+ * to that directory with RESOLVE_BENEATH ("..", absolute paths and
+ * symbolic links out of it fail with EXDEV) and RESOLVE_NO_MAGICLINKS
+ * (/proc/PID/root, cwd, exe, fd/N fail with ELOOP). An fd, or -1. */
+static int open_beneath(const char *path)
+{
+    const char *top, *rest;
+    if (strncmp(path, "/proc/", 6) == 0) {
+        top = "/proc";
+        rest = path + 6;
+    } else if (strncmp(path, "/sys/", 5) == 0) {
+        top = "/sys";
+        rest = path + 5;
+    } else {
+        errno = EXDEV;
+        return -1;
+    }
+    int dir = open(top, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return -1;
+    struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+                           .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, dir, rest, &how, sizeof how);
+    int saved = errno;
+    close(dir);
+    errno = saved;
+    return fd;
+}
+
+/* read PATH: "ok" and the file (READ_MAX bytes at most). */
+static void reply_file(int fd, const char *path)
+{
+    int in = open_beneath(path);
     if (in < 0) {
-        reply(fd, "error: %s: %s\n", path, strerror(errno));
+        if (errno == EXDEV || errno == ELOOP)
+            reply(fd,
+                  "error: %.256s: not beneath /proc or /sys (.., a link out of it or a "
+                  "magic link)\n",
+                  path);
+        else
+            reply(fd, "error: %.256s: %s\n", path, strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) {
+        reply(fd, "error: %.256s: not a regular file\n", path);
+        close(in);
         return;
     }
     reply(fd, "ok\n");
     char buf[65536];
     ssize_t n;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        (void)!write(fd, buf, (size_t)n);
+    for (long sent = 0; sent < READ_MAX && (n = read(in, buf, sizeof buf)) > 0; sent += n)
+        if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+            break;
     close(in);
 }
 
-static void command_do(int fd, char *line)
+/* Until no other connection changes nfsd (NFSD_LOCK_WAIT_MS at most);
+ * held until this connection's process ends. */
+static bool nfsd_lock(void)
 {
-    if (strncmp(line, "sh ", 3) == 0) {
-        shell_serve(fd, line + 3);
+    int fd = open("/run/herd-agent.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    for (long waited = 0; fd >= 0 && waited < NFSD_LOCK_WAIT_MS; waited += 50) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return true;
+        usleep(50000);
+    }
+    return false;
+}
+
+/* restart GRACE LEASE THREADS (checked by the caller) */
+static void nfsd_restart(int fd, char **argv)
+{
+    nfsd_threads("0");
+    nfsd_times(argv[1], argv[2]);
+    lockd_grace(argv[1]);
+    if (!nfsd_threads(argv[3])) {
+        reply(fd, "error: threads: %s\n", strerror(errno));
         return;
     }
-    char *argv[64];
-    int argc = words_split(line, argv, 64);
-    if (argc == 0) {
-        reply(fd, "error: empty command\n");
+    grace_none(argv[1]);
+    reply(fd, "ok\n");
+}
+
+/* threads, export, end-grace and restart: nfsd's live changes, one at a
+ * time. */
+static void nfsd_change(int fd, char **argv, int argc)
+{
+    char why[128];
+    long n;
+    if (!nfsd_lock()) {
+        reply(fd, "error: another command kept changing nfsd for %d s\n", NFSD_LOCK_WAIT_MS / 1000);
     } else if (strcmp(argv[0], "threads") == 0 && argc == 2) {
-        if (nfsd_threads(argv[1]))
+        if (!number_parse(argv[1], 1, threads_max, &n))
+            reply(fd, "error: threads '%.24s' is not a count 1..%ld\n", argv[1], threads_max);
+        else if (nfsd_threads(argv[1]))
             reply(fd, "ok\n");
         else
             reply(fd, "error: threads %s: %s\n", argv[1], strerror(errno));
-    } else if (strcmp(argv[0], "read") == 0 && argc == 2) {
-        reply_file(fd, argv[1]);
-    } else if (strcmp(argv[0], "exec") == 0 && argc >= 2) {
-        reply(fd, "ok\n");
-        int rc = run(argv + 1, fd, NULL);
-        reply(fd, "exit %d\n", rc);
     } else if (strcmp(argv[0], "export") == 0 && argc == 2 &&
                (strcmp(argv[1], "sync") == 0 || strcmp(argv[1], "async") == 0)) {
         int rc = nfs_export(argv[1]);
@@ -799,49 +1045,176 @@ static void command_do(int fd, char *line)
         else
             reply(fd, "error: v4_end_grace: %s\n", strerror(errno));
     } else if (strcmp(argv[0], "restart") == 0 && argc == 4) {
-        nfsd_threads("0");
-        nfsd_times(argv[1], argv[2]);
-        lockd_grace(argv[1]);
-        if (!nfsd_threads(argv[3])) {
-            reply(fd, "error: threads: %s\n", strerror(errno));
-            return;
-        }
-        grace_none(argv[1]);
-        reply(fd, "ok\n");
-    } else if (strcmp(argv[0], "poweroff") == 0 && argc == 1) {
-        reply(fd, "ok\n");
-        close(fd);
-        say("poweroff");
-        if (strcmp(setting("role", "server"), "client") == 0)
-            client_stop();
+        if (nfsd_settings_refused(argv[1], argv[2], argv[3], why, sizeof why))
+            reply(fd, "error: restart: %s\n", why);
         else
-            nfs_stop();
-        power_off();
+            nfsd_restart(fd, argv);
     } else {
-        reply(fd, "error: unknown command '%s'\n", argv[0]);
+        reply(fd, "error: %s: wrong arguments (see uml-init.c)\n", argv[0]);
     }
 }
 
-/* Reads one line (up to LINE_MAX_-1 bytes) within 5 s. */
-static bool line_read(int fd, char *line)
+static void poweroff_serve(int fd)
 {
-    size_t used = 0;
-    while (used < LINE_MAX_ - 1) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 5000) <= 0)
-            return false;
-        ssize_t n = read(fd, line + used, LINE_MAX_ - 1 - used);
-        if (n <= 0)
-            return false;
-        used += (size_t)n;
-        line[used] = '\0';
-        char *nl = strchr(line, '\n');
-        if (nl) {
-            *nl = '\0';
-            return true;
+    reply(fd, "ok\n");
+    close(fd);
+    say("poweroff");
+    if (strcmp(setting("role", "server"), "client") == 0)
+        client_stop();
+    else
+        nfs_stop();
+    power_off();
+}
+
+/* Whether cmd is one of nfsd's live changes (nfsd_change). */
+static bool nfsd_changes(const char *cmd)
+{
+    return strcmp(cmd, "threads") == 0 || strcmp(cmd, "export") == 0 ||
+           strcmp(cmd, "end-grace") == 0 || strcmp(cmd, "restart") == 0;
+}
+
+/* One command (argv[0]) with its arguments, for the caller on fd. exec
+ * and sh end by their own time limits; the others within COMMAND_MAX_S
+ * (SIGALRM ends the connection's process). */
+static void command_do(int fd, char **argv, int argc)
+{
+    bool client = strcmp(setting("role", "server"), "client") == 0;
+    if (argc > 0 && strcmp(argv[0], "exec") != 0 && strcmp(argv[0], "sh") != 0)
+        alarm(COMMAND_MAX_S);
+    if (argc == 0)
+        reply(fd, "error: empty command\n");
+    else if (strcmp(argv[0], "exec") == 0)
+        exec_serve(fd, argv + 1);
+    else if (strcmp(argv[0], "sh") == 0 && client)
+        sh_serve(fd, argv + 1);
+    else if (strcmp(argv[0], "read") == 0 && argc == 2)
+        reply_file(fd, argv[1]);
+    else if (strcmp(argv[0], "poweroff") == 0 && argc == 1)
+        poweroff_serve(fd);
+    else if (!client && nfsd_changes(argv[0]))
+        nfsd_change(fd, argv, argc);
+    else
+        reply(fd, "error: unknown command '%.64s' (see uml-init.c)\n", argv[0]);
+}
+
+/* One request as it is read: its bytes, and its words parsed so far. */
+struct request {
+    char buf[REQUEST_MAX + 1];
+    size_t len, parsed;
+    char *words[WORDS_MAX + 1]; /* NULL after the last */
+    int n;
+};
+
+/* Parses the bytes read since the last call: each complete netstring
+ * becomes a word (NUL-terminated where its comma was). 1 when the request
+ * is complete (its newline parsed), 0 when it needs more bytes, -1 when
+ * it is malformed or over the limits. */
+static int request_parse(struct request *r)
+{
+    while (r->parsed < r->len) {
+        char *p = r->buf + r->parsed;
+        size_t avail = r->len - r->parsed, digits = 0, len = 0;
+        if (*p == '\n')
+            return 1;
+        for (; digits < avail && p[digits] >= '0' && p[digits] <= '9'; digits++) {
+            if (digits == 5)
+                return -1;
+            len = len * 10 + (size_t)(p[digits] - '0');
         }
+        if (digits == avail)
+            return 0;
+        if (digits == 0 || p[digits] != ':' || (p[0] == '0' && digits > 1) || len > WORD_MAX ||
+            r->n == WORDS_MAX)
+            return -1;
+        if (avail < digits + len + 2)
+            return 0;
+        char *word = p + digits + 1;
+        if (word[len] != ',' || memchr(word, '\0', len))
+            return -1;
+        word[len] = '\0';
+        r->words[r->n++] = word;
+        r->parsed += digits + len + 2;
     }
-    return false;
+    return 0;
+}
+
+/* Reads one request from fd within REQUEST_WAIT_MS, the secret checked
+ * as soon as its word is complete. NULL when the request is complete and
+ * carries the secret, else the error line's text ("not authorized" for
+ * anything before the secret matched). */
+static const char *request_read(int fd, struct request *r)
+{
+    long deadline = ms_now() + REQUEST_WAIT_MS;
+    bool authorized = false;
+    for (;;) {
+        int rc = request_parse(r);
+        if (!authorized && r->n >= 1) {
+            if (!secret_matches(r->words[0], strlen(r->words[0])))
+                return "not authorized";
+            authorized = true;
+        }
+        if (!authorized && (rc != 0 || r->len == REQUEST_MAX))
+            return "not authorized";
+        if (rc == 1)
+            return NULL;
+        if (rc < 0 || r->len == REQUEST_MAX)
+            return "malformed request";
+        long left = deadline - ms_now();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ssize_t n = left > 0 && poll(&p, 1, (int)left) > 0
+                        ? read(fd, r->buf + r->len, REQUEST_MAX - r->len)
+                        : -1;
+        if (n <= 0)
+            return authorized ? "malformed request (incomplete)" : "not authorized";
+        r->len += (size_t)n;
+    }
+}
+
+/* One connection, in a process of its own: its request, then its
+ * command. */
+static void connection_serve(int fd)
+{
+    static struct request r;
+    const char *refused = request_read(fd, &r);
+    if (refused)
+        reply(fd, "error: %s\n", refused);
+    else
+        command_do(fd, r.words + 1, r.n - 1);
+}
+
+static pid_t connections[CONNECTIONS_MAX]; /* their processes; 0: a free slot */
+
+/* Reaps every child that ended (orphans too) and frees its slot. */
+static void children_reap(void)
+{
+    pid_t pid;
+    while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+        for (int i = 0; i < CONNECTIONS_MAX; i++)
+            if (connections[i] == pid)
+                connections[i] = 0;
+}
+
+/* Serves connection fd in a process of its own, in a free slot;
+ * "error: busy" when there is none. */
+static void connection_start(int fd, int lsock)
+{
+    int slot = 0;
+    while (slot < CONNECTIONS_MAX && connections[slot])
+        slot++;
+    if (slot == CONNECTIONS_MAX) {
+        reply(fd, "error: busy (%d connections served)\n", CONNECTIONS_MAX);
+        return;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(lsock);
+        connection_serve(fd);
+        _exit(0);
+    }
+    if (pid < 0)
+        reply(fd, "error: fork: %s\n", strerror(errno));
+    else
+        connections[slot] = pid;
 }
 
 static void agent_serve(void)
@@ -854,12 +1227,11 @@ static void agent_serve(void)
     struct sockaddr_in sin = {.sin_family = AF_INET,
                               .sin_port = htons((uint16_t)atoi(setting("agent_port", "7070")))};
     inet_pton(AF_INET, setting("addr", "10.77.0.2"), &sin.sin_addr);
-    if (bind(lsock, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lsock, 8) != 0)
+    if (bind(lsock, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lsock, 16) != 0)
         die("agent bind");
     say("agent listening on %s:%s", setting("addr", "10.77.0.2"), setting("agent_port", "7070"));
     for (;;) {
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ;
+        children_reap();
         metrics_refresh();
         struct pollfd p = {.fd = lsock, .events = POLLIN};
         if (poll(&p, 1, AGENT_TICK_MS) <= 0)
@@ -867,9 +1239,7 @@ static void agent_serve(void)
         int fd = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        char line[LINE_MAX_];
-        if (line_read(fd, line))
-            command_do(fd, line);
+        connection_start(fd, lsock);
         close(fd);
     }
 }
@@ -885,6 +1255,8 @@ int main(void)
     char path[512];
     snprintf(path, sizeof path, "%s/config", guest_dir);
     config_read(path);
+    snprintf(path, sizeof path, "%s/secret", guest_dir);
+    secret_read(path);
     say("start");
     bool client = strcmp(setting("role", "server"), "client") == 0;
     if (client)

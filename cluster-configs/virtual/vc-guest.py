@@ -2,15 +2,21 @@
 """vc-guest.py — the host side of vcluster.sh --kernel-client's client
 hosts: User-Mode Linux guests whose PID 1 is cluster-configs/local/uml-init.c
 (role=client), reached through its agent (TCP port knfsd.AGENT_PORT on the
-guest's address on the cluster's bridge).
+guest's address on the cluster's bridge; knfsd.agent_send's protocol).
+DIR is a guest's directory, STATE/guests/NAME: its address is the addr=
+line of DIR/config, its agent's secret DIR/secret (fresh for every boot).
 
-  vc-guest.py sh ADDR LINE        run LINE with /bin/sh in the guest; its
+  vc-guest.py secret DIR          a fresh secret in DIR/secret (before the
+                                  guest boots: knfsd.secret_write)
+  vc-guest.py sh DIR LINE         run LINE with /bin/sh in the guest; its
                                   output on stdout, its exit status ours
                                   (255: the guest could not be reached);
                                   vc-agent runs Open MPI's orted so
-  vc-guest.py send ADDR COMMAND   one agent command (read PATH, poweroff);
-                                  its reply on stdout; exit 0 on "ok"
-  vc-guest.py wait ADDR SECONDS PID
+  vc-guest.py send DIR COMMAND [ARG...]
+                                  one agent command (read PATH, poweroff),
+                                  each word as it is; its reply on stdout;
+                                  exit 0 on "ok"
+  vc-guest.py wait DIR SECONDS PID
                                   until the guest's agent answers; exit 1
                                   when process PID (its linux.uml) exits
                                   first or SECONDS pass
@@ -20,6 +26,7 @@ guest's address on the cluster's bridge).
 
 Standard library only (Debian 12's python3)."""
 
+import ipaddress
 import sys
 import time
 from pathlib import Path
@@ -30,12 +37,24 @@ import knfsd  # noqa: E402  (the agent protocol and its port)
 TRAILER = b"\0exit "
 
 
-def shell(addr, line):
+def guest_of(guest_dir):
+    """(address, secret file) of the guest whose directory is guest_dir;
+    OSError when its config cannot be read, ValueError when it names no
+    IPv4 address."""
+    addr = ""
+    for line in (Path(guest_dir) / "config").read_text().splitlines():
+        if line.startswith("addr="):
+            addr = line.removeprefix("addr=")
+    return str(ipaddress.IPv4Address(addr)), Path(guest_dir) / "secret"
+
+
+def shell(guest_dir, line):
     """Stream LINE's output from the guest; its exit status."""
     try:
-        conn = knfsd.agent_connect("sh " + line, addr=addr)
-    except OSError as e:
-        print(f"vc-guest.py: the agent at {addr}: {e}", file=sys.stderr)
+        addr, secret = guest_of(guest_dir)
+        conn = knfsd.agent_connect(secret, ["sh", line], addr=addr)
+    except (OSError, ValueError) as e:
+        print(f"vc-guest.py: the agent of {guest_dir}: {e}", file=sys.stderr)
         return 255
     conn.settimeout(None)
     out = sys.stdout.buffer
@@ -60,13 +79,18 @@ def shell(addr, line):
     return 255
 
 
-def wait(addr, seconds, pid):
+def wait(guest_dir, seconds, pid):
+    try:
+        addr, secret = guest_of(guest_dir)
+    except (OSError, ValueError) as e:
+        print(f"vc-guest.py: the agent of {guest_dir}: {e}", file=sys.stderr)
+        return 1
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not Path(f"/proc/{pid}").exists():
             return 1
         try:
-            ok, _ = knfsd.agent_send("read /proc/uptime", 2.0, addr)
+            ok, _ = knfsd.agent_send(secret, ["read", "/proc/uptime"], 2.0, addr)
             if ok:
                 return 0
         except OSError:
@@ -76,13 +100,21 @@ def wait(addr, seconds, pid):
 
 
 def main(argv):
+    if len(argv) == 2 and argv[0] == "secret":
+        try:
+            knfsd.secret_write(Path(argv[1]) / "secret")
+        except OSError as e:
+            print(f"vc-guest.py: {argv[1]}/secret: {e}", file=sys.stderr)
+            return 1
+        return 0
     if len(argv) == 3 and argv[0] == "sh":
         return shell(argv[1], argv[2])
     if len(argv) >= 3 and argv[0] == "send":
         try:
-            ok, text = knfsd.agent_send(" ".join(argv[2:]), addr=argv[1])
-        except OSError as e:
-            print(f"vc-guest.py: the agent at {argv[1]}: {e}", file=sys.stderr)
+            addr, secret = guest_of(argv[1])
+            ok, text = knfsd.agent_send(secret, argv[2:], addr=addr)
+        except (OSError, ValueError) as e:
+            print(f"vc-guest.py: the agent of {argv[1]}: {e}", file=sys.stderr)
             return 1
         sys.stdout.write(text if ok else f"vc-guest.py: {text}\n")
         return 0 if ok else 1

@@ -10,7 +10,8 @@
 # Sourced by vcluster.sh: functions only; they use its STATE, NET, die,
 # log, host_field, in_host and proc_start. Each guest is a line of
 # STATE/hosts with role guest; its files are in STATE/guests/NAME (config,
-# log/console.log and the daemons' logs).
+# secret: its agent's, fresh for every boot; log/console.log and the
+# daemons' logs).
 
 GUEST_TOOLS=(linux.uml cc rpcbind rpc.statd mount.nfs)
 
@@ -52,6 +53,8 @@ guest_start() {
     mkdir -p "$dir/log"
     printf '%s\n' role=client "addr=$addr" netmask=255.255.255.0 "hostname=$name" \
         "share=$(cat "$STATE/share-dir")" "routes=$(server_routes guest)" >"$dir/config"
+    # the agent's secret (uml-init reads it at boot), fresh for every boot
+    python3 "$GUEST_PY" secret "$dir" || die "up: cannot write $dir/secret"
     # rpc.statd runs as the owner of its sm/ directories (Debian: statd).
     touch "$dir/statd-owner"
     chown statd "$dir/statd-owner" 2>/dev/null || true
@@ -73,7 +76,7 @@ guests_wait() {
     t0=$(date +%s.%N)
     while read -r name pid start addr role; do
         [ "$role" = guest ] || continue
-        in_host head python3 "$GUEST_PY" wait "$addr" "$GUEST_BOOT" "$pid" ||
+        in_host head python3 "$GUEST_PY" wait "$STATE/guests/$name" "$GUEST_BOOT" "$pid" ||
             die "up: the guest $name did not boot in ${GUEST_BOOT} s: $(tail -3 "$STATE/guests/$name/log/console.log" | tr '\n' ' ')"
         took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
         printf '%s %s\n' "$name" "$took" >>"$STATE/boot-times"
@@ -83,7 +86,7 @@ guests_wait() {
 # guest_sh NAME LINE: LINE through /bin/sh in guest NAME (from the head
 # host, which is on the bridge); its exit status.
 guest_sh() {
-    in_host head python3 "$GUEST_PY" sh "$(host_field "$1" 4)" "$2"
+    in_host head python3 "$GUEST_PY" sh "$STATE/guests/$1" "$2"
 }
 
 guest_names() { awk '$5 == "guest" { print $1 }' "$STATE/hosts"; }
@@ -117,7 +120,7 @@ guests_poweroff() {
     local name pid start addr role i
     while read -r name pid start addr role; do
         [ "$role" = guest ] && proc_alive "$pid" "$start" || continue
-        in_host head python3 "$GUEST_PY" send "$addr" poweroff >/dev/null 2>&1 || true
+        in_host head python3 "$GUEST_PY" send "$STATE/guests/$name" poweroff >/dev/null 2>&1 || true
     done <"$STATE/hosts"
     while read -r name pid start addr role; do
         [ "$role" = guest ] || continue

@@ -46,6 +46,7 @@ with a message otherwise. Run: ctest -R kclient, or
 /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_kclient.py
 """
 import csv
+import json
 import os
 import shutil
 import signal
@@ -492,16 +493,16 @@ def test_guest_command_killed_after_hang_up(kcluster):
     """The guest agent's `sh LINE` whose caller hangs up: its process group
     gets SIGTERM, and SIGKILL 5 s later when it ignores that (an orted
     whose mpirun died must not outlive it in the guest)."""
-    addr = next(h[3] for h in kcluster.hosts if h[0] == "c01")
+    guest = kcluster.state / "guests" / "c01"
     guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
     caller = subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(kcluster.state),
-                               "--", "python3", guest_py, "sh", addr,
+                               "--", "python3", guest_py, "sh", guest,
                                "trap '' TERM; exec sleep 7777"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
 
     def sleepers():
-        proc = kcluster.run("python3", guest_py, "sh", addr,
+        proc = kcluster.run("python3", guest_py, "sh", guest,
                             "pgrep -cfx 'sleep 7777' || true", timeout=30)
         return proc.stdout.strip()
     try:
@@ -519,6 +520,34 @@ def test_guest_command_killed_after_hang_up(kcluster):
     took = time.monotonic() - hung_up
     assert took >= 3, f"gone after {took:.1f} s: the SIGTERM it ignores cannot have killed it"
     print(f"\n  a command ignoring SIGTERM: gone {took:.1f} s after its caller hung up")
+
+
+def test_guest_agent_obeys_only_the_host_side(kcluster):
+    """A process on the cluster's bridge (the head host, as nobody: it
+    cannot read the guest's secret) sends a guest's agent a shell command
+    in the old one-line form, as netstrings without the secret, with a
+    wrong and a short one, and nothing at all: each gets exactly "error:
+    not authorized" and the command (a touch in the share directory, which
+    the host sees) never runs. The host side's own commands work, and
+    `read` stays beneath /proc."""
+    guest = kcluster.state / "guests" / "c01"
+    addr = next(h[3] for h in kcluster.hosts if h[0] == "c01")
+    marker = kcluster.share / "forged"
+    probe = REPO_DIR / "tests" / "integration" / "agent_probe.py"
+    proc = kcluster.run("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                        "/usr/bin/python3", probe, "forge", addr, guest / "secret",
+                        "sh", f"touch {marker}", timeout=120)
+    assert proc.returncode == 0, describe(proc)
+    got = json.loads(proc.stdout)
+    print(f"\n  as nobody on the bridge: {got}")
+    assert got.pop("secret") == "PermissionError", "nobody could read the guest's secret"
+    assert got == {way: "error: not authorized\n" for way in got}, got
+    assert not marker.exists(), "a forged command ran in the guest"
+    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
+    proc = kcluster.run("python3", guest_py, "sh", guest, "printf '%s|' \"A B\" C")
+    assert proc.returncode == 0 and proc.stdout == "A B|C|", describe(proc)
+    proc = kcluster.run("python3", guest_py, "send", guest, "read", "/proc/self/root/etc/hostname")
+    assert proc.returncode == 1 and "not beneath /proc or /sys" in proc.stdout, describe(proc)
 
 
 def export_dir(cluster):
@@ -580,7 +609,7 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
                     [("w", {"kind": "write", "file_size": str(64 * MIB), "fileset": "sig",
                             "think_time": "100ms"}),
                      ("after", {"kind": "write", "file_size": "1M"})])
-    addr = next(h[3] for h in kcluster.hosts if h[0] == "c02")
+    guest = kcluster.state / "guests" / "c02"
     guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
     # In c02 itself: once its rank's file has 4 MiB (what the client's page
     # cache holds: the server sees it only at write-back), SIGTERM to it.
@@ -590,7 +619,7 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
     when = []
 
     def signal_when_written():
-        if kcluster.run("python3", guest_py, "sh", addr, line, timeout=150).returncode == 0:
+        if kcluster.run("python3", guest_py, "sh", guest, line, timeout=150).returncode == 0:
             when.append(time.time())
     t = threading.Thread(target=signal_when_written)
     t.start()
