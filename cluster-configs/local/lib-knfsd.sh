@@ -12,6 +12,7 @@ UML_XSTATE_SRC=$HERE/uml-xstate.c
 KNFSD_THREADS_MAX=1024 # nfsd threads in a 512 MiB guest
 # (knfsd.py passes the cap on to the guest's agent in its config)
 export HERD_KNFSD_THREADS_MAX=$KNFSD_THREADS_MAX
+KNFSD_HOST_FREE_MIN_KB=1024 # less free beside the disk image: the guest's writes fail
 
 knfsd_url() { python3 "$KNFSD_PY" url; }
 
@@ -149,8 +150,8 @@ cmd_export_mode() {
 }
 
 # guest --state DIR -- COMMAND [ARG...]: a command of the guest's agent
-# (read PATH, exec [--timeout=S] PROG ARG..., threads N, end-grace; see
-# uml-init.c), each word passed on as it is; its reply on
+# (read PATH, exec [--timeout=S] PROG ARG..., threads N, export-check,
+# end-grace; see uml-init.c), each word passed on as it is; its reply on
 # stdout.
 cmd_guest() {
     knfsd_args guest "$@"
@@ -169,13 +170,44 @@ knfsd_restart() {
     recorded uml
 }
 
-# knfsd_status: status's lines of a knfsd server.
+# knfsd_export_problem: why the export cannot take writes now, nothing
+# when it can; fails when the agent does not answer. The host file system
+# that holds the disk image is full (a write to a new block of the image
+# fails in the guest), or the guest's /export is read-only or has shut
+# down (the agent's export-check, which writes nothing).
+knfsd_export_problem() {
+    local free_kb why rc=0
+    # (free blocks, the root-reserved ones too: linux.uml runs as root)
+    free_kb=$(stat -f -c '%f %S' -- "$IMAGE" 2>/dev/null | awk '{ printf "%d", $1 * $2 / 1024 }') || free_kb=""
+    if [ -n "$free_kb" ] && ((free_kb < KNFSD_HOST_FREE_MIN_KB)); then
+        printf 'the file system of %s has %s KiB free: the guest cannot write new blocks of its disk\n' \
+            "$IMAGE" "$free_kb"
+        return 0
+    fi
+    why=$(knfsd_agent export-check 2>&1 >/dev/null) || rc=$?
+    case $rc in
+        0) ;;
+        1) printf '%s\n' "${why#knfsd.py: }" ;;
+        *) return 1 ;;
+    esac
+}
+
+# knfsd_status: status's lines of a knfsd server; KNFSD_EXPORT_WRITABLE
+# yes, no (status is then degraded: export_problem says why) or unknown
+# (the agent did not answer).
 knfsd_status() {
+    local problem=""
     printf 'server=knfsd\nthreads=%s\n' "$THREADS"
+    KNFSD_EXPORT_WRITABLE=unknown
     if alive uml; then
         printf 'threads_running=%s\n' "$(knfsd_agent read /proc/fs/nfsd/threads 2>/dev/null | tr -d '\n')"
         printf 'metrics_url=%s\n' "$(python3 "$KNFSD_PY" metrics-url)"
+        if problem=$(knfsd_export_problem); then
+            KNFSD_EXPORT_WRITABLE=$([ -z "$problem" ] && echo yes || echo no)
+        fi
     fi
+    printf 'export_writable=%s\n' "$KNFSD_EXPORT_WRITABLE"
+    [ -z "$problem" ] || printf 'export_problem=%s\n' "$problem"
 }
 
 # ------------------------------------------------------------------ link

@@ -1495,9 +1495,10 @@ cmd_status() {
     local st=stopped
     rc=3
     # running: NFS answers and, with NLM, statd is there (without it every
-    # NLM lock is refused); with --smb smbd answers too.
+    # NLM lock is refused); with --smb smbd answers too; kernel nfsd's
+    # export takes writes (knfsd_status).
     if [ "$answers" = yes ] && { [ "$NLM" != 1 ] || [ "$SERVER" = knfsd ] || alive statd; } &&
-        ((smb_ok)); then
+        ((smb_ok)) && [ "${KNFSD_EXPORT_WRITABLE:-yes}" != no ]; then
         st=running rc=0
     elif alive supervisor || alive ganesha || alive uml || alive rpcbind || alive statd || alive smbd; then
         st=degraded rc=1

@@ -48,6 +48,7 @@ SETTINGS_DEFAULTS = {"FS": "dir", "SIZE": "2G", "MODE": "sync", "WORKERS": "200"
 STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP, UML_STOP = 5, 5, 5, 2, 5
 KILL_WAIT = 5            # seconds a SIGKILLed process gets to go
 GUEST_BOOT = 60          # seconds a knfsd guest gets to serve
+CONSOLE_RESERVE = 4 << 20  # bytes kept allocated past the guest console log's end
 REAP_WAIT = 5            # seconds an exited child's threads get to finish
 UMOUNT_TRIES, UMOUNT_PAUSE = 40, 0.25
 
@@ -58,7 +59,10 @@ UMOUNT_TRIES, UMOUNT_PAUSE = 40, 0.25
 def log(msg):
     """One line of the supervisor's log (its stdout)."""
     line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} supervisor: {msg}\n"
-    os.write(1, line.encode())
+    try:
+        os.write(1, line.encode())
+    except OSError:
+        pass  # (a full file system: the line is lost, the supervisor goes on)
 
 
 def write_atomically(path, text):
@@ -108,6 +112,30 @@ def sh(*argv):
 
 class SetupFailed(Exception):
     pass
+
+
+def console_reserve(path, end):
+    """CONSOLE_RESERVE bytes allocated past end, the end of the guest's
+    console log, its length unchanged (fallocate --keep-size): the guest's
+    appends then need no new blocks, and its last words (why it powered
+    off) reach the log even when its file system has filled up (checked on
+    tmpfs, ext4 and xfs)."""
+    if not sh("fallocate", "--keep-size", "--offset", str(end), "--length",
+              str(CONSOLE_RESERVE), str(path)):
+        log(f"fallocate of {path} failed: a full file system may cut the guest's console log")
+
+
+def console_failure(path, start):
+    """The last line in which uml-init says FAILED (why it powered off) in
+    the console log from byte start on (this boot's), or ''."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(start, os.fstat(f.fileno()).st_size - 65536))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines)
+                 if line.startswith("uml-init:") and "FAILED" in line), "")
 
 
 # ------------------------------------------------------------------ stopping
@@ -403,7 +431,10 @@ class Supervisor:
             self.guest.prepare()
         except (OSError, subprocess.CalledProcessError) as e:
             raise SetupFailed(f"the guest's tap or configuration: {e}") from e
-        with open(self.state / "log" / "guest-console.log", "ab") as out:
+        console = self.state / "log" / "guest-console.log"
+        with open(console, "ab") as out:
+            booted_at = os.fstat(out.fileno()).st_size
+            console_reserve(console, booted_at)
             child = subprocess.Popen(self.guest.argv(), stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, env=self.guest.environment())
         self.children["uml"] = child
@@ -413,7 +444,9 @@ class Supervisor:
         if not self.guest.wait_ready(child, GUEST_BOOT, lambda: self.stopping):
             if self.stopping:
                 raise SetupFailed("stopped while the knfsd guest booted")
-            raise SetupFailed("the knfsd guest did not serve (see log/guest-console.log)")
+            why = console_failure(console, booted_at)
+            raise SetupFailed(f"the knfsd guest did not serve: {why}" if why else
+                              "the knfsd guest did not serve (see log/guest-console.log)")
         log(f"kernel nfsd serves after {time.monotonic() - t0:.1f} s")
 
     def stop_guest(self):
@@ -660,7 +693,10 @@ class Supervisor:
 
     def fail(self, why):
         log(f"FAILED: {why}")
-        write_atomically(self.state / "run" / "failed", f"{why}\n")
+        try:
+            write_atomically(self.state / "run" / "failed", f"{why}\n")
+        except OSError as e:
+            log(f"run/failed: {e}")
         self.tear_down()
         return 1
 

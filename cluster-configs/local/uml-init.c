@@ -20,7 +20,10 @@
  *      `client` hosts and networks (the host side of the link; a virtual
  *      cluster's subnet), starts rpc.mountd and nfsd with the asked number
  *      of threads, grace and lease, and ends the NFSv4 grace period at
- *      once when grace=0;
+ *      once when grace=0; proves that /export can be written (a probe
+ *      file created, written, fsynced and removed: a guest whose disk
+ *      image sits on a full host file system fails here, not at its
+ *      clients' first write);
  *   5. serves the agent (below) and reaps every orphan, as a PID 1 must.
  * As a client, it keeps the host's / as its root, read-only (the kernel
  * command line says ro), so that herd, Open MPI and the job files are at
@@ -64,6 +67,11 @@
  *                      SIGTERM and KILL_AFTER_MS later SIGKILL ("exit 124"
  *                      after a time-out)
  *   export sync|async  re-export /export so (a live change)
+ *   export-check       "ok" when /export can take writes: mounted, not
+ *                      read-only (statvfs ST_RDONLY), no errors recorded
+ *                      by ext4 (its journal aborts on a failed write to
+ *                      its disk), its directory readable (a shut-down xfs
+ *                      answers EIO); writes nothing
  *   end-grace          end the NFSv4 grace period now
  *   restart GRACE LEASE THREADS
  *                      stop nfsd (threads 0: lockd and every client's
@@ -87,6 +95,7 @@
  * commands but sh, the client role read, exec, sh and poweroff. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/blkpg.h>
@@ -108,6 +117,7 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -131,6 +141,7 @@
 #define TIMED_OUT_STATUS 124 /* the exit status reported for a timed-out command */
 #define NFSD_LOCK_WAIT_MS 60000
 #define READ_MAX (64L << 20) /* bytes `read` sends at most */
+#define PROBE_BYTES 65536    /* the export probe's write */
 
 struct setting {
     char key[32];
@@ -730,6 +741,117 @@ static void grace_none(const char *grace)
         usleep((useconds_t)(atoi(setting("lockd_grace_min", "3")) * 1000000 + 200000));
 }
 
+/* The first line of the file path in buf (size bytes), without its
+ * newline; false when it cannot be read. */
+static bool line_read(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "re");
+    bool ok = f && fgets(buf, (int)size, f);
+    if (f)
+        fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
+/* Why /export cannot take writes now, in why (false when it can): not
+ * mounted, read-only (statvfs ST_RDONLY: btrfs after an error), with
+ * errors recorded by ext4 (whose journal aborts on a failed write to its
+ * disk: it refuses writes from then on, ST_RDONLY or not) or with its
+ * directory unreadable (a shut-down xfs answers EIO). Writes nothing:
+ * cheap enough for every status. */
+static bool export_refuses_writes(char *why, size_t size)
+{
+    struct statvfs vfs;
+    struct stat root, export;
+    char errors[32], last[64] = "?";
+    if (statvfs("/export", &vfs) != 0 || stat("/", &root) != 0 || stat("/export", &export) != 0) {
+        snprintf(why, size, "/export: %s", strerror(errno));
+        return true;
+    }
+    if (export.st_dev == root.st_dev) {
+        snprintf(why, size, "/export is not mounted");
+        return true;
+    }
+    if (vfs.f_flag & ST_RDONLY) {
+        snprintf(why, size, "/export is read-only (its file system turned read-only)");
+        return true;
+    }
+    /* (the ext4 that start makes has none: errors_count is the disk's) */
+    if (strcmp(setting("fs", "xfs"), "ext4") == 0 &&
+        line_read("/sys/fs/ext4/ubda/errors_count", errors, sizeof errors) &&
+        strcmp(errors, "0") != 0) {
+        line_read("/sys/fs/ext4/ubda/last_error_func", last, sizeof last);
+        snprintf(why, size,
+                 "/export: ext4 has recorded %s errors (the last in %s); after a failed write "
+                 "to its disk it refuses writes",
+                 errors, last);
+        return true;
+    }
+    /* (O_NOATIME: no atime update either) */
+    int fd = open("/export", O_RDONLY | O_DIRECTORY | O_NOATIME | O_CLOEXEC);
+    DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+    if (dir)
+        errno = 0;
+    if (!dir || (!readdir(dir) && errno != 0)) {
+        snprintf(why, size, "/export cannot be read: %s (xfs shuts down after a failed write)",
+                 strerror(errno));
+        if (dir)
+            closedir(dir);
+        else if (fd >= 0)
+            close(fd);
+        return true;
+    }
+    closedir(dir);
+    return false;
+}
+
+/* Whether /export takes a write: a probe file created, written
+ * (PROBE_BYTES of new blocks), fsynced and removed; false with *step
+ * saying which failed and errno why. */
+static bool export_probe(const char **step)
+{
+    static char block[PROBE_BYTES];
+    const char *path = "/export/.herd-export-probe";
+    memset(block, 'p', sizeof block);
+    unlink(path);
+    *step = "create";
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    *step = "write";
+    ssize_t n = write(fd, block, sizeof block);
+    if (n >= 0 && n < (ssize_t)sizeof block)
+        errno = ENOSPC;
+    bool ok = n == (ssize_t)sizeof block && (*step = "fsync", fsync(fd) == 0);
+    int saved = errno;
+    close(fd);
+    if (unlink(path) != 0 && ok) {
+        *step = "remove";
+        return false;
+    }
+    errno = saved;
+    return ok;
+}
+
+/* Powers off unless the export takes writes (export_refuses_writes, then
+ * export_probe): a disk image on a full host file system fails here. */
+static void export_must_take_writes(void)
+{
+    char why[256];
+    const char *step;
+    if (export_refuses_writes(why, sizeof why)) {
+        say("FAILED: the export cannot be written: %s", why);
+        power_off();
+    }
+    if (!export_probe(&step)) {
+        say("FAILED: the export cannot be written: probe file %s: %s (is the host file system "
+            "that holds the disk image full?)",
+            step, strerror(errno));
+        power_off();
+    }
+}
+
 /* threads_max, and the config's grace, lease and threads checked as the
  * agent's restart checks them. */
 static void nfs_settings_check(void)
@@ -771,6 +893,7 @@ static void nfs_start(void)
     must_run(nfsd, "nfsd.log");
     grace_none(setting("grace", "0"));
     metrics_start();
+    export_must_take_writes();
     say("nfsd up: %s threads, %s export of %s", setting("threads", "8"), setting("mode", "sync"),
         setting("fs", "xfs"));
 }
@@ -1066,6 +1189,16 @@ static void poweroff_serve(int fd)
     power_off();
 }
 
+/* export-check: "ok", or "error: WHY" (export_refuses_writes). */
+static void export_check_serve(int fd)
+{
+    char why[256];
+    if (export_refuses_writes(why, sizeof why))
+        reply(fd, "error: %s\n", why);
+    else
+        reply(fd, "ok\n");
+}
+
 /* Whether cmd is one of nfsd's live changes (nfsd_change). */
 static bool nfsd_changes(const char *cmd)
 {
@@ -1091,6 +1224,8 @@ static void command_do(int fd, char **argv, int argc)
         reply_file(fd, argv[1]);
     else if (strcmp(argv[0], "poweroff") == 0 && argc == 1)
         poweroff_serve(fd);
+    else if (!client && strcmp(argv[0], "export-check") == 0 && argc == 1)
+        export_check_serve(fd);
     else if (!client && nfsd_changes(argv[0]))
         nfsd_change(fd, argv, argc);
     else

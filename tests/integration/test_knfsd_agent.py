@@ -1,6 +1,7 @@
 """The agent of nfs-server.sh --server knfsd's User-Mode Linux guest
-(uml-init.c; its host side knfsd.py and lib-knfsd.sh; test_kclient.py has
-the kernel-client guests' agent).
+(uml-init.c; its host side knfsd.py and lib-knfsd.sh), and a guest whose
+disk image's file system fills up (test_kclient.py has the kernel-client
+guests' agent).
 
 1. Only the host side that booted the guest is obeyed: a process in the
    server's namespace run as nobody (it cannot read STATE/guest/secret)
@@ -22,11 +23,22 @@ the kernel-client guests' agent).
    takes its command along (SIGTERM ignored: SIGKILL after 5 s);
    `exec --timeout=2` of a command that ignores SIGTERM ends with
    "exit 124" and leaves nothing running; a bad --timeout is refused.
+4. A full disk: the state directory on a tmpfs of its own, filled while
+   the guest boots (linux.uml stopped with SIGSTOP from its first moment
+   until the file system is full): start fails (exit 1) with the guest's
+   reason on stderr and in log/guest-console.log (space reserved for it
+   before boot), and leaves nothing. The console log's reservation holds
+   on tmpfs, ext4 and xfs (appends after the file system is full). A
+   server whose state file system fills later (ext4 export): status says
+   degraded with why (the host file system is full; after a client's
+   failed create, ext4's recorded errors, also once space is back).
+
 No time is asserted; the times are printed (-s). Needs what test_knfsd.py
 needs; skips with its message otherwise. Run:
 HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_knfsd_agent.py
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -36,8 +48,11 @@ from pathlib import Path
 
 import pytest
 
-from test_knfsd import GUEST_ADDR, KnfsdServer, pytestmark  # noqa: F401
-from test_nfs_server import SBIN_PATH, SCRIPT, wait_until
+from conftest import mounted_fs
+from test_knfsd import GUEST_ADDR, KnfsdServer, pytestmark, uml_processes  # noqa: F401
+from test_nfs_server import CMD_TIMEOUT, SBIN_PATH, SCRIPT, running, wait_until
+
+import supervisor  # noqa: E402  (cluster-configs/local, on the path by test_nfs_server)
 
 PROBE = Path(__file__).resolve().parent / "agent_probe.py"
 NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
@@ -179,3 +194,119 @@ def test_agent_serves_others_while_a_command_runs(server, tmp_path):
     for bad in ("--timeout=0", "--timeout=3601", "--timeout=2s", "--timeout="):
         proc = s.guest("exec", bad, "/bin/true")
         assert proc.returncode == 1 and "exec [--timeout=S]" in proc.stderr, (bad, proc.stderr)
+
+
+# ---------------------------------------------------------------- 4. a full disk
+
+
+def shm_room():
+    """UML keeps a guest's memory in /dev/shm when it has room
+    (knfsd.memory_dir), else in the state directory, which these tests
+    keep small."""
+    st = os.statvfs("/dev/shm")
+    if st.f_bavail * st.f_frsize < (512 + 64) << 20:
+        pytest.skip("/dev/shm has no room for the guest's memory (it would go to the small "
+                    "state file system)")
+
+
+def fill(directory):
+    """Fill the file system of directory: a file written until ENOSPC,
+    in 1 MiB and then 4 KiB pieces."""
+    fd = os.open(Path(directory) / "filler", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for piece in (1 << 20, 4096):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * piece)
+    finally:
+        os.close(fd)
+
+
+def test_start_fails_when_the_disk_fills_while_booting(tmp_path):
+    shm_room()
+    with mounted_fs("tmpfs", tmp_path, size="200m") as small:
+        s = KnfsdServer(small.path / "state")
+        start = subprocess.Popen(["bash", SCRIPT, "start", "--state", s.state, "--server",
+                                  "knfsd", "--fs", "xfs", "--size", "1G"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=ENV)
+        try:
+            pid_file = s.state / "pid" / "uml"
+            assert wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(),
+                              120, 0.01), "linux.uml never started"
+            uml = int(pid_file.read_text().split()[0])
+            os.kill(uml, signal.SIGSTOP)  # the guest waits until the disk is full
+            fill(small.path)
+            free = os.statvfs(small.path).f_bavail
+            os.kill(uml, signal.SIGCONT)
+            out, err = start.communicate(timeout=CMD_TIMEOUT)
+            console = (s.state / "log" / "guest-console.log").read_text(errors="replace")
+        finally:
+            if start.poll() is None:
+                start.kill()
+                start.communicate()
+            (small.path / "filler").unlink(missing_ok=True)
+            s.stop(check=False)
+        print(f"\nstart on a full file system ({free} blocks free): exit {start.returncode}; "
+              f"stderr:\n{err[-3000:]}")
+        assert free == 0
+        assert start.returncode == 1, f"start succeeded on a full disk:\n{out}{err}"
+        reason = "FAILED: the export cannot be written: probe file"
+        assert reason in err, err
+        assert reason in console, console[-3000:]
+        assert not uml_processes(s.state), "linux.uml left behind"
+        assert s.status()[0] == 3
+
+
+@pytest.mark.parametrize("kind", ["tmpfs", "ext4", "xfs"])
+def test_console_log_reserve_holds_on_a_full_file_system(tmp_path, kind):
+    size = {"tmpfs": {"size": "32m"}, "ext4": {"image_size": "64M"},
+            "xfs": {"image_size": "300M"}}[kind]
+    with mounted_fs(kind, tmp_path, **size) as m:
+        log = m.path / "guest-console.log"
+        log.write_bytes(b"an earlier boot\n")
+        end = log.stat().st_size
+        supervisor.console_reserve(log, end)
+        assert log.stat().st_size == end, "the reservation changed the log's length"
+        fill(m.path)
+        line = b"uml-init: [5.000] FAILED: " + b"x" * 73 + b"\n"  # 100 bytes
+        count = supervisor.CONSOLE_RESERVE // 2 // len(line)
+        with open(log, "ab", buffering=0) as out:
+            for _ in range(count):
+                out.write(line)
+            os.fsync(out.fileno())
+        free = os.statvfs(m.path).f_bavail
+        data = log.read_bytes()
+    print(f"\n{kind}: {count} lines appended to the reserved log on a full file system "
+          f"({free} blocks free)")
+    assert data == b"an earlier boot\n" + line * count
+
+
+def test_status_degraded_when_the_export_cannot_take_writes(tmp_path):
+    shm_room()
+    with mounted_fs("tmpfs", tmp_path, size="200m") as small:
+        s = KnfsdServer(small.path / "state")
+        try:
+            s.start("--fs", "ext4")
+            rc, kv = s.status()
+            assert rc == 0 and kv.get("export_writable") == "yes", kv
+            fill(small.path)
+            rc, kv = s.status()
+            print(f"\nhost file system full: {kv}")
+            assert rc == 1 and kv.get("state") == "degraded", kv
+            assert kv.get("export_writable") == "no", kv
+            assert "KiB free" in kv.get("export_problem", ""), kv
+            # a client's creates meet the full disk; ext4 aborts its journal
+            src = tmp_path / "src"
+            src.write_bytes(os.urandom(1 << 20))
+            for name in ("a", "b", "c"):
+                s.exec("nfs-cp", src, f"{s.base}/{name}?version=3")
+            (small.path / "filler").unlink()
+            rc, kv = s.status()
+            print(f"space back: {kv}")
+            assert rc == 1 and kv.get("state") == "degraded", kv
+            assert "ext4 has recorded" in kv.get("export_problem", ""), kv
+            assert running(*s.procs["uml"])
+        finally:
+            s.stop(check=False)
+        s.assert_clean()
