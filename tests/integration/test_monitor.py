@@ -31,6 +31,16 @@
    counted, one outside is not (root); a scope that cannot be opened on the
    monitor host is a note, no process rows, and the run goes on. The scope
    is the scope attribute of /monitor/processes.
+7. Coverage: every source's baseline reading is taken before the first
+   phase starts and a last one after the last phase ends, so each phase's
+   monitor_covered is true: a monitor rank's first reading precedes the
+   first phase (write, idle, then a load ladder's steps, all covered);
+   against the kernel nfsd's guest (root, user-mode-linux) the
+   node_exporter rows meeting a first and only write phase count every
+   byte herd wrote, in 3 runs. A monitor_url on a closed port, or one that
+   holds its replies longer than the run waits (3 s), is said once on
+   stderr and in /monitor/notes, the run completes and its first phase is
+   not covered; the summary marks such phases "(part)".
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 """
@@ -49,8 +59,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (REPO_DIR, describe, herd_background, herd_cmd, herd_run,
+from conftest import (MIB, REPO_DIR, describe, herd_background, herd_cmd, herd_run,
                       herd_run_interrupted, mpirun_args, write_job)
+from test_knfsd import knfsd  # noqa: F401 (the fixture: the kernel nfsd in a UML guest)
 
 sys.path.insert(0, str(REPO_DIR / "analysis"))
 import herd_results  # noqa: E402
@@ -106,11 +117,14 @@ def check_samples(samples, interval, t0, t1):
     assert len(samples) > 0
     t = samples["t"]
     assert np.all(np.diff(t) > 0), "sample times must increase"
-    assert t[0] >= t0 and t[-1] <= t1 + interval, (t[0], t[-1], t0, t1)
-    # One sample per interval from t0, and the last one at the stop, which
-    # comes up to one interval after t1 (rank 0 saves the file first): so
-    # one regular sample more than (t1 - t0) / interval at most.
-    expected = (t1 - t0) / interval
+    # The baseline reading (the first row's t - dt) is taken before the
+    # first phase starts, the last one at the stop, after the last ends.
+    base = t[0] - samples["dt"][0]
+    assert base <= t0 and t1 <= t[-1] <= t1 + interval, (base, t[-1], t0, t1)
+    # One sample per interval from the baseline, and the last one at the
+    # stop, which comes up to one interval after t1 (rank 0 saves the file
+    # first): so one regular sample more than (t1 - base) / interval at most.
+    expected = (t1 - base) / interval
     assert expected - 1 <= len(samples) <= expected + 2, \
         f"{len(samples)} samples, {expected:.2f} expected"
     # Samples are due on a fixed schedule: a late wake-up on a busy host
@@ -202,6 +216,58 @@ def test_monitor_rank_samples(herd_bin, tmp_path):
                                                               abs=0.051)
     assert float(cpu_lines["write"][2][:-1]) == pytest.approx(100 * inside["cpu_busy"].max(),
                                                               abs=0.051)
+
+
+def covers(samples, source, t0, t1):
+    """The rule of monitor_covered for one source: its first row after t0
+    counts from a reading at or before t0, each later one from the row
+    before it, up to a row at or after t1."""
+    rows = samples[samples["source"] == source.encode()]
+    reach = t0
+    for t, dt in zip(rows["t"], rows["dt"]):
+        if t <= reach:
+            continue
+        if t - dt > reach + 1e-9:
+            return False
+        reach = t
+        if reach >= t1:
+            return True
+    return False
+
+
+def test_monitor_rank_baseline_before_first_phase(herd_bin, tmp_path):
+    """The monitor rank's baseline reading is taken before the first phase
+    starts (the run waits for it), and the readings go on past the last
+    phase's end: every phase, the first, one after an idle phase and the
+    steps of a load ladder that ends the run, is covered whole."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "job.ini",
+                    {"target": target, "monitor_rank": "last", "monitor_interval": "100ms",
+                     "file_size": "16M"},
+                    [("w", {"kind": "write"}),
+                     ("pause", {"kind": "idle", "duration": "300ms"}),
+                     ("r", {"kind": "read", "ranks_step": 2})])
+    out = tmp_path / "r.h5"
+    proc = herd_run(herd_bin, 3, job, out)
+    assert proc.returncode == 0, describe(proc)
+    tables, attrs, _ = monitor_tables(out)
+    assert attrs["rank"] == 2
+    samples, marks = tables["samples"], tables["marks"]
+    phases = [text(p) for p in marks["phase"]]
+    assert phases == ["w", "pause", "r.1r", "r.2r"], phases
+    base = samples["t"][0] - samples["dt"][0]
+    print(f"\nbaseline {marks['t_start'][0] - base:.3f} s before the first phase's start, "
+          f"last reading {samples['t'][-1] - marks['t_end'][-1]:.3f} s after the last's end")
+    assert base <= marks["t_start"][0], \
+        f"the first reading ({base}) follows the first phase's start ({marks['t_start'][0]})"
+    assert samples["t"][-1] >= marks["t_end"][-1], (samples["t"][-1], marks["t_end"][-1])
+    with h5py.File(out, "r") as f:
+        covered = {p: f["phases"][p].attrs.get("monitor_covered") for p in phases}
+    for i, p in enumerate(phases):
+        assert covers(samples, "proc", marks["t_start"][i], marks["t_end"][i]), (p, samples)
+        assert covered[p] is not None and bool(covered[p]), covered
+    assert "(part)" not in proc.stdout, proc.stdout
 
 
 def test_monitor_settings_refused(herd_bin, tmp_path):
@@ -399,6 +465,149 @@ def test_node_exporter_gap_pool_and_disks(herd_bin, tmp_path):
     assert np.all(np.isnan(sda["flushes"])), sda
 
 
+class HeldExporter:
+    """A node_exporter stand-in on 127.0.0.1:<free port> that holds every
+    reply until `hold` seconds after the first request came, then answers
+    each at once with a small Prometheus page (CPU seconds that grow)."""
+
+    def __init__(self, hold):
+        import http.server
+        import threading
+        exporter = self
+        self.first = None
+        self.hold = hold
+        self.requests = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                now = time.monotonic()
+                exporter.requests += 1
+                if exporter.first is None:
+                    exporter.first = now
+                time.sleep(max(0.0, exporter.first + exporter.hold - now))
+                body = (f'node_cpu_seconds_total{{cpu="0",mode="idle"}} {time.monotonic():.3f}\n'
+                        f'node_cpu_seconds_total{{cpu="0",mode="user"}} 1\n'
+                        f"node_load1 0.5\n").encode()
+                with contextlib.suppress(OSError):  # herd gave up on this one: closed
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("exporter", ["closed", "slow"])
+def test_node_exporter_baseline_late(herd_bin, tmp_path, exporter):
+    """A monitor_url that does not answer (a closed port) or answers only
+    after longer than the run waits for the baseline (3 s at 200 ms): the
+    run goes on after the bounded wait and completes, says so once on
+    stderr and once in /monitor/notes, and its first phase is not covered.
+    A slow one's later readings still cover a phase that starts after its
+    first answer."""
+    held = HeldExporter(5.0) if exporter == "slow" else None
+    url = held.url if held else f"http://127.0.0.1:{free_port()}/metrics"
+    job = write_job(tmp_path / "job.ini",
+                    {"target": tmp_path, "monitor_url": url, "monitor_interval": "200ms"},
+                    [("first", {"kind": "idle", "duration": "4s"}),
+                     ("second", {"kind": "idle", "duration": "1s"})])
+    out = tmp_path / "r.h5"
+    try:
+        proc = herd_run(herd_bin, 2, job, out)
+    finally:
+        if held:
+            held.stop()
+    assert proc.returncode == 0, describe(proc)
+    said = [l for l in proc.stderr.splitlines() if "no baseline reading" in l]
+    assert len(said) == 1, describe(proc)
+    assert said[0].startswith("herd: monitor node_exporter on 127.0.0.1:"), said
+    assert "phase first started without one" in said[0], said
+    tables, _, status = monitor_tables(out)
+    assert status == "complete"
+    notes = [text(n) for n in tables["notes"]["text"]]
+    assert sum("no baseline reading within 3 s" in n for n in notes) == 1, notes
+    with h5py.File(out, "r") as f:
+        covered = {n: f["phases"][n].attrs.get("monitor_covered") for n in f["phases"]}
+    assert covered["first"] is not None and not covered["first"], covered
+    samples = tables.get("samples")
+    marks = tables["marks"]
+    if exporter == "closed":
+        assert samples is None or len(samples) == 0, samples
+        assert not covered["second"], covered
+    else:
+        # Its first answer is the baseline: after the first phase started.
+        base = samples["t"][0] - samples["dt"][0]
+        assert base > marks["t_start"][0], (base, marks["t_start"][0])
+        assert held.requests >= 3, held.requests
+        want = covers(samples, "node_exporter", marks["t_start"][1], marks["t_end"][1])
+        print(f"\nslow exporter: baseline {base - marks['t_start'][0]:.2f} s after the first "
+              f"phase's start, {held.requests} requests; second phase covered: "
+              f"{covered['second']}")
+        assert bool(covered["second"]) == want, (covered, samples["t"], samples["dt"])
+
+
+def meeting_phase(rows, t0, t1):
+    """The sample rows whose interval (t - dt, t] meets the phase [t0, t1]
+    (herd's summary takes the same ones)."""
+    return rows[(rows["t"] - rows["dt"] <= t1) & (rows["t"] > t0)]
+
+
+def test_knfsd_monitor_covers_a_first_write_phase(knfsd, herd_bin, tmp_path):  # noqa: F811
+    """Against the kernel nfsd's guest (test_knfsd.py's fixture), its
+    node_exporter scraped every 200 ms: the baseline scrape is in before
+    the first phase starts, and a last one follows its end. With the write
+    as the job's first and only phase (no idle phase around it), the rows
+    meeting it count every byte herd wrote and no more than nfsd's io
+    counter grew, in each of 3 runs, and the phase is marked covered. A
+    busy guest answers a scrape in 0.4-0.6 s: a baseline taken at the start
+    instant missed what nfsd wrote meanwhile."""
+    import test_knfsd as k
+    if k._WHY:
+        pytest.skip(k._WHY)
+    s = knfsd()
+    runs, failed = [], []
+    for i in range(3):
+        job = write_job(tmp_path / f"first{i}.ini",
+                        {"backend": "libnfs", "target": k.URL3, "file_size": "16M",
+                         "block_size": "1M", "run_id": f"knfsd-first{i}",
+                         "monitor_url": k.METRICS_URL, "monitor_interval": "200ms"},
+                        [("w", {"kind": "write"})])
+        out = tmp_path / f"first{i}.h5"
+        io0 = s.nfsd_io()[1]
+        res = k.herd_ok(s, herd_bin, job, out)
+        io_grew = s.nfsd_io()[1] - io0
+        ph = res.phases["w"]
+        wrote = int(ph.ranks["bytes"].sum())
+        assert wrote == k.NRANKS * 16 * MIB, wrote
+        rows, notes, _ = k.samples_of(out)
+        assert rows is not None and len(rows) > 0, f"run {i}: no samples; notes {notes}"
+        t0, t1 = ph.attrs["t_start"], ph.attrs["t_end"]
+        counted = float(np.nansum(meeting_phase(rows, t0, t1)["nfsd_write_bytes"]))
+        covered = ph.attrs.get("monitor_covered")
+        runs.append(f"run {i}: {counted / MIB:.2f} MiB counted of {wrote / MIB:.0f} MiB "
+                    f"(nfsd io +{io_grew / MIB:.2f} MiB), baseline "
+                    f"{t0 - (rows['t'][0] - rows['dt'][0]):+.3f} s before the start, last "
+                    f"reading {rows['t'][-1] - t1:+.3f} s after the end, monitor_covered "
+                    f"{covered}")
+        if not (wrote <= counted <= io_grew and covered is not None and bool(covered)):
+            failed.append(runs[-1] + f"; notes {notes}")
+    print("\n" + "\n".join(runs))
+    assert not failed, "\n".join(failed)
+
+
 def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
     interval = 0.2
     job = write_job(tmp_path / "job.ini",
@@ -441,11 +650,18 @@ def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
     assert len(failures) == 1, notes
     assert "refused" in failures[0].lower() or "connect" in failures[0].lower(), failures
     # The summary: server CPU and nfsd threads for the phase the exporter
-    # answered in, none for the phases after it stopped.
+    # answered in, none for the phases after it stopped; none of the three
+    # is covered whole (the readings end inside the first), so each row
+    # carries the mark, and so does each phase's monitor_covered.
     table = [l.split() for l in stdout.splitlines()]
-    rows = {l[0]: l for l in table if len(l) == 8 and l[0] in ("first", "write", "after")}
+    rows = {l[0]: l for l in table if len(l) == 9 and l[0] in ("first", "write", "after")}
     assert rows["first"][3] == "8" and rows["first"][1].endswith("%"), stdout
-    assert rows["after"][1:] == ["-"] * 7, stdout
+    assert rows["after"][1:] == ["-"] * 7 + ["(part)"], stdout
+    assert all(rows[p][-1] == "(part)" for p in ("first", "write", "after")), stdout
+    assert "(part) = the monitor's readings do not span the phase whole" in stdout, stdout
+    with h5py.File(out, "r") as f:
+        assert [bool(f["phases"][n].attrs["monitor_covered"]) for n in f["phases"]] == \
+            [False] * 3
 
 
 # ---------------------------------------------------------------- NFS server
