@@ -53,6 +53,7 @@
 
 #include "libnfs_ctx.h"
 #include "libnfs_rpc.h"
+#include "nfsurl.h"
 #include "prefault.h"
 #include "rpcwait.h"
 #include "safepath.h"
@@ -167,28 +168,17 @@ static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
     return rc;
 }
 
-/* nfs://host:port/export[?opts] -> nfs://host/export?opts&nfsport=port, as
- * later libnfs reads it (4.0 takes "host:port" for a host name). Anything
- * else is copied as it is. */
+/* The target URL as libnfs 4.0 reads it (nfsurl.h): nfs://host:port/export
+ * becomes nfs://host/export?nfsport=port (4.0 takes "host:port" for a
+ * host name), an [IPv6] host loses its brackets. libnfs_check refused
+ * any other URL; one that does not parse or fit is copied as it is, for
+ * libnfs to refuse. */
 static void libnfs_url_port(const char *in, char *out, size_t len)
 {
-    snprintf(out, len, "%s", in);
-    if (strncmp(in, "nfs://", 6) != 0)
-        return;
-    const char *host = in + 6;
-    size_t hlen = strcspn(host, "/?");
-    const char *colon = memchr(host, ':', hlen);
-    if (!colon || memchr(colon + 1, ':', hlen - (size_t)(colon + 1 - host)))
-        return; /* no port, or an IPv6 address */
-    size_t plen = hlen - (size_t)(colon + 1 - host);
-    if (plen == 0 || plen > 5 || strspn(colon + 1, "0123456789") != plen)
-        return;
-    const char *rest = host + hlen;
-    const char *query = strchr(rest, '?');
-    if (query && strstr(query, "nfsport="))
-        return;
-    snprintf(out, len, "nfs://%.*s%s%snfsport=%.*s", (int)(colon - host), host, rest,
-             query ? "&" : "?", (int)plen, colon + 1);
+    struct nfsurl url;
+    char why[256];
+    if (nfsurl_parse(in, &url, why, sizeof why) < 0 || nfsurl_format_libnfs(&url, out, len) < 0)
+        snprintf(out, len, "%s", in);
 }
 
 /* NFSv4 client names must differ between every context of every rank:
@@ -397,9 +387,15 @@ static bool phase_writes_data(const struct phase *ph)
 
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
+    struct nfsurl url;
+    char bad[256];
     if (strncmp(ph->target, "nfs://", 6) != 0) {
         snprintf(why, len, "the libnfs backend needs an nfs://server/export URL, not '%s'",
                  ph->target);
+        return "target";
+    }
+    if (nfsurl_parse(ph->target, &url, bad, sizeof bad) < 0) {
+        snprintf(why, len, "'%s': %s", ph->target, bad);
         return "target";
     }
     const struct libnfs_opts *o = opts_of(ph);

@@ -325,6 +325,26 @@ def test_check_fault_probability(herd_bin, tmp_path, p):
     one_line_refusal(herd_cmd(herd_bin, "check", job), "key 'faults'", "probability")
 
 
+@pytest.mark.parametrize("target,words", [
+    ("nfs://h:99999/x", "port 99999 is not 1 to 65535"),
+    ("nfs://h:65536/x", "port 65536 is not 1 to 65535"),
+    ("nfs://h:-5/x", "port '-5' is not a number"),
+    ("nfs://h:2049x/x", "port '2049x' is not a number"),
+    ("nfs://h/x?version=9", "option version=9 must be 3 or 4"),
+    ("nfs://h/x?vers=4", "unknown option 'vers'"),
+    ("nfs://h:2050/x?nfsport=2049", "the port is given twice"),
+    ("nfs://::1/x", "an IPv6 address goes in brackets"),
+])
+def test_check_refuses_bad_nfs_urls(herd_bin, target, words):
+    """An nfs:// target libnfs would misread or ignore is refused in one
+    line before --probe looks at it (it probed port 99999, or 2049 for a
+    port that was not a number)."""
+    line = one_line_refusal(herd_cmd(herd_bin, "check", "--phase", "write", "--set",
+                                     "backend=libnfs", "--set", f"target={target}", "--probe"),
+                            "--set target: ", words)
+    assert line.startswith(f"herd: --phase: --set target: '{target}': "), line
+
+
 def test_check_refuses_bad_smb_ports(herd_bin):
     """smb:// targets get the same server and port rule (its port went to
     atoi: 99999 was probed and connected to)."""
