@@ -51,6 +51,7 @@
 #include <nfsc/libnfs-raw-nfs.h>
 #include <nfsc/libnfs-raw-nfs4.h>
 
+#include "libnfs_call.h"
 #include "libnfs_ctx.h"
 #include "libnfs_rpc.h"
 #include "nfsurl.h"
@@ -62,6 +63,13 @@
 void libnfs_note(struct libnfs_ctx *c, const char *status)
 {
     snprintf(c->status, sizeof c->status, "%s", status ? status : "");
+}
+
+void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f)
+{
+    c->deadline = rpcwait_deadline(c->timeout_ms);
+    if (f && f->lk)
+        f->lk->deadline = c->deadline;
 }
 
 /* The NFS4ERR_x / NFS3ERR_x name in a libnfs message (copied into c's
@@ -144,6 +152,7 @@ static int libnfs_ready(struct libnfs_ctx *c);
  * connection. 0 or -errno. */
 static int libnfs_begin(struct libnfs_ctx *c, const char *path, char *buf, size_t len)
 {
+    libnfs_call_begin(c, NULL);
     int rc = libnfs_path(path, buf, len);
     return rc < 0 ? rc : libnfs_ready(c);
 }
@@ -240,7 +249,7 @@ int libnfs_mount(struct libnfs_ctx *c)
     nfs_destroy_url(url); /* the call keeps copies */
     bool queued = rc == 0;
     if (queued)
-        rc = rpcwait(nfs_get_rpc_context(c->nfs), &w.done, c->timeout_ms, &why);
+        rc = rpcwait(nfs_get_rpc_context(c->nfs), &w.done, c->deadline, &why);
     if (rc == 0)
         rc = w.err;
     if (rc < 0) {
@@ -433,6 +442,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
     c->version = (int)opts_of(ph)->version;
     c->v4 = c->version == 4 || (c->version == 0 && libnfs_url_says_v4(target));
     c->timeout_ms = timeout_ms(ph->op_timeout);
+    libnfs_call_begin(c, NULL);
     int rc = libnfs_mount(c);
     if (rc < 0) {
         free(c);
@@ -463,8 +473,7 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     if (ph)
         c->timeout_ms = timeout_ms(ph->op_timeout);
     c->lock_phase = ph && ph->kind == KIND_LOCK;
-    if (c->nlm)
-        nlm_set_timeout(c->nlm, c->timeout_ms);
+    libnfs_call_begin(c, NULL); /* the checks and reconnects below: one call */
     if (c->broken || !c->nfs) {
         int rc = libnfs_reconnect(c);
         if (rc < 0)
@@ -474,9 +483,8 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     /* A server restarted while this rank was idle leaves a dead connection
      * that nothing has noticed yet: ask the root's attributes to find out. */
     struct nfs_stat_64 st;
-    int rc = nfs_stat64(c->nfs, "/", &st);
-    if (rc < 0 && (libnfs_errno(c, rc), c->broken)) {
-        rc = libnfs_reconnect(c);
+    if (libnfs_call_lstat(c, "/", &st) < 0 && c->broken) {
+        int rc = libnfs_reconnect(c);
         if (rc < 0)
             return rc;
         nfs_set_timeout(c->nfs, c->timeout_ms);
@@ -531,7 +539,7 @@ static int libnfs_ready(struct libnfs_ctx *c)
  * link: over NFSv3 by the parent's kept handle (its walk,
  * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs
  * (libnfs_dirs_check4); where those cannot (EACCES: NFSv3 an export
- * root the user may not read), nfs_lstat64 each: libnfs would follow a
+ * root the user may not read), an lstat of each: libnfs would follow a
  * link there. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
 {
@@ -543,10 +551,10 @@ int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
     for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
         struct nfs_stat_64 st;
-        rc = nfs_lstat64(c->nfs, dir, &st);
+        rc = libnfs_call_lstat(c, dir, &st);
         *s = '/';
         if (rc < 0)
-            return libnfs_errno(c, rc);
+            return rc;
         if (S_ISLNK(st.nfs_mode))
             return -ELOOP;
         if (!S_ISDIR(st.nfs_mode))
@@ -569,8 +577,7 @@ static int libnfs_leaf_id(struct libnfs_ctx *c, const char *p, struct nfs_stat_6
     rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
         return rc;
-    rc = nfs_lstat64(c->nfs, p, st);
-    return rc < 0 ? libnfs_errno(c, rc) : 0;
+    return libnfs_call_lstat(c, p, st);
 }
 
 static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st)
@@ -596,12 +603,12 @@ bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want)
 static int libnfs_open_named(struct libnfs_ctx *c, const char *p, int oflags,
                              struct backend_file *f)
 {
-    int rc = nfs_open2(c->nfs, p, oflags | O_NOFOLLOW, 0644, &f->fh);
+    int rc = libnfs_call_open(c, p, oflags | O_NOFOLLOW, 0644, &f->fh);
     if (rc < 0)
-        return libnfs_errno(c, rc);
+        return rc;
     if (libnfs_handle_is(f->fh, &f->id))
         return 0;
-    nfs_close(c->nfs, f->fh);
+    libnfs_call_close(c, f->fh);
     f->fh = NULL;
     return -ELOOP;
 }
@@ -669,8 +676,7 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     rc = libnfs_dirs_ok(c, p);
     if (rc < 0)
         return rc;
-    rc = nfs_create(c->nfs, p, oflags | O_EXCL, 0644, &f->fh);
-    rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+    rc = libnfs_call_create(c, p, oflags | O_EXCL, 0644, &f->fh);
     if (rc == -EEXIST && !excl)
         rc = libnfs_open_found(c, p, oflags, f);
     return rc;
@@ -699,7 +705,7 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     bf->stream = stream_new(c->inflight);
     if (!bf->stream) {
         if (bf->fh)
-            nfs_close(c->nfs, bf->fh);
+            libnfs_call_close(c, bf->fh);
         libnfs_open4_close(c, bf);
         free(bf);
         return -ENOMEM;
@@ -707,7 +713,7 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     bf->own_ctx = c->lock_phase && c->v4;
     if (c->lock_phase && c->v4) {
         /* The file is made (or found) and checked: now its own context. */
-        nfs_close(c->nfs, bf->fh);
+        libnfs_call_close(c, bf->fh);
         bf->fh = NULL;
         rc = libnfs_lock_ctx_make(c, bf);
         if (rc < 0) {
@@ -733,7 +739,7 @@ static struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f
                               .fh = f->fh,
                               .rchunk = c->rchunk,
                               .wchunk = c->wchunk,
-                              .timeout_ms = c->timeout_ms,
+                              .deadline = c->deadline,
                               .obs = &top->obs,
                               .rwin = &top->rwin,
                               .wwin = &top->wwin,
@@ -767,6 +773,7 @@ static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, co
                                size_t len, uint64_t offset, const void **lend)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    libnfs_call_begin(ctx, f);
     int ready = libnfs_file_ready(c, f);
     if (ready < 0)
         return ready;
@@ -807,7 +814,7 @@ static void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, ui
 static int libnfs_write_refused(struct libnfs_ctx *c, size_t chunk)
 {
     struct nfs_statvfs_64 st;
-    if (nfs_statvfs64(c->nfs, "/", &st) == 0 && st.f_bavail * st.f_frsize < chunk)
+    if (libnfs_call_statvfs(c, "/", &st) == 0 && st.f_bavail * st.f_frsize < chunk)
         return -ENOSPC;
     return -EFAULT;
 }
@@ -828,6 +835,7 @@ static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len,
                                   uint64_t **note)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    libnfs_call_begin(ctx, f); /* a failed WRITE taken here may ask statvfs */
     if (libnfs_file_ready(c, f) < 0 || c->broken || !f->fh)
         return NULL; /* the pwrite that follows says why */
     const char *why;
@@ -852,21 +860,20 @@ int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
 static int libnfs_fsync(void *ctx, struct backend_file *f)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
+    libnfs_call_begin(ctx, f);
     int ready = libnfs_file_ready(c, f);
     if (ready < 0)
         return ready;
     if (c->broken || !f->fh)
         return -ENOTCONN;
     int rc = libnfs_drain(ctx, f);
-    if (rc < 0)
-        return rc;
-    rc = nfs_fsync(c->nfs, f->fh);
-    return rc < 0 ? libnfs_errno(c, rc) : 0;
+    return rc < 0 ? rc : libnfs_call_fsync(c, f->fh);
 }
 
 static int libnfs_close(void *ctx, struct backend_file *f)
 {
     struct libnfs_ctx *c = ctx;
+    libnfs_call_begin(c, f);
     /* Its RPCs in flight end first (a WRITE's late error is this close's,
      * as a kernel client's close reports write-back errors); a failed wait
      * breaks the context, which is then never serviced again, so the
@@ -880,7 +887,7 @@ static int libnfs_close(void *ctx, struct backend_file *f)
          * away with its open and lock owners, which the server drops when
          * their lease ends; no lock is held here any more. */
         if (f->lk && !f->lk->broken && f->fh)
-            nfs_close(f->lk->nfs, f->fh);
+            libnfs_call_close(f->lk, f->fh);
         libnfs_lock_ctx_free(f->lk);
         free(f);
         return rc;
@@ -888,9 +895,9 @@ static int libnfs_close(void *ctx, struct backend_file *f)
     /* On a broken connection the handle belongs to a dead context: only
      * free our side. */
     if (!c->broken && c->nfs && f->fh) { /* none: created, never opened */
-        int closed = nfs_close(c->nfs, f->fh);
+        int closed = libnfs_call_close(c, f->fh);
         if (closed < 0 && rc == 0)
-            rc = libnfs_errno(c, closed);
+            rc = closed;
     }
     int closed = libnfs_open4_close(c, f); /* herd's own open, if the file has one */
     if (closed < 0 && rc == 0)
@@ -927,7 +934,7 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
 /* The path-only calls share their shape: check, (re)connect; over NFSv3
  * the call on the parent's kept handle (by_handle, libnfs_dirs.c) unless
  * it says LIBNFS_DIR_BY_PATH; else check the directories (and the leaf's
- * type), call by name, map. */
+ * type), call by name (libnfs_call.h). */
 #define LIBNFS_PATH_CALL(by_handle, leaf_check, call)                                              \
     struct libnfs_ctx *c = ctx;                                                                    \
     char p[LIBNFS_PATH_MAX];                                                                       \
@@ -940,7 +947,7 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     if (rc < 0)                                                                                    \
         return rc;                                                                                 \
     rc = (call);                                                                                   \
-    return rc < 0 ? libnfs_errno(c, rc) : 0;
+    return rc < 0 ? rc : 0;
 
 int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only)
 {
@@ -1005,18 +1012,18 @@ static int libnfs_rename_by_handle(struct libnfs_ctx *c, const char *from, const
 
 static int libnfs_unlink(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(libnfs_dir_unlink(c, p), libnfs_leaf_ok(c, p, true), nfs_unlink(c->nfs, p))
+    LIBNFS_PATH_CALL(libnfs_dir_unlink(c, p), libnfs_leaf_ok(c, p, true), libnfs_call_unlink(c, p))
 }
 
 static int libnfs_mkdir(void *ctx, const char *path)
 {
-    LIBNFS_PATH_CALL(libnfs_dir_mkdir(c, p), libnfs_dirs_ok(c, p), nfs_mkdir2(c->nfs, p, 0755))
+    LIBNFS_PATH_CALL(libnfs_dir_mkdir(c, p), libnfs_dirs_ok(c, p), libnfs_call_mkdir(c, p, 0755))
 }
 
 static int libnfs_rmdir(void *ctx, const char *path)
 {
     LIBNFS_PATH_CALL(libnfs_dir_rmdir(c, p), libnfs_leaf_ok(c, p, false),
-                     libnfs_rmdir_forget(c, p, nfs_rmdir(c->nfs, p)))
+                     libnfs_rmdir_forget(c, p, libnfs_call_rmdir(c, p)))
 }
 
 static int libnfs_rename(void *ctx, const char *from, const char *to)
@@ -1027,7 +1034,7 @@ static int libnfs_rename(void *ctx, const char *from, const char *to)
         return qrc;
     const char *path = from;
     LIBNFS_PATH_CALL(libnfs_rename_by_handle(c, p, q), libnfs_rename_check(c, p, q),
-                     nfs_rename(c->nfs, p, q))
+                     libnfs_call_rename(c, p, q))
 }
 
 static const char *libnfs_status(void *ctx)

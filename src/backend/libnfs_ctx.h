@@ -60,6 +60,10 @@ struct libnfs_ctx {
     char target[JOB_PATH_MAX];
     int version;    /* 0 = the URL's */
     int timeout_ms; /* -1 = none */
+    /* When the backend call under way must end (clock_mono; 0: never):
+     * op_timeout after it began (libnfs_call_begin). Every wait of the
+     * call, herd's and libnfs's own calls (libnfs_call.h), ends by then. */
+    double deadline;
     uint64_t server_rmax, server_wmax;
     uint64_t rchunk, wchunk; /* bytes per READ / WRITE call (one RPC each) */
     unsigned inflight;       /* READ / WRITE RPCs in flight per file at most (nfs_inflight) */
@@ -115,6 +119,10 @@ const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg);
 /* The errno of a failed libnfs call rc on c (a lost connection marks c
  * broken). */
 int libnfs_errno(struct libnfs_ctx *c, int rc);
+
+/* A backend call on c (and on f's lock context, f not NULL) begins now:
+ * its waits end op_timeout from now (c->deadline). */
+void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f);
 
 /* Forget c's connection (without destroying a context that died mid-call). */
 void libnfs_drop(struct libnfs_ctx *c);

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "libnfs_call.h"
 #include "libnfs_rpc.h"
 
 /* An NFSv4 COMPOUND's VERIFY found another type: the caller asks why. */
@@ -160,8 +161,7 @@ static int dir_call3(struct libnfs_ctx *c, enum dir_op op, const char *fh, unsig
 static int dir_root3(struct libnfs_ctx *c, struct libnfs_handle *h)
 {
     struct nfsfh *fh = NULL;
-    int rc = nfs_open2(c->nfs, "/", O_RDONLY | O_NOFOLLOW, 0, &fh);
-    rc = rc < 0 ? libnfs_errno(c, rc) : 0;
+    int rc = libnfs_call_open(c, "/", O_RDONLY | O_NOFOLLOW, 0, &fh);
     if (rc < 0)
         return rc == -EACCES ? LIBNFS_DIR_BY_PATH : rc;
     const struct nfs_fh *got = nfs_get_fh(fh);
@@ -170,7 +170,7 @@ static int dir_root3(struct libnfs_ctx *c, struct libnfs_handle *h)
         h->len = (unsigned)got->len;
         memcpy(h->val, got->val, h->len);
     }
-    nfs_close(c->nfs, fh); /* read-only: frees, sends nothing */
+    libnfs_call_close(c, fh); /* read-only: frees, sends nothing */
     return rc;
 }
 

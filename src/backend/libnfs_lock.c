@@ -36,8 +36,8 @@
 
 #include <nfsc/libnfs-raw-nfs4.h>
 
+#include "libnfs_call.h"
 #include "libnfs_rpc.h"
-#include "rpcwait.h"
 #include "signals.h"
 
 #define LOCK_BACKOFF_MIN_NS 100000L   /* first pause between tries: 0.1 ms */
@@ -59,19 +59,13 @@ static void lk_replied(int err, struct nfs_context *nfs, void *data, void *priv)
     w->done = true;
 }
 
-/* Wait for the reply to a call on lk (rpcwait.h); a failed wait breaks
- * lk: it is never serviced again. The call's own result or -errno. */
+/* Wait for the reply to a call on lk within the lock call's deadline
+ * (libnfs_call_await); a failed wait breaks lk: it is never serviced
+ * again. The call's own result or -errno. */
 static int lk_wait(struct libnfs_ctx *lk, struct lk_wait *w)
 {
-    const char *why;
-    int rc = rpcwait(nfs_get_rpc_context(lk->nfs), &w->done, lk->timeout_ms, &why);
-    if (rc < 0) {
-        lk->broken = true;
-        if (why)
-            libnfs_note(lk, why);
-        return rc;
-    }
-    return w->err;
+    int rc = libnfs_call_await(lk, &w->done);
+    return rc < 0 ? rc : w->err;
 }
 
 /* An NFSv4 lock call's failure: libnfs 4.0 returns every NFS4ERR as
@@ -161,6 +155,7 @@ int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f)
     lk->version = 4;
     lk->v4 = true;
     lk->timeout_ms = c->timeout_ms;
+    lk->deadline = c->deadline; /* made inside the caller's call */
     int rc = libnfs_mount(lk);
     lk->rchunk = c->rchunk < lk->server_rmax ? c->rchunk : lk->server_rmax;
     lk->wchunk = c->wchunk < lk->server_wmax ? c->wchunk : lk->server_wmax;
@@ -172,11 +167,11 @@ int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f)
     struct nfsfh *fh = NULL;
     rc = libnfs_dirs_ok(lk, f->path);
     if (rc == 0) {
-        rc = nfs_open2(lk->nfs, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
+        rc = libnfs_call_open(lk, f->path, O_RDWR | O_NOFOLLOW, 0644, &fh);
         rc = rc < 0 ? lk_errno(lk, rc) : 0;
     }
     if (rc == 0 && !libnfs_handle_is(fh, &f->id)) {
-        nfs_close(lk->nfs, fh); /* the name leads elsewhere now: herd's file is not there */
+        libnfs_call_close(lk, fh); /* the name leads elsewhere now: herd's file is not there */
         rc = -ELOOP;
     }
     if (rc < 0) {
@@ -257,13 +252,14 @@ static int libnfs_lock_try(struct libnfs_ctx *c, struct backend_file *f, enum ba
         char host[256];
         const char *h0 = c->target + 6;
         snprintf(host, sizeof host, "%.*s", (int)strcspn(h0, ":/?"), h0);
-        rc = nlm_open(host, c->timeout_ms, &c->nlm);
+        rc = nlm_open(host, c->deadline, &c->nlm);
         if (rc < 0) {
             libnfs_note(c, "NLM_UNREACHABLE");
             return rc == -ECONNREFUSED ? -ENOLCK : rc; /* no lock manager there */
         }
     }
     struct nfs_fh *h = nfs_get_fh(f->fh);
+    nlm_set_deadline(c->nlm, c->deadline);
     rc = kind == BACKEND_UNLOCK ? nlm_unlock(c->nlm, h->val, (unsigned)h->len, start, len)
                                 : nlm_lock(c->nlm, h->val, (unsigned)h->len,
                                            kind == BACKEND_LOCK_EXCLUSIVE, start, len);
@@ -275,6 +271,7 @@ int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool 
                 uint64_t start, uint64_t len)
 {
     struct libnfs_ctx *c = ctx;
+    libnfs_call_begin(c, f);
     /* A lock or unlock first lands the file's WRITEs in flight and drops
      * its read-ahead, as a kernel client flushes and revalidates around
      * locks: the next holder must read what this one wrote. */
@@ -301,5 +298,6 @@ int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool 
         if (signals_caught() || signals_alarm_fired())
             return -EINTR;
         pause = pause * 2 < LOCK_BACKOFF_MAX_NS ? pause * 2 : LOCK_BACKOFF_MAX_NS;
+        libnfs_call_begin(c, f); /* each try of a blocking lock: op_timeout of its own */
     }
 }

@@ -1,6 +1,7 @@
 /* libnfs_nlm.c — the synchronous NLM v4 client of libnfs_nlm.h: async
- * libnfs RPCs awaited by rpcwait (rpcwait.h), so that the wait honours
- * op_timeout and herd's signals the way the NFSv4 lock calls do.
+ * libnfs RPCs awaited by rpcwait (rpcwait.h), so that the wait ends by
+ * the backend call's deadline (op_timeout after the lock call began) and
+ * at herd's signals, the way the NFSv4 lock calls do.
  *
  * Invariants: at most one RPC is in flight per client; a call that stops
  * waiting for its reply (timeout, stop signal, connection lost) marks the
@@ -36,7 +37,7 @@
 
 struct nlm_client {
     struct rpc_context *rpc;
-    int timeout_ms;     /* < 0: none */
+    double deadline;    /* the lock call's (rpcwait.h); 0: none */
     bool broken;        /* never used again: nlm_close it */
     bool abandoned;     /* a call of its own is still queued (see above) */
     const char *status; /* static string or NULL */
@@ -58,7 +59,7 @@ struct nlm_wait {
 static int nlm_wait_reply(struct nlm_client *cl, struct nlm_wait *w)
 {
     const char *why;
-    int rc = rpcwait(cl->rpc, &w->done, cl->timeout_ms, &why);
+    int rc = rpcwait(cl->rpc, &w->done, cl->deadline, &why);
     if (rc < 0) {
         cl->broken = cl->abandoned = true;
         if (why)
@@ -86,7 +87,7 @@ static void nlm_connected(struct rpc_context *rpc, int status, void *data, void 
     w->done = true;
 }
 
-int nlm_open(const char *server, int timeout_ms, struct nlm_client **out)
+int nlm_open(const char *server, double deadline, struct nlm_client **out)
 {
     struct nlm_client *cl = calloc(1, sizeof *cl);
     if (!cl)
@@ -96,7 +97,7 @@ int nlm_open(const char *server, int timeout_ms, struct nlm_client **out)
         free(cl);
         return -ENOMEM;
     }
-    cl->timeout_ms = timeout_ms;
+    cl->deadline = deadline;
     if (gethostname(cl->caller, sizeof cl->caller - 1) != 0 || !cl->caller[0])
         snprintf(cl->caller, sizeof cl->caller, "herd");
     cl->svid = (uint32_t)getpid();
@@ -134,9 +135,9 @@ void nlm_close(struct nlm_client *cl)
     free(cl);
 }
 
-void nlm_set_timeout(struct nlm_client *cl, int timeout_ms)
+void nlm_set_deadline(struct nlm_client *cl, double deadline)
 {
-    cl->timeout_ms = timeout_ms;
+    cl->deadline = deadline;
 }
 
 bool nlm_broken(const struct nlm_client *cl)

@@ -18,10 +18,12 @@
 struct nlm_client;
 
 /* Connect to the NLM service of `server` (host name or address) through
- * its portmapper. timeout_ms < 0: no limit. 0 or -errno. */
-int nlm_open(const char *server, int timeout_ms, struct nlm_client **out);
+ * its portmapper, by deadline (a clock_mono() time, rpcwait.h; 0: no
+ * limit). 0 or -errno. */
+int nlm_open(const char *server, double deadline, struct nlm_client **out);
 void nlm_close(struct nlm_client *cl);
-void nlm_set_timeout(struct nlm_client *cl, int timeout_ms);
+/* The deadline of the calls that follow: the backend call's. */
+void nlm_set_deadline(struct nlm_client *cl, double deadline);
 /* A call gave up on its RPC (timeout, stop signal, lost connection): the
  * client must not be used again; close it and open a new one. */
 bool nlm_broken(const struct nlm_client *cl);

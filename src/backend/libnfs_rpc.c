@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "libnfs_call.h"
 #include "libnfs_rpc.h"
-#include "rpcwait.h"
 
 /* A status's errno and name (the name as libnfs's messages give it). */
 struct status_errno {
@@ -336,18 +336,13 @@ void libnfs_replied(struct rpc_context *rpc, int status, void *data, void *priv)
 
 int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r)
 {
-    const char *why = NULL;
-    int rc = rpcwait(nfs_get_rpc_context(c->nfs), &r->done, c->timeout_ms, &why);
-    if (rc == 0 && r->rpc_status == RPC_STATUS_TIMEOUT)
-        rc = -ETIMEDOUT, why = "RPC_TIMEOUT";
-    else if (rc == 0 && r->rpc_status != RPC_STATUS_SUCCESS)
-        rc = -ECONNRESET, why = "RPC_ERROR";
-    if (rc < 0) {
-        c->broken = true;
-        if (why)
-            libnfs_note(c, why);
-    }
-    return rc;
+    int rc = libnfs_call_await(c, &r->done);
+    if (rc < 0 || r->rpc_status == RPC_STATUS_SUCCESS)
+        return rc;
+    c->broken = true;
+    bool timeout = r->rpc_status == RPC_STATUS_TIMEOUT;
+    libnfs_note(c, timeout ? "RPC_TIMEOUT" : "RPC_ERROR");
+    return timeout ? -ETIMEDOUT : -ECONNRESET;
 }
 
 int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r)

@@ -270,7 +270,7 @@ static int stream_wait(struct nfs_stream *s, const struct stream_io *io)
 {
     s->progress = false;
     const char *why = NULL;
-    int rc = rpcwait(nfs_get_rpc_context(io->nfs), &s->progress, io->timeout_ms, &why);
+    int rc = rpcwait(nfs_get_rpc_context(io->nfs), &s->progress, io->deadline, &why);
     if (rc < 0) {
         *io->broken = true;
         *io->why = why;
@@ -634,6 +634,27 @@ void *stream_write_buffer(struct nfs_stream *s, const struct stream_io *io, size
     return sl->buf;
 }
 
+/* A slot for a write's next WRITE: the replies taken (also while
+ * sending: stream_pump) free theirs; while the window is full, wait for
+ * one. NULL with *rc: the wait's -errno, or the error of a WRITE that
+ * failed: then the write sends nothing more (on a server that is gone
+ * each new WRITE would wait for its own timeout). */
+static struct rpc_slot *stream_write_slot(struct nfs_stream *s, const struct stream_io *io, int *rc)
+{
+    for (;;) {
+        stream_reap(s, io);
+        if (s->werr) {
+            *rc = stream_take_werr(s);
+            return NULL;
+        }
+        struct rpc_slot *sl = stream_free_slot(s, io->wwin);
+        if (sl)
+            return sl;
+        if ((*rc = stream_wait(s, io)) < 0)
+            return NULL;
+    }
+}
+
 /* Send a WRITE of len bytes at offset from slot sl's buffer. */
 static int stream_send_write(struct nfs_stream *s, const struct stream_io *io, struct rpc_slot *sl,
                              uint64_t offset, size_t len)
@@ -666,12 +687,9 @@ ssize_t stream_pwrite(struct nfs_stream *s, const struct stream_io *io, const vo
         done = len;
     }
     while (done < len) {
-        struct rpc_slot *sl;
-        while ((sl = stream_free_slot(s, io->wwin)) == NULL) {
-            if ((rc = stream_wait(s, io)) < 0)
-                return rc;
-            stream_reap(s, io);
-        }
+        struct rpc_slot *sl = stream_write_slot(s, io, &rc);
+        if (!sl)
+            return rc;
         size_t n = len - done < io->wchunk ? len - done : io->wchunk;
         if (stream_slot_room(sl, n) < 0)
             return -ENOMEM;

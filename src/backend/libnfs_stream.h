@@ -39,8 +39,10 @@
  * stream is freed only when idle (stream_drain succeeded) or when its
  * context will never be serviced again (after a failed wait, which sets
  * *broken: the caller must then never service or destroy the context,
- * only close its socket). Every wait is bounded by timeout_ms and ends
- * at a stop signal (-EINTR). */
+ * only close its socket). Every wait of a call ends by the call's
+ * deadline (-ETIMEDOUT: io->deadline, op_timeout after the backend call
+ * began, however many replies it waits for) or at a stop signal
+ * (-EINTR); a write sends nothing more once one of its WRITEs failed. */
 #ifndef HERD_LIBNFS_STREAM_H
 #define HERD_LIBNFS_STREAM_H
 
@@ -132,7 +134,7 @@ struct stream_io {
     struct nfs_context *nfs;
     struct nfsfh *fh;
     size_t rchunk, wchunk; /* bytes per READ / WRITE RPC, > 0 */
-    int timeout_ms;        /* per wait for one reply; <= 0: none */
+    double deadline;       /* when the call must end (clock_mono, rpcwait.h); 0: never */
     const struct rpc_observer *obs;
     struct stream_window *rwin, *wwin; /* the rank's READ / WRITE windows */
     int (*rpc_errno)(void *arg, int rc, bool write, size_t len);

@@ -16,9 +16,22 @@
 
 #define RPCWAIT_SLICE_MS 100 /* rpc_service runs at least this often (its timeouts) */
 
-int rpcwait(struct rpc_context *rpc, volatile bool *done, int timeout_ms, const char **status)
+double rpcwait_deadline(int timeout_ms)
 {
-    double deadline = timeout_ms > 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
+    return timeout_ms > 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
+}
+
+/* How long the next poll may sleep: a slice, or less to meet the deadline. */
+static int rpcwait_slice_ms(double deadline)
+{
+    if (deadline <= 0)
+        return RPCWAIT_SLICE_MS;
+    double left_ms = (deadline - clock_mono()) * 1000.0 + 1;
+    return left_ms < RPCWAIT_SLICE_MS ? (left_ms > 0 ? (int)left_ms : 0) : RPCWAIT_SLICE_MS;
+}
+
+int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const char **status)
+{
     *status = NULL;
     while (!*done) {
         if (signals_stop_requested()) {
@@ -30,7 +43,7 @@ int rpcwait(struct rpc_context *rpc, volatile bool *done, int timeout_ms, const 
             return -ETIMEDOUT;
         }
         struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc)};
-        int n = poll(&pfd, 1, RPCWAIT_SLICE_MS);
+        int n = poll(&pfd, 1, rpcwait_slice_ms(deadline));
         if (n < 0 && errno != EINTR)
             return -errno;
         if (rpc_service(rpc, n > 0 ? pfd.revents : 0) < 0) {

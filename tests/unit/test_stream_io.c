@@ -4,16 +4,19 @@
  * the stream and rpcwait make (they take the place of libnfs's own in
  * this program), backed by a model transport that queues each RPC and
  * answers them, in order, when the context is serviced (unless the test
- * holds them back: replies on the way) or when a test says so (as
- * another call on the same context would). The model's file
- * is an array; a WRITE may be told to fail.
+ * holds them back: replies on the way, or answers each only at a later
+ * service and after some age, as a server across a link does) or when a
+ * test says so (as another call on the same context would). The model's
+ * file is an array; a WRITE may be told to fail.
  *
  * What must hold: a read finds a slot whatever WRITEs hold them, answered
  * or not (a WRITE answered elsewhere once left a window of 1 with no
  * free slot and the read with no READ queued); a WRITE that failed after
  * its write returned is reported once, by the file's next call; a READ
  * answered before the one the read waits for frees its place in the
- * window at once, and every byte is asked for exactly once. */
+ * window at once, and every byte is asked for exactly once; a write
+ * sends nothing more once one of its WRITEs failed, and all the waits of
+ * one call end by the call's deadline, however many replies come. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -31,7 +34,9 @@
 
 #include <nfsc/libnfs-raw.h>
 
+#include "clock.h"
 #include "libnfs_stream.h"
+#include "rpcwait.h"
 
 #define MODEL_FILE 4096
 #define MODEL_QUEUE 64
@@ -44,6 +49,8 @@ struct model_rpc {
     const void *wbuf; /* the caller's bytes, kept until answered (libnfs does too) */
     nfs_cb cb;
     void *priv;
+    unsigned service; /* model.services when it was sent */
+    double sent;      /* clock_mono() then */
 };
 
 static struct model {
@@ -56,27 +63,39 @@ static struct model {
     unsigned reads, read_bytes; /* READs sent and the bytes they asked for */
     unsigned most_reads;        /* the most READs on the way at once */
     unsigned reads_before_head; /* READs sent when a held-back oldest one was answered */
-    int pipe[2];                /* the context's "socket": always readable */
+    unsigned writes;            /* WRITEs sent */
+    /* A server across a link: an RPC is answered only at a service after
+     * the one in which it was sent (the stream's own send-and-pump takes
+     * no reply) and once it is min_age seconds old, oldest first. */
+    bool delayed;
+    double min_age;
+    unsigned services; /* rpc_service calls */
+    int pipe[2];       /* the context's "socket": always readable */
 } model;
+
+/* Answer the queued RPC at index i (the others move up). */
+static void model_answer_one(unsigned i)
+{
+    struct model_rpc r = model.q[i];
+    memmove(model.q + i, model.q + i + 1, (--model.n - i) * sizeof model.q[0]);
+    if (r.write && model.write_error < 0) {
+        r.cb(model.write_error, NULL, "model: WRITE refused", r.priv);
+    } else if (r.write) {
+        memcpy(model.file + r.offset, r.wbuf, r.len);
+        r.cb((int)r.len, NULL, NULL, r.priv);
+    } else {
+        size_t n = r.offset >= MODEL_FILE          ? 0
+                   : r.offset + r.len > MODEL_FILE ? MODEL_FILE - r.offset
+                                                   : r.len;
+        r.cb((int)n, NULL, model.file + r.offset, r.priv);
+    }
+}
 
 /* Answer the queued RPCs in the order sent, from the one at index from. */
 static void model_answer_from(unsigned from)
 {
-    while (model.n > from) {
-        struct model_rpc r = model.q[from];
-        memmove(model.q + from, model.q + from + 1, (--model.n - from) * sizeof model.q[0]);
-        if (r.write && model.write_error < 0) {
-            r.cb(model.write_error, NULL, "model: WRITE refused", r.priv);
-        } else if (r.write) {
-            memcpy(model.file + r.offset, r.wbuf, r.len);
-            r.cb((int)r.len, NULL, NULL, r.priv);
-        } else {
-            size_t n = r.offset >= MODEL_FILE          ? 0
-                       : r.offset + r.len > MODEL_FILE ? MODEL_FILE - r.offset
-                                                       : r.len;
-            r.cb((int)n, NULL, model.file + r.offset, r.priv);
-        }
-    }
+    while (model.n > from)
+        model_answer_one(from);
 }
 
 static void model_answer(void)
@@ -97,7 +116,9 @@ static int model_send(bool write, uint64_t offset, uint64_t count, const void *b
 {
     if (model.n == MODEL_QUEUE || offset + count > MODEL_FILE)
         return -1;
-    model.q[model.n++] = (struct model_rpc){write, offset, count, buf, cb, priv};
+    model.q[model.n++] =
+        (struct model_rpc){write, offset, count, buf, cb, priv, model.services, clock_mono()};
+    model.writes += write;
     if (!write) {
         model.reads++;
         model.read_bytes += (unsigned)count;
@@ -140,12 +161,28 @@ int rpc_which_events(struct rpc_context *rpc)
     return POLLIN;
 }
 
+/* delayed: how many of the oldest RPCs are due now. */
+static unsigned model_due(void)
+{
+    unsigned n = 0;
+    while (n < model.n && model.q[n].service + 1 < model.services &&
+           clock_mono() - model.q[n].sent >= model.min_age)
+        n++;
+    return n;
+}
+
 int rpc_service(struct rpc_context *rpc, int revents)
 {
     (void)rpc;
     (void)revents;
+    model.services++;
     if (model.hold)
         return 0;
+    if (model.delayed) {
+        for (unsigned due = model_due(); due > 0; due--)
+            model_answer_one(0);
+        return 0;
+    }
     if (model.late) { /* the oldest stays on the way */
         model.late--;
         model_answer_from(1);
@@ -188,7 +225,7 @@ static int rig_setup(void **state)
                                 .fh = NULL,
                                 .rchunk = 1024,
                                 .wchunk = 1024,
-                                .timeout_ms = 1000,
+                                .deadline = rpcwait_deadline(10000),
                                 .rwin = &rig.rwin,
                                 .wwin = &rig.wwin,
                                 .rpc_errno = rpc_errno_same,
@@ -313,6 +350,44 @@ static void test_reads_answered_before_the_head(void **state)
     assert_int_equal(stream_drain(rig->s, &rig->io), 0);
 }
 
+/* A write of four WRITEs, one on the way at a time, whose first WRITE
+ * fails when its reply comes (libnfs's own timeout answers a WRITE so):
+ * the write returns that error and sends none of the other three (each
+ * would have waited op_timeout again on a server that is gone). */
+static void test_write_stops_at_failed_write(void **state)
+{
+    struct rig *rig = *state;
+    char block[4096];
+    memset(block, 'w', sizeof block);
+    stream_window_init(&rig->wwin, 1, false);
+    model.delayed = true;
+    model.write_error = -ETIMEDOUT;
+    assert_int_equal(stream_pwrite(rig->s, &rig->io, block, sizeof block, 0), -ETIMEDOUT);
+    assert_int_equal(model.writes, 1);
+    model.write_error = 0;
+    assert_int_equal(stream_drain(rig->s, &rig->io), 0);
+}
+
+/* Replies that keep coming do not stretch a call: a write of eight WRITEs,
+ * one on the way at a time, each answered no sooner than 50 ms after it
+ * was sent (at least 0.4 s in all), ends at its deadline 0.2 s after it
+ * began with -ETIMEDOUT and the context broken, having sent at most the
+ * WRITEs that fit in that time. */
+static void test_write_ends_at_call_deadline(void **state)
+{
+    struct rig *rig = *state;
+    char block[8192];
+    memset(block, 'd', sizeof block);
+    stream_window_init(&rig->wwin, 1, false);
+    model.delayed = true;
+    model.min_age = 0.05;
+    rig->io.deadline = rpcwait_deadline(200);
+    assert_int_equal(stream_pwrite(rig->s, &rig->io, block, sizeof block, 0), -ETIMEDOUT);
+    assert_true(rig->broken);
+    assert_string_equal(rig->why, "RPC_TIMEOUT");
+    assert_in_range(model.writes, 1, 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +399,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_after_answered_writes, rig_setup, rig_teardown),
         cmocka_unit_test_setup_teardown(test_reads_answered_before_the_head, rig_setup,
                                         rig_teardown),
+        cmocka_unit_test_setup_teardown(test_write_stops_at_failed_write, rig_setup, rig_teardown),
+        cmocka_unit_test_setup_teardown(test_write_ends_at_call_deadline, rig_setup, rig_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
