@@ -40,6 +40,11 @@ reach it at nfs://10.77.0.2/export (see lib-knfsd.sh, knfsd.py, uml-init.c).
    the guest disk): at least one flush of ubda per operation; under async
    (at start, and switched live with export-mode) none to speak of. The
    flush counts and the step times are printed, no time is asserted.
+7. A vanished server: linux.uml SIGKILLed while 4 ranks write over NFSv3
+   (op_timeout 5 s, blocks of 16 WRITEs): the run ends with exit 3, only
+   a lost server's errnos, counted per rank, and by every record of a
+   call's time in the results no call longer than op_timeout and its
+   margin (test_nfs.CALL_MARGIN).
 
 Needs root, user-mode-linux (linux.uml and its modules, with nfsd.ko),
 nfs-kernel-server (rpc.nfsd, exportfs, rpc.mountd), prometheus-node-exporter,
@@ -50,6 +55,7 @@ HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -s tests/integration/test_knfs
 """
 
 import contextlib
+import errno
 import filecmp
 import json
 import os
@@ -68,7 +74,9 @@ import pytest
 
 from conftest import MIB, describe, load_results, phase_attr_order, write_job
 from test_core import resolved
-from test_nfs import check_clean_phase, check_run, herd_run_nfs
+from test_nfs import (CALL_MARGIN, CONNECTION_ERRNOS, calls_at_least, check_calls_bounded,
+                      check_clean_phase, check_error_names, check_run, common_time,
+                      errnos_by_rank, herd_run_nfs, ns_background)
 from test_nfs_locks import assert_no_exclusive_overlap, holds_of, lock_global
 from test_nfs_server import (CMD_TIMEOUT, SBIN_PATH, Server, _Rpc, _xdr_opaque, NLM4_STATS,
                              describe_pids, running, wait_until, write_random)
@@ -80,6 +88,9 @@ URL4 = f"{BASE}?version=4"
 METRICS_URL = f"http://{GUEST_ADDR}:9100/metrics"
 START_LIMIT = 30        # s: nfs-server.sh's own readiness limit (START_TIMEOUT)
 NRANKS = 4
+# A vanished server's errnos: a call that got no answer, a reconnect refused
+# or unreachable once ARP for the guest failed, a connection lost.
+VANISHED_ERRNOS = CONNECTION_ERRNOS | {errno.EHOSTUNREACH}
 # Open MPI's shared-memory segments: other jobs make and remove them in
 # /dev/shm at any time (they are not UML's).
 OTHERS_SHM = re.compile(r"^(vader_segment|sm_segment|ompi)\.")
@@ -754,6 +765,79 @@ def test_knfsd_sync_and_async_exports(knfsd, herd_bin, tmp_path):
             assert flushes >= ops, f"{mode}: {flushes} flushes for {ops} ops: {measured}"
         else:
             assert flushes <= ops // 50, f"{mode}: {flushes} flushes for {ops} ops: {measured}"
+
+
+# ---------------------------------------------------------------- 7. a vanished server
+
+
+def test_knfsd_guest_killed_mid_write(knfsd, herd_bin, tmp_path):
+    """linux.uml SIGKILLed while 4 ranks write over NFSv3 with op_timeout 5 s:
+    the server's machine vanishes. Its tap stays in the namespace with no
+    reader, so packets to the guest are lost, no RST ever comes, and ARP
+    for its address fails only later (then connects are refused). Each 1
+    MiB block is 16 WRITEs of 64K (nfs_wsize; also what this guest
+    offers), 4 in flight: a write whose WRITEs kept waiting op_timeout
+    each, a new one sent as each old one timed out, took 4 x 5 s.
+
+    The run ends (the phase at its deadline or its errors), exit 3; every
+    error is a lost server's (timeout, refused, unreachable), counted in
+    the errors table as in the ranks' rows; and no call took longer than
+    op_timeout + CALL_MARGIN by any record of it in the results (latency
+    histograms, the watchdog's stuck rows, the rows' open/fsync/close
+    times). Mechanism, not speed: at most one write per rank waited a
+    full op_timeout (the one in flight when the guest died: its
+    connection is then dropped, and every later call of the rank starts
+    with a reconnect)."""
+    op_timeout = 5
+    s = knfsd()
+    job = write_job(tmp_path / "vanish.ini",
+                    {"backend": "libnfs", "target": URL3, "file_size": "64M",
+                     "block_size": "1M", "nfs_wsize": "64K", "nfs_inflight": 4,
+                     "fsync": "no", "op_timeout": op_timeout, "stuck_after": 2},
+                    [("w", {"kind": "write", "iterations": 1000, "deadline": 30})])
+    out = tmp_path / "vanish.h5"
+    run = ns_background(s, herd_bin, NRANKS, job, out)
+    try:
+        run.wait_line(rf"^herd: run \S+: {NRANKS} ranks")
+        # the phase's first progress line (5 s in): every rank is writing
+        # (1000 files of 64M each, until the deadline)
+        run.wait_line(rf"^herd: w: {NRANKS} ranks [0-9]+% ", timeout=60)
+        kill_unix = time.time()
+        os.kill(s.pid, signal.SIGKILL)
+        assert wait_until(lambda: not running(*s.procs["uml"]), CMD_TIMEOUT), "linux.uml survived"
+        proc, _ = run.wait(timeout=300)  # a hang guard only
+    finally:
+        run.kill()
+    res = load_results(out)
+    w = res.phases["w"]
+    kill_t = common_time(res, kill_unix)
+    rows = w.error_rows()
+    print(f"\nguest killed at {kill_t:.2f} s (phase {w.attrs['t_start']:.2f}.."
+          f"{w.attrs['t_end']:.2f}, status {w.attrs['status']}); errors:")
+    for row in rows:
+        print(f"  rank {row['rank']} {row['op']} {row['errno_name']} x{row['count']} "
+              f"first at {row['first_time']:.2f} {row['status']}")
+    assert proc.returncode == 3, describe(proc)
+    assert res.attrs["status"] == "complete", res.attrs["status"]
+    assert w.attrs["status"] in ("deadline", "errors"), w.attrs["status"]
+    assert w.attrs["t_start"] < kill_t, (w.attrs["t_start"], kill_t)
+    check_error_names(w, "w")
+    by_rank = errnos_by_rank(w)
+    assert sorted(by_rank) == list(range(NRANKS)), f"ranks without errors: {by_rank}"
+    for row in rows:
+        assert row["errno"] in VANISHED_ERRNOS, f"not a lost server's errno: {row}"
+        assert row["first_time"] >= kill_t - 0.05, f"an error before the kill: {row}"
+    for r in range(NRANKS):
+        mine = w.ranks[w.ranks["rank"] == r]
+        assert int(mine["errors"].sum()) == sum(by_rank[r].values()), \
+            f"rank {r}: rows vs errors table"
+    assert any(op == "write" for ops in by_rank.values() for op, _ in ops), \
+        f"the kill met no write: {by_rank}"
+    longest = check_calls_bounded(out, "w", op_timeout, "guest killed mid-write")
+    full = calls_at_least(out, "w", op_timeout - CALL_MARGIN)
+    print(f"longest call {longest:.2f} s (bound {op_timeout + CALL_MARGIN} s); calls of "
+          f"at least {op_timeout - CALL_MARGIN} s: {full}")
+    assert full.get("write", 0) <= NRANKS, f"writes that waited a full op_timeout: {full}"
 
 
 if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] == "nlm-wait":
