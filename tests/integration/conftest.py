@@ -101,6 +101,16 @@ def signal_ranks(mpirun_pid, sig):
             os.kill(pid, sig)
 
 
+def hold_ranks(pids, held):
+    """SIGSTOP (held) or SIGCONT each of pids ({rank: pid}): a held rank
+    makes no call and begins no phase, however long the test takes
+    meanwhile (its phase clock runs on: a phase it was in may be over
+    when it goes on)."""
+    for pid in pids.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP if held else signal.SIGCONT)
+
+
 def _kill_group(proc):
     """SIGKILL a process started with start_new_session=True, and its group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -12,8 +12,8 @@ to one rank ends every rank with the right exit code.
 3. A pre-existing run directory: refused unless the job fixes run_id, and
    then only a real directory of this user that no other run holds.
 4. keep = no removes what this run made and nothing an earlier run kept.
-5. SIGINT/SIGTERM to one rank stops every rank's phase within seconds,
-   exit 128+N.
+5. SIGINT/SIGTERM to one rank stops every rank's phase (each rank's loop
+   is cut by the stop, not by its end), exit 128+N.
 """
 
 import contextlib
@@ -26,10 +26,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import h5py
 import pytest
 
-from conftest import (REPO_DIR, Background, describe, herd_background, herd_run, load_results,
-                      rank_pids, require_root, signal_ranks, tree, write_job)
+from conftest import (REPO_DIR, RUN_TIMEOUT, Background, describe, herd_background, herd_run,
+                      hold_ranks, load_results, rank_pids, require_root, run_cmd, signal_ranks,
+                      tree, write_job)
 
 
 def small_job(tmp_path, target, **extra):
@@ -198,17 +200,20 @@ def test_without_fixed_run_id_an_existing_directory_is_never_reused(herd_bin, tm
 def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bin, tmp_path):
     target = tmp_path / "target"
     target.mkdir()
+    # The first run idles until the test stops it: the second one, however
+    # slowly it starts, meets it running.
     job = write_job(tmp_path / "long.ini", {"target": target, "run_id": "shared-id"},
-                    [("wait", {"kind": "idle", "duration": "20s"})])
+                    [("wait", {"kind": "idle", "duration": "10m"})])
     with herd_background(herd_bin, 2, "run", job, "-o", tmp_path / "1.h5") as first:
-        first.wait_line("herd: run shared-id")
+        first.wait_line("herd: run shared-id", RUN_TIMEOUT)
         second = herd_run(herd_bin, 2, job, tmp_path / "2.h5", quiet=True)
         assert second.returncode == 2, describe(second)
         line = one_line_error(second)
         assert "in use by another run" in line and "run shared-id" in line, line
         assert not (tmp_path / "2.h5").exists()
+        assert first.proc.poll() is None, "the first run ended before the test stopped it"
         signal_ranks(first.pid, signal.SIGTERM)
-        first.wait(timeout=60)
+        first.wait()
     # (mpirun itself exits 1 when its group is signalled; herd's code is recorded)
     assert load_results(tmp_path / "1.h5").attrs["exit_code"] == 143
     # the interrupted first run gave the directory back
@@ -257,33 +262,32 @@ def run_and_signal_one_rank(herd_bin, tmp_path, sig, nranks=4):
     target.mkdir(exist_ok=True)
     job = write_job(tmp_path / "lock.ini",
                     {"target": target, "file_size": "64K", "block_size": "16K"},
-                    [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"}),
+                    [("lk", {"kind": "lock", "duration": "10m", "lock_hold": "1ms"}),
                      ("after", {"kind": "idle", "duration": "1s"})])
     out = tmp_path / f"sig{sig}.h5"
     with herd_background(herd_bin, nranks, "run", job, "-o", out, quiet=True) as run:
-        run.wait_line("herd: run ")
-        time.sleep(2)
+        run.wait_line("^herd: lk: ", RUN_TIMEOUT)  # progress: the lock phase is under way
         victim = rank_pids(run.pid, nranks)[nranks - 1]  # not rank 0
-        t0 = time.monotonic()
         os.kill(victim, sig)
-        done, ended = run.wait(timeout=60)
-    return done.returncode, ended - t0, done.stderr, out, target
+        done, _ = run.wait()  # a hang guard: the phase alone would last 10 minutes
+    return done.returncode, done.stderr, out, target
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_one_rank_stops_every_rank(herd_bin, tmp_path, sig):
-    code, took, err, out, target = run_and_signal_one_rank(herd_bin, tmp_path, sig)
+    code, err, out, target = run_and_signal_one_rank(herd_bin, tmp_path, sig)
     assert code == 128 + sig, f"exit {code}\n{err}"
-    # the lock phase had 38 s left: every rank stopped with the signalled
-    # one, not at the phase's end (half of what was left, for a busy machine)
-    assert took < (40 - 2) / 2, f"run ended {took:.1f} s after the signal\n{err}"
     res = load_results(out)
     assert res.attrs["status"] == "interrupted"
     assert res.attrs["exit_code"] == 128 + sig
     ph = res.phases["lk"]
     assert ph.attrs["status"] == "interrupted"
-    ends = ph.ranks["t_end"]
-    assert ends.max() - ph.attrs["t_start"] < 10, ends
+    # Every rank locked, and every rank's loop was cut by the stop (a loop
+    # that ran out its 10 minutes says completed = 1): the signalled
+    # rank's own, and the others' through its message.
+    rows = ph.ranks
+    assert (rows["grants"] > 0).all(), rows
+    assert (rows["completed"] == 0).all(), rows
     assert "after" not in res.phase_names
     assert tree(target) == []
 
@@ -292,6 +296,35 @@ def test_signal_to_one_rank_stops_every_rank(herd_bin, tmp_path, sig):
 
 from test_nfs import _WHY as NFS_WHY  # noqa: E402
 from test_nfs import nfs, ns_background, signal_ganesha  # noqa: E402,F401
+from test_nfs_server import wait_until  # noqa: E402
+
+
+def unread_calls(nfs):
+    """{client address: bytes a frozen ganesha has not read} for the
+    connections to its NFS and MOUNT ports, seen from inside its network
+    namespace. A call sent to it after it froze adds bytes to its
+    connection, or comes on a new one (a client reconnects after a
+    timeout; the connection it closes is gone)."""
+    out = nfs.exec("ss", "-Htn", "state", "established",
+                   "( sport = :2049 or sport = :20048 )").stdout
+    return {f[3]: int(f[0]) for f in (line.split() for line in out.splitlines()) if f}
+
+
+def sent_since(before, now):
+    """A call reached the frozen server between two unread_calls()."""
+    return any(n > before.get(peer, 0) for peer, n in now.items())
+
+
+def cleanup_errors(path):
+    """/cleanup/errors as {rank: {errno name: count}} ({} when absent)."""
+    with h5py.File(path, "r") as f:
+        rows = f["cleanup/errors"][()] if "cleanup" in f else []
+    out = {}
+    for row in rows:
+        per = out.setdefault(int(row["rank"]), {})
+        name = row["errno_name"].decode()
+        per[name] = per.get(name, 0) + int(row["count"])
+    return out
 
 
 @pytest.mark.skipif(NFS_WHY is not None, reason=NFS_WHY or "")
@@ -302,46 +335,58 @@ def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nf
     every rank (as a scheduler sends it) or to rank 0 alone, ends herd
     after the calls in flight, with the phases in the file. Alone, rank 0
     tells the other rank, which would otherwise work through its files to
-    the clean-up's 60 s cap."""
+    the clean-up's 60 s cap.
+
+    Counted in /cleanup/errors: each of the clean-up's unlinks failed,
+    either after waiting op_timeout for the frozen server (ETIMEDOUT) or
+    cut by the stop (EINTR), so a rank made at most one call per
+    op_timeout before the signal, plus the one in flight; one that went on
+    to the cap would have made 30."""
     op_timeout = 2
     job = write_job(tmp_path / "job.ini",
                     {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s",
                      "keep": "no"},
-                    [("tree", {"kind": "meta", "files": 300, "dirs": 3, "meta_ops": "create",
-                               "file_size": "1K", "block_size": "1K"}),
+                    [("files", {"kind": "write", "files_per_rank": 300, "fsync": "no",
+                                "file_size": "1K", "block_size": "1K"}),
                      ("pause", {"kind": "idle", "duration": "1s"})])
     out = tmp_path / "run.h5"
     bg = ns_background(nfs, herd_bin, 2, job, out)
     frozen = False
     try:
-        bg.wait_line(r"phase tree: ")
+        bg.wait_line(r"phase files: ")
         signal_ganesha(nfs, signal.SIGSTOP)
         frozen = True
         bg.wait_line(r"phase pause: ")
-        time.sleep(op_timeout + 1)  # well into the clean-up: calls are timing out
+        began = time.monotonic()  # the clean-up begins after this line
+        # Into the clean-up: a call sent after that line waits on the
+        # frozen server (so no stop can come before the clean-up began).
+        sent = unread_calls(nfs)
+        assert wait_until(lambda: sent_since(sent, unread_calls(nfs)), 30 * op_timeout, 0.1), \
+            "no call of the clean-up reached the frozen server"
         assert bg.proc.poll() is None, "herd ended before the clean-up could stall"
         ranks = rank_pids(bg.proc.pid, 2)
-        t0 = time.monotonic()
+        signalled = time.monotonic()
         for rank, pid in ranks.items():
             if who == "every rank" or rank == 0:
                 os.kill(pid, signal.SIGTERM)
-        proc, ended = bg.wait(timeout=120)
+        proc, _ = bg.wait(timeout=120)  # a hang guard: the clean-up's cap is 60 s
     finally:
         if frozen:
             signal_ganesha(nfs, signal.SIGCONT)
         bg.kill()
-    took = ended - t0
     res = load_results(out)
-    # Each rank ends the call it is in, rank 0 gives the run directory back
-    # (one more call), then MPI ends as it began (its start-up on this
-    # machine, measured: the run's startup_seconds).
-    bound = 3 * op_timeout + res.attrs["startup_seconds"] + 1
-    assert took < bound, f"{took:.1f} s after SIGTERM (bound {bound:.1f} s)\n{proc.stderr}"
     assert proc.returncode == 143, proc.stderr
     assert res.attrs["status"] == "interrupted", proc.stderr
     assert res.attrs["exit_code"] == 143
-    assert res.phase_names == ["tree", "pause"]
+    assert res.phase_names == ["files", "pause"]
     assert "clean-up stopped (signal)" in proc.stderr, proc.stderr
+    failed = cleanup_errors(out)
+    most = int((signalled - began) // op_timeout) + 2  # + the call in flight, + 1 for the line
+    print(f"\nclean-up calls failed by rank: {failed}; at most {most} each")
+    for rank, per in failed.items():
+        assert set(per) <= {"ETIMEDOUT", "EINTR"}, failed
+        assert per.get("EINTR", 0) <= 1, failed
+        assert sum(per.values()) <= most, f"rank {rank} went on after the stop: {failed}"
 
 
 def catches_sigterm(pid):
@@ -356,8 +401,10 @@ def catches_sigterm(pid):
 def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_path, nfs):
     """The server is frozen before herd starts: every rank waits in its
     mount. SIGTERM to rank 0 alone ends every rank at once with 143, not
-    the others' mounts timing out into exit 2."""
-    op_timeout = 30
+    the others' mounts timing out into exit 2. The mounts' op_timeout is
+    10 minutes: a rank the stop did not reach would hold the run past the
+    hang guard."""
+    op_timeout = 600
     job = write_job(tmp_path / "job.ini",
                     {"backend": "libnfs", "target": nfs.url, "op_timeout": f"{op_timeout}s"},
                     [("w", {"kind": "write", "file_size": "64K", "block_size": "16K"})])
@@ -373,17 +420,17 @@ def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_pat
                 if len(pids) == 2 and all(catches_sigterm(p) for p in pids):
                     break
                 time.sleep(0.05)
-            time.sleep(1)  # into the mount
-            t0 = time.monotonic()
+            # Into the mount: both ranks' calls wait on the frozen server.
+            assert wait_until(lambda: sum(n > 0 for n in unread_calls(nfs).values()) >= 2, 60,
+                              0.1), \
+                "the ranks' mounts never reached the frozen server"
             os.kill(rank_pids(bg.proc.pid, 2)[0], signal.SIGTERM)
-            proc, ended = bg.wait(timeout=120)
+            proc, _ = bg.wait(timeout=120)  # a hang guard, far below op_timeout
         finally:
             bg.kill()
     finally:
         signal_ganesha(nfs, signal.SIGCONT)
-    took = ended - t0
     assert proc.returncode == 143, proc.stderr
-    assert took < op_timeout / 2, f"{took:.1f} s after SIGTERM\n{proc.stderr}"
     assert "stopped by signal 15 while connecting" in proc.stderr, proc.stderr
     assert not out.exists()
 
@@ -391,27 +438,29 @@ def test_sigterm_to_rank_0_while_connecting_to_a_frozen_server(herd_bin, tmp_pat
 def test_ranks_do_not_outlive_a_killed_launcher(herd_bin, tmp_path):
     """mpirun SIGKILLed in a long lock phase: its ranks take it as a stop
     (SIGTERM from the kernel when their parent dies), write the results
-    and clean up, instead of dying on its closed pipes or running on."""
+    and clean up, instead of dying on its closed pipes or running on (the
+    phase would last 10 minutes: the wait for the ranks' end is a hang
+    guard)."""
     target = tmp_path / "target"
     target.mkdir()
     job = write_job(tmp_path / "lock.ini",
                     {"target": target, "file_size": "64K", "block_size": "16K"},
-                    [("lk", {"kind": "lock", "duration": "40s", "lock_hold": "1ms"})])
+                    [("lk", {"kind": "lock", "duration": "10m", "lock_hold": "1ms"})])
     out = tmp_path / "run.h5"
     with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
-        run.wait_line("herd: run ")
+        run.wait_line("^herd: lk: ", RUN_TIMEOUT)  # progress: the lock phase is under way
         ranks = list(rank_pids(run.pid, 2).values())
-        time.sleep(1)
         run.proc.kill()  # mpirun alone
         run.proc.wait(timeout=30)
         t0 = time.monotonic()
-        while any(Path(f"/proc/{r}").exists() for r in ranks) and time.monotonic() - t0 < 60:
+        while any(Path(f"/proc/{r}").exists() for r in ranks) and \
+                time.monotonic() - t0 < RUN_TIMEOUT:
             time.sleep(0.1)
-        took = time.monotonic() - t0
     assert not any(Path(f"/proc/{r}").exists() for r in ranks), "ranks outlived mpirun"
-    assert took < 30, f"ranks ended {took:.1f} s after mpirun (the phase had 40 s)"
     res = load_results(out)
     assert res.attrs["status"] == "interrupted" and res.attrs["exit_code"] == 143
+    rows = res.phases["lk"].ranks
+    assert (rows["grants"] > 0).all() and (rows["completed"] == 0).all(), rows  # cut by the stop
     assert tree(target) == []
 
 
@@ -442,16 +491,16 @@ def test_fifo_as_a_data_file_is_an_error_not_a_hang(herd_bin, tmp_path):
     data = target / "herd-fixed" / "unique-64K"
     (data / "r000001.dat").unlink()
     os.mkfifo(data / "r000001.dat")
-    deadline = 10
-    read = write_job(tmp_path / "r.ini", {**g, "deadline": f"{deadline}s"},
+    # An open that waited on the FIFO would be cut by the deadline: the
+    # phase's status would say so, and the open's errno would not be
+    # ENOTSUP.
+    read = write_job(tmp_path / "r.ini", {**g, "deadline": "10s"},
                      [("r", {"kind": "read", "verify": "yes"}), ("m", {"kind": "md5"})])
-    t0 = time.monotonic()
     proc = herd_run(herd_bin, 2, read, tmp_path / "2.h5", timeout=120)
-    took = time.monotonic() - t0
     assert proc.returncode == 3, describe(proc)
-    assert took < 2 * deadline, f"{took:.1f} s: the open waited on the FIFO"
     res = load_results(tmp_path / "2.h5")
     for name in ("r", "m"):
+        assert res.phases[name].attrs["status"] == "errors", describe(proc)
         errs = res.phases[name].error_rows()
         assert [(e["rank"], e["op"], e["errno"]) for e in errs] == \
             [(1, "open", errno.ENOTSUP)], errs
@@ -461,35 +510,56 @@ def test_fifo_as_a_data_file_is_an_error_not_a_hang(herd_bin, tmp_path):
 # ---------------------------------------------------------------- 8. many files
 
 
+def syscall_counts(path):
+    """{syscall: calls} from an `strace -c` summary."""
+    counts = {}
+    for line in Path(path).read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0][0].isdigit() and f[3].isdigit() and f[-1] != "total":
+            counts[f[-1]] = int(f[3])
+    return counts
+
+
 def test_files_per_rank_at_its_maximum_starts_at_once_and_stops(herd_bin, tmp_path):
     """files_per_rank = 10,000,000 with a 3 s deadline: nothing is looked
     at in advance (each file is claimed as it is created), the phase ends
-    at its deadline and the clean-up removes exactly what was written."""
+    at its deadline and the clean-up removes exactly what was written.
+    Counted by strace on rank 1: it unlinks its files (and hardly a name
+    more), and all its calls on names are a few per file it wrote, not a
+    scan of 10^7."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is needed to count the calls on names")
     target = tmp_path / "target"
     target.mkdir()
-    deadline = 3
     job = write_job(tmp_path / "job.ini",
                     {"target": target, "file_size": "4K", "block_size": "4K",
-                     "deadline": f"{deadline}s"},
+                     "deadline": "3s"},
                     [("w", {"kind": "write", "files_per_rank": 10_000_000, "fsync": "no"})])
-    t0 = time.monotonic()
-    proc = herd_run(herd_bin, 2, job, tmp_path / "run.h5", timeout=170)
-    took = time.monotonic() - t0
+    out = tmp_path / "run.h5"
+    summary = tmp_path / "rank1.strace"
+    herd = [herd_bin, "run", str(job), "-o", str(out)]
+    count = ["strace", "-f", "-c", "-o", str(summary), "-e", "trace=%file"]
+    proc = run_cmd(["mpirun", "--oversubscribe", "-np", "1", *herd, ":", "-np", "1", *count,
+                    *herd], timeout=170)
     assert proc.returncode == 0, describe(proc)
-    res = load_results(tmp_path / "run.h5")
+    res = load_results(out)
     ph = res.phases["w"]
     assert ph.attrs["status"] == "deadline"
-    written = int(ph.ranks["bytes"].sum()) // 4096
-    assert written > 0
-    # Start-up, the phase, and a clean-up of what the phase wrote (unlinks
-    # cost less than create + write + close): never a scan of 10^7 names.
-    phase_s = ph.attrs["t_end"] - ph.attrs["t_start"]
-    startup_s = res.attrs["startup_seconds"]
-    assert took < startup_s + 3 * phase_s + 30, f"{took:.1f} s for {written} files"
+    mine = int(ph.ranks[ph.ranks["rank"] == 1]["bytes"].sum()) // 4096
+    assert mine > 0 and int(ph.ranks["bytes"].sum()) > 4096 * mine
+    calls = syscall_counts(summary)
+    unlinks = calls.get("unlink", 0) + calls.get("unlinkat", 0)
+    print(f"\nrank 1 wrote {mine} files; its calls on names: {calls}")
+    # (and a file the deadline cut short, and MPI's own few)
+    assert mine <= unlinks <= mine + 20, f"rank 1 wrote {mine} files, unlinked {unlinks} names"
+    assert sum(calls.values()) < 10 * mine + 100_000, calls
     assert tree(target) == [], "the clean-up left files"
 
 
 def test_files_per_rank_stops_on_sigterm_and_cleans_up(herd_bin, tmp_path):
+    """10^7 files a rank, no deadline: only the stop ends the phase (the
+    run's wait is a hang guard); both ranks stop in the middle of their
+    files, and the clean-up, in its own time, removes what was written."""
     target = tmp_path / "target"
     target.mkdir()
     job = write_job(tmp_path / "job.ini",
@@ -497,17 +567,16 @@ def test_files_per_rank_stops_on_sigterm_and_cleans_up(herd_bin, tmp_path):
                     [("w", {"kind": "write", "files_per_rank": 10_000_000, "fsync": "no"})])
     out = tmp_path / "run.h5"
     with herd_background(herd_bin, 2, "run", job, "-o", out, quiet=True) as run:
-        run.wait_line("herd: run ")
-        time.sleep(3)
+        run.wait_line("^herd: w: ", RUN_TIMEOUT)  # progress: the phase is under way
         os.kill(rank_pids(run.pid, 2)[1], signal.SIGTERM)
-        t0 = time.monotonic()
-        done, ended = run.wait(timeout=120)
-    took, text = ended - t0, done.stderr
+        done, _ = run.wait()
+    text = done.stderr
     assert done.returncode == 143, text
     res = load_results(out)
-    written = int(res.phases["w"].ranks["bytes"].sum()) // 4096
-    # The stop is heard within a poll; the clean-up removes what was written.
-    assert took < 3 + written / 2000 + 10, f"{took:.1f} s for {written} files\n{text}"
+    rows = res.phases["w"].ranks
+    assert res.phases["w"].attrs["status"] == "interrupted", text
+    assert (rows["bytes"] > 0).all() and (rows["completed"] == 0).all(), rows
+    assert "clean-up stopped" not in text, text
     assert tree(target) == []
 
 
@@ -588,14 +657,21 @@ def test_cleanup_leftovers_are_errors_of_the_run(herd_bin, tmp_path, mount_fs):
     job = write_job(tmp_path / "job.ini",
                     {"target": target, "file_size": "4K", "block_size": "4K", "keep": "no"},
                     [("w", {"kind": "write", "files_per_rank": 25}),
-                     ("pause", {"kind": "idle", "duration": "2s"})])
+                     ("pause", {"kind": "idle", "duration": "5s"})])
     out = tmp_path / "run.h5"
     data = None
     try:
         with herd_background(herd_bin, 2, "run", job, "-o", out) as run:
             run.wait_line("phase w:")
-            data = next(target.glob("herd-*/unique-4K"))
-            subprocess.run(["chattr", "+i", str(data)], check=True)
+            # the ranks held in "pause" (SIGSTOP) while the test makes the
+            # directory immutable: their clean-up cannot begin before
+            pids = rank_pids(run.pid, 2)
+            hold_ranks(pids, True)
+            try:
+                data = next(target.glob("herd-*/unique-4K"))
+                subprocess.run(["chattr", "+i", str(data)], check=True)
+            finally:
+                hold_ranks(pids, False)
             done, _ = run.wait(timeout=120)
     finally:
         if data is not None:
