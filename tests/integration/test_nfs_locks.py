@@ -23,12 +23,12 @@ whose refusals show the server really excluded.
 4. A dead client (server lease 10 s): a rank SIGKILLed while the ranks hold
    (3 s each) and wait for an exclusive whole-file lock. Open MPI ends the
    whole job at once, so the other ranks record nothing of their waits:
-   the job ends within seconds, the file is partial (exit_code -1) with
-   the phases before intact. A new run on the same lock file: NFSv3 (NLM
-   has no lease) gets lock_timeout ETIMEDOUT (NLM4_DENIED) on every rank,
-   no grant, no hang; NFSv4 runs again until the lease frees the lock
-   (about lease - hold .. 2 x lease after the kill): its first run waits
-   in the lock (bounded by lock_timeout) for the lease to free it, and the
+   the job ends (no rank waits on), the file is partial (exit_code -1)
+   with the phases before intact. A new run on the same lock file: NFSv3
+   (NLM has no lease) gets lock_timeout ETIMEDOUT (NLM4_DENIED) on every
+   rank, no grant, no hang; NFSv4 runs again until the lease frees the
+   lock (not before lease - hold after the kill): its first run waits in
+   the lock (bounded by lock_timeout) for the lease to free it, and the
    open of the lock file never fails for it.
 
 Needs root, nfs-ganesha with NLM (rpc.statd) and a herd built with libnfs;
@@ -46,7 +46,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import describe, load_results, write_job
+from conftest import RUN_TIMEOUT, describe, hold_ranks, load_results, write_job
 from test_nfs import herd_run_nfs, ns_background
 from test_nfs_server import Server, _why_skip, running, wait_until
 
@@ -191,12 +191,12 @@ def test_no_lock_manager(nfs_server, herd_bin, tmp_path, how):
         proc = s.cmd("stop-statd", "--state", s.state)
         assert proc.returncode == 0, proc.stderr
         status = "NLM4_DENIED_NOLOCKS"
+    # A lock that waited for the missing manager would be cut by
+    # lock_timeout: ETIMEDOUT, not the ENOLCK with the reason below.
     job = write_job(tmp_path / "nolm.ini", lock_global(s, 3),
                     [("lk", {"kind": "lock", "count": n, "lock_timeout": "5s"})])
     out = tmp_path / "nolm.h5"
-    t0 = time.monotonic()
-    proc = herd_run_nfs(s, herd_bin, nranks, job, out, timeout=60)
-    assert time.monotonic() - t0 < 30, "a lock without a lock manager hung"
+    proc = herd_run_nfs(s, herd_bin, nranks, job, out, timeout=RUN_TIMEOUT)
     assert proc.returncode == 3, describe(proc)
     ph = load_results(out).phases["lk"]
     assert ph.ranks["grants"].tolist() == [0] * nranks
@@ -235,30 +235,44 @@ def test_nfs_version_wins_over_the_url(nfs_server, herd_bin, tmp_path):
 
 @pytest.mark.parametrize("version", [3, 4])
 def test_grace_after_restart(nfs_server, herd_bin, tmp_path, version):
-    # The restart comes 2 s into "before" and took 0.8-2.3 s on a quiet
-    # machine, 3-4 s with both CPUs busy: "before" lasts 12 s so that the
-    # restarted server's refusals fall inside it either way.
-    nranks, grace = 4, 6
+    """The server restarted into a grace during a lock phase: every rank
+    meets the grace (its refusals counted, ENOLCK with the protocol's
+    name) and the run exits 3; once the grace is over a lock phase is
+    clean. No step waits for a time to pass or races one: the restart
+    comes once the ranks lock (a progress line), the grace (20 s) outlasts
+    the ranks' reconnection to the restarted server and the phase (30 s)
+    outlasts the restart, and the ranks are held (SIGSTOP) between the
+    phases until the server's log says the grace is over."""
+    nranks, grace = 4, 20
     s = nfs_server()
     job = write_job(tmp_path / "grace.ini", lock_global(s, version),
-                    [("before", {"kind": "lock", "duration": 12, "lock_hold": "5ms",
+                    [("before", {"kind": "lock", "duration": 30, "lock_hold": "5ms",
                                  "lock_wait": "nonblocking"}),
-                     ("wait", {"kind": "idle", "duration": grace + 2}),
+                     ("wait", {"kind": "idle", "duration": 5}),
                      ("after", {"kind": "lock", "count": 5, "lock_hold": "1ms"})])
     out = tmp_path / "grace.h5"
     bg = ns_background(s, herd_bin, nranks, job, out)
+    pids = {}
     try:
-        bg.wait_line(r"phase before|run .*ranks", timeout=60)
-        time.sleep(2.0)
-        t0 = time.monotonic()
+        bg.wait_line(r"^herd: before: ", timeout=RUN_TIMEOUT)  # progress: ranks are locking
+        pids = rank_pids(bg.proc.pid)
         proc = s.cmd("restart-ganesha", "--state", s.state, "--grace", str(grace))
-        restart_s = time.monotonic() - t0
         assert proc.returncode == 0, proc.stderr
         s.pid = int(proc.stdout)
         s.refresh()
         s.ganeshas.append(s.procs["ganesha"])
-        done, _ = bg.wait(timeout=120)
+        bg.wait_line(r"^herd: phase before: ", timeout=RUN_TIMEOUT)
+        hold_ranks(pids, True)  # in "wait": held there until the grace is over
+        try:
+            # it ends when ganesha's reaper next runs (every lease/2 s; the
+            # lease is the grace here): polled for up to 10 graces
+            assert wait_until(lambda: s.status()[1].get("in_grace") == "no", 10 * grace, 0.5), \
+                f"the server was still in its {grace} s grace after {10 * grace} s"
+        finally:
+            hold_ranks(pids, False)
+        done, _ = bg.wait(timeout=RUN_TIMEOUT)
     finally:
+        hold_ranks(pids, False)
         bg.kill()
     assert done.returncode == 3, describe(done)
     res = load_results(out)
@@ -267,8 +281,7 @@ def test_grace_after_restart(nfs_server, herd_bin, tmp_path, version):
     name = GRACE_NAMES[version]
     per_rank = {r: sum(c for op, en, st, c in rows if op == "lock" and st == name
                        and en == "ENOLCK") for r, rows in errs.items()}
-    print(f"\nNFSv{version} restart {restart_s:.1f} s; grace refusals per rank: {per_rank}; "
-          f"all rows: {errs}")
+    print(f"\nNFSv{version}: grace refusals per rank: {per_rank}; all rows: {errs}")
     assert sorted(per_rank) == list(range(nranks)), errs
     assert all(v > 0 for v in per_rank.values()), errs
     assert before.attrs["status"] == "errors"
@@ -363,17 +376,18 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     bg = ns_background(s, herd_bin, nranks, job, out)
     pids = {}
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + RUN_TIMEOUT
         while len(pids) < nranks and time.monotonic() < deadline:
             pids = rank_pids(bg.proc.pid)
             time.sleep(0.02)
         assert len(pids) == nranks, f"never saw {nranks} ranks: {pids}"
-        bg.wait_line(r"^herd: phase warm: ", timeout=60)
-        # inside the lock phase: the holds are back to back (hold s each,
-        # a grant at most 10 ms after an unlock), so some rank holds the lock
-        time.sleep(hold / 2)
+        # inside the lock phase (its progress line): the holds are back to
+        # back (hold s each, a grant at most 10 ms after an unlock), so
+        # some rank holds the lock
+        bg.wait_line(r"^herd: lk: ", timeout=RUN_TIMEOUT)
         killed = time.monotonic()
         os.kill(pids[1], signal.SIGKILL)
+        # a hang guard: ranks left waiting would wait lock_timeout per try
         done, ended = bg.wait(timeout=LEASE + 60)
     finally:
         bg.kill()
@@ -381,7 +395,6 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     took = ended - killed
     print(f"\nNFSv{version}: rank 1 killed; mpirun exit {done.returncode} after {took:.1f} s")
     assert done.returncode not in (0, None), describe(done)
-    assert took < LEASE, f"the job outlived its dead rank by {took:.1f} s"
     with h5py.File(out, "r") as f:
         assert f.attrs["status"] in ("partial", b"partial"), dict(f.attrs)
         assert int(f.attrs["exit_code"]) == -1
@@ -411,9 +424,9 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     def new_run(i):
         out2 = tmp_path / f"after{i}.h5"
         t0 = time.monotonic()
+        # a hang guard: each of the 2 tries waits lock_timeout at most
         proc = herd_run_nfs(s, herd_bin, nranks, job2, out2, timeout=120)
         took = time.monotonic() - t0
-        assert took < timeout + 30, "a new run hung on the dead client's lock"
         assert out2.exists(), describe(proc)
         ph = load_results(out2).phases["lk2"]
         assert int(ph.ranks["violations"].sum()) == 0
@@ -441,11 +454,13 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     assert not any(e[0] == "open" for erows in errs.values() for e in erows), errs
     assert proc.returncode == 0, describe(proc)
     assert rows["grants"].tolist() == [2] * nranks, errs
-    assert LEASE - at - hold <= lock_wait_s(ph) <= timeout, lock_wait_s(ph)
+    # it waited for what was left of the dead client's lease (its last
+    # renewal at most `hold` s before the kill): never less
+    assert LEASE - at - hold <= lock_wait_s(ph), lock_wait_s(ph)
     # Until the lease ends a new run meets the lock; after it, none does:
     # new runs, one after the other, until one is clean.
     i = 0
-    while proc.returncode != 0 and at < 3 * LEASE:
+    while proc.returncode != 0 and at < 10 * LEASE:
         i += 1
         proc, ph, at = new_run(i)
     assert proc.returncode == 0, describe(proc)
@@ -453,7 +468,6 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     print(f"NFSv{version}: the dead client's lock blocked new runs until +{at:.1f} s "
           f"(lease {LEASE} s)")
     if i > 0:
-        # its holder renewed its lease at most `hold` s before the kill;
-        # the server's reaper drops it within about half a lease after
-        assert LEASE - hold - 1 <= at <= 2 * LEASE, at
+        # the lock outlived its holder by the lease at least
+        assert LEASE - hold - 1 <= at, at
 
