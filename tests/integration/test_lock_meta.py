@@ -250,7 +250,7 @@ def test_lock_exclusive_whole(herd_bin, tmp_path, target):
 
 
 def test_lock_timeout(herd_bin, tmp_path, target):
-    nranks, n, hold, timeout = 3, 3, 0.3, 0.1
+    nranks, n, timeout = 3, 3, 0.1
     job = write_job(tmp_path / "timeout.ini", lock_global(target),
                     [("timeout", {"kind": "lock", "count": n, "lock_hold": "300ms",
                                   "lock_timeout": "100ms"})])
@@ -280,12 +280,11 @@ def test_lock_timeout(herd_bin, tmp_path, target):
     assert int(rows["grants"].sum()) >= 1
     assert len(r.holds["timeout"]) == int(rows["grants"].sum())
     assert ph.attrs["max_holders"] == 1 and ph.attrs["exclusive_overlap_seconds"] == 0
-    # a timed-out wait took about lock_timeout
+    # a timed-out wait took about lock_timeout (at least: the alarm never
+    # fires early). Without the timeout every attempt would end in a grant
+    # (grants = n, no ETIMEDOUT): the counts above are what shows it works.
     lock = ph.latency["lock"]
     assert int(lock["max_ns"]) >= timeout * 0.9e9
-    # Without the timeout the 9 holds would take 2.7 s one after another; with
-    # it each rank spends at most n x (timeout + hold) = 1.2 s.
-    assert ph.attrs["elapsed"] < n * (timeout + hold) + 0.8, ph.attrs["elapsed"]
     assert_left_nothing(target, proc)
 
 
@@ -451,12 +450,11 @@ def test_lock_timeout_tiny(herd_bin, tmp_path):
     errs = errors_by_rank(ph)
     timeouts = {rank: errs.get(rank, {}).get(("lock", errno.ETIMEDOUT), 0)
                 for rank in range(nranks)}
-    # While one rank holds for 100 ms the others' 1 us waits must give up.
+    # While one rank holds for 100 ms the others' 1 us waits must give up:
+    # waits that ignored the timeout would all end in grants (no ETIMEDOUT).
     assert sum(timeouts.values()) >= nranks - 1, f"timeouts {timeouts}\n{describe(proc)}"
     for rank in range(nranks):
         assert int(ph.ranks["grants"][rank]) + timeouts[rank] == n, rank
-    # serialised grants would take nranks x n x 100 ms = 1.2 s
-    assert ph.attrs["elapsed"] < 0.8, ph.attrs["elapsed"]
     assert proc.returncode == 3, describe(proc)
 
 
@@ -669,9 +667,8 @@ def test_blocking_waits_are_reported(herd_bin, tmp_path, target):
             assert row.loc["nb", "contention"] == pytest.approx(
                 row.loc["nb", "contended"] / (row.loc["nb", "contended"] + row.loc["nb", "grants"]))
             assert int(row.loc["q", "waited_grants"]) == int(a["waited_grants"])
-        if nranks == 1:
+        if nranks == 1:  # no one to wait for
             assert waited == 0 and int(a["waited_grants"]) == 0
-            assert float(a["wait_seconds"]) < 0.05 * 5  # no one to wait for
         else:  # 4 ranks, one lock, 20 ms holds: all but the first rank wait
             assert int(a["waited_grants"]) >= nranks - 1, (a["waited_grants"], waited)
             assert float(a["wait_seconds"]) > 0.02 * 5, a["wait_seconds"]
