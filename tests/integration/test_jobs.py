@@ -489,12 +489,12 @@ def test_seed002_nfs_smb(herd_bin, tmp_path):
     variants = ("nfs-w2", "nfs-w4", "smb-sendfile", "smb-nosendfile")
     tmp, env = seed_env(herd_bin, tmp_path, NFS_WORKERS="2 4", SMB_SENDFILE="yes no",
                         FILE_SIZE="16M", RANKS=2)
-    t0 = time.monotonic()
-    proc = run_cmd(["bash", JOBS / "seed002-nfs-smb.sh"], env=env, timeout=300)
+    proc = run_cmd(["bash", JOBS / "seed002-nfs-smb.sh"], env=env, timeout=300)  # hang guard
     assert proc.returncode == 0, describe(proc)
-    assert time.monotonic() - t0 < 120, "the tiny seed 002 matrix took over 2 minutes"
     assert leftovers(tmp) == []
     out = tmp_path / "out"
+    # The tiny matrix and no more: one run per variant (each checked below).
+    assert sorted(p.name for p in out.glob("*.h5")) == sorted(f"{v}.h5" for v in variants)
     for v in variants:
         run = (out / f"{v}.h5").resolve()
         assert re.match(DIR_RE % ("seed002", 3), run.parent.name) and run.parent.name.endswith(v)
