@@ -505,8 +505,9 @@ def test_guest_command_killed_after_hang_up(kcluster):
         proc = kcluster.run("python3", guest_py, "sh", guest,
                             "pgrep -cfx 'sleep 7777' || true", timeout=30)
         return proc.stdout.strip()
+    kill_after = 5  # the agent's SIGKILL after its SIGTERM
     try:
-        end = time.monotonic() + 20
+        end = time.monotonic() + 60
         while sleepers() != "1":
             assert time.monotonic() < end, "the command never started in the guest"
             time.sleep(0.2)
@@ -514,11 +515,15 @@ def test_guest_command_killed_after_hang_up(kcluster):
         os.killpg(caller.pid, signal.SIGKILL)
         caller.wait()
     hung_up = time.monotonic()
+    # Polled until gone, for up to 10 times the agent's own wait: a bound
+    # for a hang, not for how quick the agent is.
     while sleepers() != "0":
-        assert time.monotonic() - hung_up < 15, "the command outlived its caller"
+        assert time.monotonic() - hung_up < 10 * kill_after, "the command outlived its caller"
         time.sleep(0.5)
     took = time.monotonic() - hung_up
-    assert took >= 3, f"gone after {took:.1f} s: the SIGTERM it ignores cannot have killed it"
+    # Never sooner than that wait (less the agent's own lag in noticing the
+    # hang-up): the SIGTERM it ignores cannot have killed it, the SIGKILL did.
+    assert took >= kill_after - 2, f"gone after {took:.1f} s: killed by the SIGTERM it ignores?"
     print(f"\n  a command ignoring SIGTERM: gone {took:.1f} s after its caller hung up")
 
 
@@ -579,9 +584,9 @@ def test_hostile_files_on_the_export(kcluster, herd_bin, tmp_path):
     kcluster.mount("vers=3,hard")
     both = write_job(tmp_path / "wr.ini", base, [("w", {"kind": "write"}),
                                                  ("r", {"kind": "read", "verify": "yes"})])
-    t0 = time.monotonic()
+    # a FIFO that made the open wait would be cut by the deadline (20 s):
+    # the phase's status would be "deadline", the errno not the ones below
     run = kcluster.herd(herd_bin, both, "hostile-2", timeout=180, expect=3)
-    took = time.monotonic() - t0
     assert canary.read_bytes() == b"not herd's\n"
     assert (fs / "r000001.dat").is_symlink() and os.readlink(fs / "r000001.dat") == \
         "../../canary.dat"
@@ -594,20 +599,21 @@ def test_hostile_files_on_the_export(kcluster, herd_bin, tmp_path):
             (phase, errors)
         assert set(by_rank) == {1, 2}, (phase, errors)
         assert run.phases.set_index("phase").loc[phase, "verify_failures"] == 0
-    assert took < 120, f"{took:.0f} s: a planted file made herd wait"
+        assert run.phase_attrs(phase)["status"] == "errors", (phase, run.phase_attrs(phase))
     canary.unlink()
     print(f"\n  planted link and FIFO: {run.errors('w')[['rank', 'op', 'errno_name']].values}")
 
 
 def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
     """SIGTERM to the herd rank in one guest, mid-write on the kernel
-    mount: every rank stops within seconds, the results file says
-    interrupted with exit code 143, and the clean-up removed what the run
-    made on the export."""
+    mount: every rank stops in the middle of its file (a pause of 1 s
+    after each of its 67 calls leaves a minute of them), the results file
+    says interrupted with exit code 143, and the clean-up removed what
+    the run made on the export."""
     kcluster.mount("vers=3,hard")
     job = write_job(tmp_path / "sig.ini", {"block_size": "1M", "run_id": "sig"},
                     [("w", {"kind": "write", "file_size": str(64 * MIB), "fileset": "sig",
-                            "think_time": "100ms"}),
+                            "think_time": "1s"}),
                      ("after", {"kind": "write", "file_size": "1M"})])
     guest = kcluster.state / "guests" / "c02"
     guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
@@ -637,8 +643,9 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
     assert list(run.phase_names) == ["w"]
     a = run.phase_attrs("w")
     assert a["status"] == "interrupted"
-    epoch = float(run.attrs["epoch_unix"])
-    assert run.ranks("w")["t_end"].max() + epoch - when[0] < 10, "ranks went on after the signal"
+    rows = run.ranks("w")
+    assert (rows["completed"] == 0).all() and (rows["bytes"] < 64 * MIB).all(), \
+        f"ranks went on after the signal:\n{rows}"
     assert not (export_dir(kcluster) / "herd-sig").exists(), "the clean-up left the run directory"
 
 
