@@ -6,7 +6,8 @@ test shifts one rank's clock with the test hook HERD_TEST_CLOCK_SHIFT
 (src/lib/clock.c), launched MPMD so that only some ranks get it. The truth
 is then known exactly: rank i's clock minus rank 0's is s_i - s_0.
 
-What is checked, with no bound that is not in the results file:
+What is checked, with no bound that is not in the results file (but one
+that keeps the error bound tighter than the shifts, ERROR_MAX):
 - /ranks clock_offset of every rank equals the injected truth within that
   rank's own clock_error (half the best ping-pong round trip: the reply
   was stamped somewhere inside the round trip, so this bound is rigorous);
@@ -27,6 +28,11 @@ from conftest import describe, run_cmd, write_job
 import h5py
 
 EPS = 1e-9  # float64 rounding of clock readings near 1e5..1e7 s
+# The largest clock_error that still tells the injected shifts (2.5 s the
+# smallest) from a wrong sign or a missing correction: a fifth of it. A
+# busy machine widens the error (a slower best ping-pong); the checks
+# below hold whatever it is, this one only keeps them from being vacuous.
+ERROR_MAX = 2.5 / 5
 
 
 def idle_job(path, target):
@@ -59,7 +65,7 @@ def check_clock(out, shifts):
         # rank 0 defines the common clock: offset 0, error 0
         assert offset[0] == 0.0 and error[0] == 0.0
         for i in offset:
-            assert 0 <= error[i] < 0.1, f"rank {i}: clock_error {error[i]}"
+            assert 0 <= error[i] < ERROR_MAX, f"rank {i}: clock_error {error[i]}"
             assert abs(offset[i] - truth[i]) <= error[i] + EPS, \
                 f"rank {i}: clock_offset {offset[i]:.9f}, injected {truth[i]:.9f}, " \
                 f"error bound {error[i]:.3g}"

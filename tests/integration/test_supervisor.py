@@ -24,7 +24,8 @@ import subprocess
 
 import pytest
 
-from test_nfs_server import LOCAL_DIR, _why_skip, running, server, wait_until  # noqa: F401
+from test_nfs_server import (CMD_TIMEOUT, LOCAL_DIR, _why_skip, running, server,  # noqa: F401
+                             wait_until)
 
 import supervisor  # cluster-configs/local, on sys.path through test_nfs_server
 
@@ -80,12 +81,12 @@ def test_start_ganesha_refused_while_running_then_restarts_after_kill(server):
 
     old = recorded(s.state, "ganesha")
     os.kill(s.pid, signal.SIGKILL)
-    assert wait_until(lambda: not running(*old), 10), "ganesha survived SIGKILL"
+    assert wait_until(lambda: not running(*old), CMD_TIMEOUT), "ganesha survived SIGKILL"
     reply = supervisor.send_command(s.state, "start-ganesha")
     assert reply["ok"] is True and reply["pid"] != s.pid, reply
     new = recorded(s.state, "ganesha")
     assert new[0] == reply["pid"] and running(*new)
-    assert wait_until(s.answers, 30), "the new ganesha does not serve"
+    assert wait_until(s.answers, CMD_TIMEOUT), "the new ganesha does not serve"
     status = supervisor.send_command(s.state, "status")
     assert status["children"]["ganesha"] == {"pid": new[0], "alive": True}, status
     assert status["pid"] == s.procs["supervisor"][0], status
@@ -130,7 +131,7 @@ def test_stop_command_tears_down(server):
     s = server("--fs", "tmpfs", "--no-nlm")
     sup = s.procs["supervisor"]
     assert supervisor.send_command(s.state, "stop") == {"ok": True}
-    assert wait_until(lambda: not running(*sup), 30), "the supervisor did not exit"
+    assert wait_until(lambda: not running(*sup), CMD_TIMEOUT), "the supervisor did not exit"
     for name in ("ganesha", "rpcbind"):
         assert not running(*s.procs[name]), f"{name} still runs"
     log = (s.state / "log" / "supervisor.log").read_text()
