@@ -86,7 +86,6 @@ BASE = f"nfs://{GUEST_ADDR}/export"
 URL3 = f"{BASE}?version=3"
 URL4 = f"{BASE}?version=4"
 METRICS_URL = f"http://{GUEST_ADDR}:9100/metrics"
-START_LIMIT = 30        # s: nfs-server.sh's own readiness limit (START_TIMEOUT)
 NRANKS = 4
 # A vanished server's errnos: a call that got no answer, a reconnect refused
 # or unreachable once ARP for the guest failed, a connection lost.
@@ -424,8 +423,9 @@ def monitor_job(path, size, run_id):
 
 
 def test_knfsd_start_status_stop(knfsd):
+    # Started: start returned 0, which it does only once the guest's nfsd
+    # answers (within nfs-server.sh's own readiness limit), and says so.
     s = knfsd()
-    assert s.start_seconds < START_LIMIT, f"start took {s.start_seconds:.1f} s"
     rc, kv = s.status()
     assert rc == 0 and kv.get("state") == "running", kv
     assert kv.get("server") == "knfsd" and kv.get("url") == URL3, kv
