@@ -127,6 +127,7 @@ knfsd_ready() {
 # `rpc.nfsd N` does); also the count for later restarts.
 cmd_threads() {
     knfsd_args threads "$@"
+    state_lock
     local n=${KNFSD_REST[0]:-}
     ((${#KNFSD_REST[@]} == 1)) && [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= KNFSD_THREADS_MAX)) ||
         die "threads: give a count 1..$KNFSD_THREADS_MAX"
@@ -140,6 +141,7 @@ cmd_threads() {
 # (exportfs flushes the kernel's export cache: the next request sees it).
 cmd_export_mode() {
     knfsd_args export-mode "$@"
+    state_lock
     local mode=${KNFSD_REST[0]:-}
     ((${#KNFSD_REST[@]} == 1)) && [[ "$mode" =~ ^(sync|async)$ ]] || die "export-mode: sync or async"
     knfsd_agent export "$mode" >/dev/null || die "export-mode: the guest could not re-export"

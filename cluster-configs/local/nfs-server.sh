@@ -70,6 +70,7 @@ TEMPLATE=$HERE/ganesha.conf.in
 SMB_TEMPLATE=$HERE/smb.conf.in
 MARKER=.herd-nfs-server
 NOSYNC_SRC=$HERE/nosync.c
+LOCK_WAIT=${NFS_SERVER_LOCK_WAIT:-300} # seconds a command waits for another that holds STATE
 
 # --async runs ganesha under nosync (nosync.c beside this script: a seccomp
 # filter that makes the sync family of system calls return 0 untouched, see
@@ -119,6 +120,10 @@ usage() {
 # proc_alive PID START; proc_stop PID START SECONDS.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/lib-proc.sh"
+# state_check MARKER, state_lock: a state directory this script may use,
+# and its lock.
+# shellcheck source=cluster-configs/local/lib-state.sh
+. "$HERE/lib-state.sh"
 # knfsd_* and the verbs of --server knfsd.
 # shellcheck source=cluster-configs/local/lib-knfsd.sh
 . "$HERE/lib-knfsd.sh"
@@ -136,7 +141,8 @@ recorded() {
     local pid start
     [ -r "$STATE/pid/$1" ] || return 0
     read -r pid start <"$STATE/pid/$1" || true
-    printf '%s\n' "${pid:-}"
+    [[ "${pid:-}" =~ ^[0-9]+$ ]] && printf '%s\n' "$pid"
+    return 0
 }
 
 # alive NAME: the process recorded as NAME exists (same PID and start time)
@@ -145,7 +151,7 @@ alive() {
     local pid start
     [ -r "$STATE/pid/$1" ] || return 1
     read -r pid start <"$STATE/pid/$1" || return 1
-    proc_alive "${pid:-}" "${start:-}"
+    [[ "${pid:-}" =~ ^[0-9]+$ ]] && proc_alive "$pid" "${start:-}"
 }
 
 # note_killed "PID (NAME)"...: remember processes that needed SIGKILL for
@@ -244,7 +250,9 @@ report_killed() {
 # ------------------------------------------------------------------ state dir
 
 # set_state DIR: absolute, canonical STATE; refuse odd characters (the path
-# goes into ganesha.conf and into the URL).
+# goes into ganesha.conf and into the URL) and a directory this script may
+# not trust (statedir.py: another user's, or below one another user could
+# swap; also one that does not exist yet is checked by its parents).
 set_state() {
     [ -n "${1:-}" ] || die "--state DIR is required"
     STATE=$(realpath -m -- "$1")
@@ -254,6 +262,7 @@ set_state() {
     esac
     [[ "$STATE" =~ ^/[A-Za-z0-9._/+-]+$ ]] ||
         die "state directory $STATE: use only letters, digits and ._/+- in its path"
+    state_check "$MARKER"
     EXPORT=$STATE/export
     IMAGE=$STATE/image.img
     STATD_DIR=$STATE/statd
@@ -262,36 +271,33 @@ set_state() {
 
 is_ours() { [ -f "$STATE/$MARKER" ]; }
 
+# The settings of the server (statedir.py keeps them in conf/settings.json,
+# checked), in shell variables of these names.
+SETTING_NAMES=(FS SIZE MODE WORKERS HOST_NAME NLM GRACE LEASE SMB SMB_SENDFILE SMB_WORKERS SERVER
+    THREADS GUEST_NET EXPORT_TO)
+
+# load_settings: the settings into their variables. statedir.py prints
+# NAME=VALUE records, each ended by a NUL byte, then OK (or ERR=WHY): read
+# as data, only into the names above, never run.
 load_settings() {
-    FS=dir SIZE=2G MODE=sync WORKERS=200 HOST_NAME="" NLM=1 GRACE=0 LEASE=60
-    SMB=0 SMB_SENDFILE=yes SMB_WORKERS=100 SERVER=ganesha THREADS=8 GUEST_NET=10.77.0 EXPORT_TO=""
-    # shellcheck disable=SC1091
-    [ -r "$STATE/conf/settings" ] && . "$STATE/conf/settings"
+    local recs=() rec name
+    mapfile -d '' -t recs < <(python3 "$STATEDIR_PY" settings --state "$STATE")
+    ((${#recs[@]})) || die "cannot read the settings of $STATE"
+    [ "${recs[-1]}" = OK ] || die "${recs[-1]#ERR=}"
+    for rec in "${recs[@]}"; do
+        name=${rec%%=*}
+        [[ " ${SETTING_NAMES[*]} " == *" $name "* ]] && printf -v "$name" '%s' "${rec#*=}"
+    done
     export HERD_KNFSD_NET=$GUEST_NET # (knfsd.py's addresses)
     return 0
 }
 
-# save_settings: write the settings variables to STATE/conf/settings
-# (atomically: the supervisor and status read it).
+# save_settings: the settings variables into conf/settings.json (statedir.py
+# checks each value and writes the file atomically).
 save_settings() {
-    cat >"$STATE/conf/settings.tmp" <<EOF
-FS=$FS
-SIZE=$SIZE
-WORKERS=$WORKERS
-MODE=$MODE
-HOST_NAME=$HOST_NAME
-NLM=$NLM
-GRACE=$GRACE
-LEASE=$LEASE
-SMB=$SMB
-SMB_SENDFILE=$SMB_SENDFILE
-SMB_WORKERS=$SMB_WORKERS
-SERVER=$SERVER
-THREADS=$THREADS
-GUEST_NET=$GUEST_NET
-EXPORT_TO=$EXPORT_TO
-EOF
-    mv -f "$STATE/conf/settings.tmp" "$STATE/conf/settings"
+    local name pairs=()
+    for name in "${SETTING_NAMES[@]}"; do pairs+=("$name=${!name}"); done
+    python3 "$STATEDIR_PY" save --state "$STATE" "${pairs[@]}" || die "cannot save the settings of $STATE"
 }
 
 # write_conf: STATE/conf/ganesha.conf from the template and the settings.
@@ -1038,6 +1044,12 @@ cmd_start() {
         command -v cc >/dev/null || die "start: --async needs a C compiler (cc) to build $NOSYNC_SRC"
     fi
 
+    # The directory first (set_state checked what is above it), checked again
+    # now that it exists, then its lock: a second start waits here, then
+    # finds the first one's server running.
+    mkdir -p -- "$STATE"
+    set_state "$STATE"
+    state_lock
     if [ -e "$STATE" ]; then
         if is_ours; then
             if alive supervisor || alive ganesha || alive uml; then
@@ -1206,6 +1218,7 @@ cmd_stop() {
         return 0
     fi
     is_ours || die "stop: $STATE is not a nfs-server.sh state directory; not touching it"
+    state_lock
     local t0=$SECONDS
     if do_stop "$purge"; then
         log "stopped in $((SECONDS - t0)) s"
@@ -1269,6 +1282,7 @@ restart_args() {
     if ! is_ours || ! alive supervisor; then
         die "$name: no server namespace with state $STATE (start it)"
     fi
+    state_lock
     load_settings
     [ -z "$grace" ] || check_seconds "$name: --grace" "$grace" 0
     [ -z "$lease" ] || check_seconds "$name: --lease" "$lease" "$([ "$SERVER" = knfsd ] && echo 10 || echo 1)"
@@ -1343,6 +1357,7 @@ statd_args() {
     state_only_args "$@"
     local name=$1
     if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
+    state_lock
     load_settings
     [ "$NLM" = 1 ] || die "$name: the server runs without NLM (started with --no-nlm)"
     [ "$SERVER" != knfsd ] || die "$name: not for --server knfsd (its statd runs in the guest)"
@@ -1390,6 +1405,7 @@ smb_args() {
     state_only_args "$@"
     local name=$1
     if ! is_ours || ! alive supervisor; then die "$name: no server running with state $STATE"; fi
+    state_lock
     load_settings
     [ "$SMB" = 1 ] || die "$name: the server runs without smbd (start it with --smb)"
 }
@@ -1535,6 +1551,7 @@ cmd_link() {
     ((set + clear == 1)) || die "link: give one of --set SPEC or --clear"
     ((set)) && { parse_link "$spec" || exit 1; check_link_tools || exit 1; }
     if ! is_ours || ! alive supervisor; then die "link: no server running with state $STATE"; fi
+    state_lock
     load_settings
     if ((clear)); then
         link_clear || die "link: herd-linkdelay (pid $(recorded linkdelay)) is still running"
@@ -1597,6 +1614,7 @@ cmd_link_applied() {
 
 main() {
     (($#)) || usage
+    ARGV=("$@")
     local cmd=$1
     shift
     case "$cmd" in

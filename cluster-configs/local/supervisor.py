@@ -35,15 +35,12 @@ from pathlib import Path
 
 import knfsd
 from procinfo import proc_name, proc_stat, running, wait_until
+from statedir import Untrusted, settings_load
 
 SOCKET_NAME = "supervisor.sock"
 MAX_LINE = 4096          # bytes of one command line, newline included
 TICK = 0.1               # seconds between two looks at the children
 CLIENT_TIMEOUT = 1.0     # seconds a client may take to take its reply
-SETTINGS_DEFAULTS = {"FS": "dir", "SIZE": "2G", "MODE": "sync", "WORKERS": "200",
-                     "HOST_NAME": "", "NLM": "1", "GRACE": "0", "LEASE": "60", "SMB": "0",
-                     "SMB_SENDFILE": "yes", "SMB_WORKERS": "100", "SERVER": "ganesha",
-                     "THREADS": "8"}
 # Seconds from SIGTERM to SIGKILL at tear-down (ganesha's: --ganesha-stop-timeout).
 STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP, UML_STOP = 5, 5, 5, 2, 5
 KILL_WAIT = 5            # seconds a SIGKILLed process gets to go
@@ -79,19 +76,6 @@ def start_time(pid):
 def record(state, name, pid):
     """STATE/pid/NAME: "PID START", as nfs-server.sh's record writes it."""
     write_atomically(state / "pid" / name, f"{pid} {start_time(pid)}\n")
-
-
-def load_settings(state):
-    """STATE/conf/settings (KEY=VALUE lines, save_settings of nfs-server.sh)
-    over the defaults of its load_settings."""
-    settings = dict(SETTINGS_DEFAULTS)
-    path = state / "conf" / "settings"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                settings[key.strip()] = value.strip()
-    return settings
 
 
 def exit_status(returncode):
@@ -233,7 +217,7 @@ def smbd_leftovers(netns):
 class Supervisor:
     def __init__(self, state, statd_port, ganesha_stop_timeout):
         self.state = Path(state)
-        self.settings = load_settings(self.state)
+        self.settings = settings_load(self.state)
         self.statd_port = statd_port
         self.ganesha_stop_timeout = ganesha_stop_timeout
         self.export = self.state / "export"
@@ -762,7 +746,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.mode == "send":
         return main_send(args)
-    return Supervisor(args.state, args.statd_port, args.ganesha_stop_timeout).run()
+    try:
+        supervisor = Supervisor(args.state, args.statd_port, args.ganesha_stop_timeout)
+    except Untrusted as e:
+        log(f"FAILED: {e}")
+        return 1
+    return supervisor.run()
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ MARKER=.herd-vcluster
 NET=10.77.0
 KNFSD_NET=10.77.1 # --server knfsd: its guest's /30, routed through the server host
 SERVER_NAME=${VC_SERVER_NAME:-srv}
+LOCK_WAIT=${VC_LOCK_WAIT:-600} # seconds a command waits for another that holds STATE
 
 log() { printf 'vcluster.sh: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
@@ -91,6 +92,10 @@ tools_need() {
 # proc_start PID (lib-proc.sh); alive_pid PID START: that very process runs.
 # shellcheck source=cluster-configs/local/lib-proc.sh
 . "$HERE/../local/lib-proc.sh"
+# state_check MARKER, state_lock: a state directory this script may use,
+# and its lock (up, down and mount hold it).
+# shellcheck source=cluster-configs/local/lib-state.sh
+. "$HERE/../local/lib-state.sh"
 alive_pid() { proc_alive "$1" "$2"; }
 # shellcheck source=cluster-configs/virtual/vc-slurm.sh
 . "$HERE/vc-slurm.sh"
@@ -100,9 +105,13 @@ alive_pid() { proc_alive "$1" "$2"; }
 # hosts file: NAME PID START ADDRESS ROLE (switch, head, client, server)
 host_field() { awk -v h="$1" -v f="$2" '$1 == h { print $f }' "$STATE/hosts"; }
 
+# set_state DIR: the absolute STATE, which must be a directory this script
+# may use (lib-state.sh: not another user's, nor below one another user
+# could swap; a DIR that does not exist yet is checked by what is above).
 set_state() {
     [ -n "$1" ] || die "--state needs a directory"
     STATE=$(readlink -m "$1")
+    state_check "$MARKER"
 }
 
 parse_state_only() {
@@ -202,11 +211,15 @@ cmd_up() {
         link=$(bash "$NFS_SERVER" _link_check "$link" 2>&1) || die "up: ${link#nfs-server.sh: }"
         link_rtt_us=${link#*$'\n'} link=${link%%$'\n'*}
     fi
-    if [ -e "$STATE" ] && [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
+    # The directory (checked again now that it exists), then its lock: a
+    # second up waits here, then finds the first one's cluster.
+    mkdir -p -- "$STATE"
+    set_state "$STATE"
+    state_lock
+    if [ -n "$(ls -A "$STATE" 2>/dev/null)" ]; then
         [ -f "$STATE/$MARKER" ] || die "up: $STATE exists, is not empty and is not a vcluster state"
         die "up: a cluster already uses $STATE (vcluster.sh down --state $STATE first)"
     fi
-    mkdir -p "$STATE"
     : >"$STATE/$MARKER"
     : >"$STATE/hosts"
     # (a failed step, die's or a command's, takes down what up made)
@@ -432,6 +445,7 @@ cmd_down() {
     [ -n "${STATE:-}" ] || die "down: --state DIR is required"
     [ -e "$STATE" ] || return 0
     [ -f "$STATE/$MARKER" ] || die "down: $STATE is not a vcluster state directory"
+    state_lock
     do_down || die "down: something could not be removed (see above)"
     rm -rf "$STATE"
 }
@@ -450,6 +464,7 @@ cmd_mount() {
     parse_state_only "${args[@]}"
     [ -n "${STATE:-}" ] && [ -f "$STATE/$MARKER" ] || die "mount: no cluster at --state"
     [ -f "$STATE/mount-opts" ] || die "mount: the cluster has no kernel-client guests (up --kernel-client)"
+    state_lock
     [ -n "$opts" ] || die "mount: --mount-opts OPTS is required"
     guests_mount "$opts" "$ra"
     log "mount: every client host has the export with -o $opts$([ -z "$ra" ] || echo ", read-ahead $ra KiB")"
@@ -490,6 +505,7 @@ cmd_status() {
 
 main() {
     (($#)) || usage
+    ARGV=("$@")
     local cmd=$1
     shift
     case "$cmd" in
