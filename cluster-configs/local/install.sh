@@ -42,6 +42,17 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# The user the User-Mode Linux guests run as (nfs-server.sh --server knfsd,
+# vcluster.sh --kernel-client; see umlview.py): a system account of its
+# own, no login, no home.
+if ! getent passwd herd-guest >/dev/null; then
+  echo "install.sh: adding the system user herd-guest (User-Mode Linux guests run as it)" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin herd-guest
+fi
+
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHERD_TESTS=ON -DHERD_WITH_LIBNFS=ON \
   -DHERD_WITH_CURL=ON -DHERD_WITH_NFQUEUE=ON -DHERD_WITH_SMBCLIENT=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"

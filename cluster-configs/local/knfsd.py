@@ -40,6 +40,7 @@ Standard library only (Debian 12's python3)."""
 
 import contextlib
 import os
+import pwd
 import re
 import shutil
 import socket
@@ -48,6 +49,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import umlview
 
 def guest_net(text):
     """The A.B.C of a guest network's /30 (NET.0-NET.3); ValueError if
@@ -86,32 +89,40 @@ def metrics_url():
     return f"http://{GUEST_ADDR}:{METRICS_PORT}/metrics"
 
 
-def secret_write(path):
+def secret_write(path, group=None):
     """A fresh secret for a guest's next boot in path (SECRET_BYTES random
-    bytes, hex; mode 0600): its agent takes only requests that carry it.
-    Whatever was at path before goes first (never written through)."""
+    bytes, hex): its agent takes only requests that carry it. Root's, mode
+    0600, or with group (the gid of the guests' user, who reads it when
+    linux.uml runs as that user) 0640. Whatever was at path before goes
+    first (never written through)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)
     with os.fdopen(fd, "w") as f:
-        os.fchmod(fd, 0o600)
+        if group is not None:
+            os.fchown(fd, 0, group)
+        os.fchmod(fd, 0o600 if group is None else 0o640)
         f.write(os.urandom(SECRET_BYTES).hex() + "\n")
 
 
 def secret_read(path):
     """The secret in path (bytes); ValueError unless path is a regular file
-    owned by root with mode 0600 holding 32-128 hex digits: a file someone
-    else could have written or read is no secret."""
+    of root's, mode 0600 (or 0640 with the group of the guests' user),
+    holding 32-128 hex digits: a file someone else could have written or
+    read is no secret."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as e:
         raise ValueError(f"the guest's secret {path}: {e.strerror}") from e
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o600:
+        mode = stat.S_IMODE(st.st_mode)
+        guests = guest_group()
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or not (
+                mode == 0o600 or (mode == 0o640 and guests is not None and st.st_gid == guests)):
             raise ValueError(f"the guest's secret {path}: not a regular file of root's "
-                             "with mode 0600")
+                             f"with mode 0600 (or 0640 for group {umlview.GUEST_USER})")
         text = f.read(256).removesuffix(b"\n")
     if not re.fullmatch(rb"[0-9a-f]{32,128}", text):
         raise ValueError(f"the guest's secret {path}: not 32-128 hex digits")
@@ -193,20 +204,36 @@ def guest_config(settings):
     return "".join(f"{k}={v}\n" for k, v in lines.items())
 
 
-def memory_dir(fallback, need=GUEST_MEM_BYTES):
-    """Where UML keeps a guest's memory file (it grows with the guest's
-    page cache up to its mem=): /dev/shm when it is there with room for
-    `need` bytes (all the guests' memory: a container's is often 64 MiB,
-    and a guest would die of SIGBUS), else the directory fallback."""
-    shm = Path("/dev/shm")
+def guest_group():
+    """The gid of the guests' user, or None when there is none."""
     try:
-        st = os.statvfs(shm)
-        room = st.f_bavail * st.f_frsize
-    except OSError:
-        room = 0
-    if os.access(shm, os.W_OK) and room >= need + (64 << 20):
-        return str(shm)
-    return str(fallback)
+        return pwd.getpwnam(umlview.GUEST_USER).pw_gid
+    except KeyError:
+        return None
+
+
+def guest_user():
+    """(uid, gid) of the guests' user (umlview.py: linux.uml runs as it)."""
+    try:
+        pw = pwd.getpwnam(umlview.GUEST_USER)
+    except KeyError:
+        raise OSError(f"user {umlview.GUEST_USER} is missing (cluster-configs/local/install.sh"
+                      " makes it)") from None
+    return pw.pw_uid, pw.pw_gid
+
+
+def guest_dir_make(path, uid, gid):
+    """A guest's directory made afresh (whatever an earlier guest left there
+    is removed without following a link), root's, with log/ of the guests'
+    user: the only part of it the guest writes."""
+    if path.is_symlink() or path.exists():
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+    path.mkdir(mode=0o755)
+    (path / "log").mkdir(mode=0o755)
+    os.chown(path / "log", uid, gid)
 
 
 class Guest:
@@ -219,11 +246,17 @@ class Guest:
         self.secret = self.guest_dir / "secret"
 
     def prepare(self):
-        """STATE/guest (config, secret, log/, statd-owner) and the tap;
-        raises OSError or subprocess.CalledProcessError."""
-        (self.guest_dir / "log").mkdir(parents=True, exist_ok=True)
+        """STATE/guest (config, secret, log/, statd-owner), the image and the
+        tap for the guests' user; raises OSError or
+        subprocess.CalledProcessError."""
+        uid, gid = guest_user()
+        guest_dir_make(self.guest_dir, uid, gid)
         (self.guest_dir / "config").write_text(guest_config(self.settings))
-        secret_write(self.secret)
+        # (the guest reads it through hostfs as the guests' user: its group)
+        secret_write(self.secret, gid)
+        image = self.state / "image.img"
+        os.chown(image, uid, gid)
+        os.chmod(image, 0o600)
         # rpc.statd in the guest runs as the owner of its sm/ directories:
         # Debian's statd user (uml-init copies this file's owner).
         owner = self.guest_dir / "statd-owner"
@@ -232,25 +265,25 @@ class Guest:
             shutil.chown(owner, "statd")
         except (LookupError, OSError):
             pass
-        for argv in (["ip", "tuntap", "add", "dev", TAP, "mode", "tap"],
+        for argv in (["ip", "tuntap", "add", "dev", TAP, "mode", "tap", "user", str(uid)],
                      ["ip", "addr", "add", f"{HOST_ADDR}/{PREFIX}", "dev", TAP],
                      ["ip", "link", "set", TAP, "up"]):
             subprocess.run(argv, stdin=subprocess.DEVNULL, check=True)
 
     def argv(self):
+        """linux.uml in a view of the host of its own (umlview.py), in a mount
+        namespace of its own; HERD_STATE names the state directory in its
+        command line (for finding it), the guest ignores it."""
         s = self.state
-        return ["linux.uml", f"mem={GUEST_MEM}", "root=/dev/root", "rootfstype=hostfs",
-                "rootflags=/", "rw", f"init={s}/bin/uml-init", "umid=herd-knfsd",
-                f"uml_dir={s}/run/uml", f"ubd0={s}/image.img", f"eth0=tuntap,{TAP}",
-                "con=null", "con0=null,fd:1", "ssl=null", "pty.legacy_count=0",
-                f"HERD_GUEST={self.guest_dir}"]
-
-    def environment(self):
-        env = dict(os.environ)
-        env["TMPDIR"] = memory_dir(self.state / "run")
-        # (uml-xstate.c: linux.uml 6.1 on a host with a large XSAVE area)
-        env["LD_PRELOAD"] = str(self.state / "bin" / "uml-xstate.so")
-        return env
+        view = s / "run" / "view"
+        view.mkdir(exist_ok=True)
+        return ["unshare", "--mount", "--propagation", "private", "--",
+                sys.executable, str(Path(umlview.__file__).resolve()), "run", "--role", "server",
+                "--view", str(view), "--guest-dir", str(self.guest_dir),
+                "--init", f"{s}/bin/uml-init", "--preload", f"{s}/bin/uml-xstate.so",
+                "--image", f"{s}/image.img", "--mem", str(GUEST_MEM_BYTES), "--",
+                f"mem={GUEST_MEM}", "umid=herd-knfsd", f"eth0=tuntap,{TAP}", "con=null",
+                "con0=null,fd:1", "ssl=null", "pty.legacy_count=0", f"HERD_STATE={s}"]
 
     def wait_ready(self, child, timeout, stopping=lambda: False):
         """Until nfsd in the guest runs (its agent answers with the thread

@@ -48,6 +48,8 @@ knfsd_check_start() {
     [ -n "$(knfsd_modules)" ] || die "start: --server knfsd: no nfsd.ko under /usr/lib/uml/modules"
     [ -r "$UML_INIT_SRC" ] || die "start: $UML_INIT_SRC is missing"
     [ -r "$UML_XSTATE_SRC" ] || die "start: $UML_XSTATE_SRC is missing"
+    getent passwd herd-guest >/dev/null ||
+        die "start: --server knfsd: user herd-guest is missing (cluster-configs/local/install.sh makes it)"
     [ -r "$KNFSD_PY" ] || die "start: $KNFSD_PY is missing"
 }
 

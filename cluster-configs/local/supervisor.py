@@ -420,7 +420,7 @@ class Supervisor:
             booted_at = os.fstat(out.fileno()).st_size
             console_reserve(console, booted_at)
             child = subprocess.Popen(self.guest.argv(), stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, env=self.guest.environment())
+                                     stderr=subprocess.STDOUT)
         self.children["uml"] = child
         record(self.state, "uml", child.pid)
         log(f"started linux.uml pid {child.pid} (kernel nfsd, {self.settings['THREADS']} threads)")

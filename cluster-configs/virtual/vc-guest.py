@@ -20,9 +20,6 @@ line of DIR/config, its agent's secret DIR/secret (fresh for every boot).
                                   until the guest's agent answers; exit 1
                                   when process PID (its linux.uml) exits
                                   first or SECONDS pass
-  vc-guest.py memory-dir FALLBACK BYTES
-                                  where the guests' memory files go
-                                  (knfsd.memory_dir)
 
 Standard library only (Debian 12's python3)."""
 
@@ -120,9 +117,6 @@ def main(argv):
         return 0 if ok else 1
     if len(argv) == 4 and argv[0] == "wait":
         return wait(argv[1], float(argv[2]), int(argv[3]))
-    if len(argv) == 3 and argv[0] == "memory-dir":
-        print(knfsd.memory_dir(argv[1], int(argv[2])))
-        return 0
     print(__doc__.split("\n\n")[1], file=sys.stderr)
     return 2
 

@@ -10,10 +10,15 @@
 # Sourced by vcluster.sh: functions only; they use its STATE, NET, die,
 # log, host_field, in_host and proc_start. Each guest is a line of
 # STATE/hosts with role guest; its files are in STATE/guests/NAME (config,
-# secret: its agent's, fresh for every boot; log/console.log and the
-# daemons' logs).
+# secret: its agent's, fresh for every boot; console.log; log/: the
+# daemons' logs, the only part the guest writes).
+#
+# linux.uml runs through ../local/umlview.py: chrooted into a view of the
+# host (the host's tree read-only, the guest's log/ and the share
+# read-write), as root with only the capabilities to read and write files
+# in that view.
 
-GUEST_TOOLS=(linux.uml cc rpcbind rpc.statd mount.nfs)
+GUEST_TOOLS=(linux.uml cc rpcbind rpc.statd mount.nfs unshare setpriv)
 
 guests_check_tools() {
     tools_need "up --kernel-client" "see cluster-configs/local/install.sh" "${GUEST_TOOLS[@]}"
@@ -24,7 +29,7 @@ guests_check_tools() {
 # guests_build_init [SHARE]: uml-init.c, static (it runs before anything is
 # mounted); the share directory (SHARE, or STATE/share) in STATE/share-dir.
 guests_build_init() {
-    mkdir -p "$STATE/bin" "$STATE/run/uml" "$STATE/mnt"
+    mkdir -p "$STATE/bin" "$STATE/run/view" "$STATE/mnt"
     if [ -n "${1:-}" ]; then
         printf '%s\n' "$1" >"$STATE/share-dir"
     else
@@ -47,9 +52,11 @@ guest_mac() {
     printf 'fe:fd:%02x:%02x:%02x:%02x\n' "$1" "$2" "$3" "$4"
 }
 
-# guest_start NAME ADDR MEMDIR: boot the guest (not waiting for it).
+# guest_start NAME ADDR: boot the guest (not waiting for it).
 guest_start() {
-    local name=$1 addr=$2 memdir=$3 dir=$STATE/guests/$1 tap=t-$1 pid start
+    local name=$1 addr=$2 dir=$STATE/guests/$1 tap=t-$1 pid start
+    # (made afresh)
+    rm -rf --one-file-system -- "$dir"
     mkdir -p "$dir/log"
     printf '%s\n' role=client "addr=$addr" netmask=255.255.255.0 "hostname=$name" \
         "share=$(cat "$STATE/share-dir")" "routes=$(server_routes guest)" >"$dir/config"
@@ -58,15 +65,19 @@ guest_start() {
     # rpc.statd runs as the owner of its sm/ directories (Debian: statd).
     touch "$dir/statd-owner"
     chown statd "$dir/statd-owner" 2>/dev/null || true
-    in_host switch ip tuntap add dev "$tap" mode tap
+    in_host switch ip tuntap add dev "$tap" mode tap user 0
     in_host switch ip link set "$tap" master br0 up
-    TMPDIR=$memdir LD_PRELOAD=$STATE/bin/uml-xstate.so setsid nsenter -t "$(host_field switch 2)" --net -- \
-        linux.uml "mem=${GUEST_MEM_MB}M" root=/dev/root rootfstype=hostfs rootflags=/ ro \
-        "init=$STATE/bin/uml-init" "umid=herd-$name" "uml_dir=$STATE/run/uml" \
-        "eth0=tuntap,$tap,$(guest_mac "$addr")" con=null con0=null,fd:1 ssl=null \
-        pty.legacy_count=0 "HERD_GUEST=$dir" </dev/null >"$dir/log/console.log" 2>&1 &
+    # (setsid, nsenter, unshare and umlview.py exec: $! is linux.uml; HERD_STATE
+    # names the cluster in its command line, the guest ignores it)
+    setsid nsenter -t "$(host_field switch 2)" --net -- unshare --mount --propagation private -- \
+        python3 "$UMLVIEW_PY" run --role client --view "$STATE/run/view" --guest-dir "$dir" \
+        --init "$STATE/bin/uml-init" --preload "$STATE/bin/uml-xstate.so" \
+        --share "$(cat "$STATE/share-dir")" --mem $((GUEST_MEM_MB << 20)) -- \
+        "mem=${GUEST_MEM_MB}M" ro "umid=herd-$name" "eth0=tuntap,$tap,$(guest_mac "$addr")" \
+        con=null con0=null,fd:1 ssl=null pty.legacy_count=0 "HERD_STATE=$STATE" \
+        </dev/null >"$dir/console.log" 2>&1 &
     pid=$!
-    start=$(proc_start "$pid") || die "up: the guest $name did not start (see $dir/log/console.log)"
+    start=$(proc_start "$pid") || die "up: the guest $name did not start (see $dir/console.log)"
     printf '%s %s %s %s guest\n' "$name" "$pid" "$start" "$addr" >>"$STATE/hosts"
 }
 
@@ -77,7 +88,7 @@ guests_wait() {
     while read -r name pid start addr role; do
         [ "$role" = guest ] || continue
         in_host head python3 "$GUEST_PY" wait "$STATE/guests/$name" "$GUEST_BOOT" "$pid" ||
-            die "up: the guest $name did not boot in ${GUEST_BOOT} s: $(tail -3 "$STATE/guests/$name/log/console.log" | tr '\n' ' ')"
+            die "up: the guest $name did not boot in ${GUEST_BOOT} s: $(tail -3 "$STATE/guests/$name/console.log" | tr '\n' ' ')"
         took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
         printf '%s %s\n' "$name" "$took" >>"$STATE/boot-times"
     done <"$STATE/hosts"

@@ -64,6 +64,7 @@ AGENT=$HERE/vc-agent
 GUEST_PY=$HERE/vc-guest.py
 UML_INIT_SRC=$(readlink -f "$HERE/../local/uml-init.c")
 UML_XSTATE_SRC=$(readlink -f "$HERE/../local/uml-xstate.c")
+UMLVIEW_PY=$(readlink -f "$HERE/../local/umlview.py")
 GUEST_MEM_MB=512
 GUEST_BOOT=60 # seconds a client guest may take to boot (2 CPUs, many guests)
 MOUNT_WAIT=60 # seconds a mount may take (a slow link)
@@ -262,16 +263,15 @@ cmd_up() {
         link_up "$link"
     fi
 
-    local i name memdir=""
+    local i name
     : >"$STATE/hostfile"
     if ((kclient)); then
         guests_build_init "$share"
-        memdir=$(python3 "$GUEST_PY" memory-dir "$STATE/run" $((clients * GUEST_MEM_MB << 20)))
     fi
     for ((i = 1; i <= clients; i++)); do
         name=$(printf 'c%02d' "$i")
         if ((kclient)); then
-            guest_start "$name" "$NET.$((10 + i))" "$memdir"
+            guest_start "$name" "$NET.$((10 + i))"
         else
             start_host "$name" client
             connect "$name" "$NET.$((10 + i))"

@@ -555,6 +555,48 @@ def test_guest_agent_obeys_only_the_host_side(kcluster):
     assert proc.returncode == 1 and "not beneath /proc or /sys" in proc.stdout, describe(proc)
 
 
+def proc_ids(pid):
+    """(uid, effective capabilities) of a host process, from /proc/PID/status."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return int(fields["Uid"].split()[1]), int(fields["CapEff"].strip(), 16)
+
+
+def test_guest_cannot_write_the_host(kcluster, tmp_path):
+    """A client guest's root, whatever it does, writes on the host only its
+    logs and the share: the host's tree it sees is read-only from the
+    host's side (a remount read-write inside changes nothing), a hostfs
+    mount of any path, /.. included, lands in that read-only view, and the
+    host's /proc, /sys and /dev are not in it. linux.uml runs as root with
+    only CAP_DAC_READ_SEARCH and CAP_DAC_OVERRIDE (umlview.py)."""
+    c01 = next(h for h in kcluster.hosts if h[0] == "c01")
+    marks = [Path("/herd-guest-escape"), Path("/etc/herd-guest-escape"),
+             tmp_path / "herd-guest-escape"]
+    script = "; ".join([
+        "mount -o remount,rw / && echo remounted",
+        *[f"echo x > {m} 2>/dev/null && echo wrote {m}" for m in marks],
+        "mkdir -p /run/h && mount -t hostfs none /run/h -o /../../..",
+        "echo PROC $(ls /run/h/proc) DEV $(ls /run/h/dev) SYS $(ls /run/h/sys | wc -l) END",
+        "echo x > /run/h/herd-guest-escape 2>/dev/null && echo wrote via hostfs",
+        "umount /run/h",
+        f"echo shared > {kcluster.share}/from-the-guest && echo wrote the share",
+    ])
+    proc = kcluster.run("python3", REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py", "sh",
+                        kcluster.state / "guests" / "c01", script, timeout=60)
+    out = proc.stdout
+    assert "remounted" in out, describe(proc)   # the guest's own view of its root
+    assert "wrote /" not in out and "wrote via hostfs" not in out, describe(proc)
+    assert "wrote the share" in out, describe(proc)
+    for m in marks:
+        assert not m.exists(), f"a guest wrote {m} on the host"
+    # the view's /proc and /dev hold only what linux.uml needs, /sys nothing
+    assert "PROC cpuinfo DEV net null SYS 0 END" in out, out
+    shared = kcluster.share / "from-the-guest"
+    assert shared.read_text() == "shared\n" and shared.stat().st_uid == 0
+    uid, caps = proc_ids(c01[1])
+    assert uid == 0
+    assert caps == (1 << 1) | (1 << 2), f"linux.uml's effective capabilities: {caps:#x}"
+
+
 def export_dir(cluster):
     return Path(f"/proc/{ganesha_pid(cluster)}/root{cluster.state / 'server' / 'export'}")
 

@@ -59,6 +59,7 @@ import errno
 import filecmp
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -476,6 +477,43 @@ def test_knfsd_sigkill_supervisor_then_stop(knfsd):
 
 
 # ---------------------------------------------------------------- 2. data
+
+
+def test_knfsd_guest_cannot_reach_the_host(knfsd, tmp_path):
+    """The kernel nfsd guest's root, whatever it does, reaches of the host
+    only its view (umlview.py): a hostfs mount of any path, /.. included,
+    shows the view's few entries, all read-only from the host's side (a
+    remount inside changes nothing) except its log directory; linux.uml
+    runs as herd-guest, without capabilities, chrooted into the view."""
+    s = knfsd()
+    assert s.guest_exec("/bin/mkdir", "-p", "/tmp/h")[0] == 0
+    for source in ("/", "/../../..", "/etc/../.."):
+        rc, out = s.guest_exec("/bin/mount", "-t", "hostfs", "none", "/tmp/h", "-o", source)
+        assert rc == 0, out
+        rc, listing = s.guest_exec("/bin/ls", "-a", "/tmp/h")
+        names = set(listing.split())
+        assert names <= {".", "..", "bin", "dev", "disk.img", "etc", "init", "lib", "lib64", "mnt",
+                         "proc", "run", "sbin", "state", "uml-xstate.so", "usr"}, listing
+        assert "root" not in names and "home" not in names
+        for target in ("/tmp/h/escape", "/tmp/h/usr/escape", "/tmp/h/etc/escape",
+                       "/tmp/h/state/escape", "/tmp/h/mnt/escape"):
+            rc, out = s.guest_exec("/bin/touch", target)
+            assert rc != 0, f"the guest wrote {target} through hostfs {source}"
+        assert s.guest_exec("/bin/umount", "/tmp/h")[0] == 0
+    # /usr and /etc of the guest's own root: read-only binds of the host's,
+    # still read-only after a remount inside
+    assert s.guest_exec("/bin/mount", "-o", "remount,bind,rw", "/usr")[0] == 0
+    assert s.guest_exec("/bin/touch", "/usr/herd-guest-escape")[0] != 0
+    assert s.guest_exec("/bin/touch", "/state/log/guest-wrote-this")[0] == 0
+    for host_path in (Path("/herd-guest-escape"), Path("/usr/herd-guest-escape"),
+                      Path("/etc/escape"), s.state / "guest" / "escape"):
+        assert not host_path.exists(), f"a guest wrote {host_path} on the host"
+    log = s.state / "guest" / "log" / "guest-wrote-this"
+    assert log.exists() and log.stat().st_uid == pwd.getpwnam("herd-guest").pw_uid
+    status = dict(line.split(":", 1)
+                  for line in Path(f"/proc/{s.pid}/status").read_text().splitlines())
+    assert int(status["Uid"].split()[1]) == pwd.getpwnam("herd-guest").pw_uid
+    assert int(status["CapEff"].strip(), 16) == 0
 
 
 def test_knfsd_v3_writes_read_over_v3_and_v4(knfsd, herd_bin, tmp_path):
