@@ -477,14 +477,17 @@ mounts_under() {
 
 loops_of() { losetup -j "$1" 2>/dev/null | cut -d: -f1; }
 
+# log_tail: the last lines of every log, on stderr. The knfsd guest's own
+# logs (STATE/guest/log) are its user's files: read without following a
+# link it may have put there (dd iflag=nofollow), and only the last 64 KiB.
 log_tail() {
     local f
     for f in "$STATE/log/supervisor.log" "$STATE/log/ganesha.stderr" "$STATE/log/ganesha.log" \
         "$STATE/log/statd.log" "$STATE/log/smbd.stdout" "$STATE/log/guest-console.log" \
         "$STATE"/guest/log/*.log; do
-        [ -s "$f" ] || continue
+        [ -f "$f" ] && [ ! -L "$f" ] && [ -s "$f" ] || continue
         printf -- '--- last lines of %s\n' "$f" >&2
-        tail -n 25 "$f" >&2
+        dd if="$f" iflag=nofollow status=none 2>/dev/null | tail -c 65536 | tail -n 25 >&2
     done
 }
 
