@@ -42,7 +42,8 @@
  *     64:<secret>,4:exec,7:/bin/sh,2:-c,8:echo A B,\n
  * The first word is the guest's secret: $HERD_GUEST/secret, written by the
  * host side before each boot (knfsd.py, vc-guests.sh; a regular file of
- * root's, mode 0600, 32-128 hex digits), read once at boot and compared
+ * root's, mode 0600, or 0640 where linux.uml runs as the guests' user and
+ * reads it through its group; 32-128 hex digits), read once at boot and compared
  * in constant time. A wrong or missing secret, a malformed request, or
  * one not complete within REQUEST_WAIT_MS, gets the line "error: not
  * authorized" (or "error: malformed request" once the secret matched) and
@@ -208,9 +209,11 @@ static void config_read(const char *path)
 static char agent_secret[SECRET_MAX + 1];
 static size_t agent_secret_len;
 
-/* The agent's secret from path: a regular file of root's with mode 0600
- * (the host side's check too) holding SECRET_MIN..SECRET_MAX hex digits
- * and a newline; the guest powers off when it is not so. */
+/* The agent's secret from path: a regular file of root's with mode 0600,
+ * or 0640 (the kernel nfsd guest reads it through the group of the
+ * guests' user; the host side checks which group), holding
+ * SECRET_MIN..SECRET_MAX hex digits and a newline; the guest powers off
+ * when it is not so. */
 static void secret_read(const char *path)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -228,9 +231,10 @@ static void secret_read(const char *path)
     bool hex = len >= SECRET_MIN && len <= SECRET_MAX;
     for (size_t i = 0; hex && i < len; i++)
         hex = (text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f');
-    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 07777) != 0600 || !hex) {
+    mode_t mode = st.st_mode & 07777;
+    if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (mode != 0600 && mode != 0640) || !hex) {
         errno = EINVAL;
-        say("%s: not a regular file of root's with mode 0600 and %d-%d hex digits", path,
+        say("%s: not a regular file of root's with mode 0600 or 0640 and %d-%d hex digits", path,
             SECRET_MIN, SECRET_MAX);
         die("the agent's secret");
     }
