@@ -65,7 +65,9 @@ embedded_run() {
 # scraped by rank 0 every 500 ms (the guest has one CPU; each scrape
 # takes a little of it).
 embedded_monitor() {
-    if grep -qx 'SERVER=knfsd' "$state/conf/settings" 2>/dev/null; then
+    # (the server's settings, as statedir.py reads them: NUL-ended records)
+    if python3 "$REPO/cluster-configs/local/statedir.py" settings --state "$state" |
+        tr '\0' '\n' | grep -qx 'SERVER=knfsd'; then
         EMBEDDED_NP=$RANKS
         EMBEDDED_MONITOR=(--set monitor_url="$(python3 "$REPO/cluster-configs/local/knfsd.py" metrics-url)"
             --set monitor_interval=500ms)
