@@ -1447,10 +1447,11 @@ cmd_restart_smbd() {
 
 # grace_now: "yes" while ganesha's log says its latest start is in grace,
 # "no" otherwise (ganesha logs "NFS Server Now IN GRACE, duration N" and
-# "NFS Server Now NOT IN GRACE" at EVENT level).
+# "NFS Server Now NOT IN GRACE" at EVENT level; a start as "nfs-ganesha
+# Starting:", "ganesha.nfsd Starting:" before 4.x).
 grace_now() {
     [ -r "$STATE/log/ganesha.log" ] || { echo no; return 0; }
-    awk '/ganesha.nfsd Starting:/ { g = "no" }
+    awk '/(nfs-ganesha|ganesha\.nfsd) Starting:/ { g = "no" }
          /NFS Server Now IN GRACE/ { g = "yes" }
          /NFS Server Now NOT IN GRACE/ { g = "no" }
          END { print (g == "yes" ? "yes" : "no") }' "$STATE/log/ganesha.log"

@@ -761,12 +761,13 @@ def grace_lines(s, what):
 
 
 def started_graceless(s):
-    """ganesha's log since its latest start says it skipped the grace.
-    (status's in_grace still says yes after a restart out of a grace that
-    had not ended: it looks for a start line ganesha 4.3 does not write.)"""
+    """ganesha's log since its latest start says it skipped the grace, and
+    status agrees (in_grace=no, also after a restart out of a grace that
+    had not ended)."""
     log = (s.state / "log" / "ganesha.log").read_text()
     latest = log[log.rfind("Starting: Ganesha Version"):]
-    return "skipping GRACE (Graceless is true)" in latest and "Now IN GRACE" not in latest
+    return ("skipping GRACE (Graceless is true)" in latest and "Now IN GRACE" not in latest
+            and s.status()[1]["in_grace"] == "no")
 
 
 def test_grace_period_at_start_and_after_restart(server, tmp_path):
