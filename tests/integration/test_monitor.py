@@ -57,6 +57,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import (MIB, REPO_DIR, describe, herd_background, herd_cmd, herd_run,
@@ -219,20 +220,12 @@ def test_monitor_rank_samples(herd_bin, tmp_path):
 
 
 def covers(samples, source, t0, t1):
-    """The rule of monitor_covered for one source: its first row after t0
-    counts from a reading at or before t0, each later one from the row
-    before it, up to a row at or after t1."""
-    rows = samples[samples["source"] == source.encode()]
-    reach = t0
-    for t, dt in zip(rows["t"], rows["dt"]):
-        if t <= reach:
-            continue
-        if t - dt > reach + 1e-9:
-            return False
-        reach = t
-        if reach >= t1:
-            return True
-    return False
+    """The rule of monitor_covered for one source over raw /monitor/samples
+    rows: herd_results.covering (the analysis side's reading of the rule,
+    written apart from the C side that stores the attribute)."""
+    frame = pd.DataFrame({"source": [s.decode() for s in samples["source"]],
+                          "t": samples["t"], "dt": samples["dt"]})
+    return herd_results.covering(frame, source, t0, t1)
 
 
 def test_monitor_rank_baseline_before_first_phase(herd_bin, tmp_path):
