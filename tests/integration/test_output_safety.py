@@ -346,6 +346,8 @@ WRITE_CALLS = {"open", "io.open", "os.open", "os.fdopen", "os.makedirs", "os.mkd
                "os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "np.save",
                "np.savez", "np.savetxt", "plt.imsave", "plt.savefig"}
 WRITE_MODULES = ("shutil.", "tempfile.", "pathlib.")
+# ... but for the calls of those modules that only look
+READ_ONLY_CALLS = {"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"}
 PATH_METHODS = {"write_text", "write_bytes", "touch", "mkdir", "symlink_to", "hardlink_to"}
 # Methods that write to their first argument (or keyword) when it is given.
 FILE_METHODS = {"to_csv", "to_json", "to_html", "to_excel", "to_markdown", "to_latex",
@@ -378,7 +380,8 @@ def bypassing_writes(tree):
             continue
         name = dotted(node.func) or ""
         method = node.func.attr if isinstance(node.func, ast.Attribute) else None
-        bad = name in WRITE_CALLS or name.startswith(WRITE_MODULES) or method in PATH_METHODS
+        bad = name in WRITE_CALLS or (name.startswith(WRITE_MODULES) and
+                                      name not in READ_ONLY_CALLS) or method in PATH_METHODS
         if method in FILE_METHODS:
             dest = node.args[0] if node.args else next(
                 (k.value for k in node.keywords if k.arg in FILE_KEYWORDS), None)
