@@ -1062,7 +1062,11 @@ static void sh_serve(int fd, char **argv)
 /* PATH opened beneath /proc or /sys without leaving it: openat2 relative
  * to that directory with RESOLVE_BENEATH ("..", absolute paths and
  * symbolic links out of it fail with EXDEV) and RESOLVE_NO_MAGICLINKS
- * (/proc/PID/root, cwd, exe, fd/N fail with ELOOP). An fd, or -1. */
+ * (/proc/PID/root, cwd, exe, fd/N fail with ELOOP). The walk of a ".."
+ * (the links of /sys/block/NAME hold them) fails EAGAIN when any rename
+ * or mount in the guest ran meanwhile, for the caller to retry: up to
+ * OPEN_BENEATH_TRIES times. An fd, or -1. */
+#define OPEN_BENEATH_TRIES 100
 static int open_beneath(const char *path)
 {
     const char *top, *rest;
@@ -1081,7 +1085,12 @@ static int open_beneath(const char *path)
         return -1;
     struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
-    int fd = (int)syscall(SYS_openat2, dir, rest, &how, sizeof how);
+    int fd = -1;
+    for (int i = 0; i < OPEN_BENEATH_TRIES && fd < 0; i++) {
+        fd = (int)syscall(SYS_openat2, dir, rest, &how, sizeof how);
+        if (fd < 0 && errno != EAGAIN)
+            break;
+    }
     int saved = errno;
     close(dir);
     errno = saved;
