@@ -557,7 +557,8 @@ def test_guest_agent_obeys_only_the_host_side(kcluster):
 
 def proc_ids(pid):
     """(uid, effective capabilities) of a host process, from /proc/PID/status."""
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    status = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines())
     return int(fields["Uid"].split()[1]), int(fields["CapEff"].strip(), 16)
 
 
@@ -705,14 +706,32 @@ def knfsd_export(cluster, fsid):
         assert proc.returncode == 0 and "exit 0" in proc.stdout, describe(proc)
 
 
+def hold_guest_ranks(cluster, held):
+    """SIGSTOP (held) or SIGCONT the herd rank in every client guest, all
+    guests at once (each rank runs in its own guest's kernel: the host
+    cannot signal it). A held rank makes no call."""
+    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
+    sig = "STOP" if held else "CONT"
+    guests = [cluster.state / "guests" / f"c{n:02d}" for n in range(1, CLIENTS + 1)]
+    procs = [subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(cluster.state), "--",
+                               "python3", guest_py, "sh", str(guest), f"pkill -{sig} -x herd"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for guest in guests]
+    said = [p.communicate(timeout=120)[0] for p in procs]
+    if held:
+        assert all(p.returncode == 0 for p in procs), said
+
+
 def test_export_change_gives_estale(kncluster, herd_bin, tmp_path):
     """The export changed under a read (re-exported with another fsid, as
     after a fail-over to a server that numbers it differently): every file
     handle the clients hold is stale, the kernel client's READs fail with
     ESTALE on every reader, counted by errno, and the run ends with its
-    results (exit 3). After a remount a fresh run is clean."""
+    results (exit 3). After a remount a fresh run is clean. No step races
+    a clock: once phase r reads, every rank is held (SIGSTOP) until the
+    new export is in place, and each has seconds of paced reads left."""
     kncluster.mount("vers=3,hard")
-    job = write_then_read_job(tmp_path / "stale.ini", 32 * MIB, think_time="100ms")
+    job = write_then_read_job(tmp_path / "stale.ini", 64 * MIB, think_time="100ms")
     out = kncluster.share / "stale.h5"
     cmd = (f"mpirun --hostfile $HERD_HOSTFILE $HERD_MPIRUN_ARGS -np {CLIENTS + 1} "
            f"{herd_bin} run {job} --set target=$VC_MOUNT --set monitor_host=srv -o {out}")
@@ -726,13 +745,17 @@ def test_export_change_gives_estale(kncluster, herd_bin, tmp_path):
             if line.startswith("herd: phase w:"):
                 # Once phase r reads (nfsd's read bytes grow: the next
                 # phase may start seconds after this line on a busy
-                # machine), then into its 3.2 s of think time.
+                # machine), its ranks are held with up to 6.4 s of paced
+                # reads ahead of them while the export changes.
                 read0, deadline = nfsd_io(kncluster)[0], time.monotonic() + 60
                 while nfsd_io(kncluster)[0] == read0 and time.monotonic() < deadline:
                     time.sleep(0.1)
-                time.sleep(0.3)
-                when.append(time.time())
-                knfsd_export(kncluster, 2)
+                hold_guest_ranks(kncluster, True)
+                try:
+                    when.append(time.time())
+                    knfsd_export(kncluster, 2)
+                finally:
+                    hold_guest_ranks(kncluster, False)
         proc.wait(timeout=180)
     finally:
         if proc.poll() is None:
