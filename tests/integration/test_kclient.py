@@ -67,6 +67,8 @@ import herd_results  # noqa: E402
 
 NFS_SERVER = REPO_DIR / "cluster-configs" / "local" / "nfs-server.sh"
 CLIENTS = 4
+# A guest agent's client: `python3 VC_GUEST sh GUEST LINE` runs LINE in that guest.
+VC_GUEST = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
 FILE = 8 * MIB
 _MISSING = [t for t in ("linux.uml", "mount.nfs", "rpc.statd")
             if shutil.which(t, path=os.environ["PATH"] + ":/usr/sbin:/sbin") is None]
@@ -494,15 +496,14 @@ def test_guest_command_killed_after_hang_up(kcluster):
     gets SIGTERM, and SIGKILL 5 s later when it ignores that (an orted
     whose mpirun died must not outlive it in the guest)."""
     guest = kcluster.state / "guests" / "c01"
-    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
     caller = subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(kcluster.state),
-                               "--", "python3", guest_py, "sh", guest,
+                               "--", "python3", VC_GUEST, "sh", guest,
                                "trap '' TERM; exec sleep 7777"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
 
     def sleepers():
-        proc = kcluster.run("python3", guest_py, "sh", guest,
+        proc = kcluster.run("python3", VC_GUEST, "sh", guest,
                             "pgrep -cfx 'sleep 7777' || true", timeout=30)
         return proc.stdout.strip()
     kill_after = 5  # the agent's SIGKILL after its SIGTERM
@@ -548,10 +549,9 @@ def test_guest_agent_obeys_only_the_host_side(kcluster):
     assert got.pop("secret") == "PermissionError", "nobody could read the guest's secret"
     assert got == {way: "error: not authorized\n" for way in got}, got
     assert not marker.exists(), "a forged command ran in the guest"
-    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
-    proc = kcluster.run("python3", guest_py, "sh", guest, "printf '%s|' \"A B\" C")
+    proc = kcluster.run("python3", VC_GUEST, "sh", guest, "printf '%s|' \"A B\" C")
     assert proc.returncode == 0 and proc.stdout == "A B|C|", describe(proc)
-    proc = kcluster.run("python3", guest_py, "send", guest, "read", "/proc/self/root/etc/hostname")
+    proc = kcluster.run("python3", VC_GUEST, "send", guest, "read", "/proc/self/root/etc/hostname")
     assert proc.returncode == 1 and "not beneath /proc or /sys" in proc.stdout, describe(proc)
 
 
@@ -581,7 +581,7 @@ def test_guest_cannot_write_the_host(kcluster, tmp_path):
         "umount /run/h",
         f"echo shared > {kcluster.share}/from-the-guest && echo wrote the share",
     ])
-    proc = kcluster.run("python3", REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py", "sh",
+    proc = kcluster.run("python3", VC_GUEST, "sh",
                         kcluster.state / "guests" / "c01", script, timeout=60)
     out = proc.stdout
     assert "remounted" in out, describe(proc)   # the guest's own view of its root
@@ -659,7 +659,6 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
                             "think_time": "1s"}),
                      ("after", {"kind": "write", "file_size": "1M"})])
     guest = kcluster.state / "guests" / "c02"
-    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
     # In c02 itself: once its rank's file has 4 MiB (what the client's page
     # cache holds: the server sees it only at write-back), SIGTERM to it.
     mine = kcluster.state / "mnt" / "herd-sig" / "sig" / "r000001.dat"
@@ -668,7 +667,7 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
     when = []
 
     def signal_when_written():
-        if kcluster.run("python3", guest_py, "sh", guest, line, timeout=150).returncode == 0:
+        if kcluster.run("python3", VC_GUEST, "sh", guest, line, timeout=150).returncode == 0:
             when.append(time.time())
     t = threading.Thread(target=signal_when_written)
     t.start()
@@ -710,11 +709,10 @@ def hold_guest_ranks(cluster, held):
     """SIGSTOP (held) or SIGCONT the herd rank in every client guest, all
     guests at once (each rank runs in its own guest's kernel: the host
     cannot signal it). A held rank makes no call."""
-    guest_py = str(REPO_DIR / "cluster-configs" / "virtual" / "vc-guest.py")
     sig = "STOP" if held else "CONT"
     guests = [cluster.state / "guests" / f"c{n:02d}" for n in range(1, CLIENTS + 1)]
     procs = [subprocess.Popen(["bash", str(VCLUSTER), "exec", "--state", str(cluster.state), "--",
-                               "python3", guest_py, "sh", str(guest), f"pkill -{sig} -x herd"],
+                               "python3", VC_GUEST, "sh", str(guest), f"pkill -{sig} -x herd"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for guest in guests]
     said = [p.communicate(timeout=120)[0] for p in procs]
