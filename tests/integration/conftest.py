@@ -119,19 +119,21 @@ def _kill_group(proc):
         proc.wait(timeout=30)
 
 
-def run_cmd(args, timeout=RUN_TIMEOUT, env=None, cwd=None):
+def run_cmd(args, timeout=RUN_TIMEOUT, env=None, cwd=None, on_timeout=None):
     """Run args; returns CompletedProcess (text). A hung command and all its
-    children are killed and the test fails."""
+    children are killed and the test fails; on_timeout(), called before the
+    kill, says what the hung processes were doing."""
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env if env is not None else mpi_env(), cwd=cwd,
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        seen = on_timeout() if on_timeout else ""
         _kill_group(proc)
         out, err = proc.communicate()
         pytest.fail(f"timed out after {timeout}s: {' '.join(map(str, args))}\n"
-                    f"stdout:\n{out}\nstderr:\n{err}")
+                    f"stdout:\n{out}\nstderr:\n{err}\n{seen}")
     finally:
         if proc.poll() is None:
             _kill_group(proc)

@@ -45,6 +45,7 @@ Needs root, user-mode-linux, nfs-ganesha, nfs-common and OpenMPI; skips
 with a message otherwise. Run: ctest -R kclient, or
 /usr/bin/python3 -m pytest -q -rs -s tests/integration/test_kclient.py
 """
+import contextlib
 import csv
 import json
 import os
@@ -102,6 +103,21 @@ class KernelCluster(Cluster):
         proc = self.run("bash", "-c", cmd, timeout=timeout)
         assert proc.returncode == expect, describe(proc)
         return herd_results.Run(str(out))
+
+    def hang_report(self):
+        """Each client guest's herd ranks (state, kernel wait channel and
+        stack) and the kernel's last words (an NFS server not responding)."""
+        line = ("for p in $(pgrep -x herd); do echo \"rank $p: $(cut -d' ' -f3 /proc/$p/stat) "
+                "$(cat /proc/$p/wchan)\"; cat /proc/$p/stack; done; dmesg | tail -n 8")
+        said = []
+        for n in range(1, CLIENTS + 1):
+            guest = self.state / "guests" / f"c{n:02d}"
+            with contextlib.suppress(subprocess.SubprocessError):
+                proc = subprocess.run(["bash", str(VCLUSTER), "exec", "--state", str(self.state),
+                                       "--", "python3", VC_GUEST, "sh", str(guest), line],
+                                      capture_output=True, text=True, timeout=60)
+                said.append(f"guest c{n:02d}:\n{proc.stdout}{proc.stderr}")
+        return "\n".join(said)
 
     def server(self, *args, timeout=120):
         proc = subprocess.run(["bash", str(NFS_SERVER), *args, "--state",

@@ -44,7 +44,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, read_csv, write_job
+from conftest import REPO_DIR, describe, read_csv, run_cmd, write_job
 from test_nfs import _WHY
 
 VCLUSTER = REPO_DIR / "cluster-configs" / "virtual" / "vcluster.sh"
@@ -83,10 +83,17 @@ class Cluster:
                         if daemons.exists() else [])
 
     def run(self, *cmd, env=None, timeout=60, cwd=None):
-        """COMMAND on the head host (vcluster.sh exec)."""
-        return subprocess.run(["bash", str(VCLUSTER), "exec", "--state", str(self.state), "--",
-                               *map(str, cmd)], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=cwd)
+        """COMMAND on the head host (vcluster.sh exec). Past its timeout it
+        is killed with all it started (mpirun, and through the hosts' agents
+        the ranks: none is left to hold a mount), and the test fails."""
+        return run_cmd(["bash", str(VCLUSTER), "exec", "--state", str(self.state), "--",
+                        *map(str, cmd)], timeout=timeout,
+                       env=env if env is not None else dict(os.environ), cwd=cwd,
+                       on_timeout=self.hang_report)
+
+    def hang_report(self):
+        """What the cluster's processes were doing when a command hung."""
+        return ""
 
     def job_state(self, job_id):
         """JobState and ExitCode of a Slurm job, from scontrol."""
