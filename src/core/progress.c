@@ -30,9 +30,18 @@ static void progress_post_recv(struct progress *p)
         p->recv = MPI_REQUEST_NULL;
 }
 
+/* progress_count.add: bytes done, from any thread. */
+static void progress_count_bytes(struct progress_count *count, uint64_t bytes)
+{
+    struct progress *p = progress_of(count);
+    atomic_fetch_add(&p->done, bytes);
+    progress_poll(p);
+}
+
 void progress_begin(struct progress *p, MPI_Comm comm, const char *phase, int index, int workers,
                     uint64_t total_per_rank, const uint64_t *calls)
 {
+    p->count.add = progress_count_bytes;
     p->phase = phase;
     p->index = index;
     p->comm = comm;
@@ -165,12 +174,6 @@ void progress_poll(struct progress *p)
         progress_sum(p, &bytes, &calls);
         progress_show(p, bytes, calls, now - p->t_begin, false);
     }
-}
-
-void progress_add(struct progress *p, uint64_t bytes)
-{
-    atomic_fetch_add(&p->done, bytes);
-    progress_poll(p);
 }
 
 void progress_end(struct progress *p)

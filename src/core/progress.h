@@ -2,7 +2,7 @@
  * together: a bar on a terminal, a line every few seconds in a batch log,
  * and one closing line per phase (bytes or calls, rate, % done).
  *
- * Every I/O rank counts its own bytes (progress_add, any thread) and, for
+ * Every I/O rank counts its own bytes (its progress_count, any thread) and, for
  * phases without bytes, its calls (read from the workload's op_count by
  * the main thread). From the main thread, between operations, each rank
  * other than 0 sends its counts to rank 0 at most once a second
@@ -19,11 +19,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "progress_count.h"
 
 struct progress {
+    struct progress_count count; /* what the workloads see: progress_begin sets it */
     const char *phase;
     int index;             /* the phase's, in each message */
     uint64_t total;        /* all ranks' bytes; 0 = counted in calls */
@@ -43,6 +45,12 @@ struct progress {
     uint64_t received;
     double *latest; /* rank 0: [size][2] bytes, calls of each rank's last message */
 };
+
+/* The display whose counter the workloads were handed. */
+static inline struct progress *progress_of(struct progress_count *count)
+{
+    return (struct progress *)((char *)count - offsetof(struct progress, count));
+}
 
 /* Every I/O rank, at the phase's start. workers: the ranks that do the
  * phase's work (a ladder step's active ranks; the others count nothing);

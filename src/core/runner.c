@@ -56,7 +56,7 @@ static bool run_peer_stopped(struct phase_ctx *c)
 {
     struct run *r = c->sync_data;
     if (c->progress) /* between operations, on the main thread: due sends */
-        progress_poll(c->progress);
+        progress_poll(progress_of(c->progress));
     return runner_stop_poll(&r->stop);
 }
 
@@ -136,7 +136,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
         .claims = &r->claims,
     };
     struct progress progress; /* every rank counts; rank 0 prints */
-    c.progress = &progress;
+    c.progress = &progress.count;
     struct watchdog *dog =
         watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank, r->hostname);
     /* A ladder step: only its active ranks touch the target; the others
@@ -187,7 +187,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     if (index == 0 && r->rank == 0)
         r->startup_seconds = clock_mono() - r->opts->t_init;
     bool io = wl->flags & WORKLOAD_MOVES_BYTES;
-    progress_begin(c.progress, r->comm, ph->name, index, sum.active_ranks,
+    progress_begin(&progress, r->comm, ph->name, index, sum.active_ranks,
                    io ? job_phase_bytes_per_rank(ph) : 0, io ? NULL : c.op_count);
     if (run_it && active) {
         if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
@@ -197,14 +197,14 @@ static struct phase_outcome run_phase(struct run *r, int index)
             r->be->observe(r->be_ctx, NULL, NULL, NULL);
         run_record_window(r, &c, io);
     }
-    progress_end(c.progress);
+    progress_end(&progress);
     wl->finish(&c);
     struct stuck_entry *stuck;
     size_t nstuck;
     watchdog_stop(dog, &stuck, &nstuck);
     runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
-    progress_finish(c.progress); /* all ranks: the phase's closing progress line */
+    progress_finish(&progress); /* all ranks: the phase's closing progress line */
     if (r->step_comm != MPI_COMM_NULL)
         MPI_Comm_free(&r->step_comm);
 

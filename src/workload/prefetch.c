@@ -52,8 +52,7 @@ static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, s
     if (workload_done(c, r, OP_READ, t0, *got, p->path, &r->t_io) < 0)
         return (int)*got;
     r->bytes += (uint64_t)*got;
-    if (c->progress)
-        progress_add(c->progress, (uint64_t)*got);
+    progress_count_add(c->progress, (uint64_t)*got);
     if ((size_t)*got < n) { /* the file is shorter than the phase expects */
         workload_fail(c, r, OP_READ, -ENODATA, p->path);
         return -ENODATA;

@@ -49,14 +49,14 @@ struct phase_ctx {
     bool prepare_late;           /* prepare outlasted the phase's deadline: not run */
     struct rank_record *records; /* ph->iterations rows, filled by run */
     struct errtab *errors;
-    struct hist *hist;            /* OP_COUNT histograms */
-    struct progress *progress;    /* rank 0 only, else NULL */
-    void *state;                  /* the workload's, between prepare/run/finish */
-    struct inflight inflight;     /* the backend call in flight, for the watchdog */
-    struct holds holds;           /* lock phases: when this rank held the lock */
-    uint64_t op_count[OP_COUNT];  /* calls per op, this rank */
-    uint64_t op_errors[OP_COUNT]; /* of those, the failed ones (workload_done) */
-    double op_seconds[OP_COUNT];  /* seconds in each op, this rank */
+    struct hist *hist;               /* OP_COUNT histograms */
+    struct progress_count *progress; /* bytes done, or NULL */
+    void *state;                     /* the workload's, between prepare/run/finish */
+    struct inflight inflight;        /* the backend call in flight, for the watchdog */
+    struct holds holds;              /* lock phases: when this rank held the lock */
+    uint64_t op_count[OP_COUNT];     /* calls per op, this rank */
+    uint64_t op_errors[OP_COUNT];    /* of those, the failed ones (workload_done) */
+    double op_seconds[OP_COUNT];     /* seconds in each op, this rank */
     /* meta phases: this rank's time and items in each step it ran */
     struct meta_step_record meta_steps[META_STEPS];
     size_t nmeta_steps;

@@ -201,8 +201,7 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
         if (workload_done(c, r, op, t0, got, path, &r->t_io) < 0)
             return false;
         r->bytes += (uint64_t)got;
-        if (c->progress)
-            progress_add(c->progress, (uint64_t)got);
+        progress_count_add(c->progress, (uint64_t)got);
         if ((size_t)got < n) { /* the file is shorter than the phase expects */
             workload_fail(c, r, op, -ENODATA, path);
             *wrong += ph->verify;
