@@ -13,6 +13,7 @@
 #include "jobtext.h"
 #include "prefault.h"
 #include "probe.h"
+#include "registry.h"
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
@@ -302,6 +303,7 @@ int main(int argc, char **argv)
 {
     struct cli_args a;
     char err[512];
+    registry_install();
     if (cli_parse(argc, argv, JOB_RANKS_MAX, &a, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 2;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "joblimits.h"
-#include "pattern.h"
+#include "pattern_kind.h"
 
 enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
@@ -97,6 +97,9 @@ struct phase {
     _Static_assert(sizeof(type) <= JOB_BACKEND_OPTS_MAX && _Alignof(type) <= 8,                    \
                    #type " does not fit struct phase's backend_opts")
 #define JOB_OPTS_MEMBER(type, f) offsetof(type, f), sizeof(((type *)0)->f)
+/* Where a row of a key every backend shares stores its value: member f
+ * of struct phase. */
+#define PHASE_MEMBER(f) JOB_OPTS_MEMBER(struct phase, f)
 /* Around a table of key rows, which name scope, kinds and bounds only
  * where they differ from the default (the other members stay zero). */
 #define JOB_KEY_ROWS_BEGIN                                                                         \
@@ -177,6 +180,29 @@ const struct job_key *job_key_at(size_t i);
 const void *job_key_value(const struct job_key *k, const struct phase *ph);
 /* The key called name, or NULL. */
 const struct job_key *job_key_lookup(const char *name);
+
+/* What the plug-ins above job/ (backends, the monitor, the workloads'
+ * records) add to the job model, so that job/ names none of them: their
+ * key rows, which backends exist, their rules on a resolved phase, and
+ * the size of what a phase gathers to rank 0. The registry
+ * (plugins/registry.h) installs it once, before the first job_key_* call
+ * or job_load; the key table aborts if it was not. */
+struct job_key_set {
+    const char *backend; /* the one backend its rows apply to; NULL: every backend */
+    const struct job_key *keys;
+    size_t nkeys;
+};
+struct job_registry {
+    const struct job_key_set *key_sets; /* after job/'s own rows, in this order */
+    size_t nkey_sets;
+    bool (*backend_known)(const char *name);
+    /* The first plug-in rule ph breaks: the key at fault, with why
+     * written; NULL when none. */
+    const char *(*phase_check)(const struct phase *ph, char *why, size_t len);
+    size_t record_bytes; /* one iteration's record of one rank */
+    size_t hold_bytes;   /* one granted lock's record */
+};
+void job_registry_set(const struct job_registry *registry);
 
 /* One --set argument, split: "KEY=VALUE" (phase NULL: every phase the
  * key applies to) or "PHASE.KEY=VALUE" (split at the last '.' before the

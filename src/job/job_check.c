@@ -1,6 +1,7 @@
 /* job_check.c — whether a resolved phase can run: the rules between
- * keys (sizes, kinds, names, ladders, the monitor), the backend's own
- * check, and the scale a job asks of rank 0 and the target. */
+ * keys (sizes, kinds, names, ladders), the plug-ins' rules (the
+ * registry's phase_check: the monitor's, the backend's), and the scale a
+ * job asks of rank 0 and the target. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -8,11 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "holds.h"
 #include "job.h"
 #include "job_parse.h"
-#include "record.h"
 #include "units.h"
 
 /* Whether key k applies to phases of kind (a key of no kinds: every one). */
@@ -109,14 +107,15 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
     /* Records: iterations rows per rank, all gathered to rank 0. */
     snprintf(what, sizeof what, "%lld iterations %s%s", (long long)ph->iterations, ranks,
              nranks > 0 ? " need" : "");
-    if (!gather_fits((double)ph->iterations * sizeof(struct rank_record) * n, mem, what, why, len))
+    const struct job_registry *reg = job_registry();
+    if (!gather_fits((double)ph->iterations * (double)reg->record_bytes * n, mem, what, why, len))
         return "iterations";
     /* Lock holds: one per granted lock, gathered to rank 0 likewise. */
     if (ph->kind == KIND_LOCK && ph->duration <= 0) {
         snprintf(what, sizeof what, "%lld locks x %lld iterations %s%s", (long long)ph->count,
                  (long long)ph->iterations, ranks, nranks > 0 ? " need" : "");
-        if (!gather_fits((double)ph->count * (double)ph->iterations * sizeof(struct hold) * n, mem,
-                         what, why, len))
+        if (!gather_fits((double)ph->count * (double)ph->iterations * (double)reg->hold_bytes * n,
+                         mem, what, why, len))
             return "count";
     }
     if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
@@ -180,7 +179,7 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
     char why[512];
     if (!ph->target[0])
         PHASE_BAD("target", "missing: set it in [global] or in [%s]", ph->name);
-    else if (!backend_find(ph->backend))
+    else if (!job_registry()->backend_known(ph->backend))
         PHASE_BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
     else if ((bounded = job_key_out_of_bounds(ph, why, sizeof why)) != NULL)
         PHASE_BAD(bounded->name, "%s", why);
@@ -257,35 +256,11 @@ static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
                              "every rank)");
 }
 
-/* where and how often the monitor samples. */
-static void phase_check_monitor(struct parse_state *st, const struct phase *ph)
-{
-    if (ph->monitor_host[0] && ph->monitor_rank[0])
-        PHASE_BAD("monitor_rank", "set monitor_host or monitor_rank, not both");
-    else if (ph->monitor_rank[0] && strcmp(ph->monitor_rank, "last") != 0 &&
-             (strspn(ph->monitor_rank, "0123456789") != strlen(ph->monitor_rank) ||
-              strlen(ph->monitor_rank) > 7))
-        PHASE_BAD("monitor_rank", "'%s' is not last or a rank number (below %d)", ph->monitor_rank,
-                  JOB_RANKS_MAX);
-    else if (ph->monitor_url[0] && strncmp(ph->monitor_url, "http://", 7) != 0 &&
-             strncmp(ph->monitor_url, "https://", 8) != 0)
-        PHASE_BAD("monitor_url", "'%s' is not an http:// or https:// URL", ph->monitor_url);
-#ifndef HERD_HAVE_CURL
-    else if (ph->monitor_url[0])
-        PHASE_BAD("monitor_url", "this herd was built without libcurl");
-#endif
-}
-
-/* the backend's own check, lock support, and the scale of the phase. */
-static void phase_check_backend(struct parse_state *st, const struct phase *ph)
+/* the plug-ins' rules (the monitor's, the backend's), then the scale of the phase. */
+static void phase_check_plugins(struct parse_state *st, const struct phase *ph)
 {
     char why[512];
-    const struct backend_ops *be = backend_find(ph->backend);
-    const char *key = be->check ? be->check(ph, why, sizeof why) : NULL;
-    if (!key && ph->kind == KIND_LOCK && !be->lock) {
-        snprintf(why, sizeof why, "lock is not supported by the %s backend", ph->backend);
-        key = "kind";
-    }
+    const char *key = job_registry()->phase_check(ph, why, sizeof why);
     if (!key)
         key = phase_scale(ph, 0, job_host_memory(), why, sizeof why);
     if (key)
@@ -298,7 +273,7 @@ void job_phase_validate(struct parse_state *st, const struct phase *ph)
 {
     void (*const checks[])(struct parse_state *, const struct phase *) = {
         phase_check_sizes,  phase_check_kind,    phase_check_names,
-        phase_check_ladder, phase_check_monitor, phase_check_backend,
+        phase_check_ladder, phase_check_plugins,
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0] && !st->failed; i++)
         checks[i](st, ph);

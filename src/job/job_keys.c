@@ -1,24 +1,19 @@
 /* job_keys.c — the key table: every job-file key once, with its type,
  * default, help, where it applies (scope, kinds, backend) and its bounds;
- * a value parsed into a phase and formatted back. herd's own rows are
- * here; each backend declares its own (backend_ops.keys), and the table
- * joins them. */
+ * a value parsed into a phase and formatted back. The job model's own
+ * rows are here; the plug-ins declare theirs (the monitor's, each
+ * backend's backend_ops.keys), and the table joins the sets the registry
+ * installed (job_registry_set). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "holds.h"
 #include "job.h"
 #include "job_parse.h"
-#include "monitor_scope.h"
 #include "units.h"
 #include "utf8.h"
-
-/* Where a key row stores its value: the member f of struct phase. */
-#define PHASE_MEMBER(f) offsetof(struct phase, f), sizeof(((struct phase *)0)->f)
 
 static const char *const kind_choices[] = {"write", "read",  "md5",  "idle",
                                            "lock",  "storm", "meta", NULL};
@@ -148,34 +143,6 @@ static const struct job_key core_keys[] = {
      "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
      "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -",
      .scope = KEY_GLOBAL_ONLY},
-    {"monitor_host", KEY_STRING, PHASE_MEMBER(monitor_host), NULL, "",
-     "[global] only: host name (as ranks report it) of the file server in the MPI "
-     "hostfile; its ranks do no I/O, the lowest samples its CPU, memory, nfsd and disks",
-     .scope = KEY_GLOBAL_ONLY},
-    {"monitor_rank", KEY_STRING, PHASE_MEMBER(monitor_rank), NULL, "",
-     "[global] only: last | a rank number: that one rank samples its host instead of "
-     "doing I/O (when the server runs one rank)",
-     .scope = KEY_GLOBAL_ONLY},
-    {"monitor_interval", KEY_DURATION, PHASE_MEMBER(monitor_interval), NULL, "1s",
-     "[global] only: seconds between monitor samples and node_exporter scrapes",
-     .scope = KEY_GLOBAL_ONLY, .bounds = KEY_MIN, .min = 0.01},
-    {"monitor_processes", KEY_STRING, PHASE_MEMBER(monitor_processes), NULL, "ganesha.nfsd,nfsd",
-     "[global] only: command names whose CPU and RSS the monitor records "
-     "(kernel nfsd threads included)",
-     .scope = KEY_GLOBAL_ONLY},
-    {"monitor_scope", KEY_STRING, PHASE_MEMBER(monitor_scope), NULL, "host",
-     "[global] only: which monitor_processes count: host (all on the monitor host) | "
-     "ns:PATH (those in the namespace of file PATH: /proc/PID/ns/net, /run/netns/NAME) | "
-     "cgroup:PATH (those in cgroup directory PATH or below it); paths of the monitor host",
-     .scope = KEY_GLOBAL_ONLY, .check = monitor_scope_check},
-    {"monitor_disks", KEY_STRING, PHASE_MEMBER(monitor_disks), NULL, "",
-     "[global] only: block devices the monitor records, by name (sdb, loop0) or by a "
-     "path on the monitor host (the exported directory)",
-     .scope = KEY_GLOBAL_ONLY},
-    {"monitor_url", KEY_STRING, PHASE_MEMBER(monitor_url), NULL, "",
-     "[global] only: node_exporter metrics URL scraped by rank 0 every "
-     "monitor_interval (http://HOST:9100/metrics)",
-     .scope = KEY_GLOBAL_ONLY},
 };
 JOB_KEY_ROWS_END
 _Static_assert(sizeof core_keys / sizeof core_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");
@@ -221,16 +188,33 @@ static void table_add(const struct job_key *row, const char *backend, void *defa
         table_broken(k->name, why);
 }
 
+static const struct job_registry *registry;
+
+void job_registry_set(const struct job_registry *r)
+{
+    registry = r;
+}
+
+const struct job_registry *job_registry(void)
+{
+    if (!registry)
+        table_broken("(every)", "used before the registry was installed (registry_install)");
+    return registry;
+}
+
 static void table_build(void)
 {
     for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++)
         table_add(&core_keys[i], NULL, NULL);
-    const struct backend_ops *b;
-    for (size_t n = 0; (b = backend_at(n)); n++) {
-        if (n == JOB_BACKENDS_MAX)
-            table_broken(b->name, "more than JOB_BACKENDS_MAX backends");
-        for (size_t i = 0; i < b->nkeys; i++)
-            table_add(&b->keys[i], b->name, table_defaults[n]);
+    const struct job_registry *r = job_registry();
+    size_t nbackends = 0;
+    for (size_t n = 0; n < r->nkey_sets; n++) {
+        const struct job_key_set *set = &r->key_sets[n];
+        if (set->backend && nbackends == JOB_BACKENDS_MAX)
+            table_broken(set->backend, "more than JOB_BACKENDS_MAX backends");
+        void *defaults = set->backend ? table_defaults[nbackends++] : NULL;
+        for (size_t i = 0; i < set->nkeys; i++)
+            table_add(&set->keys[i], set->backend, defaults);
     }
 }
 

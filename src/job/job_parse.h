@@ -81,6 +81,8 @@ int64_t job_rwmix_parse(const char *text);
 /* The first key whose resolved value in ph is outside its row's bounds,
  * with the rule it breaks in why; NULL when none. */
 const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, size_t len);
+/* The installed registry (job_registry_set); aborts when there is none. */
+const struct job_registry *job_registry(void);
 
 /* job_check.c */
 

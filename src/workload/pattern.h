@@ -20,11 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pattern_kind.h"
+
 #define PATTERN_CHUNK 4096u
 #define PATTERN_TAG 16u
 #define PATTERN_TABLE (1u << 20) /* minimum table period in bytes */
-
-enum pattern_kind { PATTERN_RANDOM, PATTERN_ZERO, PATTERN_COMPRESSIBLE };
 
 struct pattern {
     enum pattern_kind kind;

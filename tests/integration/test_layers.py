@@ -2,7 +2,11 @@
 the file, on each rule broken in a copy of src/: an include cycle between
 two modules, a workload that reaches mpi.h through a header, the summary
 including HDF5, a backend calling MPI, lib/ or parse/ reaching up a layer,
-a layer including the runner, and a name used twice.
+a layer including the runner, a name used twice, a folder including a
+header of a folder above it (job/ a backend's), two folders that include
+each other, and a function defined in a folder above the caller's
+although declared in the caller's own (core's progress counter through a
+header in workload/).
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_layers.py
 """
@@ -48,6 +52,19 @@ def append(path, text):
      "src/workload/workload_io.c: includes core/runner_stop.h: no layer uses the runner"),
     (lambda s: shutil.copy(s / "lib/hist.h", s / "job/hist.h"),
      "names are unique"),
+    (lambda s: append(s / "job/job_keys.c", '\n#include "backend.h"\n'),
+     "src/job/job_keys.c: includes backend/backend.h: job/ may not use backend/"),
+    (lambda s: (append(s / "job/units.h", '\n#include "pattern.h"\n'),
+                append(s / "workload/pattern.h", '\n#include "job.h"\n')),
+     "include cycle between folders: backend/ <-> job/ <-> workload/"),
+    (lambda s: (append(s / "workload/progress_count.h",
+                       "\nvoid progress_tick(struct progress_count *c);\n"),
+                append(s / "workload/workload_io.c",
+                       "\nstatic void tick(struct progress_count *c) { progress_tick(c); }\n"),
+                append(s / "core/progress.c",
+                       "\nvoid progress_tick(struct progress_count *c)\n{\n    (void)c;\n}\n")),
+     "src/workload/workload_io.c: uses progress_tick, defined in src/core/progress.c: "
+     "workload/ may not use core/"),
 ])
 def test_each_broken_rule_is_named(tmp_path, plant, said):
     src = tmp_path / "src"

@@ -17,6 +17,7 @@
 #include "job.h"
 #include "jobtext.h"
 #include "record.h"
+#include "registry.h"
 
 static char err[JOB_ERR_MAX];
 
@@ -782,5 +783,6 @@ int main(void)
         cmocka_unit_test(test_backend_options_block),
         cmocka_unit_test(test_set_split),
     };
+    registry_install();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,61 @@
+/* registry.c — the plug-ins joined for the job model (registry.h). */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "holds.h"
+#include "job.h"
+#include "monitor_keys.h"
+#include "record.h"
+#include "registry.h"
+
+/* The monitor's rows, then each backend's, in backend_at's order; room
+ * for one backend too many, which the key table refuses by name. */
+static struct job_key_set key_sets[1 + JOB_BACKENDS_MAX + 1];
+static struct job_registry registry;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static bool backend_known(const char *name)
+{
+    return backend_find(name) != NULL;
+}
+
+/* The monitor's rules, then the backend's own check and lock support. */
+static const char *registry_phase_check(const struct phase *ph, char *why, size_t len)
+{
+    const char *key = monitor_phase_check(ph, why, len);
+    if (key)
+        return key;
+    const struct backend_ops *be = backend_find(ph->backend);
+    if (!be)
+        return NULL; /* job/ refused the name already */
+    key = be->check ? be->check(ph, why, len) : NULL;
+    if (!key && ph->kind == KIND_LOCK && !be->lock) {
+        snprintf(why, len, "lock is not supported by the %s backend", ph->backend);
+        key = "kind";
+    }
+    return key;
+}
+
+static void registry_build(void)
+{
+    size_t n = 0;
+    key_sets[n++] = (struct job_key_set){NULL, monitor_keys, monitor_nkeys};
+    const struct backend_ops *b;
+    for (size_t i = 0; (b = backend_at(i)) && n < sizeof key_sets / sizeof key_sets[0]; i++)
+        key_sets[n++] = (struct job_key_set){b->name, b->keys, b->nkeys};
+    registry = (struct job_registry){
+        .key_sets = key_sets,
+        .nkey_sets = n,
+        .backend_known = backend_known,
+        .phase_check = registry_phase_check,
+        .record_bytes = sizeof(struct rank_record),
+        .hold_bytes = sizeof(struct hold),
+    };
+    job_registry_set(&registry);
+}
+
+void registry_install(void)
+{
+    pthread_once(&once, registry_build);
+}
