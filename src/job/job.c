@@ -1,7 +1,7 @@
 /* job.c — job files: parse the INI text with libinih, resolve [global]
  * defaults and --set overrides into phases (the key table: job_keys.c),
- * validate them (job_check.c). Lint: job_lint.c; load ladders:
- * job_ladder.c.
+ * validate them (job_check.c). Messages: job_error.c; lint: job_lint.c;
+ * load ladders: job_ladder.c; a loaded job's bytes: job_model.c.
  *
  * Every key is one row of the key table (job_key_at); parsing, defaults, `herd check`
  * output and the results file's phase attributes all come from that table.
@@ -19,51 +19,6 @@
 #include "jobtext.h"
 #include "units.h"
 #include "utf8.h"
-
-/* The one-line message "FILE:LINE: key 'K': msg" (or without line or
- * key), every unprintable byte escaped. */
-/* "FILE:LINE" of a location, into buf. */
-static const char *loc_text(const struct job *job, const char *path, int loc, char *buf, size_t len)
-{
-    int source = loc / JOB_LOC_BASE;
-    const char *file = source > 0 && source < JOB_SOURCES && job && job->sources[source][0]
-                           ? job->sources[source]
-                           : path;
-    snprintf(buf, len, "%s:%d", file, loc % JOB_LOC_BASE);
-    return buf;
-}
-
-void job_error_format(char *err, size_t errlen, const struct job *job, const char *path, int line,
-                      const char *key, const char *msg)
-{
-    char raw[JOB_ERR_MAX], where[JOB_PATH_MAX + 16];
-    if (line > 0)
-        path = loc_text(job, path, line, where, sizeof where);
-    if (line == LINE_SET)
-        snprintf(raw, sizeof raw, "%s: --set %s: %s", path, key ? key : "", msg);
-    else if (line > 0 && key)
-        snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
-    else if (line > 0)
-        snprintf(raw, sizeof raw, "%s: %s", path, msg);
-    else if (key)
-        snprintf(raw, sizeof raw, "%s: key '%s': %s", path, key, msg);
-    else
-        snprintf(raw, sizeof raw, "%s: %s", path, msg);
-    utf8_escape(raw, err, errlen);
-}
-
-void job_fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
-{
-    if (st->failed)
-        return;
-    st->failed = true;
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    job_error_format(st->err, st->errlen, st->job, st->path, line, key, msg);
-}
 
 static int section_index(struct parse_state *st, const char *section)
 {
@@ -202,7 +157,7 @@ static int handle_key(void *user, const char *section, const char *name, const c
         if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, name) == 0) {
             char first[JOB_PATH_MAX + 16];
             job_fail(st, st->line, name, "given twice in [%s] (first at %s)", section,
-                     loc_text(st->job, st->path, st->raws[i].line, first, sizeof first));
+                     job_loc_text(st->job, st->path, st->raws[i].line, first, sizeof first));
             return 1;
         }
     raw_append(st, section, name, value, st->line);
@@ -227,23 +182,6 @@ static void section_apply(struct parse_state *st, const char *section, struct ph
         if (bad)
             job_fail(st, r->line, r->key, "%s", bad);
     }
-}
-
-/* Where a phase's value of key came from: its own line, the [global] line
- * (LINE_SET when --set gave it), or 0 when it is the default. */
-int job_line_of(struct parse_state *st, const char *section, const char *key)
-{
-    for (int i = 0; i < st->nsets; i++)
-        if (strcmp(st->sets[i].key->name, key) == 0 &&
-            (!st->sets[i].phase[0] || strcmp(st->sets[i].phase, section) == 0))
-            return LINE_SET;
-    for (size_t i = 0; i < st->nraws; i++)
-        if (strcmp(st->raws[i].section, section) == 0 && strcmp(st->raws[i].key, key) == 0)
-            return st->raws[i].line;
-    for (size_t i = 0; i < st->nraws; i++)
-        if (strcmp(st->raws[i].section, "global") == 0 && strcmp(st->raws[i].key, key) == 0)
-            return st->raws[i].line;
-    return 0;
 }
 
 bool job_set_split(const char *arg, struct job_set_arg *out)
@@ -500,52 +438,4 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         return -1;
     }
     return 0;
-}
-
-void job_free(struct job *job)
-{
-    free(job->text);
-    free(job->phases);
-    job->text = NULL;
-    job->phases = NULL;
-    job->nphases = 0;
-}
-
-int job_phase_bytes(const struct phase *ph, uint64_t *bytes)
-{
-    uint64_t unit = ph->file_size, times = (uint64_t)ph->iterations, b = 0;
-    *bytes = 0;
-    if (ph->kind == KIND_META) {
-        if (!(job_meta_steps(ph->meta_ops) & (1 << META_CREATE)))
-            return 0;
-        times = (uint64_t)ph->files;
-    } else if (ph->kind == KIND_STORM) {
-        unit = ph->block_size < ph->file_size ? ph->block_size : ph->file_size;
-        if (__builtin_mul_overflow((uint64_t)ph->count, times, &times))
-            return -EOVERFLOW;
-    } else if (!job_kind_moves_data(ph->kind)) {
-        return 0;
-    } else if (__builtin_mul_overflow(times, (uint64_t)ph->files_per_rank, &times)) {
-        return -EOVERFLOW; /* write, read, md5: every file of the rank */
-    }
-    if (__builtin_mul_overflow(unit, times, &b))
-        return -EOVERFLOW;
-    *bytes = b;
-    return 0;
-}
-
-uint64_t job_phase_bytes_per_rank(const struct phase *ph)
-{
-    uint64_t b;
-    return job_phase_bytes(ph, &b) < 0 ? UINT64_MAX : b;
-}
-
-/* Where a phase's value of key came from (the phase's header line when
- * it is the default). */
-int job_phase_key_loc(const struct phase *ph, const char *key)
-{
-    for (size_t k = 0; k < job_key_count(); k++)
-        if (strcmp(job_key_at(k)->name, key) == 0 && ph->key_line[k])
-            return ph->key_line[k];
-    return ph->line;
 }

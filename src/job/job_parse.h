@@ -60,6 +60,9 @@ struct parse_state {
  * every unprintable byte escaped, into err. */
 void job_error_format(char *err, size_t errlen, const struct job *job, const char *path, int line,
                       const char *key, const char *msg);
+/* "FILE:LINE" of a location (a line of the job file or of an include),
+ * into buf; returns buf. */
+const char *job_loc_text(const struct job *job, const char *path, int loc, char *buf, size_t len);
 /* Record the job's error (only the first one counts). */
 void job_fail(struct parse_state *st, int line, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -1,5 +1,6 @@
-/* workload.c — what all workloads share: the registry of phase kinds, the
- * stop test, error counting and the naming of data files. */
+/* workload.c — what all workloads share: the stop test, error counting,
+ * claims and the naming of data files (the registry of kinds is
+ * workload_kinds.c, above every kind). */
 #include "workload.h"
 
 #include <errno.h>
@@ -9,20 +10,6 @@
 #include <time.h>
 
 #include "signals.h"
-
-extern const struct workload_ops workload_write, workload_read, workload_md5, workload_idle,
-    workload_lock, workload_storm, workload_meta;
-
-const struct workload_ops *workload_find(enum phase_kind kind)
-{
-    static const struct workload_ops *const all[] = {
-        &workload_write, &workload_read,  &workload_md5, &workload_idle,
-        &workload_lock,  &workload_storm, &workload_meta};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i]->kind == kind)
-            return all[i];
-    return NULL;
-}
 
 bool workload_should_stop(const struct phase_ctx *c)
 {
