@@ -60,83 +60,6 @@
 #include "safepath.h"
 #include "signals.h"
 
-void libnfs_note(struct libnfs_ctx *c, const char *status)
-{
-    snprintf(c->status, sizeof c->status, "%s", status ? status : "");
-}
-
-void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f)
-{
-    c->deadline = rpcwait_deadline(c->timeout_ms);
-    if (f && f->lk)
-        f->lk->deadline = c->deadline;
-}
-
-/* The NFS4ERR_x / NFS3ERR_x name in a libnfs message (copied into c's
- * status), or "" when it names none. */
-const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg)
-{
-    const char *p = msg ? strstr(msg, "NFS4ERR_") : NULL;
-    if (!p && msg)
-        p = strstr(msg, "NFS3ERR_");
-    size_t n = p ? strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") : 0;
-    snprintf(c->status, sizeof c->status, "%.*s", (int)n, p ? p : "");
-    return c->status;
-}
-
-/* libnfs reports some failures as a generic error with a message; turn
- * the ones herd must tell apart into their errno, and notice when the
- * connection itself is gone. */
-int libnfs_errno(struct libnfs_ctx *c, int rc)
-{
-    const char *msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
-    int err = rc < 0 ? -rc : EIO;
-    libnfs_note_msg(c, msg);
-    /* libnfs 4.0 turns the NFS4ERR it does not map into ERANGE, and a
-     * READ's NFS3ERR into EFAULT (NFS3ERR_INVAL: a FIFO read, say); its
-     * message names the status (NFS4ERR_GRACE: ENOLCK, as for a lock
-     * refused in grace; NFS4ERR_DELAY: EBUSY ...) */
-    int named = libnfs_status_name_errno(c->status);
-    if ((err == ERANGE || err == EFAULT) && named)
-        err = named;
-    if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
-        err = ETIMEDOUT;
-    else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))
-        err = ECONNRESET; /* the server closed or lost the connection */
-    else if (msg && strstr(msg, "Poll failed"))
-        err = EINTR; /* a signal cut the wait: libnfs 4.0 says EIO */
-    else if (err == EINTR && !signals_stop_requested())
-        err = ETIMEDOUT; /* libnfs 4.0 reports some RPC timeouts as EINTR */
-    /* A call that gave up waiting (a timeout, or a signal: EINTR) leaves its
-     * RPC queued in the context, with its reply buffer and callback data in
-     * a caller that has returned; the next call on this context would let
-     * that late reply write into them (seen: a READ reply after a SIGINT
-     * during a read phase, copied over freed memory by the cleanup's stat).
-     * Such a context is never used again. */
-    if (err == ETIMEDOUT || err == EINTR || err == ENOTCONN || err == ECONNREFUSED ||
-        err == ECONNRESET || err == EPIPE || err == ESHUTDOWN)
-        c->broken = true;
-    return -err;
-}
-
-/* Forget a context. One whose connection died mid-call is not destroyed:
- * libnfs 4.0 crashes in nfs_destroy_context on it; closing its socket and
- * leaking its memory (a few KiB per lost connection) is the safe side. */
-void libnfs_drop(struct libnfs_ctx *c)
-{
-    if (!c->nfs)
-        return;
-    libnfs_dirs_forget(c, NULL); /* frees the handles: no RPC */
-    if (c->broken) {
-        int fd = nfs_get_fd(c->nfs);
-        if (fd >= 0)
-            close(fd);
-    } else {
-        nfs_destroy_context(c->nfs);
-    }
-    c->nfs = NULL;
-}
-
 /* The export-absolute form of a herd path, after the common check. */
 static int libnfs_path(const char *path, char *buf, size_t len)
 {
@@ -155,128 +78,6 @@ static int libnfs_begin(struct libnfs_ctx *c, const char *path, char *buf, size_
     libnfs_call_begin(c, NULL);
     int rc = libnfs_path(path, buf, len);
     return rc < 0 ? rc : libnfs_ready(c);
-}
-
-/* A mount that failed: libnfs 4.0 says EPERM ("Operation not permitted")
- * for a host it cannot resolve and EIO for a server that does not answer;
- * tell them apart by its message (msg: the mount's own, else libnfs's). */
-static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
-{
-    if (!msg || !msg[0])
-        msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
-    if (msg && (strstr(msg, "Can not resolv") || strstr(msg, "Invalid address")))
-        return -EHOSTUNREACH;
-    if (msg && strstr(msg, "refused"))
-        return -ECONNREFUSED;
-    if (rc == -EINTR && !signals_stop_requested())
-        rc = -ETIMEDOUT; /* the mount's own RPC timed out: libnfs 4.0 says EINTR */
-    if (rc != -EINTR && rc != -ETIMEDOUT)
-        rc = libnfs_errno(c, rc);
-    if (rc == -EIO || rc == -ECONNRESET || rc == -EPERM)
-        rc = -ECONNREFUSED; /* nobody answered the mount */
-    return rc;
-}
-
-/* The target URL as libnfs 4.0 reads it (nfsurl.h): nfs://host:port/export
- * becomes nfs://host/export?nfsport=port (4.0 takes "host:port" for a
- * host name), an [IPv6] host loses its brackets. libnfs_check refused
- * any other URL; one that does not parse or fit is copied as it is, for
- * libnfs to refuse. */
-static void libnfs_url_port(const char *in, char *out, size_t len)
-{
-    struct nfsurl url;
-    char why[256];
-    if (nfsurl_parse(in, &url, why, sizeof why) < 0 || nfsurl_format_libnfs(&url, out, len) < 0)
-        snprintf(out, len, "%s", in);
-}
-
-/* NFSv4 client names must differ between every context of every rank:
- * libnfs 4.0 names one "Libnfs pid:PID TIME", the same for two contexts a
- * process makes within a second, and a server takes a second SETCLIENTID
- * under a known name as that client's reboot, dropping the first's state. */
-static void libnfs_client_name(struct nfs_context *nfs)
-{
-    static unsigned made;
-    char host[128] = "";
-    gethostname(host, sizeof host - 1);
-    char name[200];
-    snprintf(name, sizeof name, "herd %s pid:%d ctx:%u", host, (int)getpid(), made++);
-    nfs4_set_client_name(nfs, name);
-}
-
-/* A mount in progress, awaited by rpcwait (so that a stop from any rank
- * ends the wait, not only op_timeout). */
-struct libnfs_mount_wait {
-    bool done;
-    int err;
-    char msg[200];
-};
-
-static void libnfs_mounted(int err, struct nfs_context *nfs, void *data, void *priv)
-{
-    (void)nfs;
-    struct libnfs_mount_wait *w = priv;
-    w->err = err;
-    if (err < 0 && data)
-        snprintf(w->msg, sizeof w->msg, "%s", (const char *)data);
-    w->done = true;
-}
-
-int libnfs_mount(struct libnfs_ctx *c)
-{
-    c->nfs = nfs_init_context();
-    if (!c->nfs)
-        return -ENOMEM;
-    libnfs_client_name(c->nfs);
-    nfs_set_timeout(c->nfs, c->timeout_ms);
-    /* No silent reconnect loops inside a call: a lost server must surface
-     * as an error here, and herd reconnects between files. */
-    nfs_set_autoreconnect(c->nfs, 0);
-    char target[JOB_PATH_MAX + 32];
-    libnfs_url_port(c->target, target, sizeof target);
-    struct nfs_url *url = nfs_parse_url_dir(c->nfs, target);
-    if (!url) {
-        nfs_destroy_context(c->nfs);
-        c->nfs = NULL;
-        return -EINVAL;
-    }
-    /* After the URL, whose version= the parse applies: nfs_version wins. */
-    if (c->version)
-        nfs_set_version(c->nfs, c->version == 4 ? NFS_V4 : NFS_V3);
-    struct libnfs_mount_wait w = {0};
-    const char *why = NULL;
-    int rc = nfs_mount_async(c->nfs, url->server, url->path, libnfs_mounted, &w);
-    nfs_destroy_url(url); /* the call keeps copies */
-    bool queued = rc == 0;
-    if (queued)
-        rc = rpcwait(nfs_get_rpc_context(c->nfs), &w.done, c->deadline, &why);
-    if (rc == 0)
-        rc = w.err;
-    if (rc < 0) {
-        rc = libnfs_mount_errno(c, rc, w.msg);
-        if (why)
-            libnfs_note(c, why);
-        c->broken = queued && !w.done; /* a half-open call is still queued */
-        libnfs_drop(c);
-        c->broken = true;
-        return rc;
-    }
-    /* libnfs 4.0 reports 0 over NFSv4 (nothing negotiated): use 1 MiB,
-     * what NFS servers commonly offer. */
-    c->server_rmax = nfs_get_readmax(c->nfs);
-    c->server_wmax = nfs_get_writemax(c->nfs);
-    if (c->server_rmax == 0)
-        c->server_rmax = LIBNFS_DEFAULT_XFER;
-    if (c->server_wmax == 0)
-        c->server_wmax = LIBNFS_DEFAULT_XFER;
-    c->broken = false;
-    return 0;
-}
-
-int libnfs_reconnect(struct libnfs_ctx *c)
-{
-    libnfs_drop(c);
-    return libnfs_mount(c);
 }
 
 static int timeout_ms(double seconds)
@@ -535,34 +336,6 @@ static int libnfs_ready(struct libnfs_ctx *c)
     return libnfs_reconnect(c);
 }
 
-/* Every directory component of p (export-absolute) is a directory, not a
- * link: over NFSv3 by the parent's kept handle (its walk,
- * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs
- * (libnfs_dirs_check4); where those cannot (EACCES: NFSv3 an export
- * root the user may not read), an lstat of each: libnfs would follow a
- * link there. */
-int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
-{
-    int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_check3(c, p);
-    if (rc != -EACCES)
-        return rc;
-    char dir[LIBNFS_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", p);
-    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        struct nfs_stat_64 st;
-        rc = libnfs_call_lstat(c, dir, &st);
-        *s = '/';
-        if (rc < 0)
-            return rc;
-        if (S_ISLNK(st.nfs_mode))
-            return -ELOOP;
-        if (!S_ISDIR(st.nfs_mode))
-            return -ENOTDIR;
-    }
-    return 0;
-}
-
 /* The leaf's lstat, and its handle (h->len 0 where the server's LOOKUP
  * cannot be used: NFSv3 where the parent's walk cannot go by handle): a
  * LOOKUP in its parent's kept handle; else its directories checked
@@ -584,15 +357,6 @@ static int libnfs_leaf(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *
 {
     struct libnfs_handle h;
     return libnfs_leaf_id(c, p, st, &h);
-}
-
-bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want)
-{
-    if (!want->len)
-        return true;
-    const struct nfs_fh *got = nfs_get_fh(fh);
-    return got->len >= 0 && (unsigned)got->len == want->len &&
-           memcmp(got->val, want->val, want->len) == 0;
 }
 
 /* f opened by libnfs by its name p, O_NOFOLLOW. When herd knows the
@@ -726,36 +490,6 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
     return 0;
 }
 
-/* A failed READ or WRITE RPC's result as -errno (libnfs_stream.h). */
-static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len);
-
-/* The stream call's view of file f: its context (the lock context when it
- * has one), chunk sizes and the phase's observer (ctx's). */
-static struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f, const char **why)
-{
-    struct libnfs_ctx *c = f->lk ? f->lk : top;
-    *why = NULL;
-    return (struct stream_io){.nfs = c->nfs,
-                              .fh = f->fh,
-                              .rchunk = c->rchunk,
-                              .wchunk = c->wchunk,
-                              .deadline = c->deadline,
-                              .obs = &top->obs,
-                              .rwin = &top->rwin,
-                              .wwin = &top->wwin,
-                              .rpc_errno = libnfs_rpc_errno,
-                              .arg = c,
-                              .broken = &c->broken,
-                              .why = why};
-}
-
-/* After a stream call: a failed wait names its reason. */
-static void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const char *why)
-{
-    if (why)
-        libnfs_note(f->lk ? f->lk : top, why);
-}
-
 /* f opened, if it was created unopened (backend_file): 0 or the open's
  * -errno, each time asked. */
 static int libnfs_file_ready(struct libnfs_ctx *c, struct backend_file *f)
@@ -806,25 +540,6 @@ static void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, ui
     stream_advise(f->stream, offset, length);
 }
 
-/* libnfs 4.0's nfs_pwrite loses the server's status of a refused WRITE:
- * every NFS3ERR_* comes back as -EFAULT with an empty message. The one a
- * load test meets is a full export (NFS3ERR_NOSPC): when the export has
- * less room left than this chunk, say ENOSPC; otherwise EFAULT stays,
- * meaning "refused, status unknown". */
-static int libnfs_write_refused(struct libnfs_ctx *c, size_t chunk)
-{
-    struct nfs_statvfs_64 st;
-    if (libnfs_call_statvfs(c, "/", &st) == 0 && st.f_bavail * st.f_frsize < chunk)
-        return -ENOSPC;
-    return -EFAULT;
-}
-
-static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len)
-{
-    struct libnfs_ctx *c = arg;
-    return write && rc == -EFAULT ? libnfs_write_refused(c, len) : libnfs_errno(c, rc);
-}
-
 static ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
                              uint64_t offset)
 {
@@ -841,20 +556,6 @@ static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len,
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
     return stream_write_buffer(f->stream, &io, len, want, note); /* never waits: no why */
-}
-
-/* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
- * -errno of the wait. */
-int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
-{
-    struct libnfs_ctx *c = f->lk ? f->lk : top;
-    if (c->broken || !f->fh || !f->stream)
-        return 0; /* broken: the call that broke it said why */
-    const char *why;
-    struct stream_io io = libnfs_io(top, f, &why);
-    int rc = stream_drain(f->stream, &io);
-    libnfs_io_done(f, top, why);
-    return rc;
 }
 
 static int libnfs_fsync(void *ctx, struct backend_file *f)
@@ -948,15 +649,6 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
         return rc;                                                                                 \
     rc = (call);                                                                                   \
     return rc < 0 ? rc : 0;
-
-int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only)
-{
-    if (S_ISLNK(st->nfs_mode))
-        return -ELOOP;
-    if (file_only && S_ISDIR(st->nfs_mode))
-        return -EISDIR;
-    return file_only && !S_ISREG(st->nfs_mode) ? -EPERM : 0;
-}
 
 /* The leaf's lstat and libnfs_leaf_refused. */
 static int libnfs_leaf_ok(struct libnfs_ctx *c, const char *p, bool file_only)

@@ -1,7 +1,12 @@
-/* libnfs_ctx.h — the libnfs backend's own state, shared by its files
- * only: backend_libnfs.c (connections, paths, reads and writes) and
- * libnfs_lock.c (byte-range locks over NLM and NFSv4). Nothing outside
- * the backend includes it; the rest of herd sees backend.h. */
+/* libnfs_ctx.h — the libnfs backend's own state and the calls its files
+ * share, lowest first: libnfs_ctx.c (failures, errnos, deadlines),
+ * libnfs_call.c and libnfs_rpc.c (libnfs's calls and herd's own),
+ * libnfs_dirs.c (directories kept by handle), libnfs_open4.c (NFSv4
+ * opens), libnfs_mount.c (the connection), libnfs_io.c (a file's stream
+ * calls), libnfs_lock.c (byte-range locks over NLM and NFSv4), and
+ * backend_libnfs.c (the ops table: paths, opens, reads and writes).
+ * Each calls only files before it. Nothing outside the backend includes
+ * it; the rest of herd sees backend.h. */
 #ifndef HERD_LIBNFS_CTX_H
 #define HERD_LIBNFS_CTX_H
 
@@ -109,7 +114,7 @@ struct backend_file {
     char own4_other[12];
 };
 
-/* Shared by the backend's files (backend_libnfs.c). */
+/* libnfs_ctx.c: what every file of the backend uses. */
 
 /* Keep the protocol's name of the last failure (the status op's answer). */
 void libnfs_note(struct libnfs_ctx *c, const char *status);
@@ -123,19 +128,13 @@ int libnfs_errno(struct libnfs_ctx *c, int rc);
 /* A backend call on c (and on f's lock context, f not NULL) begins now:
  * its waits end op_timeout from now (c->deadline). */
 void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f);
+/* The errno of a failed status (NFSv3's or, v4, NFSv4's), its name noted
+ * on c as libnfs's own calls note it; an unknown one: EIO. Positive. */
+int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4);
 
-/* Forget c's connection (without destroying a context that died mid-call). */
-void libnfs_drop(struct libnfs_ctx *c);
-/* Mount c->target on a new context; 0 or -errno. */
-int libnfs_mount(struct libnfs_ctx *c);
-/* Drop c's connection and mount again; 0 or -errno. */
-int libnfs_reconnect(struct libnfs_ctx *c);
-/* Every directory component of p (export-absolute) is a directory, not a
- * link; 0 or -errno. */
-int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
-/* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
- * -errno of the wait. */
-int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
+/* The errno of a status by its name ("NFS3ERR_INVAL"), 0 for one not
+ * known here. */
+int libnfs_status_name_errno(const char *name);
 
 /* Whether libnfs's fh is the file of handle want (true when want is
  * empty: nothing to compare). */
@@ -145,6 +144,27 @@ bool libnfs_handle_is(struct nfsfh *fh, const struct libnfs_handle *want);
  * a link (never followed, never removed), and with file_only (unlink)
  * -EISDIR for a directory, -EPERM for anything but a regular file; 0. */
 int libnfs_leaf_refused(const struct nfs_stat_64 *st, bool file_only);
+
+/* libnfs_mount.c: the connection. */
+
+/* Forget c's connection (without destroying a context that died mid-call). */
+void libnfs_drop(struct libnfs_ctx *c);
+/* Mount c->target on a new context; 0 or -errno. */
+int libnfs_mount(struct libnfs_ctx *c);
+/* Drop c's connection and mount again; 0 or -errno. */
+int libnfs_reconnect(struct libnfs_ctx *c);
+
+/* libnfs_io.c: a file's stream calls. */
+
+/* The stream call's view of file f: its context (the lock context when
+ * it has one), chunk sizes, windows and the phase's observer (top's);
+ * *why is set to the reason of a failed wait. */
+struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f, const char **why);
+/* After a stream call: a failed wait names its reason. */
+void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const char *why);
+/* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
+ * -errno of the wait. */
+int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
 
 /* libnfs_dirs.c: NFSv3 calls on p's leaf sent to the handle of p's
  * parent, which is walked once (a LOOKUP a component, no link at any) and
@@ -179,6 +199,9 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p);
 /* Close the kept directories at dir or below it (NULL: all): before a
  * rename moves them, and before the context goes. */
 void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);
+/* Every directory component of p (export-absolute) is a directory, not a
+ * link; 0 or -errno. */
+int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
 
 /* libnfs_open4.c: NFSv4 files herd creates itself, by its own client and
  * open owner: create p new (GUARDED4: -EEXIST for any name that exists,

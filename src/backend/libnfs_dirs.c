@@ -495,3 +495,31 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
         return 0;
     return -libnfs_status_errno(c, r.st, true);
 }
+
+/* Every directory component of p (export-absolute) is a directory, not a
+ * link: over NFSv3 by the parent's kept handle (its walk,
+ * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs
+ * (libnfs_dirs_check4); where those cannot (EACCES: NFSv3 an export
+ * root the user may not read), an lstat of each: libnfs would follow a
+ * link there. */
+int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p)
+{
+    int rc = c->v4 ? libnfs_dirs_check4(c, p) : libnfs_dirs_check3(c, p);
+    if (rc != -EACCES)
+        return rc;
+    char dir[LIBNFS_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", p);
+    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        struct nfs_stat_64 st;
+        rc = libnfs_call_lstat(c, dir, &st);
+        *s = '/';
+        if (rc < 0)
+            return rc;
+        if (S_ISLNK(st.nfs_mode))
+            return -ELOOP;
+        if (!S_ISDIR(st.nfs_mode))
+            return -ENOTDIR;
+    }
+    return 0;
+}

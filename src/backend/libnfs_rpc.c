@@ -1,5 +1,5 @@
 /* libnfs_rpc.c — herd's own NFS calls on a libnfs context: the reply
- * record, its wait, status errnos and NFSv4 attributes (libnfs_rpc.h). */
+ * record, its wait and NFSv4 attributes (libnfs_rpc.h). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -12,104 +12,6 @@
 
 #include "libnfs_call.h"
 #include "libnfs_rpc.h"
-
-/* A status's errno and name (the name as libnfs's messages give it). */
-struct status_errno {
-    int st;
-    int err;
-    const char *name;
-};
-#define STATUS_ERRNO(st, err)                                                                      \
-    {                                                                                              \
-        st, err, #st                                                                               \
-    }
-
-static const struct status_errno status3[] = {
-    STATUS_ERRNO(NFS3ERR_PERM, EPERM),
-    STATUS_ERRNO(NFS3ERR_NOENT, ENOENT),
-    STATUS_ERRNO(NFS3ERR_IO, EIO),
-    STATUS_ERRNO(NFS3ERR_NXIO, ENXIO),
-    STATUS_ERRNO(NFS3ERR_ACCES, EACCES),
-    STATUS_ERRNO(NFS3ERR_EXIST, EEXIST),
-    STATUS_ERRNO(NFS3ERR_XDEV, EXDEV),
-    STATUS_ERRNO(NFS3ERR_NODEV, ENODEV),
-    STATUS_ERRNO(NFS3ERR_NOTDIR, ENOTDIR),
-    STATUS_ERRNO(NFS3ERR_ISDIR, EISDIR),
-    STATUS_ERRNO(NFS3ERR_INVAL, EINVAL),
-    STATUS_ERRNO(NFS3ERR_FBIG, EFBIG),
-    STATUS_ERRNO(NFS3ERR_NOSPC, ENOSPC),
-    STATUS_ERRNO(NFS3ERR_ROFS, EROFS),
-    STATUS_ERRNO(NFS3ERR_MLINK, EMLINK),
-    STATUS_ERRNO(NFS3ERR_NAMETOOLONG, ENAMETOOLONG),
-    STATUS_ERRNO(NFS3ERR_NOTEMPTY, ENOTEMPTY),
-    STATUS_ERRNO(NFS3ERR_DQUOT, EDQUOT),
-    STATUS_ERRNO(NFS3ERR_STALE, ESTALE),
-    STATUS_ERRNO(NFS3ERR_JUKEBOX, EAGAIN),
-};
-
-/* RFC 7530's statuses a name call meets, and the lease and lock ones
- * libnfs's own calls meet (libnfs_status_name_errno). */
-static const struct status_errno status4[] = {
-    STATUS_ERRNO(NFS4ERR_PERM, EPERM),
-    STATUS_ERRNO(NFS4ERR_NOENT, ENOENT),
-    STATUS_ERRNO(NFS4ERR_IO, EIO),
-    STATUS_ERRNO(NFS4ERR_NXIO, ENXIO),
-    STATUS_ERRNO(NFS4ERR_ACCESS, EACCES),
-    STATUS_ERRNO(NFS4ERR_EXIST, EEXIST),
-    STATUS_ERRNO(NFS4ERR_XDEV, EXDEV),
-    STATUS_ERRNO(NFS4ERR_NOTDIR, ENOTDIR),
-    STATUS_ERRNO(NFS4ERR_ISDIR, EISDIR),
-    STATUS_ERRNO(NFS4ERR_INVAL, EINVAL),
-    STATUS_ERRNO(NFS4ERR_FBIG, EFBIG),
-    STATUS_ERRNO(NFS4ERR_NOSPC, ENOSPC),
-    STATUS_ERRNO(NFS4ERR_ROFS, EROFS),
-    STATUS_ERRNO(NFS4ERR_MLINK, EMLINK),
-    STATUS_ERRNO(NFS4ERR_NAMETOOLONG, ENAMETOOLONG),
-    STATUS_ERRNO(NFS4ERR_NOTEMPTY, ENOTEMPTY),
-    STATUS_ERRNO(NFS4ERR_DQUOT, EDQUOT),
-    STATUS_ERRNO(NFS4ERR_STALE, ESTALE),
-    STATUS_ERRNO(NFS4ERR_FHEXPIRED, ESTALE),
-    STATUS_ERRNO(NFS4ERR_SYMLINK, ELOOP),
-    STATUS_ERRNO(NFS4ERR_NOTSUPP, ENOTSUP),
-    STATUS_ERRNO(NFS4ERR_ATTRNOTSUPP, ENOTSUP),
-    STATUS_ERRNO(NFS4ERR_BADTYPE, EINVAL),
-    STATUS_ERRNO(NFS4ERR_BADNAME, EINVAL),
-    STATUS_ERRNO(NFS4ERR_SHARE_DENIED, EACCES),
-    STATUS_ERRNO(NFS4ERR_WRONGSEC, EACCES),
-    STATUS_ERRNO(NFS4ERR_DELAY, EBUSY),
-    STATUS_ERRNO(NFS4ERR_GRACE, ENOLCK),
-    STATUS_ERRNO(NFS4ERR_NO_GRACE, ENOLCK),
-    STATUS_ERRNO(NFS4ERR_LOCKED, EAGAIN),
-    STATUS_ERRNO(NFS4ERR_EXPIRED, ESTALE),
-    STATUS_ERRNO(NFS4ERR_STALE_CLIENTID, ESTALE),
-    STATUS_ERRNO(NFS4ERR_MOVED, ESTALE),
-};
-
-int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
-{
-    const struct status_errno *map = v4 ? status4 : status3;
-    size_t n = v4 ? sizeof status4 / sizeof status4[0] : sizeof status3 / sizeof status3[0];
-    for (size_t i = 0; i < n; i++)
-        if (map[i].st == st) {
-            libnfs_note(c, map[i].name);
-            return map[i].err;
-        }
-    char name[32];
-    snprintf(name, sizeof name, "NFS%dERR %d", v4 ? 4 : 3, st);
-    libnfs_note(c, name);
-    return EIO;
-}
-
-int libnfs_status_name_errno(const char *name)
-{
-    for (size_t i = 0; i < sizeof status3 / sizeof status3[0]; i++)
-        if (strcmp(status3[i].name, name) == 0)
-            return status3[i].err;
-    for (size_t i = 0; i < sizeof status4 / sizeof status4[0]; i++)
-        if (strcmp(status4[i].name, name) == 0)
-            return status4[i].err;
-    return 0;
-}
 
 /* The S_IF* of an NFSv3 or NFSv4 file type (ftype3 and nfs_ftype4 number
  * the seven alike); 0 for any other. */

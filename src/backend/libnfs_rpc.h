@@ -3,8 +3,8 @@
  * directory held by handle; libnfs_open4.c: NFSv4 opens of herd's own
  * open owner). One reply record serves an NFSv3 call and an NFSv4
  * COMPOUND; the callback copies what the caller needs out of the reply
- * (libnfs frees it when the callback returns). Also the errno of a
- * status, and NFSv4 attributes (fattr4) both ways. */
+ * (libnfs frees it when the callback returns). Also NFSv4 attributes
+ * (fattr4) both ways. */
 #ifndef HERD_LIBNFS_RPC_H
 #define HERD_LIBNFS_RPC_H
 
@@ -41,14 +41,6 @@ void libnfs_replied(struct rpc_context *rpc, int status, void *data, void *priv)
  * never serviced again): -ETIMEDOUT for libnfs's own timeout as for
  * rpcwait's, -ECONNRESET for a failed RPC. 0: answered, r->st says how. */
 int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r);
-
-/* The errno of a failed status (NFSv3's or, v4, NFSv4's), its name noted
- * on c as libnfs's own calls note it; an unknown one: EIO. Positive. */
-int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4);
-
-/* The errno of a status by its name ("NFS3ERR_INVAL"), 0 for one not
- * known here. */
-int libnfs_status_name_errno(const char *name);
 
 /* Send a COMPOUND of n ops on c (r cleared first) and wait for it: 0
  * (answered: r->st, 0 or the failed op's status) or -errno of the RPC. */

@@ -6,7 +6,7 @@ a layer including the runner, a name used twice, a folder including a
 header of a folder above it (job/ a backend's), two folders that include
 each other, and a function defined in a folder above the caller's
 although declared in the caller's own (core's progress counter through a
-header in workload/).
+header in workload/), and two files that call each other around a loop.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_layers.py
 """
@@ -65,6 +65,10 @@ def append(path, text):
                        "\nvoid progress_tick(struct progress_count *c)\n{\n    (void)c;\n}\n")),
      "src/workload/workload_io.c: uses progress_tick, defined in src/core/progress.c: "
      "workload/ may not use core/"),
+    (lambda s: append(s / "backend/libnfs_ctx.c",
+                      "\nstatic void again(struct libnfs_ctx *c) { libnfs_drop(c); }\n"),
+     "call cycle between files: src/backend/libnfs_call.c <-> src/backend/libnfs_ctx.c <-> "
+     "src/backend/libnfs_dirs.c <-> src/backend/libnfs_mount.c <-> src/backend/libnfs_rpc.c"),
 ])
 def test_each_broken_rule_is_named(tmp_path, plant, said):
     src = tmp_path / "src"
