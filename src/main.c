@@ -114,6 +114,42 @@ static int probe_targets(const struct job *job, long ranks)
     return problems;
 }
 
+/* check's table: one line per phase (a ladder's steps each), then the
+ * bytes of the whole job on `ranks` ranks. */
+static void check_print_phases(const struct job *job, long ranks)
+{
+    const struct phase *first = &job->phases[0];
+    printf("job %s: %d phase%s, target %s (backend %s)%s\n", job->path, job->nphases,
+           units_plural(job->nphases), first->target, first->backend,
+           job->keep ? ", run directory kept" : "");
+    printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
+           "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
+    double grand = 0; /* the sum of phases may pass 2^64; each phase does not */
+    for (int i = 0; i < job->nphases; i++) {
+        const struct phase *ph = &job->phases[i];
+        char file[32], block[32], per[32], all[32];
+        units_format_size(ph->file_size, file, sizeof file);
+        units_format_size(ph->block_size, block, sizeof block);
+        uint64_t bytes = job_phase_bytes_per_rank(ph);
+        long n = ph->active_ranks > 0 ? (long)ph->active_ranks : ranks; /* a ladder step's */
+        grand += (double)(bytes * (uint64_t)n); /* job_check_scale: no overflow */
+        units_format_human((double)bytes, per, sizeof per);
+        units_format_human((double)bytes * (double)n, all, sizeof all);
+        /* A kind that holds locks locks the fileset's one shared file. */
+        bool shared =
+            ph->sharing == SHARING_SHARED || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS);
+        printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
+               job_kind_name(ph->kind), shared ? "shared" : "unique",
+               !shared || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS) ? "-"
+               : ph->shared_mode == SHARED_SEGMENTED                        ? "segmented"
+                                                                            : "same-content",
+               ph->fileset, file, block, (long long)ph->iterations, per, all);
+    }
+    char total[32];
+    units_format_human(grand, total, sizeof total);
+    printf("total for %ld rank%s: %s\n", ranks, units_plural(ranks), total);
+}
+
 static int command_check(const struct cli_args *a)
 {
     struct job job;
@@ -147,36 +183,8 @@ static int command_check(const struct cli_args *a)
     }
     job_free(&job);
     job = steps;
+    check_print_phases(&job, a->ranks);
     const struct phase *first = &job.phases[0];
-    printf("job %s: %d phase%s, target %s (backend %s)%s\n", job.path, job.nphases,
-           units_plural(job.nphases), first->target, first->backend,
-           job.keep ? ", run directory kept" : "");
-    printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
-           "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
-    double grand = 0; /* the sum of phases may pass 2^64; each phase does not */
-    for (int i = 0; i < job.nphases; i++) {
-        const struct phase *ph = &job.phases[i];
-        char file[32], block[32], per[32], all[32];
-        units_format_size(ph->file_size, file, sizeof file);
-        units_format_size(ph->block_size, block, sizeof block);
-        uint64_t bytes = job_phase_bytes_per_rank(ph);
-        long n = ph->active_ranks > 0 ? (long)ph->active_ranks : a->ranks; /* a ladder step's */
-        grand += (double)(bytes * (uint64_t)n); /* job_check_scale: no overflow */
-        units_format_human((double)bytes, per, sizeof per);
-        units_format_human((double)bytes * (double)n, all, sizeof all);
-        /* A kind that holds locks locks the fileset's one shared file. */
-        bool shared =
-            ph->sharing == SHARING_SHARED || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS);
-        printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
-               job_kind_name(ph->kind), shared ? "shared" : "unique",
-               !shared || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS) ? "-"
-               : ph->shared_mode == SHARED_SEGMENTED                        ? "segmented"
-                                                                            : "same-content",
-               ph->fileset, file, block, (long long)ph->iterations, per, all);
-    }
-    char total[32];
-    units_format_human(grand, total, sizeof total);
-    printf("total for %ld rank%s: %s\n", a->ranks, units_plural(a->ranks), total);
     if (first->monitor_rank[0])
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
                first->monitor_rank, a->ranks + 1, a->ranks);

@@ -89,21 +89,24 @@ static const char *bytes_key(const struct phase *ph)
     return ph->iterations > 1 ? "iterations" : "file_size";
 }
 
-/* The scale rule of one phase on nranks ranks (0: before the rank count
- * is known, as for one rank) with mem bytes of memory on rank 0's host
- * (0 = unknown): NULL, or the key at fault with why. Every product is
- * computed with overflow checks; numbers in messages are the exact
- * product or, past 2^64, a double. */
-static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
-                               size_t len)
+/* "x 4 ranks", or, before the rank count is known (nranks 0), what even
+ * one rank needs. */
+static void ranks_text(int64_t nranks, char *buf, size_t len)
+{
+    if (nranks > 0)
+        snprintf(buf, len, "x %lld rank%s", (long long)nranks, units_plural(nranks));
+    else
+        snprintf(buf, len, "need, even for one rank,");
+}
+
+/* What ph gathers to rank 0 from n ranks: its records, and a lock phase's
+ * holds. NULL, or the key at fault with why. */
+static const char *phase_scale_gathered(const struct phase *ph, int64_t nranks, uint64_t mem,
+                                        char *why, size_t len)
 {
     char what[160], ranks[48];
     double n = nranks > 0 ? (double)nranks : 1.0;
-    /* "x 4 ranks", or, before -n is known, what even one rank needs */
-    if (nranks > 0)
-        snprintf(ranks, sizeof ranks, "x %lld rank%s", (long long)nranks, units_plural(nranks));
-    else
-        snprintf(ranks, sizeof ranks, "need, even for one rank,");
+    ranks_text(nranks, ranks, sizeof ranks);
     /* Records: iterations rows per rank, all gathered to rank 0. */
     snprintf(what, sizeof what, "%lld iterations %s%s", (long long)ph->iterations, ranks,
              nranks > 0 ? " need" : "");
@@ -118,30 +121,39 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
                          mem, what, why, len))
             return "count";
     }
-    if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
-        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
-                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
-        return ph->files > JOB_META_MAX ? "files" : "dirs";
-    }
-    /* File offsets are signed 64-bit (off_t); a segmented file holds every
-     * rank's region end to end. */
+    return NULL;
+}
+
+/* File offsets are signed 64-bit (off_t); a segmented file holds every
+ * rank's region end to end. NULL, or "file_size" with why. */
+static const char *phase_scale_offsets(const struct phase *ph, int64_t nranks, char *why,
+                                       size_t len)
+{
+    double n = nranks > 0 ? (double)nranks : 1.0;
     bool segmented = ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED &&
                      ph->kind != KIND_META;
     uint64_t end;
-    if (ph->file_size > INT64_MAX ||
-        (segmented &&
-         (__builtin_mul_overflow(ph->file_size, (uint64_t)nranks, &end) || end > INT64_MAX))) {
-        char size[32];
-        units_format_size(ph->file_size, size, sizeof size);
-        if (segmented)
-            snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)n,
-                     units_plural(n));
-        else
-            snprintf(what, sizeof what, "%s", size);
-        snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,
-                 (double)ph->file_size * (segmented ? n : 1.0));
-        return "file_size";
-    }
+    if (ph->file_size <= INT64_MAX &&
+        (!segmented ||
+         (!__builtin_mul_overflow(ph->file_size, (uint64_t)nranks, &end) && end <= INT64_MAX)))
+        return NULL;
+    char what[160], size[32];
+    units_format_size(ph->file_size, size, sizeof size);
+    if (segmented)
+        snprintf(what, sizeof what, "%s x %lld rank%s (segmented)", size, (long long)n,
+                 units_plural(n));
+    else
+        snprintf(what, sizeof what, "%s", size);
+    snprintf(why, len, "%s = %.4g bytes is past the largest file offset (2^63 - 1)", what,
+             (double)ph->file_size * (segmented ? n : 1.0));
+    return "file_size";
+}
+
+/* The bytes one rank and all ranks move fit 64 bits. NULL, or the key
+ * they scale with, with why. */
+static const char *phase_scale_bytes(const struct phase *ph, int64_t nranks, char *why, size_t len)
+{
+    double n = nranks > 0 ? (double)nranks : 1.0;
     uint64_t per, all;
     if (job_phase_bytes(ph, &per) < 0) {
         double unit =
@@ -161,6 +173,26 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
         return bytes_key(ph);
     }
     return NULL;
+}
+
+/* The scale rule of one phase on nranks ranks (0: before the rank count
+ * is known, as for one rank) with mem bytes of memory on rank 0's host
+ * (0 = unknown): NULL, or the key at fault with why. Every product is
+ * computed with overflow checks; numbers in messages are the exact
+ * product or, past 2^64, a double. */
+static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
+                               size_t len)
+{
+    const char *key = phase_scale_gathered(ph, nranks, mem, why, len);
+    if (key)
+        return key;
+    if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
+        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
+                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
+        return ph->files > JOB_META_MAX ? "files" : "dirs";
+    }
+    key = phase_scale_offsets(ph, nranks, why, len);
+    return key ? key : phase_scale_bytes(ph, nranks, why, len);
 }
 
 /* One error per job: the first check of phase_validate's that fails is

@@ -40,70 +40,131 @@ static int nfsd_read_counted(struct textscan *line, uint64_t *v, size_t nv, uint
     return 0;
 }
 
-/* One line whose first token is key; 1 for an unknown key, -1 if malformed. */
+/* One line of /proc/net/rpc/nfsd after its key: 0, or -1 when it is
+ * malformed. */
+typedef int line_parser(struct textscan *line, struct nfsd_stats *out);
+
+static int line_rc(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[3];
+    size_t got;
+    if (textscan_u64s(line, v, 3, &got) < 0 || got < 3)
+        return -1;
+    out->rc_hits = v[0], out->rc_misses = v[1], out->rc_nocache = v[2];
+    out->have |= NFSD_HAVE_RC;
+    return 0;
+}
+
+static int line_io(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[2];
+    size_t got;
+    if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
+        return -1;
+    out->io_read = v[0], out->io_write = v[1];
+    out->have |= NFSD_HAVE_IO;
+    return 0;
+}
+
+/* threads, fullcnt, then a histogram of seconds ("0.000"), ignored */
+static int line_th(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[2];
+    struct textscan tok;
+    for (int n = 0; n < 2; n++)
+        if (!textscan_field(line, &tok) || textscan_u64(tok, &v[n]) < 0)
+            return -1;
+    if (v[0] > INT64_MAX)
+        return -1;
+    while (textscan_field(line, &tok))
+        if (!span_is_decimal(tok))
+            return -1;
+    out->threads = (int64_t)v[0], out->th_full = v[1];
+    out->have |= NFSD_HAVE_TH;
+    return 0;
+}
+
+static int line_net(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[4];
+    size_t got;
+    if (textscan_u64s(line, v, 4, &got) < 0 || got < 4)
+        return -1;
+    out->net_count = v[0], out->net_udp = v[1], out->net_tcp = v[2], out->net_tcp_conn = v[3];
+    out->have |= NFSD_HAVE_NET;
+    return 0;
+}
+
+/* calls, badcalls (= badfmt + badauth + badclnt), then those three */
+static int line_rpc(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[2];
+    size_t got;
+    if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
+        return -1;
+    out->rpc_calls = v[0], out->rpc_bad = v[1];
+    out->have |= NFSD_HAVE_RPC;
+    return 0;
+}
+
+static int line_proc2(struct textscan *line, struct nfsd_stats *out)
+{
+    (void)out;
+    uint64_t v[1], n;
+    return nfsd_read_counted(line, v, 0, &n) < 0 ? -1 : 0;
+}
+
+static int line_proc3(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t n;
+    memset(out->v3, 0, sizeof out->v3);
+    if (nfsd_read_counted(line, out->v3, NFSD_V3_OPS, &n) < 0)
+        return -1;
+    out->nv3 = n < NFSD_V3_OPS ? (int)n : NFSD_V3_OPS;
+    out->have |= NFSD_HAVE_PROC3;
+    return 0;
+}
+
+static int line_proc4(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t v[2], n;
+    if (nfsd_read_counted(line, v, 2, &n) < 0 || n < 2)
+        return -1;
+    out->v4_null = v[0], out->v4_compound = v[1];
+    out->have |= NFSD_HAVE_PROC4;
+    return 0;
+}
+
+static int line_proc4ops(struct textscan *line, struct nfsd_stats *out)
+{
+    uint64_t n;
+    memset(out->v4ops, 0, sizeof out->v4ops);
+    if (nfsd_read_counted(line, out->v4ops, NFSD_V4_OPS_MAX, &n) < 0)
+        return -1;
+    out->nv4ops = n < NFSD_V4_OPS_MAX ? (int)n : NFSD_V4_OPS_MAX;
+    out->have |= NFSD_HAVE_PROC4OPS;
+    return 0;
+}
+
+/* Every key herd reads; fh and ra are known but not kept (no parser). */
+static const struct {
+    const char *key;
+    line_parser *parse;
+} line_kinds[] = {
+    {"rc", line_rc},       {"io", line_io},       {"th", line_th},
+    {"net", line_net},     {"rpc", line_rpc},     {"proc2", line_proc2},
+    {"proc3", line_proc3}, {"proc4", line_proc4}, {"proc4ops", line_proc4ops},
+    {"fh", NULL},          {"ra", NULL},
+};
+
+/* One line whose first token is key: 0 (read, or known and not kept),
+ * -1 if malformed, 1 for an unknown key. */
 static int nfsd_parse_line(struct textscan key, struct textscan *line, struct nfsd_stats *out)
 {
-    uint64_t v[5], n;
-    size_t got;
-    struct textscan tok;
-
-    if (textscan_eq(key, "rc")) {
-        if (textscan_u64s(line, v, 3, &got) < 0 || got < 3)
-            return -1;
-        out->rc_hits = v[0], out->rc_misses = v[1], out->rc_nocache = v[2];
-        out->have |= NFSD_HAVE_RC;
-    } else if (textscan_eq(key, "io")) {
-        if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
-            return -1;
-        out->io_read = v[0], out->io_write = v[1];
-        out->have |= NFSD_HAVE_IO;
-    } else if (textscan_eq(key, "th")) {
-        /* threads, fullcnt, then a histogram of seconds ("0.000"), ignored */
-        for (n = 0; n < 2; n++)
-            if (!textscan_field(line, &tok) || textscan_u64(tok, &v[n]) < 0)
-                return -1;
-        if (v[0] > INT64_MAX)
-            return -1;
-        while (textscan_field(line, &tok))
-            if (!span_is_decimal(tok))
-                return -1;
-        out->threads = (int64_t)v[0], out->th_full = v[1];
-        out->have |= NFSD_HAVE_TH;
-    } else if (textscan_eq(key, "net")) {
-        if (textscan_u64s(line, v, 4, &got) < 0 || got < 4)
-            return -1;
-        out->net_count = v[0], out->net_udp = v[1], out->net_tcp = v[2], out->net_tcp_conn = v[3];
-        out->have |= NFSD_HAVE_NET;
-    } else if (textscan_eq(key, "rpc")) {
-        /* calls, badcalls (= badfmt + badauth + badclnt), then those three */
-        if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
-            return -1;
-        out->rpc_calls = v[0], out->rpc_bad = v[1];
-        out->have |= NFSD_HAVE_RPC;
-    } else if (textscan_eq(key, "proc2")) {
-        if (nfsd_read_counted(line, v, 0, &n) < 0)
-            return -1;
-    } else if (textscan_eq(key, "proc3")) {
-        memset(out->v3, 0, sizeof out->v3);
-        if (nfsd_read_counted(line, out->v3, NFSD_V3_OPS, &n) < 0)
-            return -1;
-        out->nv3 = n < NFSD_V3_OPS ? (int)n : NFSD_V3_OPS;
-        out->have |= NFSD_HAVE_PROC3;
-    } else if (textscan_eq(key, "proc4")) {
-        if (nfsd_read_counted(line, v, 2, &n) < 0 || n < 2)
-            return -1;
-        out->v4_null = v[0], out->v4_compound = v[1];
-        out->have |= NFSD_HAVE_PROC4;
-    } else if (textscan_eq(key, "proc4ops")) {
-        memset(out->v4ops, 0, sizeof out->v4ops);
-        if (nfsd_read_counted(line, out->v4ops, NFSD_V4_OPS_MAX, &n) < 0)
-            return -1;
-        out->nv4ops = n < NFSD_V4_OPS_MAX ? (int)n : NFSD_V4_OPS_MAX;
-        out->have |= NFSD_HAVE_PROC4OPS;
-    } else if (!textscan_eq(key, "fh") && !textscan_eq(key, "ra")) {
-        return 1; /* fh and ra are known but not kept */
-    }
-    return 0;
+    for (size_t i = 0; i < sizeof line_kinds / sizeof line_kinds[0]; i++)
+        if (textscan_eq(key, line_kinds[i].key))
+            return line_kinds[i].parse ? line_kinds[i].parse(line, out) : 0;
+    return 1;
 }
 
 int nfsd_stats_parse(const char *text, size_t len, struct nfsd_stats *out)
@@ -140,87 +201,87 @@ const char *nfsd_v3_op_name(int i)
     return i >= 0 && i < NFSD_V3_OPS ? names[i] : "?";
 }
 
+/* Operation numbers 3..75: RFC 7530, 8881 (4.1), 7862 (4.2), 8276 (xattrs). */
+static const char *const v4_op_names[] = {
+    [3] = "access",
+    [4] = "close",
+    [5] = "commit",
+    [6] = "create",
+    [7] = "delegpurge",
+    [8] = "delegreturn",
+    [9] = "getattr",
+    [10] = "getfh",
+    [11] = "link",
+    [12] = "lock",
+    [13] = "lockt",
+    [14] = "locku",
+    [15] = "lookup",
+    [16] = "lookupp",
+    [17] = "nverify",
+    [18] = "open",
+    [19] = "openattr",
+    [20] = "open_confirm",
+    [21] = "open_downgrade",
+    [22] = "putfh",
+    [23] = "putpubfh",
+    [24] = "putrootfh",
+    [25] = "read",
+    [26] = "readdir",
+    [27] = "readlink",
+    [28] = "remove",
+    [29] = "rename",
+    [30] = "renew",
+    [31] = "restorefh",
+    [32] = "savefh",
+    [33] = "secinfo",
+    [34] = "setattr",
+    [35] = "setclientid",
+    [36] = "setclientid_confirm",
+    [37] = "verify",
+    [38] = "write",
+    [39] = "release_lockowner",
+    [40] = "backchannel_ctl",
+    [41] = "bind_conn_to_session",
+    [42] = "exchange_id",
+    [43] = "create_session",
+    [44] = "destroy_session",
+    [45] = "free_stateid",
+    [46] = "get_dir_delegation",
+    [47] = "getdeviceinfo",
+    [48] = "getdevicelist",
+    [49] = "layoutcommit",
+    [50] = "layoutget",
+    [51] = "layoutreturn",
+    [52] = "secinfo_no_name",
+    [53] = "sequence",
+    [54] = "set_ssv",
+    [55] = "test_stateid",
+    [56] = "want_delegation",
+    [57] = "destroy_clientid",
+    [58] = "reclaim_complete",
+    [59] = "allocate",
+    [60] = "copy",
+    [61] = "copy_notify",
+    [62] = "deallocate",
+    [63] = "io_advise",
+    [64] = "layouterror",
+    [65] = "layoutstats",
+    [66] = "offload_cancel",
+    [67] = "offload_status",
+    [68] = "read_plus",
+    [69] = "seek",
+    [70] = "write_same",
+    [71] = "clone",
+    [72] = "getxattr",
+    [73] = "setxattr",
+    [74] = "listxattrs",
+    [75] = "removexattr",
+};
+
 const char *nfsd_v4_op_name(int i, char *buf, size_t len)
 {
-    /* Operation numbers 3..75: RFC 7530, 8881 (4.1), 7862 (4.2), 8276 (xattrs). */
-    static const char *const names[] = {
-        [3] = "access",
-        [4] = "close",
-        [5] = "commit",
-        [6] = "create",
-        [7] = "delegpurge",
-        [8] = "delegreturn",
-        [9] = "getattr",
-        [10] = "getfh",
-        [11] = "link",
-        [12] = "lock",
-        [13] = "lockt",
-        [14] = "locku",
-        [15] = "lookup",
-        [16] = "lookupp",
-        [17] = "nverify",
-        [18] = "open",
-        [19] = "openattr",
-        [20] = "open_confirm",
-        [21] = "open_downgrade",
-        [22] = "putfh",
-        [23] = "putpubfh",
-        [24] = "putrootfh",
-        [25] = "read",
-        [26] = "readdir",
-        [27] = "readlink",
-        [28] = "remove",
-        [29] = "rename",
-        [30] = "renew",
-        [31] = "restorefh",
-        [32] = "savefh",
-        [33] = "secinfo",
-        [34] = "setattr",
-        [35] = "setclientid",
-        [36] = "setclientid_confirm",
-        [37] = "verify",
-        [38] = "write",
-        [39] = "release_lockowner",
-        [40] = "backchannel_ctl",
-        [41] = "bind_conn_to_session",
-        [42] = "exchange_id",
-        [43] = "create_session",
-        [44] = "destroy_session",
-        [45] = "free_stateid",
-        [46] = "get_dir_delegation",
-        [47] = "getdeviceinfo",
-        [48] = "getdevicelist",
-        [49] = "layoutcommit",
-        [50] = "layoutget",
-        [51] = "layoutreturn",
-        [52] = "secinfo_no_name",
-        [53] = "sequence",
-        [54] = "set_ssv",
-        [55] = "test_stateid",
-        [56] = "want_delegation",
-        [57] = "destroy_clientid",
-        [58] = "reclaim_complete",
-        [59] = "allocate",
-        [60] = "copy",
-        [61] = "copy_notify",
-        [62] = "deallocate",
-        [63] = "io_advise",
-        [64] = "layouterror",
-        [65] = "layoutstats",
-        [66] = "offload_cancel",
-        [67] = "offload_status",
-        [68] = "read_plus",
-        [69] = "seek",
-        [70] = "write_same",
-        [71] = "clone",
-        [72] = "getxattr",
-        [73] = "setxattr",
-        [74] = "listxattrs",
-        [75] = "removexattr",
-    };
-
-    if (i >= 0 && (size_t)i < sizeof names / sizeof names[0] && names[i])
-        return names[i];
+    if (i >= 0 && (size_t)i < sizeof v4_op_names / sizeof v4_op_names[0] && v4_op_names[i])
+        return v4_op_names[i];
     if (!buf || len == 0)
         return "?";
     snprintf(buf, len, "op%d", i);

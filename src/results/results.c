@@ -651,14 +651,11 @@ static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t 
                           sizeof rows[0], rows, (size_t)n, err, errlen);
 }
 
-static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
-                      const struct phase_summary *sum, const struct phase_data *d, char *err,
-                      size_t errlen)
+/* A phase's attributes: kind, index, times, every key's value, and a
+ * ladder step's place. */
+static int phase_attrs_write(const struct results *r, hid_t g, const struct phase *ph,
+                             const struct phase_summary *sum, char *err, size_t errlen)
 {
-    const struct rank_record *rows = d->rows;
-    size_t nrows = d->nrows;
-    const struct err_entry *errors = d->errors;
-    size_t nerrors = d->nerrors;
     if (h5_attr_str(r->str, g, "kind", job_kind_name(ph->kind), err, errlen) < 0 ||
         h5_attr_i32(g, "index", sum->index, err, errlen) < 0 ||
         h5_attr_f64(g, "t_start", sum->t_start, err, errlen) < 0 ||
@@ -673,25 +670,42 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
          h5_attr_i64(g, "active_ranks", sum->active_ranks, err, errlen) < 0 ||
          h5_attr_i64(g, "active_hosts", sum->active_hosts, err, errlen) < 0))
         return -1;
-    if (nrows > 0 && rows == NULL)
+    return 0;
+}
+
+/* A lock phase's holds table and its overlap attributes. */
+static int holds_write(hid_t g, const struct phase_summary *sum, const struct phase_data *d,
+                       char *err, size_t errlen)
+{
+    const struct holds_overlap *o = &sum->overlap;
+    if (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
+                       d->nholds, err, errlen) < 0 ||
+        h5_attr_f64(g, "overlap_seconds", o->together, err, errlen) < 0 ||
+        h5_attr_f64(g, "exclusive_overlap_seconds", o->exclusive_clash, err, errlen) < 0 ||
+        h5_attr_i32(g, "max_holders", o->max_holders, err, errlen) < 0 ||
+        h5_attr_f64(g, "wait_seconds", o->wait_seconds, err, errlen) < 0 ||
+        h5_attr_i64(g, "waited_grants", (int64_t)o->waited, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
+                      const struct phase_summary *sum, const struct phase_data *d, char *err,
+                      size_t errlen)
+{
+    if (phase_attrs_write(r, g, ph, sum, err, errlen) < 0)
+        return -1;
+    if (d->nrows > 0 && d->rows == NULL)
         return h5_msg_fail(err, errlen, "no rank records given");
-    if (nerrors > 0 && errors == NULL)
+    if (d->nerrors > 0 && d->errors == NULL)
         return h5_msg_fail(err, errlen, "no error entries given");
-    if (h5_table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *rows, rows, nrows,
-                       err, errlen) < 0 ||
-        errors_write(g, errors, nerrors, err, errlen) < 0 ||
+    if (h5_table_write(g, "ranks", record_fields, NFIELDS(record_fields), sizeof *d->rows, d->rows,
+                       d->nrows, err, errlen) < 0 ||
+        errors_write(g, d->errors, d->nerrors, err, errlen) < 0 ||
         stuck_write(g, d->stuck, d->nstuck, err, errlen) < 0 ||
         ops_write(g, d->ops, d->nranks, err, errlen) < 0 ||
         meta_steps_write(g, d, err, errlen) < 0 ||
-        (d->has_holds &&
-         (h5_table_write(g, "holds", hold_fields, NFIELDS(hold_fields), sizeof *d->holds, d->holds,
-                         d->nholds, err, errlen) < 0 ||
-          h5_attr_f64(g, "overlap_seconds", sum->overlap.together, err, errlen) < 0 ||
-          h5_attr_f64(g, "exclusive_overlap_seconds", sum->overlap.exclusive_clash, err, errlen) <
-              0 ||
-          h5_attr_i32(g, "max_holders", sum->overlap.max_holders, err, errlen) < 0 ||
-          h5_attr_f64(g, "wait_seconds", sum->overlap.wait_seconds, err, errlen) < 0 ||
-          h5_attr_i64(g, "waited_grants", (int64_t)sum->overlap.waited, err, errlen) < 0)) ||
+        (d->has_holds && holds_write(g, sum, d, err, errlen) < 0) ||
         latency_write(g, d->hists, err, errlen) < 0 ||
         (d->stats && summary_write(g, d, err, errlen) < 0))
         return -1;

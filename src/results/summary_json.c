@@ -147,31 +147,9 @@ static void json_params(FILE *f, const struct phase *ph)
     fputc('}', f);
 }
 
-static void json_phase(FILE *f, const struct summary_line *l, int index)
+/* A phase's times: {"min", "median", "max", "first_done", "last_done"}. */
+static void json_phase_seconds(FILE *f, const struct phase_stats *st)
 {
-    const struct phase_stats *st = &l->stats;
-    bool first = true;
-    fputc('{', f);
-    json_ks(f, "name", l->name, &first);
-    json_ki(f, "index", index, &first);
-    json_ks(f, "kind", l->kind, &first);
-    json_ks(f, "status", l->status, &first);
-    json_ks(f, "layout", l->layout, &first);
-    json_ki(f, "rows", st->rows, &first);
-    json_ki(f, "ranks", st->ranks, &first);
-    json_ki(f, "iterations", l->iterations, &first);
-    if (l->step > 0) { /* one step of a load ladder: "<ladder>.<N>r" */
-        json_ks(f, "ladder", l->ladder, &first);
-        json_ki(f, "step", l->step, &first);
-        json_ki(f, "active_ranks", l->active_ranks, &first);
-        json_ki(f, "active_hosts", l->active_hosts, &first);
-    }
-    json_key(f, "params", &first);
-    json_params(f, l->ph);
-    json_kd(f, "t_start", l->t_start, &first);
-    json_kd(f, "t_end", l->t_end, &first);
-    json_kd(f, "start_skew", l->start_skew, &first);
-    json_key(f, "seconds", &first);
     bool sf = true;
     fputc('{', f);
     json_kd(f, "min", st->t_min, &sf);
@@ -180,35 +158,27 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_kd(f, "first_done", st->first_done, &sf);
     json_kd(f, "last_done", st->last_done, &sf);
     fputc('}', f);
-    json_ku(f, "bytes", st->bytes, &first);
-    json_ku(f, "calls", st->ops, &first);
-    json_kb(f, "all_calls_failed", l->all_failed, &first);
-    /* No rate for a phase whose every call failed: null, as the table's '-'. */
-    json_kd(f, "mib_per_s", l->all_failed ? NAN : st->mib_per_s, &first);
-    json_kd(f, "ops_per_s", l->all_failed ? NAN : st->ops_per_s, &first);
-    json_key(f, "iterations_mib_per_s", &first);
+}
+
+/* The iterations' MiB/s: {"mean", "stddev", "min", "max"}, or null. */
+static void json_phase_iterations(FILE *f, const struct summary_line *l)
+{
     if (isnan(l->iter_mean)) {
         fputs("null", f);
-    } else {
-        bool itf = true;
-        fputc('{', f);
-        json_kd(f, "mean", l->iter_mean, &itf);
-        json_kd(f, "stddev", l->iter_stddev, &itf);
-        json_kd(f, "min", l->iter_min, &itf);
-        json_kd(f, "max", l->iter_max, &itf);
-        fputc('}', f);
+        return;
     }
-    json_ks(f, "main_op", l->main_op >= 0 ? op_name((enum op)l->main_op) : NULL, &first);
-    json_key(f, "ops", &first);
-    fputc('[', f);
-    for (int k = 0; k < l->nops; k++) {
-        if (k)
-            fputc(',', f);
-        json_op(f, l, &l->ops[k]);
-    }
-    fputc(']', f);
-    json_ku(f, "errors", st->errors, &first);
-    json_key(f, "errors_by_kind", &first);
+    bool itf = true;
+    fputc('{', f);
+    json_kd(f, "mean", l->iter_mean, &itf);
+    json_kd(f, "stddev", l->iter_stddev, &itf);
+    json_kd(f, "min", l->iter_min, &itf);
+    json_kd(f, "max", l->iter_max, &itf);
+    fputc('}', f);
+}
+
+/* The phase's errors by op, errno and status: a list of objects. */
+static void json_phase_errors(FILE *f, const struct summary_line *l)
+{
     fputc('[', f);
     for (int k = 0; k < l->nerrs; k++) {
         const struct summary_err *e = &l->errs[k];
@@ -224,17 +194,12 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
         fputc('}', f);
     }
     fputc(']', f);
-    json_ku(f, "errors_other", l->errs_other, &first);
-    json_ku(f, "verify_failures", st->verify_failures, &first);
-    if (l->holds) { /* lock phases: the grants that waited, the time waited */
-        json_ku(f, "waited_grants", l->overlap.waited, &first);
-        json_kd(f, "wait_seconds", l->overlap.wait_seconds, &first);
-    }
-    json_ku(f, "violations", st->violations, &first);
-    json_ku(f, "grants", st->grants, &first);
-    json_ku(f, "contended", st->contended, &first);
-    json_ku(f, "stuck", st->stuck, &first);
-    json_key(f, "server", &first);
+}
+
+/* The server's figures over the phase (the monitor's), and whether the
+ * monitor covered it whole (null: no monitor). */
+static void json_phase_server(FILE *f, const struct summary_line *l)
+{
     bool vf = true;
     fputc('{', f);
     json_kd(f, "cpu_mean", l->server.cpu_mean, &vf);
@@ -248,7 +213,81 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
         json_kb(f, "covered", l->server.covered == 1, &vf);
     else
         json_ks(f, "covered", NULL, &vf);
-    fputs("}}", f);
+    fputc('}', f);
+}
+
+/* Who the phase was: name, kind, status, layout, ranks, a ladder step. */
+static void json_phase_what(FILE *f, const struct summary_line *l, int index, bool *first)
+{
+    json_ks(f, "name", l->name, first);
+    json_ki(f, "index", index, first);
+    json_ks(f, "kind", l->kind, first);
+    json_ks(f, "status", l->status, first);
+    json_ks(f, "layout", l->layout, first);
+    json_ki(f, "rows", l->stats.rows, first);
+    json_ki(f, "ranks", l->stats.ranks, first);
+    json_ki(f, "iterations", l->iterations, first);
+    if (l->step > 0) { /* one step of a load ladder: "<ladder>.<N>r" */
+        json_ks(f, "ladder", l->ladder, first);
+        json_ki(f, "step", l->step, first);
+        json_ki(f, "active_ranks", l->active_ranks, first);
+        json_ki(f, "active_hosts", l->active_hosts, first);
+    }
+}
+
+/* The phase's counts after its rates: errors, verify, locks, stuck calls. */
+static void json_phase_counts(FILE *f, const struct summary_line *l, bool *first)
+{
+    const struct phase_stats *st = &l->stats;
+    json_ku(f, "errors", st->errors, first);
+    json_key(f, "errors_by_kind", first);
+    json_phase_errors(f, l);
+    json_ku(f, "errors_other", l->errs_other, first);
+    json_ku(f, "verify_failures", st->verify_failures, first);
+    if (l->holds) { /* lock phases: the grants that waited, the time waited */
+        json_ku(f, "waited_grants", l->overlap.waited, first);
+        json_kd(f, "wait_seconds", l->overlap.wait_seconds, first);
+    }
+    json_ku(f, "violations", st->violations, first);
+    json_ku(f, "grants", st->grants, first);
+    json_ku(f, "contended", st->contended, first);
+    json_ku(f, "stuck", st->stuck, first);
+}
+
+static void json_phase(FILE *f, const struct summary_line *l, int index)
+{
+    const struct phase_stats *st = &l->stats;
+    bool first = true;
+    fputc('{', f);
+    json_phase_what(f, l, index, &first);
+    json_key(f, "params", &first);
+    json_params(f, l->ph);
+    json_kd(f, "t_start", l->t_start, &first);
+    json_kd(f, "t_end", l->t_end, &first);
+    json_kd(f, "start_skew", l->start_skew, &first);
+    json_key(f, "seconds", &first);
+    json_phase_seconds(f, st);
+    json_ku(f, "bytes", st->bytes, &first);
+    json_ku(f, "calls", st->ops, &first);
+    json_kb(f, "all_calls_failed", l->all_failed, &first);
+    /* No rate for a phase whose every call failed: null, as the table's '-'. */
+    json_kd(f, "mib_per_s", l->all_failed ? NAN : st->mib_per_s, &first);
+    json_kd(f, "ops_per_s", l->all_failed ? NAN : st->ops_per_s, &first);
+    json_key(f, "iterations_mib_per_s", &first);
+    json_phase_iterations(f, l);
+    json_ks(f, "main_op", l->main_op >= 0 ? op_name((enum op)l->main_op) : NULL, &first);
+    json_key(f, "ops", &first);
+    fputc('[', f);
+    for (int k = 0; k < l->nops; k++) {
+        if (k)
+            fputc(',', f);
+        json_op(f, l, &l->ops[k]);
+    }
+    fputc(']', f);
+    json_phase_counts(f, l, &first);
+    json_key(f, "server", &first);
+    json_phase_server(f, l);
+    fputc('}', f);
 }
 
 static void json_run(FILE *f, const struct summary_json_run *run, const struct summary_line *lines,

@@ -74,13 +74,11 @@ static bool io_stop(const void *arg)
     return workload_should_stop(arg);
 }
 
-static int io_prepare(struct phase_ctx *c)
+/* Which file and range this rank works on, its read/write mix, and the
+ * file each record names. */
+static void io_place(struct phase_ctx *c, struct io_state *s)
 {
     const struct phase *ph = c->ph;
-    struct io_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    c->state = s;
     int owner = ph->kind == KIND_WRITE ? c->rank : c->peer;
     s->file_index = ph->sharing == SHARING_UNIQUE ? owner : -1;
     s->nfiles = ph->sharing == SHARING_UNIQUE && ph->files_per_rank > 1 ? ph->files_per_rank : 1;
@@ -92,7 +90,34 @@ static int io_prepare(struct phase_ctx *c)
     for (int64_t i = 0; i < ph->iterations; i++)
         c->records[i].file_rank =
             s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1) : s->file_index;
+}
 
+/* md5: the expected digest of each file's range, before the clock
+ * starts (-EINTR when a stop came meanwhile). */
+static int io_expect_md5(struct phase_ctx *c, struct io_state *s)
+{
+    prefetch_prime(c->ph->block_size); /* the ring each file's digest reads into */
+    s->expected = calloc((size_t)s->nfiles, sizeof *s->expected);
+    if (!s->expected)
+        return -ENOMEM;
+    for (int64_t f = 0; f < s->nfiles; f++) {
+        int rc = io_stop(c) ? -EINTR
+                            : pattern_md5(&s->pattern, io_file_key(c, s, f), s->offset, s->length,
+                                          s->expected[f], io_stop, c);
+        if (rc < 0)
+            return rc; /* -EINTR: stopped (signal, deadline); the runner says which */
+    }
+    return 0;
+}
+
+static int io_prepare(struct phase_ctx *c)
+{
+    const struct phase *ph = c->ph;
+    struct io_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    c->state = s;
+    io_place(c, s);
     struct access_order probe; /* an access value this build does not know */
     int rc = access_init(&probe, (enum access)ph->access, 0, 0);
     if (rc < 0)
@@ -108,19 +133,8 @@ static int io_prepare(struct phase_ctx *c)
             return -ENOMEM;
         memset(s->buf, 0, size); /* faulted in here, not by the phase's first read */
     }
-    if (ph->kind == KIND_MD5) {
-        prefetch_prime(ph->block_size); /* the ring each file's digest reads into */
-        s->expected = calloc((size_t)s->nfiles, sizeof *s->expected);
-        if (!s->expected)
-            return -ENOMEM;
-        for (int64_t f = 0; f < s->nfiles; f++) {
-            rc = io_stop(c) ? -EINTR
-                            : pattern_md5(&s->pattern, io_file_key(c, s, f), s->offset, s->length,
-                                          s->expected[f], io_stop, c);
-            if (rc < 0)
-                return rc; /* -EINTR: stopped (signal, deadline); the runner says which */
-        }
-    }
+    if (ph->kind == KIND_MD5 && (rc = io_expect_md5(c, s)) < 0)
+        return rc;
     if (ph->kind == KIND_WRITE) {
         s->settled = calloc((size_t)(s->nfiles + 7) / 8, 1);
         if (!s->settled || (s->nfiles > 1 && workload_claim_files(c, s->nfiles) < 0))
