@@ -118,6 +118,76 @@ static int fault_parse_serve(const char *text, struct fault_rule *rule)
     return 0;
 }
 
+/* ERRNO[@P]: the errno by name, with a chance in (0, 1] (1 without @P).
+ * false when either part is not one. */
+static bool fault_parse_errno(const char *action, struct fault_rule *rule)
+{
+    char name[32];
+    double chance = 1.0;
+    const char *at = strchr(action, '@');
+    snprintf(name, sizeof name, "%.*s", at ? (int)(at - action) : (int)strlen(action), action);
+    if (at) {
+        /* A plain decimal in (0, 1]: strtod alone would take "nan",
+         * "inf", "0x1p-2", signs and leading spaces. */
+        char *end;
+        const char *p = at + 1;
+        bool plain =
+            ((*p >= '0' && *p <= '9') || *p == '.') && strspn(p, "0123456789.eE-") == strlen(p);
+        chance = plain ? strtod(p, &end) : 0.0;
+        if (!plain || *end || !isfinite(chance) || chance <= 0 || chance > 1) {
+            rule->chance = -1; /* the probability is at fault */
+            return false;
+        }
+    }
+    for (size_t i = 0; i < sizeof fault_errnos / sizeof fault_errnos[0]; i++)
+        if (strcmp(name, fault_errnos[i].name) == 0)
+            rule->err = fault_errnos[i].err;
+    rule->kind = FAULT_ERRNO;
+    rule->chance = chance;
+    return rule->err != 0;
+}
+
+/* One action for operation op (-1: all) into rule; NULL or what is
+ * wrong (in why). */
+static const char *fault_parse_action(const char *action, int op, struct fault_rule *rule,
+                                      char *why, size_t len)
+{
+    double secs;
+    if (strcmp(action, "noop") == 0) {
+        if (op != OP_LOCK) {
+            snprintf(why, len, "noop applies to lock only");
+            return why;
+        }
+        rule->kind = FAULT_NOOP;
+    } else if (strncmp(action, "delay:", 6) == 0) {
+        if (units_parse_duration(action + 6, &secs) != 0 || secs > JOB_DURATION_MAX) {
+            snprintf(why, len, "'%s': delay must be a duration of at most a week", action);
+            return why;
+        }
+        rule->kind = FAULT_DELAY;
+        rule->seconds = secs;
+    } else if (strncmp(action, "serve:", 6) == 0) {
+        if (fault_parse_serve(action + 6, rule) != 0) {
+            snprintf(why, len,
+                     "'%s': want serve:DURATION/WORKERS, workers 1 to %d (a duration of "
+                     "at most a week)",
+                     action, FAULT_SERVE_MAX);
+            return why;
+        }
+    } else if (!fault_parse_errno(action, rule)) {
+        if (rule->chance < 0)
+            snprintf(why, len, "'%s': probability must be a number in (0, 1], e.g. EIO@0.01",
+                     action);
+        else
+            snprintf(why, len,
+                     "'%s' is not noop, delay:DURATION, serve:DURATION/WORKERS or "
+                     "ERRNO[@P] (EIO, ESTALE, ENOSPC, ...)",
+                     action);
+        return why;
+    }
+    return NULL;
+}
+
 /* Parse spec into rules; returns NULL or what is wrong. */
 static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUNT], char *why,
                                size_t len)
@@ -135,7 +205,6 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
             return why;
         }
         *eq = '\0';
-        const char *action = eq + 1;
         int op = -1;
         for (int i = 0; i < OP_COUNT; i++)
             if (strcmp(item, op_name((enum op)i)) == 0)
@@ -145,64 +214,8 @@ static const char *fault_parse(const char *spec, struct fault_rule rules[OP_COUN
             return why;
         }
         struct fault_rule rule = {0};
-        double secs;
-        if (strcmp(action, "noop") == 0) {
-            if (op != OP_LOCK) {
-                snprintf(why, len, "noop applies to lock only");
-                return why;
-            }
-            rule.kind = FAULT_NOOP;
-        } else if (strncmp(action, "delay:", 6) == 0) {
-            if (units_parse_duration(action + 6, &secs) != 0 || secs > JOB_DURATION_MAX) {
-                snprintf(why, len, "'%s': delay must be a duration of at most a week", action);
-                return why;
-            }
-            rule.kind = FAULT_DELAY;
-            rule.seconds = secs;
-        } else if (strncmp(action, "serve:", 6) == 0) {
-            if (fault_parse_serve(action + 6, &rule) != 0) {
-                snprintf(why, len,
-                         "'%s': want serve:DURATION/WORKERS, workers 1 to %d (a duration of "
-                         "at most a week)",
-                         action, FAULT_SERVE_MAX);
-                return why;
-            }
-        } else {
-            char name[32];
-            double chance = 1.0;
-            const char *at = strchr(action, '@');
-            snprintf(name, sizeof name, "%.*s", at ? (int)(at - action) : (int)strlen(action),
-                     action);
-            if (at) {
-                /* A plain decimal in (0, 1]: strtod alone would take "nan",
-                 * "inf", "0x1p-2", signs and leading spaces. */
-                char *end;
-                const char *p = at + 1;
-                bool plain = ((*p >= '0' && *p <= '9') || *p == '.') &&
-                             strspn(p, "0123456789.eE-") == strlen(p);
-                chance = plain ? strtod(p, &end) : 0.0;
-                if (!plain || *end || !isfinite(chance) || chance <= 0 || chance > 1) {
-                    snprintf(why, len,
-                             "'%s': probability must be a number in (0, 1], "
-                             "e.g. EIO@0.01",
-                             action);
-                    return why;
-                }
-            }
-            for (size_t i = 0; i < sizeof fault_errnos / sizeof fault_errnos[0]; i++)
-                if (strcmp(name, fault_errnos[i].name) == 0)
-                    rule.err = fault_errnos[i].err;
-            if (!rule.err) {
-                snprintf(why, len,
-                         "'%s' is not noop, delay:DURATION, serve:DURATION/WORKERS or "
-                         "ERRNO[@P] (EIO, "
-                         "ESTALE, ENOSPC, ...)",
-                         action);
-                return why;
-            }
-            rule.kind = FAULT_ERRNO;
-            rule.chance = chance;
-        }
+        if (fault_parse_action(eq + 1, op, &rule, why, len))
+            return why;
         for (int i = 0; i < OP_COUNT; i++)
             if (i == op || op < 0)
                 rules[i] = rule;

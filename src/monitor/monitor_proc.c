@@ -230,109 +230,144 @@ static void proc_source_close(struct proc_source *s)
 
 #define DELTA(now, before) ((double)((now) - (before)))
 
-static void sample_host(struct proc_source *s, double t, double dt, struct monitor_batch *out,
-                        bool emit)
+/* /proc/stat: the CPU's share in each mode since the last sample. */
+static void sample_cpu(struct proc_source *s, double t, struct monitor_batch *out,
+                       struct monitor_sample *row)
 {
-    struct monitor_sample row;
-    monitor_sample_init(&row, t, dt, s->host, SOURCE);
     long n = textfile_read("/proc/stat", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     struct cpu_times cpu;
-    if (n >= 0 && procfs_parse_stat(s->buf, (size_t)n, &cpu) == 0) {
-        if (s->have_cpu) {
-            double d[CPU_MODES], total = 0;
-            for (int i = 0; i < CPU_MODES; i++)
-                total += d[i] =
-                    cpu.ticks[i] >= s->cpu.ticks[i] ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
-            for (int i = 0; i < CPU_MODES && total > 0; i++)
-                row.cpu[i] = d[i] / total;
-            if (total > 0)
-                row.cpu_busy = 1.0 - row.cpu[CPU_IDLE] - row.cpu[CPU_IOWAIT];
-        }
-        row.ncpus = cpu.ncpus;
-        s->cpu = cpu;
-        s->have_cpu = true;
-    } else {
+    if (n < 0 || procfs_parse_stat(s->buf, (size_t)n, &cpu) != 0) {
         note_once(s, out, t, NOTE_STAT, "/proc/stat", n < 0 ? n : 0);
+        return;
     }
+    if (s->have_cpu) {
+        double d[CPU_MODES], total = 0;
+        for (int i = 0; i < CPU_MODES; i++)
+            total += d[i] =
+                cpu.ticks[i] >= s->cpu.ticks[i] ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
+        for (int i = 0; i < CPU_MODES && total > 0; i++)
+            row->cpu[i] = d[i] / total;
+        if (total > 0)
+            row->cpu_busy = 1.0 - row->cpu[CPU_IDLE] - row->cpu[CPU_IOWAIT];
+    }
+    row->ncpus = cpu.ncpus;
+    s->cpu = cpu;
+    s->have_cpu = true;
+}
 
+/* /proc/loadavg and /proc/meminfo: the load and memory now. */
+static void sample_load_memory(struct proc_source *s, double t, struct monitor_batch *out,
+                               struct monitor_sample *row)
+{
     struct loadavg la;
-    n = textfile_read("/proc/loadavg", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
-    if (n >= 0 && procfs_parse_loadavg(s->buf, (size_t)n, &la) == 0) {
-        row.load1 = la.load1, row.load5 = la.load5, row.load15 = la.load15;
-    } else {
+    long n = textfile_read("/proc/loadavg", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
+    if (n >= 0 && procfs_parse_loadavg(s->buf, (size_t)n, &la) == 0)
+        row->load1 = la.load1, row->load5 = la.load5, row->load15 = la.load15;
+    else
         note_once(s, out, t, NOTE_LOADAVG, "/proc/loadavg", n < 0 ? n : 0);
-    }
-
     struct meminfo mi;
     n = textfile_read("/proc/meminfo", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && procfs_parse_meminfo(s->buf, (size_t)n, &mi) == 0) {
-        row.mem_total = (double)mi.total;
-        row.mem_used = (double)(mi.total - (mi.available < mi.total ? mi.available : mi.total));
-        row.mem_cached = (double)mi.cached;
-        row.mem_dirty = (double)mi.dirty;
-        row.mem_writeback = (double)mi.writeback;
+        row->mem_total = (double)mi.total;
+        row->mem_used = (double)(mi.total - (mi.available < mi.total ? mi.available : mi.total));
+        row->mem_cached = (double)mi.cached;
+        row->mem_dirty = (double)mi.dirty;
+        row->mem_writeback = (double)mi.writeback;
     } else {
         note_once(s, out, t, NOTE_MEMINFO, "/proc/meminfo", n < 0 ? n : 0);
     }
+}
 
+/* The NFSv3 procedures and NFSv4 operations nfsd served since the last
+ * sample, one metric row per op that changed. */
+static void nfsd_ops_emit(const struct proc_source *s, const struct nfsd_stats *ns,
+                          struct monitor_metric *m, struct monitor_batch *out)
+{
+    const struct nfsd_stats *p = &s->nfsd;
+    for (int i = 0; i < ns->nv3 && i < p->nv3; i++) {
+        if (ns->v3[i] == p->v3[i])
+            continue;
+        snprintf(m->name, sizeof m->name, "nfsd_v3_ops");
+        snprintf(m->labels, sizeof m->labels, "op=%s", nfsd_v3_op_name(i));
+        m->value = DELTA(ns->v3[i], p->v3[i]);
+        monitor_add_metric(out, m);
+    }
+    for (int i = 0; i < ns->nv4ops && i < p->nv4ops; i++) {
+        if (ns->v4ops[i] == p->v4ops[i])
+            continue;
+        char name[24];
+        snprintf(m->name, sizeof m->name, "nfsd_v4_ops");
+        snprintf(m->labels, sizeof m->labels, "op=%s", nfsd_v4_op_name(i, name, sizeof name));
+        m->value = DELTA(ns->v4ops[i], p->v4ops[i]);
+        monitor_add_metric(out, m);
+    }
+}
+
+/* /proc/net/rpc/nfsd: the kernel NFS server's counters since the last
+ * sample, and (emit) its ops. */
+static void sample_nfsd(struct proc_source *s, double t, double dt, struct monitor_batch *out,
+                        struct monitor_sample *row, bool emit)
+{
     struct nfsd_stats ns;
-    n = textfile_read("/proc/net/rpc/nfsd", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
-    if (n >= 0 && nfsd_stats_parse(s->buf, (size_t)n, &ns) == 0) {
-        if (ns.threads >= 0)
-            row.nfsd_threads = (double)ns.threads;
-        if (s->have_nfsd) {
-            const struct nfsd_stats *p = &s->nfsd;
-            row.nfsd_rpc_calls = DELTA(ns.rpc_calls, p->rpc_calls);
-            row.nfsd_rpc_bad = DELTA(ns.rpc_bad, p->rpc_bad);
-            row.nfsd_read_bytes = DELTA(ns.io_read, p->io_read);
-            row.nfsd_write_bytes = DELTA(ns.io_write, p->io_write);
-            row.nfsd_rc_hits = DELTA(ns.rc_hits, p->rc_hits);
-            row.nfsd_rc_misses = DELTA(ns.rc_misses, p->rc_misses);
-            row.nfsd_rc_nocache = DELTA(ns.rc_nocache, p->rc_nocache);
-            row.nfsd_th_full = DELTA(ns.th_full, p->th_full);
-            row.nfsd_net_tcp_conn = DELTA(ns.net_tcp_conn, p->net_tcp_conn);
-            struct monitor_metric m = {.t = t, .dt = dt};
-            snprintf(m.host, sizeof m.host, "%s", s->host);
-            snprintf(m.source, sizeof m.source, SOURCE);
-            for (int i = 0; emit && i < ns.nv3 && i < p->nv3; i++) {
-                if (ns.v3[i] == p->v3[i])
-                    continue;
-                snprintf(m.name, sizeof m.name, "nfsd_v3_ops");
-                snprintf(m.labels, sizeof m.labels, "op=%s", nfsd_v3_op_name(i));
-                m.value = DELTA(ns.v3[i], p->v3[i]);
-                monitor_add_metric(out, &m);
-            }
-            for (int i = 0; emit && i < ns.nv4ops && i < p->nv4ops; i++) {
-                if (ns.v4ops[i] == p->v4ops[i])
-                    continue;
-                char name[24];
-                snprintf(m.name, sizeof m.name, "nfsd_v4_ops");
-                snprintf(m.labels, sizeof m.labels, "op=%s", nfsd_v4_op_name(i, name, sizeof name));
-                m.value = DELTA(ns.v4ops[i], p->v4ops[i]);
-                monitor_add_metric(out, &m);
-            }
-        }
-        s->nfsd = ns;
-        s->have_nfsd = true;
-    } else {
+    long n = textfile_read("/proc/net/rpc/nfsd", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
+    if (n < 0 || nfsd_stats_parse(s->buf, (size_t)n, &ns) != 0) {
         note_once(s, out, t, NOTE_NFSD, "no kernel NFS server counters (/proc/net/rpc/nfsd)",
                   n < 0 ? n : 0);
+        return;
     }
+    if (ns.threads >= 0)
+        row->nfsd_threads = (double)ns.threads;
+    if (s->have_nfsd) {
+        const struct nfsd_stats *p = &s->nfsd;
+        row->nfsd_rpc_calls = DELTA(ns.rpc_calls, p->rpc_calls);
+        row->nfsd_rpc_bad = DELTA(ns.rpc_bad, p->rpc_bad);
+        row->nfsd_read_bytes = DELTA(ns.io_read, p->io_read);
+        row->nfsd_write_bytes = DELTA(ns.io_write, p->io_write);
+        row->nfsd_rc_hits = DELTA(ns.rc_hits, p->rc_hits);
+        row->nfsd_rc_misses = DELTA(ns.rc_misses, p->rc_misses);
+        row->nfsd_rc_nocache = DELTA(ns.rc_nocache, p->rc_nocache);
+        row->nfsd_th_full = DELTA(ns.th_full, p->th_full);
+        row->nfsd_net_tcp_conn = DELTA(ns.net_tcp_conn, p->net_tcp_conn);
+        struct monitor_metric m = {.t = t, .dt = dt};
+        snprintf(m.host, sizeof m.host, "%s", s->host);
+        snprintf(m.source, sizeof m.source, SOURCE);
+        if (emit)
+            nfsd_ops_emit(s, &ns, &m, out);
+    }
+    s->nfsd = ns;
+    s->have_nfsd = true;
+}
 
+/* /proc/fs/nfsd/pool_stats: packets, sockets queued, threads woken and
+ * timed out since the last sample. */
+static void sample_pool(struct proc_source *s, double t, struct monitor_batch *out,
+                        struct monitor_sample *row)
+{
     struct pool_stats ps;
-    n = textfile_read("/proc/fs/nfsd/pool_stats", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
+    long n = textfile_read("/proc/fs/nfsd/pool_stats", TEXTFILE_PROC_MAX, &s->buf, &s->cap);
     if (n >= 0 && procfs_parse_pool_stats(s->buf, (size_t)n, &ps) == 0) {
         if (s->have_pool) {
-            row.pool_packets = DELTA(ps.packets_arrived, s->pool.packets_arrived);
-            row.pool_sockets_enqueued = DELTA(ps.sockets_enqueued, s->pool.sockets_enqueued);
-            row.pool_threads_woken = DELTA(ps.threads_woken, s->pool.threads_woken);
-            row.pool_threads_timedout = DELTA(ps.threads_timedout, s->pool.threads_timedout);
+            row->pool_packets = DELTA(ps.packets_arrived, s->pool.packets_arrived);
+            row->pool_sockets_enqueued = DELTA(ps.sockets_enqueued, s->pool.sockets_enqueued);
+            row->pool_threads_woken = DELTA(ps.threads_woken, s->pool.threads_woken);
+            row->pool_threads_timedout = DELTA(ps.threads_timedout, s->pool.threads_timedout);
         }
         s->pool = ps;
         s->have_pool = true;
     } else if (s->have_nfsd) { /* without nfsd its absence says nothing new */
         note_once(s, out, t, NOTE_POOL, "/proc/fs/nfsd/pool_stats", n < 0 ? n : 0);
     }
+}
+
+static void sample_host(struct proc_source *s, double t, double dt, struct monitor_batch *out,
+                        bool emit)
+{
+    struct monitor_sample row;
+    monitor_sample_init(&row, t, dt, s->host, SOURCE);
+    sample_cpu(s, t, out, &row);
+    sample_load_memory(s, t, out, &row);
+    sample_nfsd(s, t, dt, out, &row, emit);
+    sample_pool(s, t, out, &row);
     if (emit)
         monitor_add_sample(out, &row);
 }
