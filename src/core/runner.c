@@ -109,6 +109,73 @@ static void run_record_window(const struct run *r, struct phase_ctx *c, bool io)
     }
 }
 
+/* Prepare the phase on this rank (c's records and the workload's state):
+ * 0 or -errno, said on stderr (and counted as an open error) unless a
+ * stop or the deadline cut it (-EINTR; c->prepare_late for the deadline). */
+static int run_phase_prepare(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
+                             bool active)
+{
+    const struct phase *ph = c->ph;
+    int prep = run_prepare(r, wl, c, active);
+    c->prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
+    if (c->prepare_late && r->rank == 0)
+        fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",
+                ph->name, ph->deadline);
+    for (int64_t i = 0; c->records && i < ph->iterations; i++) {
+        c->records[i].rank = r->rank;
+        c->records[i].iteration = (int32_t)i;
+        c->records[i].host = r->host;
+    }
+    if (prep < 0 && prep != -EINTR) {
+        fprintf(stderr, "herd: rank %d: phase %s: cannot prepare: %s\n", r->rank, ph->name,
+                strerror(-prep));
+        if (c->records)
+            workload_fail(c, NULL, OP_OPEN, prep, "(prepare)");
+    }
+    return prep;
+}
+
+/* The phase's common start: rank 0 announces an instant every rank can
+ * reach (start_margin ahead), each takes its client counters and sleeps
+ * until then. The instant the rank started, by the common clock. */
+static double run_phase_start(struct run *r, struct phase_ctx *c, struct phase_summary *sum,
+                              struct mountstats **client_before)
+{
+    const struct phase *ph = c->ph;
+    MPI_Barrier(r->comm);
+    double t_start = 0;
+    if (r->rank == 0)
+        t_start = clock_now(&r->clock) + r->start_margin;
+    MPI_Bcast(&t_start, 1, MPI_DOUBLE, 0, r->comm);
+    sum->t_start = t_start;
+    *client_before = run_client_snapshot(r);
+    c->deadline_at = ph->deadline > 0 ? t_start + ph->deadline : 0;
+    clock_sleep_until(&r->clock, t_start);
+    double started = clock_now(&r->clock);
+    if (c->index == 0 && r->rank == 0)
+        r->startup_seconds = clock_mono() - r->opts->t_init;
+    return started;
+}
+
+/* The phase's work on this rank (go: it runs, else it only counts
+ * along), its progress shown for `workers` ranks. */
+static void run_phase_work(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
+                           struct progress *progress, int workers, bool go)
+{
+    bool io = wl->flags & WORKLOAD_MOVES_BYTES;
+    progress_begin(progress, r->comm, c->ph->name, c->index, workers,
+                   io ? job_phase_bytes_per_rank(c->ph) : 0, io ? NULL : c->op_count);
+    if (go) {
+        if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
+            r->be->observe(r->be_ctx, c->hist, c->op_count, c->op_seconds);
+        wl->run(c);
+        if (r->be->observe)
+            r->be->observe(r->be_ctx, NULL, NULL, NULL);
+        run_record_window(r, c, io);
+    }
+    progress_end(progress);
+}
+
 /* Run one phase on every rank. Returns how it ended (agreed). */
 static struct phase_outcome run_phase(struct run *r, int index)
 {
@@ -145,23 +212,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     r->step_comm = MPI_COMM_NULL;
     if (ph->active_ranks > 0)
         MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
-    int prep = run_prepare(r, wl, &c, active);
-    c.prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
-    if (c.prepare_late && r->rank == 0)
-        fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",
-                ph->name, ph->deadline);
-    for (int64_t i = 0; c.records && i < ph->iterations; i++) {
-        c.records[i].rank = r->rank;
-        c.records[i].iteration = (int32_t)i;
-        c.records[i].host = r->host;
-    }
-    if (prep < 0 && prep != -EINTR) {
-        fprintf(stderr, "herd: rank %d: phase %s: cannot prepare: %s\n", r->rank, ph->name,
-                strerror(-prep));
-        if (c.records)
-            workload_fail(&c, NULL, OP_OPEN, prep, "(prepare)");
-    }
-
+    int prep = run_phase_prepare(r, wl, &c, active);
     if (index == 0)
         run_monitor_begin(r, ph);
     /* Workloads may sync inside run: either every rank runs, or none. A
@@ -174,30 +225,9 @@ static struct phase_outcome run_phase(struct run *r, int index)
                                 .active_ranks =
                                     ph->active_ranks > 0 ? (int)ph->active_ranks : r->size,
                                 .active_hosts = run_active_hosts(r, ph->active_ranks)};
-    MPI_Barrier(r->comm);
-    double t_start = 0;
-    if (r->rank == 0)
-        t_start = clock_now(&r->clock) + r->start_margin;
-    MPI_Bcast(&t_start, 1, MPI_DOUBLE, 0, r->comm);
-    sum.t_start = t_start;
-    struct mountstats *client_before = run_client_snapshot(r);
-    c.deadline_at = ph->deadline > 0 ? t_start + ph->deadline : 0;
-    clock_sleep_until(&r->clock, t_start);
-    double started = clock_now(&r->clock);
-    if (index == 0 && r->rank == 0)
-        r->startup_seconds = clock_mono() - r->opts->t_init;
-    bool io = wl->flags & WORKLOAD_MOVES_BYTES;
-    progress_begin(&progress, r->comm, ph->name, index, sum.active_ranks,
-                   io ? job_phase_bytes_per_rank(ph) : 0, io ? NULL : c.op_count);
-    if (run_it && active) {
-        if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
-            r->be->observe(r->be_ctx, c.hist, c.op_count, c.op_seconds);
-        wl->run(&c);
-        if (r->be->observe)
-            r->be->observe(r->be_ctx, NULL, NULL, NULL);
-        run_record_window(r, &c, io);
-    }
-    progress_end(&progress);
+    struct mountstats *client_before = NULL;
+    double started = run_phase_start(r, &c, &sum, &client_before);
+    run_phase_work(r, wl, &c, &progress, sum.active_ranks, run_it && active);
     wl->finish(&c);
     struct stuck_entry *stuck;
     size_t nstuck;
@@ -239,19 +269,13 @@ static double run_measure_margin(const struct run *r)
     return 0.02 + 3 * worst;
 }
 
-/* The I/O ranks' run, after the common set-up: hosts, target, run
- * directory, results file, the phases, clean-up, final status. */
-static int run_io_stages(struct run *r, double sync_seconds, const char *start_utc)
+/* Every rank connects to the target; a stop heard meanwhile (a connect
+ * that waits on a frozen server hears another rank's too) ends the run
+ * with its signal's exit code, a rank that cannot connect with 2. 0 when
+ * every rank is connected. */
+static int run_connect(struct run *r)
 {
-    const struct job *job = r->job;
-    const struct phase *first = &job->phases[0];
-    r->start_margin = run_measure_margin(r);
-    r->clock_error_max = r->clock.error;
-    MPI_Allreduce(MPI_IN_PLACE, &r->clock_error_max, 1, MPI_DOUBLE, MPI_MAX, r->comm);
-
-    /* Every rank must reach the target; otherwise nothing can run. A stop
-     * that comes meanwhile (a connect that waits on a frozen server hears
-     * another rank's too) ends the run here with its signal's exit code. */
+    const struct phase *first = &r->job->phases[0];
     r->be = backend_find(first->backend);
     int rc = r->be->connect(first->target, first, &r->be_ctx);
     int failed_rank = rc < 0 ? r->rank : r->size;
@@ -277,7 +301,16 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
             r->be->disconnect(r->be_ctx);
         return 2;
     }
-    /* After connect: a backend describes what its connection negotiated. */
+    return 0;
+}
+
+/* After connect (a backend describes what its connection negotiated):
+ * the hosts map, the run directory claimed, the results file made, the
+ * claims' tables. 0, or the exit code of a refusal, everything of it
+ * released and the target disconnected. */
+static int run_open_outputs(struct run *r, double sync_seconds, const char *start_utc)
+{
+    const struct job *job = r->job;
     struct host_info *hosts = NULL;
     struct rank_info *ranks = NULL;
     if (run_map_hosts(r, &hosts, &ranks) < 0) {
@@ -287,7 +320,6 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
         return 1;
     }
     r->spread = run_spread_order(r); /* NULL (no memory): ladder steps take ranks 0..N-1 */
-
     int refused = 0;
     if (r->rank == 0) {
         refused = run_claim_places(r);
@@ -314,8 +346,16 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
         }
         workload_claims_free(&r->claims);
         r->be->disconnect(r->be_ctx);
-        return refused;
     }
+    return refused;
+}
+
+/* The phases until one is stopped, then (keep = no) the clean-up, the run
+ * directory released and the target disconnected. How the last phase
+ * ended. */
+static struct phase_outcome run_phases(struct run *r)
+{
+    const struct job *job = r->job;
     runner_stop_stage(&r->stop, RUNNER_STAGE_PHASES);
     struct phase_outcome o = {0};
     for (int i = 0; i < job->nphases && !o.signal; i++)
@@ -337,11 +377,26 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
         run_release_rundir(r); /* even after a stop: one call, bounded by op_timeout */
     r->be->disconnect(r->be_ctx);
     workload_claims_free(&r->claims);
+    return o;
+}
 
+/* The I/O ranks' run, after the common set-up: hosts, target, run
+ * directory, results file, the phases, clean-up, final status. */
+static int run_io_stages(struct run *r, double sync_seconds, const char *start_utc)
+{
+    r->start_margin = run_measure_margin(r);
+    r->clock_error_max = r->clock.error;
+    MPI_Allreduce(MPI_IN_PLACE, &r->clock_error_max, 1, MPI_DOUBLE, MPI_MAX, r->comm);
+    /* Every rank must reach the target; otherwise nothing can run. */
+    int rc = run_connect(r);
+    if (rc == 0)
+        rc = run_open_outputs(r, sync_seconds, start_utc);
+    if (rc != 0)
+        return rc;
+    struct phase_outcome o = run_phases(r);
     /* A signal during the clean-up ends the run as interrupted too. */
-    sig = o.signal ? o.signal : runner_stop_signal(&r->stop);
+    int sig = o.signal ? o.signal : runner_stop_signal(&r->stop);
     MPI_Allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, r->comm);
-
     run_write_usage(r);
     int exit_code = r->rank == 0 ? run_finish(r, sig) : 0;
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, r->comm);

@@ -322,6 +322,129 @@ static const char *backend_named(const struct parse_state *st)
     return job_key_lookup("backend")->fallback;
 }
 
+/* The job's text (text, or read from path) parsed by libinih into st's
+ * raw keys and sections; a problem is st's error. 0, or -1 when there is
+ * no text to go on (st's error said why). */
+static int job_parse_text(struct parse_state *st, const char *path, const char *text)
+{
+    struct job *job = st->job;
+    if (!text) { /* read it here: includes and ${VAR} (jobtext.h), with their own errors */
+        if (jobtext_read(path, &job->text, st->err, st->errlen) < 0)
+            return -1;
+    } else if (!(job->text = strdup(text))) {
+        job_fail(st, 0, NULL, "out of memory");
+        return -1;
+    }
+    if (strlen(job->text) > JOBTEXT_MAX) {
+        job_fail(st, 0, NULL, "larger than 1 MiB: not a job file");
+        return -1;
+    }
+    st->file = fmemopen(job->text, strlen(job->text), "r");
+    if (!st->file) {
+        job_fail(st, 0, NULL, "cannot parse job file: %s", strerror(errno));
+        return -1;
+    }
+    ini_max_line = 4096;
+    ini_allow_multiline = false; /* keeps reported line numbers exact */
+    /* jobtext.c took the comments out before it replaced ${VAR}: a ';'
+     * left in a value came from a variable and belongs to it. */
+    ini_allow_inline_comments = false;
+    int rc = ini_parse_stream(reader_next_line, st, handle_key, st);
+    fclose(st->file);
+    if (rc > 0) /* libinih counts every line it read: its location is ours */
+        job_fail(st, rc <= (int)st->nlocs ? st->locs[rc - 1] : rc, NULL,
+                 "syntax error (expected [section] or key = value)");
+    free(st->locs);
+    if (st->header_line && !st->empty_line && section_index(st, st->header) < 0)
+        st->empty_line = st->header_line;
+    if (st->empty_line)
+        job_fail(st, st->empty_line, NULL, "section has no keys (a phase needs at least kind)");
+    else if (rc < 0)
+        job_fail(st, 0, NULL, "cannot parse job file");
+    return 0;
+}
+
+/* [global] resolved into global: the backend first (its rows' defaults
+ * fill the phase's options block), then every default, then [global]'s
+ * keys, then plain --set. */
+static void job_resolve_global(struct parse_state *st, struct phase *global)
+{
+    memset(global, 0, sizeof *global);
+    const char *backend = backend_named(st); /* too long: refused where it is assigned */
+    if (strlen(backend) < sizeof global->backend)
+        memcpy(global->backend, backend, strlen(backend) + 1);
+    char why[256];
+    for (size_t i = 0; i < job_key_count() && !st->failed; i++) {
+        const struct job_key *k = job_key_at(i);
+        if (k->fallback && strcmp(k->name, "backend") != 0 &&
+            job_key_assign(k, global, k->fallback, why, sizeof why))
+            job_fail(st, 0, k->name, "internal: bad default");
+    }
+    if (!st->failed)
+        section_apply(st, "global", global, false);
+    sets_apply(st, global, true);
+    struct job *job = st->job;
+    job->keep = global->keep;
+    snprintf(job->run_id, sizeof job->run_id, "%s", global->run_id);
+    if (!st->failed && global->run_id[0] && !job_name_ok(global->run_id))
+        job_fail(st, job_line_of(st, "global", "run_id"), "run_id",
+                 "'%s' may hold only letters, digits, '_', '.' and '-', not starting with '.' "
+                 "or '-'",
+                 global->run_id);
+}
+
+/* Phase ph of section i: global's values, then the section's keys and
+ * its --set, the kind's defaults, the fileset's name; then validated.
+ * false when st failed. */
+static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
+{
+    snprintf(ph->name, sizeof ph->name, "%s", st->sections[i]);
+    ph->line = st->section_lines[i];
+    for (size_t k = 0; k < job_key_count(); k++)
+        ph->key_line[k] = job_line_of(st, ph->name, job_key_at(k)->name);
+    section_apply(st, st->sections[i], ph, true);
+    sets_apply(st, ph, false);
+    if (st->failed)
+        return false;
+    if (!job_line_of(st, ph->name, "kind")) {
+        job_fail(st, ph->line, "kind",
+                 "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
+        return false;
+    }
+    phase_kind_defaults(st, ph);
+    if (!ph->fileset[0]) {
+        char size[32];
+        units_format_size(ph->file_size, size, sizeof size);
+        snprintf(ph->fileset, sizeof ph->fileset, "%s-%s",
+                 ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size);
+    }
+    ph->rwmix_read = job_rwmix_parse(ph->rwmix_text);
+    job_phase_validate(st, ph);
+    return !st->failed;
+}
+
+/* Every section but [global] as a phase, in file order. */
+static void job_resolve_phases(struct parse_state *st, const struct phase *global)
+{
+    struct job *job = st->job;
+    int nphases = 0;
+    for (int i = 0; i < st->nsections; i++)
+        nphases += strcmp(st->sections[i], "global") != 0;
+    if (!st->failed && nphases == 0)
+        job_fail(st, 0, NULL, "no phases: add a section such as [write] with kind = write");
+    job->phases = calloc(nphases ? nphases : 1, sizeof *job->phases);
+    if (!job->phases && !st->failed)
+        job_fail(st, 0, NULL, "out of memory");
+    for (int i = 0; i < st->nsections && !st->failed; i++) {
+        if (strcmp(st->sections[i], "global") == 0)
+            continue;
+        struct phase *ph = &job->phases[job->nphases++];
+        *ph = *global;
+        if (!job_resolve_phase(st, ph, i))
+            break;
+    }
+}
+
 int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,
              char *err, size_t errlen)
 {
@@ -330,106 +453,14 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     snprintf(job->path, sizeof job->path, "%s", shown);
     struct parse_state st = {.path = shown, .job = job, .err = err, .errlen = errlen};
     err[0] = '\0';
-
-    if (!text) { /* read it here: includes and ${VAR} (jobtext.h), with their own errors */
-        if (jobtext_read(path, &job->text, err, errlen) < 0)
-            return -1;
-    } else if (!(job->text = strdup(text))) {
-        job_fail(&st, 0, NULL, "out of memory");
-        return -1;
-    }
-    if (strlen(job->text) > JOBTEXT_MAX) {
-        job_fail(&st, 0, NULL, "larger than 1 MiB: not a job file");
+    if (job_parse_text(&st, path, text) < 0) {
         job_free(job);
         return -1;
     }
-    st.file = fmemopen(job->text, strlen(job->text), "r");
-    if (!st.file) {
-        job_fail(&st, 0, NULL, "cannot parse job file: %s", strerror(errno));
-        job_free(job);
-        return -1;
-    }
-    ini_max_line = 4096;
-    ini_allow_multiline = false; /* keeps reported line numbers exact */
-    /* jobtext.c took the comments out before it replaced ${VAR}: a ';'
-     * left in a value came from a variable and belongs to it. */
-    ini_allow_inline_comments = false;
-    int rc = ini_parse_stream(reader_next_line, &st, handle_key, &st);
-    fclose(st.file);
-    if (rc > 0) /* libinih counts every line it read: its location is ours */
-        job_fail(&st, rc <= (int)st.nlocs ? st.locs[rc - 1] : rc, NULL,
-                 "syntax error (expected [section] or key = value)");
-    free(st.locs);
-    if (st.header_line && !st.empty_line && section_index(&st, st.header) < 0)
-        st.empty_line = st.header_line;
-    if (st.empty_line)
-        job_fail(&st, st.empty_line, NULL, "section has no keys (a phase needs at least kind)");
-    else if (rc < 0)
-        job_fail(&st, 0, NULL, "cannot parse job file");
-
     sets_parse(&st, sets, nsets);
-
-    /* The backend first (its rows' defaults fill the phase's options
-     * block), then defaults, then [global], then each phase. */
     struct phase global;
-    memset(&global, 0, sizeof global);
-    const char *backend = backend_named(&st); /* too long: refused where it is assigned */
-    if (strlen(backend) < sizeof global.backend)
-        memcpy(global.backend, backend, strlen(backend) + 1);
-    char why[256];
-    for (size_t i = 0; i < job_key_count() && !st.failed; i++) {
-        const struct job_key *k = job_key_at(i);
-        if (k->fallback && strcmp(k->name, "backend") != 0 &&
-            job_key_assign(k, &global, k->fallback, why, sizeof why))
-            job_fail(&st, 0, k->name, "internal: bad default");
-    }
-    if (!st.failed)
-        section_apply(&st, "global", &global, false);
-    sets_apply(&st, &global, true);
-    job->keep = global.keep;
-    snprintf(job->run_id, sizeof job->run_id, "%s", global.run_id);
-    if (!st.failed && global.run_id[0] && !job_name_ok(global.run_id))
-        job_fail(&st, job_line_of(&st, "global", "run_id"), "run_id",
-                 "'%s' may hold only letters, digits, '_', '.' and '-', not starting with '.' "
-                 "or '-'",
-                 global.run_id);
-
-    int nphases = 0;
-    for (int i = 0; i < st.nsections; i++)
-        nphases += strcmp(st.sections[i], "global") != 0;
-    if (!st.failed && nphases == 0)
-        job_fail(&st, 0, NULL, "no phases: add a section such as [write] with kind = write");
-    job->phases = calloc(nphases ? nphases : 1, sizeof *job->phases);
-    if (!job->phases && !st.failed)
-        job_fail(&st, 0, NULL, "out of memory");
-    for (int i = 0; i < st.nsections && !st.failed; i++) {
-        if (strcmp(st.sections[i], "global") == 0)
-            continue;
-        struct phase *ph = &job->phases[job->nphases++];
-        *ph = global;
-        snprintf(ph->name, sizeof ph->name, "%s", st.sections[i]);
-        ph->line = st.section_lines[i];
-        for (size_t k = 0; k < job_key_count(); k++)
-            ph->key_line[k] = job_line_of(&st, ph->name, job_key_at(k)->name);
-        section_apply(&st, st.sections[i], ph, true);
-        sets_apply(&st, ph, false);
-        if (st.failed)
-            break;
-        if (!job_line_of(&st, ph->name, "kind")) {
-            job_fail(&st, ph->line, "kind",
-                     "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
-            break;
-        }
-        phase_kind_defaults(&st, ph);
-        if (!ph->fileset[0]) {
-            char size[32];
-            units_format_size(ph->file_size, size, sizeof size);
-            snprintf(ph->fileset, sizeof ph->fileset, "%s-%s",
-                     ph->sharing == SHARING_UNIQUE ? "unique" : "shared", size);
-        }
-        ph->rwmix_read = job_rwmix_parse(ph->rwmix_text);
-        job_phase_validate(&st, ph);
-    }
+    job_resolve_global(&st, &global);
+    job_resolve_phases(&st, &global);
     sets_unused(&st);
     free(st.raws);
     free(st.sets);
