@@ -44,25 +44,33 @@ static int nfsd_read_counted(struct textscan *line, uint64_t *v, size_t nv, uint
  * malformed. */
 typedef int line_parser(struct textscan *line, struct nfsd_stats *out);
 
-static int line_rc(struct textscan *line, struct nfsd_stats *out)
-{
-    uint64_t v[3];
-    size_t got;
-    if (textscan_u64s(line, v, 3, &got) < 0 || got < 3)
-        return -1;
-    out->rc_hits = v[0], out->rc_misses = v[1], out->rc_nocache = v[2];
-    out->have |= NFSD_HAVE_RC;
-    return 0;
-}
+/* The lines of a fixed count of numbers, each kept in one member. */
+#define NFSD_FIELD(m) offsetof(struct nfsd_stats, m)
+static const struct fixed_line {
+    const char *key;
+    unsigned n;      /* numbers kept; more may follow */
+    size_t field[4]; /* where each goes */
+    unsigned have;   /* NFSD_HAVE_* */
+} fixed_lines[] = {
+    {"rc", 3, {NFSD_FIELD(rc_hits), NFSD_FIELD(rc_misses), NFSD_FIELD(rc_nocache)}, NFSD_HAVE_RC},
+    {"io", 2, {NFSD_FIELD(io_read), NFSD_FIELD(io_write)}, NFSD_HAVE_IO},
+    {"net",
+     4,
+     {NFSD_FIELD(net_count), NFSD_FIELD(net_udp), NFSD_FIELD(net_tcp), NFSD_FIELD(net_tcp_conn)},
+     NFSD_HAVE_NET},
+    /* calls, badcalls (= badfmt + badauth + badclnt), then those three */
+    {"rpc", 2, {NFSD_FIELD(rpc_calls), NFSD_FIELD(rpc_bad)}, NFSD_HAVE_RPC},
+};
 
-static int line_io(struct textscan *line, struct nfsd_stats *out)
+static int line_fixed(const struct fixed_line *f, struct textscan *line, struct nfsd_stats *out)
 {
-    uint64_t v[2];
+    uint64_t v[4];
     size_t got;
-    if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
+    if (textscan_u64s(line, v, f->n, &got) < 0 || got < f->n)
         return -1;
-    out->io_read = v[0], out->io_write = v[1];
-    out->have |= NFSD_HAVE_IO;
+    for (unsigned i = 0; i < f->n; i++)
+        memcpy((char *)out + f->field[i], &v[i], sizeof v[i]);
+    out->have |= f->have;
     return 0;
 }
 
@@ -81,29 +89,6 @@ static int line_th(struct textscan *line, struct nfsd_stats *out)
             return -1;
     out->threads = (int64_t)v[0], out->th_full = v[1];
     out->have |= NFSD_HAVE_TH;
-    return 0;
-}
-
-static int line_net(struct textscan *line, struct nfsd_stats *out)
-{
-    uint64_t v[4];
-    size_t got;
-    if (textscan_u64s(line, v, 4, &got) < 0 || got < 4)
-        return -1;
-    out->net_count = v[0], out->net_udp = v[1], out->net_tcp = v[2], out->net_tcp_conn = v[3];
-    out->have |= NFSD_HAVE_NET;
-    return 0;
-}
-
-/* calls, badcalls (= badfmt + badauth + badclnt), then those three */
-static int line_rpc(struct textscan *line, struct nfsd_stats *out)
-{
-    uint64_t v[2];
-    size_t got;
-    if (textscan_u64s(line, v, 2, &got) < 0 || got < 2)
-        return -1;
-    out->rpc_calls = v[0], out->rpc_bad = v[1];
-    out->have |= NFSD_HAVE_RPC;
     return 0;
 }
 
@@ -146,21 +131,23 @@ static int line_proc4ops(struct textscan *line, struct nfsd_stats *out)
     return 0;
 }
 
-/* Every key herd reads; fh and ra are known but not kept (no parser). */
+/* The other keys herd reads; fh and ra are known but not kept (no parser). */
 static const struct {
     const char *key;
     line_parser *parse;
 } line_kinds[] = {
-    {"rc", line_rc},       {"io", line_io},       {"th", line_th},
-    {"net", line_net},     {"rpc", line_rpc},     {"proc2", line_proc2},
-    {"proc3", line_proc3}, {"proc4", line_proc4}, {"proc4ops", line_proc4ops},
-    {"fh", NULL},          {"ra", NULL},
+    {"th", line_th},       {"proc2", line_proc2},       {"proc3", line_proc3},
+    {"proc4", line_proc4}, {"proc4ops", line_proc4ops}, {"fh", NULL},
+    {"ra", NULL},
 };
 
 /* One line whose first token is key: 0 (read, or known and not kept),
  * -1 if malformed, 1 for an unknown key. */
 static int nfsd_parse_line(struct textscan key, struct textscan *line, struct nfsd_stats *out)
 {
+    for (size_t i = 0; i < sizeof fixed_lines / sizeof fixed_lines[0]; i++)
+        if (textscan_eq(key, fixed_lines[i].key))
+            return line_fixed(&fixed_lines[i], line, out);
     for (size_t i = 0; i < sizeof line_kinds / sizeof line_kinds[0]; i++)
         if (textscan_eq(key, line_kinds[i].key))
             return line_kinds[i].parse ? line_kinds[i].parse(line, out) : 0;
