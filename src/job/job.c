@@ -407,8 +407,9 @@ static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
     if (st->failed)
         return false;
     if (!job_line_of(st, ph->name, "kind")) {
-        job_fail(st, ph->line, "kind",
-                 "missing in [%s]: write | read | md5 | lock | storm | meta | idle", ph->name);
+        char kinds[256];
+        job_fail(st, ph->line, "kind", "missing in [%s]: %s", ph->name,
+                 job_key_choices_text(job_key_lookup("kind"), kinds, sizeof kinds));
         return false;
     }
     phase_kind_defaults(st, ph);

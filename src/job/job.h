@@ -15,6 +15,7 @@
 #include "pattern_kind.h"
 
 enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
+#define JOB_KINDS_MAX 32 /* a kind is a bit of job_key.kinds */
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
 enum lock_range { LOCK_WHOLE, LOCK_BLOCK, LOCK_OVERLAP };
 enum lock_wait { LOCK_BLOCKING, LOCK_NONBLOCKING };
@@ -196,6 +197,10 @@ struct job_registry {
     const struct job_key_set *key_sets; /* after job/'s own rows, in this order */
     size_t nkey_sets;
     bool (*backend_known)(const char *name);
+    /* The kinds' names in enum phase_kind's order, NULL-ended, and their
+     * help, "NAME: what it does" each: the kind key's choices and help. */
+    const char *const *kind_names;
+    const char *kinds_help;
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);

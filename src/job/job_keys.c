@@ -15,8 +15,6 @@
 #include "units.h"
 #include "utf8.h"
 
-static const char *const kind_choices[] = {"write", "read",  "md5",  "idle",
-                                           "lock",  "storm", "meta", NULL};
 static const char *const lock_mode_choices[] = {"exclusive", "shared", "mixed", NULL};
 static const char *const lock_range_choices[] = {"whole", "block", "overlap", NULL};
 static const char *const lock_wait_choices[] = {"blocking", "nonblocking", NULL};
@@ -39,8 +37,8 @@ static const struct job_key core_keys[] = {
      "smb (target = smb://server/share, libsmbclient) | fault (posix with injected faults, "
      "see faults)",
      .scope = KEY_GLOBAL_ONLY},
-    {"kind", KEY_ENUM, PHASE_MEMBER(kind), kind_choices, NULL,
-     "what the phase does: write | read | md5 | lock | storm | meta | idle"},
+    /* choices and help: the registry's kinds (table_build) */
+    {"kind", KEY_ENUM, PHASE_MEMBER(kind), NULL, NULL, NULL},
     {"sharing", KEY_ENUM, PHASE_MEMBER(sharing), sharing_choices, "unique",
      "unique (one file per rank) | shared (one file for all ranks)"},
     {"shared_mode", KEY_ENUM, PHASE_MEMBER(shared_mode), shared_mode_choices, "same-content",
@@ -204,9 +202,14 @@ const struct job_registry *job_registry(void)
 
 static void table_build(void)
 {
-    for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++)
-        table_add(&core_keys[i], NULL, NULL);
     const struct job_registry *r = job_registry();
+    for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++) {
+        table_add(&core_keys[i], NULL, NULL);
+        if (strcmp(core_keys[i].name, "kind") == 0) {
+            table[table_len - 1].choices = r->kind_names;
+            table[table_len - 1].help = r->kinds_help;
+        }
+    }
     size_t nbackends = 0;
     for (size_t n = 0; n < r->nkey_sets; n++) {
         const struct job_key_set *set = &r->key_sets[n];
@@ -245,7 +248,7 @@ const void *job_key_value(const struct job_key *k, const struct phase *ph)
 
 const char *job_kind_name(enum phase_kind kind)
 {
-    return kind_choices[kind];
+    return job_registry()->kind_names[kind];
 }
 
 const char *job_meta_step_name(enum meta_step step)
@@ -403,10 +406,9 @@ static const char *value_parse(const struct job_key *k, void *field, struct phas
                 return NULL;
             }
         {
-            size_t off = (size_t)snprintf(why, whylen, "'%s' is not one of", v);
-            for (int i = 0; k->choices[i] && off < whylen; i++)
-                off += (size_t)snprintf(why + off, whylen - off, "%s %s", i ? " |" : "",
-                                        k->choices[i]);
+            size_t off = (size_t)snprintf(why, whylen, "'%s' is not one of ", v);
+            if (off < whylen)
+                job_key_choices_text(k, why + off, whylen - off);
         }
         return why;
     }
@@ -456,18 +458,28 @@ void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, 
     }
 }
 
+const char *job_key_choices_text(const struct job_key *k, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; k->choices && k->choices[i] && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " | " : "", k->choices[i]);
+    return buf;
+}
+
 /* "lock and storm" for a key's kinds, into buf. */
 const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len)
 {
     size_t used = 0;
     int n = 0, total = __builtin_popcount(k->kinds);
     buf[0] = '\0';
-    for (int kind = 0; kind_choices[kind] && used < len; kind++) {
+    const char *const *names = job_registry()->kind_names;
+    for (int kind = 0; names[kind] && used < len; kind++) {
         if (!(k->kinds & KIND_BIT(kind)))
             continue;
         n++;
         const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, kind_choices[kind]);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, names[kind]);
     }
     return buf;
 }

@@ -77,6 +77,8 @@ int job_phase_key_loc(const struct phase *ph, const char *key);
 /* Parse v into key k's member of ph: NULL, or what is wrong (in why). */
 const char *job_key_assign(const struct job_key *k, struct phase *ph, const char *v, char *why,
                            size_t whylen);
+/* "a | b | c" for an enum key's choices. */
+const char *job_key_choices_text(const struct job_key *k, char *buf, size_t len);
 /* "read, md5" for the kinds key k applies to. */
 const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len);
 /* rwmix_read's text: -1 none, 0..100 a percent, below -1 not a mix. */

@@ -305,8 +305,9 @@ void cli_help(FILE *out, enum cli_cmd command)
                 commands[i].usage);
     fputs("       herd --version\n\n", out);
     fputs("herd loads a shared file system (NFS, or any mount; NFS and SMB directly too)\n"
-          "from many MPI ranks at once: phases of write, read, md5, lock, storm and meta\n"
-          "work on unique or shared files, all ranks starting each phase at one instant.\n"
+          "from many MPI ranks at once: phases of data, lock or metadata work (herd keys\n"
+          "lists the kinds) on unique or shared files, all ranks starting each phase at\n"
+          "one instant.\n"
           "Per-rank timings, errors by errno and latency histograms go into one HDF5\n"
           "results file.\n\n",
           out);

@@ -1,6 +1,7 @@
 /* registry.c — the plug-ins joined for the job model (registry.h). */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "backend.h"
 #include "holds.h"
@@ -8,11 +9,15 @@
 #include "monitor_keys.h"
 #include "record.h"
 #include "registry.h"
+#include "workload.h"
 
 /* The monitor's rows, then each backend's, in backend_at's order; room
  * for one backend too many, which the key table refuses by name. */
 static struct job_key_set key_sets[1 + JOB_BACKENDS_MAX + 1];
 static struct job_registry registry;
+/* The kinds' names and help, from the workloads (registry_kinds). */
+static const char *kind_names[JOB_KINDS_MAX + 1];
+static char kinds_help[1024];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static bool backend_known(const char *name)
@@ -37,8 +42,34 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
     return key;
 }
 
+/* A registry herd cannot run with is a build's mistake: say which and stop. */
+static void registry_broken(const char *what)
+{
+    fprintf(stderr, "herd: internal: registry: %s\n", what);
+    abort();
+}
+
+/* Each kind's name at its enum value, and "what the phase does: NAME
+ * (HELP) | ..." for the kind key's help. */
+static void registry_kinds(void)
+{
+    const struct workload_ops *w;
+    size_t used = (size_t)snprintf(kinds_help, sizeof kinds_help, "what the phase does:");
+    for (size_t i = 0; (w = workload_at(i)); i++) {
+        if (i == JOB_KINDS_MAX || (size_t)w->kind != i || !w->name || !w->help)
+            registry_broken("a kind out of enum phase_kind's order, or without name or help");
+        kind_names[i] = w->name;
+        if (used < sizeof kinds_help)
+            used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
+                                     i ? " |" : "", w->name, w->help);
+    }
+    if (used >= sizeof kinds_help)
+        registry_broken("the kinds' help is longer than its buffer");
+}
+
 static void registry_build(void)
 {
+    registry_kinds();
     size_t n = 0;
     key_sets[n++] = (struct job_key_set){NULL, monitor_keys, monitor_nkeys};
     const struct backend_ops *b;
@@ -48,6 +79,8 @@ static void registry_build(void)
         .key_sets = key_sets,
         .nkey_sets = n,
         .backend_known = backend_known,
+        .kind_names = kind_names,
+        .kinds_help = kinds_help,
         .phase_check = registry_phase_check,
         .record_bytes = sizeof(struct rank_record),
         .hold_bytes = sizeof(struct hold),

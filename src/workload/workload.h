@@ -121,6 +121,8 @@ enum workload_flag {
 
 struct workload_ops {
     enum phase_kind kind;
+    const char *name; /* the job file's `kind = NAME` */
+    const char *help; /* what a phase of it does, in a few words (herd keys kind) */
     unsigned flags; /* enum workload_flag bits */
     /* The call whose p50/p99 the summary shows: the first of main_ops that
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
@@ -140,6 +142,8 @@ struct workload_ops {
 };
 
 const struct workload_ops *workload_find(enum phase_kind kind);
+/* The kinds in enum phase_kind's order, i from 0; NULL past the last. */
+const struct workload_ops *workload_at(size_t i);
 
 /* True when the rank must stop issuing operations: a signal (caught here
  * or by another rank), or the phase (or clean-up) deadline. */

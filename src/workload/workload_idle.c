@@ -46,6 +46,8 @@ static void idle_describe(const struct phase *ph, char *buf, size_t len)
 
 const struct workload_ops workload_idle = {
     .kind = KIND_IDLE,
+    .name = "idle",
+    .help = "nothing, for duration",
     .flags = WORKLOAD_NO_BACKEND,
     .describe = idle_describe,
     .prepare = idle_prepare,

@@ -398,13 +398,16 @@ static void io_describe(const struct phase *ph, char *buf, size_t len)
 
 /* write, read and md5 share one implementation; write alone removes its
  * files (read and md5 phases only read what a write made). */
-#define IO_WORKLOAD(k, op, rm)                                                                     \
+#define IO_WORKLOAD(k, nm, hlp, op, rm)                                                            \
     {                                                                                              \
-        .kind = (k), .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,            \
+        .kind = (k), .name = (nm), .help = (hlp), .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,            \
         .describe = io_describe, .prepare = io_prepare, .run = io_run, .finish = io_finish,        \
         .remove = (rm),                                                                            \
     }
 
-const struct workload_ops workload_write = IO_WORKLOAD(KIND_WRITE, OP_WRITE, io_remove);
-const struct workload_ops workload_read = IO_WORKLOAD(KIND_READ, OP_READ, NULL);
-const struct workload_ops workload_md5 = IO_WORKLOAD(KIND_MD5, OP_READ, NULL);
+const struct workload_ops workload_write =
+    IO_WORKLOAD(KIND_WRITE, "write", "write files in blocks", OP_WRITE, io_remove);
+const struct workload_ops workload_read =
+    IO_WORKLOAD(KIND_READ, "read", "read files in blocks; verify = yes compares every byte", OP_READ, NULL);
+const struct workload_ops workload_md5 =
+    IO_WORKLOAD(KIND_MD5, "md5", "read files and check their MD5", OP_READ, NULL);

@@ -8,13 +8,21 @@
 extern const struct workload_ops workload_write, workload_read, workload_md5, workload_idle,
     workload_lock, workload_storm, workload_meta;
 
+/* In enum phase_kind's order (the registry checks it). */
+static const struct workload_ops *const all[] = {&workload_write, &workload_read,  &workload_md5,
+                                                 &workload_idle,  &workload_lock,  &workload_storm,
+                                                 &workload_meta};
+
+const struct workload_ops *workload_at(size_t i)
+{
+    return i < sizeof all / sizeof all[0] ? all[i] : NULL;
+}
+
 const struct workload_ops *workload_find(enum phase_kind kind)
 {
-    static const struct workload_ops *const all[] = {
-        &workload_write, &workload_read,  &workload_md5, &workload_idle,
-        &workload_lock,  &workload_storm, &workload_meta};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (all[i]->kind == kind)
-            return all[i];
+    const struct workload_ops *w;
+    for (size_t i = 0; (w = workload_at(i)); i++)
+        if (w->kind == kind)
+            return w;
     return NULL;
 }

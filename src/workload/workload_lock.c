@@ -259,6 +259,8 @@ static void lock_describe(const struct phase *ph, char *buf, size_t len)
 
 const struct workload_ops workload_lock = {
     .kind = KIND_LOCK,
+    .name = "lock",
+    .help = "take and release fcntl locks on one shared file",
     .flags = WORKLOAD_HOLDS,
     .main_ops = {OP_LOCK},
     .nmain_ops = 1,

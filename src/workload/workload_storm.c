@@ -92,6 +92,8 @@ static void storm_describe(const struct phase *ph, char *buf, size_t len)
 
 const struct workload_ops workload_storm = {
     .kind = KIND_STORM,
+    .name = "storm",
+    .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},
     .nmain_ops = 1,
     .describe = storm_describe,
