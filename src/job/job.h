@@ -147,7 +147,8 @@ struct job_key {
     /* Where the key may appear and what it applies to; job_load refuses it
      * elsewhere with "applies to ...". */
     enum key_scope scope;
-    unsigned kinds; /* KIND_BIT()s of the kinds it applies to; 0 = every kind */
+    unsigned kinds; /* KIND_BIT()s of the kinds that name it (job_registry.kind_keys);
+                       0 = every kind */
     /* With kinds: what to do instead in a phase of another kind, added to
      * the refusal ("use deadline to bound others"); NULL = nothing. */
     const char *instead;
@@ -201,6 +202,9 @@ struct job_registry {
      * help, "NAME: what it does" each: the kind key's choices and help. */
     const char *const *kind_names;
     const char *kinds_help;
+    /* Per kind, the core keys that apply to it and not to every kind
+     * (NULL-ended names): a key some kinds name applies to those only. */
+    const char *const *const *kind_keys;
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);

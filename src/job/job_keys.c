@@ -51,17 +51,16 @@ static const struct job_key core_keys[] = {
     {"iterations", KEY_INT, PHASE_MEMBER(iterations), NULL, "1",
      "times each rank repeats the phase's work, back to back", .bounds = KEY_MIN, .min = 1},
     {"fsync", KEY_BOOL, PHASE_MEMBER(fsync), NULL, "yes",
-     "write phases: fsync before close, inside the timed region", .kinds = KIND_BIT(KIND_WRITE)},
+     "write phases: fsync before close, inside the timed region"},
     {"direct", KEY_BOOL, PHASE_MEMBER(direct), NULL, "no",
      "open with O_DIRECT (block_size and file_size multiples of 4K)"},
     {"verify", KEY_BOOL, PHASE_MEMBER(verify), NULL, "no",
-     "read phases: compare every byte with the expected pattern", .kinds = KIND_BIT(KIND_READ),
+     "read phases: compare every byte with the expected pattern",
      .instead = "md5 phases always check"},
     {"keep", KEY_BOOL, PHASE_MEMBER(keep), NULL, "no",
      "[global] only: leave the run directory in place at the end", .scope = KEY_GLOBAL_ONLY},
     {"read_from", KEY_ENUM, PHASE_MEMBER(read_from), read_from_choices, "self",
-     "read/md5: self | neighbor (a file written by a rank on another host)",
-     .kinds = KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5)},
+     "read/md5: self | neighbor (a file written by a rank on another host)"},
     {"pattern", KEY_PATTERN, PHASE_MEMBER(pattern), NULL, "random",
      "data written: random | zero | compressible:PERCENT (zero bytes per 4K)"},
     {"seed", KEY_INT, PHASE_MEMBER(seed), NULL, "1",
@@ -78,48 +77,37 @@ static const struct job_key core_keys[] = {
     {"duration", KEY_DURATION, PHASE_MEMBER(duration), NULL, "0",
      "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
      "instead of `count` attempts",
-     .kinds = KIND_BIT(KIND_IDLE) | KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM),
      .instead = "use deadline to bound others"},
     {"count", KEY_INT, PHASE_MEMBER(count), NULL, "100", "lock, storm: attempts per rank",
-     .kinds = KIND_BIT(KIND_LOCK) | KIND_BIT(KIND_STORM), .bounds = KEY_MIN, .min = 1},
+     .bounds = KEY_MIN, .min = 1},
     {"lock_mode", KEY_ENUM, PHASE_MEMBER(lock_mode), lock_mode_choices, "exclusive",
-     "lock: exclusive | shared | mixed (alternating exclusive and shared)",
-     .kinds = KIND_BIT(KIND_LOCK)},
+     "lock: exclusive | shared | mixed (alternating exclusive and shared)"},
     {"lock_range", KEY_ENUM, PHASE_MEMBER(lock_range), lock_range_choices, "whole",
      "lock: whole (all ranks contend for the file) | block (each rank its own "
-     "block_size range) | overlap (ranges of two blocks: neighbours overlap)",
-     .kinds = KIND_BIT(KIND_LOCK)},
+     "block_size range) | overlap (ranges of two blocks: neighbours overlap)"},
     {"lock_wait", KEY_ENUM, PHASE_MEMBER(lock_wait), lock_wait_choices, "blocking",
-     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)",
-     .kinds = KIND_BIT(KIND_LOCK)},
+     "lock: blocking (F_SETLKW) | nonblocking (F_SETLK; refusals count as contention)"},
     {"lock_hold", KEY_DURATION, PHASE_MEMBER(lock_hold), NULL, "1ms",
      "lock: how long a granted lock is held (an exclusive holder writes its token, "
-     "sleeps, reads it back)",
-     .kinds = KIND_BIT(KIND_LOCK)},
+     "sleeps, reads it back)"},
     {"lock_timeout", KEY_DURATION, PHASE_MEMBER(lock_timeout), NULL, "0",
      "lock: a blocking lock not granted in this long is given up, counted "
-     "ETIMEDOUT (0 = wait forever)",
-     .kinds = KIND_BIT(KIND_LOCK)},
-    {"dirs", KEY_INT, PHASE_MEMBER(dirs), NULL, "10", "meta: directories in each tree",
-     .kinds = KIND_BIT(KIND_META)},
+     "ETIMEDOUT (0 = wait forever)"},
+    {"dirs", KEY_INT, PHASE_MEMBER(dirs), NULL, "10", "meta: directories in each tree"},
     {"files", KEY_INT, PHASE_MEMBER(files), NULL, "100",
-     "meta: files each rank creates, spread over the directories", .kinds = KIND_BIT(KIND_META)},
+     "meta: files each rank creates, spread over the directories"},
     {"meta_ops", KEY_STRING, PHASE_MEMBER(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
      "meta: which steps to run, always in the order create, stat, rename, unlink, "
-     "rmdir, all ranks finishing one before the next (split them over phases to time each)",
-     .kinds = KIND_BIT(KIND_META)},
+     "rmdir, all ranks finishing one before the next (split them over phases to time each)"},
     {"access", KEY_ENUM, PHASE_MEMBER(access), access_choices, "sequential",
      "write, read: the order of a rank's blocks: sequential | random (a permutation "
      "from seed: every block once) | strided (passes of every 16th block: each block once); "
-     "md5 phases always read in file order",
-     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+     "md5 phases always read in file order"},
     {"rwmix_read", KEY_STRING, PHASE_MEMBER(rwmix_text), NULL, "none",
      "read and write phases: percent of blocks read (0..100), the rest written, per rank "
-     "(none: the kind's own: all read or all written)",
-     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ)},
+     "(none: the kind's own: all read or all written)"},
     {"files_per_rank", KEY_INT, PHASE_MEMBER(files_per_rank), NULL, "1",
      "write, read, md5 with sharing = unique: files each rank works on per iteration",
-     .kinds = KIND_BIT(KIND_WRITE) | KIND_BIT(KIND_READ) | KIND_BIT(KIND_MD5),
      .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_META_MAX},
     {"ranks_active", KEY_STRING, PHASE_MEMBER(ranks_active), NULL, "",
      "load ladder: the phase runs once per step with this many ranks doing I/O, e.g. "
@@ -210,6 +198,15 @@ static void table_build(void)
             table[table_len - 1].help = r->kinds_help;
         }
     }
+    for (size_t kind = 0; r->kind_names[kind]; kind++)
+        for (const char *const *name = r->kind_keys[kind]; name && *name; name++) {
+            size_t i = 0;
+            while (i < table_len && strcmp(table[i].name, *name) != 0)
+                i++;
+            if (i == table_len)
+                table_broken(*name, "a kind's key that is not a core key");
+            table[i].kinds |= KIND_BIT(kind);
+        }
     size_t nbackends = 0;
     for (size_t n = 0; n < r->nkey_sets; n++) {
         const struct job_key_set *set = &r->key_sets[n];

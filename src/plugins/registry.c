@@ -17,6 +17,7 @@ static struct job_key_set key_sets[1 + JOB_BACKENDS_MAX + 1];
 static struct job_registry registry;
 /* The kinds' names and help, from the workloads (registry_kinds). */
 static const char *kind_names[JOB_KINDS_MAX + 1];
+static const char *const *kind_keys[JOB_KINDS_MAX];
 static char kinds_help[1024];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -59,6 +60,7 @@ static void registry_kinds(void)
         if (i == JOB_KINDS_MAX || (size_t)w->kind != i || !w->name || !w->help)
             registry_broken("a kind out of enum phase_kind's order, or without name or help");
         kind_names[i] = w->name;
+        kind_keys[i] = w->keys;
         if (used < sizeof kinds_help)
             used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
                                      i ? " |" : "", w->name, w->help);
@@ -81,6 +83,7 @@ static void registry_build(void)
         .backend_known = backend_known,
         .kind_names = kind_names,
         .kinds_help = kinds_help,
+        .kind_keys = kind_keys,
         .phase_check = registry_phase_check,
         .record_bytes = sizeof(struct rank_record),
         .hold_bytes = sizeof(struct hold),

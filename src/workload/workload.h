@@ -123,6 +123,9 @@ struct workload_ops {
     enum phase_kind kind;
     const char *name; /* the job file's `kind = NAME` */
     const char *help; /* what a phase of it does, in a few words (herd keys kind) */
+    /* The job keys that apply to this kind and not to every kind,
+     * NULL-ended (job.h's core keys, by name): elsewhere they are refused. */
+    const char *const *keys;
     unsigned flags; /* enum workload_flag bits */
     /* The call whose p50/p99 the summary shows: the first of main_ops that
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */

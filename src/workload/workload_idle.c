@@ -44,8 +44,11 @@ static void idle_describe(const struct phase *ph, char *buf, size_t len)
     snprintf(buf, len, "-");
 }
 
+static const char *const idle_keys[] = {"duration", NULL};
+
 const struct workload_ops workload_idle = {
     .kind = KIND_IDLE,
+    .keys = idle_keys,
     .name = "idle",
     .help = "nothing, for duration",
     .flags = WORKLOAD_NO_BACKEND,

@@ -9,8 +9,8 @@ extern const struct workload_ops workload_write, workload_read, workload_md5, wo
     workload_lock, workload_storm, workload_meta;
 
 /* In enum phase_kind's order (the registry checks it). */
-static const struct workload_ops *const all[] = {&workload_write, &workload_read,  &workload_md5,
-                                                 &workload_idle,  &workload_lock,  &workload_storm,
+static const struct workload_ops *const all[] = {&workload_write, &workload_read, &workload_md5,
+                                                 &workload_idle,  &workload_lock, &workload_storm,
                                                  &workload_meta};
 
 const struct workload_ops *workload_at(size_t i)

@@ -257,8 +257,12 @@ static void lock_describe(const struct phase *ph, char *buf, size_t len)
              ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
 }
 
+static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",    "lock_range",
+                                        "lock_wait", "lock_hold", "lock_timeout", NULL};
+
 const struct workload_ops workload_lock = {
     .kind = KIND_LOCK,
+    .keys = lock_keys,
     .name = "lock",
     .help = "take and release fcntl locks on one shared file",
     .flags = WORKLOAD_HOLDS,

@@ -347,8 +347,11 @@ static void meta_describe(const struct phase *ph, char *buf, size_t len)
 }
 
 /* main_ops: the first step that made calls (create = open) */
+static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
+
 const struct workload_ops workload_meta = {
     .kind = KIND_META,
+    .keys = meta_keys,
     .name = "meta",
     .help = "create, stat, rename and remove a tree of files",
     .main_ops = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR},

@@ -90,8 +90,11 @@ static void storm_describe(const struct phase *ph, char *buf, size_t len)
         snprintf(buf, len, "shared x%lld", (long long)ph->count);
 }
 
+static const char *const storm_keys[] = {"duration", "count", NULL};
+
 const struct workload_ops workload_storm = {
     .kind = KIND_STORM,
+    .keys = storm_keys,
     .name = "storm",
     .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},
