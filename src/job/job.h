@@ -205,6 +205,9 @@ struct job_registry {
     /* Per kind, the core keys that apply to it and not to every kind
      * (NULL-ended names): a key some kinds name applies to those only. */
     const char *const *const *kind_keys;
+    /* The first rule of ph's kind that ph breaks: the key at fault, with
+     * why written; NULL when none. */
+    const char *(*kind_check)(const struct phase *ph, char *why, size_t len);
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);

@@ -186,11 +186,6 @@ static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t 
     const char *key = phase_scale_gathered(ph, nranks, mem, why, len);
     if (key)
         return key;
-    if (ph->kind == KIND_META && (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX)) {
-        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
-                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
-        return ph->files > JOB_META_MAX ? "files" : "dirs";
-    }
     key = phase_scale_offsets(ph, nranks, why, len);
     return key ? key : phase_scale_bytes(ph, nranks, why, len);
 }
@@ -226,28 +221,18 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
                   job_key_kinds_text(foreign, kinds, sizeof kinds), job_kind_name(ph->kind),
                   foreign->instead ? " (" : "", foreign->instead ? foreign->instead : "",
                   foreign->instead ? ")" : "");
-    else if (ph->kind == KIND_IDLE && ph->duration <= 0)
-        PHASE_BAD("duration", "an idle phase needs a duration greater than 0");
     else if ((foreign = phase_foreign_backend_key(st, ph)) != NULL)
         PHASE_BAD(foreign->name, "applies to backend = %s only, not to %s", foreign->backend,
                   ph->backend);
 }
 
-/* what one kind asks of its keys (lock ranges and waits, meta trees, read_from). */
+/* what the phase's kind asks of its keys (its own rule), then read_from. */
 static void phase_check_kind(struct parse_state *st, const struct phase *ph)
 {
-    if (ph->kind == KIND_LOCK && ph->lock_range != LOCK_WHOLE && ph->block_size < 16)
-        PHASE_BAD("block_size", "lock ranges of block_size bytes must hold the 16-byte token: "
-                                "use block_size >= 16");
-    else if (ph->kind == KIND_LOCK && ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0)
-        PHASE_BAD("lock_timeout", "applies to lock_wait = blocking only");
-    else if (ph->kind == KIND_META && ph->iterations != 1)
-        PHASE_BAD("iterations", "meta phases run their steps once; use several phases");
-    else if (ph->kind == KIND_META && (ph->dirs < 1 || ph->files < 0))
-        PHASE_BAD(ph->dirs < 1 ? "dirs" : "files", "meta needs dirs >= 1 and files >= 0");
-    else if (ph->kind == KIND_META && job_meta_steps(ph->meta_ops) <= 0)
-        PHASE_BAD("meta_ops", "'%s' is not a list of create, stat, rename, unlink, rmdir",
-                  ph->meta_ops);
+    char why[512];
+    const char *key = job_registry()->kind_check(ph, why, sizeof why);
+    if (key)
+        PHASE_BAD(key, "%s", why);
     else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&
              ph->shared_mode == SHARED_SAME_CONTENT)
         PHASE_BAD("read_from", "neighbor needs unique files or shared_mode = segmented "
@@ -282,10 +267,6 @@ static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
                   ph->ranks_active);
     else if (ph->step_duration > 0 && !ph->ranks_active[0] && !ph->ranks_step)
         PHASE_BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
-    else if ((ph->ranks_active[0] || ph->ranks_step) && ph->kind == KIND_META &&
-             ph->sharing == SHARING_SHARED)
-        PHASE_BAD("sharing", "a meta ladder needs sharing = unique (shared trees are split over "
-                             "every rank)");
 }
 
 /* the plug-ins' rules (the monitor's, the backend's), then the scale of the phase. */

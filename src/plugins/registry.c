@@ -69,6 +69,12 @@ static void registry_kinds(void)
         registry_broken("the kinds' help is longer than its buffer");
 }
 
+static const char *registry_kind_check(const struct phase *ph, char *why, size_t len)
+{
+    const struct workload_ops *w = workload_find(ph->kind);
+    return w && w->check ? w->check(ph, why, len) : NULL;
+}
+
 static void registry_build(void)
 {
     registry_kinds();
@@ -84,6 +90,7 @@ static void registry_build(void)
         .kind_names = kind_names,
         .kinds_help = kinds_help,
         .kind_keys = kind_keys,
+        .kind_check = registry_kind_check,
         .phase_check = registry_phase_check,
         .record_bytes = sizeof(struct rank_record),
         .hold_bytes = sizeof(struct hold),

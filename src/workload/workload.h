@@ -131,6 +131,10 @@ struct workload_ops {
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
     int main_ops[WORKLOAD_MAIN_OPS];
     int nmain_ops;
+    /* The first rule of this kind's that ph breaks (after job/'s own: keys
+     * in bounds and of this kind): the key at fault, with why written;
+     * NULL when none. NULL: no rule of its own. */
+    const char *(*check)(const struct phase *ph, char *why, size_t len);
     /* The phase's layout in a few words for the summary's table
      * ("unique 16M", "excl block wait"). */
     void (*describe)(const struct phase *ph, char *buf, size_t len);

@@ -38,6 +38,14 @@ static void idle_finish(struct phase_ctx *c)
     (void)c;
 }
 
+static const char *idle_check(const struct phase *ph, char *why, size_t len)
+{
+    if (ph->duration > 0)
+        return NULL;
+    snprintf(why, len, "an idle phase needs a duration greater than 0");
+    return "duration";
+}
+
 static void idle_describe(const struct phase *ph, char *buf, size_t len)
 {
     (void)ph;
@@ -49,6 +57,7 @@ static const char *const idle_keys[] = {"duration", NULL};
 const struct workload_ops workload_idle = {
     .kind = KIND_IDLE,
     .keys = idle_keys,
+    .check = idle_check,
     .name = "idle",
     .help = "nothing, for duration",
     .flags = WORKLOAD_NO_BACKEND,

@@ -245,6 +245,21 @@ static void lock_remove(struct phase_ctx *c, int pass)
         workload_error(c, OP_UNLINK, rc, path);
 }
 
+static const char *lock_check(const struct phase *ph, char *why, size_t len)
+{
+    if (ph->lock_range != LOCK_WHOLE && ph->block_size < 16) {
+        snprintf(why, len,
+                 "lock ranges of block_size bytes must hold the 16-byte token: "
+                 "use block_size >= 16");
+        return "block_size";
+    }
+    if (ph->lock_wait == LOCK_NONBLOCKING && ph->lock_timeout > 0) {
+        snprintf(why, len, "applies to lock_wait = blocking only");
+        return "lock_timeout";
+    }
+    return NULL;
+}
+
 static void lock_describe(const struct phase *ph, char *buf, size_t len)
 {
     snprintf(buf, len, "%s %s %s",
@@ -263,6 +278,7 @@ static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",  
 const struct workload_ops workload_lock = {
     .kind = KIND_LOCK,
     .keys = lock_keys,
+    .check = lock_check,
     .name = "lock",
     .help = "take and release fcntl locks on one shared file",
     .flags = WORKLOAD_HOLDS,

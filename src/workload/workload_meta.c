@@ -338,6 +338,37 @@ static void meta_remove(struct phase_ctx *c, int pass)
     c->state = NULL;
 }
 
+/* One tree per rank or one for all, once, of sizes the clean-up can
+ * visit; a ladder's steps need trees of their own. */
+static const char *meta_check(const struct phase *ph, char *why, size_t len)
+{
+    if (ph->iterations != 1) {
+        snprintf(why, len, "meta phases run their steps once; use several phases");
+        return "iterations";
+    }
+    if (ph->dirs < 1 || ph->files < 0) {
+        snprintf(why, len, "meta needs dirs >= 1 and files >= 0");
+        return ph->dirs < 1 ? "dirs" : "files";
+    }
+    if (job_meta_steps(ph->meta_ops) <= 0) {
+        snprintf(why, len, "'%s' is not a list of create, stat, rename, unlink, rmdir",
+                 ph->meta_ops);
+        return "meta_ops";
+    }
+    if (ph->files > JOB_META_MAX || ph->dirs > JOB_META_MAX) {
+        snprintf(why, len, "%lld is more than %d per rank (clean-up visits every one)",
+                 (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
+        return ph->files > JOB_META_MAX ? "files" : "dirs";
+    }
+    if ((ph->ranks_active[0] || ph->ranks_step) && ph->sharing == SHARING_SHARED) {
+        snprintf(why, len,
+                 "a meta ladder needs sharing = unique (shared trees are split over "
+                 "every rank)");
+        return "sharing";
+    }
+    return NULL;
+}
+
 static void meta_describe(const struct phase *ph, char *buf, size_t len)
 {
     char size[32];
@@ -352,6 +383,7 @@ static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
 const struct workload_ops workload_meta = {
     .kind = KIND_META,
     .keys = meta_keys,
+    .check = meta_check,
     .name = "meta",
     .help = "create, stat, rename and remove a tree of files",
     .main_ops = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR},
