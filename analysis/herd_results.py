@@ -106,11 +106,9 @@ LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hos
                   "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share", "start_skew",
                   "verify_failures", "t_start", "elapsed"]
 LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
-# The call whose latency a step shows: herd's own choice (summary_main_op in
-# src/results/summary.c, the p50/p99 its summary prints): a meta phase's is the
-# first of META_OPS that made calls.
-MAIN_OP = {"write": "write", "read": "read", "md5": "read", "storm": "open", "lock": "lock"}
-META_OPS = ["open", "stat", "rename", "unlink", "rmdir", "mkdir"]
+# The call whose latency a step shows is herd's own choice, the phase's
+# summary_main_op attribute (its kind's, src/results/summary.c: the p50/p99
+# its summary prints); a phase written by a herd before it has none.
 LADDER_COUNTS = ("step", "active_ranks", "active_hosts")
 
 
@@ -370,9 +368,8 @@ class Run:
         kind = ph["kind"]
         ops = self._op_summary(name, ph["last_done"])
         called = ops[ops["calls"] > 0].drop_duplicates("op").set_index("op")
-        op = MAIN_OP.get(kind)
-        if kind == "meta":
-            op = next((o for o in META_OPS if o in called.index), None)
+        op = self.phase_attrs(name).get("summary_main_op")
+        op = op if op in OP_ORDER else None
         row = {"step": step, "phase": name, "kind": kind, "status": ph["status"],
                "active_ranks": active_ranks, "active_hosts": active_hosts,
                "main_op": op}

@@ -101,6 +101,7 @@ struct phase_stats {
     double t_min, t_median, t_max, first_done, last_done;
     double mib_per_s, ops_per_s;
     uint64_t bytes, ops, errors, verify_failures, grants, contended, violations, stuck;
+    int main_op; /* the call whose p50/p99 the summary shows (enum op); -1 = none */
 };
 
 /* Everything gathered from the ranks for one phase (rank 0's view). */

@@ -602,9 +602,13 @@ static int meta_steps_write(hid_t g, const struct phase_data *d, char *err, size
 }
 
 /* summary_* attributes and the op_summary table (ops with calls only). */
-static int summary_write(hid_t g, const struct phase_data *d, char *err, size_t errlen)
+static int summary_write(const struct results *r, hid_t g, const struct phase_data *d, char *err,
+                         size_t errlen)
 {
     const struct phase_stats *st = d->stats;
+    if (h5_attr_str(r->str, g, "summary_main_op", st->main_op >= 0 ? op_name(st->main_op) : "", err,
+                    errlen) < 0)
+        return -1;
     const struct {
         const char *name;
         double v;
@@ -707,7 +711,7 @@ static int phase_fill(const struct results *r, hid_t g, const struct phase *ph,
         meta_steps_write(g, d, err, errlen) < 0 ||
         (d->has_holds && holds_write(g, sum, d, err, errlen) < 0) ||
         latency_write(g, d->hists, err, errlen) < 0 ||
-        (d->stats && summary_write(g, d, err, errlen) < 0))
+        (d->stats && summary_write(r, g, d, err, errlen) < 0))
         return -1;
     /* Written last: a group without status was cut short while written. */
     return h5_attr_str(r->str, g, "status", sum->status, err, errlen);

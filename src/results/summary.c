@@ -44,7 +44,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
     out->ph = ph;
     out->overlap = sum->overlap;
-    out->main_op = -1;
+    out->stats.main_op = -1;
     out->iter_mean = out->iter_stddev = out->iter_min = out->iter_max = NAN;
     struct phase_stats *st = &out->stats;
     st->rows = (int64_t)nrows;
@@ -382,7 +382,7 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     /* The rows' own counts too: a phase with no op table still says. */
     l->all_failed = (calls > 0 && failed >= calls) ||
                     (calls == 0 && l->stats.ops > 0 && l->stats.errors >= l->stats.ops);
-    l->main_op = summary_main_op(l, workload_find(ph->kind));
+    l->stats.main_op = summary_main_op(l, workload_find(ph->kind));
     summary_add_errors(l, d->errors, d->nerrors);
     summary_add_iterations(l, d->rows, d->nrows);
 }
@@ -510,11 +510,12 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     fprintf(out, "%s", l->layout);
     summary_print_params(out, l);
     summary_print_window(out, l);
-    if (l->main_op >= 0 && strcmp(summary_op_label(l, l->main_op), op_name(l->main_op)) != 0)
-        fprintf(out, "; p50/p99 of %s (%s)", op_name((enum op)l->main_op),
-                summary_op_label(l, l->main_op));
-    else if (l->main_op >= 0)
-        fprintf(out, "; p50/p99 of %s", op_name((enum op)l->main_op));
+    if (l->stats.main_op >= 0 &&
+        strcmp(summary_op_label(l, l->stats.main_op), op_name(l->stats.main_op)) != 0)
+        fprintf(out, "; p50/p99 of %s (%s)", op_name((enum op)l->stats.main_op),
+                summary_op_label(l, l->stats.main_op));
+    else if (l->stats.main_op >= 0)
+        fprintf(out, "; p50/p99 of %s", op_name((enum op)l->stats.main_op));
     if (strcmp(l->kind, "meta") == 0) { /* each step's items over its own time */
         static const int steps[] = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR};
         fprintf(out, "; items/s");
@@ -576,7 +577,8 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
         char mib[32], cps[32], p50[16] = "-", p99[16] = "-", errs[64];
         summary_format_rate(l->stats.mib_per_s, l->all_failed || l->holds, "%.1f", mib, sizeof mib);
         summary_format_rate(l->stats.ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
-        const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
+        const struct summary_op *m =
+            l->stats.main_op >= 0 ? summary_find_op(l, l->stats.main_op) : NULL;
         if (m) {
             summary_format_latency(m->p50, p50, sizeof p50);
             summary_format_latency(m->p99, p99, sizeof p99);
@@ -681,9 +683,10 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         row->active_hosts = (int32_t)l->active_hosts;
         row->mib_per_s = l->stats.mib_per_s; /* as summary_mib_per_s, even when all failed */
         row->ops_per_s = l->stats.ops_per_s;
-        const struct summary_op *m = l->main_op >= 0 ? summary_find_op(l, l->main_op) : NULL;
-        if (l->main_op >= 0)
-            snprintf(row->main_op, sizeof row->main_op, "%s", op_name((enum op)l->main_op));
+        const struct summary_op *m =
+            l->stats.main_op >= 0 ? summary_find_op(l, l->stats.main_op) : NULL;
+        if (l->stats.main_op >= 0)
+            snprintf(row->main_op, sizeof row->main_op, "%s", op_name((enum op)l->stats.main_op));
         row->p50_s = m ? m->p50 : NAN;
         row->p99_s = m ? m->p99 : NAN;
         row->max_s = m ? m->max : NAN;

@@ -60,7 +60,6 @@ struct summary_line {
     /* Filled by summary_add_detail (all zero / NaN before). */
     struct summary_op ops[OP_COUNT]; /* ops with calls, in enum op order */
     int nops;
-    int main_op; /* the kind's main call (write, read, ...); -1 = none */
     /* Error kinds, most frequent first (the first SUMMARY_ERRS_MAX);
      * errs_other counts the failures of the kinds left out. */
     struct summary_err errs[SUMMARY_ERRS_MAX];

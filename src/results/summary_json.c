@@ -275,7 +275,8 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_kd(f, "ops_per_s", l->all_failed ? NAN : st->ops_per_s, &first);
     json_key(f, "iterations_mib_per_s", &first);
     json_phase_iterations(f, l);
-    json_ks(f, "main_op", l->main_op >= 0 ? op_name((enum op)l->main_op) : NULL, &first);
+    json_ks(f, "main_op", l->stats.main_op >= 0 ? op_name((enum op)l->stats.main_op) : NULL,
+            &first);
     json_key(f, "ops", &first);
     fputc('[', f);
     for (int k = 0; k < l->nops; k++) {
