@@ -19,6 +19,23 @@ bool workload_should_stop(const struct phase_ctx *c)
     return c->deadline_at > 0 && clock_now(c->clock) >= c->deadline_at;
 }
 
+bool workload_attempt_due(const struct phase_ctx *c, const struct rank_record *r, int64_t made)
+{
+    if (workload_should_stop(c))
+        return false;
+    if (c->ph->duration > 0)
+        return clock_now(c->clock) < r->t_start + c->ph->duration;
+    return made < c->ph->count;
+}
+
+void workload_describe_attempts(const struct phase *ph, char *buf, size_t len)
+{
+    if (ph->duration > 0)
+        snprintf(buf, len, "shared for %gs", ph->duration);
+    else
+        snprintf(buf, len, "shared x%lld", (long long)ph->count);
+}
+
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path)
 {
     if (c->errors) /* NULL: a clean-up without an error table */

@@ -119,8 +119,10 @@ enum workload_flag {
 
 #define WORKLOAD_MAIN_OPS 6
 
+/* A phase kind: its name, keys and rules for job/ (through the
+ * registry), its steps for the runner. Its kind number (enum phase_kind,
+ * ph->kind) is its place in workload_kinds.c's table. */
 struct workload_ops {
-    enum phase_kind kind;
     const char *name; /* the job file's `kind = NAME` */
     const char *help; /* what a phase of it does, in a few words (herd keys kind) */
     /* The job keys that apply to this kind and not to every kind,
@@ -148,13 +150,22 @@ struct workload_ops {
     void (*remove)(struct phase_ctx *c, int pass);
 };
 
+/* The kind numbered kind; NULL when there is none. */
 const struct workload_ops *workload_find(enum phase_kind kind);
-/* The kinds in enum phase_kind's order, i from 0; NULL past the last. */
+/* The kinds in number order, i from 0; NULL past the last. */
 const struct workload_ops *workload_at(size_t i);
 
 /* True when the rank must stop issuing operations: a signal (caught here
  * or by another rank), or the phase (or clean-up) deadline. */
 bool workload_should_stop(const struct phase_ctx *c);
+
+/* A kind of `count` attempts per iteration, or attempts for `duration`
+ * (lock, storm): whether the rank makes another, `made` made so far in
+ * iteration r (r->t_start set): no stop, and fewer than count, or before
+ * r->t_start + duration when the phase has one. */
+bool workload_attempt_due(const struct phase_ctx *c, const struct rank_record *r, int64_t made);
+/* Such a kind's layout on one shared file: "shared x100", "shared for 5s". */
+void workload_describe_attempts(const struct phase *ph, char *buf, size_t len);
 
 /* Count a failed call (err < 0) in the error table only: for the
  * clean-up, which has no rows. Inside a phase use workload_done or

@@ -55,7 +55,6 @@ static void idle_describe(const struct phase *ph, char *buf, size_t len)
 static const char *const idle_keys[] = {"duration", NULL};
 
 const struct workload_ops workload_idle = {
-    .kind = KIND_IDLE,
     .keys = idle_keys,
     .check = idle_check,
     .name = "idle",

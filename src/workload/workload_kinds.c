@@ -7,11 +7,26 @@
 
 extern const struct workload_ops workload_write, workload_read, workload_md5, workload_idle,
     workload_lock, workload_storm, workload_meta;
+/* A kind built from a file outside src/ (cmake -DHERD_EXTRA_KIND=FILE.c,
+ * docs/extending.md): its ops table's name. */
+#ifdef HERD_EXTRA_KIND
+extern const struct workload_ops HERD_EXTRA_KIND;
+#endif
 
-/* In enum phase_kind's order (the registry checks it). */
-static const struct workload_ops *const all[] = {&workload_write, &workload_read, &workload_md5,
-                                                 &workload_idle,  &workload_lock, &workload_storm,
-                                                 &workload_meta};
+/* The built-in kinds at their enum phase_kind numbers, then any other:
+ * the next number. */
+static const struct workload_ops *const all[] = {
+    [KIND_WRITE] = &workload_write,
+    [KIND_READ] = &workload_read,
+    [KIND_MD5] = &workload_md5,
+    [KIND_IDLE] = &workload_idle,
+    [KIND_LOCK] = &workload_lock,
+    [KIND_STORM] = &workload_storm,
+    [KIND_META] = &workload_meta,
+#ifdef HERD_EXTRA_KIND
+    &HERD_EXTRA_KIND,
+#endif
+};
 
 const struct workload_ops *workload_at(size_t i)
 {
@@ -20,9 +35,5 @@ const struct workload_ops *workload_at(size_t i)
 
 const struct workload_ops *workload_find(enum phase_kind kind)
 {
-    const struct workload_ops *w;
-    for (size_t i = 0; (w = workload_at(i)); i++)
-        if (w->kind == kind)
-            return w;
-    return NULL;
+    return workload_at((size_t)kind);
 }

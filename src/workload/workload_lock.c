@@ -206,14 +206,10 @@ static void lock_run(struct phase_ctx *c)
     for (int64_t i = 0; i < ph->iterations; i++) {
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
-        double until = ph->duration > 0 ? r->t_start + ph->duration : 0;
         uint64_t attempt = 0;
         bool ok = s->f != NULL;
-        while (ok && !workload_should_stop(c)) {
-            if (until > 0 ? clock_now(c->clock) >= until : attempt >= (uint64_t)ph->count)
-                break;
+        while (ok && workload_attempt_due(c, r, (int64_t)attempt))
             lock_attempt(c, r, attempt++);
-        }
         r->completed = ok && r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
@@ -276,7 +272,6 @@ static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",  
                                         "lock_wait", "lock_hold", "lock_timeout", NULL};
 
 const struct workload_ops workload_lock = {
-    .kind = KIND_LOCK,
     .keys = lock_keys,
     .check = lock_check,
     .name = "lock",

@@ -381,7 +381,6 @@ static void meta_describe(const struct phase *ph, char *buf, size_t len)
 static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
 
 const struct workload_ops workload_meta = {
-    .kind = KIND_META,
     .keys = meta_keys,
     .check = meta_check,
     .name = "meta",

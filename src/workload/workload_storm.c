@@ -6,7 +6,6 @@
  * The file is the fileset's shared file: write it first with a write
  * phase using sharing = shared and the same fileset. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,12 +60,8 @@ static void storm_run(struct phase_ctx *c)
     for (int64_t i = 0; i < ph->iterations; i++) {
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
-        double until = ph->duration > 0 ? r->t_start + ph->duration : 0;
-        for (int64_t k = 0; !workload_should_stop(c); k++) {
-            if (until > 0 ? clock_now(c->clock) >= until : k >= ph->count)
-                break;
+        for (int64_t k = 0; workload_attempt_due(c, r, k); k++)
             storm_attempt(c, r);
-        }
         r->completed = r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
@@ -82,24 +77,15 @@ static void storm_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-static void storm_describe(const struct phase *ph, char *buf, size_t len)
-{
-    if (ph->duration > 0)
-        snprintf(buf, len, "shared for %gs", ph->duration);
-    else
-        snprintf(buf, len, "shared x%lld", (long long)ph->count);
-}
-
 static const char *const storm_keys[] = {"duration", "count", NULL};
 
 const struct workload_ops workload_storm = {
-    .kind = KIND_STORM,
     .keys = storm_keys,
     .name = "storm",
     .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},
     .nmain_ops = 1,
-    .describe = storm_describe,
+    .describe = workload_describe_attempts,
     .prepare = storm_prepare,
     .run = storm_run,
     .finish = storm_finish,

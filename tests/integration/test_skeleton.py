@@ -7,6 +7,15 @@ digests, and catches a wrong seed; herd check refuses a lock phase for it
 is listed by `herd keys`, bounded, refused on another backend and applied
 per phase (a write beyond it fails with EFBIG, counted, the run goes on).
 
+A phase kind added by one file likewise: the skeleton
+tests/skeleton/workload_getattr.c (every rank stats one shared file,
+`count` times) built into the same herd with `cmake -DHERD_EXTRA_KIND=...`.
+herd keys lists it as a kind; the keys it names (count) apply to it and its
+rule (sharing = shared) refuses a phase in one line; a run through the
+ordinary runner makes exactly count x ranks stat calls, stores them as the
+phase's main op, and the analysis reads the phase like any other. A missing
+file is one ENOENT per call, counted, exit 3.
+
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_skeleton.py
 """
 import os
@@ -17,6 +26,7 @@ import pytest
 from conftest import REPO_DIR, describe, load_results, mpirun_args, run_cmd, write_job
 
 SKELETON = REPO_DIR / "tests" / "skeleton" / "backend_mem.c"
+SKELETON_KIND = REPO_DIR / "tests" / "skeleton" / "workload_getattr.c"
 MIB = 1 << 20
 
 
@@ -24,7 +34,8 @@ MIB = 1 << 20
 def mem_herd(tmp_path_factory):
     build = tmp_path_factory.mktemp("skeleton-build")
     for args in (["cmake", "-S", str(REPO_DIR), "-B", str(build), "-DHERD_TESTS=OFF",
-                  "-DHERD_WERROR=ON", f"-DHERD_EXTRA_BACKEND={SKELETON}"],
+                  "-DHERD_WERROR=ON", f"-DHERD_EXTRA_BACKEND={SKELETON}",
+                  f"-DHERD_EXTRA_KIND={SKELETON_KIND}"],
                  ["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2),
                   "--target", "herd"]):
         done = subprocess.run(args, capture_output=True, text=True, timeout=900)
@@ -89,3 +100,60 @@ def test_skeleton_declares_its_own_key(mem_herd, tmp_path):
         done = run_cmd([str(mem_herd), "check", str(bad)])
         lines = [l for l in done.stderr.splitlines() if l.startswith("herd:")]
         assert done.returncode == 2 and len(lines) == 1 and why in lines[0], describe(done)
+
+
+def one_error_line(done):
+    lines = [l for l in done.stderr.splitlines() if l.startswith("herd:")]
+    assert done.returncode == 2 and len(lines) == 1, describe(done)
+    return lines[0]
+
+
+def test_skeleton_kind_is_a_kind(mem_herd, tmp_path):
+    keys = run_cmd([str(mem_herd), "keys"])
+    assert keys.returncode == 0, describe(keys)
+    kind = next(l for l in keys.stdout.splitlines() if l.startswith("kind "))
+    assert "| getattr (stat one shared file, all ranks at once)" in kind, kind
+    posix = {"target": str(tmp_path), "file_size": "64K", "block_size": "64K"}
+    for phase, why in (({"kind": "getattr", "count": 5},
+                        "key 'sharing': getattr asks for the fileset's shared file"),
+                       ({"kind": "write", "count": 5},
+                        "key 'count': applies to lock, storm and getattr phases only"),
+                       ({"kind": "getattr", "sharing": "shared", "verify": "yes"},
+                        "key 'verify': applies to read phases only, not to getattr")):
+        job = write_job(tmp_path / "bad.ini", posix, [("g", phase)])
+        line = one_error_line(run_cmd([str(mem_herd), "check", str(job)]))
+        assert why in line, line
+    job = write_job(tmp_path / "nope.ini", posix, [("g", {"kind": "nope"})])
+    line = one_error_line(run_cmd([str(mem_herd), "check", str(job)]))
+    assert line.endswith("'nope' is not one of write | read | md5 | idle | lock | storm | meta "
+                         "| getattr"), line
+
+
+def test_skeleton_kind_runs(mem_herd, tmp_path):
+    import sys
+    sys.path.insert(0, str(REPO_DIR / "analysis"))
+    import herd_results
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "g.ini",
+                    {"target": str(target), "file_size": "64K", "block_size": "64K",
+                     "sharing": "shared"},
+                    [("lost", {"kind": "getattr", "count": 7, "fileset": "none"}),
+                     ("w", {"kind": "write"}),
+                     ("g", {"kind": "getattr", "count": 50})])
+    out = tmp_path / "g.h5"
+    done = run_cmd(mpirun_args(mem_herd, 2, "run", job, "-o", out))
+    assert done.returncode == 3, describe(done)  # 3: the lost file's ENOENTs
+    res = load_results(out)
+    g = res.phases["g"]
+    assert g.attrs["kind"] == "getattr" and g.attrs["status"] == "ok"
+    assert g.attrs["summary_main_op"] == "stat" and g.attrs["count"] == 50
+    assert int(g.ranks["ops"].sum()) == 2 * 50 and int(g.ranks["errors"].sum()) == 0
+    assert int(g.latency["stat"]["counts"].sum()) == 2 * 50
+    lost = res.phases["lost"]
+    errors = lost.error_rows()  # a row per rank, op and errno
+    assert {r["errno_name"] for r in errors} == {"ENOENT"}, errors
+    assert sum(int(r["count"]) for r in errors) == 2 * 7 == int(lost.ranks["errors"].sum())
+    run = herd_results.Run(str(out))
+    row = run.phases.set_index("phase").loc["g"]
+    assert row["kind"] == "getattr" and row["ops"] == 100 and row["ops_per_s"] > 0
