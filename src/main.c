@@ -106,7 +106,7 @@ static int probe_targets(const struct job *job, long ranks)
         for (int k = i; k < job->nphases; k++) {
             const struct phase *w = &job->phases[k];
             long n = w->active_ranks > 0 ? (long)w->active_ranks : ranks;
-            if (w->kind == KIND_WRITE && strcmp(w->target, ph->target) == 0)
+            if ((job_kind_caps(w->kind) & JOB_KIND_WRITES) && strcmp(w->target, ph->target) == 0)
                 writes += job_phase_bytes_per_rank(w) * (uint64_t)n;
         }
         problems += probe_target(ph->backend, ph->target, writes, stdout);

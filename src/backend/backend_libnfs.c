@@ -264,7 +264,7 @@ static int libnfs_connect(const char *target, const struct phase *ph, void **ctx
 static void libnfs_prime(void *ctx, const struct phase *ph)
 {
     const struct libnfs_ctx *c = ctx;
-    if (job_kind_moves_data(ph->kind))
+    if (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)
         prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 3 * (size_t)c->inflight + 1);
 }
 

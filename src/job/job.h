@@ -16,6 +16,14 @@
 
 enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
 #define JOB_KINDS_MAX 32 /* a kind is a bit of job_key.kinds */
+/* What a kind does with its fileset's files, for the job's own rules and
+ * lint (job_registry.kind_caps, job_kind_caps). */
+enum job_kind_cap {
+    JOB_KIND_WRITES = 1, /* writes the files: later phases may read them */
+    JOB_KIND_READS = 2,  /* reads them: an earlier phase (or run) must write them */
+    JOB_KIND_CHECKS = 4, /* always compares what it reads with the pattern (seed matters) */
+    JOB_KIND_BLOCKS = 8, /* moves file data in block_size calls: block_size <= file_size */
+};
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
 enum lock_range { LOCK_WHOLE, LOCK_BLOCK, LOCK_OVERLAP };
 enum lock_wait { LOCK_BLOCKING, LOCK_NONBLOCKING };
@@ -208,6 +216,7 @@ struct job_registry {
     /* The first rule of ph's kind that ph breaks: the key at fault, with
      * why written; NULL when none. */
     const char *(*kind_check)(const struct phase *ph, char *why, size_t len);
+    const unsigned *kind_caps; /* per kind, enum job_kind_cap bits */
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);
@@ -291,8 +300,8 @@ uint64_t job_host_memory(void);
 bool job_name_ok(const char *s);
 
 const char *job_kind_name(enum phase_kind kind);
-/* Kinds that move file data in blocks (file_size, block_size apply). */
-bool job_kind_moves_data(enum phase_kind kind);
+/* What the kind does with its fileset's files: enum job_kind_cap bits. */
+unsigned job_kind_caps(enum phase_kind kind);
 
 /* The meta steps named in text ("create,stat,..."), as a bit set of
  * 1 << enum meta_step; -1 if a name is unknown. */

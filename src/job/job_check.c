@@ -212,7 +212,7 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
         PHASE_BAD(bounded->name, "%s", why);
     else if (ph->file_size == 0 && ph->kind != KIND_META)
         PHASE_BAD("file_size", "must be greater than 0");
-    else if (ph->block_size > ph->file_size && job_kind_moves_data(ph->kind))
+    else if (ph->block_size > ph->file_size && (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS))
         PHASE_BAD("block_size", "is larger than file_size");
     else if (ph->direct && (ph->block_size % 4096 || ph->file_size % 4096))
         PHASE_BAD("direct", "O_DIRECT needs block_size and file_size multiples of 4K");

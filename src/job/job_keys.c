@@ -279,10 +279,9 @@ bool job_name_ok(const char *s)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-/* Kinds that move file data in blocks (file_size, block_size apply). */
-bool job_kind_moves_data(enum phase_kind k)
+unsigned job_kind_caps(enum phase_kind kind)
 {
-    return k == KIND_WRITE || k == KIND_READ || k == KIND_MD5;
+    return job_registry()->kind_caps[kind];
 }
 
 const struct job_key *job_key_lookup(const char *name)

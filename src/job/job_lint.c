@@ -31,7 +31,8 @@ static const struct phase *lint_writer(const struct job *job, int index, const c
 {
     const struct phase *w = NULL;
     for (int i = 0; i < index; i++)
-        if (job->phases[i].kind == KIND_WRITE && strcmp(job->phases[i].fileset, fileset) == 0)
+        if ((job_kind_caps(job->phases[i].kind) & JOB_KIND_WRITES) &&
+            strcmp(job->phases[i].fileset, fileset) == 0)
             w = &job->phases[i];
     return w;
 }
@@ -55,9 +56,11 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
                      ph->name, total, (long long)ph->files, (long long)nranks, size, ph->name);
             n++;
         }
-        bool reads = ph->kind == KIND_READ || ph->kind == KIND_MD5 || ph->kind == KIND_STORM;
+        unsigned caps = job_kind_caps(ph->kind);
+        bool reads = caps & JOB_KIND_READS;
         const struct phase *writer = lint_writer(job, i, ph->fileset);
-        bool checks = (ph->kind == KIND_READ && ph->verify) || ph->kind == KIND_MD5;
+        /* (verify applies to the kinds that read and may check: job_check) */
+        bool checks = (caps & JOB_KIND_CHECKS) || (reads && ph->verify);
         if (checks && writer && writer->seed != ph->seed) {
             lint_add(job, ph, "seed", out, len,
                      "%s phase [%s] checks fileset '%s' against seed %lld, but [%s] writes it "

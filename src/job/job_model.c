@@ -26,7 +26,7 @@ int job_phase_bytes(const struct phase *ph, uint64_t *bytes)
         unit = ph->block_size < ph->file_size ? ph->block_size : ph->file_size;
         if (__builtin_mul_overflow((uint64_t)ph->count, times, &times))
             return -EOVERFLOW;
-    } else if (!job_kind_moves_data(ph->kind)) {
+    } else if (!(job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)) {
         return 0;
     } else if (__builtin_mul_overflow(times, (uint64_t)ph->files_per_rank, &times)) {
         return -EOVERFLOW; /* write, read, md5: every file of the rank */

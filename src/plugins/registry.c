@@ -18,6 +18,7 @@ static struct job_registry registry;
 /* The kinds' names and help, from the workloads (registry_kinds). */
 static const char *kind_names[JOB_KINDS_MAX + 1];
 static const char *const *kind_keys[JOB_KINDS_MAX];
+static unsigned kind_caps[JOB_KINDS_MAX];
 static char kinds_help[1024];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -61,6 +62,7 @@ static void registry_kinds(void)
             registry_broken("more than JOB_KINDS_MAX kinds, or one without name or help");
         kind_names[i] = w->name;
         kind_keys[i] = w->keys;
+        kind_caps[i] = w->job_caps;
         if (used < sizeof kinds_help)
             used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
                                      i ? " |" : "", w->name, w->help);
@@ -91,6 +93,7 @@ static void registry_build(void)
         .kinds_help = kinds_help,
         .kind_keys = kind_keys,
         .kind_check = registry_kind_check,
+        .kind_caps = kind_caps,
         .phase_check = registry_phase_check,
         .record_bytes = sizeof(struct rank_record),
         .hold_bytes = sizeof(struct hold),

@@ -128,7 +128,8 @@ struct workload_ops {
     /* The job keys that apply to this kind and not to every kind,
      * NULL-ended (job.h's core keys, by name): elsewhere they are refused. */
     const char *const *keys;
-    unsigned flags; /* enum workload_flag bits */
+    unsigned job_caps; /* what it does with its fileset's files: enum job_kind_cap bits */
+    unsigned flags;    /* enum workload_flag bits */
     /* The call whose p50/p99 the summary shows: the first of main_ops that
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
     int main_ops[WORKLOAD_MAIN_OPS];

@@ -398,11 +398,12 @@ static void io_describe(const struct phase *ph, char *buf, size_t len)
 
 /* write, read and md5 share one implementation; write alone removes its
  * files (read and md5 phases only read what a write made). */
-#define IO_WORKLOAD(nm, hlp, ks, op, rm)                                                           \
+#define IO_WORKLOAD(nm, hlp, ks, caps, op, rm)                                                     \
     {                                                                                              \
-        .name = (nm), .help = (hlp), .keys = (ks), .flags = WORKLOAD_MOVES_BYTES,                  \
-        .main_ops = {(op)}, .nmain_ops = 1, .describe = io_describe, .prepare = io_prepare,        \
-        .run = io_run, .finish = io_finish, .remove = (rm),                                        \
+        .name = (nm), .help = (hlp), .keys = (ks), .job_caps = (caps),                             \
+        .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,                         \
+        .describe = io_describe, .prepare = io_prepare, .run = io_run, .finish = io_finish,        \
+        .remove = (rm),                                                                            \
     }
 
 static const char *const write_keys[] = {"fsync", "access", "rwmix_read", "files_per_rank", NULL};
@@ -411,8 +412,11 @@ static const char *const read_keys[] = {"verify",     "read_from",      "access"
 static const char *const md5_keys[] = {"read_from", "files_per_rank", NULL};
 
 const struct workload_ops workload_write =
-    IO_WORKLOAD("write", "write files in blocks", write_keys, OP_WRITE, io_remove);
-const struct workload_ops workload_read = IO_WORKLOAD(
-    "read", "read files in blocks; verify = yes compares every byte", read_keys, OP_READ, NULL);
+    IO_WORKLOAD("write", "write files in blocks", write_keys, JOB_KIND_WRITES | JOB_KIND_BLOCKS,
+                OP_WRITE, io_remove);
+const struct workload_ops workload_read =
+    IO_WORKLOAD("read", "read files in blocks; verify = yes compares every byte", read_keys,
+                JOB_KIND_READS | JOB_KIND_BLOCKS, OP_READ, NULL);
 const struct workload_ops workload_md5 =
-    IO_WORKLOAD("md5", "read files and check their MD5", md5_keys, OP_READ, NULL);
+    IO_WORKLOAD("md5", "read files and check their MD5", md5_keys,
+                JOB_KIND_READS | JOB_KIND_CHECKS | JOB_KIND_BLOCKS, OP_READ, NULL);

@@ -81,6 +81,7 @@ static const char *const storm_keys[] = {"duration", "count", NULL};
 
 const struct workload_ops workload_storm = {
     .keys = storm_keys,
+    .job_caps = JOB_KIND_READS,
     .name = "storm",
     .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},

@@ -63,6 +63,7 @@ const struct workload_ops workload_getattr = {
     .name = "getattr",
     .help = "stat one shared file, all ranks at once",
     .keys = getattr_keys,
+    .job_caps = JOB_KIND_READS,
     .main_ops = {OP_STAT},
     .nmain_ops = 1,
     .check = getattr_check,
