@@ -606,9 +606,6 @@ static int summary_write(const struct results *r, hid_t g, const struct phase_da
                          size_t errlen)
 {
     const struct phase_stats *st = d->stats;
-    if (h5_attr_str(r->str, g, "summary_main_op", st->main_op >= 0 ? op_name(st->main_op) : "", err,
-                    errlen) < 0)
-        return -1;
     const struct {
         const char *name;
         double v;
@@ -634,6 +631,9 @@ static int summary_write(const struct results *r, hid_t g, const struct phase_da
     for (size_t i = 0; i < sizeof u64 / sizeof u64[0]; i++)
         if (h5_attr_i64(g, u64[i].name, (int64_t)u64[i].v, err, errlen) < 0)
             return -1;
+    if (h5_attr_str(r->str, g, "summary_main_op", st->main_op >= 0 ? op_name(st->main_op) : "", err,
+                    errlen) < 0)
+        return -1;
     struct summary_op ops[OP_COUNT];
     struct op_summary_row rows[OP_COUNT];
     int n = summary_op_totals(d, st->last_done, ops);

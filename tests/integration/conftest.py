@@ -565,7 +565,7 @@ SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_
                  "summary_last_done", "summary_mib_per_s", "summary_ops_per_s", "summary_rows",
                  "summary_ranks", "summary_bytes", "summary_ops", "summary_errors",
                  "summary_verify_failures", "summary_grants", "summary_contended",
-                 "summary_violations", "summary_stuck"]
+                 "summary_violations", "summary_stuck", "summary_main_op"]
 
 
 def phase_attr_order(herd_bin):
