@@ -183,15 +183,18 @@ static bool phase_wants_v4(const struct phase *ph)
 }
 
 #ifdef HERD_LIBNFS_V4_WRITE_BUG
-/* Whether phase ph sends WRITEs: a write phase, a read phase that mixes
- * writes in, a meta phase whose files get data. */
+/* Whether phase ph sends WRITEs: a kind that writes its files, one that
+ * mixes writes in (rwmix_read), one that makes a tree of files with data. */
 static bool phase_writes_data(const struct phase *ph)
 {
-    if (ph->kind == KIND_READ)
-        return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
-    if (ph->kind == KIND_META)
-        return ph->file_size > 0 && (job_meta_steps(ph->meta_ops) & (1 << META_CREATE));
-    return ph->kind == KIND_WRITE;
+    unsigned caps = job_kind_caps(ph->kind);
+    if (caps & JOB_KIND_WRITES)
+        return true;
+    if (caps & JOB_KIND_TREE) {
+        uint64_t bytes;
+        return job_phase_bytes(ph, &bytes) < 0 || bytes > 0;
+    }
+    return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
 }
 #endif
 
@@ -219,11 +222,13 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
                  "this libnfs (%s) cannot write over NFSv4 (its WRITE COMPOUND fails to "
                  "encode above ~3.9 KiB): write with nfs_version = 3 (NFSv4 reads work%s)",
                  HERD_LIBNFS_VERSION,
-                 ph->kind == KIND_META ? "; or file_size = 0 for empty files" : "");
+                 (job_kind_caps(ph->kind) & JOB_KIND_TREE) ? "; or file_size = 0 for empty files"
+                                                           : "");
         return "nfs_version";
     }
 #endif
-    if (ph->kind == KIND_LOCK && phase_wants_v4(ph) && ph->lock_hold >= LIBNFS_V4_MAX_HOLD) {
+    if ((job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && phase_wants_v4(ph) &&
+        ph->lock_hold >= LIBNFS_V4_MAX_HOLD) {
         snprintf(why, len,
                  "an NFSv4 lock held %g s may outlive the client's lease (libnfs renews no "
                  "lease while a rank sleeps; servers' leases are commonly 60 s, some 30 s): "
@@ -273,7 +278,7 @@ static int libnfs_configure(void *ctx, const struct phase *ph)
     struct libnfs_ctx *c = ctx;
     if (ph)
         c->timeout_ms = timeout_ms(ph->op_timeout);
-    c->lock_phase = ph && ph->kind == KIND_LOCK;
+    c->lock_phase = ph && (job_kind_caps(ph->kind) & JOB_KIND_LOCKS);
     libnfs_call_begin(c, NULL); /* the checks and reconnects below: one call */
     if (c->broken || !c->nfs) {
         int rc = libnfs_reconnect(c);

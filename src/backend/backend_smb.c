@@ -197,13 +197,13 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
                  smb_protocols[o->max_protocol]);
         return "smb_min_protocol";
     }
-    if (ph->kind == KIND_LOCK) {
+    if (job_kind_caps(ph->kind) & JOB_KIND_LOCKS) {
         snprintf(why, len,
                  "libsmbclient (Samba 4.17) has no byte-range lock call: lock "
                  "phases need backend = posix on a CIFS mount, or libnfs");
         return "kind";
     }
-    if (ph->kind == KIND_WRITE && ph->fsync) {
+    if (ph->fsync && job_key_applies("fsync", ph->kind)) {
         snprintf(why, len,
                  "libsmbclient has no flush call: set fsync = no (the server's "
                  "`strict sync` decides what a flush would)");

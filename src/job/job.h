@@ -23,6 +23,17 @@ enum job_kind_cap {
     JOB_KIND_READS = 2,  /* reads them: an earlier phase (or run) must write them */
     JOB_KIND_CHECKS = 4, /* always compares what it reads with the pattern (seed matters) */
     JOB_KIND_BLOCKS = 8, /* moves file data in block_size calls: block_size <= file_size */
+    JOB_KIND_TREE = 16,  /* makes a tree of many files: file_size 0 = empty files; no
+                            shared file, so no segmented regions */
+    JOB_KIND_LOCKS = 32, /* takes byte-range locks: a hold record per grant (count x
+                            iterations), and the backend must lock */
+};
+/* What one rank of a phase moves, as its kind counts it: unit bytes,
+ * a x b times, key the one to name when that is too much; unit 0:
+ * nothing (job_registry.kind_volume). */
+struct job_volume {
+    uint64_t unit, a, b;
+    const char *key;
 };
 enum lock_mode { LOCK_EXCLUSIVE, LOCK_SHARED, LOCK_MIXED };
 enum lock_range { LOCK_WHOLE, LOCK_BLOCK, LOCK_OVERLAP };
@@ -217,6 +228,7 @@ struct job_registry {
      * why written; NULL when none. */
     const char *(*kind_check)(const struct phase *ph, char *why, size_t len);
     const unsigned *kind_caps; /* per kind, enum job_kind_cap bits */
+    void (*kind_volume)(const struct phase *ph, struct job_volume *v);
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);
@@ -252,6 +264,8 @@ void job_key_format(const struct job_key *key, const struct phase *ph, char *buf
 /* Bytes one rank moves in a phase (all iterations) into *bytes. Returns 0,
  * or -EOVERFLOW when the product does not fit in 64 bits. */
 int job_phase_bytes(const struct phase *ph, uint64_t *bytes);
+/* Its kind's count of what one rank of ph moves (job_volume). */
+void job_phase_volume(const struct phase *ph, struct job_volume *v);
 
 /* job_phase_bytes, UINT64_MAX when it overflows (never, for a phase that
  * job_load accepted). */
@@ -300,6 +314,9 @@ uint64_t job_host_memory(void);
 bool job_name_ok(const char *s);
 
 const char *job_kind_name(enum phase_kind kind);
+/* Whether the key called name applies to phases of kind (a key of no
+ * kinds: to every one; no such key: false). */
+bool job_key_applies(const char *name, enum phase_kind kind);
 /* What the kind does with its fileset's files: enum job_kind_cap bits. */
 unsigned job_kind_caps(enum phase_kind kind);
 

@@ -13,10 +13,11 @@
 #include "job_parse.h"
 #include "units.h"
 
-/* Whether key k applies to phases of kind (a key of no kinds: every one). */
+/* Whether key k applies to phases of kind (a key of no kinds, or no key:
+ * every one). */
 static bool key_fits_kind(const struct job_key *k, enum phase_kind kind)
 {
-    return !k || !k->kinds || (k->kinds & KIND_BIT(kind));
+    return !k || job_key_applies(k->name, kind);
 }
 
 /* The first key the phase's own section or a --set PHASE.KEY gives that
@@ -79,16 +80,6 @@ static bool gather_fits(double bytes, uint64_t mem, const char *what, char *why,
     return true;
 }
 
-/* The key a byte count of ph scales with, to name in a message. */
-static const char *bytes_key(const struct phase *ph)
-{
-    if (ph->kind == KIND_META)
-        return "files";
-    if (ph->kind == KIND_STORM)
-        return "count";
-    return ph->iterations > 1 ? "iterations" : "file_size";
-}
-
 /* "x 4 ranks", or, before the rank count is known (nranks 0), what even
  * one rank needs. */
 static void ranks_text(int64_t nranks, char *buf, size_t len)
@@ -114,7 +105,7 @@ static const char *phase_scale_gathered(const struct phase *ph, int64_t nranks, 
     if (!gather_fits((double)ph->iterations * (double)reg->record_bytes * n, mem, what, why, len))
         return "iterations";
     /* Lock holds: one per granted lock, gathered to rank 0 likewise. */
-    if (ph->kind == KIND_LOCK && ph->duration <= 0) {
+    if ((job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && ph->duration <= 0) {
         snprintf(what, sizeof what, "%lld locks x %lld iterations %s%s", (long long)ph->count,
                  (long long)ph->iterations, ranks, nranks > 0 ? " need" : "");
         if (!gather_fits((double)ph->count * (double)ph->iterations * (double)reg->hold_bytes * n,
@@ -131,7 +122,7 @@ static const char *phase_scale_offsets(const struct phase *ph, int64_t nranks, c
 {
     double n = nranks > 0 ? (double)nranks : 1.0;
     bool segmented = ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED &&
-                     ph->kind != KIND_META;
+                     !(job_kind_caps(ph->kind) & JOB_KIND_TREE);
     uint64_t end;
     if (ph->file_size <= INT64_MAX &&
         (!segmented ||
@@ -155,22 +146,18 @@ static const char *phase_scale_bytes(const struct phase *ph, int64_t nranks, cha
 {
     double n = nranks > 0 ? (double)nranks : 1.0;
     uint64_t per, all;
+    struct job_volume v;
+    job_phase_volume(ph, &v);
     if (job_phase_bytes(ph, &per) < 0) {
-        double unit =
-            ph->kind == KIND_STORM
-                ? (double)(ph->block_size < ph->file_size ? ph->block_size : ph->file_size)
-                : (double)ph->file_size;
-        double times = ph->kind == KIND_META    ? (double)ph->files
-                       : ph->kind == KIND_STORM ? (double)ph->count * (double)ph->iterations
-                                                : (double)ph->iterations;
+        double unit = (double)v.unit, times = (double)v.a * (double)v.b;
         snprintf(why, len, "%.0f bytes x %.0f = %.4g bytes per rank, more than 2^64", unit, times,
                  unit * times);
-        return bytes_key(ph);
+        return v.key;
     }
     if (__builtin_mul_overflow(per, (uint64_t)nranks, &all)) {
         snprintf(why, len, "%llu bytes per rank x %lld ranks = %.4g bytes, more than 2^64",
                  (unsigned long long)per, (long long)nranks, (double)per * n);
-        return bytes_key(ph);
+        return v.key;
     }
     return NULL;
 }
@@ -210,7 +197,7 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
         PHASE_BAD("backend", "'%s' is not a backend this herd was built with", ph->backend);
     else if ((bounded = job_key_out_of_bounds(ph, why, sizeof why)) != NULL)
         PHASE_BAD(bounded->name, "%s", why);
-    else if (ph->file_size == 0 && ph->kind != KIND_META)
+    else if (ph->file_size == 0 && !(job_kind_caps(ph->kind) & JOB_KIND_TREE))
         PHASE_BAD("file_size", "must be greater than 0");
     else if (ph->block_size > ph->file_size && (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS))
         PHASE_BAD("block_size", "is larger than file_size");

@@ -279,6 +279,12 @@ bool job_name_ok(const char *s)
     return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
+bool job_key_applies(const char *name, enum phase_kind kind)
+{
+    const struct job_key *k = job_key_lookup(name);
+    return k && (!k->kinds || (k->kinds & KIND_BIT(kind)));
+}
+
 unsigned job_kind_caps(enum phase_kind kind)
 {
     return job_registry()->kind_caps[kind];

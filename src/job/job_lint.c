@@ -46,7 +46,7 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
         const struct phase *ph = &job->phases[i];
         uint64_t bytes = job_phase_bytes_per_rank(ph);
         double all = (double)bytes * (double)nranks;
-        if (ph->kind == KIND_META && all > (double)JOB_LINT_META_BYTES) {
+        if ((job_kind_caps(ph->kind) & JOB_KIND_TREE) && all > (double)JOB_LINT_META_BYTES) {
             char size[32], total[32];
             units_format_size(ph->file_size, size, sizeof size);
             units_format_human(all, total, sizeof total);

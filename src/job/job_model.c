@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "job.h"
+#include "job_parse.h"
 
 void job_free(struct job *job)
 {
@@ -14,24 +15,21 @@ void job_free(struct job *job)
     job->nphases = 0;
 }
 
+void job_phase_volume(const struct phase *ph, struct job_volume *v)
+{
+    *v = (struct job_volume){0, 0, 0, "file_size"};
+    job_registry()->kind_volume(ph, v);
+}
+
 int job_phase_bytes(const struct phase *ph, uint64_t *bytes)
 {
-    uint64_t unit = ph->file_size, times = (uint64_t)ph->iterations, b = 0;
+    struct job_volume v;
+    uint64_t times, b;
     *bytes = 0;
-    if (ph->kind == KIND_META) {
-        if (!(job_meta_steps(ph->meta_ops) & (1 << META_CREATE)))
-            return 0;
-        times = (uint64_t)ph->files;
-    } else if (ph->kind == KIND_STORM) {
-        unit = ph->block_size < ph->file_size ? ph->block_size : ph->file_size;
-        if (__builtin_mul_overflow((uint64_t)ph->count, times, &times))
-            return -EOVERFLOW;
-    } else if (!(job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)) {
+    job_phase_volume(ph, &v);
+    if (v.unit == 0)
         return 0;
-    } else if (__builtin_mul_overflow(times, (uint64_t)ph->files_per_rank, &times)) {
-        return -EOVERFLOW; /* write, read, md5: every file of the rank */
-    }
-    if (__builtin_mul_overflow(unit, times, &b))
+    if (__builtin_mul_overflow(v.a, v.b, &times) || __builtin_mul_overflow(v.unit, times, &b))
         return -EOVERFLOW;
     *bytes = b;
     return 0;

@@ -37,7 +37,7 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
     if (!be)
         return NULL; /* job/ refused the name already */
     key = be->check ? be->check(ph, why, len) : NULL;
-    if (!key && ph->kind == KIND_LOCK && !be->lock) {
+    if (!key && (job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && !be->lock) {
         snprintf(why, len, "lock is not supported by the %s backend", ph->backend);
         key = "kind";
     }
@@ -77,6 +77,13 @@ static const char *registry_kind_check(const struct phase *ph, char *why, size_t
     return w && w->check ? w->check(ph, why, len) : NULL;
 }
 
+static void registry_kind_volume(const struct phase *ph, struct job_volume *v)
+{
+    const struct workload_ops *w = workload_find(ph->kind);
+    if (w && w->volume)
+        w->volume(ph, v);
+}
+
 static void registry_build(void)
 {
     registry_kinds();
@@ -94,6 +101,7 @@ static void registry_build(void)
         .kind_keys = kind_keys,
         .kind_check = registry_kind_check,
         .kind_caps = kind_caps,
+        .kind_volume = registry_kind_volume,
         .phase_check = registry_phase_check,
         .record_bytes = sizeof(struct rank_record),
         .hold_bytes = sizeof(struct hold),

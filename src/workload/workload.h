@@ -129,7 +129,10 @@ struct workload_ops {
      * NULL-ended (job.h's core keys, by name): elsewhere they are refused. */
     const char *const *keys;
     unsigned job_caps; /* what it does with its fileset's files: enum job_kind_cap bits */
-    unsigned flags;    /* enum workload_flag bits */
+    /* What one rank of ph moves (job.h's job_volume, zeroed before);
+     * NULL: nothing. */
+    void (*volume)(const struct phase *ph, struct job_volume *v);
+    unsigned flags; /* enum workload_flag bits */
     /* The call whose p50/p99 the summary shows: the first of main_ops that
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
     int main_ops[WORKLOAD_MAIN_OPS];

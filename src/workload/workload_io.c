@@ -398,9 +398,17 @@ static void io_describe(const struct phase *ph, char *buf, size_t len)
 
 /* write, read and md5 share one implementation; write alone removes its
  * files (read and md5 phases only read what a write made). */
+/* Every file of the rank, each iteration. */
+static void io_volume(const struct phase *ph, struct job_volume *v)
+{
+    *v = (struct job_volume){(uint64_t)ph->file_size, (uint64_t)ph->iterations,
+                             (uint64_t)ph->files_per_rank,
+                             ph->iterations > 1 ? "iterations" : "file_size"};
+}
+
 #define IO_WORKLOAD(nm, hlp, ks, caps, op, rm)                                                     \
     {                                                                                              \
-        .name = (nm), .help = (hlp), .keys = (ks), .job_caps = (caps),                             \
+        .name = (nm), .help = (hlp), .keys = (ks), .job_caps = (caps), .volume = io_volume,        \
         .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,                         \
         .describe = io_describe, .prepare = io_prepare, .run = io_run, .finish = io_finish,        \
         .remove = (rm),                                                                            \

@@ -274,6 +274,7 @@ static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",  
 const struct workload_ops workload_lock = {
     .keys = lock_keys,
     .check = lock_check,
+    .job_caps = JOB_KIND_LOCKS,
     .name = "lock",
     .help = "take and release fcntl locks on one shared file",
     .flags = WORKLOAD_HOLDS,

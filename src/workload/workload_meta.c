@@ -369,6 +369,13 @@ static const char *meta_check(const struct phase *ph, char *why, size_t len)
     return NULL;
 }
 
+/* Its files' data, when it creates them. */
+static void meta_volume(const struct phase *ph, struct job_volume *v)
+{
+    if (job_meta_steps(ph->meta_ops) & (1 << META_CREATE))
+        *v = (struct job_volume){(uint64_t)ph->file_size, (uint64_t)ph->files, 1, "files"};
+}
+
 static void meta_describe(const struct phase *ph, char *buf, size_t len)
 {
     char size[32];
@@ -383,6 +390,8 @@ static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
 const struct workload_ops workload_meta = {
     .keys = meta_keys,
     .check = meta_check,
+    .job_caps = JOB_KIND_TREE,
+    .volume = meta_volume,
     .name = "meta",
     .help = "create, stat, rename and remove a tree of files",
     .main_ops = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR},

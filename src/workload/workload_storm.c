@@ -77,11 +77,19 @@ static void storm_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
+/* One block (or the whole file, if smaller) per attempt. */
+static void storm_volume(const struct phase *ph, struct job_volume *v)
+{
+    *v = (struct job_volume){ph->block_size < ph->file_size ? ph->block_size : ph->file_size,
+                             (uint64_t)ph->count, (uint64_t)ph->iterations, "count"};
+}
+
 static const char *const storm_keys[] = {"duration", "count", NULL};
 
 const struct workload_ops workload_storm = {
     .keys = storm_keys,
     .job_caps = JOB_KIND_READS,
+    .volume = storm_volume,
     .name = "storm",
     .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},
