@@ -34,8 +34,10 @@ Two halves:
    ValueError) with a one-line reason; herd_results turns it into
    ResultsError.
 """
+import json
 import math
 import os
+import pathlib
 import re
 import stat
 
@@ -182,64 +184,54 @@ PHASE_NUMBER.update({f"summary_{k}": "i" for k in SUMMARY_COUNTS})
 PHASE_NUMBER.update({f"summary_{k}": "f" for k in SUMMARY_FLOATS})
 PHASE_NUMBER["monitor_covered"] = "b"  # the monitor's samples span the phase whole
 
-# Table fields: name -> documented kind ("i" signed, "u" unsigned, "f" float,
-# "S" fixed-length string). Required fields are the ones the tools read
+# Table fields: name -> kind ("i" signed, "u" unsigned, "f" float, "S"
+# fixed-length string), for every table herd writes: herd_tables.json beside
+# this module, which is `herd tables`' output (the tables are declared once,
+# in src/results/results_tables.c; tests/integration/test_results_tables.py
+# keeps the file in step). Required fields are the ones the tools read
 # without a fallback; the others, when present, must have their kind.
 # Fields the format does not name must be plain numbers or strings (the
 # format lets later versions add fields).
-_ERRORS = {"rank": "i", "op": "S", "errno": "i", "errno_name": "S", "message": "S",
-           "count": "u", "first_path": "S", "first_time": "f", "status": "S"}
-_MON = {"t": "f", "dt": "f", "host": "S", "source": "S"}
-TABLES = {
-    "hosts": ({"host": "i", "hostname": "S", "mount_source": "S", "mount_point": "S",
-               "fstype": "S", "mount_options": "S", "read_ahead_kb": "i"}, ("host", "hostname")),
-    "ranks": ({"rank": "i", "host": "i", "hostname": "S", "pid": "i", "clock_offset": "f",
-               "clock_error": "f"}, ("rank", "host")),
-    "usage": ({"rank": "i", "host": "i", "max_rss_bytes": "f", "user_seconds": "f",
-               "system_seconds": "f"}, ()),
-    "phase/ranks": ({"rank": "i", "iteration": "i", "host": "i", "completed": "i",
-                     "file_rank": "i", "rpc_window_read": "i", "rpc_window_write": "i",
-                     "t_start": "f", "t_end": "f", "t_open": "f", "t_io": "f",
-                     "t_fsync": "f", "t_close": "f", "t_md5": "f", "bytes": "u", "ops": "u",
-                     "errors": "u", "verify_failures": "u", "grants": "u", "contended": "u",
-                     "violations": "u"}, ("rank", "host", "t_start", "t_end", "bytes", "ops")),
-    "errors": (_ERRORS, ("rank", "op", "errno", "errno_name", "count", "first_path",
-                         "first_time")),
-    "stuck": ({"rank": "i", "op": "S", "path": "S", "since": "f", "noticed": "f",
-               "returned": "f"}, ()),
-    "ops": ({"rank": "i", "op": "S", "count": "u", "seconds": "f"}, ()),
-    "holds": ({"rank": "i", "exclusive": "i", "granted": "f", "released": "f", "start": "u",
-               "len": "u"}, ()),
-    "samples": (dict(_MON), ("t", "dt", "source", "cpu_busy", "nfsd_threads")),
-    "metrics": (dict(_MON, name="S", labels="S", value="f"), ()),
-    "processes": (dict(_MON, name="S"), ("t", "dt", "name", "processes", "cpu",
-                                         "cpu_max_thread")),
-    "disks": (dict(_MON, device="S"), ("t", "dt", "device", "write_bytes", "read_bytes",
-                                       "busy")),
-    "notes": ({"t": "f", "host": "S", "source": "S", "text": "S"}, ()),
-    "marks": ({"phase": "S", "index": "i", "t_start": "f", "t_end": "f"}, ()),
-    "op_summary": ({"op": "S", "calls": "u", "seconds": "f", "ops_per_s": "f", "p50_s": "f",
-                    "p90_s": "f", "p99_s": "f", "max_s": "f"}, ("op", "calls")),
-    "clients": ({"phase": "S", "host": "i", "mount_point": "S", "proto": "S"},
-                ("phase", "host", "connects")),
-    "client_ops": ({"phase": "S", "host": "i", "op": "S"},
-                   ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms")),
-    # /phases/<ladder>/steps: a load ladder's steps (src/results/summary.c).
-    "steps": ({"step": "i", "phase": "S", "kind": "S", "status": "S", "active_ranks": "i",
-               "active_hosts": "i", "mib_per_s": "f", "ops_per_s": "f", "main_op": "S",
-               "p50_s": "f", "p99_s": "f", "max_s": "f", "bytes": "u", "ops": "u", "errors": "u",
-               "top_errno": "S",
-               "stuck": "u", "verify_failures": "u", "cpu_mean": "f", "cpu_max": "f",
-               "nfsd_threads": "f", "proc_cpu": "f", "proc_thread_max": "f",
-               "nfsd_packets_per_s": "f", "nfsd_woken_share": "f", "t_start": "f",
-               "elapsed": "f", "start_skew": "f"},
-              ("step", "phase", "active_ranks", "active_hosts", "mib_per_s", "ops_per_s",
-               "main_op", "p50_s", "p99_s", "max_s", "errors", "top_errno", "stuck")),
+_KINDS = {"int32": "i", "uint64": "u", "float64": "f"}
+
+
+def _load_tables():
+    path = pathlib.Path(__file__).resolve().with_name("herd_tables.json")
+    tables = json.loads(path.read_text(encoding="utf-8"))["tables"]
+    return {t["path"]: {name: _KINDS.get(kind, "S") for name, kind in t["columns"]}
+            for t in tables}
+
+
+COLUMNS = _load_tables()
+PHASE = "/phases/<name>/"
+REQUIRED = {
+    "/hosts": ("host", "hostname"),
+    "/ranks": ("rank", "host"),
+    PHASE + "ranks": ("rank", "host", "t_start", "t_end", "bytes", "ops"),
+    PHASE + "errors": ("rank", "op", "errno", "errno_name", "count", "first_path", "first_time"),
+    PHASE + "op_summary": ("op", "calls"),
+    "/monitor/samples": ("t", "dt", "source", "cpu_busy", "nfsd_threads"),
+    "/monitor/processes": ("t", "dt", "name", "processes", "cpu", "cpu_max_thread"),
+    "/monitor/disks": ("t", "dt", "device", "write_bytes", "read_bytes", "busy"),
+    "/monitor/clients": ("phase", "host", "connects"),
+    "/monitor/client_ops": ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms"),
+    "/phases/<ladder>/steps": ("step", "phase", "active_ranks", "active_hosts", "mib_per_s",
+                               "ops_per_s", "main_op", "p50_s", "p99_s", "max_s", "errors",
+                               "top_errno", "stuck"),
 }
+
+
+def _table_key(path):
+    """TABLES' key of a table: its dataset name ("phase/ranks" for a
+    phase's ranks, beside the root's)."""
+    return "phase/ranks" if path == PHASE + "ranks" else path.rsplit("/", 1)[1]
+
+
+TABLES = {_table_key(path): (kinds, REQUIRED.get(path, ())) for path, kinds in COLUMNS.items()}
 # Integer fields that are indexes or counts: never negative.
 NON_NEGATIVE = ("rank", "host", "iteration", "errno", "index", "exclusive", "completed", "step",
                 "active_ranks", "active_hosts")
-PHASE_TABLES = ("ranks", "errors", "stuck", "ops", "holds", "op_summary")
+PHASE_TABLES = tuple(p[len(PHASE):] for p in COLUMNS if p.startswith(PHASE))
 REQUIRED_PHASE_TABLES = ("ranks", "errors")
 NUMBER_KINDS = "iufb"
 # Attribute kinds accepted for a documented kind (a wider reader is harmless;

@@ -14,6 +14,7 @@
 #include "prefault.h"
 #include "probe.h"
 #include "registry.h"
+#include "results_tables.h"
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
@@ -330,6 +331,9 @@ int main(int argc, char **argv)
         return 0;
     case CLI_KEYS:
         print_keys();
+        return 0;
+    case CLI_TABLES:
+        results_tables_print(stdout);
         return 0;
     case CLI_CHECK:
         return command_check(&a);

@@ -23,7 +23,7 @@ enum opt_id {
 
 #define ON_RUN (1u << CLI_RUN)
 #define ON_CHECK (1u << CLI_CHECK)
-#define ON_ALL (ON_RUN | ON_CHECK | (1u << CLI_KEYS) | (1u << CLI_HELP))
+#define ON_ALL (ON_RUN | ON_CHECK | (1u << CLI_KEYS) | (1u << CLI_TABLES) | (1u << CLI_HELP))
 
 struct cli_option {
     enum opt_id id;
@@ -82,6 +82,9 @@ static const struct cli_command_info commands[] = {
      "validate the job without MPI and print the resolved phases with the bytes\n"
      "each moves, per rank and for the ranks of -n (-: the job from standard input)"},
     {CLI_KEYS, "keys", "", "list every job-file key with its default and meaning"},
+    {CLI_TABLES, "tables", "",
+     "list every table of the results file with its columns and their types,\n"
+     "as JSON (docs/results-format.md says what each column means)"},
     {CLI_HELP, "help", " [COMMAND]", "this overview, or one command's options"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -226,7 +229,7 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
     a->ranks = 1;
     if (argc < 2) {
         snprintf(err, errlen,
-                 "no command; usage: herd run|check JOB.ini [OPTION]... | keys | "
+                 "no command; usage: herd run|check JOB.ini [OPTION]... | keys | tables | "
                  "help [COMMAND] | --version");
         return -1;
     }

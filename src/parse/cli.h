@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-enum cli_cmd { CLI_NONE, CLI_RUN, CLI_CHECK, CLI_KEYS, CLI_HELP, CLI_VERSION };
+enum cli_cmd { CLI_NONE, CLI_RUN, CLI_CHECK, CLI_KEYS, CLI_TABLES, CLI_HELP, CLI_VERSION };
 
 #define CLI_SETS_MAX 64
 

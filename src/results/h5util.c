@@ -141,13 +141,14 @@ hid_t h5_type_bool(void)
     return t;
 }
 
-/* Memory type: the C struct's layout. */
-hid_t h5_compound_create(const struct field *f, size_t nf, size_t size)
+/* Memory type: the layout of the table's C record. */
+hid_t h5_compound_create(const struct results_table *table)
 {
-    hid_t t = H5Tcreate(H5T_COMPOUND, size);
+    const struct field *f = table->fields;
+    hid_t t = H5Tcreate(H5T_COMPOUND, table->row_size);
     if (t < 0)
         return H5I_INVALID_HID;
-    for (size_t i = 0; i < nf; i++) {
+    for (size_t i = 0; i < table->nfields; i++) {
         hid_t m;
         switch (f[i].kind) {
         case FIELD_I32:
@@ -302,12 +303,13 @@ int h5_dset_close(hid_t d, const char *name, char *err, size_t errlen)
     return 0;
 }
 
-/* Write a table of n rows (C structs of size bytes, described by f) as a
- * compound dataset; the file type is the memory type without padding. */
-int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                   const void *rows, size_t n, char *err, size_t errlen)
+/* Write n rows of the table's C record as a compound dataset; the file
+ * type is the memory type without padding. */
+int h5_table_write(hid_t loc, const struct results_table *t, const void *rows, size_t n, char *err,
+                   size_t errlen)
 {
-    hid_t mtype = h5_compound_create(f, nf, size);
+    const char *name = results_table_name(t);
+    hid_t mtype = h5_compound_create(t);
     if (mtype < 0)
         return h5_fail(err, errlen, "cannot build the type of '%s'", name);
     hid_t ftype = H5Tcopy(mtype);
@@ -318,23 +320,23 @@ int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf
         H5Tclose(mtype);
         return -1;
     }
-    hid_t d = h5_dset_write(loc, name, ftype, mtype, size, n, rows, err, errlen);
+    hid_t d = h5_dset_write(loc, name, ftype, mtype, t->row_size, n, rows, err, errlen);
     int rc = d < 0 ? -1 : h5_dset_close(d, name, err, errlen);
     H5Tclose(ftype);
     H5Tclose(mtype);
     return rc;
 }
 
-int h5_table_fill(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                  size_t n, void (*fill)(void *row, size_t i, const void *src), const void *src,
-                  char *err, size_t errlen)
+int h5_table_fill(hid_t loc, const struct results_table *t, size_t n,
+                  void (*fill)(void *row, size_t i, const void *src), const void *src, char *err,
+                  size_t errlen)
 {
-    unsigned char *rows = calloc(n > 0 ? n : 1, size);
+    unsigned char *rows = calloc(n > 0 ? n : 1, t->row_size);
     if (rows == NULL)
-        return h5_msg_fail(err, errlen, "out of memory for the %s table", name);
+        return h5_msg_fail(err, errlen, "out of memory for the %s table", results_table_name(t));
     for (size_t i = 0; i < n; i++)
-        fill(rows + i * size, i, src);
-    int rc = h5_table_write(loc, name, f, nf, size, rows, n, err, errlen);
+        fill(rows + i * t->row_size, i, src);
+    int rc = h5_table_write(loc, t, rows, n, err, errlen);
     free(rows);
     return rc;
 }
@@ -372,17 +374,18 @@ void h5_str_copy(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 /* Append n rows to the table name under loc, creating it (chunked,
  * deflated, unlimited) on first use. */
-int h5_table_append(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                    const void *rows, size_t n, char *err, size_t errlen)
+int h5_table_append(hid_t loc, const struct results_table *t, const void *rows, size_t n, char *err,
+                    size_t errlen)
 {
+    const char *name = results_table_name(t);
     htri_t exists = H5Lexists(loc, name, H5P_DEFAULT);
     if (exists < 0)
         return h5_fail(err, errlen, "cannot look up '%s'", name);
     if (exists == 0)
-        return h5_table_write(loc, name, f, nf, size, rows, n, err, errlen);
+        return h5_table_write(loc, t, rows, n, err, errlen);
     if (n == 0)
         return 0;
-    hid_t mtype = h5_compound_create(f, nf, size);
+    hid_t mtype = h5_compound_create(t);
     if (mtype < 0)
         return h5_fail(err, errlen, "cannot build the type of '%s'", name);
     int rc = -1;

@@ -10,25 +10,11 @@
 
 #include <hdf5.h>
 
+#include "results_tables.h"
+
 /* Readers list members and attributes in the order they were written
  * (phases in job order, keys in the key table's order), not alphabetically. */
 #define CRT_ORDER (H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED)
-
-/* A compound type described by a table of fields. */
-enum field_kind { FIELD_I32, FIELD_U64, FIELD_F64, FIELD_STR };
-
-struct field {
-    const char *name;
-    size_t offset;
-    enum field_kind kind;
-    size_t len; /* FIELD_STR: bytes, terminating NUL included */
-};
-
-/* clang-format off */
-#define FIELD(name, type, member, kind) \
-    {name, offsetof(type, member), kind, sizeof(((type *)0)->member)}
-/* clang-format on */
-#define NFIELDS(f) (sizeof(f) / sizeof((f)[0]))
 
 /* "what (HDF5's account)" into err; call right after the failing call. */
 int h5_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -42,8 +28,13 @@ void h5_msg_prefix(char *err, size_t errlen, const char *fmt, ...)
 hid_t h5_type_fixed_string(size_t len);
 hid_t h5_type_var_string(void);
 hid_t h5_type_bool(void); /* int8 enum {FALSE, TRUE}: what h5py reads as bool */
-/* Memory type: the C struct's layout. */
-hid_t h5_compound_create(const struct field *f, size_t nf, size_t size);
+/* The two types every attribute writer needs, made once per file. */
+struct h5_types {
+    hid_t str;     /* variable-length UTF-8 string */
+    hid_t boolean; /* h5_type_bool() */
+};
+/* Memory type: the layout of the table's C record. */
+hid_t h5_compound_create(const struct results_table *t);
 
 /* Scalar attributes, replacing any old value. */
 int h5_attr_set(hid_t loc, const char *name, hid_t type, const void *buf, char *err, size_t errlen);
@@ -62,19 +53,19 @@ hid_t h5_dset_write(hid_t loc, const char *name, hid_t ftype, hid_t mtype, size_
                     const void *buf, char *err, size_t errlen);
 /* Close a dataset from h5_dset_write: the chunk cache may write only now. */
 int h5_dset_close(hid_t d, const char *name, char *err, size_t errlen);
-/* A table of n rows (C structs of size bytes, described by f) as a compound
- * dataset; the file type is the memory type without padding. */
-int h5_table_write(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                   const void *rows, size_t n, char *err, size_t errlen);
+/* The dataset of table t (results_tables.h) under loc: n rows of its C
+ * record; the file type is the memory type without padding. */
+int h5_table_write(hid_t loc, const struct results_table *t, const void *rows, size_t n, char *err,
+                   size_t errlen);
 /* h5_table_write of n rows converted one by one from the caller's model:
  * fill(row, i, src) sets row i (zeroed before) from src. The rows live
  * only for the write. */
-int h5_table_fill(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                  size_t n, void (*fill)(void *row, size_t i, const void *src), const void *src,
-                  char *err, size_t errlen);
+int h5_table_fill(hid_t loc, const struct results_table *t, size_t n,
+                  void (*fill)(void *row, size_t i, const void *src), const void *src, char *err,
+                  size_t errlen);
 /* The same, appended to the table when it exists already. */
-int h5_table_append(hid_t loc, const char *name, const struct field *f, size_t nf, size_t size,
-                    const void *rows, size_t n, char *err, size_t errlen);
+int h5_table_append(hid_t loc, const struct results_table *t, const void *rows, size_t n, char *err,
+                    size_t errlen);
 
 /* Refuse (-1) when the file system holding fd's file has less than need bytes
  * free: HDF5 before 1.14.1 cannot recover from a failed metadata write. */

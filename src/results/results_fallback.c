@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "results_tables.h"
 #include "safeout.h"
 
 static void csv_string(FILE *f, const char *s)
@@ -23,6 +24,50 @@ static void csv_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A table's column names, and one row of its C record, as CSV lines. */
+static void csv_header(FILE *f, const char *prefix, const struct results_table *t)
+{
+    fputs(prefix, f);
+    for (size_t c = 0; c < t->nfields; c++)
+        fprintf(f, "%s%s", c ? "," : "", t->fields[c].name);
+    fputc('\n', f);
+}
+
+static void csv_row(FILE *f, const char *prefix, const struct results_table *t, const void *row)
+{
+    fputs(prefix, f);
+    for (size_t c = 0; c < t->nfields; c++) {
+        const struct field *col = &t->fields[c];
+        const char *at = (const char *)row + col->offset;
+        int32_t i32;
+        uint64_t u64;
+        double f64;
+        if (c)
+            fputc(',', f);
+        switch (col->kind) {
+        case FIELD_I32:
+            memcpy(&i32, at, sizeof i32);
+            fprintf(f, "%" PRId32, i32);
+            break;
+        case FIELD_U64:
+            memcpy(&u64, at, sizeof u64);
+            fprintf(f, "%" PRIu64, u64);
+            break;
+        case FIELD_F64:
+            memcpy(&f64, at, sizeof f64);
+            fprintf(f, "%.9f", f64);
+            break;
+        case FIELD_STR: {
+            char text[4096];
+            snprintf(text, sizeof text, "%.*s", (int)col->len, at);
+            csv_string(f, text);
+            break;
+        }
+        }
+    }
+    fputc('\n', f);
+}
+
 static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
                            const struct phase_summary *sum, const struct phase_data *d)
 {
@@ -31,21 +76,9 @@ static void fallback_write(FILE *f, const char *prefix, const struct phase *ph,
     csv_string(f, ph->name);
     fprintf(f, ",%s,%s,%.9f,%.9f,%.9f,%zu\n", job_kind_name(ph->kind), sum->status, sum->t_start,
             sum->t_end, sum->start_skew, d->nranks);
-    fprintf(f,
-            "%srank,iteration,host,completed,file_rank,rpc_window_read,rpc_window_write,"
-            "t_start,t_end,t_open,t_io,t_fsync,t_close,t_md5,bytes,ops,errors,"
-            "verify_failures,grants,contended,violations\n",
-            prefix);
-    for (size_t i = 0; i < d->nrows; i++) {
-        const struct rank_record *r = &d->rows[i];
-        fprintf(f,
-                "%s%d,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f,%" PRIu64 ",%" PRIu64
-                ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-                prefix, r->rank, r->iteration, r->host, r->completed, r->file_rank,
-                r->rpc_window_read, r->rpc_window_write, r->t_start, r->t_end, r->t_open, r->t_io,
-                r->t_fsync, r->t_close, r->t_md5, r->bytes, r->ops, r->errors, r->verify_failures,
-                r->grants, r->contended, r->violations);
-    }
+    csv_header(f, prefix, &table_phase_ranks);
+    for (size_t i = 0; i < d->nrows; i++)
+        csv_row(f, prefix, &table_phase_ranks, &d->rows[i]);
     fprintf(f, "%serror_rank,op,errno,count,first_time,first_path\n", prefix);
     for (size_t i = 0; i < d->nerrors; i++) {
         const struct err_entry *e = &d->errors[i];

@@ -43,7 +43,8 @@ import pytest
 from conftest import REPO_DIR, as_user, describe, other_user, run_cmd, write_job
 
 TOOLS = ("herd-report", "herd-compare")
-MODULES = tuple(sorted(p.name for p in (REPO_DIR / "analysis").glob("herd_*.py")))
+MODULES = tuple(sorted(p.name for pattern in ("herd_*.py", "herd_*.json")
+                      for p in (REPO_DIR / "analysis").glob(pattern)))
 USER = "nobody"
 
 

@@ -346,8 +346,10 @@ WRITE_CALLS = {"open", "io.open", "os.open", "os.fdopen", "os.makedirs", "os.mkd
                "os.remove", "os.rmdir", "os.truncate", "os.chmod", "os.chown", "np.save",
                "np.savez", "np.savetxt", "plt.imsave", "plt.savefig"}
 WRITE_MODULES = ("shutil.", "tempfile.", "pathlib.")
-# ... but for the calls of those modules that only look
-READ_ONLY_CALLS = {"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size"}
+# ... but for the calls of those modules that only look (a pathlib.Path
+# itself writes nothing: its writing methods are PATH_METHODS)
+READ_ONLY_CALLS = {"shutil.which", "shutil.disk_usage", "shutil.get_terminal_size",
+                   "pathlib.Path"}
 PATH_METHODS = {"write_text", "write_bytes", "touch", "mkdir", "symlink_to", "hardlink_to"}
 # Methods that write to their first argument (or keyword) when it is given.
 FILE_METHODS = {"to_csv", "to_json", "to_html", "to_excel", "to_markdown", "to_latex",

@@ -18,6 +18,7 @@ to one rank ends every rank with the right exit code.
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import signal
@@ -29,9 +30,9 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import (REPO_DIR, RUN_TIMEOUT, Background, describe, herd_background, herd_run,
-                      hold_ranks, load_results, rank_pids, require_root, run_cmd, signal_ranks,
-                      tree, write_job)
+from conftest import (REPO_DIR, RUN_TIMEOUT, Background, describe, herd_background, herd_cmd,
+                      herd_run, hold_ranks, load_results, rank_pids, require_root, run_cmd,
+                      signal_ranks, tree, write_job)
 
 
 def small_job(tmp_path, target, **extra):
@@ -110,8 +111,11 @@ def test_force_replaces_results_and_empty_files(herd_bin, tmp_path):
 
 def test_full_results_file_system_is_not_a_clean_run(herd_bin, tmp_path, mount_fs):
     """The header fits, no phase does: status incomplete, exit 4, the
-    summary names the phases and their rows are in the fallback CSV."""
+    summary names the phases and their rows are in the fallback CSV, with
+    the columns `herd tables` declares for a phase's ranks."""
     require_root()
+    tables = json.loads(herd_cmd(herd_bin, "tables").stdout)["tables"]
+    ranks_columns = next(t["columns"] for t in tables if t["path"] == "/phases/<name>/ranks")
     small = mount_fs("tmpfs", size="1100k")
     target = tmp_path / "target"
     target.mkdir()
@@ -135,6 +139,7 @@ def test_full_results_file_system_is_not_a_clean_run(herd_bin, tmp_path, mount_f
         assert lost.exists(), describe(proc)
         text = lost.read_text().splitlines()
         assert text[0].startswith("phase,kind,status")
+        assert text[2] == ",".join(c for c, _ in ranks_columns), text[2]
         rows = [l for l in text if l and l[0].isdigit() and l.count(",") == 20]
         assert len(rows) == 2 * 200, f"{name}: {len(rows)} rank rows in {lost}"
         # every write moved its 64K: the rows are the measurements, not zeros
