@@ -198,7 +198,7 @@ def guest_config(settings):
         "hostname": settings["HOST_NAME"] or "knfsd", "agent_port": AGENT_PORT,
         "metrics_port": METRICS_PORT, "lockd_params": nlm_grace(settings["GRACE"]),
         "lockd_grace_min": NLM_TIMEOUT,
-        # the agent's cap of `threads`: lib-knfsd.sh's KNFSD_THREADS_MAX
+        # the agent's cap of `threads`: serverctl.py's KNFSD_THREADS_MAX
         "threads_max": os.environ.get("HERD_KNFSD_THREADS_MAX", ""),
     }
     return "".join(f"{k}={v}\n" for k, v in lines.items())

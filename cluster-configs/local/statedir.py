@@ -214,6 +214,29 @@ def settings_save(state, changes):
     return settings
 
 
+def lock(state, wait):
+    """Hold the lock of state (flock on the directory) for the rest of this
+    process, so that two commands never start, stop or change one state
+    directory's servers at the same time: waits up to wait seconds for
+    another holder, then raises TimeoutError. The descriptor is not inherited
+    (Python's are close-on-exec): a supervisor or a namespace holder the
+    command starts does not hold the lock after it. Returns the descriptor
+    (closing it releases the lock)."""
+    import fcntl
+    import time
+    fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise TimeoutError(f"another command has held {state} for {wait} s") from None
+            time.sleep(0.05)
+
+
 def main(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="statedir.py", description=__doc__.split("\n\n")[0])

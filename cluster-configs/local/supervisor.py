@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """supervisor.py — the process that holds the embedded NFS server's
-namespaces (nfs-server.sh start runs it under `setsid unshare --net --mount
---propagation private`): it sets the namespaces up, starts rpcbind,
+namespaces (nfs-server.sh start, nfsserver.py, runs it under `setsid unshare --net
+--mount --propagation private`): it sets the namespaces up, starts rpcbind,
 rpc.statd, ganesha.nfsd and smbd as its own children, reaps them, and tears
 everything down on SIGTERM, SIGINT or SIGHUP. It restarts nothing on its
 own; the verbs of nfs-server.sh ask it to, over a UNIX socket.
@@ -16,16 +16,16 @@ one JSON reply a line out:
   {"cmd": "status"} -> {"ok": true, "pid": N, "children": {"ganesha":
       {"pid": N, "alive": true}, ...}}
   {"cmd": "stop"}   -> {"ok": true}, then the same tear-down as SIGTERM.
-Records: STATE/pid/NAME holds "PID START" (START: /proc/PID/stat field 22),
-the format nfs-server.sh's recorded / alive read. Log: stdout, which start
-points at STATE/log/supervisor.log, lines "%F %T supervisor: ...".
+Records (STATE/pid/NAME: "PID START"), stopping, the socket's client and
+the stop bounds are serverstate.py's, shared with nfsserver.py (the verbs).
+Log: stdout, which start points at STATE/log/supervisor.log, lines
+"%F %T supervisor: ...".
 Standard library only (Debian 12's python3)."""
 
 import argparse
 import json
 import os
 import selectors
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,16 +34,15 @@ import time
 from pathlib import Path
 
 import knfsd
-from procinfo import proc_name, proc_stat, running, wait_until
+import serverstate as ss
+from procinfo import KILL_WAIT, proc_name, proc_stat, running, wait_until
+from serverstate import (SMBD_LEFTOVER_STOP, SMBD_STOP, SOCKET_NAME, STATD_STOP, RPCBIND_STOP,
+                         UML_STOP, netns_of, record, smbd_leftovers, write_atomically)
 from statedir import Untrusted, settings_load
 
-SOCKET_NAME = "supervisor.sock"
 MAX_LINE = 4096          # bytes of one command line, newline included
 TICK = 0.1               # seconds between two looks at the children
 CLIENT_TIMEOUT = 1.0     # seconds a client may take to take its reply
-# Seconds from SIGTERM to SIGKILL at tear-down (ganesha's: --ganesha-stop-timeout).
-STATD_STOP, RPCBIND_STOP, SMBD_STOP, SMBD_LEFTOVER_STOP, UML_STOP = 5, 5, 5, 2, 5
-KILL_WAIT = 5            # seconds a SIGKILLed process gets to go
 GUEST_BOOT = 60          # seconds a knfsd guest gets to serve
 CONSOLE_RESERVE = 4 << 20  # bytes kept allocated past the guest console log's end
 REAP_WAIT = 5            # seconds an exited child's threads get to finish
@@ -53,29 +52,7 @@ UMOUNT_TRIES, UMOUNT_PAUSE = 40, 0.25
 # ------------------------------------------------------------------ log, records
 
 
-def log(msg):
-    """One line of the supervisor's log (its stdout)."""
-    line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} supervisor: {msg}\n"
-    try:
-        os.write(1, line.encode())
-    except OSError:
-        pass  # (a full file system: the line is lost, the supervisor goes on)
-
-
-def write_atomically(path, text):
-    tmp = Path(f"{path}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-def start_time(pid):
-    st = proc_stat(pid)
-    return st[1] if st else 0
-
-
-def record(state, name, pid):
-    """STATE/pid/NAME: "PID START", as nfs-server.sh's record writes it."""
-    write_atomically(state / "pid" / name, f"{pid} {start_time(pid)}\n")
+log = ss.Logger("supervisor", fd=1, stamp=True)  # its stdout: STATE/log/supervisor.log
 
 
 def exit_status(returncode):
@@ -125,38 +102,9 @@ def console_failure(path, start):
 # ------------------------------------------------------------------ stopping
 
 
-def note_killed(state, pid, name):
-    """STATE/run/killed: what needed SIGKILL, for stop's report."""
-    try:
-        with open(state / "run" / "killed", "a") as f:
-            f.write(f"{pid} ({name})\n")
-    except OSError:
-        pass
-
-
-def signal_pid(pid, start, sig):
-    """sig to that very process (same PID and start time) only."""
-    if running(pid, start):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
 def stop_pid(state, label, pid, start, seconds):
-    """SIGTERM and SIGCONT to a process that is not our child (checked by
-    start time), SIGKILL after seconds, then up to KILL_WAIT s more."""
-    log(f"stopping {label} (pid {pid})")
-    signal_pid(pid, start, signal.SIGTERM)
-    signal_pid(pid, start, signal.SIGCONT)
-    if wait_until(lambda: not running(pid, start), seconds, 0.02):
-        return
-    name = proc_name(pid)
-    signal_pid(pid, start, signal.SIGKILL)
-    log(f"{label} (pid {pid}) did not stop within {seconds} s of SIGTERM: SIGKILL")
-    note_killed(state, pid, name)
-    if not wait_until(lambda: not running(pid, start), KILL_WAIT, 0.02):
-        log(f"{label} (pid {pid}) is still there after SIGTERM, {seconds} s and SIGKILL")
+    """serverstate.stop_pid into this log."""
+    ss.stop_pid(log, state, label, pid, start, seconds)
 
 
 def stop_child(state, label, child, seconds):
@@ -175,40 +123,11 @@ def stop_child(state, label, child, seconds):
     name = proc_name(child.pid)
     child.kill()
     log(f"{label} (pid {child.pid}) did not stop within {seconds} s of SIGTERM: SIGKILL")
-    note_killed(state, child.pid, name)
+    ss.note_killed(state, f"{child.pid} ({name})")
     try:
         child.wait(KILL_WAIT)
     except subprocess.TimeoutExpired:
         log(f"{label} (pid {child.pid}) is still there after SIGTERM, {seconds} s and SIGKILL")
-
-
-def netns_of(pid):
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
-def smbd_leftovers(netns):
-    """PIDs of live smbd processes in network namespace netns: smbd's
-    per-connection children and helpers (smbd-notifyd, cleanupd), which
-    are not our children."""
-    exe = shutil.which("smbd")
-    if not exe:
-        return []
-    exe = os.path.realpath(exe)
-    found = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            if os.readlink(p / "exe") != exe or os.readlink(p / "ns" / "net") != netns:
-                continue
-        except OSError:
-            continue
-        if running(int(p.name)):
-            found.append(int(p.name))
-    return found
 
 
 # ------------------------------------------------------------------ the supervisor
@@ -688,39 +607,9 @@ class Supervisor:
 # ------------------------------------------------------------------ the client
 
 
-def connect(state, timeout):
-    """A connection to the supervisor of state (connected relative to its
-    directory: a long state path would not fit sun_path)."""
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.settimeout(timeout)
-    old_cwd = os.getcwd()
-    try:
-        os.chdir(Path(state) / "run")
-        conn.connect(SOCKET_NAME)
-    except OSError:
-        conn.close()
-        raise
-    finally:
-        os.chdir(old_cwd)
-    return conn
-
-
-def send_command(state, cmd, timeout=60.0):
-    """Send {"cmd": cmd} to the supervisor of state; the reply (a dict)."""
-    with connect(state, timeout) as conn:
-        conn.sendall(json.dumps({"cmd": cmd}).encode() + b"\n")
-        reply = b""
-        while not reply.endswith(b"\n"):
-            data = conn.recv(65536)
-            if not data:
-                break
-            reply += data
-    return json.loads(reply.decode())
-
-
 def main_send(args):
     try:
-        reply = send_command(args.state, args.command, args.timeout)
+        reply = ss.supervisor_send(args.state, args.command, args.timeout)
     except (OSError, ValueError) as e:
         print(f"supervisor: cannot reach it at {args.state}/run/{SOCKET_NAME}: {e}",
               file=sys.stderr)

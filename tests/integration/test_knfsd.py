@@ -3,7 +3,7 @@
 in the server's private network namespace; the guest runs the real kernel
 nfsd, lockd, rpc.statd, rpc.mountd and node_exporter and exports its first
 disk (ubda, the xfs image STATE/image.img) to the namespace, where clients
-reach it at nfs://10.77.0.2/export (see lib-knfsd.sh, knfsd.py, uml-init.c).
+reach it at nfs://10.77.0.2/export (see knfsdctl.py, knfsd.py, uml-init.c).
 
 1. start / status / stop: the start prints the URL and linux.uml's PID,
    status says running with 8 nfsd threads, stop leaves nothing: no

@@ -1,5 +1,5 @@
 """The agent of nfs-server.sh --server knfsd's User-Mode Linux guest
-(uml-init.c; its host side knfsd.py and lib-knfsd.sh), and a guest whose
+(uml-init.c; its host side knfsd.py and knfsdctl.py), and a guest whose
 disk image's file system fills up (test_kclient.py has the kernel-client
 guests' agent).
 

@@ -27,7 +27,7 @@ import pytest
 from test_nfs_server import (CMD_TIMEOUT, LOCAL_DIR, _why_skip, running, server,  # noqa: F401
                              wait_until)
 
-import supervisor  # cluster-configs/local, on sys.path through test_nfs_server
+import serverstate  # cluster-configs/local, on sys.path through test_nfs_server
 
 pytestmark = pytest.mark.skipif(_why_skip() is not None, reason=_why_skip() or "")
 
@@ -38,7 +38,7 @@ def raw_exchange(state, payload, timeout=10):
     """Send raw bytes to the supervisor's socket; the reply lines (dicts)
     until it closes or a reply per line sent has come."""
     want = payload.count(b"\n") or 1
-    with supervisor.connect(state, timeout) as conn:
+    with serverstate.supervisor_connect(state, timeout) as conn:
         try:
             conn.sendall(payload)
         except (BrokenPipeError, ConnectionResetError):
@@ -74,7 +74,7 @@ def test_socket_is_root_only(server):
 
 def test_start_ganesha_refused_while_running_then_restarts_after_kill(server):
     s = server("--no-nlm")
-    reply = supervisor.send_command(s.state, "start-ganesha")
+    reply = serverstate.supervisor_send(s.state, "start-ganesha")
     assert reply == {"ok": False, "error": f"ganesha {s.pid} is running"}, reply
     proc = send_cli(s.state, "start-ganesha")
     assert proc.returncode == 1 and f"ganesha {s.pid} is running" in proc.stderr, proc
@@ -82,12 +82,12 @@ def test_start_ganesha_refused_while_running_then_restarts_after_kill(server):
     old = recorded(s.state, "ganesha")
     os.kill(s.pid, signal.SIGKILL)
     assert wait_until(lambda: not running(*old), CMD_TIMEOUT), "ganesha survived SIGKILL"
-    reply = supervisor.send_command(s.state, "start-ganesha")
+    reply = serverstate.supervisor_send(s.state, "start-ganesha")
     assert reply["ok"] is True and reply["pid"] != s.pid, reply
     new = recorded(s.state, "ganesha")
     assert new[0] == reply["pid"] and running(*new)
     assert wait_until(s.answers, CMD_TIMEOUT), "the new ganesha does not serve"
-    status = supervisor.send_command(s.state, "status")
+    status = serverstate.supervisor_send(s.state, "status")
     assert status["children"]["ganesha"] == {"pid": new[0], "alive": True}, status
     assert status["pid"] == s.procs["supervisor"][0], status
     s.procs["ganesha"] = new
@@ -97,8 +97,8 @@ def test_start_ganesha_refused_while_running_then_restarts_after_kill(server):
 
 def test_refusals_without_nlm_or_smb(server):
     s = server("--no-nlm")
-    assert supervisor.send_command(s.state, "start-statd") == {"ok": False, "error": "NLM is off"}
-    reply = supervisor.send_command(s.state, "start-smbd")
+    assert serverstate.supervisor_send(s.state, "start-statd") == {"ok": False, "error": "NLM is off"}
+    reply = serverstate.supervisor_send(s.state, "start-smbd")
     assert reply == {"ok": False, "error": "the server runs without --smb"}, reply
     proc = send_cli(s.state, "start-statd")
     assert proc.returncode == 1 and "NLM is off" in proc.stderr, proc
@@ -120,17 +120,17 @@ def test_malformed_lines_get_errors_and_it_keeps_serving(server):
     replies = raw_exchange(s.state, b"x" * (1 << 20))
     assert replies and replies[0]["ok"] is False and "longer than" in replies[0]["error"], replies
     # A client that connects and leaves without a word.
-    supervisor.connect(s.state, 5).close()
+    serverstate.supervisor_connect(s.state, 5).close()
 
     assert running(*sup), "the supervisor died"
-    assert supervisor.send_command(s.state, "status")["ok"] is True
+    assert serverstate.supervisor_send(s.state, "status")["ok"] is True
     assert s.answers()
 
 
 def test_stop_command_tears_down(server):
     s = server("--fs", "tmpfs", "--no-nlm")
     sup = s.procs["supervisor"]
-    assert supervisor.send_command(s.state, "stop") == {"ok": True}
+    assert serverstate.supervisor_send(s.state, "stop") == {"ok": True}
     assert wait_until(lambda: not running(*sup), CMD_TIMEOUT), "the supervisor did not exit"
     for name in ("ganesha", "rpcbind"):
         assert not running(*s.procs[name]), f"{name} still runs"
