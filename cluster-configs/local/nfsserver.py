@@ -309,14 +309,21 @@ def cmd_start(words):
 # ------------------------------------------------------------------ the other verbs
 
 
-def running_server(verb, a, lock=True):
-    """The Server of a verb that needs one running (and, with lock, the
-    state directory's lock), its settings loaded."""
+def verb_failed(srv, verb):
+    """A verb that did not get its server going: one line, the logs' last
+    lines, exit 1."""
+    log(f"{verb} failed")
+    srv.log_tail()
+    return 1
+
+
+def running_server(verb, a):
+    """The Server of a verb that needs one running, with the state
+    directory's lock and its settings loaded."""
     srv = Server(a.get("--state") or "", verb)
     if not srv.running():
         raise Die(f"{verb}: no server running with state {srv.state}")
-    if lock:
-        srv.lock()
+    srv.lock()
     srv.load_settings()
     return srv
 
@@ -396,9 +403,7 @@ def restart_ganesha(srv, grace, lease):
         log("ganesha restarted")
         print(srv.recorded("ganesha"))
         return 0
-    log("restart-ganesha failed")
-    srv.log_tail()
-    return 1
+    return verb_failed(srv, "restart-ganesha")
 
 
 def cmd_restart_ganesha(words):
@@ -414,9 +419,7 @@ def cmd_restart_server(words):
     srv.save_settings(GRACE=grace or srv.settings["GRACE"], LEASE=lease or srv.settings["LEASE"])
     if knfsd_restart(srv):
         return 0
-    log("restart-server failed")
-    srv.log_tail()
-    return 1
+    return verb_failed(srv, "restart-server")
 
 
 def statd_server(verb, words):
@@ -454,9 +457,7 @@ def cmd_start_statd(words):
         log("rpc.statd started")
         print(srv.recorded("statd"))
         return 0
-    log("start-statd failed")
-    srv.log_tail()
-    return 1
+    return verb_failed(srv, "start-statd")
 
 
 def smb_server(verb, words):
@@ -493,9 +494,7 @@ def cmd_restart_smbd(words):
         log("smbd restarted")
         print(srv.recorded("smbd"))
         return 0
-    log("restart-smbd failed")
-    srv.log_tail()
-    return 1
+    return verb_failed(srv, "restart-smbd")
 
 
 def grace_now(srv):

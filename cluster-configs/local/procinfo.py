@@ -1,12 +1,26 @@
+#!/usr/bin/env python3
 """procinfo.py — naming a process for good from /proc, and stopping it, or
 every process of a network namespace, for the embedded servers
-(nfsserver.py, supervisor.py) and their tests: a PID together with its
-start time (clock ticks since boot, /proc/PID/stat field 22) can never be
-mistaken for a later process that reuses the PID. (lib-proc.sh is the same
-for the virtual cluster's shell scripts.) Standard library only."""
+(nfsserver.py, supervisor.py), the virtual cluster's scripts and the
+tests: a PID together with its start time (clock ticks since boot,
+/proc/PID/stat field 22) can never be mistaken for a later process that
+reuses the PID. Standard library only.
+
+For shell scripts (../virtual/):
+  procinfo.py start PID             its start time; exit 1: no such live process
+  procinfo.py alive PID START       exit 0 when that very process runs
+  procinfo.py stop PID START [SECONDS]
+                                    stop(): "PID (NAME)" on stdout when it
+                                    needed SIGKILL; exit 1 if it still runs
+  procinfo.py ns-stop SECONDS INODE... [-- PID...]
+                                    ns_stop(), sparing the PIDs after --:
+                                    what needed SIGKILL, a line each; exit 1
+                                    if any still runs
+  procinfo.py ns-pids INODE...      ns_pids(), a line each"""
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -133,3 +147,48 @@ def ns_stop(seconds, inodes, skip=()):
                 signal_pid(p, start, signal.SIGTERM)
                 signal_pid(p, start, signal.SIGCONT)
         time.sleep(0.02)
+
+
+def _numbers(words):
+    if not words or not all(w.isdigit() and len(w) < 20 for w in words):
+        raise ValueError("numbers expected")
+    return [int(w) for w in words]
+
+
+def main(argv):
+    cmd, args = (argv[0], argv[1:]) if argv else ("", [])
+    try:
+        if cmd == "start" and len(args) == 1:
+            start = proc_start(_numbers(args)[0])
+            if start is None:
+                return 1
+            print(start)
+            return 0
+        if cmd == "alive" and len(args) == 2:
+            return 0 if running(*_numbers(args)) else 1
+        if cmd == "stop" and len(args) in (2, 3):
+            pid, start, *seconds = _numbers(args)
+            gone, killed = stop(pid, start, seconds[0] if seconds else 1.0)
+            if killed:
+                print(killed)
+            return 0 if gone else 1
+        if cmd == "ns-stop" and len(args) >= 2:
+            words, spare = args[1:], []
+            if "--" in words:
+                cut = words.index("--")
+                spare = _numbers(words[cut + 1:]) if words[cut + 1:] else []
+                words = words[:cut]
+            ok, killed = ns_stop(_numbers(args[:1])[0], set(_numbers(words)), set(spare))
+            print("".join(f"{k}\n" for k in killed), end="")
+            return 0 if ok else 1
+        if cmd == "ns-pids" and args:
+            print("".join(f"{p}\n" for p in ns_pids(set(_numbers(args)))), end="")
+            return 0
+    except ValueError:
+        pass
+    print(__doc__.split("For shell scripts (../virtual/):\n", 1)[1], file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

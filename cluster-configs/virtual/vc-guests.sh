@@ -8,7 +8,7 @@
 # export mounted at STATE/mnt, the share directory read-write (results), and an
 # agent that vc-guest.py talks to (vc-agent starts orted through it).
 # Sourced by vcluster.sh: functions only; they use its STATE, NET, die,
-# log, host_field, in_host and proc_start. Each guest is a line of
+# log, host_field, in_host, proc_start and alive_pid. Each guest is a line of
 # STATE/hosts with role guest; its files are in STATE/guests/NAME (config,
 # secret: its agent's, fresh for every boot; console.log; log/: the
 # daemons' logs, the only part the guest writes).
@@ -130,13 +130,13 @@ guests_mount() {
 guests_poweroff() {
     local name pid start addr role i
     while read -r name pid start addr role; do
-        [ "$role" = guest ] && proc_alive "$pid" "$start" || continue
+        [ "$role" = guest ] && alive_pid "$pid" "$start" || continue
         in_host head python3 "$GUEST_PY" send "$STATE/guests/$name" poweroff >/dev/null 2>&1 || true
     done <"$STATE/hosts"
     while read -r name pid start addr role; do
         [ "$role" = guest ] || continue
         for ((i = 0; i < 100; i++)); do
-            proc_alive "$pid" "$start" || break
+            alive_pid "$pid" "$start" || break
             sleep 0.1
         done
     done <"$STATE/hosts"

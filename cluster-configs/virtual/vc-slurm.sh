@@ -6,7 +6,7 @@
 # sbatch, srun, squeue and scancel on the head host work as on a real
 # cluster, srun --mpi=pmix included (MpiDefault=pmix). Sourced by
 # vcluster.sh: functions only; they use its STATE, NET, SERVER_NAME, die
-# and proc_start. Every daemon is recorded as NAME PID START in
+# and procinfo. Every daemon is recorded as NAME PID START in
 # STATE/daemons and stopped by slurm_down by PID and start time.
 #
 # Node sizes come from the slot counts, not from the machine (SlurmdParameters
@@ -159,7 +159,7 @@ slurm_down() {
         fi
     fi
     while read -r name pid start; do
-        proc_stop "$pid" "$start" 5 || { log "down: $name ($pid) still runs"; problems=1; }
+        procinfo stop "$pid" "$start" 5 >/dev/null || { log "down: $name ($pid) still runs"; problems=1; }
     done < <(tac "$STATE/daemons")
     return $problems
 }

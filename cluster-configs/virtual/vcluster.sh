@@ -90,14 +90,42 @@ tools_need() {
     done
 }
 
-# proc_start PID (lib-proc.sh); alive_pid PID START: that very process runs.
-# shellcheck source=cluster-configs/local/lib-proc.sh
-. "$HERE/../local/lib-proc.sh"
-# state_check MARKER, state_lock: a state directory this script may use,
-# and its lock (up, down and mount hold it).
-# shellcheck source=cluster-configs/local/lib-state.sh
-. "$HERE/../local/lib-state.sh"
-alive_pid() { proc_alive "$1" "$2"; }
+# A process named for good by its PID and start time, stopped alone or with
+# every process of its network namespaces: procinfo.py (its top comment).
+# proc_start PID: its start time; alive_pid PID START: that very process runs.
+PROCINFO=$(readlink -f "$HERE/../local/procinfo.py")
+procinfo() { python3 "$PROCINFO" "$@" </dev/null; }
+proc_start() { procinfo start "$1"; }
+alive_pid() { procinfo alive "$1" "$2"; }
+
+# state_check MARKER: die with statedir.py's line unless STATE may be used
+# (another user's directory, or one below a directory another user could
+# swap, is refused; a STATE that does not exist yet is checked by what is
+# above it).
+STATEDIR_PY=$(readlink -f "$HERE/../local/statedir.py")
+state_check() {
+    local why
+    why=$(python3 "$STATEDIR_PY" check --state "$STATE" --marker "$1" --new 2>&1) || die "$why"
+}
+
+# state_lock: the rest of this command with the lock of STATE (flock(1) on
+# the directory; up, down and mount hold it), so that two commands never
+# change one cluster at the same time: the command runs again under
+# `flock -o`, which keeps the lock out of every process it starts (the
+# namespace holders outlive it), after waiting up to LOCK_WAIT s for
+# another holder. STATE must exist.
+state_lock() {
+    ((${STATE_LOCKED:-0})) && return 0
+    if [ "${HERD_STATE_LOCKED:-}" = "$STATE" ]; then
+        STATE_LOCKED=1
+        unset HERD_STATE_LOCKED
+        return 0
+    fi
+    local rc=0
+    HERD_STATE_LOCKED=$STATE flock -o -w "$LOCK_WAIT" -E 75 "$STATE" bash "$SELF" "${ARGV[@]}" || rc=$?
+    ((rc != 75)) || die "another command has held $STATE for $LOCK_WAIT s"
+    exit "$rc"
+}
 # shellcheck source=cluster-configs/virtual/vc-slurm.sh
 . "$HERE/vc-slurm.sh"
 # shellcheck source=cluster-configs/virtual/vc-guests.sh
@@ -107,7 +135,7 @@ alive_pid() { proc_alive "$1" "$2"; }
 host_field() { awk -v h="$1" -v f="$2" '$1 == h { print $f }' "$STATE/hosts"; }
 
 # set_state DIR: the absolute STATE, which must be a directory this script
-# may use (lib-state.sh: not another user's, nor below one another user
+# may use (statedir.py: not another user's, nor below one another user
 # could swap; a DIR that does not exist yet is checked by what is above).
 set_state() {
     [ -n "$1" ] || die "--state needs a directory"
@@ -397,8 +425,8 @@ cmd_exec() {
 
 # sweep_hosts: stop what still runs in the namespaces of the client and
 # head hosts (an orted or a job task whose launcher died): those
-# namespaces are this cluster's own, so is everything in them (ns_stop:
-# SIGTERM, 1 s, SIGKILL; the live holders keep each namespace, and so its
+# namespaces are this cluster's own, so is everything in them (procinfo.py
+# ns-stop: SIGTERM, 1 s, SIGKILL; the live holders keep each namespace, and so its
 # number, theirs meanwhile). Says which processes needed SIGKILL. The
 # server host's are nfs-server.sh's to clean.
 sweep_hosts() {
@@ -412,25 +440,25 @@ sweep_hosts() {
         inos+=("$ino") holders+=("$pid")
     done <"$STATE/hosts"
     ((${#inos[@]})) || return 0
-    killed=$(ns_stop 1 "${inos[@]}" -- "${holders[@]}") || st=1
+    killed=$(procinfo ns-stop 1 "${inos[@]}" -- "${holders[@]}") || st=1
     [ -z "$killed" ] || log "down: SIGKILL was needed for: $(paste -sd , <<<"$killed" | sed "s/,/, /g")"
     ((st)) || return 0
-    log "down: processes still run in the cluster's hosts: $(ns_pids "${inos[@]}" | paste -sd ' ')"
+    log "down: processes still run in the cluster's hosts: $(procinfo ns-pids "${inos[@]}" | paste -sd ' ')"
     return 1
 }
 
 # Stop Slurm, what runs on the hosts, every holder we started (by PID and
 # start time), then the server.
 do_down() {
-    local name pid start addr role problems=0
+    local name pid start addr role killed problems=0
     [ -f "$STATE/hosts" ] || return 0
     slurm_down || problems=1
     guests_poweroff
     sweep_hosts || problems=1
     while read -r name pid start addr role; do
         [ "$role" = server ] && continue
-        proc_stop "$pid" "$start" || { log "down: $name ($pid) still runs"; problems=1; }
-        [ -z "$PROC_KILLED" ] || log "down: SIGKILL was needed for host $name: $PROC_KILLED"
+        killed=$(procinfo stop "$pid" "$start") || { log "down: $name ($pid) still runs"; problems=1; }
+        [ -z "$killed" ] || log "down: SIGKILL was needed for host $name: $killed"
     done <"$STATE/hosts"
     # (its stderr says what it had to SIGKILL in the server host)
     if [ -d "$STATE/server" ]; then
