@@ -6,8 +6,14 @@
  * node_nfsd_* gauge and every node_nfsd_* counter that changed as a
  * metric. A failed scrape is noted when the URL stops answering and again
  * when it answers; a reading's time is when its page came (a busy server
- * answers late); the first good scrape after failures covers the whole
- * gap since the last good one (its dt), so counters lose nothing, unless
+ * answers late), and its dt reaches back to when the reading before it
+ * was asked for: the exporter reads its counters somewhere between the
+ * request and the page, so what a delta holds may have happened at any
+ * time since that request (a scrape in flight across a phase's end is
+ * stamped after the end but may have read its counters before it; the
+ * next row then still meets the phase). The first good scrape after
+ * failures covers the whole gap since the last good one (its dt), so
+ * counters lose nothing, unless
  * the exporter restarted (its CPU seconds went back): then it is a new
  * baseline. */
 #include <math.h>
@@ -66,7 +72,8 @@ struct scrape_source {
     size_t len, cap;
     const struct clock *clock; /* the common clock: a reading's time is its reply's */
     struct reading prev;
-    double prev_t; /* when prev was read */
+    double prev_t;     /* when prev's page came */
+    double prev_asked; /* when prev was asked for: its counters were read after */
     bool have_prev, failing;
 };
 
@@ -422,6 +429,7 @@ static bool scrape_source_sample(struct scrape_source *s, double t, struct monit
         return false;
     struct reading now;
     reading_init(&now);
+    double asked = t; /* the request goes out now */
     int rc = scrape_fetch(s);
     if (rc == 0 && s->clock) /* the page tells the server's state when it came */
         t = clock_now(s->clock);
@@ -441,11 +449,12 @@ static bool scrape_source_sample(struct scrape_source *s, double t, struct monit
         monitor_add_note(out, t, s->host, SOURCE, "%s: answering again", s->url);
     s->failing = false;
     if (s->have_prev && t > s->prev_t && !reading_restarted(&now, &s->prev))
-        reading_rows(&now, &s->prev, t, t - s->prev_t, s->host, out);
+        reading_rows(&now, &s->prev, t, t - s->prev_asked, s->host, out);
     free(s->prev.series);
     free(s->prev.disks);
     s->prev = now;
     s->prev_t = t;
+    s->prev_asked = asked;
     s->have_prev = true;
     return true;
 }
