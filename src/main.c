@@ -131,11 +131,14 @@ static void check_print_phases(const struct job *job, long ranks)
         char file[32], block[32], per[32], all[32];
         units_format_size(ph->file_size, file, sizeof file);
         units_format_size(ph->block_size, block, sizeof block);
-        uint64_t bytes = job_phase_bytes_per_rank(ph);
+        /* Each of a rank's clients moves a rank's share (clients_per_rank). */
+        double client = (double)job_phase_bytes_per_rank(ph);
         long n = ph->active_ranks > 0 ? (long)ph->active_ranks : ranks; /* a ladder step's */
-        grand += (double)(bytes * (uint64_t)n); /* job_check_scale: no overflow */
-        units_format_human((double)bytes, per, sizeof per);
-        units_format_human((double)bytes * (double)n, all, sizeof all);
+        double clients = ph->active_clients > 0 ? (double)ph->active_clients
+                                                : (double)n * (double)ph->clients_per_rank;
+        grand += client * clients; /* job_check_scale: no overflow */
+        units_format_human(client * clients / (double)(ranks > 0 ? ranks : 1), per, sizeof per);
+        units_format_human(client * clients, all, sizeof all);
         /* A kind that holds locks locks the fileset's one shared file. */
         bool shared =
             ph->sharing == SHARING_SHARED || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS);
@@ -149,6 +152,10 @@ static void check_print_phases(const struct job *job, long ranks)
     char total[32];
     units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", ranks, units_plural(ranks), total);
+    if (first->clients_per_rank > 1)
+        printf("clients: %lld per rank, %lld in all, each a separate NFS client with its own "
+               "connection, file or region and RPC window; one event loop per rank\n",
+               (long long)first->clients_per_rank, (long long)first->clients_per_rank * ranks);
 }
 
 static int command_check(const struct cli_args *a)

@@ -53,8 +53,16 @@ struct backend_ops {
      * before anything starts. */
     const char *(*check)(const struct phase *ph, char *why, size_t len);
     /* Connect to target (a directory path or URL). *ctx is the backend's.
-     * ph is the first phase: run-wide options come from it. */
-    int (*connect)(const char *target, const struct phase *ph, void **ctx);
+     * ph is the first phase: run-wide options come from it. client: the
+     * name this connection presents to the server as its client (one of
+     * a rank's clients_per_rank: "HOST-r3-c17"), NULL for the host's own;
+     * a backend with `clients` keeps it for every identity the protocol
+     * has (AUTH_SYS machine name, NFSv4 client id, NLM caller name). */
+    int (*connect)(const char *target, const struct phase *ph, const char *client, void **ctx);
+    /* Several contexts of it may live in one process as independent
+     * clients of the server (clients_per_rank), their calls interleaved
+     * on one thread: every wait goes through fiber_poll (fiber.h). */
+    bool clients;
     /* Apply a phase's per-phase options (sizes, timeouts) before it runs;
      * reconnect first if the connection was lost. ph NULL: no phase runs
      * (the run's clean-up): defaults. 0 or -errno. NULL if nothing to do. */

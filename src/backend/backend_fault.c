@@ -331,7 +331,7 @@ static const char *fault_check(const struct phase *ph, char *why, size_t len)
     return fault_parse(o->faults, rules, why, len) ? "faults" : NULL;
 }
 
-static int fault_connect(const char *target, const struct phase *ph, void **ctx)
+static int fault_connect(const char *target, const struct phase *ph, const char *client, void **ctx)
 {
     struct fault_ctx *c = calloc(1, sizeof *c);
     if (!c)
@@ -344,7 +344,7 @@ static int fault_connect(const char *target, const struct phase *ph, void **ctx)
         free(c);
         return -err;
     }
-    int rc = backend_posix.connect(target, ph, &c->inner);
+    int rc = backend_posix.connect(target, ph, client, &c->inner);
     if (rc < 0) {
         close(c->rootfd);
         free(c);

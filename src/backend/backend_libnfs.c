@@ -239,12 +239,14 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
     return NULL;
 }
 
-static int libnfs_connect(const char *target, const struct phase *ph, void **ctx)
+static int libnfs_connect(const char *target, const struct phase *ph, const char *client,
+                          void **ctx)
 {
     struct libnfs_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
     snprintf(c->target, sizeof c->target, "%s", target);
+    snprintf(c->client, sizeof c->client, "%s", client ? client : "");
     c->version = (int)opts_of(ph)->version;
     c->v4 = c->version == 4 || (c->version == 0 && libnfs_url_says_v4(target));
     c->timeout_ms = timeout_ms(ph->op_timeout);
@@ -753,6 +755,7 @@ const struct backend_ops backend_libnfs = {
     .nkeys = sizeof libnfs_keys / sizeof libnfs_keys[0],
     .check = libnfs_check,
     .connect = libnfs_connect,
+    .clients = true,
     .configure = libnfs_configure,
     .prime = libnfs_prime,
     .disconnect = libnfs_disconnect,

@@ -303,8 +303,9 @@ static int smb_timeout_ms(double seconds)
     return seconds > 0 ? (int)(seconds * 1000 + 0.5) : 0;
 }
 
-static int smb_connect(const char *target, const struct phase *ph, void **ctx)
+static int smb_connect(const char *target, const struct phase *ph, const char *client, void **ctx)
 {
+    (void)client; /* one connection per process (check refuses clients_per_rank) */
     struct smb_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;

@@ -60,9 +60,15 @@ struct libnfs_owner4 {
     uint32_t seqid; /* the open owner's next seqid */
 };
 
+#define LIBNFS_CLIENT_MAX 96
+
 struct libnfs_ctx {
     struct nfs_context *nfs;
     char target[JOB_PATH_MAX];
+    /* The client this context is (backend.h's connect: "HOST-r3-c17"),
+     * "" for the host's own: its AUTH_SYS machine name, in its NFSv4
+     * client names and its NLM caller name. Its lock contexts share it. */
+    char client[LIBNFS_CLIENT_MAX];
     int version;    /* 0 = the URL's */
     int timeout_ms; /* -1 = none */
     /* When the backend call under way must end (clock_mono; 0: never):

@@ -36,6 +36,7 @@
 
 #include <nfsc/libnfs-raw-nfs4.h>
 
+#include "fiber.h"
 #include "libnfs_call.h"
 #include "libnfs_rpc.h"
 #include "signals.h"
@@ -152,6 +153,7 @@ int libnfs_lock_ctx_make(struct libnfs_ctx *c, struct backend_file *f)
     if (!lk)
         return -ENOMEM;
     snprintf(lk->target, sizeof lk->target, "%s", c->target);
+    snprintf(lk->client, sizeof lk->client, "%s", c->client);
     lk->version = 4;
     lk->v4 = true;
     lk->timeout_ms = c->timeout_ms;
@@ -252,7 +254,7 @@ static int libnfs_lock_try(struct libnfs_ctx *c, struct backend_file *f, enum ba
         char host[256];
         const char *h0 = c->target + 6;
         snprintf(host, sizeof host, "%.*s", (int)strcspn(h0, ":/?"), h0);
-        rc = nlm_open(host, c->deadline, &c->nlm);
+        rc = nlm_open(host, c->client, c->deadline, &c->nlm);
         if (rc < 0) {
             libnfs_note(c, "NLM_UNREACHABLE");
             return rc == -ECONNREFUSED ? -ENOLCK : rc; /* no lock manager there */
@@ -293,8 +295,7 @@ int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool 
          * stop signal, or lock_timeout's alarm: -EINTR, as fcntl says. */
         if (signals_caught() || signals_alarm_fired())
             return -EINTR;
-        struct timespec ts = {0, pause};
-        nanosleep(&ts, NULL);
+        fiber_sleep((double)pause * 1e-9); /* a fiber's siblings run meanwhile */
         if (signals_caught() || signals_alarm_fired())
             return -EINTR;
         pause = pause * 2 < LOCK_BACKOFF_MAX_NS ? pause * 2 : LOCK_BACKOFF_MAX_NS;

@@ -75,14 +75,30 @@ static void libnfs_url_port(const char *in, char *out, size_t len)
  * libnfs 4.0 names one "Libnfs pid:PID TIME", the same for two contexts a
  * process makes within a second, and a server takes a second SETCLIENTID
  * under a known name as that client's reboot, dropping the first's state. */
-static void libnfs_client_name(struct nfs_context *nfs)
+static void libnfs_client_name(struct nfs_context *nfs, const char *client)
 {
     static unsigned made;
     char host[128] = "";
-    gethostname(host, sizeof host - 1);
+    if (client[0])
+        snprintf(host, sizeof host, "%s", client);
+    else
+        gethostname(host, sizeof host - 1);
     char name[200];
     snprintf(name, sizeof name, "herd %s pid:%d ctx:%u", host, (int)getpid(), made++);
     nfs4_set_client_name(nfs, name);
+}
+
+/* One of a rank's clients presents its own name as AUTH_SYS machine
+ * name (libnfs's default is "libnfs" for every context), so the server
+ * sees K hosts; the uid and gid stay the process's. */
+static void libnfs_client_auth(struct nfs_context *nfs, const char *client)
+{
+    if (!client[0])
+        return;
+    struct AUTH *auth =
+        libnfs_authunix_create(client, (uint32_t)getuid(), (uint32_t)getgid(), 0, NULL);
+    if (auth)
+        nfs_set_auth(nfs, auth);
 }
 
 /* A mount in progress, awaited by rpcwait (so that a stop from any rank
@@ -108,7 +124,8 @@ int libnfs_mount(struct libnfs_ctx *c)
     c->nfs = nfs_init_context();
     if (!c->nfs)
         return -ENOMEM;
-    libnfs_client_name(c->nfs);
+    libnfs_client_name(c->nfs, c->client);
+    libnfs_client_auth(c->nfs, c->client);
     nfs_set_timeout(c->nfs, c->timeout_ms);
     /* No silent reconnect loops inside a call: a lost server must surface
      * as an error here, and herd reconnects between files. */

@@ -87,7 +87,7 @@ static void nlm_connected(struct rpc_context *rpc, int status, void *data, void 
     w->done = true;
 }
 
-int nlm_open(const char *server, double deadline, struct nlm_client **out)
+int nlm_open(const char *server, const char *client, double deadline, struct nlm_client **out)
 {
     struct nlm_client *cl = calloc(1, sizeof *cl);
     if (!cl)
@@ -98,7 +98,11 @@ int nlm_open(const char *server, double deadline, struct nlm_client **out)
         return -ENOMEM;
     }
     cl->deadline = deadline;
-    if (gethostname(cl->caller, sizeof cl->caller - 1) != 0 || !cl->caller[0])
+    /* A lock manager tells hosts apart by caller name: each of a
+     * process's clients is a host of its own, the pid its svid there. */
+    if (client && client[0])
+        snprintf(cl->caller, sizeof cl->caller, "%s", client);
+    else if (gethostname(cl->caller, sizeof cl->caller - 1) != 0 || !cl->caller[0])
         snprintf(cl->caller, sizeof cl->caller, "herd");
     cl->svid = (uint32_t)getpid();
     snprintf(cl->owner, sizeof cl->owner, "herd.%u@%s", cl->svid, cl->caller);

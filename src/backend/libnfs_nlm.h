@@ -19,8 +19,9 @@ struct nlm_client;
 
 /* Connect to the NLM service of `server` (host name or address) through
  * its portmapper, by deadline (a clock_mono() time, rpcwait.h; 0: no
- * limit). 0 or -errno. */
-int nlm_open(const char *server, double deadline, struct nlm_client **out);
+ * limit), as client (its caller name; NULL or "": this host's name).
+ * 0 or -errno. */
+int nlm_open(const char *server, const char *client, double deadline, struct nlm_client **out);
 void nlm_close(struct nlm_client *cl);
 /* The deadline of the calls that follow: the backend call's. */
 void nlm_set_deadline(struct nlm_client *cl, double deadline);

@@ -57,7 +57,10 @@ static int client_set(struct libnfs_ctx *c)
         memcpy(o->verifier, &v, sizeof o->verifier);
     }
     char host[128] = "", name[200];
-    gethostname(host, sizeof host - 1);
+    if (c->client[0])
+        snprintf(host, sizeof host, "%s", c->client);
+    else
+        gethostname(host, sizeof host - 1);
     snprintf(name, sizeof name, "herd %s pid:%d own:%u", host, (int)getpid(), o->id);
     nfs_argop4 op;
     libnfs_op(&op, OP_SETCLIENTID);

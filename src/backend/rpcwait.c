@@ -12,6 +12,7 @@
 #include <nfsc/libnfs-raw.h>
 
 #include "clock.h"
+#include "fiber.h"
 #include "signals.h"
 
 #define RPCWAIT_SLICE_MS 100 /* rpc_service runs at least this often (its timeouts) */
@@ -43,7 +44,7 @@ int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const
             return -ETIMEDOUT;
         }
         struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc)};
-        int n = poll(&pfd, 1, rpcwait_slice_ms(deadline));
+        int n = fiber_poll(&pfd, rpcwait_slice_ms(deadline)); /* other clients run meanwhile */
         if (n < 0 && errno != EINTR)
             return -errno;
         if (rpc_service(rpc, n > 0 ? pfd.revents : 0) < 0) {

@@ -21,6 +21,7 @@
 #include "progress.h"
 #include "results.h"
 #include "signals.h"
+#include "units.h"
 
 /* Rank 0 names the run; everyone learns the name. */
 static void run_make_id(struct run *r, int world_rank)
@@ -60,25 +61,25 @@ static bool run_peer_stopped(struct phase_ctx *c)
     return runner_stop_poll(&r->stop);
 }
 
-/* Before a phase's start barrier, on an active rank: the backend's
+/* Before a phase's start barrier, on one active client: the backend's
  * per-phase options, the workload's prepare, then the backend's prime
  * (after prepare: the workload's buffers are placed). Preparing (expected
  * digests, directories) is untimed but bounded: by a stop, and by the
  * phase's deadline, as the phase itself is. Returns prepare's result. */
-static int run_prepare(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
-                       bool active)
+static int run_prepare(struct run *r, const struct workload_ops *wl, struct phase_ctx *c)
 {
     const struct phase *ph = c->ph;
-    bool backend = active && !(wl->flags & WORKLOAD_NO_BACKEND);
+    bool backend = !(wl->flags & WORKLOAD_NO_BACKEND);
     if (backend && r->be->configure) {
-        int rc = r->be->configure(r->be_ctx, ph);
-        if (rc < 0 && c->records)
+        int rc = r->be->configure(c->be_ctx, ph);
+        if (rc < 0)
             workload_fail(c, NULL, OP_CONNECT, rc, ph->target);
     }
     c->deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
-    int prep = !(c->records && c->hist) ? -ENOMEM : active ? wl->prepare(c) : 0;
+    int prep = wl->prepare(c);
+    c->prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
     if (prep >= 0 && backend && r->be->prime)
-        r->be->prime(r->be_ctx, ph);
+        r->be->prime(c->be_ctx, ph);
     return prep;
 }
 
@@ -96,42 +97,25 @@ static void run_monitor_begin(struct run *r, const struct phase *ph)
     runner_stop_barrier(&r->stop);
 }
 
-/* After a data phase ran: the backend's RPC window into each of its rows. */
-static void run_record_window(const struct run *r, struct phase_ctx *c, bool io)
+/* Prepare the phase on this rank's clients: 0 or -errno, said on stderr
+ * (and counted as an open error) unless a stop or the deadline cut it
+ * (-EINTR; c->prepare_late for the deadline). */
+static int run_phase_prepare(struct run *r, const struct workload_ops *wl, struct client_phase *cp,
+                             bool ok, bool active)
 {
-    uint32_t read = 0, write = 0;
-    if (!io || !r->be->window)
-        return;
-    r->be->window(r->be_ctx, &read, &write);
-    for (int64_t i = 0; i < c->ph->iterations; i++) {
-        c->records[i].rpc_window_read = (int32_t)read;
-        c->records[i].rpc_window_write = (int32_t)write;
-    }
-}
-
-/* Prepare the phase on this rank (c's records and the workload's state):
- * 0 or -errno, said on stderr (and counted as an open error) unless a
- * stop or the deadline cut it (-EINTR; c->prepare_late for the deadline). */
-static int run_phase_prepare(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
-                             bool active)
-{
+    struct phase_ctx *c = cp->base;
     const struct phase *ph = c->ph;
-    int prep = run_prepare(r, wl, c, active);
-    c->prepare_late = prep == -EINTR && !runner_stop_poll(&r->stop);
+    int prep = !ok ? -ENOMEM : active ? run_clients_prepare(cp, wl, run_prepare) : 0;
+    for (int k = 0; ok && k < cp->n; k++)
+        c->prepare_late |= cp->c[k].prepare_late;
     if (c->prepare_late && r->rank == 0)
         fprintf(stderr, "herd: phase %s: preparing it outlasted its deadline (%gs): not run\n",
                 ph->name, ph->deadline);
-    for (int64_t i = 0; c->records && i < ph->iterations; i++) {
-        c->records[i].rank = r->rank;
-        c->records[i].iteration = (int32_t)i;
-        c->records[i].host = r->host;
-    }
-    if (prep < 0 && prep != -EINTR) {
-        fprintf(stderr, "herd: rank %d: phase %s: cannot prepare: %s\n", r->rank, ph->name,
-                strerror(-prep));
-        if (c->records)
-            workload_fail(c, NULL, OP_OPEN, prep, "(prepare)");
-    }
+    if (cp->failed > 0 && cp->prep_err != -EINTR)
+        fprintf(stderr, "herd: rank %d: phase %s: %d of %d client%s cannot prepare: %s\n", r->rank,
+                ph->name, cp->failed, cp->n, units_plural(cp->n), strerror(-cp->prep_err));
+    if (prep < 0 && prep != -EINTR && c->records)
+        workload_fail(ok ? &cp->c[0] : c, NULL, OP_OPEN, prep, "(prepare)");
     return prep;
 }
 
@@ -157,22 +141,20 @@ static double run_phase_start(struct run *r, struct phase_ctx *c, struct phase_s
     return started;
 }
 
-/* The phase's work on this rank (go: it runs, else it only counts
- * along), its progress shown for `workers` ranks. */
-static void run_phase_work(struct run *r, const struct workload_ops *wl, struct phase_ctx *c,
-                           struct progress *progress, int workers, bool go)
+/* The phase's work on this rank's clients (go: they run, else the rank
+ * only counts along), its progress shown for `workers` ranks. */
+static void run_phase_work(struct run *r, const struct workload_ops *wl, struct client_phase *cp,
+                           struct progress *progress, int workers, int nactive, bool go)
 {
+    struct phase_ctx *c = cp->base;
     bool io = wl->flags & WORKLOAD_MOVES_BYTES;
     progress_begin(progress, r->comm, c->ph->name, c->index, workers,
-                   io ? job_phase_bytes_per_rank(c->ph) : 0, io ? NULL : c->op_count);
-    if (go) {
-        if (r->be->observe) /* the backend's own RPCs go into this phase's tables */
-            r->be->observe(r->be_ctx, c->hist, c->op_count, c->op_seconds);
-        wl->run(c);
-        if (r->be->observe)
-            r->be->observe(r->be_ctx, NULL, NULL, NULL);
-        run_record_window(r, c, io);
-    }
+                   io ? job_phase_bytes_per_rank(c->ph) * (uint64_t)nactive : 0,
+                   io          ? NULL
+                   : cp->n > 1 ? NULL
+                               : cp->c[0].op_count);
+    if (go)
+        run_clients_work(cp);
     progress_end(progress);
 }
 
@@ -188,13 +170,14 @@ static struct phase_outcome run_phase(struct run *r, int index)
         .index = index,
         .rank = r->rank,
         .nranks = r->size,
+        .clients = r->clients,
         .host = r->host,
         .peer = ph->read_from == READ_NEIGHBOR ? run_neighbor(r) : r->rank,
         .be = r->be,
         .be_ctx = r->be_ctx,
         .rundir = r->rundir,
         .clock = &r->clock,
-        .records = calloc((size_t)ph->iterations, sizeof(struct rank_record)),
+        .records = calloc((size_t)ph->iterations * (size_t)r->clients, sizeof(struct rank_record)),
         .errors = &errors,
         .hist = calloc(OP_COUNT, sizeof(struct hist)),
         .sync = run_sync,
@@ -204,34 +187,37 @@ static struct phase_outcome run_phase(struct run *r, int index)
     };
     struct progress progress; /* every rank counts; rank 0 prints */
     c.progress = &progress.count;
+    /* A ladder step: only its active ranks (and of them, in a ladder in
+     * clients, their share of the step's clients) touch the target; the
+     * others wait at the phase's barriers with empty rows. */
+    int nactive = run_active_clients(r, r->rank, ph);
+    bool active = nactive > 0;
+    struct client_phase cp;
+    bool ok = run_clients_begin(r, &c, nactive, &cp) == 0 && c.hist;
     struct watchdog *dog =
-        watchdog_start(&c.inflight, &r->clock, ph->stuck_after, r->rank, r->hostname);
-    /* A ladder step: only its active ranks touch the target; the others
-     * wait at the phase's barriers with empty rows. */
-    bool active = run_active(r, r->rank, ph->active_ranks);
+        ok ? watchdog_start(cp.inflight, cp.n, &r->clock, ph->stuck_after, r->rank, r->hostname)
+           : NULL;
     r->step_comm = MPI_COMM_NULL;
-    if (ph->active_ranks > 0)
+    if (ph->active_ranks > 0 || ph->active_clients > 0)
         MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
-    int prep = run_phase_prepare(r, wl, &c, active);
+    int prep = run_phase_prepare(r, wl, &cp, ok, active);
     if (index == 0)
         run_monitor_begin(r, ph);
     /* Workloads may sync inside run: either every rank runs, or none. A
      * stop caught while preparing (a long expected digest) is a reason
      * not to run too. */
     bool stopping = runner_stop_poll(&r->stop);
-    bool run_it = run_all_ok(r, prep >= 0 && !stopping && c.records && c.hist);
+    bool run_it = run_all_ok(r, prep >= 0 && !stopping && ok);
 
-    struct phase_summary sum = {.index = index,
-                                .active_ranks =
-                                    ph->active_ranks > 0 ? (int)ph->active_ranks : r->size,
-                                .active_hosts = run_active_hosts(r, ph->active_ranks)};
+    struct phase_summary sum = run_step_summary(r, ph, index);
     struct mountstats *client_before = NULL;
     double started = run_phase_start(r, &c, &sum, &client_before);
-    run_phase_work(r, wl, &c, &progress, sum.active_ranks, run_it && active);
-    wl->finish(&c);
+    run_phase_work(r, wl, &cp, &progress, sum.active_ranks, nactive, run_it && active);
     struct stuck_entry *stuck;
     size_t nstuck;
     watchdog_stop(dog, &stuck, &nstuck);
+    if (ok)
+        run_clients_end(&cp);
     runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
     progress_finish(&progress); /* all ranks: the phase's closing progress line */
@@ -239,7 +225,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
         MPI_Comm_free(&r->step_comm);
 
     struct phase_outcome o = {0};
-    if (run_all_ok(r, c.records && c.hist))
+    if (run_all_ok(r, ok))
         o = run_collect(r, ph, &c, stuck, nstuck, &sum, started);
     else
         o = run_agree_outcome(r, &c);
@@ -248,6 +234,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     free(stuck);
     free(c.records);
     free(c.hist);
+    free(c.meta_rows);
     holds_free(&c.holds);
     errtab_free(&errors);
     return o;
@@ -277,8 +264,11 @@ static int run_connect(struct run *r)
 {
     const struct phase *first = &r->job->phases[0];
     r->be = backend_find(first->backend);
-    int rc = r->be->connect(first->target, first, &r->be_ctx);
-    int failed_rank = rc < 0 ? r->rank : r->size;
+    int rc = 0;
+    int connected = run_clients_connect(r, &rc);
+    /* One client: it must connect. Many: a client the server refused
+     * counts its refusal in each phase; the rank needs one. */
+    int failed_rank = connected == 0 || (r->clients == 1 && rc < 0) ? r->rank : r->size;
     int sig = runner_stop_poll(&r->stop) ? runner_stop_signal(&r->stop) : 0;
     MPI_Allreduce(MPI_IN_PLACE, &failed_rank, 1, MPI_INT, MPI_MIN, r->comm);
     MPI_Allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, r->comm);
@@ -286,8 +276,7 @@ static int run_connect(struct run *r)
         if (r->rank == 0)
             fprintf(stderr, "herd: stopped by signal %d while connecting to '%s': nothing ran\n",
                     sig, first->target);
-        if (rc == 0)
-            r->be->disconnect(r->be_ctx);
+        run_clients_disconnect(r);
         return 128 + sig;
     }
     if (failed_rank < r->size) {
@@ -297,10 +286,14 @@ static int run_connect(struct run *r)
                 snprintf(why, sizeof why, "%s", strerror(-rc));
             fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, why, r->rank);
         }
-        if (rc == 0)
-            r->be->disconnect(r->be_ctx);
+        run_clients_disconnect(r);
         return 2;
     }
+    if (connected < r->clients)
+        fprintf(stderr,
+                "herd: rank %d: %d of %d clients could not connect (%s); each counts it in "
+                "every phase it tries again\n",
+                r->rank, r->clients - connected, r->clients, strerror(-rc));
     return 0;
 }
 
@@ -316,7 +309,7 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
     if (run_map_hosts(r, &hosts, &ranks) < 0) {
         if (r->rank == 0)
             fprintf(stderr, "herd: out of memory mapping %d ranks to hosts\n", r->size);
-        r->be->disconnect(r->be_ctx);
+        run_clients_disconnect(r);
         return 1;
     }
     r->spread = run_spread_order(r); /* NULL (no memory): ladder steps take ranks 0..N-1 */
@@ -345,7 +338,7 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
             free(r->lines);
         }
         workload_claims_free(&r->claims);
-        r->be->disconnect(r->be_ctx);
+        run_clients_disconnect(r);
     }
     return refused;
 }
@@ -375,7 +368,7 @@ static struct phase_outcome run_phases(struct run *r)
     }
     if (r->rank == 0)
         run_release_rundir(r); /* even after a stop: one call, bounded by op_timeout */
-    r->be->disconnect(r->be_ctx);
+    run_clients_disconnect(r);
     workload_claims_free(&r->claims);
     return o;
 }

@@ -41,20 +41,26 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
                 continue;
             if (run_cleanup_stopped(r, deadline))
                 break;
-            struct phase_ctx c = {.ph = &job->phases[i],
-                                  .index = i,
-                                  .rank = r->rank,
-                                  .nranks = r->size,
-                                  .rundir = r->rundir,
-                                  .be = r->be,
-                                  .be_ctx = r->be_ctx,
-                                  .clock = &r->clock,
-                                  .errors = &errs,
-                                  .deadline_at = deadline,
-                                  .claims = &r->claims,
-                                  .sync_data = r,
-                                  .peer_stopped = run_cleanup_peer_stopped};
-            wl->remove(&c, pass);
+            /* Each client's (its own name for a rank: workload.h), through
+             * one connection. */
+            for (int k = 0; k < r->clients && !run_cleanup_stopped(r, deadline); k++) {
+                struct phase_ctx c = {.ph = &job->phases[i],
+                                      .index = i,
+                                      .rank = r->rank * r->clients + k,
+                                      .nranks = r->size * r->clients,
+                                      .client = k,
+                                      .clients = r->clients,
+                                      .rundir = r->rundir,
+                                      .be = r->be,
+                                      .be_ctx = r->be_ctx,
+                                      .clock = &r->clock,
+                                      .errors = &errs,
+                                      .deadline_at = deadline,
+                                      .claims = &r->claims,
+                                      .sync_data = r,
+                                      .peer_stopped = run_cleanup_peer_stopped};
+                wl->remove(&c, pass);
+            }
         }
         runner_stop_barrier(&r->stop);
     }

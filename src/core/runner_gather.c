@@ -196,14 +196,14 @@ static void run_gather_phase(struct run *r, const struct phase *ph, struct phase
     }
     g->ok &= run_mpi_ok(MPI_Gather(&started, 1, MPI_DOUBLE, g->starts, 1, MPI_DOUBLE, 0, r->comm),
                         "gather");
-    g->rows = run_gather(r, c->records, (size_t)ph->iterations, sizeof(struct rank_record),
-                         &g->nrows, &g->ok);
+    g->rows = run_gather(r, c->records, (size_t)ph->iterations * (size_t)c->clients,
+                         sizeof(struct rank_record), &g->nrows, &g->ok);
     g->errs = run_gather(r, c->errors->entries, c->errors->n, sizeof(struct err_entry), &g->nerrs,
                          &g->ok);
     g->stuck =
         run_gather(r, stuck_mine, nstuck_mine, sizeof(struct stuck_entry), &g->nstuck, &g->ok);
     g->holds = run_gather(r, c->holds.v, c->holds.n, sizeof(struct hold), &g->nholds, &g->ok);
-    g->meta_steps = run_gather(r, c->meta_steps, c->nmeta_steps, sizeof(struct meta_step_record),
+    g->meta_steps = run_gather(r, c->meta_rows, c->nmeta_rows, sizeof(struct meta_step_record),
                                &g->nmeta_steps, &g->ok);
     struct op_stats mine_ops;
     memcpy(mine_ops.count, c->op_count, sizeof mine_ops.count);
@@ -219,7 +219,7 @@ static void run_gather_phase(struct run *r, const struct phase *ph, struct phase
 struct phase_outcome run_agree_outcome(struct run *r, const struct phase_ctx *c)
 {
     int mine[2] = {runner_stop_signal(&r->stop), c->prepare_late};
-    for (int64_t i = 0; c->records && i < c->ph->iterations; i++)
+    for (int64_t i = 0; c->records && i < c->ph->iterations * c->clients; i++)
         if (!c->records[i].completed && c->deadline_at > 0 && c->records[i].t_end >= c->deadline_at)
             mine[1] = 1;
     int all[2] = {mine[0], mine[1]};

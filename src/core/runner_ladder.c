@@ -33,12 +33,34 @@ bool run_active(const struct run *r, int i, int64_t active_ranks)
     return active_ranks <= 0 || (r->spread ? r->spread[i] : i) < active_ranks;
 }
 
-int run_active_hosts(const struct run *r, int64_t active_ranks)
+int run_active_clients(const struct run *r, int i, const struct phase *ph)
+{
+    if (!run_active(r, i, ph->active_ranks))
+        return 0;
+    if (ph->active_clients <= 0)
+        return r->clients;
+    int64_t place = r->spread ? r->spread[i] : i;
+    int64_t share = ph->active_clients / r->size + (place < ph->active_clients % r->size);
+    return share < r->clients ? (int)share : r->clients;
+}
+
+struct phase_summary run_step_summary(const struct run *r, const struct phase *ph, int index)
+{
+    struct phase_summary sum = {.index = index, .active_hosts = run_active_hosts(r, ph)};
+    for (int i = 0; i < r->size; i++) {
+        int n = run_active_clients(r, i, ph);
+        sum.active_ranks += n > 0;
+        sum.active_clients += n;
+    }
+    return sum;
+}
+
+int run_active_hosts(const struct run *r, const struct phase *ph)
 {
     int n = 0;
     for (int h = 0; h < r->nhosts; h++)
         for (int i = 0; i < r->size; i++)
-            if (r->rank_host[i] == h && run_active(r, i, active_ranks)) {
+            if (r->rank_host[i] == h && run_active_clients(r, i, ph) > 0) {
                 n++;
                 break;
             }

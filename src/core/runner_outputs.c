@@ -129,6 +129,7 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         .mpi_version = mpi_version,
         .target = first->target,
         .nranks = r->size,
+        .clients_per_rank = r->clients,
         .nhosts = r->nhosts,
         .clock_sync_seconds = sync_seconds,
         .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
@@ -217,7 +218,8 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code)
                                   .exit_code = exit_code,
                                   .results_file = r->output,
                                   .job_path = r->job->path,
-                                  .nranks = r->size};
+                                  .nranks = r->size,
+                                  .clients_per_rank = r->clients};
     char err[512];
     if (summary_json_write(&r->json, &jr, r->lines, r->nlines, err, sizeof err) == 0) {
         printf("summary: %s\n", r->json.shown);

@@ -48,7 +48,9 @@ struct run {
     int *rank_host; /* host index of every rank */
     int nhosts;
     const struct backend_ops *be;
-    void *be_ctx;
+    void *be_ctx;                   /* the first connected client's context: the run's own calls */
+    int clients;                    /* clients_per_rank (K) */
+    void **client_ctx;              /* [clients]: each client's context, NULL while not connected */
     char output[JOB_PATH_MAX + 96]; /* results file path */
     struct safeout out;             /* rank 0: the results file's place (safeout.h) */
     struct safeout json;            /* rank 0: the --json summary's place */
@@ -74,6 +76,25 @@ struct run {
     double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
     int *spread;            /* each rank's place in the host-spread order (ladder steps) */
     MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
+};
+
+/* One phase of a rank's clients (runner_clients.c). */
+enum client_run { CLIENT_IDLE, CLIENT_ACTIVE, CLIENT_FAILED };
+struct client_phase {
+    int n;                /* the rank's clients */
+    int running;          /* of them, those that run the phase (its barrier's count) */
+    int arrived;          /* at the barrier now */
+    unsigned gen;         /* the barrier's rounds */
+    int failed, prep_err; /* clients whose prepare failed; the first error */
+    struct run *r;
+    struct phase_ctx *base;    /* the rank's own: the tables the gather takes */
+    struct phase_ctx *c;       /* [n] */
+    struct errtab *errors;     /* [n] */
+    struct inflight *inflight; /* [n], for the watchdog */
+    struct hist *hist;         /* [n x OP_COUNT] */
+    enum client_run *runs;     /* [n] */
+    const struct workload_ops *wl;
+    int (*prepare)(struct run *r, const struct workload_ops *wl, struct phase_ctx *c);
 };
 
 /* Rank 0's copy of everything the ranks measured in a phase. */
@@ -146,6 +167,27 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft);
 /* Rank 0: say what the clean-up left, on stderr and in the results. */
 void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nleft);
 
+/* runner_clients.c */
+/* Connect the rank's clients (K: the first phase's clients_per_rank), on
+ * fibers when K > 1, each under its own name. How many connected; the
+ * first error into *first_err (0: none). be_ctx: the first connected. */
+int run_clients_connect(struct run *r, int *first_err);
+void run_clients_disconnect(struct run *r);
+/* The clients' contexts of a phase from the rank's base (records:
+ * K x iterations rows, filled in rank, client, iteration and host); the
+ * first nactive clients do I/O. 0 or -ENOMEM (then run_clients_end). */
+int run_clients_begin(struct run *r, struct phase_ctx *base, int nactive, struct client_phase *cp);
+/* Every active client reconnects if it must and runs prepare (runner.c's:
+ * backend options, the workload's prepare, prime). The rank's result:
+ * 0 when the clients that are ready may run, else an error. */
+int run_clients_prepare(struct client_phase *cp, const struct workload_ops *wl,
+                        int (*prepare)(struct run *r, const struct workload_ops *wl,
+                                       struct phase_ctx *c));
+/* The ready clients run the phase (timed), each on its fiber. */
+void run_clients_work(struct client_phase *cp);
+/* finish on every client, their tables into the base's; frees cp. */
+void run_clients_end(struct client_phase *cp);
+
 /* runner_ladder.c */
 /* Ladder steps take ranks spread over hosts: the first rank of every
  * host, then the second of every host, ... (4 active ranks on 4 hosts are
@@ -153,8 +195,15 @@ void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nlef
 int *run_spread_order(const struct run *r);
 /* Whether rank i does I/O in a phase with active_ranks (0: every rank). */
 bool run_active(const struct run *r, int i, int64_t active_ranks);
+/* Of rank i's clients, how many do I/O in phase ph: all (K) or none by
+ * the ranks ladder, or its share of a clients ladder's step (the step's
+ * clients spread evenly over the ranks in spread order). */
+int run_active_clients(const struct run *r, int i, const struct phase *ph);
+/* A phase's summary as it begins: its index, and the ranks, clients and
+ * hosts doing I/O in it. */
+struct phase_summary run_step_summary(const struct run *r, const struct phase *ph, int index);
 /* Hosts with at least one active rank. */
-int run_active_hosts(const struct run *r, int64_t active_ranks);
+int run_active_hosts(const struct run *r, const struct phase *ph);
 
 /* runner_outputs.c */
 /* Now as ISO 8601 UTC with milliseconds ("2026-12-01T22:21:26.123Z"). */

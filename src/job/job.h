@@ -74,23 +74,26 @@ struct phase {
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
-    double lock_hold;       /* seconds a granted lock is held */
-    double lock_timeout;    /* blocking lock: give up after; 0 = never */
-    int64_t dirs;           /* meta: directories per tree */
-    int64_t files;          /* meta: files per rank */
-    char meta_ops[64];      /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
-    int access;             /* enum access: the order of a file's blocks */
-    char rwmix_text[8];     /* rwmix_read as written: "none" or 0..100 */
-    int64_t rwmix_read;     /* read/write: percent of blocks read (-1: none, the kind's) */
-    int64_t files_per_rank; /* read/write/md5: unique files each rank works on */
-    char ranks_active[128]; /* load ladder: "1,2,4,all"; "" = every rank, no ladder */
-    int64_t ranks_step;     /* load ladder: 1, f, f^2 ... all ranks (0 = none) */
-    double step_duration;   /* load ladder: each step's deadline (0 = its iterations) */
-    double think_time;      /* seconds a rank pauses after each timed call (0 = none) */
+    double lock_hold;         /* seconds a granted lock is held */
+    double lock_timeout;      /* blocking lock: give up after; 0 = never */
+    int64_t dirs;             /* meta: directories per tree */
+    int64_t files;            /* meta: files per rank */
+    char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    int access;               /* enum access: the order of a file's blocks */
+    char rwmix_text[8];       /* rwmix_read as written: "none" or 0..100 */
+    int64_t rwmix_read;       /* read/write: percent of blocks read (-1: none, the kind's) */
+    int64_t files_per_rank;   /* read/write/md5: unique files each rank works on */
+    char ranks_active[128];   /* load ladder: "1,2,4,all"; "" = every rank, no ladder */
+    int64_t ranks_step;       /* load ladder: 1, f, f^2 ... all ranks (0 = none) */
+    double step_duration;     /* load ladder: each step's deadline (0 = its iterations) */
+    double think_time;        /* seconds a rank pauses after each timed call (0 = none) */
+    int64_t clients_per_rank; /* [global] only: the NFS clients each rank runs (1: itself) */
+    char clients_active[128]; /* load ladder in clients: "10,100,all" in all; "" = none */
     /* Set by job_expand_ladders for one step of a ladder phase: */
     char ladder[JOB_NAME_MAX]; /* the ladder phase's name, "" for a plain phase */
     int64_t step;              /* 1-based step number */
     int64_t active_ranks;      /* ranks doing I/O in this step (0: every rank) */
+    int64_t active_clients;    /* clients (of all ranks) doing I/O in this step (0: all) */
     char run_id[JOB_NAME_MAX]; /* [global] only; "" = a fresh id per run */
     /* [global] only (every phase holds the same): the server monitor */
     char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
@@ -294,6 +297,12 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
  * or -EINVAL (-ERANGE: a count above nranks). */
 #define JOB_STEPS_MAX 64
 int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks);
+
+/* Whether ph is a load ladder (ranks_active, ranks_step, clients_active). */
+static inline bool job_phase_is_ladder(const struct phase *ph)
+{
+    return ph->ranks_active[0] || ph->ranks_step || ph->clients_active[0];
+}
 
 /* A copy of job with every load-ladder phase (ranks_active, ranks_step)
  * replaced by one phase per step, for nranks I/O ranks: "<name>.<N>r",

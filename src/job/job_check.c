@@ -170,6 +170,8 @@ static const char *phase_scale_bytes(const struct phase *ph, int64_t nranks, cha
 static const char *phase_scale(const struct phase *ph, int64_t nranks, uint64_t mem, char *why,
                                size_t len)
 {
+    if (ph->clients_per_rank > 1) /* each client: a rank's share (files, regions, rows) */
+        nranks = (nranks > 0 ? nranks : 1) * ph->clients_per_rank;
     const char *key = phase_scale_gathered(ph, nranks, mem, why, len);
     if (key)
         return key;
@@ -242,18 +244,25 @@ static void phase_check_names(struct parse_state *st, const struct phase *ph)
         PHASE_BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
 }
 
-/* a load ladder: ranks_active or ranks_step, step_duration, a meta ladder's sharing. */
+/* a load ladder: ranks_active, ranks_step or clients_active, step_duration. */
 static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
 {
     if (ph->ranks_active[0] && ph->ranks_step)
         PHASE_BAD("ranks_step", "set ranks_active or ranks_step, not both");
+    else if (ph->clients_active[0] && (ph->ranks_active[0] || ph->ranks_step))
+        PHASE_BAD("clients_active", "a ladder steps in ranks or in clients: set "
+                                    "clients_active or ranks_active/ranks_step, not both");
+    else if (ph->clients_active[0] && job_ladder_steps(ph->clients_active, NULL, 0, 0) < 0)
+        PHASE_BAD("clients_active", "'%s' is not a list of client counts (10,100,all), rising",
+                  ph->clients_active);
     else if (ph->ranks_step == 1 || ph->ranks_step < 0 || ph->ranks_step > 1000)
         PHASE_BAD("ranks_step", "must be 2 to 1000 (the factor between steps), or 0");
     else if (ph->ranks_active[0] && job_ladder_steps(ph->ranks_active, NULL, 0, 0) < 0)
         PHASE_BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
                   ph->ranks_active);
-    else if (ph->step_duration > 0 && !ph->ranks_active[0] && !ph->ranks_step)
-        PHASE_BAD("step_duration", "applies to a load ladder (ranks_active or ranks_step)");
+    else if (ph->step_duration > 0 && !job_phase_is_ladder(ph))
+        PHASE_BAD("step_duration",
+                  "applies to a load ladder (ranks_active, ranks_step or clients_active)");
 }
 
 /* the plug-ins' rules (the monitor's, the backend's), then the scale of the phase. */

@@ -116,6 +116,15 @@ static const struct job_key core_keys[] = {
      "load ladder: steps of 1, f, f^2 ... ranks up to all (f >= 2; 0 = no ladder)"},
     {"step_duration", KEY_DURATION, PHASE_MEMBER(step_duration), NULL, "0",
      "load ladder: each step stops after this long (its deadline; 0 = its iterations)"},
+    {"clients_per_rank", KEY_INT, PHASE_MEMBER(clients_per_rank), NULL, "1",
+     "[global] only: NFS clients each rank runs on one event loop (libnfs), each a client "
+     "of its own to the server: its TCP connection, AUTH_SYS machine name HOST-rR-cK, NFSv4 "
+     "client, NLM caller name, file or region, RPC window and rows in the results",
+     .scope = KEY_GLOBAL_ONLY, .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = JOB_CLIENTS_MAX},
+    {"clients_active", KEY_STRING, PHASE_MEMBER(clients_active), NULL, "",
+     "load ladder in clients: the phase runs once per step with this many clients in all "
+     "doing I/O, e.g. 10,100,500,all (spread evenly over the ranks; the others wait); one "
+     "results phase per step, <name>.<N>c"},
     {"think_time", KEY_DURATION, PHASE_MEMBER(think_time), NULL, "0",
      "pause after each timed call of a rank, so it offers a fixed load (0 = none)"},
     {"op_timeout", KEY_DURATION, PHASE_MEMBER(op_timeout), NULL, "60s",

@@ -45,10 +45,22 @@ int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks)
     return n > 0 ? n : -EINVAL;
 }
 
-/* The steps of a ladder phase for nranks ranks into steps; how many. */
+/* The steps of a ladder phase for nranks ranks into steps; how many. A
+ * ladder in clients counts the clients of every rank. */
 static int ladder_counts(const struct phase *ph, int64_t nranks, int64_t *steps, char *why,
                          size_t len)
 {
+    if (ph->clients_active[0]) {
+        int64_t all = nranks * ph->clients_per_rank;
+        int n = job_ladder_steps(ph->clients_active, steps, JOB_STEPS_MAX, all);
+        if (n == -ERANGE)
+            snprintf(why, len, "'%s' asks for more clients than the run's %lld (%lld ranks x %lld)",
+                     ph->clients_active, (long long)all, (long long)nranks,
+                     (long long)ph->clients_per_rank);
+        else if (n < 0)
+            snprintf(why, len, "'%s' is not a list of client counts", ph->clients_active);
+        return n;
+    }
     if (ph->ranks_active[0]) {
         int n = job_ladder_steps(ph->ranks_active, steps, JOB_STEPS_MAX, nranks);
         if (n == -ERANGE)
@@ -75,11 +87,10 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
     char why[256];
     for (int i = 0; i < job->nphases; i++) {
         const struct phase *ph = &job->phases[i];
-        bool ladder = ph->ranks_active[0] || ph->ranks_step;
-        int n = ladder ? ladder_counts(ph, nranks, steps, why, sizeof why) : 1;
+        int n = job_phase_is_ladder(ph) ? ladder_counts(ph, nranks, steps, why, sizeof why) : 1;
         if (n < 0) {
-            job_error_format(err, len, job, job->path, job_phase_key_loc(ph, "ranks_active"),
-                             "ranks_active", why);
+            const char *key = ph->clients_active[0] ? "clients_active" : "ranks_active";
+            job_error_format(err, len, job, job->path, job_phase_key_loc(ph, key), key, why);
             free(out->text);
             out->text = NULL;
             return -1;
@@ -96,7 +107,7 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
     out->nphases = 0;
     for (int i = 0; i < job->nphases; i++) {
         const struct phase *ph = &job->phases[i];
-        if (!ph->ranks_active[0] && !ph->ranks_step) {
+        if (!job_phase_is_ladder(ph)) {
             out->phases[out->nphases++] = *ph;
             continue;
         }
@@ -105,16 +116,21 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
             struct phase *st = &out->phases[out->nphases++];
             *st = *ph;
             char suffix[32];
-            int sl = snprintf(suffix, sizeof suffix, ".%lldr", (long long)steps[k]);
+            int sl = snprintf(suffix, sizeof suffix, ".%lld%c", (long long)steps[k],
+                              ph->clients_active[0] ? 'c' : 'r');
             snprintf(st->name, sizeof st->name, "%.*s%s", (int)(JOB_NAME_MAX - 1 - sl), ph->name,
                      suffix);
             snprintf(st->ladder, sizeof st->ladder, "%s", ph->name);
             st->step = k + 1;
-            st->active_ranks = steps[k];
+            if (ph->clients_active[0])
+                st->active_clients = steps[k];
+            else
+                st->active_ranks = steps[k];
             if (ph->step_duration > 0 && (st->deadline <= 0 || ph->step_duration < st->deadline))
                 st->deadline = ph->step_duration; /* a deadline set too stays a bound */
             st->ranks_active[0] = '\0';
             st->ranks_step = 0;
+            st->clients_active[0] = '\0';
         }
     }
     for (int i = 0; i < out->nphases; i++) /* step names must not clash with other phases */

@@ -99,6 +99,19 @@ void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const ch
     }
 }
 
+void errtab_absorb(struct errtab *t, const struct errtab *from, int rank, int client)
+{
+    t->total += from->total;
+    for (size_t i = 0; i < from->n; i++) {
+        if (t->n == t->cap && errtab_grow(t) != 0)
+            return;
+        struct err_entry *e = &t->entries[t->n++];
+        *e = from->entries[i];
+        e->rank = rank;
+        e->client = client;
+    }
+}
+
 uint64_t errtab_count(const struct errtab *t, enum op op, int err)
 {
     int32_t e = errtab_norm(err);

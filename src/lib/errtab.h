@@ -14,9 +14,9 @@
 
 struct err_entry {
     int32_t rank;
-    int32_t op;  /* enum op */
-    int32_t err; /* positive errno value */
-    int32_t pad;
+    int32_t op;     /* enum op */
+    int32_t err;    /* positive errno value */
+    int32_t client; /* the rank's client that failed (clients_per_rank) */
     uint64_t count;
     double first_time; /* common clock, seconds */
     char first_path[ERRTAB_PATH_MAX];
@@ -40,6 +40,10 @@ void errtab_add(struct errtab *t, int rank, enum op op, int err, const char *pat
 /* The same, with the protocol's status (NULL or "" = none). */
 void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const char *status,
                        const char *path, double when);
+/* Add every entry of from (one client's table) to t as entries of their
+ * own, with rank and client set, and from's total to t's. Without memory
+ * the entries are lost and the total still counts. */
+void errtab_absorb(struct errtab *t, const struct errtab *from, int rank, int client);
 /* Count of failures recorded for (op, err), whatever their status. */
 uint64_t errtab_count(const struct errtab *t, enum op op, int err);
 

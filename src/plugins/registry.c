@@ -36,6 +36,13 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
     const struct backend_ops *be = backend_find(ph->backend);
     if (!be)
         return NULL; /* job/ refused the name already */
+    if (ph->clients_per_rank > 1 && !be->clients) {
+        snprintf(why, len,
+                 "the %s backend runs one client per rank (backend = libnfs runs many: each an "
+                 "NFS client of its own on one event loop)",
+                 ph->backend);
+        return "clients_per_rank";
+    }
     key = be->check ? be->check(ph, why, len) : NULL;
     if (!key && (job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && !be->lock) {
         snprintf(why, len, "lock is not supported by the %s backend", ph->backend);

@@ -34,6 +34,7 @@ struct run_info {
     const char *mpi_version;
     const char *target;
     int nranks;
+    int clients_per_rank; /* NFS clients each rank ran (1: the rank itself) */
     int nhosts;
     double clock_sync_seconds; /* time spent estimating offsets */
     /* The monitor, for /monitor's attributes. */
@@ -82,6 +83,7 @@ struct phase_summary {
     size_t stuck;       /* operations the watchdogs saw hanging */
     struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
     int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
+    int active_clients;             /* clients doing I/O, of every rank */
 };
 
 #define OP_NAME_LEN 16 /* an op's name in a table: "rpc_write" and its NUL fit */

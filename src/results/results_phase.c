@@ -73,6 +73,7 @@ static void error_fill(void *out, size_t i, const void *src)
     struct error_row *row = out;
     int en = e->err < 0 ? -e->err : e->err;
     row->rank = e->rank;
+    row->client = e->client;
     snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
     row->err = en;
     errtab_errno_name(en, row->errno_name, sizeof row->errno_name);
@@ -94,6 +95,7 @@ static void stuck_fill(void *out, size_t i, const void *src)
     const struct stuck_entry *e = &((const struct stuck_entry *)src)[i];
     struct stuck_row *row = out;
     row->rank = e->rank;
+    row->client = e->client;
     snprintf(row->op, sizeof row->op, "%s", op_name((enum op)e->op));
     h5_str_copy(row->path, sizeof row->path, e->path, sizeof e->path);
     row->since = e->since;
@@ -187,6 +189,7 @@ static void meta_step_fill(void *out, size_t i, const void *src)
     const struct meta_step_record *m = &((const struct meta_step_record *)src)[i];
     struct meta_step_row *row = out;
     row->rank = m->rank;
+    row->client = m->client;
     snprintf(row->step, sizeof row->step, "%s", job_meta_step_name((enum meta_step)m->step));
     snprintf(row->op, sizeof row->op, "%s", op_name((enum op)m->op));
     row->t_start = m->t_start;
@@ -267,6 +270,7 @@ static int phase_attrs_write(const struct h5_types *ty, hid_t g, const struct ph
         h5_attr_f64(g, "t_end", sum->t_end, err, errlen) < 0 ||
         h5_attr_f64(g, "elapsed", sum->t_end - sum->t_start, err, errlen) < 0 ||
         h5_attr_f64(g, "start_skew", sum->start_skew, err, errlen) < 0 ||
+        h5_attr_i64(g, "active_clients", sum->active_clients, err, errlen) < 0 ||
         key_attrs(ty, g, ph, err, errlen) < 0)
         return -1;
     if (ph->ladder[0] && /* one step of a load ladder */

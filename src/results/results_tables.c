@@ -63,7 +63,7 @@ TABLE(table_steps, "/phases/<ladder>/steps", step_fields, struct step_row);
 
 #define RR(col, kind) FIELD(#col, struct rank_record, col, kind)
 static const struct field record_fields[] = {
-    RR(rank, FIELD_I32), RR(iteration, FIELD_I32), RR(host, FIELD_I32),
+    RR(rank, FIELD_I32), RR(client, FIELD_I32), RR(iteration, FIELD_I32), RR(host, FIELD_I32),
     RR(completed, FIELD_I32), RR(file_rank, FIELD_I32), RR(rpc_window_read, FIELD_I32),
     RR(rpc_window_write, FIELD_I32), RR(t_start, FIELD_F64), RR(t_end, FIELD_F64),
     RR(t_open, FIELD_F64), RR(t_io, FIELD_F64), RR(t_fsync, FIELD_F64), RR(t_close, FIELD_F64),
@@ -75,7 +75,7 @@ TABLE(table_phase_ranks, "/phases/<name>/ranks", record_fields, struct rank_reco
 
 #define E(col, member, kind) FIELD(col, struct error_row, member, kind)
 static const struct field error_fields[] = {
-    E("rank", rank, FIELD_I32), E("op", op, FIELD_STR), E("errno", err, FIELD_I32),
+    E("rank", rank, FIELD_I32), E("client", client, FIELD_I32), E("op", op, FIELD_STR), E("errno", err, FIELD_I32),
     E("errno_name", errno_name, FIELD_STR), E("message", message, FIELD_STR),
     E("count", count, FIELD_U64), E("first_path", first_path, FIELD_STR),
     E("first_time", first_time, FIELD_F64), E("status", status, FIELD_STR),
@@ -84,7 +84,7 @@ TABLE(table_errors, "/phases/<name>/errors", error_fields, struct error_row);
 
 #define SK(col, kind) FIELD(#col, struct stuck_row, col, kind)
 static const struct field stuck_fields[] = {
-    SK(rank, FIELD_I32), SK(op, FIELD_STR), SK(path, FIELD_STR), SK(since, FIELD_F64),
+    SK(rank, FIELD_I32), SK(client, FIELD_I32), SK(op, FIELD_STR), SK(path, FIELD_STR), SK(since, FIELD_F64),
     SK(noticed, FIELD_F64), SK(returned, FIELD_F64),
 };
 TABLE(table_stuck, "/phases/<name>/stuck", stuck_fields, struct stuck_row);
@@ -106,7 +106,7 @@ TABLE(table_op_summary, "/phases/<name>/op_summary", op_summary_fields, struct o
 
 #define MS(col, kind) FIELD(#col, struct meta_step_row, col, kind)
 static const struct field meta_step_fields[] = {
-    MS(rank, FIELD_I32), MS(step, FIELD_STR), MS(op, FIELD_STR), MS(t_start, FIELD_F64),
+    MS(rank, FIELD_I32), MS(client, FIELD_I32), MS(step, FIELD_STR), MS(op, FIELD_STR), MS(t_start, FIELD_F64),
     MS(t_end, FIELD_F64), MS(items, FIELD_U64),
 };
 TABLE(table_meta_steps, "/phases/<name>/meta_steps", meta_step_fields, struct meta_step_row);
@@ -115,6 +115,7 @@ TABLE(table_meta_steps, "/phases/<name>/meta_steps", meta_step_fields, struct me
 static const struct field hold_fields[] = {
     HD(rank, FIELD_I32), HD(exclusive, FIELD_I32), HD(granted, FIELD_F64),
     HD(released, FIELD_F64), HD(start, FIELD_U64), HD(len, FIELD_U64), HD(asked, FIELD_F64),
+    HD(client, FIELD_I32),
 };
 TABLE(table_holds, "/phases/<name>/holds", hold_fields, struct hold);
 

@@ -78,6 +78,7 @@ struct rank_row { /* /ranks: a rank_info and its host's name */
 
 struct error_row { /* errors: an err_entry with its op and errno named */
     int32_t rank;
+    int32_t client;
     char op[OP_NAME_LEN];
     int32_t err;
     char errno_name[ERRNO_NAME_LEN];
@@ -90,6 +91,7 @@ struct error_row { /* errors: an err_entry with its op and errno named */
 
 struct stuck_row { /* stuck: a stuck_entry with its op named */
     int32_t rank;
+    int32_t client;
     char op[OP_NAME_LEN];
     char path[ERRTAB_PATH_MAX];
     double since;
@@ -115,6 +117,7 @@ struct op_summary_row { /* op_summary: a summary_op with its op named */
 
 struct meta_step_row { /* meta_steps: a meta_step_record with names */
     int32_t rank;
+    int32_t client;
     char step[8];
     char op[OP_NAME_LEN];
     double t_start, t_end;

@@ -19,7 +19,8 @@ struct summary_json_run {
     int exit_code;
     const char *results_file;
     const char *job_path;
-    int nranks; /* I/O ranks */
+    int nranks;           /* I/O ranks */
+    int clients_per_rank; /* NFS clients each rank ran (1: itself) */
 };
 
 /* What --force may replace with a summary (a safeout_accept_fn): NULL

@@ -15,7 +15,13 @@ void holds_add(struct holds *h, int rank, int exclusive, double asked, double gr
         h->v = v;
         h->cap = cap;
     }
-    h->v[h->n++] = (struct hold){rank, exclusive, granted, released, start, len, asked};
+    h->v[h->n++] = (struct hold){.rank = rank,
+                                 .exclusive = exclusive,
+                                 .granted = granted,
+                                 .released = released,
+                                 .start = start,
+                                 .len = len,
+                                 .asked = asked};
 }
 
 void holds_free(struct holds *h)
@@ -39,6 +45,12 @@ static int event_cmp(const void *a, const void *b)
     return x->delta - y->delta; /* releases before grants at the same instant */
 }
 
+/* The same lock owner: one client of one rank. */
+static bool holds_same_owner(const struct hold *a, const struct hold *b)
+{
+    return a->rank == b->rank && a->client == b->client;
+}
+
 static bool ranges_meet(const struct hold *a, const struct hold *b)
 {
     uint64_t a_end = a->len ? a->start + a->len : UINT64_MAX;
@@ -46,14 +58,14 @@ static bool ranges_meet(const struct hold *a, const struct hold *b)
     return a->start < b_end && b->start < a_end;
 }
 
-/* Whether, among the active holds, an exclusive one meets another rank's. */
+/* Whether, among the active holds, an exclusive one meets another owner's. */
 static bool active_clash(const struct hold *h, const size_t *active, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (!h[active[i]].exclusive)
             continue;
         for (size_t j = 0; j < n; j++)
-            if (j != i && h[active[j]].rank != h[active[i]].rank &&
+            if (j != i && !holds_same_owner(&h[active[j]], &h[active[i]]) &&
                 ranges_meet(&h[active[i]], &h[active[j]]))
                 return true;
     }
@@ -71,7 +83,7 @@ static int by_granted(const void *a, const void *b, void *holds)
  * before g and released after g asked (by more than the slack). */
 static bool kept_waiting(const struct hold *g, const struct hold *o, double slack)
 {
-    return o->rank != g->rank && (o->exclusive || g->exclusive) && ranges_meet(g, o) &&
+    return !holds_same_owner(o, g) && (o->exclusive || g->exclusive) && ranges_meet(g, o) &&
            o->granted < g->granted && o->released > g->asked + slack;
 }
 

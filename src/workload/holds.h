@@ -17,7 +17,9 @@ struct hold {
     double released;   /* common clock, s */
     uint64_t start;    /* locked byte range; len 0 = to the end of the file */
     uint64_t len;
-    double asked; /* common clock, s: when the lock call began */
+    double asked;   /* common clock, s: when the lock call began */
+    int32_t client; /* the rank's client that held it (clients_per_rank) */
+    int32_t pad;
 };
 
 struct holds {

@@ -38,7 +38,8 @@ struct prefetch {
     bool done;         /* the reader has finished (end, error or stop) */
     int status;        /* 0, or -errno why it finished early */
     bool cancel;       /* the consumer wants it to stop */
-    bool inline_reads; /* no thread: prefetch_next reads (backend one_thread) */
+    bool inline_reads; /* no thread: prefetch_next reads (backend one_thread, or a rank of many
+                          clients) */
     uint64_t next;     /* inline: where the next slot starts */
 };
 
@@ -153,7 +154,7 @@ struct prefetch *prefetch_start(struct phase_ctx *c, struct backend_file *f, str
             return NULL;
         }
     }
-    p->inline_reads = c->be->one_thread;
+    p->inline_reads = c->be->one_thread || c->clients > 1; /* fibers: one thread */
     p->next = offset;
     if (p->inline_reads)
         return p;

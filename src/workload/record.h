@@ -12,8 +12,8 @@ struct rank_record {
     int32_t completed;                         /* 1 if the iteration ran to its end */
     int32_t file_rank;                         /* whose file this rank worked on (read_from) */
     int32_t rpc_window_read, rpc_window_write; /* the backend's window (backend.h), 0: none */
-    int32_t pad;
-    double t_start, t_end;                        /* common clock */
+    int32_t client;                            /* the rank's client (0 .. clients_per_rank - 1) */
+    double t_start, t_end;                     /* common clock */
     double t_open, t_io, t_fsync, t_close, t_md5; /* seconds spent */
     uint64_t bytes;
     uint64_t ops;
@@ -31,7 +31,7 @@ struct meta_step_record {
     int32_t rank;
     int32_t step; /* enum meta_step */
     int32_t op;   /* enum op: the step's item call (create: open) */
-    int32_t pad;
+    int32_t client;
     double t_start, t_end; /* common clock: the step's calls lie in between */
     uint64_t items;        /* item calls that succeeded (mdtest's items) */
 };

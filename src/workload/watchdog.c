@@ -17,25 +17,30 @@ struct watchdog {
     pthread_cond_t wake;
     bool stopping;
     struct inflight *f;
+    int nf;
     const struct clock *clock;
     double threshold;
     int rank;
     char host[64];
     struct stuck_entry *entries;
     size_t n, cap;
-    double open_since; /* start of the call last recorded, while in flight */
+    /* Per client: the start of its call last recorded, while in flight,
+     * and that entry's index. */
+    double *open_since;
+    size_t *open_entry;
 };
 
-static void watchdog_look(struct watchdog *w)
+static void watchdog_look_one(struct watchdog *w, int k)
 {
-    double since = atomic_load_explicit(&w->f->since, memory_order_acquire);
+    struct inflight *f = &w->f[k];
+    double since = atomic_load_explicit(&f->since, memory_order_acquire);
     double now = clock_mono();
-    if (w->open_since > 0 && since != w->open_since) {
+    if (w->open_since[k] > 0 && since != w->open_since[k]) {
         /* The recorded call returned. */
-        w->entries[w->n - 1].returned = now - w->clock->base;
-        w->open_since = 0;
+        w->entries[w->open_entry[k]].returned = now - w->clock->base;
+        w->open_since[k] = 0;
     }
-    if (since <= 0 || since == w->open_since || now - since < w->threshold)
+    if (since <= 0 || since == w->open_since[k] || now - since < w->threshold)
         return;
     if (w->n == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 8;
@@ -48,15 +53,36 @@ static void watchdog_look(struct watchdog *w)
     struct stuck_entry *e = &w->entries[w->n++];
     memset(e, 0, sizeof *e);
     e->rank = w->rank;
-    e->op = atomic_load_explicit(&w->f->op, memory_order_relaxed);
-    const char *path = atomic_load_explicit(&w->f->path, memory_order_relaxed);
+    e->client = k;
+    e->op = atomic_load_explicit(&f->op, memory_order_relaxed);
+    const char *path = atomic_load_explicit(&f->path, memory_order_relaxed);
     snprintf(e->path, sizeof e->path, "%s", path ? path : "");
     e->since = since - w->clock->base;
     e->noticed = now - w->clock->base;
     e->returned = -1;
-    w->open_since = since;
-    fprintf(stderr, "herd: rank %d on %s: %s of %s stuck for %.0f s\n", w->rank, w->host,
-            op_name(e->op), e->path, now - since);
+    w->open_since[k] = since;
+    w->open_entry[k] = w->n - 1;
+    char who[48];
+    if (w->nf > 1)
+        snprintf(who, sizeof who, "rank %d client %d", w->rank, k);
+    else
+        snprintf(who, sizeof who, "rank %d", w->rank);
+    fprintf(stderr, "herd: %s on %s: %s of %s stuck for %.0f s\n", who, w->host, op_name(e->op),
+            e->path, now - since);
+}
+
+static void watchdog_look(struct watchdog *w)
+{
+    for (int k = 0; k < w->nf; k++)
+        watchdog_look_one(w, k);
+}
+
+static void watchdog_free(struct watchdog *w)
+{
+    free(w->open_since);
+    free(w->open_entry);
+    free(w->entries);
+    free(w);
 }
 
 static void *watchdog_main(void *arg)
@@ -75,13 +101,20 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock, double threshold,
-                                int rank, const char *host)
+struct watchdog *watchdog_start(struct inflight *f, int nf, const struct clock *clock,
+                                double threshold, int rank, const char *host)
 {
     struct watchdog *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
+    w->open_since = calloc((size_t)nf, sizeof *w->open_since);
+    w->open_entry = calloc((size_t)nf, sizeof *w->open_entry);
+    if (!w->open_since || !w->open_entry) {
+        watchdog_free(w);
+        return NULL;
+    }
     w->f = f;
+    w->nf = nf;
     w->clock = clock;
     w->threshold = threshold;
     w->rank = rank;
@@ -89,7 +122,7 @@ struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock, d
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
     if (pthread_create(&w->thread, NULL, watchdog_main, w) != 0) {
-        free(w);
+        watchdog_free(w);
         return NULL;
     }
     return w;
@@ -106,12 +139,14 @@ void watchdog_stop(struct watchdog *w, struct stuck_entry **entries, size_t *n)
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
-    if (w->open_since > 0 &&
-        atomic_load_explicit(&w->f->since, memory_order_acquire) != w->open_since)
-        w->entries[w->n - 1].returned = clock_mono() - w->clock->base;
+    for (int k = 0; k < w->nf; k++)
+        if (w->open_since[k] > 0 &&
+            atomic_load_explicit(&w->f[k].since, memory_order_acquire) != w->open_since[k])
+            w->entries[w->open_entry[k]].returned = clock_mono() - w->clock->base;
     *entries = w->entries;
     *n = w->n;
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->wake);
-    free(w);
+    w->entries = NULL;
+    watchdog_free(w);
 }

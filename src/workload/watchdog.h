@@ -25,6 +25,8 @@ struct inflight {
 struct stuck_entry {
     int32_t rank;
     int32_t op;
+    int32_t client; /* the rank's client whose call it is */
+    int32_t pad;
     double since;    /* common clock: when the call started */
     double noticed;  /* common clock: when the watchdog saw it stuck */
     double returned; /* common clock: when it returned; -1 if not in the phase */
@@ -45,11 +47,13 @@ static inline void inflight_end(struct inflight *f)
 
 struct watchdog;
 
-/* Start watching f; calls longer than threshold seconds are recorded and
- * reported on stderr as "herd: rank R on HOST: OP of PATH stuck for Ns".
- * Returns NULL if the thread cannot start (herd then runs unwatched). */
-struct watchdog *watchdog_start(struct inflight *f, const struct clock *clock, double threshold,
-                                int rank, const char *host);
+/* Start watching f[0 .. nf-1], the calls of a rank's nf clients; calls
+ * longer than threshold seconds are recorded and reported on stderr as
+ * "herd: rank R on HOST: OP of PATH stuck for Ns" ("rank R client C"
+ * when nf > 1). Returns NULL if the thread cannot start (herd then runs
+ * unwatched). */
+struct watchdog *watchdog_start(struct inflight *f, int nf, const struct clock *clock,
+                                double threshold, int rank, const char *host);
 
 /* Stop the thread; hand over what it recorded (caller frees *entries). */
 void watchdog_stop(struct watchdog *w, struct stuck_entry **entries, size_t *n);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "fiber.h"
 #include "signals.h"
 
 bool workload_should_stop(const struct phase_ctx *c)
@@ -59,8 +60,7 @@ static void workload_think(const struct phase_ctx *c)
     double left = c->ph ? c->ph->think_time : 0;
     while (left > 0 && !workload_should_stop(c)) {
         double slice = left < 0.05 ? left : 0.05;
-        struct timespec ts = {(time_t)slice, (long)((slice - (double)(time_t)slice) * 1e9)};
-        nanosleep(&ts, NULL);
+        fiber_sleep(slice);
         left -= slice;
     }
 }
@@ -131,6 +131,13 @@ void workload_claim(struct phase_ctx *c, unsigned bits)
         c->claims->mine[c->index] |= (unsigned char)bits;
 }
 
+/* File f of c's client: its bit among the rank's clients' files. */
+static int64_t workload_claim_bit(const struct phase_ctx *c, int64_t f)
+{
+    int64_t k = c->clients > 1 ? c->clients : 1;
+    return f * k + c->client;
+}
+
 int workload_claim_files(struct phase_ctx *c, int64_t nfiles)
 {
     struct claims *k = c->claims;
@@ -138,7 +145,8 @@ int workload_claim_files(struct phase_ctx *c, int64_t nfiles)
         return 0;
     if (!k->files && !(k->files = calloc((size_t)k->nphases, sizeof *k->files)))
         return -ENOMEM;
-    if (!k->files[c->index] && !(k->files[c->index] = calloc((size_t)(nfiles + 7) / 8, 1)))
+    int64_t bits = nfiles * (c->clients > 1 ? c->clients : 1); /* every client's files */
+    if (!k->files[c->index] && !(k->files[c->index] = calloc((size_t)(bits + 7) / 8, 1)))
         return -ENOMEM;
     return 0;
 }
@@ -147,8 +155,9 @@ void workload_claim_file(struct phase_ctx *c, int64_t f)
 {
     workload_claim(c, CLAIM_FILE);
     unsigned char *bits = c->claims && c->claims->files ? c->claims->files[c->index] : NULL;
+    int64_t b = workload_claim_bit(c, f);
     if (bits)
-        bits[f / 8] |= (unsigned char)(1u << (f % 8));
+        bits[b / 8] |= (unsigned char)(1u << (b % 8));
 }
 
 bool workload_claimed_file(const struct phase_ctx *c, int64_t f)
@@ -156,7 +165,8 @@ bool workload_claimed_file(const struct phase_ctx *c, int64_t f)
     const unsigned char *bits = c->claims && c->claims->files ? c->claims->files[c->index] : NULL;
     if (!bits) /* one file per rank: the phase's bit */
         return workload_claimed(c, CLAIM_FILE, false);
-    return (bits[f / 8] >> (f % 8)) & 1u;
+    int64_t b = workload_claim_bit(c, f);
+    return (bits[b / 8] >> (b % 8)) & 1u;
 }
 
 void workload_claims_free(struct claims *claims)

@@ -35,11 +35,18 @@ struct claims {
                               the phase's CLAIM_FILE bit says it (one file) */
 };
 
+/* One client's share of a phase. A rank runs clients_per_rank = K of
+ * them (core/runner_clients.c), each on a fiber of its own with K > 1;
+ * to the workload each is a rank of its own: rank is the global client
+ * id (MPI rank x K + client) and nranks every rank's clients (MPI ranks
+ * x K), so that files, regions and lock tokens are per client. With
+ * K = 1 both are the MPI rank and size. */
 struct phase_ctx {
     const struct phase *ph;
     int index; /* the phase's index in the job */
     int rank, nranks;
-    int peer; /* the rank whose file this rank reads */
+    int client, clients; /* this client's index in its rank, and K */
+    int peer;            /* the rank (client id) whose file this one reads */
     int host;
     const struct backend_ops *be;
     void *be_ctx;
@@ -52,7 +59,7 @@ struct phase_ctx {
     struct hist *hist;               /* OP_COUNT histograms */
     struct progress_count *progress; /* bytes done, or NULL */
     void *state;                     /* the workload's, between prepare/run/finish */
-    struct inflight inflight;        /* the backend call in flight, for the watchdog */
+    struct inflight *inflight;       /* the backend call in flight, for the watchdog */
     struct holds holds;              /* lock phases: when this rank held the lock */
     uint64_t op_count[OP_COUNT];     /* calls per op, this rank */
     uint64_t op_errors[OP_COUNT];    /* of those, the failed ones (workload_done) */
@@ -60,6 +67,10 @@ struct phase_ctx {
     /* meta phases: this rank's time and items in each step it ran */
     struct meta_step_record meta_steps[META_STEPS];
     size_t nmeta_steps;
+    /* The runner's, on the rank's own context: every client's meta steps
+     * after the phase, tagged with rank and client (runner_clients.c). */
+    struct meta_step_record *meta_rows;
+    size_t nmeta_rows;
     /* Wait until every rank gets here (the runner's barrier): lets a
      * workload run steps that all ranks finish before the next begins.
      * Every rank must call it the same number of times. */
@@ -80,14 +91,14 @@ struct phase_ctx {
 static inline double op_begin(struct phase_ctx *c, enum op op, const char *path)
 {
     double t = clock_mono();
-    inflight_begin(&c->inflight, op, path, t);
+    inflight_begin(c->inflight, op, path, t);
     return t;
 }
 
 static inline double op_end(struct phase_ctx *c, enum op op, double t0)
 {
     double t1 = clock_mono();
-    inflight_end(&c->inflight);
+    inflight_end(c->inflight);
     hist_add(&c->hist[op], t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0);
     c->op_count[op]++;
     c->op_seconds[op] += t1 - t0;

@@ -24,6 +24,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "fiber.h"
 #include "signals.h"
 #include "workload.h"
 
@@ -109,8 +110,8 @@ static void lock_sleep(double seconds)
 {
     if (seconds <= 0)
         return; /* nanosleep(0) still sleeps for the timer slack, ~50 us */
-    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !signals_caught())
+    double until = clock_mono() + seconds;
+    while (!fiber_sleep(until - clock_mono()) && !signals_caught())
         ;
 }
 

@@ -360,7 +360,7 @@ static const char *meta_check(const struct phase *ph, char *why, size_t len)
                  (long long)(ph->files > JOB_META_MAX ? ph->files : ph->dirs), JOB_META_MAX);
         return ph->files > JOB_META_MAX ? "files" : "dirs";
     }
-    if ((ph->ranks_active[0] || ph->ranks_step) && ph->sharing == SHARING_SHARED) {
+    if (job_phase_is_ladder(ph) && ph->sharing == SHARING_SHARED) {
         snprintf(why, len,
                  "a meta ladder needs sharing = unique (shared trees are split over "
                  "every rank)");

@@ -569,9 +569,9 @@ SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_
 
 
 def phase_attr_order(herd_bin):
-    """docs/results-format.md: kind, index, times, every job key (in `herd keys`
+    """docs/results-format.md: kind, index, times, active_clients, every job key (in `herd keys`
     order, except kind, written first), the phase summary, status, then
     herd's own cost (and, with a monitor, the server's CPU at close)."""
-    fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew"]
+    fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew", "active_clients"]
     return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + \
         SUMMARY_ATTRS + ["status", "gather_seconds", "write_seconds"]

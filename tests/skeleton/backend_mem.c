@@ -108,9 +108,9 @@ static long mem_lookup(const struct mem_ctx *c, const char *path)
     return i < 0 ? -ENOENT : i;
 }
 
-static int mem_connect(const char *target, const struct phase *ph, void **ctx)
+static int mem_connect(const char *target, const struct phase *ph, const char *client, void **ctx)
 {
-    (void)target, (void)ph;
+    (void)target, (void)ph, (void)client;
     struct mem_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;

@@ -2,7 +2,7 @@
  * intervals on hand-made timelines. Disjoint holds never overlap; shared
  * holds overlap without clashing; an exclusive hold clashes with another
  * rank's hold only where their byte ranges meet (len 0 = to the end of the
- * file) and never with the same rank's; the clock slack shrinks every
+ * file) and never with the same owner's (a rank's client); the clock slack shrinks every
  * hold; max_holders is the most holders at one instant (a release and a
  * grant at the same instant do not meet); holds_add grows and holds_free
  * empties. Waits: every grant's wait is summed, and a grant waited only
@@ -25,13 +25,15 @@
 
 /* A hold: rank, exclusive, granted, released, start, len (asked when
  * granted: no wait); W: the same, asked at `ask`. */
-#define H(rank, excl, t0, t1, start, len)                                                          \
+#define H(rk, excl, t0, t1, from, n)                                                               \
     {                                                                                              \
-        (rank), (excl), (t0), (t1), (start), (len), (t0)                                           \
+        .rank = (rk), .exclusive = (excl), .granted = (t0), .released = (t1), .start = (from),     \
+        .len = (n), .asked = (t0)                                                                  \
     }
-#define W(rank, excl, ask, t0, t1, start, len)                                                     \
+#define W(rk, excl, ask, t0, t1, from, n)                                                          \
     {                                                                                              \
-        (rank), (excl), (t0), (t1), (start), (len), (ask)                                          \
+        .rank = (rk), .exclusive = (excl), .granted = (t0), .released = (t1), .start = (from),     \
+        .len = (n), .asked = (ask)                                                                 \
     }
 
 static struct holds_overlap overlap(const struct hold *h, size_t n, double slack)
@@ -191,6 +193,15 @@ static void test_same_rank_no_clash(void **state)
     o = overlap(g, 3, 0);
     assert_near(o.exclusive_clash, 0.25);
     assert_int_equal(o.max_holders, 3);
+
+    /* Two clients of one rank (clients_per_rank) are two lock owners. */
+    struct hold c[] = {
+        H(3, 1, 0.0, 2.0, 0, 0),
+        H(3, 1, 1.0, 3.0, 0, 0),
+    };
+    c[1].client = 1;
+    o = overlap(c, 2, 0);
+    assert_near(o.exclusive_clash, 1.0);
 }
 
 /* Shared holds together with an exclusive one: only the time the

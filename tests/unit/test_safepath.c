@@ -159,7 +159,7 @@ static int setup(void **state, bool walk)
     assert_non_null(fx->be);
     struct phase ph;
     memset(&ph, 0, sizeof ph);
-    assert_int_equal(fx->be->connect(fx->root, &ph, &fx->ctx), 0);
+    assert_int_equal(fx->be->connect(fx->root, &ph, NULL, &fx->ctx), 0);
     *state = fx;
     return 0;
 }

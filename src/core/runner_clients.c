@@ -1,0 +1,303 @@
+/* runner_clients.c — a rank's clients (clients_per_rank = K): their
+ * connections to the target, and one phase run by all of them, each on
+ * a fiber of its own on the rank's one thread (fiber.h: one event loop
+ * serves every client's socket, so a stalled client never blocks its
+ * siblings). Each client has a phase_ctx of its own: its rows, error
+ * table, holds, histograms, workload state and call in flight; to the
+ * workload it is a rank of its own (workload.h). After the phase its
+ * tables join the rank's, tagged with the client, for the gather. With
+ * K = 1 the same code runs on the rank's stack, without fibers. */
+#include "runner_state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fiber.h"
+
+_Static_assert(JOB_CLIENTS_MAX <= FIBER_MAX, "clients_per_rank's bound exceeds the fibers' one");
+
+/* The name client k of this rank presents to the server (K > 1):
+ * HOST-rR-cK; NULL for a lone client, which is the host itself. */
+static const char *run_client_name(const struct run *r, int k, char *buf, size_t len)
+{
+    if (r->clients == 1)
+        return NULL;
+    char host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "herd");
+    snprintf(buf, len, "%s-r%d-c%d", host, r->rank, k);
+    return buf;
+}
+
+struct run_connect_all {
+    struct run *r;
+    const struct phase *first;
+    int *rc;
+};
+
+static void run_client_connect(void *arg, int k)
+{
+    struct run_connect_all *a = arg;
+    struct run *r = a->r;
+    char name[96];
+    const char *who = run_client_name(r, k, name, sizeof name);
+    a->rc[k] = r->be->connect(a->first->target, a->first, who, &r->client_ctx[k]);
+    if (a->rc[k] < 0)
+        r->client_ctx[k] = NULL;
+}
+
+/* K sockets and more: the soft limit on descriptors up to the hard one. */
+static void run_clients_fd_room(int clients)
+{
+    struct rlimit rl;
+    if (clients <= 1 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+int run_clients_connect(struct run *r, int *first_err)
+{
+    const struct phase *first = &r->job->phases[0];
+    r->clients = first->clients_per_rank > 1 ? (int)first->clients_per_rank : 1;
+    r->client_ctx = calloc((size_t)r->clients, sizeof *r->client_ctx);
+    int *rc = calloc((size_t)r->clients, sizeof *rc);
+    *first_err = -ENOMEM;
+    if (!r->client_ctx || !rc) {
+        free(rc);
+        return 0;
+    }
+    run_clients_fd_room(r->clients);
+    struct run_connect_all a = {.r = r, .first = first, .rc = rc};
+    int ran = fiber_run(r->clients, run_client_connect, &a);
+    int connected = 0;
+    *first_err = ran < 0 ? ran : 0;
+    for (int k = 0; ran == 0 && k < r->clients; k++) {
+        if (rc[k] == 0 && connected++ == 0)
+            r->be_ctx = r->client_ctx[k];
+        if (rc[k] < 0 && *first_err == 0)
+            *first_err = rc[k];
+    }
+    free(rc);
+    return connected;
+}
+
+void run_clients_disconnect(struct run *r)
+{
+    for (int k = 0; r->client_ctx && k < r->clients; k++)
+        if (r->client_ctx[k])
+            r->be->disconnect(r->client_ctx[k]);
+    free(r->client_ctx);
+    r->client_ctx = NULL;
+    r->be_ctx = NULL;
+}
+
+/* The rank's barrier, for the clients that run: the last to arrive
+ * passes the rank's own (runner.c's sync, with the other ranks) and
+ * wakes the others. */
+static void run_clients_sync(struct phase_ctx *c)
+{
+    struct client_phase *cp = c->sync_data;
+    unsigned gen = cp->gen;
+    if (++cp->arrived < cp->running) {
+        while (cp->gen == gen)
+            fiber_park();
+        return;
+    }
+    cp->arrived = 0;
+    cp->base->sync(cp->base);
+    cp->gen++;
+    for (int k = 0; k < cp->n; k++)
+        if (k != c->client)
+            fiber_unpark(k);
+}
+
+static bool run_clients_peer_stopped(struct phase_ctx *c)
+{
+    struct client_phase *cp = c->sync_data;
+    return cp->base->peer_stopped(cp->base);
+}
+
+int run_clients_begin(struct run *r, struct phase_ctx *base, int nactive, struct client_phase *cp)
+{
+    int n = r->clients;
+    memset(cp, 0, sizeof *cp);
+    cp->n = n;
+    cp->r = r;
+    cp->base = base;
+    cp->wl = workload_find(base->ph->kind);
+    cp->c = calloc((size_t)n, sizeof *cp->c);
+    cp->errors = calloc((size_t)n, sizeof *cp->errors);
+    cp->inflight = calloc((size_t)n, sizeof *cp->inflight);
+    cp->hist = calloc((size_t)n * OP_COUNT, sizeof *cp->hist);
+    cp->runs = calloc((size_t)n, sizeof *cp->runs);
+    if (!cp->c || !cp->errors || !cp->inflight || !cp->hist || !cp->runs || !base->records)
+        return -ENOMEM;
+    const struct phase *ph = base->ph;
+    for (int k = 0; k < n; k++) {
+        struct phase_ctx *c = &cp->c[k];
+        *c = *base;
+        c->rank = base->rank * n + k;
+        c->nranks = base->nranks * n;
+        c->client = k;
+        c->clients = n;
+        c->peer = base->peer * n + k;
+        c->be_ctx = r->client_ctx[k];
+        c->records = base->records + (size_t)k * (size_t)ph->iterations;
+        errtab_init(&cp->errors[k]);
+        c->errors = &cp->errors[k];
+        c->hist = &cp->hist[(size_t)k * OP_COUNT];
+        c->inflight = &cp->inflight[k];
+        c->sync = run_clients_sync;
+        c->sync_data = cp;
+        c->peer_stopped = run_clients_peer_stopped;
+        cp->runs[k] = k < nactive ? CLIENT_ACTIVE : CLIENT_IDLE;
+        for (int64_t i = 0; i < ph->iterations; i++) {
+            c->records[i].rank = r->rank;
+            c->records[i].client = k;
+            c->records[i].iteration = (int32_t)i;
+            c->records[i].host = r->host;
+        }
+    }
+    return 0;
+}
+
+/* A client that could not connect at the start tries again before each
+ * phase it takes part in; a refusal is its error, counted in its rows. */
+static int run_client_reconnect(struct client_phase *cp, int k)
+{
+    struct run *r = cp->r;
+    struct phase_ctx *c = &cp->c[k];
+    if (r->client_ctx[k])
+        return 0;
+    char name[96];
+    const char *who = run_client_name(r, k, name, sizeof name);
+    int rc = r->be->connect(c->ph->target, &r->job->phases[0], who, &r->client_ctx[k]);
+    if (rc < 0) {
+        r->client_ctx[k] = NULL;
+        workload_fail(c, NULL, OP_CONNECT, rc, c->ph->target);
+        return rc;
+    }
+    c->be_ctx = r->client_ctx[k];
+    return 0;
+}
+
+static void run_client_prepare(void *arg, int k)
+{
+    struct client_phase *cp = arg;
+    if (cp->runs[k] != CLIENT_ACTIVE)
+        return;
+    struct phase_ctx *c = &cp->c[k];
+    int rc = run_client_reconnect(cp, k);
+    if (rc == 0)
+        rc = cp->prepare(cp->r, cp->wl, c);
+    if (rc < 0) {
+        cp->runs[k] = CLIENT_FAILED;
+        cp->prep_err = cp->prep_err && cp->prep_err != -EINTR ? cp->prep_err : rc;
+        cp->failed++;
+    }
+}
+
+int run_clients_prepare(struct client_phase *cp, const struct workload_ops *wl,
+                        int (*prepare)(struct run *r, const struct workload_ops *wl,
+                                       struct phase_ctx *c))
+{
+    cp->wl = wl;
+    cp->prepare = prepare; /* runner.c's, which is above this file */
+    int rc = fiber_run(cp->n, run_client_prepare, cp);
+    if (rc < 0)
+        return rc;
+    for (int k = 0; k < cp->n; k++)
+        cp->running += cp->runs[k] == CLIENT_ACTIVE;
+    /* One client: its failure is the rank's (as it always was). Many: the
+     * rank runs the clients that are ready, unless none is, or a stop or
+     * the deadline cut the preparing short. */
+    if (cp->prep_err == -EINTR || (cp->failed > 0 && cp->running == 0))
+        return cp->prep_err;
+    return 0;
+}
+
+static void run_client_work(void *arg, int k)
+{
+    struct client_phase *cp = arg;
+    if (cp->runs[k] != CLIENT_ACTIVE)
+        return;
+    struct phase_ctx *c = &cp->c[k];
+    c->deadline_at = cp->base->deadline_at; /* the common start's, not prepare's */
+    const struct backend_ops *be = cp->r->be;
+    if (be->observe) /* the backend's own RPCs go into this client's tables */
+        be->observe(c->be_ctx, c->hist, c->op_count, c->op_seconds);
+    cp->wl->run(c);
+    if (be->observe)
+        be->observe(c->be_ctx, NULL, NULL, NULL);
+    uint32_t read = 0, write = 0;
+    if ((cp->wl->flags & WORKLOAD_MOVES_BYTES) && be->window)
+        be->window(c->be_ctx, &read, &write);
+    for (int64_t i = 0; i < c->ph->iterations; i++) {
+        c->records[i].rpc_window_read = (int32_t)read;
+        c->records[i].rpc_window_write = (int32_t)write;
+    }
+}
+
+void run_clients_work(struct client_phase *cp)
+{
+    if (fiber_run(cp->n, run_client_work, cp) < 0)
+        workload_fail(cp->base, NULL, OP_OPEN, -ENOMEM, "(clients)");
+}
+
+/* Client k's holds and meta steps into the rank's, tagged. */
+static void run_client_merge_lists(struct phase_ctx *base, const struct phase_ctx *c, int rank,
+                                   int k)
+{
+    for (size_t i = 0; i < c->holds.n; i++) {
+        const struct hold *h = &c->holds.v[i];
+        size_t before = base->holds.n;
+        holds_add(&base->holds, rank, h->exclusive, h->asked, h->granted, h->released, h->start,
+                  h->len);
+        if (base->holds.n > before)
+            base->holds.v[before].client = k;
+    }
+    if (c->nmeta_steps == 0)
+        return;
+    struct meta_step_record *rows =
+        realloc(base->meta_rows, (base->nmeta_rows + c->nmeta_steps) * sizeof *rows);
+    if (!rows)
+        return;
+    base->meta_rows = rows;
+    for (size_t i = 0; i < c->nmeta_steps; i++) {
+        struct meta_step_record *m = &rows[base->nmeta_rows++];
+        *m = c->meta_steps[i];
+        m->rank = rank;
+        m->client = k;
+    }
+}
+
+void run_clients_end(struct client_phase *cp)
+{
+    struct phase_ctx *base = cp->base;
+    for (int k = 0; cp->c && k < cp->n; k++) {
+        struct phase_ctx *c = &cp->c[k];
+        cp->wl->finish(c);
+        errtab_absorb(base->errors, c->errors, cp->r->rank, k);
+        errtab_free(c->errors);
+        run_client_merge_lists(base, c, cp->r->rank, k);
+        holds_free(&c->holds);
+        for (int op = 0; op < OP_COUNT; op++) {
+            hist_merge(&base->hist[op], &c->hist[op]);
+            base->op_count[op] += c->op_count[op];
+            base->op_errors[op] += c->op_errors[op];
+            base->op_seconds[op] += c->op_seconds[op];
+        }
+        base->prepare_late |= c->prepare_late;
+    }
+    free(cp->c);
+    free(cp->errors);
+    free(cp->inflight);
+    free(cp->hist);
+    free(cp->runs);
+    memset(cp, 0, sizeof *cp);
+}

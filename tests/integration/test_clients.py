@@ -1,0 +1,206 @@
+"""Many NFS clients per rank (clients_per_rank, src/core/runner_clients.c):
+each client its own TCP connection, file, RPC window, rows and errors, all
+of a rank's clients on one event loop (src/lib/fiber.c), against the
+embedded ganesha (cluster-configs/local/nfs-server.sh).
+
+1. 2 ranks x 200 clients: 400 distinct established connections on the
+   server's port 2049, counted in the server's namespace during a phase;
+   then a write and a read with verify: 400 rows, each client's exact
+   bytes, exactly 4 WRITE RPCs per client at a fixed window (nfs_inflight
+   = 2), every row's window 2, verify clean, 400 files in the export.
+2. Locks over NLM (NFSv3) and NFSv4, 2 ranks x 20 clients, exclusive
+   whole-file blocking locks: every client granted count times, no
+   violation, holds recorded per (rank, client) and never overlapping.
+3. ganesha frozen (SIGSTOP) for longer than op_timeout during a write of
+   2 ranks x 100 clients: ETIMEDOUT counted by every client (the errors
+   table names all 200), the run ends (exit 3) within its bound.
+4. SIGTERM to one rank's process while 2 x 50 clients write: every rank
+   and client stops, exit 143, the results say interrupted.
+
+Needs root and nfs-ganesha, and a herd built with libnfs; skips with a
+message otherwise. Run:
+/usr/bin/python3 -m pytest -q -rsx tests/integration/test_clients.py
+"""
+
+import os
+import signal
+import time
+
+import h5py
+import pytest
+
+from conftest import describe, load_results, write_job
+from test_nfs import herd_run_nfs, ns_background, signal_ganesha
+from test_nfs_server import Server, _why_skip, wait_until
+
+_WHY = _why_skip()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
+
+
+@pytest.fixture
+def ganesha(tmp_path):
+    s = Server(tmp_path / "nfs")
+    try:
+        s.start("--fs", "dir")  # its files seen from here
+        yield s
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+
+
+def server_peers(s):
+    """The peers of the established TCP connections to port 2049, as the
+    server's namespace sees them (its side of each)."""
+    proc = s.exec("ss", "-Htn", "state", "established", "( sport = :2049 )")
+    assert proc.returncode == 0, proc.stderr
+    return {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
+
+
+def run_writing(s, herd_bin, job, out, clients, act):
+    """herd in the background; once every client's file exists on the
+    server, act() (a signal); returns (CompletedProcess, seconds from act
+    to the end)."""
+    run = ns_background(s, herd_bin, 2, job, out)
+    try:
+        run.wait_line(r"^herd: run \S+: 2 ranks")
+        files = lambda: list((s.state / "export").glob("herd-*/*/*"))
+        assert wait_until(lambda: len(files()) == clients, timeout=60, step=0.2), len(files())
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        act()
+        proc, _ = run.wait()
+        return proc, time.monotonic() - t0
+    finally:
+        run.kill()
+
+
+def test_connections_bytes_rpcs(ganesha, herd_bin, tmp_path):
+    k, nranks, fsize, bsize = 200, 2, 256 << 10, 64 << 10
+    job = write_job(tmp_path / "c.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k,
+                     "file_size": fsize, "block_size": bsize, "nfs_inflight": 2},
+                    [("hold", {"kind": "idle", "duration": "6s"}),
+                     ("w", {"kind": "write"}),
+                     ("r", {"kind": "read", "verify": "yes"})])
+    out = tmp_path / "c.h5"
+    run = ns_background(ganesha, herd_bin, nranks, job, out)
+    peers = set()
+    try:
+        run.wait_line(r"^herd: run \S+: 2 ranks")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(peers) < k * nranks:
+            peers = server_peers(ganesha)
+            time.sleep(0.2)
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    assert len(peers) == k * nranks, f"{len(peers)} connections on the server, not {k * nranks}"
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    assert res.attrs["clients_per_rank"] == k
+    for name in ("w", "r"):
+        rows = res.phases[name].ranks
+        assert len(rows) == k * nranks, name
+        pairs = set(zip(rows["rank"].tolist(), rows["client"].tolist()))
+        assert pairs == {(r, c) for r in range(nranks) for c in range(k)}, name
+        assert (rows["bytes"] == fsize).all(), name
+        assert (rows["errors"] == 0).all() and (rows["verify_failures"] == 0).all(), name
+        # the global client id names each client's own file
+        gid = rows["rank"] * k + rows["client"]
+        assert (rows["file_rank"] == gid).all(), name
+        assert res.phases[name].attrs["active_clients"] == k * nranks
+    w = res.phases["w"].ranks
+    assert (w["rpc_window_write"] == 2).all()
+    with h5py.File(out, "r") as f:
+        ops = f["phases/w/ops"][()]
+    rpc = ops[ops["op"] == b"rpc_write"]
+    assert int(rpc["count"].sum()) == k * nranks * (fsize // bsize), rpc
+    files = list((ganesha.state / "export").glob("herd-*/unique-256K/*"))
+    assert files == [] or len(files) == k * nranks  # kept: keep = no removes them
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_locks_per_client(ganesha, herd_bin, tmp_path, version):
+    k, nranks, count = 20, 2, 3
+    url = ganesha.url.replace("version=3", f"version={version}")
+    job = write_job(tmp_path / "l.ini",
+                    {"backend": "libnfs", "target": url, "clients_per_rank": k},
+                    [("lk", {"kind": "lock", "lock_mode": "exclusive", "lock_range": "whole",
+                             "lock_wait": "blocking", "count": count, "lock_hold": "1ms"})])
+    out = tmp_path / "l.h5"
+    proc = herd_run_nfs(ganesha, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    ph = res.phases["lk"]
+    rows = ph.ranks
+    assert len(rows) == k * nranks
+    assert (rows["grants"] == count).all(), rows["grants"]
+    assert (rows["violations"] == 0).all() and (rows["errors"] == 0).all()
+    with h5py.File(out, "r") as f:
+        holds = f["phases/lk/holds"][()]
+        clash = f["phases/lk"].attrs["exclusive_overlap_seconds"]
+    owners = set(zip(holds["rank"].tolist(), holds["client"].tolist()))
+    assert owners == {(r, c) for r in range(nranks) for c in range(k)}
+    assert len(holds) == k * nranks * count
+    assert clash == 0
+    spans = sorted(zip(holds["granted"], holds["released"]))
+    assert all(a[1] <= b[0] + 0.002 for a, b in zip(spans, spans[1:])), "exclusive holds overlap"
+
+
+def test_frozen_server_every_client_times_out(ganesha, herd_bin, tmp_path):
+    k, nranks, op_timeout = 100, 2, 3
+    job = write_job(tmp_path / "f.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k,
+                     "op_timeout": f"{op_timeout}s", "stuck_after": "2s"},
+                    [("w", {"kind": "write", "file_size": "2M", "block_size": "64K",
+                            "nfs_inflight": 1, "think_time": "200ms"})])
+    out = tmp_path / "f.h5"
+
+    def freeze():
+        signal_ganesha(ganesha, signal.SIGSTOP)
+        try:
+            time.sleep(op_timeout + 3)
+        finally:
+            os.kill(ganesha.pid, signal.SIGCONT)
+
+    proc, waited = run_writing(ganesha, herd_bin, job, out, k * nranks, freeze)
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    errs = res.phases["w"].errors
+    timed = errs[errs["errno_name"] == b"ETIMEDOUT"]
+    named = set(zip(timed["rank"].tolist(), timed["client"].tolist()))
+    assert named == {(r, c) for r in range(nranks) for c in range(k)}, len(named)
+    rows = res.phases["w"].ranks
+    assert (rows["errors"] > 0).all()
+    assert waited < 120, waited
+
+
+def test_sigterm_stops_every_client(ganesha, herd_bin, tmp_path):
+    k, nranks = 50, 2
+    job = write_job(tmp_path / "t.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k},
+                    [("w", {"kind": "write", "file_size": "2M", "block_size": "64K",
+                            "think_time": "200ms"})])
+    out = tmp_path / "t.h5"
+
+    def term_one_rank():
+        ranks = [int(p) for p in os.listdir("/proc") if p.isdigit()
+                 and _is_herd_rank(int(p), str(out))]
+        assert len(ranks) == nranks, ranks
+        os.kill(ranks[0], signal.SIGTERM)
+
+    proc, took = run_writing(ganesha, herd_bin, job, out, k * nranks, term_one_rank)
+    assert proc.returncode == 143, describe(proc)
+    assert took < 30, took
+    res = load_results(out)
+    assert res.phases["w"].attrs["status"] == "interrupted"
+    assert len(res.phases["w"].ranks) == k * nranks
+
+
+def _is_herd_rank(pid, out):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 1 and argv[0].endswith(b"herd") and out.encode() in argv
