@@ -14,6 +14,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,11 +63,98 @@ static size_t round_up(size_t v, size_t to)
     return (v + to - 1) / to * to;
 }
 
-int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
-                 size_t max_block)
-{
-    size_t period, size;
+/* The tables in use: one per (kind, zero_percent, seed, period), shared
+ * by reference count, so that a rank's K clients (clients_per_rank) hold
+ * one table, not K. */
+struct pattern_table {
+    enum pattern_kind kind;
+    int zero_percent;
+    uint64_t seed;
+    size_t period;
+    unsigned char *bytes;
+    unsigned refs;
+};
+#define PATTERN_TABLES 8
+static struct pattern_table pattern_tables[PATTERN_TABLES];
+static pthread_mutex_t pattern_tables_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Fill a table of period bytes (doubled, plus a chunk) for kind. */
+static void pattern_table_fill(unsigned char *table, size_t period, enum pattern_kind kind,
+                               int zero_percent, uint64_t seed)
+{
+    size_t size = 2 * period + PATTERN_CHUNK;
+    if (kind == PATTERN_ZERO) {
+        memset(table, 0, size);
+        return;
+    }
+    /* One period of splitmix64 output (from a state unrelated to the tags),
+     * then doubled: table[i] == table[i + period] for i < period + CHUNK. */
+    uint64_t state = pattern_mix(seed ^ UINT64_C(0x5EED7AB1E0DA7A00));
+    for (size_t i = 0; i < period; i += 8) {
+        uint64_t w = htole64(pattern_mix(state));
+        state += GOLDEN;
+        memcpy(table + i, &w, 8);
+    }
+    memcpy(table + period, table, period);
+    memcpy(table + 2 * period, table, PATTERN_CHUNK);
+    if (kind == PATTERN_COMPRESSIBLE) {
+        size_t zeros = (size_t)zero_percent * (PATTERN_CHUNK - PATTERN_TAG) / 100;
+        for (size_t c = 0; c < size; c += PATTERN_CHUNK)
+            memset(table + c + PATTERN_CHUNK - zeros, 0, zeros);
+    }
+}
+
+/* p's table: the one in use with p's parameters, or a new one (kept for
+ * sharing when there is room). NULL without memory. */
+static unsigned char *pattern_table_get(const struct pattern *p)
+{
+    pthread_mutex_lock(&pattern_tables_lock);
+    struct pattern_table *free_slot = NULL;
+    for (int i = 0; i < PATTERN_TABLES; i++) {
+        struct pattern_table *t = &pattern_tables[i];
+        if (t->refs && t->kind == p->kind && t->zero_percent == p->zero_percent &&
+            t->seed == p->seed && t->period == p->period) {
+            t->refs++;
+            pthread_mutex_unlock(&pattern_tables_lock);
+            return t->bytes;
+        }
+        if (!t->refs && !free_slot)
+            free_slot = t;
+    }
+    unsigned char *bytes = aligned_alloc(PATTERN_CHUNK, 2 * p->period + PATTERN_CHUNK);
+    /* a table shared is never tagged in place: pattern_block fills scratch */
+    if (bytes) {
+        pattern_table_fill(bytes, p->period, p->kind, p->zero_percent, p->seed);
+        if (free_slot)
+            *free_slot =
+                (struct pattern_table){p->kind, p->zero_percent, p->seed, p->period, bytes, 1};
+    }
+    pthread_mutex_unlock(&pattern_tables_lock);
+    return bytes;
+}
+
+static void pattern_table_put(unsigned char *bytes)
+{
+    if (!bytes)
+        return;
+    pthread_mutex_lock(&pattern_tables_lock);
+    for (int i = 0; i < PATTERN_TABLES; i++) {
+        struct pattern_table *t = &pattern_tables[i];
+        if (t->refs && t->bytes == bytes) {
+            if (--t->refs == 0)
+                free(bytes);
+            pthread_mutex_unlock(&pattern_tables_lock);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&pattern_tables_lock);
+    free(bytes); /* one made when every slot was taken: this pattern's alone */
+}
+
+/* pattern_init and pattern_init_shared. */
+static int pattern_make(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                        size_t max_block, bool shared)
+{
     memset(p, 0, sizeof(*p));
     if (kind != PATTERN_RANDOM && kind != PATTERN_ZERO && kind != PATTERN_COMPRESSIBLE)
         return -EINVAL;
@@ -74,50 +162,47 @@ int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, ui
         return -EINVAL;
     if (max_block > (SIZE_MAX - 2 * PATTERN_CHUNK) / 4)
         return -ENOMEM;
-    period = round_up(max_block, PATTERN_CHUNK);
+    size_t period = round_up(max_block, PATTERN_CHUNK);
     if (period < PATTERN_TABLE)
         period = PATTERN_TABLE;
-    size = 2 * period + PATTERN_CHUNK;
 
     p->kind = kind;
     p->zero_percent = kind == PATTERN_COMPRESSIBLE ? zero_percent : 0;
     p->seed = seed;
     p->period = period;
     p->max_block = max_block;
-    p->table = aligned_alloc(PATTERN_CHUNK, size);
+    p->shared = shared;
+    if (shared) {
+        p->table = pattern_table_get(p);
+    } else if ((p->table = aligned_alloc(PATTERN_CHUNK, 2 * period + PATTERN_CHUNK))) {
+        pattern_table_fill(p->table, period, kind, p->zero_percent, seed);
+    }
     p->scratch = aligned_alloc(PATTERN_CHUNK, round_up(max_block ? max_block : 1, PATTERN_CHUNK));
     if (!p->table || !p->scratch) {
         pattern_free(p);
         return -ENOMEM;
     }
-
-    if (kind == PATTERN_ZERO) {
-        memset(p->table, 0, size);
-        return 0;
-    }
-
-    /* One period of splitmix64 output (from a state unrelated to the tags),
-     * then doubled: table[i] == table[i + period] for i < period + CHUNK. */
-    uint64_t state = pattern_mix(seed ^ UINT64_C(0x5EED7AB1E0DA7A00));
-    for (size_t i = 0; i < period; i += 8) {
-        uint64_t w = htole64(pattern_mix(state));
-        state += GOLDEN;
-        memcpy(p->table + i, &w, 8);
-    }
-    memcpy(p->table + period, p->table, period);
-    memcpy(p->table + 2 * period, p->table, PATTERN_CHUNK);
-
-    if (kind == PATTERN_COMPRESSIBLE) {
-        size_t zeros = (size_t)zero_percent * (PATTERN_CHUNK - PATTERN_TAG) / 100;
-        for (size_t c = 0; c < size; c += PATTERN_CHUNK)
-            memset(p->table + c + PATTERN_CHUNK - zeros, 0, zeros);
-    }
     return 0;
+}
+
+int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                 size_t max_block)
+{
+    return pattern_make(p, kind, zero_percent, seed, max_block, false);
+}
+
+int pattern_init_shared(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                        size_t max_block)
+{
+    return pattern_make(p, kind, zero_percent, seed, max_block, true);
 }
 
 void pattern_free(struct pattern *p)
 {
-    free(p->table);
+    if (p->shared)
+        pattern_table_put(p->table);
+    else
+        free(p->table);
     free(p->scratch);
     p->table = NULL;
     p->scratch = NULL;
@@ -174,7 +259,7 @@ const void *pattern_block(struct pattern *p, uint64_t key, uint64_t offset, size
         return NULL;
     if (p->kind == PATTERN_ZERO)
         return p->table; /* all zero, at least period >= max_block bytes */
-    if (offset % PATTERN_CHUNK == 0) {
+    if (offset % PATTERN_CHUNK == 0 && !p->shared) {
         /* In place: p0 + len <= 2 * period, and a short last chunk's tag
          * still lies in its table chunk's tag slot (never a body byte). */
         size_t rot = pattern_rot(p, key);
@@ -207,11 +292,18 @@ uint64_t pattern_note(const struct pattern *p, uint64_t key, uint64_t offset, si
 const void *pattern_block_into(struct pattern *p, uint64_t key, uint64_t offset, size_t len,
                                void *dest, uint64_t *note)
 {
+    if (len > p->max_block)
+        return NULL;
+    uint64_t want = pattern_note(p, key, offset, len);
+    if (p->shared && p->kind != PATTERN_ZERO) { /* made in dest, the table untouched */
+        pattern_fill(p, key, offset, dest, len);
+        *note = want;
+        return dest;
+    }
     const unsigned char *block = pattern_block(p, key, offset, len);
     if (!block)
         return NULL;
     unsigned char *d = dest;
-    uint64_t want = pattern_note(p, key, offset, len);
     if (want == 0 || *note != want) {
         memcpy(d, block, len);
     } else if (p->kind != PATTERN_ZERO) { /* the same table bytes: only the tags differ */

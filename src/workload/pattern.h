@@ -32,6 +32,8 @@ struct pattern {
     uint64_t seed;
     size_t period;          /* table period: multiple of PATTERN_CHUNK, >= max block */
     unsigned char *table;   /* 2*period + PATTERN_CHUNK bytes, 4 KiB aligned */
+    bool shared;            /* table is pattern_init_shared's: read-only, blocks made in
+                               scratch or the caller's buffer (never tagged in place) */
     unsigned char *scratch; /* max_block bytes, 4 KiB aligned, for the slow path */
     size_t max_block;
 };
@@ -40,6 +42,13 @@ struct pattern {
  * Returns 0 or -ENOMEM. */
 int pattern_init(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
                  size_t max_block);
+/* The same pattern, its table shared with every other pattern of the
+ * process made by this call with the same kind, zero_percent, seed and
+ * block bound (a rank's clients, clients_per_rank: one table, not K).
+ * Its blocks are never tagged inside the table, so a block one client
+ * holds across a wait stays its own: pattern_block returns scratch. */
+int pattern_init_shared(struct pattern *p, enum pattern_kind kind, int zero_percent, uint64_t seed,
+                        size_t max_block);
 void pattern_free(struct pattern *p);
 
 /* Key that names a file's content: hash of a file-set name and an index. */

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "fiber.h"
+#include "pattern.h"
 #include "signals.h"
 
 bool workload_should_stop(const struct phase_ctx *c)
@@ -123,6 +124,13 @@ void workload_make_dirs(struct phase_ctx *c)
         workload_claim(c, CLAIM_FILESET_DIR);
     else if (rc != -EEXIST)
         workload_fail(c, NULL, OP_MKDIR, rc, dir); /* prepare: iteration 0's row */
+}
+
+int workload_pattern_init(const struct phase_ctx *c, struct pattern *p, size_t max_block)
+{
+    const struct phase *ph = c->ph;
+    return (c->clients > 1 ? pattern_init_shared : pattern_init)(
+        p, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed, max_block);
 }
 
 void workload_claim(struct phase_ctx *c, unsigned bits)

@@ -187,6 +187,12 @@ void workload_describe_attempts(const struct phase *ph, char *buf, size_t len);
  * workload_fail, which keep the row's errors in step. */
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
 
+struct pattern;
+/* The phase's data pattern (its pattern, zero_percent and seed) for blocks
+ * of at most max_block bytes; one table for all of a rank's clients
+ * (pattern_init_shared) when it has many. 0 or -errno. */
+int workload_pattern_init(const struct phase_ctx *c, struct pattern *p, size_t max_block);
+
 /* Format a path herd names below the target into buf (HERD_PATH_MAX). A
  * path that does not fit becomes "" , which every backend refuses
  * (safepath_check), so a too-long name is an error counted, never a

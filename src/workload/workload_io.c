@@ -122,8 +122,7 @@ static int io_prepare(struct phase_ctx *c)
     int rc = access_init(&probe, (enum access)ph->access, 0, 0);
     if (rc < 0)
         return rc;
-    rc = pattern_init(&s->pattern, ph->pattern, (int)ph->zero_percent, (uint64_t)ph->seed,
-                      ph->block_size);
+    rc = workload_pattern_init(c, &s->pattern, ph->block_size);
     if (rc < 0)
         return rc;
     if (ph->kind == KIND_READ || s->mix >= 0) { /* md5 reads into its read-ahead ring */

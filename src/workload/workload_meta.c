@@ -128,8 +128,7 @@ static int meta_prepare(struct phase_ctx *c)
     workload_path(s->path, sizeof s->path, "%s/b", s->base);
     s->where = c->be->stat(c->be_ctx, s->path, &st) == 0 ? 'b' : 'a';
     size_t block = c->ph->block_size < c->ph->file_size ? c->ph->block_size : c->ph->file_size;
-    return pattern_init(&s->pattern, c->ph->pattern, (int)c->ph->zero_percent,
-                        (uint64_t)c->ph->seed, block ? block : 4096);
+    return workload_pattern_init(c, &s->pattern, block ? block : 4096);
 }
 
 static void meta_create(struct phase_ctx *c, struct rank_record *r)

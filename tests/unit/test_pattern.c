@@ -126,6 +126,52 @@ static void test_fast_slow_agree(void **state)
     pattern_free(&p);
 }
 
+/* Shared patterns (a rank's clients): one table for the same parameters,
+ * another for others; the same bytes as a private pattern's, through
+ * pattern_block (in scratch, never the table) and pattern_block_into; a
+ * block one holds is not changed by another's calls; compare holds; the
+ * table is freed with its last user. */
+static void test_shared(void **state)
+{
+    (void)state;
+    enum pattern_kind kinds[] = {PATTERN_RANDOM, PATTERN_COMPRESSIBLE, PATTERN_ZERO};
+    const size_t len = 64 * KiB;
+    for (int k = 0; k < 3; k++) {
+        struct pattern own, a, b, other;
+        assert_int_equal(pattern_init(&own, kinds[k], 40, 9, len), 0);
+        assert_int_equal(pattern_init_shared(&a, kinds[k], 40, 9, len), 0);
+        assert_int_equal(pattern_init_shared(&b, kinds[k], 40, 9, len), 0);
+        assert_int_equal(pattern_init_shared(&other, kinds[k], 40, 10, len), 0);
+        assert_ptr_equal(a.table, b.table);
+        assert_ptr_not_equal(a.table, other.table);
+        uint64_t ka = pattern_file_key("unique-1M", 1), kb = pattern_file_key("unique-1M", 2);
+        const unsigned char *want = pattern_block(&own, ka, 4096, len);
+        unsigned char *copy = malloc(len);
+        assert_non_null(copy);
+        memcpy(copy, want, len);
+        const unsigned char *held = pattern_block(&a, ka, 4096, len);
+        assert_memory_equal(held, copy, len);
+        if (kinds[k] != PATTERN_ZERO)
+            assert_true(held < a.table || held >= a.table + 2 * a.period + 4096);
+        (void)pattern_block(&b, kb, 4096, len); /* another client's block */
+        assert_memory_equal(held, copy, len);
+        unsigned char *dest = malloc(len);
+        assert_non_null(dest);
+        uint64_t note = 0;
+        assert_ptr_equal(pattern_block_into(&b, ka, 4096, len, dest, &note), dest);
+        assert_memory_equal(dest, copy, len);
+        assert_int_equal(pattern_compare(&b, ka, 4096, dest, len), -1);
+        dest[100] ^= 1;
+        assert_int_equal(pattern_compare(&a, ka, 4096, dest, len), 4096 + 100);
+        free(dest);
+        free(copy);
+        pattern_free(&a);
+        pattern_free(&b);
+        pattern_free(&other);
+        pattern_free(&own);
+    }
+}
+
 /* pattern_block_into gives pattern_block's bytes into a kept buffer,
  * whatever the buffer held: its note names what it holds, a block with
  * the same note gets only its tags, any other note all its bytes. */
@@ -606,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_file_key),
         cmocka_unit_test(test_fast_slow_agree),
         cmocka_unit_test(test_block_into),
+        cmocka_unit_test(test_shared),
         cmocka_unit_test(test_wrap_period),
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_md5),
