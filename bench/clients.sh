@@ -1,74 +1,227 @@
-#!/bin/bash
-# bench/clients.sh — what virtual clients (clients_per_rank) cost herd:
-# one rank's RSS and CPU per WRITE RPC at K = 1, 100, 1000 against the
-# embedded ganesha, then 1 rank x 64 clients against 64 ranks x 1 client
-# (server-side MiB/s, herd's RSS summed over ranks, start-up time),
-# alternating, ROUNDS rounds; medians and ratios on stdout.
-# Usage: HERD=build/herd [ROUNDS=5] [OUT=DIR] bash bench/clients.sh
-set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-herd=$(realpath "${HERD:-$here/build/herd}")
-rounds=${ROUNDS:-5}
-out=${OUT:-$(mktemp -d /tmp/herd-clients-bench.XXXXXX)}
-mkdir -p "$out"
-state="$out/server"
-server="$here/cluster-configs/local/nfs-server.sh"
-"$server" start --state "$state" --fs tmpfs --size 3G > "$out/start.out"
-url=$(head -1 "$out/start.out")
-trap '"$server" stop --state "$state" >/dev/null 2>&1 || true' EXIT
+#!/usr/bin/env bash
+# clients.sh — what virtual clients (clients_per_rank) cost herd and what
+# they show of a server, against the embedded servers:
+#  cost   one rank, K = 1, 100, 1000 clients, 4000 WRITE RPCs in all at
+#         every K (64 KiB, window 2, tmpfs ganesha): RSS, RSS per client
+#         beyond K = 1, herd's CPU per RPC (the run's CPU less an idle
+#         run's at the same K: connecting is not an RPC of the phase)
+#  forms  1 rank x 64 clients against 64 ranks x 1 client on the same job
+#         (4 MiB per client), ROUNDS alternating rounds: medians of MiB/s,
+#         RSS summed over ranks, start-up (MPI_Init to the first phase)
+#  scale  2 ranks x K for K = SCALE_KS against ganesha (tmpfs) and the
+#         kernel's nfsd (UML): start-up, established connections to port
+#         2049 counted in the server's namespace during an idle phase,
+#         a write (256 KiB per client), its MiB/s and p99, the server
+#         process's CPU seconds over the run, herd's CPU and RSS, errors
+#  records rank 0's cost of many clients' rows: 2 ranks x 2000 clients x
+#         25 iterations of an idle phase (100 000 rows) through the real
+#         gather, summary, HDF5 write and herd-report: gather_seconds,
+#         write_seconds, rank 0's RSS, herd-report's wall time and RSS
+# Output: tables on stdout (and OUT/clients.txt). Needs root; exits 0
+# whatever the numbers, 2 when a tool is missing.
+set -u -o pipefail
 
-job() { # job NAME K FILE_SIZE
-    cat > "$out/$1.ini" <<JOB
-[global]
-backend = libnfs
-target = $url
-clients_per_rank = $2
-file_size = $3
-block_size = 64k
-nfs_inflight = 2
-[w]
-kind = write
-JOB
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+ROUNDS=${ROUNDS:-5}
+SCALE_KS=${SCALE_KS:-10 100 500 1000 2000}
+PARTS=${PARTS:-cost forms scale records}
+OUT=${OUT:-./bench-results/clients}
+HERD=${HERD:-$ROOT/build/herd}
+SERVER=$ROOT/cluster-configs/local/nfs-server.sh
+PY=/usr/bin/python3
+
+BENCH=clients
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+
+bench_require_root "the servers use namespaces."
+bench_require mpirun:openmpi-bin ganesha.nfsd:nfs-ganesha ss:iproute2
+[ -x "$HERD" ] || { warn "$HERD not built"; exit 2; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+work=$(mktemp -d /tmp/herd-bench-clients.XXXXXX)
+cleanup() {
+    for s in ganesha knfsd; do "$SERVER" stop --state "$work/$s" --purge >/dev/null 2>&1; done
+    rm -rf "$work"
 }
-run() { # run NAME RANKS
-    "$server" exec --state "$state" -- mpirun --allow-run-as-root --oversubscribe -n "$2" \
-        "$herd" run "$out/$1.ini" -o "$out/$1.h5" --force > "$out/$1.log" 2>&1
+trap cleanup EXIT INT TERM
+
+declare -A url pid
+start() { # start NAME OPTIONS...
+    local name=$1 lines
+    shift
+    "$SERVER" start --state "$work/$name" "$@" > "$work/$name.start" ||
+        { warn "nfs-server.sh start $* failed"; exit 1; }
+    lines=$(cat "$work/$name.start")
+    url[$name]=$(sed -n 1p <<<"$lines")
+    pid[$name]=$(sed -n 2p <<<"$lines")
 }
-for k in 1 100 1000; do
-    job "k$k" "$k" $((256 * 1024 * 1000 / k)) # 4000 WRITE RPCs in all at every K
-    run "k$k" 1
-done
-for i in $(seq "$rounds"); do
-    job "one$i" 64 4m
-    run "one$i" 1
-    job "many$i" 1 4m
-    run "many$i" 64
-done
-/usr/bin/python3 - "$out" "$rounds" <<'PY'
-import statistics, sys
+
+job() { # job FILE URL K FILE_SIZE [IDLE_SECONDS]
+    {
+        printf '[global]\nbackend = libnfs\ntarget = %s\nclients_per_rank = %s\n' "$2" "$3"
+        printf 'block_size = 64k\nnfs_inflight = 2\nop_timeout = 120s\n'
+        [ -n "${5:-}" ] && printf '[hold]\nkind = idle\nduration = %s\n' "$5"
+        [ "$4" != 0 ] && printf '[w]\nkind = write\nfile_size = %s\n' "$4"
+    } > "$1"
+}
+
+run() { # run SERVER NAME RANKS: herd in the server's namespace
+    "$SERVER" exec --state "$work/$1" -- mpirun --oversubscribe -n "$3" "$HERD" run \
+        "$OUT/$2.ini" -o "$OUT/$2.h5" --force > "$OUT/$2.log" 2>&1 ||
+        warn "$2: herd exited $? (see $OUT/$2.log)"
+}
+
+cpu_of() { # the process's utime + stime in clock ticks
+    awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+start ganesha --fs tmpfs --size 3G
+
+if [[ " $PARTS " == *" cost "* ]]; then
+    for k in 1 100 1000; do
+        job "$OUT/cost$k.ini" "${url[ganesha]}" "$k" $((256 * 1024 * 1000 / k))
+        job "$OUT/idle$k.ini" "${url[ganesha]}" "$k" 0 0.1s
+        run ganesha "cost$k" 1
+        run ganesha "idle$k" 1
+    done
+fi
+if [[ " $PARTS " == *" forms "* ]]; then
+    for i in $(seq "$ROUNDS"); do
+        job "$OUT/one$i.ini" "${url[ganesha]}" 64 4m
+        job "$OUT/many$i.ini" "${url[ganesha]}" 1 4m
+        if ((i % 2)); then
+            run ganesha "one$i" 1
+            run ganesha "many$i" 64
+        else
+            run ganesha "many$i" 64
+            run ganesha "one$i" 1
+        fi
+    done
+fi
+if [[ " $PARTS " == *" scale "* ]]; then
+    servers=(ganesha)
+    if command -v linux.uml >/dev/null 2>&1; then
+        start knfsd --server knfsd --fs xfs --size 3G --threads 8
+        servers+=(knfsd)
+    fi
+    for s in "${servers[@]}"; do
+        # the server's end of each connection: ganesha's port 2049 in the
+        # namespace; knfsd's lives in its guest: herd's ends, to port 2049
+        filter='( sport = :2049 )'
+        [ "$s" = knfsd ] && filter='( dport = :2049 )'
+        for k in $SCALE_KS; do
+            name=scale-$s-$k
+            job "$OUT/$name.ini" "${url[$s]}" "$k" 256k 8s
+            before=$(cpu_of "${pid[$s]}")
+            run "$s" "$name" 2 &
+            herd_job=$!
+            most=0
+            for _ in $(seq 150); do
+                n=$("$SERVER" exec --state "$work/$s" -- ss -Htn state established "$filter" |
+                    wc -l)
+                ((n > most)) && most=$n
+                kill -0 "$herd_job" 2>/dev/null || break
+                sleep 0.2
+            done
+            wait "$herd_job"
+            echo "$most $(($(cpu_of "${pid[$s]}") - before))" > "$OUT/$name.server"
+        done
+    done
+fi
+
+if [[ " $PARTS " == *" records "* ]]; then
+    job "$OUT/records.ini" "${url[ganesha]}" 2000 0 0.1s
+    sed -i 's/^duration = 0.1s$/duration = 0.1s\niterations = 25/' "$OUT/records.ini"
+    run ganesha records 2
+    rm -rf "$OUT/records-report"
+    /usr/bin/time -f "%e %M" -o "$OUT/records.report-time" "$ROOT/analysis/herd-report" \
+        "$OUT/records.h5" -o "$OUT/records-report" > "$OUT/records-report.log" 2>&1 ||
+        warn "herd-report failed (see $OUT/records-report.log)"
+fi
+
+"$PY" - "$OUT" "$ROUNDS" "$PARTS" "$SCALE_KS" <<'PY' | tee "$OUT/clients.txt"
+import os, statistics, sys
 import h5py
-out, rounds = sys.argv[1], int(sys.argv[2])
+
+out, rounds, parts, ks = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+tick = os.sysconf("SC_CLK_TCK")
+
 def facts(name):
-    with h5py.File(f"{out}/{name}.h5", "r") as f:
+    path = f"{out}/{name}.h5"
+    if not os.path.exists(path):
+        return None
+    with h5py.File(path, "r") as f:
         u = f["usage"][()]
-        ops = f["phases/w/ops"][()]
-        rpcs = int(ops[ops["op"] == b"rpc_write"]["count"].sum())
-        ph = f["phases/w"].attrs
-        return {"rss": float(u["max_rss_bytes"].sum()), "cpu": float((u["user_seconds"] + u["system_seconds"]).sum()),
-                "rpcs": rpcs, "mibs": float(ph["summary_mib_per_s"]), "start": float(f.attrs["startup_seconds"]),
-                "clients": int(f.attrs["nranks"]) * int(f.attrs["clients_per_rank"])}
-print("K     RSS MiB  RSS/client KiB  CPU us/RPC   RPCs")
-base = facts("k1")
-for k in (1, 100, 1000):
-    x = facts(f"k{k}")
-    per = (x["rss"] - base["rss"]) / 1024 / (k - 1) if k > 1 else 0
-    print(f"{k:<5} {x['rss']/2**20:8.1f} {per:15.1f} {1e6*x['cpu']/x['rpcs']:11.2f} {x['rpcs']:6d}")
-one = [facts(f"one{i}") for i in range(1, rounds + 1)]
-many = [facts(f"many{i}") for i in range(1, rounds + 1)]
+        x = {"rss": float(u["max_rss_bytes"].sum()),
+             "cpu": float((u["user_seconds"] + u["system_seconds"]).sum()),
+             "start": float(f.attrs["startup_seconds"]), "rpcs": 0, "mibs": float("nan"),
+             "p99": float("nan"), "errors": 0}
+        if "w" in f["phases"]:
+            ph = f["phases/w"]
+            ops = ph["ops"][()]
+            x["rpcs"] = int(ops[ops["op"] == b"rpc_write"]["count"].sum())
+            x["mibs"] = float(ph.attrs["summary_mib_per_s"])
+            summary = ph["op_summary"][()]
+            write = summary[summary["op"] == b"write"]
+            x["p99"] = float(write["p99_s"][0]) if len(write) else float("nan")
+        x["errors"] = sum(int(f["phases"][n].attrs.get("summary_errors", 0)) for n in f["phases"])
+        return x
+
 med = lambda xs, k: statistics.median(x[k] for x in xs)
-print("\nform          MiB/s (median)  RSS MiB (all ranks)  start s")
-for name, xs in (("1 rank x 64", one), ("64 ranks x 1", many)):
-    print(f"{name:<13} {med(xs,'mibs'):14.1f} {med(xs,'rss')/2**20:20.1f} {med(xs,'start'):8.2f}")
-print(f"\nratios 1x64 / 64x1: MiB/s {med(one,'mibs')/med(many,'mibs'):.3f}, "
-      f"RSS {med(one,'rss')/med(many,'rss'):.3f}, start {med(one,'start')/med(many,'start'):.3f}")
+if "cost" in parts:
+    print("cost: one rank, 4000 WRITE RPCs of 64 KiB (window 2) at every K")
+    print(f"{'K':>5} {'RSS MiB':>8} {'RSS/client KiB':>15} {'CPU us/RPC':>11} {'start s':>8}")
+    base = facts("cost1")
+    cpu1 = None
+    for k in (1, 100, 1000):
+        x, idle = facts(f"cost{k}"), facts(f"idle{k}")
+        if not x or not idle:
+            continue
+        per = (x["rss"] - base["rss"]) / 1024 / (k - 1) if k > 1 else 0.0
+        cpu = (x["cpu"] - idle["cpu"]) / max(x["rpcs"], 1) * 1e6
+        cpu1 = cpu if k == 1 else cpu1
+        ratio = f"  ({cpu / cpu1:.2f} x K=1)" if cpu1 and k > 1 else ""
+        print(f"{k:>5} {x['rss'] / 2**20:8.1f} {per:15.1f} {cpu:11.2f} {x['start']:8.2f}{ratio}")
+if "forms" in parts:
+    one = [x for x in (facts(f"one{i}") for i in range(1, rounds + 1)) if x]
+    many = [x for x in (facts(f"many{i}") for i in range(1, rounds + 1)) if x]
+    if one and many:
+        print(f"\nforms: {len(one)} alternating rounds, 64 clients x 4 MiB, medians")
+        print(f"{'form':<13} {'MiB/s':>8} {'RSS MiB':>8} {'start s':>8}  MiB/s of each round")
+        for label, xs in (("1 rank x 64", one), ("64 ranks x 1", many)):
+            each = " ".join(f"{x['mibs']:.0f}" for x in xs)
+            print(f"{label:<13} {med(xs, 'mibs'):8.1f} {med(xs, 'rss') / 2**20:8.1f} "
+                  f"{med(xs, 'start'):8.2f}  {each}")
+        print(f"ratio 1x64 / 64x1: MiB/s {med(one, 'mibs') / med(many, 'mibs'):.3f}, "
+              f"RSS {med(one, 'rss') / med(many, 'rss'):.3f}, "
+              f"start {med(one, 'start') / med(many, 'start'):.3f}")
+if "scale" in parts:
+    print("\nscale: 2 ranks x K clients, write 256 KiB per client (64 KiB, window 2)")
+    print(f"{'server':<8} {'clients':>7} {'start s':>8} {'conns':>6} {'MiB/s':>8} "
+          f"{'p99 ms':>8} {'srv CPU s':>9} {'herd CPU s':>10} {'RSS MiB':>8} {'errors':>6}")
+    for s in ("ganesha", "knfsd"):
+        for k in ks:
+            x = facts(f"scale-{s}-{k}")
+            if not x:
+                continue
+            with open(f"{out}/scale-{s}-{k}.server") as f:
+                conns, ticks = (int(v) for v in f.read().split())
+            print(f"{s:<8} {2 * int(k):>7} {x['start']:8.2f} {conns:>6} {x['mibs']:8.1f} "
+                  f"{x['p99'] * 1e3:8.2f} {ticks / tick:9.2f} {x['cpu']:10.2f} "
+                  f"{x['rss'] / 2**20:8.1f} {x['errors']:>6}")
+if "records" in parts and os.path.exists(f"{out}/records.h5"):
+    with h5py.File(f"{out}/records.h5", "r") as f:
+        ph = f["phases/hold"]
+        rows = len(ph["ranks"])
+        u = f["usage"][()]
+        rss0 = float(u["max_rss_bytes"][u["rank"] == 0][0])
+        gather, write = float(ph.attrs["gather_seconds"]), float(ph.attrs["write_seconds"])
+    with open(f"{out}/records.report-time") as f:
+        wall, kib = f.read().split()[-2:]
+    print(f"\nrecords: {rows} rows (2 ranks x 2000 clients x 25 iterations): gather "
+          f"{gather:.3f} s, HDF5 write {write:.3f} s, rank 0 RSS {rss0 / 2**20:.1f} MiB; "
+          f"herd-report {float(wall):.1f} s, {int(kib) / 1024:.1f} MiB")
 PY

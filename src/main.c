@@ -115,6 +115,31 @@ static int probe_targets(const struct job *job, long ranks)
     return problems;
 }
 
+/* With clients_per_rank: the clients, and the memory their buffers take
+ * per rank at most (the backend's estimate, the phase that needs most). */
+static void check_print_clients(const struct job *job, long ranks)
+{
+    const struct phase *first = &job->phases[0];
+    const struct backend_ops *be = backend_find(first->backend);
+    uint64_t most = 0;
+    for (int i = 0; be && be->client_memory && i < job->nphases; i++) {
+        uint64_t m = be->client_memory(&job->phases[i]);
+        most = m > most ? m : most;
+    }
+    char each[32] = "?", all[32] = "?", host[32] = "?";
+    if (most) {
+        units_format_human((double)most, each, sizeof each);
+        units_format_human((double)most * (double)first->clients_per_rank, all, sizeof all);
+    }
+    units_format_human((double)job_host_memory(), host, sizeof host);
+    printf("clients: %lld per rank, %lld in all, each a separate NFS client with its own "
+           "connection, file or region and RPC window, on one event loop per rank\n",
+           (long long)first->clients_per_rank, (long long)first->clients_per_rank * ranks);
+    printf("memory: %s per client at most (RPC window x block, and its state), %s per rank; "
+           "this host has %s\n",
+           each, all, host);
+}
+
 /* check's table: one line per phase (a ladder's steps each), then the
  * bytes of the whole job on `ranks` ranks. */
 static void check_print_phases(const struct job *job, long ranks)
@@ -153,9 +178,7 @@ static void check_print_phases(const struct job *job, long ranks)
     units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", ranks, units_plural(ranks), total);
     if (first->clients_per_rank > 1)
-        printf("clients: %lld per rank, %lld in all, each a separate NFS client with its own "
-               "connection, file or region and RPC window; one event loop per rank\n",
-               (long long)first->clients_per_rank, (long long)first->clients_per_rank * ranks);
+        check_print_clients(job, ranks);
 }
 
 static int command_check(const struct cli_args *a)

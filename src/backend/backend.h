@@ -63,6 +63,10 @@ struct backend_ops {
      * clients of the server (clients_per_rank), their calls interleaved
      * on one thread: every wait goes through fiber_poll (fiber.h). */
     bool clients;
+    /* Optional, with clients: the most memory one client holds for phase
+     * ph's calls (its buffers in flight and its own state), for `herd
+     * check` and the rule that a rank's clients fit its host. */
+    uint64_t (*client_memory)(const struct phase *ph);
     /* Apply a phase's per-phase options (sizes, timeouts) before it runs;
      * reconnect first if the connection was lost. ph NULL: no phase runs
      * (the run's clean-up): defaults. 0 or -errno. NULL if nothing to do. */

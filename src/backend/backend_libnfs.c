@@ -275,6 +275,19 @@ static void libnfs_prime(void *ctx, const struct phase *ph)
         prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 3 * (size_t)c->inflight + 1);
 }
 
+/* backend.h's client_memory: a data phase's stream slots and libnfs's own
+ * buffer per RPC in flight (prime's 3 x inflight + 1 chunks of at most a
+ * block, the server's 1 MiB assumed), else a block; and a context's own
+ * state and its fiber's stack pages (measured: about 34 KiB connected). */
+static uint64_t libnfs_client_memory(const struct phase *ph)
+{
+    uint64_t chunk = ph->block_size < LIBNFS_DEFAULT_XFER ? ph->block_size : LIBNFS_DEFAULT_XFER;
+    uint64_t buffers = chunk;
+    if (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)
+        buffers = (3 * (uint64_t)libnfs_inflight(ph, chunk, chunk) + 1) * chunk;
+    return buffers + LIBNFS_CLIENT_STATE;
+}
+
 static int libnfs_configure(void *ctx, const struct phase *ph)
 {
     struct libnfs_ctx *c = ctx;
@@ -756,6 +769,7 @@ const struct backend_ops backend_libnfs = {
     .check = libnfs_check,
     .connect = libnfs_connect,
     .clients = true,
+    .client_memory = libnfs_client_memory,
     .configure = libnfs_configure,
     .prime = libnfs_prime,
     .disconnect = libnfs_disconnect,

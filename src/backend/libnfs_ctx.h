@@ -30,7 +30,8 @@ struct nfs_fh {
 
 #define LIBNFS_PATH_MAX 1400
 #define LIBNFS_DEFAULT_XFER (1u << 20)
-#define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
+#define LIBNFS_CLIENT_STATE (64u << 10) /* one client's context, beyond its I/O buffers */
+#define LIBNFS_V4_MAX_HOLD 30           /* seconds: below the shortest common lease */
 
 /* A directory kept by its file handle (libnfs_dirs.c): path is
  * export-absolute ("" for the export's root); fh_len 0: empty. */

@@ -150,9 +150,10 @@ static void run_phase_work(struct run *r, const struct workload_ops *wl, struct 
     bool io = wl->flags & WORKLOAD_MOVES_BYTES;
     progress_begin(progress, r->comm, c->ph->name, c->index, workers,
                    io ? job_phase_bytes_per_rank(c->ph) * (uint64_t)nactive : 0,
-                   io          ? NULL
-                   : cp->n > 1 ? NULL
-                               : cp->c[0].op_count);
+                   /* calls: one client's live; many clients' at the end */
+                   io                    ? NULL
+                   : cp->n == 1 && cp->c ? cp->c[0].op_count
+                                         : c->op_count);
     if (go)
         run_clients_work(cp);
     progress_end(progress);
@@ -197,9 +198,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     struct watchdog *dog =
         ok ? watchdog_start(cp.inflight, cp.n, &r->clock, ph->stuck_after, r->rank, r->hostname)
            : NULL;
-    r->step_comm = MPI_COMM_NULL;
-    if (ph->active_ranks > 0 || ph->active_clients > 0)
-        MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
+    run_step_comm(r, ph, active);
     int prep = run_phase_prepare(r, wl, &cp, ok, active);
     if (index == 0)
         run_monitor_begin(r, ph);
@@ -217,7 +216,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     size_t nstuck;
     watchdog_stop(dog, &stuck, &nstuck);
     if (ok)
-        run_clients_end(&cp);
+        run_clients_end(&cp);      /* many clients: their calls join c's for the closing line */
     runner_stop_barrier(&r->stop); /* hears a stop while the slowest finish */
     sum.t_end = clock_now(&r->clock);
     progress_finish(&progress); /* all ranks: the phase's closing progress line */
@@ -232,6 +231,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
     run_phase_monitor(r, index, &sum, client_before, index == r->job->nphases - 1 || o.signal);
     free(client_before);
     free(stuck);
+    run_clients_free(&cp);
     free(c.records);
     free(c.hist);
     free(c.meta_rows);

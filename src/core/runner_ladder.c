@@ -44,6 +44,13 @@ int run_active_clients(const struct run *r, int i, const struct phase *ph)
     return share < r->clients ? (int)share : r->clients;
 }
 
+void run_step_comm(struct run *r, const struct phase *ph, bool active)
+{
+    r->step_comm = MPI_COMM_NULL;
+    if (ph->active_ranks > 0 || ph->active_clients > 0)
+        MPI_Comm_split(r->comm, active ? 0 : MPI_UNDEFINED, r->rank, &r->step_comm);
+}
+
 struct phase_summary run_step_summary(const struct run *r, const struct phase *ph, int index)
 {
     struct phase_summary sum = {.index = index, .active_hosts = run_active_hosts(r, ph)};

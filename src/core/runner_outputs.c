@@ -146,9 +146,12 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
         return 2;
     }
-    fprintf(stderr, "herd: run %s: %d rank%s on %d host%s, target %s (%s), results %s\n", r->run_id,
-            r->size, units_plural(r->size), r->nhosts, units_plural(r->nhosts), first->target,
-            r->rundir, r->output);
+    char clients[48] = ""; /* "2 ranks x 1000 clients" */
+    if (r->clients > 1)
+        snprintf(clients, sizeof clients, " x %d clients", r->clients);
+    fprintf(stderr, "herd: run %s: %d rank%s%s on %d host%s, target %s (%s), results %s\n",
+            r->run_id, r->size, units_plural(r->size), clients, r->nhosts, units_plural(r->nhosts),
+            first->target, r->rundir, r->output);
     if (r->mon.sampler >= 0)
         fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
                 r->mon.sampler_host, first->monitor_interval);

@@ -185,8 +185,10 @@ int run_clients_prepare(struct client_phase *cp, const struct workload_ops *wl,
                                        struct phase_ctx *c));
 /* The ready clients run the phase (timed), each on its fiber. */
 void run_clients_work(struct client_phase *cp);
-/* finish on every client, their tables into the base's; frees cp. */
+/* finish on every client, their tables into the base's. */
 void run_clients_end(struct client_phase *cp);
+/* cp's memory (after run_clients_begin, whatever it returned). */
+void run_clients_free(struct client_phase *cp);
 
 /* runner_ladder.c */
 /* Ladder steps take ranks spread over hosts: the first rank of every
@@ -199,6 +201,9 @@ bool run_active(const struct run *r, int i, int64_t active_ranks);
  * the ranks ladder, or its share of a clients ladder's step (the step's
  * clients spread evenly over the ranks in spread order). */
 int run_active_clients(const struct run *r, int i, const struct phase *ph);
+/* A ladder step's communicator of its active ranks (step_comm, for their
+ * barriers); MPI_COMM_NULL for a phase that is not a step. Collective. */
+void run_step_comm(struct run *r, const struct phase *ph, bool active);
 /* A phase's summary as it begins: its index, and the ranks, clients and
  * hosts doing I/O in it. */
 struct phase_summary run_step_summary(const struct run *r, const struct phase *ph, int index);

@@ -49,6 +49,8 @@ struct fiber_loop {
     int epfd;
     int *queue; /* ready fibers, a ring of n */
     int qhead, qlen;
+    int nwaiting;     /* fibers in FIBER_WAITING */
+    double next_wake; /* no wait times out before this (clock_mono; 0: none waits on time) */
     int *owner;       /* by descriptor: the waiting fiber + 1, 0: none */
     bool *registered; /* by descriptor: in the epoll set (maybe disarmed) */
     int nfds;
@@ -68,6 +70,7 @@ int fiber_index(void)
 
 static void fiber_enqueue(struct fiber_loop *l, int i)
 {
+    l->nwaiting -= l->f[i].state == FIBER_WAITING;
     l->f[i].state = FIBER_READY;
     l->queue[(l->qhead + l->qlen++) % l->n] = i;
 }
@@ -180,7 +183,10 @@ static int fiber_wait(struct fiber_loop *l, int fd, short events, int timeout_ms
     f->revents = 0;
     f->signalled = false;
     f->wake_at = timeout_ms >= 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
+    if (f->wake_at > 0 && (l->next_wake <= 0 || f->wake_at < l->next_wake))
+        l->next_wake = f->wake_at;
     f->state = FIBER_WAITING;
+    l->nwaiting++;
     fiber_to_loop(l);
     if (fd >= 0 && fd < l->nfds && l->owner[fd] == l->current + 1)
         l->owner[fd] = 0;
@@ -242,28 +248,32 @@ void fiber_unpark(int index)
         fiber_enqueue(l, index);
 }
 
-/* Milliseconds until the earliest wait times out (-1: none), and the
- * waits that already have ready. */
+/* Milliseconds until the earliest wait may time out (-1: none), after
+ * queueing the waits whose time has come. The waits are looked over only
+ * once the earliest time known passes (a wait that ended early leaves it
+ * early: a look too many, never one too few), not on every turn. */
 static int fiber_timeouts(struct fiber_loop *l)
 {
-    double now = clock_mono(), first = 0;
-    int waiting = 0;
-    for (int i = 0; i < l->n; i++) {
-        struct fiber *f = &l->f[i];
-        waiting += f->state == FIBER_WAITING;
-        if (f->state != FIBER_WAITING || f->wake_at <= 0)
-            continue;
-        if (f->wake_at <= now)
-            fiber_enqueue(l, i);
-        else if (first <= 0 || f->wake_at < first)
-            first = f->wake_at;
+    double now = clock_mono();
+    if (l->next_wake > 0 && now >= l->next_wake) {
+        double first = 0;
+        for (int i = 0; i < l->n; i++) {
+            struct fiber *f = &l->f[i];
+            if (f->state != FIBER_WAITING || f->wake_at <= 0)
+                continue;
+            if (f->wake_at <= now)
+                fiber_enqueue(l, i);
+            else if (first <= 0 || f->wake_at < first)
+                first = f->wake_at;
+        }
+        l->next_wake = first;
     }
-    for (int i = 0; waiting == 0 && !l->qlen && i < l->n; i++)
+    for (int i = 0; l->nwaiting == 0 && !l->qlen && i < l->n; i++)
         if (l->f[i].state == FIBER_PARKED) /* nobody left to wake them: a caller's bug */
             fiber_enqueue(l, i);
     if (l->qlen)
         return 0;
-    return first > 0 ? (int)((first - now) * 1000.0) + 1 : -1;
+    return l->next_wake > 0 ? (int)((l->next_wake - now) * 1000.0) + 1 : -1;
 }
 
 /* One turn of the loop: run every ready fiber, then wait for events or

@@ -165,6 +165,7 @@ struct step_row {
     char kind[8];
     char status[16];
     int32_t active_ranks, active_hosts;
+    int32_t active_clients, pad; /* every rank's clients doing I/O */
     double mib_per_s, ops_per_s; /* the step's summary_mib/ops_per_s */
     char main_op[OP_NAME_LEN];   /* "" : none (a meta step without calls) */
     double p50_s, p99_s, max_s;  /* of main_op; NaN = no samples */

@@ -44,7 +44,7 @@ TABLE(table_usage, "/usage", usage_fields, struct usage_row);
 static const struct field step_fields[] = {
     ST("step", step, FIELD_I32), ST("phase", phase, FIELD_STR), ST("kind", kind, FIELD_STR),
     ST("status", status, FIELD_STR), ST("active_ranks", active_ranks, FIELD_I32),
-    ST("active_hosts", active_hosts, FIELD_I32), ST("mib_per_s", mib_per_s, FIELD_F64),
+    ST("active_hosts", active_hosts, FIELD_I32), ST("active_clients", active_clients, FIELD_I32), ST("mib_per_s", mib_per_s, FIELD_F64),
     ST("ops_per_s", ops_per_s, FIELD_F64), ST("main_op", main_op, FIELD_STR),
     ST("p50_s", p50_s, FIELD_F64), ST("p99_s", p99_s, FIELD_F64), ST("max_s", max_s, FIELD_F64),
     ST("bytes", bytes, FIELD_U64), ST("ops", ops, FIELD_U64), ST("errors", errors, FIELD_U64),

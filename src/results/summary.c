@@ -39,6 +39,9 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     out->t_end = sum->t_end;
     out->start_skew = sum->start_skew;
     out->active_hosts = sum->active_hosts;
+    out->active_ranks = sum->active_ranks;
+    out->active_clients = sum->active_clients;
+    out->client_ladder = ph->active_clients > 0;
     snprintf(out->ladder, sizeof out->ladder, "%s", ph->ladder);
     out->server = (struct phase_server){NAN, NAN, NAN, NAN, NAN, NAN, NAN, .covered = -1};
     out->holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
@@ -367,7 +370,6 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
 {
     l->iterations = ph->iterations;
     l->step = ph->ladder[0] ? ph->step : 0;
-    l->active_ranks = ph->active_ranks;
     l->nerrs = 0;
     l->errs_other = 0;
     uint64_t calls = 0, failed = 0;
@@ -503,9 +505,14 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     if (l->step > 0) { /* which load point of its ladder */
         char skew[16];
         summary_format_latency(l->start_skew, skew, sizeof skew);
-        fprintf(out, "ladder step %lld: %lld rank%s on %lld host%s, start skew %s; ",
-                (long long)l->step, (long long)l->active_ranks, units_plural(l->active_ranks),
-                (long long)l->active_hosts, units_plural(l->active_hosts), skew);
+        char clients[48] = "";
+        if (l->client_ladder)
+            snprintf(clients, sizeof clients, "%lld client%s of ", (long long)l->active_clients,
+                     units_plural(l->active_clients));
+        fprintf(out, "ladder step %lld: %s%lld rank%s on %lld host%s, start skew %s; ",
+                (long long)l->step, clients, (long long)l->active_ranks,
+                units_plural(l->active_ranks), (long long)l->active_hosts,
+                units_plural(l->active_hosts), skew);
     }
     fprintf(out, "%s", l->layout);
     summary_print_params(out, l);
@@ -544,8 +551,9 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
 
 void summary_print_legend(FILE *out)
 {
-    fputs("units: MiB = 2^20 bytes, s = seconds. rows = ranks x iterations; min/median/max s =\n"
-          "one rank's time for one iteration; last s = the common start instant to the last\n"
+    fputs("units: MiB = 2^20 bytes, s = seconds. rows = ranks x clients x iterations;\n"
+          "min/median/max s = one client's (rank's) time for one iteration; last s = the common "
+          "start instant to the last\n"
           "rank done, each rank's open, fsync (fsync = yes) and close included, as IOR's\n"
           "bandwidth with -e; MiB/s = all bytes / last s: the phase's result, as its phase\n"
           "line says; calls/s = every timed call (open, write, close, mkdir,\n"
@@ -680,6 +688,7 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         snprintf(row->kind, sizeof row->kind, "%s", l->kind);
         snprintf(row->status, sizeof row->status, "%s", l->status);
         row->active_ranks = (int32_t)l->active_ranks;
+        row->active_clients = (int32_t)l->active_clients;
         row->active_hosts = (int32_t)l->active_hosts;
         row->mib_per_s = l->stats.mib_per_s; /* as summary_mib_per_s, even when all failed */
         row->ops_per_s = l->stats.ops_per_s;

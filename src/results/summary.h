@@ -79,6 +79,8 @@ struct summary_line {
      * the JSON echo, those that apply to its kind (summary_key_applies). */
     const struct phase *ph;
     int64_t step, active_ranks; /* a load ladder's step (0: not a ladder) and its ranks */
+    int64_t active_clients;     /* clients doing I/O (every rank's) */
+    bool client_ladder;         /* the step is a ladder's in clients (clients_active) */
     int64_t active_hosts;       /* the hosts those ranks ran on */
     char ladder[JOB_NAME_MAX];  /* the ladder's name ("" : not a ladder) */
     double start_skew;          /* latest minus earliest of the ranks' achieved starts */

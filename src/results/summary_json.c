@@ -231,6 +231,7 @@ static void json_phase_what(FILE *f, const struct summary_line *l, int index, bo
         json_ks(f, "ladder", l->ladder, first);
         json_ki(f, "step", l->step, first);
         json_ki(f, "active_ranks", l->active_ranks, first);
+        json_ki(f, "active_clients", l->active_clients, first);
         json_ki(f, "active_hosts", l->active_hosts, first);
     }
 }

@@ -16,6 +16,14 @@ embedded ganesha (cluster-configs/local/nfs-server.sh).
    table names all 200), the run ends (exit 3) within its bound.
 4. SIGTERM to one rank's process while 2 x 50 clients write: every rank
    and client stops, exit 143, the results say interrupted.
+6. A load ladder in clients (clients_active = 10,50,all) over 2 ranks x
+   50 clients: phases w.10c, w.50c, w.100c, in each exactly that many
+   clients moved their bytes, spread evenly over the ranks; the steps
+   table's active_clients.
+5. A server that refuses connections past 50 (iptables connlimit in its
+   namespace, TCP resets): of 1 rank x 100 clients, 50 write their files,
+   the other 50 each count ECONNREFUSED (op connect) in the errors table,
+   named by client; exit 3, no hang.
 
 Needs root and nfs-ganesha, and a herd built with libnfs; skips with a
 message otherwise. Run:
@@ -204,3 +212,55 @@ def _is_herd_rank(pid, out):
     except OSError:
         return False
     return len(argv) > 1 and argv[0].endswith(b"herd") and out.encode() in argv
+
+
+def test_refused_clients_counted_each(ganesha, herd_bin, tmp_path):
+    rule = ["INPUT", "-p", "tcp", "--syn", "--dport", "2049", "-m", "connlimit",
+            "--connlimit-above", "50", "--connlimit-mask", "0", "-j", "REJECT",
+            "--reject-with", "tcp-reset"]
+    added = ganesha.exec("iptables", "-A", *rule)
+    if added.returncode != 0:
+        pytest.skip(f"no iptables connlimit in the server's namespace: {added.stderr.strip()}")
+    k = 100
+    job = write_job(tmp_path / "r.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k,
+                     "op_timeout": "20s"},
+                    [("w", {"kind": "write", "file_size": "256K", "block_size": "64K"})])
+    out = tmp_path / "r.h5"
+    proc = herd_run_nfs(ganesha, herd_bin, 1, job, out)
+    assert proc.returncode == 3, describe(proc)
+    assert "50 of 100 clients could not connect" in proc.stderr
+    res = load_results(out)
+    rows = res.phases["w"].ranks
+    wrote = rows[rows["bytes"] == 256 << 10]
+    refused = rows[rows["errors"] > 0]
+    assert len(wrote) == 50 and len(refused) == 50
+    errs = res.phases["w"].errors
+    assert set(errs["errno_name"].tolist()) == {b"ECONNREFUSED"}
+    assert set(errs["op"].tolist()) == {b"connect"}
+    assert sorted(errs["client"].tolist()) == sorted(refused["client"].tolist())
+
+
+def test_ladder_in_clients(ganesha, herd_bin, tmp_path):
+    k, nranks = 50, 2
+    job = write_job(tmp_path / "l.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k},
+                    [("w", {"kind": "write", "file_size": "128K", "block_size": "64K",
+                            "clients_active": "10,50,all"})])
+    out = tmp_path / "l.h5"
+    proc = herd_run_nfs(ganesha, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    assert res.phase_names == ["w.10c", "w.50c", "w.100c"]
+    for name, n in (("w.10c", 10), ("w.50c", 50), ("w.100c", 100)):
+        ph = res.phases[name]
+        rows = ph.ranks
+        assert len(rows) == k * nranks
+        moved = rows[rows["bytes"] == 128 << 10]
+        assert len(moved) == n, (name, len(moved))
+        assert (rows[rows["bytes"] == 0]["ops"] == 0).all()
+        per_rank = [int((moved["rank"] == r).sum()) for r in range(nranks)]
+        assert per_rank == [n // nranks] * nranks, per_rank
+        assert ph.attrs["active_clients"] == n
+    steps = res.ladder_steps["w"]
+    assert steps["active_clients"].tolist() == [10, 50, 100]
