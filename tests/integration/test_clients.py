@@ -13,7 +13,8 @@ embedded ganesha (cluster-configs/local/nfs-server.sh).
    violation, holds recorded per (rank, client) and never overlapping.
 3. ganesha frozen (SIGSTOP) for longer than op_timeout during a write of
    2 ranks x 100 clients: ETIMEDOUT counted by every client (the errors
-   table names all 200), the run ends (exit 3) within its bound.
+   table names all 200), the watchdog's stuck table names all 200, the
+   run ends (exit 3) within its bound.
 4. SIGTERM to one rank's process while 2 x 50 clients write: every rank
    and client stops, exit 143, the results say interrupted.
 6. A load ladder in clients (clients_active = 10,50,all) over 2 ranks x
@@ -181,6 +182,11 @@ def test_frozen_server_every_client_times_out(ganesha, herd_bin, tmp_path):
     rows = res.phases["w"].ranks
     assert (rows["errors"] > 0).all()
     assert waited < 120, waited
+    with h5py.File(out, "r") as f:  # the watchdog named each stalled client
+        stuck = f["phases/w/stuck"][()]
+    assert set(zip(stuck["rank"].tolist(), stuck["client"].tolist())) == \
+        {(r, c) for r in range(nranks) for c in range(k)}
+    assert "client" in proc.stderr and "stuck for" in proc.stderr
 
 
 def test_sigterm_stops_every_client(ganesha, herd_bin, tmp_path):
