@@ -8,11 +8,16 @@ to show (no monitor samples, no errors, no NFS client counters):
 
     timeline(run, outdir, name)  per-rank bars on the common clock, stragglers
                                  marked; lanes with quantile bands when rows
-                                 or ranks are many
+                                 or ranks are many; with clients_per_rank > 1
+                                 a bar per client (few), else a lane per rank
+                                 with its clients' spread
     latency(run, outdir, name)   latency CDF per op, one line per phase
     server(run, outdir, name)    server CPU by mode and load; named processes; disks
     errors(run, outdir, name)    heatmap of failed calls by rank and errno
     retrans(run, outdir, name)   NFS client retransmissions per host and phase
+    client_times(run, outdir, name, times=None)
+                                 clients_per_rank > 1: histogram of the seconds
+                                 per client, one panel per phase
     loadcurve(steps, knee, outdir, name, title)
                                  one load ladder: throughput and server CPU,
                                  and the main call's p99 latency, against
@@ -66,6 +71,7 @@ MAX_RANK_LANES = 64        # ... and ranks; beyond, a lane per rank, host or for
 MAX_HOST_LANES = 64        # above this many hosts (or with one), lanes of rank groups:
 MAX_GROUP_LANES = 30       # this many, of consecutive ranks
 MAX_NAMED_STRAGGLERS = 12  # straggler ranks named on a lane timeline
+MAX_CLIENT_BINS = 60       # client_times: histogram bins per phase at most
 
 
 # ---------------------------------------------------------------- shared
@@ -141,24 +147,31 @@ def stragglers(rows, medians):
 
 
 def timeline(run, outdir, name):
-    """A bar per rank row while there are few (MAX_ROW_BARS, MAX_RANK_LANES);
-    beyond that, lanes with each phase's spread over ranks (timeline_lanes),
-    so that 300 ranks x 1000 iterations stay readable and quick to draw."""
+    """A bar per rank row while there are few (MAX_ROW_BARS, MAX_RANK_LANES:
+    with clients_per_rank > 1, a bar per client row while there are few
+    rows and clients); beyond that, lanes with each phase's spread over
+    ranks (timeline_lanes), so that 300 ranks x 1000 iterations, or 2 ranks
+    x 1000 clients, stay readable and quick to draw."""
     if run.phases.empty or not run.phases["rows"].sum():
         return False
-    if run.phases["rows"].sum() <= MAX_ROW_BARS and run.phases["ranks"].max() <= MAX_RANK_LANES:
+    lanes = run.phases["ranks"].max() * run.clients_per_rank
+    if run.phases["rows"].sum() <= MAX_ROW_BARS and lanes <= MAX_RANK_LANES:
         return timeline_rows(run, outdir, name)
     return timeline_lanes(run, outdir, name)
 
 
 def timeline_rows(run, outdir, name):
-    """One bar per (rank, iteration), stragglers outlined in red."""
+    """One bar per (rank, iteration), stragglers outlined in red; with
+    clients_per_rank > 1 one per (rank, client, iteration), a lane per
+    client (its global id, rank x clients_per_rank + client)."""
     rows = run.all_ranks()
     if rows.empty:
         return False
+    lane, what = ("client_id", "client") if run.clients_per_rank > 1 else ("rank", "rank")
+    rows["lane"] = rows[lane]
     origin = clock_origin(run)
     colours = phase_colours(list(run.phases["phase"]))
-    nranks = rows["rank"].nunique()
+    nranks = rows["lane"].nunique()
     fig, ax = plt.subplots(figsize=(12, min(14, 2.2 + 0.28 * nranks)))
     shade_phases(ax, run, origin, colours)
     for phase in run.phases.itertuples():
@@ -167,29 +180,30 @@ def timeline_rows(run, outdir, name):
         label = phase_label(phase)
         # The edge keeps bars of a few milliseconds visible as a line.
         if len(worked):
-            ax.barh(worked["rank"], worked["seconds"], left=worked["t_start"] - origin,
+            ax.barh(worked["lane"], worked["seconds"], left=worked["t_start"] - origin,
                     height=0.6, color=colours[phase.phase], edgecolor=colours[phase.phase],
                     linewidth=0.8, label=label)
             label = None
         if len(idle):
-            ax.barh(idle["rank"], idle["seconds"], left=idle["t_start"] - origin,
+            ax.barh(idle["lane"], idle["seconds"], left=idle["t_start"] - origin,
                     height=0.12, color=colours[phase.phase], label=label)
     slow = stragglers(rows, run.phases.set_index("phase")["t_median"])
     if len(slow):
-        ax.barh(slow["rank"], slow["seconds"], left=slow["t_start"] - origin, height=0.6,
+        ax.barh(slow["lane"], slow["seconds"], left=slow["t_start"] - origin, height=0.6,
                 fill=False, edgecolor="red", linewidth=1.6)
-        ax.plot(slow["t_end"] - origin, slow["rank"], linestyle="none", marker="<",
+        ax.plot(slow["t_end"] - origin, slow["lane"], linestyle="none", marker="<",
                 color="red", markersize=7,
                 label=f"straggler (> {STRAGGLER_RATIO:g} x phase median)")
-    ax.set_ylim(rows["rank"].max() + 0.7, rows["rank"].min() - 0.7)
+    ax.set_ylim(rows["lane"].max() + 0.7, rows["lane"].min() - 0.7)
     if nranks <= 32:
-        ax.set_yticks(sorted(rows["rank"].unique()))
+        ax.set_yticks(sorted(rows["lane"].unique()))
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the first phase's start (common clock)")
-    ax.set_ylabel("rank")
-    ax.set_title(f"Per-rank timeline: run {safe(run.attrs.get('run_id', run.label))}  "
+    ax.set_ylabel("rank" if what == "rank" else
+                  f"client (rank x {run.clients_per_rank} + client)")
+    ax.set_title(f"Per-{what} timeline: run {safe(run.attrs.get('run_id', run.label))}  "
                  "(thin bars: no I/O)")
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
@@ -201,11 +215,13 @@ def timeline_rows(run, outdir, name):
     return True
 
 
-def rank_spans(rows, median):
+def rank_spans(rows, median, clients=False):
     """One phase's rows reduced per rank: host, first start, last end, ops,
     and its stragglers (rows as stragglers() defines them): how many, the
-    worst one's time over the median and its end. Vectorised: no loop over
-    rows."""
+    worst one's time over the median and its end. clients (the rows of a
+    rank are many clients'): also the median of its clients' first starts
+    and last ends (client_start50, client_end50) and when 90 % of its
+    clients were done (client_end90). Vectorised: no loop over rows."""
     seconds = rows["t_end"] - rows["t_start"]
     slow = (rows["ops"] > 0) & (seconds > STRAGGLER_RATIO * median) \
         & (seconds > median + STRAGGLER_MARGIN)
@@ -216,6 +232,13 @@ def rank_spans(rows, median):
     spans["slow_rows"] = slow.groupby(rows["rank"]).sum().reindex(spans.index, fill_value=0)
     spans["slow_ratio"] = worst["ratio"].reindex(spans.index)
     spans["slow_end"] = worst["t_end"].reindex(spans.index)
+    if clients:
+        per_client = rows.groupby(["rank", "client"], sort=True).agg(
+            start=("t_start", "min"), end=("t_end", "max"))
+        by_rank = per_client.groupby(level="rank")
+        spans["client_start50"] = by_rank["start"].median().reindex(spans.index)
+        spans["client_end50"] = by_rank["end"].median().reindex(spans.index)
+        spans["client_end90"] = by_rank["end"].quantile(0.9).reindex(spans.index)
     return spans
 
 
@@ -241,24 +264,33 @@ def timeline_lanes(run, outdir, name):
     first rank's start to the last rank's end (light), the median rank's
     start to its end (solid), a tick where 90 % of the lane's ranks were
     done; straggler ranks (a row > 1.5 x the phase median) marked in red
-    and the slowest named by rank number."""
+    and the slowest named by rank number. A lane per rank of many clients
+    (clients_per_rank > 1) shows its clients so: the first client's start
+    to the last client's end (light), the median client's (solid), a tick
+    where 90 % of its clients were done."""
     origin = clock_origin(run)
     colours = phase_colours(list(run.phases["phase"]))
     lane_of, lane_names, ylabel = timeline_lanes_of(run)
     per_rank = lane_names is None
+    clients = per_rank and run.clients_per_rank > 1
+    spread = not per_rank or clients  # light bands and 90 % ticks
+    middle = (dict(start50=("client_start50", "median"), end50=("client_end50", "median"),
+                   end90=("client_end90", "max")) if clients else
+              dict(start50=("start", "median"), end50=("end", "median"),
+                   end90=("end", lambda e: e.quantile(0.9))))
     bands, slow = [], []
     for phase in run.phases.itertuples():
         rows = run.ranks(phase.phase)
         if rows.empty:
             continue
-        spans = rank_spans(rows, phase.t_median)
+        spans = rank_spans(rows, phase.t_median, clients)
         del rows  # one phase's rows at a time: memory stays that of the largest
         spans["lane"] = lane_of(spans)
         spans["phase"] = phase.phase
         bands.append(spans.groupby("lane").agg(
-            first=("start", "min"), start50=("start", "median"), end50=("end", "median"),
-            end90=("end", lambda e: e.quantile(0.9)), last=("end", "max"), ops=("ops", "sum"),
-            ranks=("start", "size")).assign(phase=phase.phase, label=phase_label(phase)))
+            first=("start", "min"), last=("end", "max"), ops=("ops", "sum"),
+            ranks=("start", "size"), **middle).assign(phase=phase.phase,
+                                                     label=phase_label(phase)))
         slow.append(spans[spans["slow_rows"] > 0].reset_index())
     if not bands:
         return False
@@ -270,22 +302,23 @@ def timeline_lanes(run, outdir, name):
     for phase, mine in bands.groupby("phase", sort=False):
         colour, label = colours[phase], mine["label"].iloc[0]
         worked, idle = mine[mine["ops"] > 0], mine[mine["ops"] == 0]
-        if len(worked) and not per_rank:
+        if len(worked) and spread:
             ax.barh(worked["lane"], worked["last"] - worked["first"],
                     left=worked["first"] - origin, height=0.7, color=colour, alpha=0.35, lw=0)
         if len(worked):
             ax.barh(worked["lane"], worked["end50"] - worked["start50"],
-                    left=worked["start50"] - origin, height=0.7 if per_rank else 0.4,
+                    left=worked["start50"] - origin, height=0.4 if spread else 0.7,
                     color=colour, edgecolor=colour, linewidth=0.8, label=label)
             label = None
         if len(idle):
             ax.barh(idle["lane"], idle["last"] - idle["first"], left=idle["first"] - origin,
                     height=0.12, color=colour, label=label)
-    if not per_rank:
+    if spread:
         worked = bands[bands["ops"] > 0]
         ax.plot(worked["end90"] - origin, worked["lane"], linestyle="none", marker="|",
                 color="black", markersize=16, markeredgewidth=1.5,
-                label="90 % of the lane's ranks done")
+                label="90 % of the rank's clients done" if clients else
+                "90 % of the lane's ranks done")
     named = draw_straggler_ranks(ax, slow, origin, lane_of, per_rank)
     ax.set_ylim(lanes.max() + 0.7, lanes.min() - 0.7)
     if per_rank and len(lanes) > 32:
@@ -298,7 +331,9 @@ def timeline_lanes(run, outdir, name):
     ax.set_xlim(left=0)
     ax.set_xlabel("seconds since the first phase's start (common clock)")
     ax.set_ylabel(ylabel)
-    what = ("per rank, first start to last end of its rows" if per_rank else
+    what = (f"per rank of {run.clients_per_rank} clients, light: its first client's start "
+            "to last client's end; solid: its median client's start to end" if clients else
+            "per rank, first start to last end of its rows" if per_rank else
             "light: first rank's start to last rank's end; solid: median start to median end")
     ax.set_title(f"Timeline: run {safe(run.attrs.get('run_id', run.label))}, "
                  f"{int(run.phases['rows'].sum()):,} rows\n({what}; thin bars: no I/O)",
@@ -638,6 +673,68 @@ def retrans(run, outdir, name):
                  + ("  (none)" if not table.values.any() else ""))
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="client host", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9)
+    save(fig, outdir, name)
+    return True
+
+
+# ---------------------------------------------------------------- clients
+
+def client_times(run, outdir, name, times=None):
+    """clients_per_rank > 1: per phase a histogram of the seconds each
+    client spent in its iterations (Run.client_times: the sum of its rows'
+    t_end - t_start), with the median, p99 and max marked; one panel per
+    phase, a log count axis when a few slow clients would vanish beside
+    the many. times: {phase: Run.client_times(phase)} already computed
+    (herd-report), else read here a phase at a time. False for a run of one
+    client per rank or without rows."""
+    if run.clients_per_rank <= 1:
+        return False
+    frames = {}
+    for phase in run.phase_names:
+        frame = run.client_times(phase) if times is None else times.get(phase)
+        if frame is not None and len(frame):
+            frames[phase] = frame["seconds"].to_numpy(dtype=float)
+    if not frames:
+        return False
+    colours = phase_colours(list(run.phases["phase"]))
+    labels = {row.phase: phase_label(row) for row in run.phases.itertuples()}
+    count = len(frames)
+    ncols = 1 if count == 1 else 2 if count <= 8 else 3
+    nrows = math.ceil(count / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(12, min(40, 1.4 + 2.6 * nrows)),
+                             squeeze=False)
+    for ax, (phase, secs) in zip(axes.ravel(), frames.items()):
+        secs = secs[np.isfinite(secs)]
+        if not len(secs):
+            ax.set_axis_off()
+            continue
+        # sqrt(n) bins, 10 to MAX_CLIENT_BINS: never a width from the data
+        # ("auto"), which a tight bulk and one far straggler make billions.
+        bins = min(MAX_CLIENT_BINS, max(10, math.isqrt(len(secs))))
+        counts, _, _ = ax.hist(secs, bins=bins, color=colours.get(phase, SAFE_COLOURS[0]),
+                               edgecolor="white", linewidth=0.4)
+        shown = counts[counts > 0]
+        if len(shown) and shown.max() / shown.min() >= 100:
+            ax.set_yscale("log")
+        else:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        for q, style, what in ((0.5, "-", "median"), (0.99, "--", "p99"), (1.0, ":", "max")):
+            value = float(np.quantile(secs, q))
+            ax.axvline(value, color="black" if q < 1 else ERROR_COLOUR, ls=style, lw=1.2,
+                       label=f"{what} {human_seconds(value)}")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: human_seconds(x)
+                                                   if x > 0 else "0"))
+        ax.set_title(f"{labels.get(phase, safe(phase))}: {len(secs):,} clients", fontsize=10)
+        ax.set_xlabel("seconds per client (sum of its iterations)", fontsize=9)
+        ax.set_ylabel("clients", fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=8, loc="best", framealpha=0.9)
+    for ax in axes.ravel()[count:]:
+        ax.set_axis_off()
+    fig.suptitle(f"Time per client: run {safe(run.attrs.get('run_id', run.label))}, "
+                 f"{int(run.attrs.get('nranks', 0) or 0):,} ranks x "
+                 f"{run.clients_per_rank:,} clients")
+    fig.tight_layout()
     save(fig, outdir, name)
     return True
 

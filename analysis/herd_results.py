@@ -9,8 +9,10 @@ Layout: docs/results-format.md; this API: docs/analysis.md.
         run.status                      # complete | incomplete | interrupted | partial
         run.phases                      # one row per phase: times, MiB/s, errors, server CPU
                                         # (monitor_covered: the samples span it whole)
-        run.ranks("write-unique-16M")   # one row per (rank, iteration)
+        run.clients_per_rank            # NFS clients per rank (1: the rank itself)
+        run.ranks("write-unique-16M")   # one row per (rank, client, iteration)
         run.all_ranks()                 # every phase's rows, with a phase column
+        run.client_times("write-unique-16M")  # one row per client: seconds, bytes, errors
         run.errors("write-unique-16M")  # one row per (rank, op, errno)
         run.samples()                   # server monitor samples (/monitor/samples)
         run.ladders()                   # load ladders: ["read", ...]
@@ -111,6 +113,10 @@ LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
 # its summary prints); a phase written by a herd before it has none.
 LADDER_COUNTS = ("step", "active_ranks", "active_hosts")
 
+# Run.client_times(name): one row per client (rank, client) of a phase.
+CLIENT_COLUMNS = ["rank", "client", "client_id", "host", "iterations", "seconds", "span",
+                  "bytes", "ops", "errors"]
+
 
 class Run:
     """One herd run: root attributes, hosts, ranks, a phase summary, and
@@ -146,6 +152,7 @@ class Run:
     def _load(self):
         self.attrs = {k: _text(v) for k, v in self._f.attrs.items()}
         self.status = self.attrs.get("status", "partial")
+        self.clients_per_rank = self._clients_per_rank()
         self.hosts = _table(self._f["hosts"])
         self.rank_info = _table(self._f["ranks"])
         # A phase group without a status attribute was cut off mid-write.
@@ -165,6 +172,19 @@ class Run:
         latency = [f"{op}_{key}" for op in OP_ORDER + sorted(called - set(OP_ORDER))
                    if op in called for key, _ in OP_QUANTILES]
         self.phases = pd.DataFrame(rows, columns=PHASE_COLUMNS + latency)
+
+    def _clients_per_rank(self):
+        """The root attribute clients_per_rank: NFS clients per I/O rank
+        (global client id = rank x clients_per_rank + client); 1 for a file
+        of an older herd, which has none."""
+        value = self.attrs.get("clients_per_rank", 1)
+        number = np.asarray(value)
+        if number.shape != () or number.dtype.kind not in "iu" \
+                or not 1 <= int(number) <= herd_safe.MAX_COUNT:
+            raise ResultsError(herd_safe.line(
+                f"{self.path}: root attribute 'clients_per_rank': "
+                f"{herd_safe.line(value)[:40]!r} is not a count (1 to {herd_safe.MAX_COUNT})"))
+        return int(number)
 
     def close(self):
         self._f.close()
@@ -204,14 +224,44 @@ class Run:
 
     @_reading
     def ranks(self, name):
-        """/phases/NAME/ranks plus seconds = t_end - t_start."""
-        df = _table(self._f["phases"][name]["ranks"])
+        """/phases/NAME/ranks plus client_id = rank x clients_per_rank +
+        client and seconds = t_end - t_start; client 0 in a file of an
+        older herd (no client column: each rank one client)."""
+        df = _with_client(_table(self._f["phases"][name]["ranks"]))
+        df.insert(df.columns.get_loc("client") + 1, "client_id",
+                  df["rank"].astype(np.int64) * self.clients_per_rank
+                  + df["client"].astype(np.int64))
         df["seconds"] = df["t_end"] - df["t_start"]
         return df
 
     @_reading
     def errors(self, name):
-        return _table(self._f["phases"][name]["errors"])
+        """/phases/NAME/errors; client 0 in a file of an older herd."""
+        return _with_client(_table(self._f["phases"][name]["errors"]))
+
+    @_reading
+    def client_times(self, name):
+        """One row per client of a phase (CLIENT_COLUMNS), by rank then
+        client: its host, iterations (rows), seconds (the sum over its rows
+        of t_end - t_start), span (its first start to its last end), bytes,
+        ops, and errors (its failed calls in the errors table, calls
+        outside an iteration included). One phase's rows are read at a
+        time; the result has one row per client, not per iteration."""
+        rows = self.ranks(name)
+        if rows.empty:
+            return pd.DataFrame(columns=CLIENT_COLUMNS)
+        per = rows.groupby(["rank", "client"], sort=True).agg(
+            client_id=("client_id", "first"), host=("host", "first"),
+            iterations=("seconds", "size"), seconds=("seconds", "sum"),
+            first=("t_start", "min"), last=("t_end", "max"),
+            bytes=("bytes", "sum"), ops=("ops", "sum"))
+        del rows
+        per["span"] = per["last"] - per["first"]
+        errs = self.errors(name)
+        counts = errs.groupby(["rank", "client"])["count"].sum() if len(errs) else pd.Series(
+            dtype=np.int64)
+        per["errors"] = counts.reindex(per.index, fill_value=0).astype(np.int64).to_numpy()
+        return per.reset_index()[CLIENT_COLUMNS]
 
     @_reading
     def ops(self, name):
@@ -690,6 +740,15 @@ def covering(samples, source, t0, t1):
         if reach >= t1:
             return True
     return False
+
+
+def _with_client(df):
+    """A ranks or errors table with its client column: a file of an older
+    herd (one client per rank) has none, and gets client 0."""
+    if "client" not in df.columns:
+        df.insert(1 if "rank" in df.columns else 0, "client",
+                  np.zeros(len(df), dtype=np.int32))
+    return df
 
 
 def _table(dataset):

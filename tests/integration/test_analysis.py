@@ -17,6 +17,14 @@ herd-compare on results files herd itself writes during the test.
 4. A missing, truncated, foreign (non-herd HDF5) or text file: exit 2 and
    one line on stderr, from both tools; an interrupted run is reported as
    interrupted, with the phases it holds.
+5. Many clients per rank (clients_per_rank): the clean run rewritten as 4
+   ranks x 50 clients (the layout herd writes with libnfs; test_clients.py
+   makes real ones against ganesha): herd-report's Clients section, its
+   client_times.csv (one row per phase and client, every value recomputed
+   here from the raw rows), the spread and slowest-client tables, the
+   histogram, the title; the loader's client columns, and a file of an
+   older herd (no client column) read as one client per rank; the timeline
+   draws a bar per client only while clients are few.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
 """
@@ -397,3 +405,220 @@ def test_loader_dataframes(runs):
         assert isinstance(errors["op"].iloc[0], str)
     with pytest.raises(herd_results.ResultsError):
         herd_results.load(str(clean) + ".missing")
+
+
+# ---------------------------------------------------------------- many clients
+
+CLIENTS = 50  # clients_per_rank of the rewritten run
+# The summary statistics herd stores per phase: dropped from a rewritten
+# file so that the loader recomputes them from its new rows.
+SUMMARY_STATS = ("rows", "ranks", "t_min", "t_median", "t_max", "first_done", "last_done",
+                 "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
+                 "grants", "contended", "violations", "stuck")
+# (phase, rank, client, failed calls) written into the rewritten errors tables
+CLIENT_ERRORS = [("write", 1, 7, 3), ("write", 2, 0, 1), ("read", 3, 49, 2)]
+
+
+def _retable(group, name, rows):
+    del group[name]
+    group.create_dataset(name, data=rows)
+
+
+def with_clients(src, dst, k):
+    """dst: src (a run herd wrote, one client per rank) as a run of k NFS
+    clients per rank, laid out as herd writes one (docs/results-format.md):
+    root attribute clients_per_rank, phase attribute active_clients, each
+    rank row k rows ordered by rank, client, iteration, client c's
+    iterations (1 + c / k) times as long as the rank's and file_rank its
+    global id; CLIENT_ERRORS (of clients below k) in the errors tables.
+    The phases' summary_* statistics are dropped, so the loader
+    recomputes them from the rows."""
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f.attrs["clients_per_rank"] = np.int32(k)
+        for name, g in f["phases"].items():
+            if "status" not in g.attrs:
+                continue
+            rows = g["ranks"][()]
+            assert "client" in rows.dtype.names  # herd writes it, 0 with one client
+            out = []
+            for rank in np.unique(rows["rank"]):
+                mine = rows[rows["rank"] == rank]
+                for c in range(k):
+                    r = mine.copy()
+                    r["client"] = c
+                    r["file_rank"] = rank * k + c
+                    r["t_end"] = r["t_start"] + (r["t_end"] - r["t_start"]) * (1 + c / k)
+                    out.append(r)
+            _retable(g, "ranks", np.concatenate(out))
+            errors = g["errors"][()]
+            failed = [e for e in CLIENT_ERRORS if e[0] == name and e[2] < k]
+            extra = np.zeros(len(failed), dtype=errors.dtype)
+            for row, (_, rank, client, count) in zip(extra, failed):
+                row["rank"], row["client"], row["count"] = rank, client, count
+                row["op"], row["errno"], row["errno_name"] = name.encode(), 5, b"EIO"
+                row["first_path"], row["first_time"] = b"/f", g.attrs["t_start"]
+            _retable(g, "errors", np.concatenate([errors, extra]))
+            g.attrs["active_clients"] = np.int64(len(np.unique(rows["rank"])) * k)
+            for key in SUMMARY_STATS:
+                if f"summary_{key}" in g.attrs:
+                    del g.attrs[f"summary_{key}"]
+    return dst
+
+
+def without_clients(src, dst):
+    """dst: src as an older herd wrote it: no client field in the ranks and
+    errors tables, no clients_per_rank attribute."""
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        del f.attrs["clients_per_rank"]
+        for g in f["phases"].values():
+            if "status" not in g.attrs:
+                continue
+            for table in ("ranks", "errors"):
+                rows = g[table][()]
+                names = [n for n in rows.dtype.names if n != "client"]
+                old = np.empty(len(rows), dtype=[(n, rows.dtype[n]) for n in names])
+                for n in names:
+                    old[n] = rows[n]
+                _retable(g, table, old)
+    return dst
+
+
+def raw_clients(path):
+    """{phase: {(rank, client): (seconds, bytes, ops, errors)}} from the raw
+    records: seconds the sum of a client's t_end - t_start."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for name, g in f["phases"].items():
+            if "status" not in g.attrs:
+                continue
+            per = {}
+            for r in g["ranks"][()]:
+                key = (int(r["rank"]), int(r["client"]))
+                s, b, o, e = per.get(key, (0.0, 0, 0, 0))
+                per[key] = (s + float(r["t_end"] - r["t_start"]), b + int(r["bytes"]),
+                            o + int(r["ops"]), e)
+            for e in g["errors"][()]:
+                key = (int(e["rank"]), int(e["client"]))
+                s, b, o, n = per[key]
+                per[key] = (s, b, o, n + int(e["count"]))
+            out[name] = per
+    return out
+
+
+@pytest.fixture(scope="module")
+def client_runs(runs, tmp_path_factory):
+    """The clean run as 4 ranks x CLIENTS clients and as 4 x 3, and as an
+    older herd wrote it; herd-report of the first: (paths, report dir)."""
+    work = tmp_path_factory.mktemp("clients")
+    many = with_clients(runs[0], work / "many.h5", CLIENTS)
+    few = with_clients(runs[0], work / "few.h5", 3)
+    old = without_clients(runs[0], work / "old.h5")
+    out = work / "many-report"
+    proc = tool(REPORT, many, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    assert str(out / "client_times.csv") in proc.stdout.splitlines()
+    return {"many": many, "few": few, "old": old}, out
+
+
+def test_report_clients(client_runs):
+    paths, out = client_runs
+    want = raw_clients(paths["many"])
+    rows = read_csv(out / "client_times.csv")
+    assert list(rows[0])[:8] == ["phase", "rank", "client", "client_id", "seconds", "bytes",
+                                 "ops", "errors"]
+    assert [n for n in dict.fromkeys(r["phase"] for r in rows)] == [n for n, _ in CLEAN_PHASES]
+    for phase, per in want.items():
+        mine = [r for r in rows if r["phase"] == phase]
+        assert len(mine) == RANKS * CLIENTS == len(per), phase
+        assert [(int(r["rank"]), int(r["client"])) for r in mine] == sorted(per)
+        for r in mine:
+            rank, client = int(r["rank"]), int(r["client"])
+            assert int(r["client_id"]) == rank * CLIENTS + client
+            secs, nbytes, ops, errors = per[(rank, client)]
+            assert_same(num(r["seconds"]), secs, f"{phase} {rank}.{client} seconds")
+            assert (int(r["bytes"]), int(r["ops"]), int(r["errors"])) == (nbytes, ops, errors)
+    assert sum(int(r["errors"]) for r in rows) == sum(e[3] for e in CLIENT_ERRORS)
+    # The spread per phase: linear quantiles over the clients' seconds.
+    spread = {r["phase"]: r for r in read_csv(out / "client_spread.csv")}
+    assert list(spread) == [n for n, _ in CLEAN_PHASES]
+    slowest = read_csv(out / "slowest_clients.csv")
+    for phase, per in want.items():
+        secs = np.array([v[0] for v in per.values()])
+        r = spread[phase]
+        assert int(r["clients"]) == RANKS * CLIENTS
+        for key, q in (("min_s", 0), ("median_s", 0.5), ("p90_s", 0.9), ("p99_s", 0.99),
+                       ("max_s", 1)):
+            assert_same(num(r[key]), float(np.quantile(secs, q)), f"{phase} {key}")
+        worst = max(per, key=lambda k: per[k][0])
+        assert int(r["slowest_client_id"]) == worst[0] * CLIENTS + worst[1]
+        assert int(r["clients_with_errors"]) == sum(1 for v in per.values() if v[3])
+        top = [s for s in slowest if s["phase"] == phase]
+        assert len(top) == 10
+        assert [num(s["seconds"]) for s in top] == pytest.approx(sorted(secs)[::-1][:10])
+        for s in top:
+            assert int(s["client_id"]) == int(s["rank"]) * CLIENTS + int(s["client"])
+    # The page: the title, the section, the histogram.
+    page = (out / "index.html").read_text()
+    assert f"{RANKS} ranks x {CLIENTS} clients" in page.split("</h1>")[0]
+    section = page.split("<h2>Clients</h2>")[1].split("<h2>")[0]
+    assert "slowest clients" in section and 'src="client_times.png"' in section
+    assert section.count('<tr class="flag">') >= 1  # a phase with a failing client
+    assert page.count('src="client_times.png"') == 1  # not again under Plots
+    assert 'href="client_times.csv"' in page
+    for png in ("client_times", "timeline"):
+        data = (out / f"{png}.png").read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, (png, len(data))
+    ranks = read_csv(out / "ranks.csv")
+    with h5py.File(paths["many"], "r") as f:
+        assert len(ranks) == sum(g["ranks"].shape[0] for g in f["phases"].values())
+    assert {"client", "client_id"} <= set(ranks[0])
+
+
+def test_loader_clients(client_runs, tmp_path, monkeypatch):
+    sys.path.insert(0, str(ANALYSIS))
+    import herd_plots
+    import herd_results
+    paths, _ = client_runs
+    with herd_results.load(paths["many"]) as run:
+        assert run.clients_per_rank == CLIENTS
+        rows = run.ranks("write")
+        assert list(rows.columns[:3]) == ["rank", "client", "client_id"]
+        assert (rows["client_id"] == rows["rank"] * CLIENTS + rows["client"]).all()
+        assert len(rows) == RANKS * CLIENTS * 2
+        assert list(run.phases["ranks"]) == [RANKS] * len(CLEAN_PHASES)  # MPI ranks
+        assert list(run.phases["rows"])[0] == RANKS * CLIENTS * 2
+        assert {"client", "client_id"} <= set(run.all_ranks().columns)
+        times = run.client_times("write")
+        assert list(times.columns) == herd_results.CLIENT_COLUMNS
+        assert len(times) == RANKS * CLIENTS and (times["iterations"] == 2).all()
+        assert int(times.loc[(times["rank"] == 1) & (times["client"] == 7), "errors"].iloc[0]) \
+            == 3
+    with herd_results.load(paths["old"]) as run:  # an older herd: one client per rank
+        assert run.clients_per_rank == 1
+        rows = run.ranks("write")
+        assert (rows["client"] == 0).all() and (rows["client_id"] == rows["rank"]).all()
+        assert "client" in run.errors("write").columns
+    # The timeline: a bar per client row while clients are few, else a lane
+    # per rank (4 ranks x 50 clients: 200 clients, over MAX_RANK_LANES).
+    drawn = []
+    monkeypatch.setattr(herd_plots, "timeline_rows", lambda run, o, n: drawn.append("rows"))
+    monkeypatch.setattr(herd_plots, "timeline_lanes", lambda run, o, n: drawn.append("lanes"))
+    for name in ("few", "many", "old"):
+        with herd_results.load(paths[name]) as run:
+            herd_plots.timeline(run, None, "timeline.png")
+    assert drawn == ["rows", "lanes", "rows"]
+    monkeypatch.undo()
+    # Both drawn for real, and an older herd's file gets no Clients section.
+    for name in ("few", "old"):
+        out = tmp_path / name
+        proc = tool(REPORT, paths[name], "-o", out)
+        assert proc.returncode == 0, describe(proc)
+        assert (out / "timeline.png").read_bytes().startswith(PNG_MAGIC)
+        page = (out / "index.html").read_text()
+        assert ("<h2>Clients</h2>" in page) == (name == "few")
+        assert (out / "client_times.csv").exists() == (name == "few")
+        assert (out / "client_times.png").exists() == (name == "few")
+    assert len(read_csv(tmp_path / "few" / "client_times.csv")) == RANKS * 3 * len(CLEAN_PHASES)
+
