@@ -17,6 +17,10 @@ embedded ganesha (cluster-configs/local/nfs-server.sh).
    run ends (exit 3) within its bound.
 4. SIGTERM to one rank's process while 2 x 50 clients write: every rank
    and client stops, exit 143, the results say interrupted.
+7. The other kinds with 2 ranks x 20 clients, NFSv3 and NFSv4: md5 of
+   each client's file, a segmented shared write and its verified read
+   (each client its own region), a meta tree per client, a storm: every
+   client's rows, no error, no verify failure.
 6. A load ladder in clients (clients_active = 10,50,all) over 2 ranks x
    50 clients: phases w.10c, w.50c, w.100c, in each exactly that many
    clients moved their bytes, spread evenly over the ranks; the steps
@@ -120,6 +124,7 @@ def test_connections_bytes_rpcs(ganesha, herd_bin, tmp_path):
         assert res.phases[name].attrs["active_clients"] == k * nranks
     w = res.phases["w"].ranks
     assert (w["rpc_window_write"] == 2).all()
+    assert len(set(w["ops"].tolist())) == 1, "every client made the same calls"
     with h5py.File(out, "r") as f:
         ops = f["phases/w/ops"][()]
     rpc = ops[ops["op"] == b"rpc_write"]
@@ -270,3 +275,41 @@ def test_ladder_in_clients(ganesha, herd_bin, tmp_path):
         assert ph.attrs["active_clients"] == n
     steps = res.ladder_steps["w"]
     assert steps["active_clients"].tolist() == [10, 50, 100]
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_other_kinds_per_client(ganesha, herd_bin, tmp_path, version):
+    k, nranks = 20, 2
+    url = ganesha.url.replace("version=3", f"version={version}")
+    phases = [("w", {"kind": "write"}),
+              ("m", {"kind": "md5"}),
+              ("ws", {"kind": "write", "sharing": "shared", "shared_mode": "segmented"}),
+              ("rs", {"kind": "read", "sharing": "shared", "shared_mode": "segmented",
+                      "verify": "yes"}),
+              ("st", {"kind": "storm", "count": 3, "sharing": "shared",
+                      "shared_mode": "segmented"}),
+              ("tree", {"kind": "meta", "files": 5, "dirs": 2, "file_size": "4K"})]
+    if version == 4:  # libnfs 4.0 cannot write over NFSv4 (herd check refuses it)
+        phases = [("tree", {"kind": "meta", "files": 5, "dirs": 2, "file_size": 0})]
+    job = write_job(tmp_path / "o.ini",
+                    {"backend": "libnfs", "target": url, "clients_per_rank": k,
+                     "block_size": "64K", "file_size": "128K"}, phases)
+    out = tmp_path / "o.h5"
+    proc = herd_run_nfs(ganesha, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    for name, _ in phases:
+        ph = res.phases[name]
+        rows = ph.ranks
+        assert len(rows) == k * nranks, name
+        assert set(zip(rows["rank"].tolist(), rows["client"].tolist())) == \
+            {(r, c) for r in range(nranks) for c in range(k)}, name
+        assert (rows["errors"] == 0).all() and (rows["verify_failures"] == 0).all(), name
+        assert (rows["ops"] > 0).all(), name
+        assert ph.attrs["status"] == "ok", name
+    if version == 3:
+        assert (res.phases["rs"].ranks["bytes"] == 128 << 10).all()
+        with h5py.File(out, "r") as f:
+            steps = f["phases/tree/meta_steps"][()]
+        assert set(zip(steps["rank"].tolist(), steps["client"].tolist())) == \
+            {(r, c) for r in range(nranks) for c in range(k)}
