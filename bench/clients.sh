@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # clients.sh — what virtual clients (clients_per_rank) cost herd and what
 # they show of a server, against the embedded servers:
-#  cost   one rank, K = 1, 100, 1000 clients, 4000 WRITE RPCs in all at
-#         every K (64 KiB, window 2, tmpfs ganesha): RSS, RSS per client
-#         beyond K = 1, herd's CPU per RPC (the run's CPU less an idle
-#         run's at the same K: connecting is not an RPC of the phase)
+#  cost   one rank, K = 1, 100, 1000 clients, the same work at every K:
+#         1000 files of 256 KiB (files_per_rank = 1000 / K), 4000 WRITE
+#         RPCs of 64 KiB (window 2, tmpfs ganesha): RSS, RSS per client
+#         beyond K = 1, herd's CPU per WRITE RPC (the run's CPU less an
+#         idle run's at the same K: connecting is not the phase's work)
 #  forms  1 rank x 64 clients against 64 ranks x 1 client on the same job
 #         (4 MiB per client), ROUNDS alternating rounds: medians of MiB/s,
 #         RSS summed over ranks, start-up (MPI_Init to the first phase)
@@ -59,12 +60,13 @@ start() { # start NAME OPTIONS...
     pid[$name]=$(sed -n 2p <<<"$lines")
 }
 
-job() { # job FILE URL K FILE_SIZE [IDLE_SECONDS]
+job() { # job FILE URL K FILE_SIZE [IDLE_SECONDS [FILES_PER_CLIENT]]
     {
         printf '[global]\nbackend = libnfs\ntarget = %s\nclients_per_rank = %s\n' "$2" "$3"
         printf 'block_size = 64k\nnfs_inflight = 2\nop_timeout = 120s\n'
         [ -n "${5:-}" ] && printf '[hold]\nkind = idle\nduration = %s\n' "$5"
-        [ "$4" != 0 ] && printf '[w]\nkind = write\nfile_size = %s\n' "$4"
+        [ "$4" != 0 ] && printf '[w]\nkind = write\nfile_size = %s\nfiles_per_rank = %s\n' \
+            "$4" "${6:-1}"
     } > "$1"
 }
 
@@ -81,11 +83,13 @@ cpu_of() { # the process's utime + stime in clock ticks
 start ganesha --fs tmpfs --size 3G
 
 if [[ " $PARTS " == *" cost "* ]]; then
-    for k in 1 100 1000; do
-        job "$OUT/cost$k.ini" "${url[ganesha]}" "$k" $((256 * 1024 * 1000 / k))
-        job "$OUT/idle$k.ini" "${url[ganesha]}" "$k" 0 0.1s
-        run ganesha "cost$k" 1
-        run ganesha "idle$k" 1
+    for i in $(seq "$ROUNDS"); do
+        for k in 1 100 1000; do
+            job "$OUT/cost$k-$i.ini" "${url[ganesha]}" "$k" 256k "" $((1000 / k))
+            job "$OUT/idle$k-$i.ini" "${url[ganesha]}" "$k" 0 0.1s
+            run ganesha "cost$k-$i" 1
+            run ganesha "idle$k-$i" 1
+        done
     done
 fi
 if [[ " $PARTS " == *" forms "* ]]; then
@@ -172,19 +176,23 @@ def facts(name):
 
 med = lambda xs, k: statistics.median(x[k] for x in xs)
 if "cost" in parts:
-    print("cost: one rank, 4000 WRITE RPCs of 64 KiB (window 2) at every K")
-    print(f"{'K':>5} {'RSS MiB':>8} {'RSS/client KiB':>15} {'CPU us/RPC':>11} {'start s':>8}")
-    base = facts("cost1")
-    cpu1 = None
+    print(f"cost: one rank, 1000 files of 256 KiB, 4000 WRITE RPCs of 64 KiB (window 2), "
+          f"every K; medians of {rounds} rounds")
+    print(f"{'K':>5} {'RSS MiB':>8} {'RSS/client KiB':>15} {'CPU us/RPC':>11} {'start s':>8}"
+          "  CPU us/RPC of each round")
+    stats = {}
     for k in (1, 100, 1000):
-        x, idle = facts(f"cost{k}"), facts(f"idle{k}")
-        if not x or not idle:
-            continue
-        per = (x["rss"] - base["rss"]) / 1024 / (k - 1) if k > 1 else 0.0
-        cpu = (x["cpu"] - idle["cpu"]) / max(x["rpcs"], 1) * 1e6
-        cpu1 = cpu if k == 1 else cpu1
-        ratio = f"  ({cpu / cpu1:.2f} x K=1)" if cpu1 and k > 1 else ""
-        print(f"{k:>5} {x['rss'] / 2**20:8.1f} {per:15.1f} {cpu:11.2f} {x['start']:8.2f}{ratio}")
+        runs = [(facts(f"cost{k}-{i}"), facts(f"idle{k}-{i}")) for i in range(1, rounds + 1)]
+        runs = [(x, idle) for x, idle in runs if x and idle and x["rpcs"]]
+        if runs:
+            cpu = [(x["cpu"] - idle["cpu"]) / x["rpcs"] * 1e6 for x, idle in runs]
+            stats[k] = (statistics.median(x["rss"] for x, _ in runs), statistics.median(cpu),
+                        statistics.median(x["start"] for x, _ in runs), cpu)
+    for k, (rss, cpu, start, each) in stats.items():
+        per = (rss - stats[1][0]) / 1024 / (k - 1) if k > 1 and 1 in stats else 0.0
+        ratio = f"  ({cpu / stats[1][1]:.2f} x K=1)" if k > 1 and 1 in stats else ""
+        rounds_text = " ".join(f"{c:.0f}" for c in each)
+        print(f"{k:>5} {rss / 2**20:8.1f} {per:15.1f} {cpu:11.2f} {start:8.2f}  {rounds_text}{ratio}")
 if "forms" in parts:
     one = [x for x in (facts(f"one{i}") for i in range(1, rounds + 1)) if x]
     many = [x for x in (facts(f"many{i}") for i in range(1, rounds + 1)) if x]

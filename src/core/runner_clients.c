@@ -225,13 +225,24 @@ static void run_client_prepare(void *arg, int k)
     }
 }
 
+/* Client k + 1: the clients after the first, on fibers. */
+static void run_client_prepare_next(void *arg, int k)
+{
+    run_client_prepare(arg, k + 1);
+}
+
 int run_clients_prepare(struct client_phase *cp, const struct workload_ops *wl,
                         int (*prepare)(struct run *r, const struct workload_ops *wl,
                                        struct phase_ctx *c))
 {
     cp->wl = wl;
     cp->prepare = prepare; /* runner.c's, which is above this file */
-    int rc = fiber_run(cp->n, run_client_prepare, cp);
+    /* The first client alone: it makes the phase's directories
+     * (workload_make_dirs), which the others' files need. */
+    run_client_prepare(cp, 0);
+    for (int k = 1; cp->runs[0] == CLIENT_ACTIVE && k < cp->n; k++)
+        cp->c[k].dirs_made = true;
+    int rc = cp->n > 1 ? fiber_run(cp->n - 1, run_client_prepare_next, cp) : 0;
     if (rc < 0)
         return rc;
     for (int k = 0; k < cp->n; k++)

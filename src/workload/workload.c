@@ -111,9 +111,13 @@ void workload_file_path(const struct phase_ctx *c, int index, char *buf, size_t 
 
 /* The runner makes (and claims) the run directory before the first
  * phase; where it could not (a read-only or full target), every rank's
- * attempt here shows the reason in its errors. */
+ * attempt here shows the reason in its errors. Of a rank's clients the
+ * first makes them when it could (dirs_made): the others would only send
+ * the same MKDIRs again. */
 void workload_make_dirs(struct phase_ctx *c)
 {
+    if (c->dirs_made)
+        return;
     char dir[HERD_PATH_MAX];
     int rc = c->be->mkdir(c->be_ctx, c->rundir);
     if (rc < 0 && rc != -EEXIST)

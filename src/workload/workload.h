@@ -46,6 +46,7 @@ struct phase_ctx {
     int index; /* the phase's index in the job */
     int rank, nranks;
     int client, clients; /* this client's index in its rank, and K */
+    bool dirs_made;      /* the rank's first client made the phase's directories */
     int peer;            /* the rank (client id) whose file this one reads */
     int host;
     const struct backend_ops *be;
