@@ -21,6 +21,9 @@ embedded ganesha (cluster-configs/local/nfs-server.sh).
    each client's file, a segmented shared write and its verified read
    (each client its own region), a meta tree per client, a storm: every
    client's rows, no error, no verify failure.
+8. On the wire (a raw capture on lo in the server's namespace): the
+   AUTH_SYS machine names of 2 ranks x 3 clients' RPCs are the six
+   HOST-rR-cK, one per client.
 6. A load ladder in clients (clients_active = 10,50,all) over 2 ranks x
    50 clients: phases w.10c, w.50c, w.100c, in each exactly that many
    clients moved their bytes, spread evenly over the ranks; the steps
@@ -36,8 +39,13 @@ message otherwise. Run:
 """
 
 import os
+import re
 import signal
+import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import h5py
 import pytest
@@ -313,3 +321,60 @@ def test_other_kinds_per_client(ganesha, herd_bin, tmp_path, version):
             steps = f["phases/tree/meta_steps"][()]
         assert set(zip(steps["rank"].tolist(), steps["client"].tolist())) == \
             {(r, c) for r in range(nranks) for c in range(k)}
+
+
+AUTH_SYS = re.compile(rb"\x00\x00\x00\x01(?s:.{4})(?s:.{4})\x00\x00\x00([\x01-\x7f])")
+
+
+def auth_sys_names(data):
+    """The AUTH_SYS machine names in the RPC calls of a captured frame
+    (flavor 1, body length, stamp, then the name as an XDR string)."""
+    names = set()
+    for m in AUTH_SYS.finditer(data):
+        n = m.group(1)[0]
+        name = data[m.end():m.end() + n]
+        if len(name) == n and re.fullmatch(rb"[A-Za-z0-9._-]+", name):
+            names.add(name.decode())
+    return names
+
+
+def sniff(seconds):
+    """Run in the server's namespace: the AUTH_SYS names on lo."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
+    s.bind(("lo", 0))
+    s.settimeout(0.2)
+    names, end = set(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            names |= auth_sys_names(s.recv(1 << 17))
+        except socket.timeout:
+            pass
+    print("\n".join(sorted(names)), flush=True)
+
+
+def test_auth_sys_names_on_the_wire(ganesha, herd_bin, tmp_path):
+    k, nranks = 3, 2
+    job = write_job(tmp_path / "a.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k},
+                    [("w", {"kind": "write", "file_size": "64K", "block_size": "64K"})])
+    script = Path(__file__).resolve().parents[2] / "cluster-configs/local/nfs-server.sh"
+    sniffer = subprocess.Popen(["bash", str(script), "exec", "--state", str(ganesha.state), "--",
+                                sys.executable, str(Path(__file__).resolve()), "--sniff", "8"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)
+        proc = herd_run_nfs(ganesha, herd_bin, nranks, job, tmp_path / "a.h5")
+        out, err = sniffer.communicate(timeout=60)
+    finally:
+        if sniffer.poll() is None:
+            sniffer.kill()
+            sniffer.wait()
+    assert proc.returncode == 0, describe(proc)
+    host = os.uname().nodename
+    want = {f"{host}-r{r}-c{c}" for r in range(nranks) for c in range(k)}
+    names = set(out.split())
+    assert want <= names, (sorted(names), err)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--sniff"]:
+    sniff(float(sys.argv[2]))
