@@ -151,7 +151,11 @@ def check_dir(state, uid=None, marker=None, new=False):
         _check_node(sub, sub_st, owners, "directory")
         if name in FILES_IN:
             for entry in os.scandir(sub):
-                _check_node(Path(entry.path), entry.stat(follow_symlinks=False), (uid,), "file")
+                try:  # a record written meanwhile: its NAME.tmp renamed away
+                    entry_st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                _check_node(Path(entry.path), entry_st, (uid,), "file")
     if marker and (state / marker).exists():
         _check_node(state / marker, os.lstat(state / marker), (uid,), "file")
 

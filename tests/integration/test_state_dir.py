@@ -23,6 +23,10 @@ are data; one command at a time works on a state directory.
    no process of that directory is left. Concurrent vcluster.sh up: one
    cluster, the other refused; after down nothing is left.
 
+5. A record renamed away while the directory is checked (the supervisor
+   writes pid/supervisor.tmp and renames it while a second start checks
+   the directory) is skipped, not a traceback.
+
 Needs root and the user nobody (skips otherwise); 4 needs the embedded
 server's packages (nfs-ganesha, rpcbind, libnfs-utils).
 """
@@ -257,3 +261,29 @@ def test_concurrent_vcluster_ups_make_one_cluster(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-rs"]))
+
+
+def test_record_renamed_away_during_the_check(tmp_path, monkeypatch):
+    sys.path.insert(0, str(LOCAL_DIR))
+    try:
+        import statedir
+    finally:
+        sys.path.remove(str(LOCAL_DIR))
+    state = tmp_path / "nfs"
+    (state / "pid").mkdir(parents=True)
+    (state / "pid" / "ganesha").write_text("1 1\n")
+    real_scandir = statedir.os.scandir
+
+    class Gone:
+        path = str(state / "pid" / "supervisor.tmp")
+        name = "supervisor.tmp"
+
+        def stat(self, follow_symlinks=True):
+            raise FileNotFoundError(2, "renamed away", self.path)
+
+    def scandir(path):
+        entries = list(real_scandir(path))
+        return iter(entries + [Gone()]) if Path(path).name == "pid" else iter(entries)
+
+    monkeypatch.setattr(statedir.os, "scandir", scandir)
+    statedir.check_dir(state)  # no exception: the vanished entry is skipped
