@@ -35,21 +35,28 @@ static const char *run_client_name(const struct run *r, int k, char *buf, size_t
     return buf;
 }
 
+/* Client k connects under its name (at the start, and again before a
+ * phase when it could not): 0 or -errno, client_ctx[k] NULL on failure. */
+static int run_client_connect(struct run *r, int k)
+{
+    const struct phase *first = &r->job->phases[0];
+    char name[96];
+    const char *who = run_client_name(r, k, name, sizeof name);
+    int rc = r->be->connect(first->target, first, who, &r->client_ctx[k]);
+    if (rc < 0)
+        r->client_ctx[k] = NULL;
+    return rc;
+}
+
 struct run_connect_all {
     struct run *r;
-    const struct phase *first;
     int *rc;
 };
 
-static void run_client_connect(void *arg, int k)
+static void run_client_connect_one(void *arg, int k)
 {
     struct run_connect_all *a = arg;
-    struct run *r = a->r;
-    char name[96];
-    const char *who = run_client_name(r, k, name, sizeof name);
-    a->rc[k] = r->be->connect(a->first->target, a->first, who, &r->client_ctx[k]);
-    if (a->rc[k] < 0)
-        r->client_ctx[k] = NULL;
+    a->rc[k] = run_client_connect(a->r, k);
 }
 
 /* K sockets and more: the soft limit on descriptors up to the hard one. */
@@ -95,8 +102,8 @@ int run_clients_connect(struct run *r, int *first_err)
     }
     run_clients_fd_room(r->clients);
     run_clients_ordinary_ports(r->clients);
-    struct run_connect_all a = {.r = r, .first = first, .rc = rc};
-    int ran = fiber_run(r->clients, run_client_connect, &a);
+    struct run_connect_all a = {.r = r, .rc = rc};
+    int ran = fiber_run(r->clients, run_client_connect_one, &a);
     int connected = 0;
     *first_err = ran < 0 ? ran : 0;
     for (int k = 0; ran == 0 && k < r->clients; k++) {
@@ -197,11 +204,8 @@ static int run_client_reconnect(struct client_phase *cp, int k)
     struct phase_ctx *c = &cp->c[k];
     if (r->client_ctx[k])
         return 0;
-    char name[96];
-    const char *who = run_client_name(r, k, name, sizeof name);
-    int rc = r->be->connect(c->ph->target, &r->job->phases[0], who, &r->client_ctx[k]);
+    int rc = run_client_connect(r, k);
     if (rc < 0) {
-        r->client_ctx[k] = NULL;
         workload_fail(c, NULL, OP_CONNECT, rc, c->ph->target);
         return rc;
     }
@@ -326,7 +330,6 @@ void run_clients_end(struct client_phase *cp)
             base->op_errors[op] += c->op_errors[op];
             base->op_seconds[op] += c->op_seconds[op];
         }
-        base->prepare_late |= c->prepare_late;
     }
 }
 
