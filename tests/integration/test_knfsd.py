@@ -75,13 +75,12 @@ import numpy as np
 import pytest
 
 from conftest import MIB, describe, load_results, phase_attr_order, write_job
-from test_core import resolved
 from test_nfs import (CALL_MARGIN, CONNECTION_ERRNOS, calls_at_least, check_calls_bounded,
-                      check_clean_phase, check_error_names, check_run, common_time,
+                      check_data_phases, check_error_names, common_time,
                       errnos_by_rank, herd_run_nfs, ns_background)
 from test_nfs_locks import assert_no_exclusive_overlap, holds_of, lock_global
 from test_nfs_server import (CMD_TIMEOUT, SBIN_PATH, Server, _Rpc, _xdr_opaque, NLM4_STATS,
-                             describe_pids, running, wait_until, write_random)
+                             describe_pids, running, server_factory, wait_until, write_random)
 
 GUEST_ADDR = "10.77.0.2"
 BASE = f"nfs://{GUEST_ADDR}/export"
@@ -145,9 +144,11 @@ def uml_processes(state):
 
 
 class KnfsdServer(Server):
-    """nfs-server.sh --server knfsd: the PID start prints is linux.uml's."""
+    """nfs-server.sh --server knfsd: the PID start prints is linux.uml's.
+    URL: the URL start prints (a pattern)."""
 
     PROCS = ("supervisor", "uml")
+    URL = re.escape(URL3)
 
     def start(self, *opts):
         opts = [str(o) for o in opts]
@@ -164,10 +165,10 @@ class KnfsdServer(Server):
         lines = proc.stdout.splitlines()
         assert len(lines) == 2, f"start must print exactly 2 lines, got {proc.stdout!r}"
         self.url, pid = lines
-        assert self.url == URL3, f"start printed the URL {self.url!r}, want {URL3}"
+        assert re.fullmatch(self.URL, self.url), f"start printed the URL {self.url!r}"
         assert re.fullmatch(r"\d+", pid), f"line 2 is not a PID: {pid!r}"
         self.pid = int(pid)
-        self.base = BASE
+        self.base = self.url.split("?", 1)[0]
         self.smb_url = None
         self.refresh()
         assert "uml" in self.procs, f"status names no running uml: {self.status()}"
@@ -238,20 +239,8 @@ def knfsd(tmp_path):
     """Factory: knfsd(*start options) -> a started KnfsdServer (xfs, 1G
     unless given). Teardown stops every server, also after a failed test,
     and checks that nothing of any is left."""
-    made = []
-
-    def make(*opts, name=None):
-        s = KnfsdServer(tmp_path / (name or f"knfsd{len(made)}"))
-        made.append(s)
-        return s.start(*opts)
-
-    try:
+    with server_factory(tmp_path, KnfsdServer, "knfsd") as make:
         yield make
-    finally:
-        for s in made:
-            s.stop(check=False)
-    for s in made:
-        s.assert_clean()
 
 
 # ---------------------------------------------------------------- NLM probe
@@ -545,18 +534,8 @@ def test_knfsd_v3_writes_read_over_v3_and_v4(knfsd, herd_bin, tmp_path):
         out = tmp_path / f"{tag}.h5"
         proc = herd_run_nfs(s, herd_bin, NRANKS, job, out)
         assert proc.returncode == 0, describe(proc)
-        res = load_results(out)
-        check_run(res, NRANKS, g["target"], 0, [n for n, _ in phases])
-        for name, k in phases:
-            ph = res.phases[name]
-            where = f"{tag} phase {name}"
-            assert int(ph.ranks["bytes"].sum()) == NRANKS * 4 * MIB, \
-                f"{where}: {int(ph.ranks['bytes'].sum())} bytes, want {NRANKS} x 4 MiB"
-            assert int(ph.ranks["verify_failures"].sum()) == 0, f"{where}: verify failures"
-            check_clean_phase(name, resolved({**g, **k}), ph, NRANKS, g["target"], order, where)
-        print(f"\n{tag}: " + ", ".join(
-            f"{n} {res.phases[n].attrs['summary_mib_per_s']:.0f} MiB/s" for n, _ in phases),
-            end="")
+        rates = check_data_phases(load_results(out), g, phases, NRANKS, 4 * MIB, order, tag)
+        print(f"\n{tag}: {rates}", end="")
     # keep = no removes only what that run made: the v3 run's kept files stay.
     listing = s.exec("nfs-ls", f"{BASE}/herd-{run_id}/unique-4M?version=3", timeout=30)
     assert listing.returncode == 0, listing.stderr

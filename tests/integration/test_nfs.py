@@ -321,6 +321,21 @@ def check_clean_phase(name, k, ph, nranks, url, attr_order, where=None):
     assert ph.attrs["backend"] == "libnfs", where
 
 
+def check_data_phases(res, g, phases, nranks, file_size, order, tag):
+    """A clean run (exit 0) of write, read and md5 phases (name, keys) under
+    global keys g: every phase moved nranks x file_size bytes, found no
+    verify failure and passes check_clean_phase. Their MiB/s, as text."""
+    check_run(res, nranks, g["target"], 0, [n for n, _ in phases])
+    for name, k in phases:
+        ph = res.phases[name]
+        where = f"{tag} phase {name}"
+        got = int(ph.ranks["bytes"].sum())
+        assert got == nranks * file_size, f"{where}: {got} bytes, want {nranks} x {file_size}"
+        assert int(ph.ranks["verify_failures"].sum()) == 0, f"{where}: verify failures"
+        check_clean_phase(name, resolved({**g, **k}), ph, nranks, g["target"], order, where)
+    return ", ".join(f"{n} {res.phases[n].attrs['summary_mib_per_s']:.0f} MiB/s" for n, _ in phases)
+
+
 def check_run(res, nranks, url, exit_code, phase_names):
     assert res.attrs["status"] == "complete"
     assert res.attrs["exit_code"] == exit_code

@@ -48,7 +48,7 @@ import pytest
 
 from conftest import RUN_TIMEOUT, describe, hold_ranks, load_results, write_job
 from test_nfs import herd_run_nfs, ns_background
-from test_nfs_server import Server, _why_skip, running, wait_until
+from test_nfs_server import Server, _why_skip, running, stopped_after, wait_until
 
 _WHY = _why_skip()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
@@ -60,22 +60,16 @@ GRACE_NAMES = {3: "NLM4_DENIED_GRACE_PERIOD", 4: "NFS4ERR_GRACE"}
 def nfs_server(tmp_path):
     """Factory: nfs_server(*start options) -> a started Server exporting a
     plain directory. Teardown stops it and checks nothing is left."""
-    made = []
+    with stopped_after([]) as made:
+        def make(*opts):
+            s = Server(tmp_path / f"nfs{len(made)}")
+            made.append(s)
+            s.start("--fs", "dir", *opts)
+            s.ganeshas = [s.procs["ganesha"]]
+            return s
 
-    def make(*opts):
-        s = Server(tmp_path / f"nfs{len(made)}")
-        made.append(s)
-        s.start("--fs", "dir", *opts)
-        s.ganeshas = [s.procs["ganesha"]]
-        return s
-
-    try:
         yield make
-    finally:
-        for s in made:
-            s.stop(check=False)
     for s in made:
-        s.assert_clean()
         for pid, start in s.ganeshas:
             assert wait_until(lambda: not running(pid, start), 5), f"ganesha {pid} still runs"
 

@@ -140,7 +140,9 @@ def write_random(path, size):
 
 class Server:
     """One nfs-server.sh instance: start() parses its stdout lines (two, or
-    three with --smb)."""
+    three with --smb). URL_HOST: the host line 1 names (a pattern)."""
+
+    URL_HOST = re.escape("127.0.0.1")
 
     def __init__(self, state):
         self.state = Path(state)
@@ -166,7 +168,8 @@ class Server:
         assert re.fullmatch(r"\d+", pid), pid
         self.pid = int(pid)
         export = os.path.realpath(self.state / "export")
-        assert self.url == f"nfs://127.0.0.1{export}?version=3"
+        assert re.fullmatch(f"nfs://{self.URL_HOST}{re.escape(export)}\\?version=3", self.url), \
+            f"start printed the URL {self.url!r}"
         self.base = self.url.split("?", 1)[0]
         self.refresh()
         assert self.procs["ganesha"][0] == self.pid
@@ -254,22 +257,39 @@ class Server:
         assert rc == 3 and kv.get("state") == "stopped", kv
 
 
+@contextlib.contextmanager
+def stopped_after(made):
+    """The servers of made (a list the block fills) stopped after the
+    block, also when it fails, then each checked clean."""
+    try:
+        yield made
+    finally:
+        for s in made:
+            s.stop(check=False)
+    for s in made:
+        s.assert_clean()
+
+
+@contextlib.contextmanager
+def server_factory(tmp_path, cls, prefix):
+    """make(*start options, name=None) -> a started cls (a Server) in
+    tmp_path/name (default PREFIX0, PREFIX1, ...); every one stopped and
+    checked clean after the block (stopped_after)."""
+    with stopped_after([]) as made:
+        def make(*opts, name=None):
+            s = cls(tmp_path / (name or f"{prefix}{len(made)}"))
+            made.append(s)
+            return s.start(*opts)
+
+        yield make
+
+
 @pytest.fixture
 def server(tmp_path):
     """Factory: server(*start options) -> a started Server. Teardown stops
     every server (also after a failed test) and checks nothing is left."""
-    made = []
-
-    def make(*opts, name=None):
-        s = Server(tmp_path / (name or f"nfs{len(made)}"))
-        made.append(s)
-        return s.start(*opts)
-
-    yield make
-    for s in made:
-        s.stop(check=False)
-    for s in made:
-        s.assert_clean()
+    with server_factory(tmp_path, Server, "nfs") as make:
+        yield make
 
 
 def have_mkfs(fs):
