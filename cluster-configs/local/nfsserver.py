@@ -60,8 +60,12 @@ USAGE = """\
       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
               (knfsd: linux.uml's), with --smb line 3 smb://127.0.0.1/export
   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
-      (HERD_LINK=the link's spec, or none, in COMMAND's environment; with
-       --smb also HERD_SMB_URL, HERD_SMB_USER, HERD_SMB_PASSWORD_FILE)
+      (COMMAND's environment: what `env` prints)
+  nfs-server.sh env --state DIR
+      (KEY=VALUE lines: HERD_SERVER=ganesha|knfsd, HERD_SERVER_FS=the
+       export's file system, HERD_SERVER_URL, HERD_LINK=the link's spec or
+       none; with --smb also HERD_SMB_URL, HERD_SMB_USER,
+       HERD_SMB_PASSWORD_FILE)
   nfs-server.sh link --state DIR --set SPEC [--dev DEV]... | --clear
       (replaces the running server's link; --dev: the devices in its
        namespace for tbf/netem, default lo)
@@ -344,6 +348,30 @@ def cmd_stop(words):
     raise Die("stop: something is left (see above)")
 
 
+def server_env(srv):
+    """What a client of the server may record (exec's environment, env's
+    lines): the server, the export's file system, the URL, the link; with
+    --smb smbd's URL, user and password file. Values are the checked
+    settings' (no newline, no '=' but in the URL's query)."""
+    env = {"HERD_SERVER": srv.server, "HERD_SERVER_FS": srv.settings["FS"],
+           "HERD_SERVER_URL": srv.url(), "HERD_LINK": netlink.current(srv)}
+    if srv.smb:
+        env.update(HERD_SMB_URL="smb://127.0.0.1/export", HERD_SMB_USER=ss.SMB_USER,
+                   HERD_SMB_PASSWORD_FILE=str(srv.smb_dir / "password"))
+    return env
+
+
+def cmd_env(words):
+    """env --state DIR: server_env's KEY=VALUE lines, for a script (or a
+    client outside the namespace)."""
+    srv = Server(Args("env", words, values=("--state",)).get("--state") or "", "env")
+    if not srv.running():
+        raise Die(f"env: no server running with state {srv.state}")
+    srv.load_settings()
+    print("".join(f"{k}={v}\n" for k, v in server_env(srv).items()), end="")
+    return 0
+
+
 def cmd_exec(words):
     a = Args("exec", words, values=("--state",), flags=("--server-fs",), rest_after_dashes=True)
     srv = Server(a.get("--state") or "", "exec")
@@ -352,11 +380,8 @@ def cmd_exec(words):
     if not srv.running():
         raise Die(f"exec: no server running with state {srv.state}")
     sup = srv.recorded("supervisor")
-    os.environ["HERD_LINK"] = netlink.current(srv)
     srv.load_settings()
-    if srv.smb:
-        os.environ.update(HERD_SMB_URL="smb://127.0.0.1/export", HERD_SMB_USER=ss.SMB_USER,
-                          HERD_SMB_PASSWORD_FILE=str(srv.smb_dir / "password"))
+    os.environ.update(server_env(srv))
     argv = ["nsenter", f"--net=/proc/{sup}/ns/net"]
     if "--server-fs" in a.flags:
         if srv.server == "knfsd":
@@ -692,7 +717,7 @@ def cmd_link_check(words):
 # ------------------------------------------------------------------ main
 
 VERBS = {
-    "start": cmd_start, "stop": cmd_stop, "exec": cmd_exec,
+    "start": cmd_start, "stop": cmd_stop, "exec": cmd_exec, "env": cmd_env,
     "restart-ganesha": cmd_restart_ganesha, "start-ganesha": cmd_restart_ganesha,
     "restart-server": cmd_restart_server, "threads": cmd_threads,
     "export-mode": cmd_export_mode, "guest": cmd_guest, "stop-statd": cmd_stop_statd,

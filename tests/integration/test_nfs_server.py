@@ -342,6 +342,24 @@ def test_exec_exit_code_and_status(server, tmp_path):
     assert s.exec("nfs-ls", f"{s.base}?version=3&nfsport=2049&mountport=20048").returncode == 0
 
 
+def test_env_and_exec_name_the_server_and_its_fs(server):
+    """`env` prints, and `exec` puts in the environment, HERD_SERVER and
+    HERD_SERVER_FS (herd records the latter as server_fs), the URL and
+    the link."""
+    for fs in ("tmpfs", "dir"):
+        s = server("--fs", fs)
+        want = {"HERD_SERVER": "ganesha", "HERD_SERVER_FS": fs, "HERD_SERVER_URL": s.url,
+                "HERD_LINK": "none"}
+        proc = s.cmd("env", "--state", s.state)
+        assert proc.returncode == 0, proc.stderr
+        assert dict(line.split("=", 1) for line in proc.stdout.splitlines()) == want, proc.stdout
+        seen = s.exec("sh", "-c", 'printf "%s|%s|%s" "$HERD_SERVER" "$HERD_SERVER_FS" '
+                      '"$HERD_SERVER_URL"').stdout
+        assert seen == f"ganesha|{fs}|{s.url}", seen
+        s.stop()
+        assert s.cmd("env", "--state", s.state).returncode == 1
+
+
 def test_nfsv4_reads_the_same_path(server, tmp_path):
     s = server()
     src = write_random(tmp_path / "src.bin", 4 * MIB)

@@ -103,7 +103,7 @@ def hostile_server_dir(nobody, sticky):
 SERVER_VERBS = [
     ["status"], ["stop"], ["stop", "--purge"], ["start", "--fs", "dir"],
     ["restart-ganesha"], ["exec", "--", "true"], ["link", "--clear"], ["stop-statd"],
-    ["threads", "4"], ["guest", "--", "read", "/proc/uptime"],
+    ["threads", "4"], ["guest", "--", "read", "/proc/uptime"], ["env"],
 ]
 
 
