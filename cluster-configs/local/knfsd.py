@@ -50,6 +50,7 @@ import sys
 import time
 from pathlib import Path
 
+import reach
 import umlview
 
 def guest_net(text):
@@ -188,10 +189,13 @@ def nlm_grace(grace):
 
 def guest_config(settings):
     """STATE/guest/config, the KEY=VALUE lines uml-init.c reads."""
+    # (--reach host: the host's end of the veth pair, routed like a cluster)
+    subnets = settings.get("EXPORT_TO", "").split() + reach.guest_subnets(settings)
     lines = {
         "addr": GUEST_ADDR, "netmask": NETMASK,
-        "routes": " ".join(f"{net},{HOST_ADDR}" for net in settings.get("EXPORT_TO", "").split()),
-        "client": " ".join([HOST_ADDR] + settings.get("EXPORT_TO", "").split()),
+        "routes": " ".join(f"{net},{HOST_ADDR}" for net in subnets),
+        "client": " ".join([HOST_ADDR] + subnets),
+        "secure_client": " ".join(reach.guest_subnets(settings)),
         "fs": settings["FS"], "threads": settings["THREADS"],
         "mode": "async" if settings["MODE"] == "async" else "sync",
         "grace": settings["GRACE"], "lease": settings["LEASE"], "nlm": settings["NLM"],

@@ -8,7 +8,8 @@ or, with --server knfsd, the Linux kernel's nfsd in a User-Mode Linux
 guest (knfsd.py). Everything it makes lives in one state directory;
 `stop` removes every process, mount and loop device it made. No kernel NFS
 is needed: clients reach the server with libnfs (nfs:// URLs) from inside
-the namespace (`exec`). The process that holds the namespaces and owns
+the namespace (`exec`) or, started with --reach host, from the host over a
+veth pair of its own (reach.py). The process that holds the namespaces and owns
 the servers is supervisor.py beside this file; the verbs here talk to it
 over its socket (serverstate.py). See README.md beside this file.
 
@@ -29,6 +30,7 @@ import time
 
 import netlink
 import procinfo
+import reach
 import serverstate as ss
 from knfsdctl import (cmd_export_mode, cmd_guest, cmd_threads, knfsd_check_net,
                       knfsd_check_start, knfsd_restart, knfsd_status)
@@ -57,8 +59,12 @@ USAGE = """\
                       [--smb [--smb-sendfile yes|no] [--smb-workers N]]
                                           (also smbd, Samba, on the same
                                            export: see smb.conf.in)
+                      [--reach none|host] (host: also reachable from the
+                                           host, over a veth pair of its
+                                           own: see reach.py; default none)
       stdout: line 1 the nfs:// URL of the export (NFSv3), line 2 ganesha's PID
               (knfsd: linux.uml's), with --smb line 3 smb://127.0.0.1/export
+              (--reach host: the pair's address instead of 127.0.0.1)
   nfs-server.sh exec --state DIR [--server-fs] -- COMMAND [ARG...]
       (COMMAND's environment: what `env` prints)
   nfs-server.sh env --state DIR
@@ -106,7 +112,7 @@ def start_options(words):
     a = Args("start", words, values=("--state", "--fs", "--size", "--workers", "--server",
                                      "--guest-net", "--export-to", "--threads", "--hostname",
                                      "--grace", "--lease", "--link", "--smb-sendfile",
-                                     "--smb-workers"),
+                                     "--smb-workers", "--reach"),
              flags=("--sync", "--async", "--sync-writes", "--nlm", "--no-nlm", "--smb"))
     if "--link" in a.values and a.get("--link") is None:
         raise Die("start: --link needs a SPEC")
@@ -130,6 +136,7 @@ def start_check(a, mode, nlm):
     smb = "1" if "--smb" in a.flags else "0"
     smb_sendfile, smb_workers = a.get("--smb-sendfile", "yes") or "", a.get("--smb-workers", "100") or ""
     guest_net, export_to = a.get("--guest-net") or "", a.get("--export-to") or ""
+    reach_to = a.get("--reach", "none") or ""
     if fs not in ("dir", "tmpfs", "xfs", "ext4", "btrfs"):
         raise Die("start: --fs must be dir, tmpfs, xfs, ext4 or btrfs")
     if not re.fullmatch(r"[0-9]+[KMGT]?", size):
@@ -157,6 +164,7 @@ def start_check(a, mode, nlm):
         raise Die("start: --smb-sendfile must be yes or no")
     if not smb_workers.isdigit() or not 1 <= int(smb_workers) <= 10000:
         raise Die("start: --smb-workers must be 1..10000 (smbd's aio max threads)")
+    reach_check(reach_to, server, "--link" in a.values)
     if os.geteuid() != 0:
         raise Die("start: needs root (namespaces, mounts, loop devices)")
     if smb == "1":
@@ -197,8 +205,60 @@ def start_check(a, mode, nlm):
                 "NLM": nlm, "GRACE": grace, "LEASE": lease, "SMB": smb,
                 "SMB_SENDFILE": smb_sendfile, "SMB_WORKERS": smb_workers, "SERVER": server,
                 "THREADS": threads or "8", "GUEST_NET": guest_net or "10.77.0",
-                "EXPORT_TO": export_to}
+                "EXPORT_TO": export_to, "REACH": reach_to}
     return settings, link
+
+
+def reach_check(reach_to, server, link):
+    """--reach none|host, and what --reach host needs."""
+    if reach_to not in ("none", "host"):
+        raise Die("start: --reach must be none or host")
+    if reach_to == "none":
+        return
+    if link and server == "ganesha":
+        raise Die("start: --link and --reach host: ganesha's link is on the namespace's lo, "
+                  "which the host's clients do not cross (use --server knfsd)")
+    if not have("sysctl"):
+        raise Die("start: --reach host: sysctl not found (package procps)")
+    try:
+        reach.reach_range()
+    except reach.ReachError as e:
+        raise Die(f"start: --reach host: {e}") from None
+
+
+def reach_claim(srv, guest_net_given):
+    """--reach host: the first free address block and its veth pair (the
+    block in the settings first: see reach.claim). A kernel nfsd's guest
+    takes the block's first /30 unless --guest-net placed it."""
+    auto_guest = srv.server == "knfsd" and not guest_net_given
+
+    def save(net):
+        srv.save_settings(REACH_NET=net, **({"GUEST_NET": net} if auto_guest else {}))
+
+    guest = srv.settings["GUEST_NET"] if srv.server == "knfsd" and guest_net_given else None
+    try:
+        net = reach.claim(srv.state, save, guest)
+    except reach.ReachError as e:
+        raise Die(str(e)) from None
+    srv.child_env()
+    log(f"--reach host: {reach.host_dev(net)} {reach.addresses(net)[0]} <-> "
+        f"{reach.NS_DEV} {reach.addresses(net)[1]}")
+
+
+def reach_connect(srv):
+    """--reach host: the pair's inner end into the running supervisor's
+    namespace, addressed (reach.connect)."""
+    if not srv.reach_net:
+        return True
+    if not srv.alive("supervisor"):
+        return False
+    guest = srv.settings["GUEST_NET"] if srv.server == "knfsd" else None
+    try:
+        reach.connect(srv.reach_net, srv.recorded("supervisor"), guest)
+    except reach.ReachError as e:
+        log(str(e))
+        return False
+    return True
 
 
 def start_claim(srv):
@@ -219,12 +279,14 @@ def start_claim(srv):
                   "directory")
 
 
-def start_prepare(srv, settings):
+def start_prepare(srv, settings, guest_net_given):
     (srv.state / ss.MARKER).write_text("")
     for d in ("bin", "conf", "run", "lib-nfs", "recovery", "statd", "export", "log", "pid"):
         (srv.state / d).mkdir(parents=True, exist_ok=True)
     os.chmod(srv.export, 0o777)
     srv.save_settings(**settings)
+    if settings["REACH"] == "host":
+        reach_claim(srv, guest_net_given)
     srv.child_env()
     srv.write_conf()
     if srv.smb:
@@ -271,9 +333,11 @@ def started_line(srv, seconds):
         nlm = f"on (port {ss.NLM_PORT}, statd port {ss.STATD_PORT})"
     smb = (f", smbd pid {srv.recorded('smbd')} (sendfile {st['SMB_SENDFILE']}, aio max threads "
            f"{st['SMB_WORKERS']})") if srv.smb else ""
+    where = f", reach host (from {reach.addresses(srv.reach_net)[0]} on " \
+        f"{reach.host_dev(srv.reach_net)})" if srv.reach_net else ""
     return (f"started in {seconds} s: server {srv.server}, fs {st['FS']}, mode {st['MODE']}, "
             f"{size}, export {srv.export}, nlm {nlm}, grace {st['GRACE']} s, lease {st['LEASE']} s,"
-            f" link {netlink.current(srv)}{smb}")
+            f" link {netlink.current(srv)}{smb}{where}")
 
 
 def cmd_start(words):
@@ -286,7 +350,8 @@ def cmd_start(words):
     ok = False
     try:
         # From here on a failure undoes everything.
-        ok = start_prepare(srv, settings) and start_supervisor(srv)
+        ok = start_prepare(srv, settings, bool(a.get("--guest-net"))) and \
+            start_supervisor(srv) and reach_connect(srv)
         if ok and link is not None and srv.alive("supervisor"):
             ok = netlink.apply(srv, link)
         ok = ok and srv.alive("supervisor") and srv.alive(srv.server_proc()) and \
@@ -299,7 +364,7 @@ def cmd_start(words):
         print(srv.url())
         print(srv.recorded(srv.server_proc()))
         if srv.smb:
-            print("smb://127.0.0.1/export")
+            print(srv.smb_url())
         return 0
     log("start failed")
     failed = srv.state / "run" / "failed"
@@ -356,14 +421,14 @@ def server_env(srv):
     env = {"HERD_SERVER": srv.server, "HERD_SERVER_FS": srv.settings["FS"],
            "HERD_SERVER_URL": srv.url(), "HERD_LINK": netlink.current(srv)}
     if srv.smb:
-        env.update(HERD_SMB_URL="smb://127.0.0.1/export", HERD_SMB_USER=ss.SMB_USER,
+        env.update(HERD_SMB_URL=srv.smb_url(), HERD_SMB_USER=ss.SMB_USER,
                    HERD_SMB_PASSWORD_FILE=str(srv.smb_dir / "password"))
     return env
 
 
 def cmd_env(words):
-    """env --state DIR: server_env's KEY=VALUE lines, for a script (or a
-    client outside the namespace)."""
+    """env --state DIR: server_env's KEY=VALUE lines, for a client outside
+    the namespace (--reach host) or a script."""
     srv = Server(Args("env", words, values=("--state",)).get("--state") or "", "env")
     if not srv.running():
         raise Die(f"env: no server running with state {srv.state}")
@@ -573,8 +638,9 @@ def cmd_status(words):
     if not knfsd:
         out.append(f"in_grace={grace_now(srv)}")
     out += [f"link={netlink.current(srv)}", f"link_applied={netlink.applied(srv)}"]
+    out += reach.status_lines(srv.state, st)
     if srv.smb:
-        out += ["smb=on", "smb_url=smb://127.0.0.1/export", f"smb_user={ss.SMB_USER}",
+        out += ["smb=on", f"smb_url={srv.smb_url()}", f"smb_user={ss.SMB_USER}",
                 f"smb_password_file={srv.smb_dir / 'password'}",
                 f"smb_conf={srv.state / 'conf' / 'smb.conf'}",
                 f"smb_sendfile={st['SMB_SENDFILE']}", f"smb_workers={st['SMB_WORKERS']}"]
@@ -649,6 +715,9 @@ def cmd_link(words):
     if "--set" in a.values:
         srv.load_settings()
         link = link_or_exit(a.get("--set"), srv.server)
+        if srv.server == "ganesha" and srv.reach_net and nspid is None:
+            raise Die("link: the server was started with --reach host: ganesha's link is on the "
+                      "namespace's lo, which the host's clients do not cross")
     srv.lock()
     srv.load_settings()
     stuck = "link: herd-linkdelay (pid {}) is still running"

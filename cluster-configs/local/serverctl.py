@@ -16,6 +16,7 @@ from pathlib import Path
 
 import netlink
 import procinfo
+import reach
 import serverstate as ss
 import statedir
 
@@ -163,6 +164,20 @@ class Server:
     def smb(self):
         return self.settings["SMB"] == "1"
 
+    @property
+    def reach_net(self):
+        """The block A.B.N of --reach host's veth pair (reach.py), or ''."""
+        return self.settings["REACH_NET"] if self.settings["REACH"] == "host" else ""
+
+    def addr(self):
+        """ganesha's (and smbd's) address in the URLs: the namespace's end
+        of the veth pair with --reach host (reachable from the host and
+        from inside), else 127.0.0.1 (from inside only)."""
+        return reach.addresses(self.reach_net)[1] if self.reach_net else "127.0.0.1"
+
+    def smb_url(self):
+        return f"smb://{self.addr()}/export"
+
     def is_ours(self):
         return (self.state / ss.MARKER).is_file()
 
@@ -250,11 +265,14 @@ class Server:
     def url(self):
         if self.server == "knfsd":
             return f"nfs://{self.settings['GUEST_NET']}.2/export?version=3"
-        return f"nfs://127.0.0.1{self.export}?version=3"
+        return f"nfs://{self.addr()}{self.export}?version=3"
 
     def nfs_answers(self, seconds):
-        """nfs-ls of the export answers, from inside, within seconds."""
-        return run_quiet(self.in_netns(["timeout", str(seconds), "nfs-ls", self.url()])) == 0
+        """nfs-ls of the export answers within seconds: from inside, or with
+        --reach host from the host (over the veth pair, and for a kernel
+        nfsd through the namespace to its guest)."""
+        argv = ["timeout", str(seconds), "nfs-ls", self.url()]
+        return run_quiet(argv if self.reach_net else self.in_netns(argv)) == 0
 
     def nlm_answers(self, seconds):
         """ganesha's NLM (v4) is registered with rpcbind and answers its NULL
@@ -268,7 +286,7 @@ class Server:
 
     def smb_answers(self, seconds):
         """smbclient logs in as herd and lists the share, from inside."""
-        return run_quiet(self.in_netns(["timeout", str(seconds), "smbclient", "//127.0.0.1/export",
+        return run_quiet(self.in_netns(["timeout", str(seconds), "smbclient", f"//{self.addr()}/export",
                                         "-A", str(self.smb_dir / "credentials"), "-m", "SMB3",
                                         "-c", "ls"])) == 0
 
@@ -363,7 +381,11 @@ class Server:
                  "@NFS_COMMIT@": "true" if st["MODE"] == "sync-writes" else "false",
                  "@NLM@": "true" if self.nlm else "false", "@NLM_PORT@": str(ss.NLM_PORT),
                  "@GRACELESS@": "false" if graceful else "true",
-                 "@GRACE@": st["GRACE"] if graceful else st["LEASE"], "@LEASE@": st["LEASE"]}
+                 "@GRACE@": st["GRACE"] if graceful else st["LEASE"], "@LEASE@": st["LEASE"],
+                 "@REACH_CLIENT@": ""}
+        if self.reach_net:
+            subst["@REACH_CLIENT@"] = (f"    CLIENT {{\n        Clients = {reach.addresses(self.reach_net)[0]};"
+                                       "\n        PrivilegedPort = true;\n    }")
         self.write_template(TEMPLATE, "ganesha.conf", subst)
 
     def write_smb_conf(self):
@@ -559,6 +581,10 @@ class Server:
         problems = False
         if inode is not None:
             problems = not self.netns_sweep(inode)
+        # --reach host: the veth pair, from inside while the namespace is
+        # pinned (so it is this server's), and what is left of it outside.
+        problems = not reach.tear_down(self.state, self.reach_net, self.netns_fd, log) or problems
+        if inode is not None:
             os.close(self.netns_fd)
             self.netns_fd = None
         self.report_killed()

@@ -69,6 +69,8 @@ SETTINGS = {
     "THREADS": ("8", r"[0-9]{1,4}"),
     "GUEST_NET": ("10.77.0", rf"{_OCTET}\.{_OCTET}\.{_OCTET}"),
     "EXPORT_TO": ("", rf"({_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}/([1-9]|[12][0-9]|3[0-2]))?"),
+    "REACH": ("none", r"none|host"),
+    "REACH_NET": ("", rf"({_OCTET}\.{_OCTET}\.{_OCTET})?"),
 }
 
 

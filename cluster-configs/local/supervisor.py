@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import knfsd
+import reach
 import serverstate as ss
 from procinfo import KILL_WAIT, proc_name, proc_stat, running, wait_until
 from serverstate import (SMBD_LEFTOVER_STOP, SMBD_STOP, SOCKET_NAME, STATD_STOP, RPCBIND_STOP,
@@ -396,7 +397,8 @@ class Supervisor:
     def tear_down(self):
         """smbd and its children first, then ganesha (it unmonitors its NLM
         clients with statd on the way out), then statd, then rpcbind; the
-        export's mount and loop device last."""
+        export's mount and loop device; last --reach host's veth pair (both
+        ends go with the one here, and the host's routes through it)."""
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda *_: None)
         self.close_socket()
@@ -412,6 +414,8 @@ class Supervisor:
         if self.loopdev and subprocess.run(["losetup", "-d", self.loopdev],
                                            stderr=subprocess.DEVNULL, check=False).returncode:
             log(f"losetup -d {self.loopdev} failed")
+        if self.settings["REACH"] == "host":
+            reach.ns_tear_down()
         log("stopped")
 
     # ---- commands

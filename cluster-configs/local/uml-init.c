@@ -18,7 +18,8 @@
  *      (every exec costs 0.1-0.5 s in UML);
  *   4. starts rpcbind, rpc.statd (with nlm=1), exports /export to the
  *      `client` hosts and networks (the host side of the link; a virtual
- *      cluster's subnet), starts rpc.mountd and nfsd with the asked number
+ *      cluster's subnet; those also in `secure_client` from ports below
+ *      1024 only), starts rpc.mountd and nfsd with the asked number
  *      of threads, grace and lease, and ends the NFSv4 grace period at
  *      once when grace=0; proves that /export can be written (a probe
  *      file created, written, fsynced and removed: a guest whose disk
@@ -591,19 +592,32 @@ static void must_run(char *const argv[], const char *logname)
     }
 }
 
+/* word is one of the space-separated words of list. */
+static bool word_in(const char *word, const char *list)
+{
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 /* exportfs of /export to each of the `client` setting's space-separated
  * hosts or networks (the host side of the link, a cluster's subnet),
  * `mode` sync or async; exportfs flushes the kernel's export cache, so a
- * live change holds from the next request on. The first failing exit
- * status, else 0. */
+ * live change holds from the next request on. Clients also named in
+ * `secure_client` (nfs-server.sh --reach host: the host's side) must send
+ * from a port below 1024 (root's), the others may not (insecure: herd as
+ * another user). The first failing exit status, else 0. */
 static int nfs_export(const char *mode)
 {
     char clients[LINE_MAX_];
     snprintf(clients, sizeof clients, "%s", setting("client", "10.77.0.1"));
+    const char *secure = setting("secure_client", "");
     for (char *save = NULL, *c = strtok_r(clients, " ", &save); c; c = strtok_r(NULL, " ", &save)) {
         char options[128], target[LINE_MAX_];
-        snprintf(options, sizeof options, "rw,%s,no_root_squash,no_subtree_check,insecure,fsid=1",
-                 mode);
+        snprintf(options, sizeof options, "rw,%s,no_root_squash,no_subtree_check,%s,fsid=1", mode,
+                 word_in(c, secure) ? "secure" : "insecure");
         snprintf(target, sizeof target, "%s:/export", c);
         char *argv[] = {"exportfs", "-o", options, target, NULL};
         int rc = run(argv, -1, "exportfs.log");
