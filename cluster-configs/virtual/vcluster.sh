@@ -11,8 +11,11 @@
 #                  [--server-size 2G] [--server-workers N] [--sync|--async] [--slurm]
 #                  [--link delay=20ms,jitter=2ms,rate=8mbit]
 #                  [--kernel-client [--mount-opts OPTS] [--share DIR]]
-#                  [--server ganesha|knfsd]
-#       stdout: the export's nfs:// URL as the clients reach it
+#                  [--server ganesha|knfsd] [--reach none|host]
+#       stdout: the export's nfs:// URL as the clients reach it; with
+#       --reach host a second line, its URL from the machine's own network
+#       namespace (nfs-server.sh start --reach host: a veth pair from the
+#       machine to the server host only, see ../local/reach.py)
 #       --server knfsd: the server host runs the Linux kernel's nfsd (in a
 #       User-Mode Linux guest of its own, nfs-server.sh --server knfsd) on
 #       the routed subnet 10.77.1.0/30 behind the server host, which
@@ -50,7 +53,8 @@
 #
 # Addresses are 10.77.0.0/24 and exist only inside the cluster's own
 # namespaces (the bridge lives in a "switch" namespace); nothing is added to
-# the machine's own network. Everything is recorded in DIR and `down`
+# the machine's own network but, with --reach host, nfs-server.sh's veth
+# pair to the server host (and a kernel nfsd's route). Everything is recorded in DIR and `down`
 # removes it by PID. Needs root, util-linux (unshare, nsenter), iproute2,
 # OpenMPI and what cluster-configs/local/nfs-server.sh needs; --slurm needs
 # Debian's slurmctld, slurmd, slurm-client and munge (not started as services).
@@ -193,7 +197,7 @@ connect() {
 
 cmd_up() {
     local clients=4 slots=5 fs=xfs size=2G workers="" mode=--sync slurm=0 link="" link_opt=0
-    local link_rtt_us=0 kclient=0 mount_opts=vers=3 share="" server=ganesha
+    local link_rtt_us=0 kclient=0 mount_opts=vers=3 share="" server=ganesha reach=none
     while (($#)); do
         case "$1" in
             --state) set_state "${2:-}"; shift 2 ;;
@@ -213,6 +217,8 @@ cmd_up() {
             --share=*) share=${1#*=}; shift ;;
             --server) server=${2:-}; shift 2 ;;
             --server=*) server=${1#*=}; shift ;;
+            --reach) reach=${2:-}; shift 2 ;;
+            --reach=*) reach=${1#*=}; shift ;;
             *) log "up: unknown argument $1"; usage ;;
         esac
     done
@@ -223,6 +229,11 @@ cmd_up() {
         ganesha) ;;
         knfsd) ((slurm == 0)) || die "up: --slurm and --server knfsd do not go together (no slurmd in its guest)" ;;
         *) die "up: --server must be ganesha or knfsd" ;;
+    esac
+    case "$reach" in
+        none) ;;
+        host) ((link_opt == 0)) || die "up: --link and --reach host do not go together (the machine's path to the server does not cross the switch, where the link is)" ;;
+        *) die "up: --reach must be none or host" ;;
     esac
     [ "$(id -u)" -eq 0 ] || die "up: needs root (namespaces)"
     tools_need up "see cluster-configs/local/install.sh" unshare nsenter ip mpirun
@@ -265,6 +276,7 @@ cmd_up() {
     local server_args=(start --state "$STATE/server" --fs "$fs" --size "$size" "$mode"
                        --hostname "$SERVER_NAME")
     [ -n "$workers" ] && server_args+=(--workers "$workers")
+    [ "$reach" = host ] && server_args+=(--reach host)
     if [ "$server" = knfsd ]; then
         server_args+=(--server knfsd --guest-net "$KNFSD_NET" --export-to "$NET.0/24")
         printf '%s\n' "$KNFSD_NET.0/30,$NET.2" >"$STATE/server-route"
@@ -272,6 +284,7 @@ cmd_up() {
     local url
     url=$(bash "$NFS_SERVER" "${server_args[@]}") # line 1 the URL, line 2 ganesha's PID
     url=${url%%$'\n'*}
+    [ "$reach" = host ] && printf '%s\n' "$url" >"$STATE/host-url"
     local sup sup_start
     # (status exits non-zero while the server is not answering yet: the
     # supervisor line is what counts here)
@@ -309,7 +322,11 @@ cmd_up() {
     done
     # The server last, one slot: the monitor rank (monitor_host = srv).
     printf '%s slots=1\n' "$SERVER_NAME" >>"$STATE/hostfile"
-    printf '%s\n' "${url/127.0.0.1/$NET.2}" >"$STATE/url"
+    # (ganesha's URL names its namespace's address, 127.0.0.1 or with
+    # --reach host the veth pair's: the clients use the server host's; a
+    # kernel nfsd's names its guest, routed from everywhere)
+    [ "$server" = knfsd ] || url=$(sed -E "s|^nfs://[0-9.]+/|nfs://$NET.2/|" <<<"$url")
+    printf '%s\n' "$url" >"$STATE/url"
 
     # Every client must reach the server's NFS port before we say ready
     # (10 s, and the one round trip of the connect over the link).
@@ -328,6 +345,7 @@ cmd_up() {
     log "up: $clients $( ((kclient)) && echo "kernel-client guests (mount -o $mount_opts)" || echo clients) x $slots slots, server $SERVER_NAME ($server, $fs), head $NET.1, link $(vc_link)$(
         ((slurm == 0)) || printf ', Slurm (SLURM_CONF=%s)' "$(slurm_dir)/slurm.conf")"
     cat "$STATE/url"
+    [ ! -s "$STATE/host-url" ] || cat "$STATE/host-url"
 }
 
 # url_host: the host of the export's URL (the server host's address, or
@@ -522,6 +540,7 @@ cmd_status() {
         done <"$STATE/daemons"
     fi
     [ -r "$STATE/url" ] && printf 'url=%s\n' "$(cat "$STATE/url")"
+    [ -r "$STATE/host-url" ] && printf 'host_url=%s\n' "$(cat "$STATE/host-url")"
     printf 'server=%s\n' "$([ -s "$STATE/server-route" ] && echo knfsd || echo ganesha)"
     [ -r "$STATE/mount-opts" ] && printf 'mount_opts=%s\n' "$(cat "$STATE/mount-opts")"
     [ -r "$STATE/read-ahead-kb" ] && printf 'read_ahead_kb=%s\n' "$(cat "$STATE/read-ahead-kb")"
