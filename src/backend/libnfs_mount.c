@@ -39,7 +39,8 @@ void libnfs_drop(struct libnfs_ctx *c)
 }
 
 /* A mount that failed: libnfs 4.0 says EPERM ("Operation not permitted")
- * for a host it cannot resolve and EIO for a server that does not answer;
+ * for a host it cannot resolve, EIO for a server that does not answer and
+ * EFAULT for one that refuses the mount;
  * tell them apart by its message (msg: the mount's own, else libnfs's). */
 static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
 {
@@ -55,6 +56,11 @@ static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
         rc = libnfs_errno(c, rc);
     if (rc == -EIO || rc == -ECONNRESET || rc == -EPERM)
         rc = -ECONNREFUSED; /* nobody answered the mount */
+    /* A server that answered and refused this client the export (its
+     * address, or a source port above 1023 where the export wants a
+     * reserved one): libnfs 4.0 says EFAULT ("mount_cb: (null)"). */
+    if (rc == -EFAULT)
+        rc = -EACCES;
     return rc;
 }
 

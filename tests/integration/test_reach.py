@@ -209,6 +209,13 @@ def test_ganesha_reached_from_the_host(made, herd_bin, tmp_path):
               "--clear-groups", "--", "nfs-ls", s.url, timeout=60)
     assert proc.returncode != 0, f"another user listed the export:\n{proc.stdout}"
     assert sh("nfs-ls", s.url).returncode == 0
+    # Many clients a rank bind no reserved port: refused, said as such.
+    job = write_job(tmp_path / "k2.ini", {"backend": "libnfs", "target": s.url,
+                                          "clients_per_rank": 2, "file_size": "64K",
+                                          "block_size": "64K"}, [("w", {"kind": "write"})])
+    proc = herd_run(herd_bin, 1, job, tmp_path / "k2.h5")
+    assert proc.returncode == 2, describe(proc)
+    assert f"herd: target '{s.url}': Permission denied (rank 0)" in proc.stderr, describe(proc)
     s.stop()
     s.assert_clean()
 
