@@ -53,6 +53,31 @@ static int job_source(const struct cli_args *a, const char **path, char **text, 
     return jobtext_from_kinds(a->phases, text, err, errlen) < 0 ? -1 : 0;
 }
 
+/* HERD_LABEL as the label of a job that gives none; a bad one is said
+ * (when say: rank 0) and left out. */
+static void label_from_env(struct job *job, bool say)
+{
+    char why[256];
+    if (job_label_default(job, getenv("HERD_LABEL"), why, sizeof why) < 0 && say)
+        fprintf(stderr, "herd: HERD_LABEL: %s: not used\n", why);
+}
+
+/* --label TEXT as one more --set, label=TEXT (after the others: it wins).
+ * 0, or -1 with err. */
+static int label_as_set(struct cli_args *a, char *err, size_t errlen)
+{
+    static char set[JOB_PATH_MAX + 8];
+    if (!a->label)
+        return 0;
+    if (a->nsets == CLI_SETS_MAX) {
+        snprintf(err, errlen, "too many --set options (at most %d with --label)", CLI_SETS_MAX - 1);
+        return -1;
+    }
+    snprintf(set, sizeof set, "label=%s", a->label);
+    a->sets[a->nsets++] = set;
+    return 0;
+}
+
 /* check --print-job: the job --phase and --set make, as a job file:
  * [global] holds the KEY=VALUE sets, each phase its PHASE.KEY=VALUE ones.
  * A value a job file would read otherwise (a ';' comment, a '$'
@@ -145,9 +170,9 @@ static void check_print_clients(const struct job *job, long ranks)
 static void check_print_phases(const struct job *job, long ranks)
 {
     const struct phase *first = &job->phases[0];
-    printf("job %s: %d phase%s, target %s (backend %s)%s\n", job->path, job->nphases,
+    printf("job %s: %d phase%s, target %s (backend %s)%s%s%s\n", job->path, job->nphases,
            units_plural(job->nphases), first->target, first->backend,
-           job->keep ? ", run directory kept" : "");
+           job->keep ? ", run directory kept" : "", job->label[0] ? ", label " : "", job->label);
     printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
            "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
     double grand = 0; /* the sum of phases may pass 2^64; each phase does not */
@@ -200,6 +225,7 @@ static int command_check(const struct cli_args *a)
         return rc;
     }
     free(text);
+    label_from_env(&job, true);
     if (job_check_scale(&job, a->ranks, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         job_free(&job);
@@ -323,6 +349,7 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
         job_free(&job);
         code = 2;
     } else {
+        label_from_env(&job, rank == 0);
         char *cmd = join_argv(argc, argv);
         struct runner_opts opts = {.output = a->output,
                                    .force = a->force,
@@ -343,7 +370,8 @@ int main(int argc, char **argv)
     struct cli_args a;
     char err[512];
     registry_install();
-    if (cli_parse(argc, argv, JOB_RANKS_MAX, &a, err, sizeof err) < 0) {
+    if (cli_parse(argc, argv, JOB_RANKS_MAX, &a, err, sizeof err) < 0 ||
+        label_as_set(&a, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 2;
     }

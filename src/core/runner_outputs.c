@@ -108,6 +108,28 @@ int run_claim_places(struct run *r)
     return 0;
 }
 
+/* Rank 0: the export's file system as the environment names it
+ * (HERD_SERVER_FS: nfs-server.sh exec sets it), into r->server_fs; a
+ * value that is no file system's name is said and left out. */
+static void run_server_fs(struct run *r)
+{
+    const char *fs = getenv("HERD_SERVER_FS");
+    size_t n = fs ? strlen(fs) : 0;
+    if (n == 0)
+        return;
+    if (n < sizeof r->server_fs &&
+        strspn(fs, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") == n) {
+        memcpy(r->server_fs, fs, n + 1);
+        return;
+    }
+    char shown[128];
+    utf8_escape(fs, shown, sizeof shown);
+    fprintf(stderr,
+            "herd: HERD_SERVER_FS: '%s' is not a file system's name (1-%zu letters, digits, "
+            "'.', '_', '+', '-'): not recorded\n",
+            shown, sizeof r->server_fs - 1);
+}
+
 int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
                        const struct host_info *hosts, const struct rank_info *ranks)
 {
@@ -118,9 +140,12 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
     char *nl = strchr(mpi_version, '\n');
     if (nl)
         *nl = '\0';
+    run_server_fs(r);
     struct run_info info = {
         .version = HERD_VERSION,
         .run_id = r->run_id,
+        .label = r->job->label,
+        .server_fs = r->server_fs,
         .command_line = r->opts->command_line,
         .job_path = r->job->path,
         .job_text = r->job->text,
@@ -149,9 +174,9 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
     char clients[48] = ""; /* "2 ranks x 1000 clients" */
     if (r->clients > 1)
         snprintf(clients, sizeof clients, " x %d clients", r->clients);
-    fprintf(stderr, "herd: run %s: %d rank%s%s on %d host%s, target %s (%s), results %s\n",
+    fprintf(stderr, "herd: run %s: %d rank%s%s on %d host%s, target %s (%s), results %s%s%s\n",
             r->run_id, r->size, units_plural(r->size), clients, r->nhosts, units_plural(r->nhosts),
-            first->target, r->rundir, r->output);
+            first->target, r->rundir, r->output, r->job->label[0] ? ", label " : "", r->job->label);
     if (r->mon.sampler >= 0)
         fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
                 r->mon.sampler_host, first->monitor_interval);
@@ -217,6 +242,8 @@ void run_record_outcome(struct run *r, int signal)
 static int run_write_json(struct run *r, const char *status_name, int exit_code)
 {
     struct summary_json_run jr = {.run_id = r->run_id,
+                                  .label = r->job->label,
+                                  .server_fs = r->server_fs,
                                   .status = status_name,
                                   .exit_code = exit_code,
                                   .results_file = r->output,

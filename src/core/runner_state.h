@@ -32,6 +32,9 @@ struct results;
 /* Exit code of a run whose results file is missing phases (docs). */
 #define EXIT_RESULTS_LOST 4
 
+/* HERD_SERVER_FS: a file system's name, at most this long less one. */
+#define RUN_SERVER_FS_MAX 33
+
 /* Everything one rank knows about the run as a whole. */
 struct run {
     const struct job *job;
@@ -39,6 +42,7 @@ struct run {
     MPI_Comm comm;  /* the I/O ranks (monitor ranks are not in it) */
     int rank, size; /* in comm */
     char run_id[64];
+    char server_fs[RUN_SERVER_FS_MAX]; /* rank 0: HERD_SERVER_FS, "" = not given */
     char rundir[HERD_PATH_MAX];
     struct clock clock;
     double start_margin;    /* seconds between announcing and starting a phase */

@@ -386,6 +386,7 @@ static void job_resolve_global(struct parse_state *st, struct phase *global)
     struct job *job = st->job;
     job->keep = global->keep;
     snprintf(job->run_id, sizeof job->run_id, "%s", global->run_id);
+    snprintf(job->label, sizeof job->label, "%s", global->label);
     if (!st->failed && global->run_id[0] && !job_name_ok(global->run_id))
         job_fail(st, job_line_of(st, "global", "run_id"), "run_id",
                  "'%s' may hold only letters, digits, '_', '.' and '-', not starting with '.' "
@@ -469,5 +470,20 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
         job_free(job);
         return -1;
     }
+    return 0;
+}
+
+int job_label_default(struct job *job, const char *value, char *why, size_t len)
+{
+    if (job->label[0] || !value || !value[0] || job->nphases == 0)
+        return 0;
+    const struct job_key *k = job_key_lookup("label");
+    if (job_key_assign(k, &job->phases[0], value, why, len)) {
+        job->phases[0].label[0] = '\0';
+        return -1;
+    }
+    snprintf(job->label, sizeof job->label, "%s", value);
+    for (int i = 1; i < job->nphases; i++)
+        snprintf(job->phases[i].label, sizeof job->phases[i].label, "%s", value);
     return 0;
 }

@@ -70,6 +70,7 @@ struct phase {
     double op_timeout;          /* seconds per operation where the backend can */
     double stuck_after;         /* watchdog: report a call in flight this long */
     char link[JOB_NAME_MAX];    /* [global] only: the link the clients saw, a label */
+    char label[JOB_LABEL_MAX];  /* [global] only: free text naming the run */
     int64_t count;              /* lock, storm: attempts per rank */
     enum lock_mode lock_mode;
     enum lock_range lock_range;
@@ -147,6 +148,7 @@ struct job {
     int nphases;
     bool keep;                 /* global keep: leave the run directory */
     char run_id[JOB_NAME_MAX]; /* global run_id: reuse target/herd-<run_id> */
+    char label[JOB_LABEL_MAX]; /* global label (or HERD_LABEL's: job_label_default) */
 };
 
 enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
@@ -260,6 +262,12 @@ bool job_set_split(const char *arg, struct job_set_arg *out);
 int job_load(const char *path, const char *text, char *const *sets, int nsets, struct job *job,
              char *err, size_t errlen);
 void job_free(struct job *job);
+
+/* The label of a loaded job that gives none (neither its [global] nor
+ * --set): value (HERD_LABEL's), under label's own rule, in the job and
+ * every phase. 0 (also when the job has a label or value is NULL or
+ * empty), or -1 with what is wrong with value in why, the job unchanged. */
+int job_label_default(struct job *job, const char *value, char *why, size_t len);
 
 /* Canonical text of one key's value in a phase ("16M", "yes", "unique"). */
 void job_key_format(const struct job_key *key, const struct phase *ph, char *buf, size_t len);

@@ -25,6 +25,20 @@ static const char *const shared_mode_choices[] = {"same-content", "segmented", N
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
 static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
 
+/* label's rule beyond every value's (utf8_check: valid UTF-8, no control
+ * byte): no C1 control character (U+0080 to U+009F) either. */
+static const char *label_check(const char *v, char *why, size_t len)
+{
+    for (size_t i = 0; v[i]; i++) {
+        unsigned char c = (unsigned char)v[i], next = (unsigned char)v[i + 1];
+        if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+            snprintf(why, len, "control character U+%04X at byte %zu is not allowed", next, i + 1);
+            return why;
+        }
+    }
+    return NULL;
+}
+
 /* Rows name scope, kinds and backend only where they differ from the
  * default (any section, every kind, every backend). */
 JOB_KEY_ROWS_BEGIN
@@ -138,6 +152,12 @@ static const struct job_key core_keys[] = {
      "for labels (herd-compare --label link), e.g. nfs-server.sh --link's "
      "delay=20ms,jitter=2ms,rate=8mbit; letters, digits and = , . _ : + -",
      .scope = KEY_GLOBAL_ONLY},
+    {"label", KEY_STRING, PHASE_MEMBER(label), NULL, "",
+     "[global] only: free text naming the run (at most 128 bytes of printable UTF-8), "
+     "recorded in the results (root attribute label), the --json summary and the run's "
+     "first line; also herd run/check --label TEXT; when neither gives one, the "
+     "environment's HERD_LABEL",
+     .scope = KEY_GLOBAL_ONLY, .check = label_check},
 };
 JOB_KEY_ROWS_END
 _Static_assert(sizeof core_keys / sizeof core_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");

@@ -17,6 +17,7 @@
 #define JOB_DURATION_MAX 604800.0 /* every duration: at most one week */
 #define JOB_RANKS_MAX 10000000    /* -n RANKS, at most */
 #define JOB_CLIENTS_MAX 4096      /* clients_per_rank, at most (fiber.h's FIBER_MAX) */
+#define JOB_LABEL_MAX 129         /* label: at most 128 bytes */
 #define JOB_LINK_CHARS                                                                             \
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789=,._:+-" /* link's */
 

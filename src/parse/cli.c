@@ -18,6 +18,7 @@ enum opt_id {
     OPT_PROBE,
     OPT_RANKS,
     OPT_STRICT,
+    OPT_LABEL,
     OPT_HELP
 };
 
@@ -63,6 +64,9 @@ static const struct cli_option options[] = {
      "also look at each target from this host: a writable\n"
      "directory with room for what the job writes, or a\n"
      "server name that resolves and a port that answers"},
+    {OPT_LABEL, "--label", NULL, "TEXT", ON_RUN | ON_CHECK,
+     "free text naming the run, in its results: the same\n"
+     "as --set label=TEXT"},
     {OPT_HELP, "--help", "-h", NULL, ON_ALL, "this help"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -161,6 +165,9 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         break;
     case OPT_PROBE:
         a->probe = true;
+        break;
+    case OPT_LABEL:
+        a->label = value;
         break;
     case OPT_SET:
         if (a->nsets == CLI_SETS_MAX) {

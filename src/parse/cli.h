@@ -32,6 +32,7 @@ struct cli_args {
     const char *phases; /* run, check: --phase KINDS instead of a job file */
     bool print_job;     /* check: print the job as a file */
     bool probe;         /* check: look at the targets (probe.h) */
+    const char *label;  /* run, check: --label (main.c makes it --set label=) */
     long ranks;         /* check: -n (default 1) */
     bool help;          /* COMMAND --help, or help [COMMAND]: print help_on's help */
     enum cli_cmd help_on;

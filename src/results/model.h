@@ -26,6 +26,8 @@
 struct run_info {
     const char *version;
     const char *run_id;
+    const char *label;     /* the job's label ("" = none) */
+    const char *server_fs; /* HERD_SERVER_FS: the export's file system ("" = not given) */
     const char *command_line;
     const char *job_path;
     const char *job_text;

@@ -55,6 +55,7 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
     if (h5_attr_str(r->types.str, f, "tool", "herd", err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "version", run->version, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "run_id", run->run_id, err, errlen) < 0 ||
+        h5_attr_str(r->types.str, f, "label", run->label, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "status", "partial", err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "start_utc", run->start_utc, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "end_utc", "", err, errlen) < 0 ||
@@ -66,6 +67,7 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
         h5_attr_str(r->types.str, f, "job_path", run->job_path, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "job_text", run->job_text, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "target", run->target, err, errlen) < 0 ||
+        h5_attr_str(r->types.str, f, "server_fs", run->server_fs, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "mpi_version", run->mpi_version, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "hdf5_version", hdf5_version, err, errlen) < 0 ||
         h5_attr_f64(f, "clock_sync_seconds", run->clock_sync_seconds, err, errlen) < 0 ||

@@ -21,6 +21,8 @@ struct summary_json_run {
     const char *job_path;
     int nranks;           /* I/O ranks */
     int clients_per_rank; /* NFS clients each rank ran (1: itself) */
+    /* The job's label and HERD_SERVER_FS ("" for none). */
+    const char *label, *server_fs;
 };
 
 /* What --force may replace with a summary (a safeout_accept_fn): NULL

@@ -11,6 +11,7 @@ in fio's forms (16MB, a power of 2) and decimals that give whole bytes
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
+import json
 import os
 import re
 import shutil
@@ -23,7 +24,8 @@ from conftest import (describe, herd_cmd, herd_run, load_results, mpi_env, mpiru
 
 COMMANDS = ["run", "check", "keys", "help"]
 OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
-VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M", "KINDS": "write,read"}
+VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M", "KINDS": "write,read",
+          "TEXT": "nightly"}
 
 
 def options_of(text):
@@ -307,6 +309,62 @@ def test_one_line_job_and_its_file(herd_bin, tmp_path):
         assert res.phases[name].attrs["summary_bytes"] == 2 * 256 * 1024, name
     assert res.phases["read"].attrs["verify"] in (1, True, b"yes", "yes")
     assert tree(target) == []
+
+
+def test_label_and_server_fs_are_recorded(herd_bin, tmp_path):
+    """--label TEXT (= --set label=TEXT), else the job's label, else
+    HERD_LABEL, is the root attribute label, the --json summary's "label"
+    and on the run's first line; HERD_SERVER_FS is the root attribute and
+    JSON field server_fs. Unset, both are empty strings; a HERD_SERVER_FS
+    that is no file system's name is left out with one warning."""
+    target = tmp_path / "t"
+    target.mkdir()
+    base = ["--phase", "write", "--set", f"target={target}", "--set", "file_size=64K",
+            "--set", "block_size=64K"]
+
+    def run(name, *extra, **env):
+        out, summary = tmp_path / f"{name}.h5", tmp_path / f"{name}.json"
+        proc = run_cmd(mpirun_args(herd_bin, 2, "run", *base, *extra, "-o", out,
+                                   "--json", summary), env=dict(mpi_env(), **env))
+        assert proc.returncode == 0, describe(proc)
+        attrs = load_results(out).attrs
+        doc = json.loads(summary.read_text())
+        assert (attrs["label"], attrs["server_fs"]) == (doc["label"], doc["server_fs"])
+        return attrs["label"], attrs["server_fs"], proc.stderr
+
+    label, fs, err = run("a", "--label", "xfs, sync — 3rd try", HERD_SERVER_FS="xfs",
+                         HERD_LABEL="from the environment")
+    assert (label, fs) == ("xfs, sync — 3rd try", "xfs")
+    first = [ln for ln in err.splitlines() if ln.startswith("herd: run ")][0]
+    assert first.endswith(", label xfs, sync — 3rd try"), err
+    label, fs, err = run("b", "--set", "label=given", HERD_LABEL="from the environment")
+    assert (label, fs) == ("given", "")
+    label, fs, err = run("c", HERD_LABEL="from the environment", HERD_SERVER_FS="x fs")
+    assert (label, fs) == ("from the environment", "")
+    assert err.count("HERD_SERVER_FS: 'x fs' is not a file system's name") == 1, err
+    env = {k: v for k, v in mpi_env().items() if k not in ("HERD_LABEL", "HERD_SERVER_FS")}
+    proc = run_cmd(mpirun_args(herd_bin, 1, "run", *base, "-o", tmp_path / "d.h5"), env=env)
+    assert proc.returncode == 0, describe(proc)
+    attrs = load_results(tmp_path / "d.h5").attrs
+    assert (attrs["label"], attrs["server_fs"]) == ("", "")
+    assert ", label" not in proc.stderr
+    check = herd_cmd(herd_bin, "check", *base, "--label", "nightly")
+    assert check.stdout.splitlines()[0].endswith(", label nightly"), describe(check)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--label", "a\x01b"], "--set label: control byte 0x01 at byte 2 is not allowed"),
+    (["--label", "a\u0085b"], "--set label: control character U+0085 at byte 2"),
+    (["--label", "x" * 129], "--set label: longer than 128 characters"),
+    (["--set", "write.label=x"], "describes the whole run: --set label=..., not per phase"),
+])
+def test_label_refusals(herd_bin, tmp_path, args, words):
+    for command in ("check", "run"):
+        proc = herd_cmd(herd_bin, command, "--phase", "write", "--set", f"target={tmp_path}",
+                        *args)
+        assert proc.returncode == 2 and proc.stdout == "", describe(proc)
+        assert proc.stderr.count("\n") == 1 and words in proc.stderr, describe(proc)
+    assert tree(tmp_path) == []
 
 
 @pytest.mark.parametrize("args,words", [
