@@ -308,6 +308,39 @@ static void phase_kind_defaults(struct parse_state *st, struct phase *ph)
     }
 }
 
+/* Whether ph's own section or a --set that reaches it gives key. */
+static bool phase_gives(const struct parse_state *st, const struct phase *ph, const char *key)
+{
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, ph->name) == 0 && strcmp(st->raws[i].key, key) == 0)
+            return true;
+    for (int i = 0; i < st->nsets; i++)
+        if (strcmp(st->sets[i].key->name, key) == 0 && set_reaches(&st->sets[i], ph))
+            return true;
+    return false;
+}
+
+/* The kind's own defaults (job_registry.kind_own_defaults): each key
+ * that neither ph's section nor the command line gives takes the kind's
+ * value, whatever [global] says. */
+static void phase_own_defaults(struct parse_state *st, struct phase *ph)
+{
+    const char *const *own = job_registry()->kind_own_defaults[ph->kind];
+    char why[256], key[64];
+    for (; own && *own && !st->failed; own++) {
+        const char *eq = strchr(*own, '=');
+        snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - *own) : 0, *own);
+        const struct job_key *k = job_key_lookup(key);
+        if (k && phase_gives(st, ph, key))
+            continue;
+        if (!k || job_key_assign(k, ph, eq + 1, why, sizeof why)) {
+            job_fail(st, 0, key, "internal: bad default of kind %s", job_kind_name(ph->kind));
+            return;
+        }
+        ph->key_line[k - job_key_at(0)] = 0;
+    }
+}
+
 /* The backend the job names: its last --set, else [global]'s, else the
  * default. (Checked where it is assigned, as every key is.) */
 static const char *backend_named(const struct parse_state *st)
@@ -414,6 +447,7 @@ static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
         return false;
     }
     phase_kind_defaults(st, ph);
+    phase_own_defaults(st, ph);
     if (!ph->fileset[0]) {
         char size[32];
         units_format_size(ph->file_size, size, sizeof size);

@@ -229,6 +229,10 @@ struct job_registry {
     /* Per kind, the core keys that apply to it and not to every kind
      * (NULL-ended names): a key some kinds name applies to those only. */
     const char *const *const *kind_keys;
+    /* Per kind, "KEY=VALUE" defaults of its own (NULL-ended, or NULL): a
+     * phase of it takes VALUE unless its own section or the command line
+     * gives KEY ([global] and the key's default do not reach it). */
+    const char *const *const *kind_own_defaults;
     /* The first rule of ph's kind that ph breaks: the key at fault, with
      * why written; NULL when none. */
     const char *(*kind_check)(const struct phase *ph, char *why, size_t len);
@@ -290,8 +294,9 @@ uint64_t job_phase_bytes_per_rank(const struct phase *ph);
 int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len);
 
 /* What is legal but almost surely a mistake, for nranks I/O ranks: a meta
- * phase that writes more than JOB_LINT_META_BYTES in all (an inherited
- * file_size), a read, md5 or storm phase whose fileset no earlier phase
+ * phase that writes more than JOB_LINT_META_BYTES in all with a file_size
+ * from the command line (a plain --set file_size meant for the data
+ * phases), a read, md5 or storm phase whose fileset no earlier phase
  * writes (unless a fixed run_id says the files are an earlier run's), a
  * verifying read or an md5 phase whose seed differs from the one its
  * fileset's last writer used (every block would fail verify).

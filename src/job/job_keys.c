@@ -59,7 +59,9 @@ static const struct job_key core_keys[] = {
      "for shared files: same-content (every rank moves the whole file) | "
      "segmented (each rank its own contiguous region)"},
     {"file_size", KEY_SIZE, PHASE_MEMBER(file_size), NULL, "16M",
-     "bytes per file (per rank's region when segmented); K/M/G suffixes"},
+     "bytes per file (per rank's region when segmented); K/M/G suffixes; meta phases: 0 "
+     "(empty files) unless their own section or the command line sets it ([global]'s and "
+     "this default do not reach them)"},
     {"block_size", KEY_SIZE, PHASE_MEMBER(block_size), NULL, "1M", "bytes per read or write call",
      .bounds = KEY_ABOVE | KEY_MAX, .min = 0, .max = 1u << 30},
     {"iterations", KEY_INT, PHASE_MEMBER(iterations), NULL, "1",

@@ -46,13 +46,15 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
         const struct phase *ph = &job->phases[i];
         uint64_t bytes = job_phase_bytes_per_rank(ph);
         double all = (double)bytes * (double)nranks;
-        if ((job_kind_caps(ph->kind) & JOB_KIND_TREE) && all > (double)JOB_LINT_META_BYTES) {
+        if ((job_kind_caps(ph->kind) & JOB_KIND_TREE) && all > (double)JOB_LINT_META_BYTES &&
+            job_phase_key_loc(ph, "file_size") == LINE_SET) {
             char size[32], total[32];
             units_format_size(ph->file_size, size, sizeof size);
             units_format_human(all, total, sizeof total);
             lint_add(job, ph, "file_size", out, len,
-                     "meta phase [%s] writes %s: %lld files x %lld ranks of file_size %s "
-                     "(inherited?); set file_size in [%s] (0: empty files)",
+                     "meta phase [%s] writes %s: %lld files x %lld ranks of file_size %s from "
+                     "the command line (--set file_size reaches every phase; --set "
+                     "%s.file_size=0: empty files)",
                      ph->name, total, (long long)ph->files, (long long)nranks, size, ph->name);
             n++;
         }

@@ -19,6 +19,7 @@ static struct job_registry registry;
 /* The kinds' names and help, from the workloads (registry_kinds). */
 static const char *kind_names[JOB_KINDS_MAX + 1];
 static const char *const *kind_keys[JOB_KINDS_MAX];
+static const char *const *kind_own_defaults[JOB_KINDS_MAX];
 static unsigned kind_caps[JOB_KINDS_MAX];
 static char kinds_help[1024];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -93,6 +94,7 @@ static void registry_kinds(void)
             registry_broken("more than JOB_KINDS_MAX kinds, or one without name or help");
         kind_names[i] = w->name;
         kind_keys[i] = w->keys;
+        kind_own_defaults[i] = w->own_defaults;
         kind_caps[i] = w->job_caps;
         if (used < sizeof kinds_help)
             used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
@@ -130,6 +132,7 @@ static void registry_build(void)
         .kind_names = kind_names,
         .kinds_help = kinds_help,
         .kind_keys = kind_keys,
+        .kind_own_defaults = kind_own_defaults,
         .kind_check = registry_kind_check,
         .kind_caps = kind_caps,
         .kind_volume = registry_kind_volume,

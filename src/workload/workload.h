@@ -140,6 +140,12 @@ struct workload_ops {
     /* The job keys that apply to this kind and not to every kind,
      * NULL-ended (job.h's core keys, by name): elsewhere they are refused. */
     const char *const *keys;
+    /* Keys whose default in a phase of this kind is the kind's own,
+     * "KEY=VALUE", NULL-ended (NULL: none): the phase takes VALUE unless
+     * its own section or the command line (--set KEY, --set PHASE.KEY)
+     * gives the key; neither [global]'s value nor the key's default
+     * reaches it. */
+    const char *const *own_defaults;
     unsigned job_caps; /* what it does with its fileset's files: enum job_kind_cap bits */
     /* What one rank of ph moves (job.h's job_volume, zeroed before);
      * NULL: nothing. */

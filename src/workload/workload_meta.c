@@ -385,9 +385,13 @@ static void meta_describe(const struct phase *ph, char *buf, size_t len)
 
 /* main_ops: the first step that made calls (create = open) */
 static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
+/* Empty files, as mdtest's default: a [global] file_size meant for the
+ * data phases would otherwise fill the export with files x ranks of it. */
+static const char *const meta_own_defaults[] = {"file_size=0", NULL};
 
 const struct workload_ops workload_meta = {
     .keys = meta_keys,
+    .own_defaults = meta_own_defaults,
     .check = meta_check,
     .job_caps = JOB_KIND_TREE,
     .volume = meta_volume,

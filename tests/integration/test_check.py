@@ -429,21 +429,27 @@ def test_check_odd_target_is_stored_as_given(herd_bin, tmp_path):
 
 
 def test_check_warns_and_strict_refuses(herd_bin, tmp_path):
-    """A meta phase inheriting a big file_size and a read of a fileset no
-    phase writes: warnings naming file, line and key; --strict refuses; a
-    monitor rank is counted on top of -n."""
+    """A meta phase given a big file_size by a plain --set and a read of a
+    fileset no phase writes: warnings naming file, line (or --set) and
+    key; --strict refuses; a monitor rank is counted on top of -n."""
     job = tmp_path / "lint.ini"
     job.write_text("[global]\ntarget = /tmp\nfile_size = 64M\nmonitor_rank = last\n"
                    "[m]\nkind = meta\nfiles = 100\n[r]\nkind = read\nsharing = shared\n")
-    proc = herd_cmd(herd_bin, "check", job, "-n", "4")
+    proc = herd_cmd(herd_bin, "check", job, "-n", "4", "--set", "file_size=64M")
     assert proc.returncode == 0, describe(proc)
     warns = [ln for ln in proc.stderr.splitlines() if "warning:" in ln]
     assert len(warns) == 2, proc.stderr
-    assert f"{job}:3: key 'file_size': warning: meta phase [m] writes 25.0 GiB" in warns[0]
+    assert (f"{job}: --set file_size: warning: meta phase [m] writes 25.0 GiB: 100 files x 4 "
+            "ranks of file_size 64M from the command line") in warns[0], warns[0]
+    assert "--set m.file_size=0: empty files" in warns[0]
     assert "read phase [r] reads fileset 'shared-64M'" in warns[1]
     assert "run it with 5 ranks (4 doing I/O, 1 monitoring)" in proc.stdout
-    proc = herd_cmd(herd_bin, "check", job, "-n", "4", "--strict")
+    proc = herd_cmd(herd_bin, "check", job, "-n", "4", "--strict", "--set", "file_size=64M")
     assert proc.returncode == 2 and "2 warnings: refused (--strict)" in proc.stderr, describe(proc)
+    # [global]'s file_size does not reach the meta phase: its files are empty
+    proc = herd_cmd(herd_bin, "check", job, "-n", "4")
+    assert proc.returncode == 0 and "meta phase" not in proc.stderr, describe(proc)
+    assert re.search(r"^1 +m +meta +unique +- +unique-0 +0 ", proc.stdout, re.M), proc.stdout
     proc = herd_cmd(herd_bin, "check", job, "-n", "4", "--strict", "--set", "m.file_size=0",
                     "--set", "r.sharing=unique", "--set", "r.fileset=unique-64M")
     assert proc.returncode == 2, describe(proc)  # still no write phase for the read

@@ -784,18 +784,18 @@ def test_check_refuses_large_nfsv4_writes(herd_bin, tmp_path):
                       ({**base, "target": "nfs://127.0.0.1/export?version=3", "nfs_version": 4},
                        {"kind": "write"}),
                       (base, {"kind": "read", "rwmix_read": 70}),
-                      ({**base, "file_size": "4K", "block_size": "4K"},
-                       {"kind": "meta", "files": 10})):
+                      (base, {"kind": "meta", "files": 10, "file_size": "4K",
+                              "block_size": "4K"})):
         j = write_job(tmp_path / "refused.ini", gl, [("w", phase)])
         p = run_cmd([herd_bin, "check", j, "-n", "1"])
         assert p.returncode == 2 and V4_REFUSAL.search(p.stderr), describe(p)
         assert ("file_size = 0" in p.stderr) == (phase["kind"] == "meta"), describe(p)
-    # Accepted: a v4 read-only job, empty files made by a meta phase, a
+    # Accepted: a v4 read-only job, empty files made by a meta phase (a
+    # meta phase's own default: [global]'s file_size does not reach it), a
     # meta phase that makes no files, a v3 write, and the refused job with
     # what the message suggests.
     ok = [write_job(tmp_path / "v4r.ini", base, [("r", {"kind": "read"}), ("m", {"kind": "md5"})]),
-          write_job(tmp_path / "v4m.ini", {**base, "file_size": 0},
-                    [("m", {"kind": "meta", "files": 10})]),
+          write_job(tmp_path / "v4m.ini", base, [("m", {"kind": "meta", "files": 10})]),
           write_job(tmp_path / "v4s.ini", base,
                     [("m", {"kind": "meta", "files": 10, "meta_ops": "stat"})]),
           write_job(tmp_path / "v3w.ini", {**base, "target": "nfs://127.0.0.1/export?version=3"},

@@ -541,7 +541,7 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
               "fileset": "fs", "file_size": "4K", "block_size": "4K", "op_timeout": 10,
               "nfs_version": version}
         phases = [("w", {"kind": "write", "iterations": 1000}),
-                  ("m", {"kind": "meta", "dirs": 4, "files": 400}),
+                  ("m", {"kind": "meta", "dirs": 4, "files": 400, "file_size": "4K"}),
                   ("w2", {"kind": "write", "iterations": 1000}),
                   ("r", {"kind": "read", "iterations": 1000, "verify": "yes"})]
         if work == "meta":  # empty files: libnfs 4.0 cannot write over NFSv4

@@ -67,7 +67,7 @@ ACCOUNTING_PHASES = [
     # finish's close fails: iteration 0's row carries it
     ("lock_close", {"kind": "lock", "fileset": "lc", "sharing": "shared", "count": 5,
                     "iterations": 2, "faults": "close=EIO"}, True),
-    ("meta", {"kind": "meta", "fileset": "mt", "files": 40, "dirs": 4,
+    ("meta", {"kind": "meta", "fileset": "mt", "files": 40, "dirs": 4, "file_size": "128K",
               "faults": "mkdir=EIO@0.1,open=EIO@0.1,write=EIO@0.1,close=EIO@0.1,"
                         "stat=EIO@0.2,rename=EIO@0.1,unlink=EIO@0.1,rmdir=EIO@0.3"}, True),
     ("idle", {"kind": "idle", "duration": "100ms"}, False),

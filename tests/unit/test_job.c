@@ -355,7 +355,7 @@ static void test_scale_counts_and_bytes(void **state)
                  "iterations = 100\n",
                  "test.ini:6: key 'iterations': 1099511627776000000 bytes x 100 = 1.1e+20 bytes "
                  "per rank, more than 2^64");
-    expect_error("[global]\ntarget = /x\nfile_size = 10000T\n[m]\nkind = meta\n"
+    expect_error("[global]\ntarget = /x\n[m]\nkind = meta\nfile_size = 10000T\n"
                  "files = 10000000\n",
                  "key 'files'");
     expect_error("[global]\ntarget = /x\n[s]\nkind = storm\nfile_size = 1000000T\n"
@@ -585,23 +585,27 @@ static void test_include_vars_comments(void **state)
     rmdir(dir);
 }
 
-/* herd check's warnings: a meta phase that writes gigabytes with an
- * inherited file_size, a read of a fileset nobody wrote (not with a fixed
- * run_id); a clean job has none. */
+/* herd check's warnings: a meta phase that writes gigabytes with a
+ * file_size from a plain --set (never [global]'s: it does not reach meta
+ * phases), a read of a fileset nobody wrote (not with a fixed run_id); a
+ * clean job has none. */
 static void test_lint(void **state)
 {
     (void)state;
     struct job job;
     char out[2048];
-    assert_int_equal(load("[global]\ntarget = /x\nfile_size = 64M\n[w]\nkind = write\n"
-                          "[r]\nkind = read\n[m]\nkind = meta\nfiles = 100\n"
-                          "[r2]\nkind = md5\nsharing = shared\n",
-                          NULL, 0, &job),
-                     0);
-    assert_int_equal(job_lint(&job, 4, out, sizeof out), 2);
-    assert_non_null(strstr(out, "test.ini:3: key 'file_size': warning: meta phase [m] writes"));
-    assert_non_null(strstr(out, "100 files x 4 ranks"));
+    const char *text = "[global]\ntarget = /x\nfile_size = 64M\n[w]\nkind = write\n"
+                       "[r]\nkind = read\n[m]\nkind = meta\nfiles = 100\n"
+                       "[r2]\nkind = md5\nsharing = shared\n";
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    assert_int_equal(job_lint(&job, 4, out, sizeof out), 1);
     assert_non_null(strstr(out, "warning: md5 phase [r2] reads fileset 'shared-64M'"));
+    job_free(&job);
+    char *big[] = {"file_size=64M"};
+    assert_int_equal(load(text, big, 1, &job), 0);
+    assert_int_equal(job_lint(&job, 4, out, sizeof out), 2);
+    assert_non_null(strstr(out, "test.ini: --set file_size: warning: meta phase [m] writes"));
+    assert_non_null(strstr(out, "100 files x 4 ranks"));
     assert_int_equal(job_lint(&job, 1, out, sizeof out), 2); /* 6.25 GiB at 1 rank: still */
     job_free(&job);
     assert_int_equal(
@@ -619,6 +623,40 @@ static void test_lint(void **state)
     assert_non_null(strstr(out, "test.ini:8: key 'seed': warning: read phase [r] checks fileset "
                                 "'unique-16M' against seed 2, but [w] writes it with seed 1"));
     assert_non_null(strstr(out, "test.ini:11: key 'seed': warning: md5 phase [m]"));
+    job_free(&job);
+}
+
+/* A meta phase's files are empty unless its own section or the command
+ * line gives file_size: [global]'s and the key's default do not reach it
+ * (nor its fileset's name), while every other kind inherits as ever. */
+static void test_meta_file_size_own_default(void **state)
+{
+    (void)state;
+    struct job job;
+    const char *text = "[global]\ntarget = /x\nfile_size = 64M\n[w]\nkind = write\n"
+                       "[m]\nkind = meta\n[m4]\nkind = meta\nfile_size = 4K\n";
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    assert_int_equal(job.phases[0].file_size, 64u << 20);
+    assert_int_equal(job.phases[1].file_size, 0);
+    assert_string_equal(job.phases[1].fileset, "unique-0");
+    size_t fs = (size_t)(job_key_lookup("file_size") - job_key_at(0));
+    assert_int_equal(job.phases[1].key_line[fs], 0); /* its value: the kind's default */
+    assert_int_equal(job.phases[2].file_size, 4096);
+    assert_string_equal(job.phases[2].fileset, "unique-4K");
+    job_free(&job);
+    assert_int_equal(load("[global]\ntarget = /x\n[m]\nkind = meta\n", NULL, 0, &job), 0);
+    assert_int_equal(job.phases[0].file_size, 0); /* not the key's 16M */
+    job_free(&job);
+    char *every[] = {"file_size=1M"}, *one[] = {"m.file_size=8K"};
+    assert_int_equal(load(text, every, 1, &job), 0);
+    assert_int_equal(job.phases[0].file_size, 1u << 20);
+    assert_int_equal(job.phases[1].file_size, 1u << 20);
+    assert_int_equal(job.phases[2].file_size, 1u << 20);
+    job_free(&job);
+    assert_int_equal(load(text, one, 1, &job), 0);
+    assert_int_equal(job.phases[0].file_size, 64u << 20);
+    assert_int_equal(job.phases[1].file_size, 8192);
+    assert_int_equal(job.phases[2].file_size, 4096);
     job_free(&job);
 }
 
@@ -763,6 +801,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inheritance_and_override),
         cmocka_unit_test(test_set_overrides_every_phase),
+        cmocka_unit_test(test_meta_file_size_own_default),
         cmocka_unit_test(test_kind_keys_reach_their_kinds),
         cmocka_unit_test(test_numbers_are_plain),
         cmocka_unit_test(test_set_without_global_section),
