@@ -246,10 +246,7 @@ static int command_check(const struct cli_args *a)
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
                first->monitor_rank, a->ranks + 1, a->ranks);
     /* Legal but almost surely a mistake: warned, or refused with --strict. */
-    char warnings[8192];
-    int nwarn = job_lint(&job, a->ranks, warnings, sizeof warnings);
-    for (char *line = warnings, *nl; nwarn > 0 && (nl = strchr(line, '\n')); line = nl + 1)
-        fprintf(stderr, "herd: %.*s\n", (int)(nl - line), line);
+    int nwarn = job_lint_print(&job, a->ranks, stderr);
     int problems = a->probe ? probe_targets(&job, a->ranks) : 0;
     job_free(&job);
     if (problems > 0) {

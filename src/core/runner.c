@@ -466,6 +466,8 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
             exit_code = 2;
         } else {
             r.job = &steps;
+            if (r.rank == 0) /* what herd check -n <I/O ranks> warns of */
+                job_lint_print(&steps, r.size, stderr);
             exit_code = run_io(&r, sync_seconds, start_utc);
             job_free(&steps);
         }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "joblimits.h"
 #include "pattern_kind.h"
@@ -326,6 +327,9 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
                        size_t len);
 
 int job_lint(const struct job *job, int64_t nranks, char *out, size_t len);
+/* job_lint's lines on out, each as "herd: LINE" (herd check's and, at its
+ * start, herd run's); returns how many. */
+int job_lint_print(const struct job *job, int64_t nranks, FILE *out);
 
 /* Bytes of physical memory of this host (0 if unknown). */
 uint64_t job_host_memory(void);

@@ -37,6 +37,15 @@ static const struct phase *lint_writer(const struct job *job, int index, const c
     return w;
 }
 
+int job_lint_print(const struct job *job, int64_t nranks, FILE *out)
+{
+    char warnings[8192];
+    int n = job_lint(job, nranks, warnings, sizeof warnings);
+    for (char *line = warnings, *nl; n > 0 && (nl = strchr(line, '\n')); line = nl + 1)
+        fprintf(out, "herd: %.*s\n", (int)(nl - line), line);
+    return n;
+}
+
 int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
 {
     int n = 0;

@@ -455,7 +455,35 @@ def test_check_warns_and_strict_refuses(herd_bin, tmp_path):
     assert proc.returncode == 2, describe(proc)  # still no write phase for the read
     job.write_text("[global]\ntarget = /tmp\n[w]\nkind = write\n[r]\nkind = read\n")
     proc = herd_cmd(herd_bin, "check", job, "--strict")
-    assert proc.returncode == 0 and "warning" not in proc.stderr, describe(proc)
+    assert proc.returncode == 0 and "warning:" not in proc.stderr, describe(proc)
+
+
+def test_run_prints_checks_warnings_first(herd_bin, tmp_path):
+    """herd run prints herd check's warnings (for its I/O ranks) on rank
+    0's stderr once, before the run's first line; its exit code is the
+    run's own (here 3: every open of the unwritten fileset failed)."""
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "lint.ini", {"target": target, "file_size": "64K",
+                                            "block_size": "64K"},
+                    [("w", {"kind": "write", "fileset": "a"}),
+                     ("r", {"kind": "read", "fileset": "b"})])
+    check = herd_cmd(herd_bin, "check", job, "-n", "2")
+    assert check.returncode == 0, describe(check)
+    warned = [ln for ln in check.stderr.splitlines() if "warning:" in ln]
+    assert len(warned) == 1 and "read phase [r] reads fileset 'b'" in warned[0], check.stderr
+    proc = herd_run(herd_bin, 2, job, tmp_path / "r.h5", quiet=True)
+    assert proc.returncode == 3, describe(proc)
+    lines = proc.stderr.splitlines()
+    assert lines.count(warned[0]) == 1, describe(proc)
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("herd: run "))
+    assert lines.index(warned[0]) < first, describe(proc)
+    assert sum("warning:" in ln for ln in lines) == 1, describe(proc)
+    clean = write_job(tmp_path / "clean.ini", {"target": target, "file_size": "64K",
+                                               "block_size": "64K"},
+                      [("w", {"kind": "write"}), ("r", {"kind": "read"})])
+    proc = herd_run(herd_bin, 2, clean, tmp_path / "c.h5", quiet=True)
+    assert proc.returncode == 0 and "warning:" not in proc.stderr, describe(proc)
 
 
 def test_run_with_include_vars_and_set(herd_bin, tmp_path):
