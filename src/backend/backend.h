@@ -33,6 +33,11 @@ enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE 
 
 struct backend_ops {
     const char *name;
+    /* The URL scheme of its targets ("nfs" for nfs://server/export),
+     * NULL for a directory path: a job that names no backend gets the
+     * one its target's form asks for, and one that names another is
+     * refused (backend_for_target). */
+    const char *scheme;
     /* The client library it is built on ("libnfs", "libsmbclient") and
      * that library's version as this herd was built or runs with, for the
      * results (IOR's get_version); NULL for none (posix, fault). */
@@ -144,6 +149,15 @@ struct backend_ops {
      * (libnfs, smb). */
     int (*local_dir)(void *ctx, const char *path);
 };
+
+/* The backend a job runs with: `named` (the job's backend key, NULL when
+ * it gives none) when target's form is that backend's (its scheme, or a
+ * path for one of none), else (named NULL) the first built-in backend of
+ * target's form; NULL, with why (naming both), when named is another
+ * form's, or no backend of this herd takes target (one the build left
+ * out: its CMake setting). A name of no backend is returned as it is:
+ * job/ refuses it. */
+const char *backend_for_target(const char *named, const char *target, char *why, size_t len);
 
 /* The backend called `name`, or NULL. */
 const struct backend_ops *backend_find(const char *name);

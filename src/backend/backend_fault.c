@@ -326,8 +326,6 @@ static const char *fault_check(const struct phase *ph, char *why, size_t len)
 {
     struct fault_rule rules[OP_COUNT];
     const struct fault_opts *o = job_backend_opts(ph);
-    if (backend_posix.check(ph, why, len))
-        return "target";
     return fault_parse(o->faults, rules, why, len) ? "faults" : NULL;
 }
 

@@ -762,6 +762,7 @@ static const char *libnfs_version(void)
 
 const struct backend_ops backend_libnfs = {
     .name = "libnfs",
+    .scheme = "nfs",
     .library = "libnfs",
     .version = libnfs_version,
     .keys = libnfs_keys,

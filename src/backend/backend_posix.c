@@ -53,17 +53,6 @@ struct backend_file {
     int fd;
 };
 
-static const char *posix_check(const struct phase *ph, char *why, size_t len)
-{
-    if (strncmp(ph->target, "nfs://", 6) == 0) {
-        snprintf(why, len,
-                 "target is an nfs:// URL: set backend = libnfs, or mount it "
-                 "and give the mount point");
-        return "target";
-    }
-    return NULL;
-}
-
 static int posix_connect(const char *target, const struct phase *ph, const char *client, void **ctx)
 {
     (void)ph, (void)client; /* a kernel mount: the host is the client */
@@ -418,7 +407,7 @@ static int posix_local_dir(void *ctx, const char *path)
 
 const struct backend_ops backend_posix = {
     .name = "posix",
-    .check = posix_check,
+    .check = NULL, /* its target is a path: backend_for_target */
     .connect = posix_connect,
     .configure = NULL,
     .disconnect = posix_disconnect,

@@ -554,6 +554,7 @@ static int smb_rename(void *ctx, const char *from, const char *to)
 
 const struct backend_ops backend_smb = {
     .name = "smb",
+    .scheme = "smb",
     .library = "libsmbclient",
     .version = smbc_version,
     .one_thread = true,

@@ -341,18 +341,37 @@ static void phase_own_defaults(struct parse_state *st, struct phase *ph)
     }
 }
 
-/* The backend the job names: its last --set, else [global]'s, else the
- * default. (Checked where it is assigned, as every key is.) */
-static const char *backend_named(const struct parse_state *st)
+/* The text the job gives a [global]-only key: its last --set, else
+ * [global]'s; NULL when neither does. (Checked where it is assigned, as
+ * every key is.) */
+static const char *global_given(const struct parse_state *st, const char *key)
 {
     for (int i = st->nsets - 1; i >= 0; i--)
-        if (strcmp(st->sets[i].key->name, "backend") == 0)
+        if (strcmp(st->sets[i].key->name, key) == 0)
             return st->sets[i].value;
     for (size_t i = st->nraws; i > 0; i--)
-        if (strcmp(st->raws[i - 1].section, "global") == 0 &&
-            strcmp(st->raws[i - 1].key, "backend") == 0)
+        if (strcmp(st->raws[i - 1].section, "global") == 0 && strcmp(st->raws[i - 1].key, key) == 0)
             return st->raws[i - 1].value;
-    return job_key_lookup("backend")->fallback;
+    return NULL;
+}
+
+/* The job's backend: the one it names, if its target's form is that
+ * backend's; else the one its target's form asks for (nfs:// libnfs,
+ * smb:// smb, a path posix: the registry's target_backend). A
+ * backend and target that disagree, or a target no backend here takes,
+ * is st's error. (target is [global]-only: one for the whole job.) */
+static const char *backend_resolved(struct parse_state *st)
+{
+    const char *named = global_given(st, "backend"), *target = global_given(st, "target");
+    char why[512];
+    if (!target)
+        return named ? named : "posix"; /* target missing: refused with the phases */
+    const char *backend = job_registry()->target_backend(named, target, why, sizeof why);
+    if (backend)
+        return backend;
+    const char *key = named ? "backend" : "target";
+    job_fail(st, job_line_of(st, "global", key), key, "%s", why);
+    return named ? named : "posix";
 }
 
 /* The job's text (text, or read from path) parsed by libinih into st's
@@ -403,7 +422,7 @@ static int job_parse_text(struct parse_state *st, const char *path, const char *
 static void job_resolve_global(struct parse_state *st, struct phase *global)
 {
     memset(global, 0, sizeof *global);
-    const char *backend = backend_named(st); /* too long: refused where it is assigned */
+    const char *backend = backend_resolved(st); /* too long: refused where it is assigned */
     if (strlen(backend) < sizeof global->backend)
         memcpy(global->backend, backend, strlen(backend) + 1);
     char why[256];

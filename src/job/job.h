@@ -223,6 +223,9 @@ struct job_registry {
     const struct job_key_set *key_sets; /* after job/'s own rows, in this order */
     size_t nkey_sets;
     bool (*backend_known)(const char *name);
+    /* The backend of a job that names `named` (NULL: none) and target:
+     * backend.h's backend_for_target. */
+    const char *(*target_backend)(const char *named, const char *target, char *why, size_t len);
     /* The kinds' names in enum phase_kind's order, NULL-ended, and their
      * help, "NAME: what it does" each: the kind key's choices and help. */
     const char *const *kind_names;

@@ -46,10 +46,11 @@ static const struct job_key core_keys[] = {
     {"target", KEY_STRING, PHASE_MEMBER(target), NULL, NULL,
      "directory herd works in (it creates and uses only target/herd-<run id>/)",
      .scope = KEY_GLOBAL_ONLY},
-    {"backend", KEY_STRING, PHASE_MEMBER(backend), NULL, "posix",
+    {"backend", KEY_STRING, PHASE_MEMBER(backend), NULL, "",
      "I/O backend: posix (any mounted file system) | libnfs (target = nfs://server/export) | "
      "smb (target = smb://server/share, libsmbclient) | fault (posix with injected faults, "
-     "see faults)",
+     "see faults); unset: the target's (nfs:// libnfs, smb:// smb, a path posix), and one "
+     "that contradicts the target is refused",
      .scope = KEY_GLOBAL_ONLY},
     /* choices and help: the registry's kinds (table_build) */
     {"kind", KEY_ENUM, PHASE_MEMBER(kind), NULL, NULL, NULL},

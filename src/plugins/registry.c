@@ -129,6 +129,7 @@ static void registry_build(void)
         .key_sets = key_sets,
         .nkey_sets = n,
         .backend_known = backend_known,
+        .target_backend = backend_for_target,
         .kind_names = kind_names,
         .kinds_help = kinds_help,
         .kind_keys = kind_keys,

@@ -359,6 +359,58 @@ def test_check_refuses_bad_smb_ports(herd_bin):
                          f"--set target: '{target}': {words}")
 
 
+NFS, SMB = "nfs://127.0.0.1/export", "smb://127.0.0.1/share"
+
+
+def built_backends(herd_bin):
+    """The backends this herd was built with, by their own keys."""
+    keys = herd_cmd(herd_bin, "keys").stdout
+    return {"posix", "fault"} | {name for name, key in (("libnfs", "nfs_version"),
+                                                        ("smb", "smb_user")) if key in keys}
+
+
+@pytest.mark.parametrize("target,backend,expect", [
+    (NFS, None, "libnfs"), (SMB, None, "smb"), ("PATH", None, "posix"),
+    (NFS, "libnfs", "libnfs"), ("PATH", "fault", "fault"),
+    (NFS, "posix", "backend = posix works on a directory path, not on target "
+                   f"'{NFS}' (nfs:// is libnfs's: leave backend out; or mount it"),
+    (SMB, "fault", "backend = fault works on a directory path, not on target "
+                   f"'{SMB}' (smb:// is smb's: leave backend out; or mount it"),
+    ("PATH", "libnfs", "backend = libnfs needs target = nfs://..., not 'PATH' (a path is "
+                       "posix's: leave backend out)"),
+    ("PATH", "smb", "backend = smb needs target = smb://..., not 'PATH'"),
+    (NFS, "smb", f"backend = smb needs target = smb://..., not '{NFS}' (nfs:// is libnfs's"),
+    (SMB, "libnfs", f"backend = libnfs needs target = nfs://..., not '{SMB}' (smb:// is smb's"),
+    ("foo://x", None, "target 'foo://x': no backend of this herd takes foo://"),
+])
+def test_backend_follows_the_target(herd_bin, tmp_path, target, backend, expect):
+    """Without a backend key the target's form picks it (nfs:// libnfs,
+    smb:// smb, a path posix); a backend that contradicts the target is
+    one line naming both, exit 2, for check and run alike, at the line
+    that names it."""
+    needed = {backend, expect} | {"libnfs" if target == NFS else "smb" if target == SMB else None}
+    missing = needed & {"libnfs", "smb"} - built_backends(herd_bin)
+    if missing:  # (test_job.c checks what such a build says)
+        pytest.skip(f"this herd was built without the {' and '.join(missing)} backend")
+    target = target.replace("PATH", str(tmp_path))
+    expect = expect.replace("PATH", str(tmp_path))
+    lines = [f"target = {target}", "fsync = no"] + ([f"backend = {backend}"] if backend else [])
+    if expect == "smb":
+        lines.append("smb_guest = yes")
+    job = tmp_path / "j.ini"
+    job.write_text("[global]\n" + "\n".join(lines) + "\n[w]\nkind = write\n")
+    check = herd_cmd(herd_bin, "check", job)
+    if " " not in expect:
+        assert check.returncode == 0, describe(check)
+        assert f"target {target} (backend {expect})" in check.stdout.splitlines()[0]
+        return
+    key, line = ("backend", 4) if backend else ("target", 2)
+    one_line_refusal(check, f"herd: {job}:{line}: key '{key}': {expect}")
+    run = herd_cmd(herd_bin, "run", job, "-o", tmp_path / "r.h5")
+    one_line_refusal(run, f"herd: {job}:{line}: key '{key}': {expect}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.ini"]
+
+
 def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
     """duration is a key of idle, lock and storm phases like any other:
     --set (or [global]) gives it to those phases and leaves the others

@@ -205,5 +205,5 @@ def test_variants_turn_their_part_off(spack, tmp_path):
     job.write_text("[global]\ntarget = nfs://127.0.0.1/export\nbackend = libnfs\n[w]\n"
                    "kind = write\n")
     proc = herd_cmd(str(prefix / "bin" / "herd"), "check", job)
-    assert proc.returncode == 2 and "'libnfs' is not a backend this herd was built with" in \
-        proc.stderr, describe(proc)
+    assert proc.returncode == 2 and "herd was built without the libnfs backend: build it with " \
+        "libnfs: HERD_WITH_LIBNFS=ON, Spack's +libnfs" in proc.stderr, describe(proc)

@@ -712,6 +712,44 @@ static void test_backend_owns_its_rules(void **state)
 #endif
 }
 
+/* A job without a backend key gets its target's (nfs:// libnfs, smb://
+ * smb, a path posix); a build without libnfs or libsmbclient says so, by
+ * the setting that builds it in, for such a target or backend. */
+static void test_backend_of_the_target(void **state)
+{
+    (void)state;
+    struct job job;
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n", NULL, 0, &job), 0);
+    assert_string_equal(job.phases[0].backend, "posix");
+    job_free(&job);
+    const char *nfs = "[global]\ntarget = nfs://127.0.0.1/x\n[w]\nkind = write\n";
+    const char *smb = "[global]\ntarget = smb://127.0.0.1/s\nsmb_guest = yes\nfsync = no\n"
+                      "[w]\nkind = write\n";
+#ifdef HERD_HAVE_LIBNFS
+    assert_int_equal(load(nfs, NULL, 0, &job), 0);
+    assert_string_equal(job.phases[0].backend, "libnfs");
+    job_free(&job);
+#else
+    expect_error(nfs, "test.ini:2: key 'target': target 'nfs://127.0.0.1/x': nfs:// is libnfs's, "
+                      "which this herd was built without: build it with libnfs: "
+                      "HERD_WITH_LIBNFS=ON");
+    char *named[] = {"backend=libnfs"};
+    assert_int_equal(load(nfs, named, 1, &job), -1);
+    assert_non_null(strstr(err, "--set backend: this herd was built without the libnfs backend"));
+#endif
+#ifdef HERD_HAVE_SMB
+    assert_int_equal(load(smb, NULL, 0, &job), 0);
+    assert_string_equal(job.phases[0].backend, "smb");
+    job_free(&job);
+#else
+    /* (smb_guest, a key of the smb backend's, is unknown to this build) */
+    expect_error("[global]\ntarget = smb://127.0.0.1/s\n[w]\nkind = write\n",
+                 "test.ini:2: key 'target': target 'smb://127.0.0.1/s': smb:// is smb's, which "
+                 "this herd was built without: build it with libsmbclient");
+    (void)smb;
+#endif
+}
+
 /* The value of key `name` in phase ph, as `herd check` and the results
  * file print it. */
 static const char *key_text(const struct phase *ph, const char *name)
@@ -801,6 +839,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inheritance_and_override),
         cmocka_unit_test(test_set_overrides_every_phase),
+        cmocka_unit_test(test_backend_of_the_target),
         cmocka_unit_test(test_meta_file_size_own_default),
         cmocka_unit_test(test_kind_keys_reach_their_kinds),
         cmocka_unit_test(test_numbers_are_plain),
