@@ -29,6 +29,11 @@ and each test edits a copy with h5py:
    no output directory. HERD_PYTHON=python3 with Debian's first on PATH
    writes the outputs, and the Python it names starts twice: once for the
    test of its modules, once for the tool.
+4. The search without HERD_PYTHON: a venv without packages first on PATH,
+   the tools started by its python3 and directly both write their outputs
+   (started again under /usr/bin/python3); with Debian's site directories
+   hidden (mounts in a mount namespace of the test's own; needs root) one
+   line naming each Python tried, exit 2, nothing written.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_analysis_hostile.py
 """
@@ -37,6 +42,7 @@ import io
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -501,3 +507,82 @@ def test_herd_python_starts_once_for_its_test(tmp_path, which):
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     assert proc.stdout.decode().startswith(f"usage: {which.name}"), proc.stdout
     assert log.read_text().splitlines() == ["-c", str(which)]
+
+
+# ---------------------------------------------------------------- 4. the search
+
+def without_herd_python(path):
+    """The environment with path as PATH and no HERD_PYTHON (nor its marks)."""
+    env = dict(os.environ, PATH=path)
+    for name in ("HERD_PYTHON", "HERD_PYTHON_STARTED", "HERD_PYTHON_FOUND"):
+        env.pop(name, None)
+    return env
+
+
+def tool_runs(which, bare, *args):
+    """{how: command} for a tool started by the bare venv's python3 found
+    on PATH (`env PATH=BARE:$PATH python3 TOOL`), and by itself (its first
+    line: /usr/bin/python3)."""
+    return {"python3 on PATH": ["env", f"PATH={bare}:{os.environ['PATH']}", "python3",
+                                str(which), *map(str, args)],
+            "directly": [str(which), *map(str, args)]}
+
+
+@pytest.mark.parametrize("which", [REPORT, COMPARE], ids=["herd-report", "herd-compare"])
+def test_search_passes_over_a_python_without_the_modules(base, tmp_path, which):
+    """Without HERD_PYTHON, a tool started by a python3 that lacks the
+    modules (a venv without site packages first on PATH, as a pyenv or a
+    conda env) starts itself again under /usr/bin/python3, which has them,
+    and writes its outputs; started directly, it runs as it is."""
+    bare = bare_venv(tmp_path)
+    env = without_herd_python(f"{bare}:{os.environ['PATH']}")
+    for how, cmd in tool_runs(which, bare, base, *([base] if which == COMPARE else []),
+                              "-o", tmp_path / "out").items():
+        out = tmp_path / "out"
+        shutil.rmtree(out, ignore_errors=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                              timeout=TOOL_TIMEOUT)
+        assert proc.returncode == 0, f"{how}: {describe(proc)}"
+        made = "index.html" if which == REPORT else "compare.csv"
+        assert (out / made).stat().st_size > 0, f"{how}: {describe(proc)}"
+
+
+def site_directories():
+    """Debian's python3's site directories: where numpy, h5py, pandas and
+    matplotlib are."""
+    proc = subprocess.run(["/usr/bin/python3", "-c",
+                           "import site; print('\\n'.join(site.getsitepackages()))"],
+                          capture_output=True, text=True, timeout=TOOL_TIMEOUT)
+    return [d for d in proc.stdout.split() if os.path.isdir(d)]
+
+
+@pytest.mark.parametrize("which", [REPORT, COMPARE], ids=["herd-report", "herd-compare"])
+def test_search_without_any_fit_python_gives_one_line(base, tmp_path, which):
+    """With Debian's site directories hidden (an empty directory mounted
+    over each, in a mount namespace of the test's own), no Python has the
+    modules: one line naming each Python tried and what it lacks, and
+    HERD_PYTHON, exit 2, nothing written."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (util-linux) to hide the site directories")
+    bare = bare_venv(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    hide = " && ".join(f"mount --bind {shlex.quote(str(empty))} {shlex.quote(d)}"
+                       for d in site_directories())
+    env = without_herd_python(f"{bare}:{os.environ['PATH']}")
+    out = tmp_path / "out"
+    for how, cmd in tool_runs(which, bare, base, "-o", out).items():
+        proc = subprocess.run(["unshare", "--mount", "sh", "-c", f'{hide} && exec "$@"', "sh",
+                               *cmd], capture_output=True, text=True, env=env,
+                              timeout=TOOL_TIMEOUT)
+        what = f"{how}: {describe(proc)}"
+        assert proc.returncode == 2 and proc.stdout == "", what
+        lines = proc.stderr.splitlines()
+        assert len(lines) == 1 and "Traceback" not in proc.stderr, what
+        assert lines[0].startswith(f"{which.name}: no Python with numpy, pandas, h5py, "
+                                   "matplotlib: "), what
+        for python in (f"{bare}/python3", "/usr/bin/python3"):
+            assert f"{python}" in lines[0], what
+        assert lines[0].count("no module numpy, pandas, h5py, matplotlib") == 2, what
+        assert "HERD_PYTHON=" in lines[0], what
+        assert not out.exists(), what

@@ -21,10 +21,12 @@ temporary prefix; configuring and building again would take too long here.
    unchanged. Needs root (to become nobody); skips otherwise.
 3. The installed modulefile under environment-modules' modulecmd (skips
    when it is not installed): PATH, PYTHONPATH, HERD_JOBS, HERD_ROOT.
-4. The installed tools under a python3 without numpy first on PATH: one
-   line naming it, exit 2; HERD_PYTHON picks another, as a path or a name
-   on PATH, and one that is not a Python (/bin/true, /bin/sh) gets one
-   line naming HERD_PYTHON, exit 2.
+4. The installed tools under a python3 without numpy first on PATH: they
+   start themselves again under the Python recorded at install
+   (libexec/herd/herd_python.path, tried before the python3 on PATH and
+   /usr/bin/python3); HERD_PYTHON picks another, as a path or a name on
+   PATH, and one that is not a Python (/bin/true, /bin/sh) gets one line
+   naming HERD_PYTHON, exit 2.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_install.py
 """
@@ -40,7 +42,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import REPO_DIR, as_user, describe, other_user, run_cmd, write_job
+from conftest import REPO_DIR, as_user, describe, other_user, run_cmd
 
 TOOLS = ("herd-report", "herd-compare")
 MODULES = tuple(sorted(p.name for pattern in ("herd_*.py", "herd_*.json")
@@ -136,32 +138,64 @@ def test_layout(installed):
     assert f'prepend-path PATH       "{p}/bin"' in mod, mod
 
 
-@pytest.mark.parametrize("tool", TOOLS)
-def test_tools_with_a_python_that_lacks_numpy(installed, tool, tmp_path):
-    """The installed tools through a PATH whose first python3 has no numpy
-    (a venv without site packages, as a site's or a user's own Python):
-    one line naming that Python, the missing modules and HERD_PYTHON, exit
-    2, no traceback; with HERD_PYTHON=/usr/bin/python3 the same command
-    works (the tool starts itself again under it)."""
-    _, p = installed
+def bare_venv(tmp_path):
+    """A venv without site packages: a Python 3 without numpy, as a site's
+    or a user's own."""
     venv = tmp_path / "bare"
     proc = run_cmd(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)])
     if proc.returncode != 0:
         pytest.skip(f"python3 -m venv is not available: {proc.stderr.strip()[:200]}")
-    env = dict(os.environ, PATH=f"{venv}/bin:{p}/bin:/usr/bin:/bin")
-    env.pop("HERD_PYTHON", None)
+    return venv / "bin"
+
+
+def without_herd_python(path):
+    env = dict(os.environ, PATH=path)
+    for name in ("HERD_PYTHON", "HERD_PYTHON_STARTED", "HERD_PYTHON_FOUND"):
+        env.pop(name, None)
+    return env
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_tools_with_a_python_that_lacks_numpy(installed, tool, tmp_path):
+    """The installed tools through a PATH whose first python3 has no numpy
+    (a venv without site packages): they start themselves again under the
+    Python recorded at install and work; HERD_PYTHON still decides when
+    set: /usr/bin/python3 works, a missing one is refused in one line."""
+    _, p = installed
+    bare = bare_venv(tmp_path)
+    env = without_herd_python(f"{bare}:{p}/bin:/usr/bin:/bin")
     proc = run_cmd([tool, "--help"], env=env)
-    assert proc.returncode == 2 and proc.stdout == "", describe(proc)
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in proc.stderr, describe(proc)
-    assert lines[0].startswith(f"{tool}: the Python running it ({venv}/bin/python3) has no "
-                               "module numpy"), lines[0]
-    assert "HERD_PYTHON=" in lines[0], lines[0]
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {tool}"), describe(proc)
     proc = run_cmd([tool, "--help"], env=dict(env, HERD_PYTHON="/usr/bin/python3"))
     assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {tool}"), describe(proc)
     proc = run_cmd([tool, "--help"], env=dict(env, HERD_PYTHON=str(tmp_path / "none")))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, describe(proc)
     assert "cannot start it" in proc.stderr, describe(proc)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_recorded_python_is_tried_first(installed, tool, tmp_path):
+    """libexec/herd/herd_python.path names the Python configure found with
+    the modules; a tool whose python3 lacks them tries it before the
+    python3 on PATH and /usr/bin/python3: in a copy of libexec/herd whose
+    file names a wrapper that logs its calls, the wrapper runs the
+    module test once and then the tool."""
+    _, p = installed
+    recorded = (p / "libexec/herd/herd_python.path").read_text()
+    assert recorded.endswith("\n") and recorded.count("\n") == 1, recorded
+    proc = run_cmd([recorded.strip(), str(REPO_DIR / "analysis/herd_python.py")])
+    assert proc.returncode == 0, f"the recorded {recorded.strip()} lacks a module"
+    tools = tmp_path / "herd"
+    shutil.copytree(p / "libexec/herd", tools)
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "logged-python3"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$1" >>{log}\nexec /usr/bin/python3 "$@"\n')
+    wrapper.chmod(0o755)
+    (tools / "herd_python.path").write_text(f"{wrapper}\n")
+    bare = bare_venv(tmp_path)
+    proc = run_cmd([tools / tool, "--help"], env=without_herd_python(f"{bare}:/usr/bin:/bin"))
+    assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {tool}"), describe(proc)
+    assert log.read_text().splitlines() == ["-c", str(tools / tool)]
 
 
 @pytest.mark.parametrize("tool", TOOLS)
