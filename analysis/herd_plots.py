@@ -35,6 +35,7 @@ Every time axis is seconds since the first phase's start on herd's common
 clock, and each phase keeps one colour in every figure.
 """
 import math
+from collections import namedtuple
 
 import matplotlib
 
@@ -452,45 +453,78 @@ def latency(run, outdir, name):
     return True
 
 
-def throughput(run, outdir, name):
-    """Each phase's result, the figure its table row gives: MiB/s for the
-    kinds that move bytes (write, read, md5), calls/s for the others (lock:
-    grants/s); one bar per phase in job order, a phase that did not end ok
-    hatched and labelled with its status."""
+# One panel of the throughput figure: a bar per label, its value, whether
+# its phase did not end ok (hatched), and the y axis' unit.
+Panel = namedtuple("Panel", "labels values bad unit")
+
+
+def throughput_panels(run):
+    """The throughput figure's panels, each phase's result as its table row
+    and the terminal's summary give it: MiB/s per phase of the kinds that
+    move bytes (write, read, md5); calls/s per phase of lock (grants/s),
+    storm and the other kinds; and for meta phases items/s per step (the
+    files created, stat'ed, renamed, unlinked, directories removed, each
+    over its step's own time: mdtest's rates, op_summary's items_per_s;
+    not the calls/s that count every call of the phase; a meta phase of an
+    older file, without meta_steps, by its calls/s)."""
     phases = run.phases
     if not len(phases):
-        return False
+        return []
     byte_kinds = phases["kind"].isin(["write", "read", "md5"])
-    panels = [(phases[byte_kinds], "mib_per_s", "MiB/s"),
-              (phases[~byte_kinds & (phases["kind"] != "idle")], "ops_per_s", "calls/s")]
-    panels = [p for p in panels if len(p[0])]
+    rows = phases[byte_kinds]
+    panels = [Panel([phase_label(r) for r in rows.itertuples()],
+                    rows["mib_per_s"].astype(float).fillna(0).to_numpy(),
+                    (rows["status"] != "ok").to_numpy(), "MiB/s")]
+    steps = {r.phase: run.meta_steps(r.phase)[["step", "op"]].drop_duplicates()
+             for r in phases[phases["kind"] == "meta"].itertuples()}
+    steps = {name: table for name, table in steps.items() if len(table)}  # (older: none)
+    rows = phases[~byte_kinds & (phases["kind"] != "idle") & ~phases["phase"].isin(steps)]
+    values = rows["ops_per_s"].astype(float).fillna(0).to_numpy()
+    lock = (rows["kind"] == "lock").to_numpy()
+    last = rows["last_done"].astype(float).to_numpy()
+    grants = rows["grants"].astype(float).to_numpy()
+    values = np.where(lock & (last > 0), grants / np.where(last > 0, last, 1), values)
+    panels.append(Panel([phase_label(r) for r in rows.itertuples()], values,
+                        (rows["status"] != "ok").to_numpy(),
+                        "calls/s" + (" (lock: grants/s)" if lock.any() else "")))
+    labels, values, bad = [], [], []
+    for r in phases[phases["phase"].isin(steps)].itertuples():
+        rates = run.op_summary(r.phase).set_index("op")["items_per_s"]
+        for step, op in steps[r.phase].itertuples(index=False):
+            labels.append(f"{phase_label(r)}: {safe(step)}")
+            values.append(float(rates.get(op, np.nan)))
+            bad.append(r.status != "ok")
+    panels.append(Panel(labels, np.nan_to_num(np.asarray(values, dtype=float)),
+                        np.asarray(bad, dtype=bool), "items/s (meta: per step)"))
+    return [p for p in panels if len(p.labels)]
+
+
+def throughput(run, outdir, name):
+    """throughput_panels: a bar per phase (per meta step) in job order, a
+    phase that did not end ok hatched and labelled with its status."""
+    panels = throughput_panels(run)
     if not panels:
         return False
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 0.55 * len(phases) + 2), 3.2 *
+    bars_at_most = max(len(p.labels) for p in panels)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 0.55 * bars_at_most + 2), 3.2 *
                                                       len(panels)), squeeze=False)
-    for ax, (rows, column, unit) in zip(axes.flat, panels):
-        values = rows[column].astype(float).fillna(0).to_numpy()
-        if unit == "calls/s":  # lock phases: grants/s, their result
-            lock = (rows["kind"] == "lock").to_numpy()
-            last = rows["last_done"].astype(float).to_numpy()
-            grants = rows["grants"].astype(float).to_numpy()
-            values = np.where(lock & (last > 0), grants / np.where(last > 0, last, 1), values)
-        bad = (rows["status"] != "ok").to_numpy()
-        bars = ax.bar(range(len(rows)), values, edgecolor="0.2", lw=0.5,
-                      color=[ERROR_COLOUR if b else SAFE_COLOURS[0] for b in bad])
-        for bar, b in zip(bars, bad):
+    for ax, panel in zip(axes.flat, panels):
+        values = panel.values
+        bars = ax.bar(range(len(values)), values, edgecolor="0.2", lw=0.5,
+                      color=[ERROR_COLOUR if b else SAFE_COLOURS[0] for b in panel.bad])
+        for bar, b in zip(bars, panel.bad):
             if b:
                 bar.set_hatch("//")
         ax.bar_label(bars, labels=[f"{v:,.1f}" if v < 100 else f"{v:,.0f}" for v in values],
                      fontsize=7)
         ax.set_ylim(0, 1.15 * values.max() if values.max() > 0 else 1)
-        ax.set_xticks(range(len(rows)))
-        ax.set_xticklabels([phase_label(r) for r in rows.itertuples()], rotation=30, ha="right",
-                           fontsize=8)
-        ax.set_ylabel(unit + (" (lock: grants/s)" if (rows["kind"] == "lock").any() else ""))
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(panel.labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(panel.unit)
         ax.grid(alpha=0.3, axis="y")
-    fig.suptitle("Each phase's result (as its table row: over the common start to the last "
-                 "rank done; hatched: the phase did not end ok)", fontsize=10)
+    fig.suptitle("Each phase's result, as its table row: over the common start to the last "
+                 "rank done\n(meta: each step's items over the step's own time); hatched: the "
+                 "phase did not end ok", fontsize=10)
     fig.tight_layout()
     save(fig, outdir, name)
     return True

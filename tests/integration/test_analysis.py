@@ -25,6 +25,9 @@ herd-compare on results files herd itself writes during the test.
    histogram, the title; the loader's client columns, and a file of an
    older herd (no client column) read as one client per rank; the timeline
    draws a bar per client only while clients are few.
+6. A run with a meta phase and a monitor recording the target's disk: the
+   throughput plot's meta panel holds each step's items/s (mdtest's
+   rates), and a disk's busy share over 1 in a sample is shown as 100 %.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
 """
@@ -304,6 +307,90 @@ def test_page_in_headless_chromium(reports, tmp_path):
             assert "write" in body and "read" in body
     finally:
         browser.quit()
+
+
+# ---------------------------------------------------------------- meta, disks
+
+META_STEPS = ["create", "stat", "rename", "unlink", "rmdir"]
+
+
+@pytest.fixture(scope="module")
+def meta_run(herd_bin, tmp_path_factory):
+    """A run of write, meta (every step) and lock phases, with a monitor
+    rank recording the disk under the target."""
+    work = tmp_path_factory.mktemp("meta")
+    target = work / "target"
+    target.mkdir()
+    job = write_job(work / "meta.ini",
+                    {"target": target, "monitor_rank": "last", "monitor_interval": "100ms",
+                     "monitor_disks": target},
+                    [("write", {"kind": "write", "file_size": "4M"}),
+                     ("meta", {"kind": "meta", "files": "50"}),
+                     ("lock", {"kind": "lock", "count": "10"})])
+    out = work / "meta.h5"
+    proc = herd_run(herd_bin, 3, job, out)
+    assert proc.returncode == 0, describe(proc)
+    return out
+
+
+def test_meta_throughput_is_items_per_step(meta_run, tmp_path):
+    """The throughput plot shows a meta phase as mdtest's rates: a bar per
+    step, the step's items/s (op_summary's items_per_s, as herd stored
+    it), not the phase's calls/s; the other kinds keep their panels."""
+    sys.path.insert(0, str(ANALYSIS))
+    import herd_plots
+    import herd_results
+    with h5py.File(meta_run, "r") as f:
+        stored = {text(r["op"]): float(r["items_per_s"])
+                  for r in f["phases/meta/op_summary"][()]}
+    with herd_results.load(meta_run) as run:
+        panels = {p.unit: p for p in herd_plots.throughput_panels(run)}
+    assert set(panels) == {"MiB/s", "calls/s (lock: grants/s)", "items/s (meta: per step)"}, \
+        panels
+    assert panels["MiB/s"].labels == ["write"]
+    assert panels["calls/s (lock: grants/s)"].labels == ["lock"]
+    items = panels["items/s (meta: per step)"]
+    assert items.labels == [f"meta: {step}" for step in META_STEPS]
+    ops = ["open", "stat", "rename", "unlink", "rmdir"]  # each step's item call
+    assert list(items.values) == pytest.approx([stored[op] for op in ops], rel=1e-12)
+    assert all(v > 0 for v in items.values), items
+    proc = tool(REPORT, meta_run, "-o", tmp_path / "report")
+    assert proc.returncode == 0, describe(proc)
+    assert (tmp_path / "report" / "throughput.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_disk_busy_max_is_capped(meta_run, tmp_path):
+    """A disk's busy share can read over 1 (io_ticks in whole jiffies):
+    with one sample of the meta phase set to 1.07 in a copy of the file,
+    server.csv and server.md show 100 %, never more; a busy share under 1
+    is shown as it is."""
+    path = tmp_path / "busy.h5"
+    shutil.copyfile(meta_run, path)
+    with h5py.File(path, "r+") as f:
+        if "disks" not in f["monitor"] or not len(f["monitor/disks"]):
+            pytest.skip("the monitor found no block device under the target")
+        rows = f["monitor/disks"][()]
+        spans = {name: (float(g.attrs["t_start"]), float(g.attrs["t_end"]))
+                 for name, g in f["phases"].items()}
+
+        def meets(i, name):  # the report's rule: the interval (t - dt, t] meets the phase
+            t0, t1 = spans[name]
+            return rows["t"][i] - rows["dt"][i] <= t1 and rows["t"][i] > t0
+        meeting = [i for i in range(len(rows)) if meets(i, "meta")]
+        assert meeting, "no disk sample meets the meta phase"
+        edited = meeting[len(meeting) // 2]
+        device = text(rows["device"][edited])
+        rows["busy"] = np.minimum(rows["busy"], 0.5)
+        rows["busy"][edited] = 1.07
+        f["monitor/disks"][...] = rows
+    proc = tool(REPORT, path, "-o", tmp_path / "report")
+    assert proc.returncode == 0, describe(proc)
+    server = {r["phase"]: r for r in read_csv(tmp_path / "report" / "server.csv")}
+    for name in spans:
+        busy = num(server[name][f"{device}_busy_max"])
+        assert (busy == 1.0) if meets(edited, name) else (busy <= 0.5), (name, busy)
+    md = (tmp_path / "report" / "server.md").read_text()
+    assert "107.0%" not in md and "100.0%" in md, md
 
 
 # ---------------------------------------------------------------- compare
