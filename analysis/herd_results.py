@@ -200,6 +200,13 @@ class Run:
         """The file's name without .h5: the default name of a run."""
         return os.path.splitext(os.path.basename(self.path))[0]
 
+    @property
+    def given_label(self):
+        """The run's own name, the root attribute `label` (the job key
+        label, `--set label=...`); "" when unset, and for a file of an older
+        herd that has none."""
+        return str(self.attrs.get("label") or "")
+
     def describe_status(self):
         """One line for reports: what the file holds and how the run ended."""
         n = len(self.phase_names)

@@ -28,6 +28,11 @@ herd-compare on results files herd itself writes during the test.
 6. A run with a meta phase and a monitor recording the target's disk: the
    throughput plot's meta panel holds each step's items/s (mdtest's
    rates), and a disk's busy share over 1 in a sample is shown as 100 %.
+7. Runs named when they ran (--set label=..., HERD_SERVER_FS): herd-report's
+   heading and facts, herd-compare's default column names (labels when
+   every run has one, else file names; a file of an older herd has none),
+   and --label fstype over libnfs against the embedded server (needs
+   root and nfs-ganesha: skips otherwise) naming the export's file system.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis.py
 """
@@ -42,7 +47,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, herd_run, herd_run_interrupted, read_csv, write_job
+from conftest import (REPO_DIR, describe, herd_run, herd_run_interrupted, mpi_env,
+                      mpirun_args, read_csv, run_cmd, write_job)
 
 ANALYSIS = REPO_DIR / "analysis"
 REPORT = ANALYSIS / "herd-report"
@@ -391,6 +397,133 @@ def test_disk_busy_max_is_capped(meta_run, tmp_path):
         assert (busy == 1.0) if meets(edited, name) else (busy <= 0.5), (name, busy)
     md = (tmp_path / "report" / "server.md").read_text()
     assert "107.0%" not in md and "100.0%" in md, md
+
+
+# ---------------------------------------------------------------- labels
+
+LABELS = {"a": ("xfs-run", "xfs"), "b": ("ext4 run <b>|", "ext4"), "plain": (None, None)}
+
+
+def labelled_run(herd_bin, job, path, label, server_fs, launch=None, env=None):
+    """herd run with --set label=LABEL (when given) and HERD_SERVER_FS in
+    rank 0's environment (when given); launch wraps the mpirun command."""
+    env = dict(env or mpi_env())
+    for name in ("HERD_LABEL", "HERD_SERVER_FS"):
+        env.pop(name, None)
+    if server_fs:
+        env["HERD_SERVER_FS"] = server_fs
+    extra = ["--set", f"label={label}"] if label else []
+    args = mpirun_args(herd_bin, 2, "run", job, "-o", path, *extra)
+    proc = run_cmd((launch or list)(args), env=env)
+    assert proc.returncode == 0, describe(proc)
+    with h5py.File(path, "r") as f:
+        assert (text(f.attrs["label"]), text(f.attrs["server_fs"])) == \
+            (label or "", server_fs or ""), dict(f.attrs)
+    return path
+
+
+@pytest.fixture(scope="module")
+def labelled_runs(herd_bin, tmp_path_factory):
+    """{name: results file}: runs named when they ran (LABELS), one
+    without, and a copy of a without the attributes (an older herd's)."""
+    work = tmp_path_factory.mktemp("labels")
+    target = work / "target"
+    target.mkdir()
+    job = write_job(work / "job.ini", {"target": target},
+                    [("write", {"kind": "write", "file_size": "1M"})])
+    paths = {name: labelled_run(herd_bin, job, work / f"{name}.h5", label, fs)
+             for name, (label, fs) in LABELS.items()}
+    paths["older"] = work / "older.h5"
+    shutil.copyfile(paths["a"], paths["older"])
+    with h5py.File(paths["older"], "r+") as f:
+        del f.attrs["label"], f.attrs["server_fs"]
+    return paths
+
+
+def facts(page):
+    """{label: value} of index.html's Run facts."""
+    block = page.split('<table class="facts">')[1].split("</table>")[0]
+    return {html.unescape(k): html.unescape(v)
+            for k, v in re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", block)}
+
+
+def test_report_shows_the_label(labelled_runs, tmp_path):
+    """herd-report names a labelled run by its label in the heading and
+    the Run facts, and its server's file system; a run without them (none
+    set, or a file of an older herd) has neither."""
+    for name, path in labelled_runs.items():
+        label, server_fs = LABELS.get(name, (None, None))
+        out = tmp_path / name
+        proc = tool(REPORT, path, "-o", out)
+        assert proc.returncode == 0, describe(proc)
+        page = (out / "index.html").read_text()
+        heading = html.unescape(page.split("<h1>")[1].split("</h1>")[0])
+        with h5py.File(path, "r") as f:
+            run_id = text(f.attrs["run_id"])
+        got = facts(page)
+        assert heading == (f"herd run {run_id}: {label}" if label else f"herd run {run_id}")
+        assert got.get("label") == label, got
+        assert got.get("server file system") == server_fs, got
+        assert "<b>" not in page.split("</h1>")[0], "the label is not escaped"
+
+
+def compare_runs(paths, out, *args):
+    """herd-compare PATHS -o OUT ARGS: the run column of compare.csv, in order."""
+    proc = tool(COMPARE, *paths, "-o", out, *args)
+    assert proc.returncode == 0, describe(proc)
+    return list(dict.fromkeys(r["run"] for r in read_csv(out / "compare.csv"))), proc.stdout
+
+
+def test_compare_names_runs_by_their_labels(labelled_runs, tmp_path):
+    """herd-compare's default names each run by its label when every run
+    has one, else by its file name; --label file and --label label say
+    which; a file of an older herd (no label) counts as one without."""
+    p = labelled_runs
+    runs, stdout = compare_runs([p["a"], p["b"]], tmp_path / "ab")
+    assert runs == ["xfs-run", "ext4 run <b>|"]
+    assert "xfs-run" in stdout and "ext4 run <b>|" in stdout
+    assert "ext4 run &lt;b&gt;\\|" in (tmp_path / "ab" / "compare.md").read_text()
+    assert compare_runs([p["a"], p["plain"]], tmp_path / "ap")[0] == ["a", "plain"]
+    assert compare_runs([p["a"], p["older"]], tmp_path / "ao")[0] == ["a", "older"]
+    assert compare_runs([p["a"], p["b"]], tmp_path / "f", "--label", "file")[0] == ["a", "b"]
+    # (a run without one: "-", which a CSV cell writes "'-": no formula)
+    assert compare_runs([p["a"], p["plain"]], tmp_path / "l", "--label", "label")[0] == \
+        ["xfs-run", "'-"]
+    # a run over a local file system keeps its fstype, whatever server_fs says
+    with h5py.File(p["a"], "r") as f:
+        fstype = text(f["hosts"][0]["fstype"])
+    assert fstype not in ("libnfs", "smb", "xfs"), fstype
+    assert compare_runs([p["a"]], tmp_path / "t", "--label", "fstype")[0] == [fstype]
+
+
+def test_compare_fstype_over_libnfs_is_the_server_fs(herd_bin, labelled_runs, tmp_path):
+    """Over libnfs /hosts' fstype is "libnfs": --label fstype names the run
+    by the file system the embedded server exports (server_fs, xfs here),
+    and a libnfs run without server_fs by "libnfs" still."""
+    from test_nfs_server import SBIN_PATH, SCRIPT, Server, _why_skip
+    why = _why_skip()
+    if why:
+        pytest.skip(why)
+    server = Server(tmp_path / "nfs")
+    try:
+        server.start("--fs", "xfs", "--size", "1G")
+        job = write_job(tmp_path / "nfs.ini", {"backend": "libnfs", "target": server.url},
+                        [("write", {"kind": "write", "file_size": "1M"})])
+
+        def in_server_namespace(args):
+            return ["bash", str(SCRIPT), "exec", "--state", str(server.state), "--", *args]
+        env = dict(mpi_env(), PATH=SBIN_PATH)
+        paths = [labelled_run(herd_bin, job, tmp_path / f"{name}.h5", None, fs,
+                              in_server_namespace, env)
+                 for name, fs in (("nfs-xfs", "xfs"), ("nfs-unknown", None))]
+    finally:
+        server.stop(check=False)
+    server.assert_clean()
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            assert text(f["hosts"][0]["fstype"]) == "libnfs"
+    runs, stdout = compare_runs(paths, tmp_path / "cmp", "--label", "fstype")
+    assert runs == ["xfs", "libnfs"], stdout
 
 
 # ---------------------------------------------------------------- compare

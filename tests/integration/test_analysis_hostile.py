@@ -5,12 +5,13 @@ and each test edits a copy with h5py:
 
 1. Hostile strings: <script>, <img onerror>, newlines, '|', '$', '`' and
    invalid UTF-8 in host names (/hosts, /ranks), first_path and errno_name
-   (every phase's errors), the root attributes target, job_text and run_id,
-   and a phase name. herd-report and herd-compare -o must exit 0 and every
-   file they write must show the strings inertly: index.html without any
-   markup from the file, *.md without raw '<' or an extra cell, *.csv with
-   one line per record and the header's number of fields, all valid UTF-8,
-   and the PNGs written.
+   (every phase's errors), the root attributes target, job_text, run_id,
+   label and server_fs, and a phase name. herd-report and herd-compare -o
+   must exit 0 and every file they write must show the strings inertly:
+   index.html without any markup from the file, *.md without raw '<' or an
+   extra cell, *.csv with one line per record and the header's number of
+   fields, all valid UTF-8, and the PNGs written; herd-compare names runs
+   by their labels as inertly.
 2. Hostile structures: wrong attribute types, /phases as a dataset, /hosts
    as floats, ranks tables with a missing, hostile extra or mistyped field,
    declared dimensions of 10^12 rows that store nothing, a compression bomb,
@@ -146,6 +147,8 @@ def make_evil(base, path):
         f.attrs.create("job_text", b"[global]\n</pre><script>alert(6)</script>\n\xff\x1b[31m",
                        dtype=vlen)
         f.attrs.create("run_id", "<img src=x onerror=alert(7)>|\n", dtype=vlen)
+        f.attrs.create("label", b"<img src=x onerror=alert(8)>|\n\xff`*", dtype=vlen)
+        f.attrs.create("server_fs", b"<script>alert(9)</script>\x1b", dtype=vlen)
         f.move("phases/write", f"phases/{EVIL_PHASE}")
         f.move("phases/lock", f"phases/{LONG_PHASE}")
 
@@ -219,6 +222,21 @@ def test_hostile_strings_are_shown_inertly(base, tmp_path):
     assert (cmp_out / "compare.png").read_bytes()[:8] == PNG_MAGIC
     assert_markdown_inert(assert_utf8(cmp_out / "compare.md"), cmp_out / "compare.md")
     assert "&lt;img src=x onerror=alert(4)&gt;" in (cmp_out / "compare.md").read_text()
+    assert_csv_sound(assert_utf8(cmp_out / "compare.csv"), cmp_out / "compare.csv")
+    # Named by the runs' own (hostile) labels: herd-compare's default.
+    twin = tmp_path / "twin.h5"
+    shutil.copyfile(evil, twin)
+    cmp_out = tmp_path / "compare-labels"
+    proc = tool(COMPARE, evil, twin, "-o", cmp_out, "--label", "label,fstype")
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    proc = tool(COMPARE, evil, twin, "-o", cmp_out)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    stdout = proc.stdout.decode("utf-8")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", stdout), "control characters on stdout"
+    assert "onerror=alert(8)" in stdout and "\\xff" in stdout, stdout
+    md = assert_utf8(cmp_out / "compare.md")
+    assert_markdown_inert(md, cmp_out / "compare.md")
+    assert "&lt;img src=x onerror=alert(8)&gt;" in md, md
     assert_csv_sound(assert_utf8(cmp_out / "compare.csv"), cmp_out / "compare.csv")
 
 
@@ -318,6 +336,8 @@ def directory(base, path):
 
 BAD = [  # (name, maker, words the one stderr line must hold)
     ("status-int", edit(lambda f: f.attrs.__setitem__("status", 3)), "'status'"),
+    ("label-int", edit(lambda f: f.attrs.__setitem__("label", 3)), "'label'"),
+    ("server-fs-float", edit(lambda f: f.attrs.__setitem__("server_fs", 1.5)), "'server_fs'"),
     ("t_start-string", edit(lambda f: f["phases/write"].attrs.create(
         "t_start", "soon", dtype=h5py.string_dtype())), "'t_start'"),
     ("phases-dataset", edit(phases_dataset), "/phases: is a dataset"),
