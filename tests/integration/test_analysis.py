@@ -510,11 +510,14 @@ def test_compare_fstype_over_libnfs_is_the_server_fs(herd_bin, labelled_runs, tm
         job = write_job(tmp_path / "nfs.ini", {"backend": "libnfs", "target": server.url},
                         [("write", {"kind": "write", "file_size": "1M"})])
 
-        def in_server_namespace(args):
-            return ["bash", str(SCRIPT), "exec", "--state", str(server.state), "--", *args]
+        def in_server_namespace(args, fs):
+            # exec names the export's fs (HERD_SERVER_FS): unset, herd knows none
+            unset = [] if fs else ["env", "-u", "HERD_SERVER_FS"]
+            return ["bash", str(SCRIPT), "exec", "--state", str(server.state), "--", *unset,
+                    *args]
         env = dict(mpi_env(), PATH=SBIN_PATH)
         paths = [labelled_run(herd_bin, job, tmp_path / f"{name}.h5", None, fs,
-                              in_server_namespace, env)
+                              lambda args, fs=fs: in_server_namespace(args, fs), env)
                  for name, fs in (("nfs-xfs", "xfs"), ("nfs-unknown", None))]
     finally:
         server.stop(check=False)
