@@ -123,6 +123,9 @@ void libnfs_note(struct libnfs_ctx *c, const char *status)
 
 void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f)
 {
+    /* The status op names this call's failure only: an earlier call's
+     * (a CREATE that found its file, then opened it) is not this one's. */
+    c->status[0] = '\0';
     c->deadline = rpcwait_deadline(c->timeout_ms);
     if (f && f->lk)
         f->lk->deadline = c->deadline;

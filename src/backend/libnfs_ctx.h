@@ -87,7 +87,7 @@ struct libnfs_ctx {
     bool lock_phase;        /* the phase configured last is a lock phase */
     struct nlm_client *nlm; /* NFSv3 locks: made on the first one */
     unsigned lock_ctxs;     /* NFSv4 lock contexts made (their client names) */
-    char status[64];        /* the protocol's name of the last failure, or "" */
+    char status[64];        /* the protocol's name of the call's failure, or "" */
     struct libnfs_dir dirs[LIBNFS_DIRS]; /* parents held by handle */
     uint64_t dir_tick;
     struct libnfs_owner4 own4;
@@ -133,7 +133,8 @@ const char *libnfs_note_msg(struct libnfs_ctx *c, const char *msg);
 int libnfs_errno(struct libnfs_ctx *c, int rc);
 
 /* A backend call on c (and on f's lock context, f not NULL) begins now:
- * its waits end op_timeout from now (c->deadline). */
+ * its waits end op_timeout from now (c->deadline), and c's status is
+ * cleared, so that the status op names this call's failure or none. */
 void libnfs_call_begin(struct libnfs_ctx *c, struct backend_file *f);
 /* The errno of a failed status (NFSv3's or, v4, NFSv4's), its name noted
  * on c as libnfs's own calls note it; an unknown one: EIO. Positive. */

@@ -510,6 +510,29 @@ def test_full_export_is_enospc(nfs, herd_bin, tmp_path):
     assert export_listing(nfs) == [], "the run directory was not removed"
 
 
+def test_error_status_is_its_own(nfs, herd_bin, tmp_path):
+    """An error row's NFS status is the one of that error's call, never one
+    an earlier call left on the connection: a first phase makes small files
+    and the second writes 600M into each of them, so its CREATEs find the
+    files (NFS3ERR_EXIST, taken as an open) and its WRITEs fill the export.
+    libnfs 4.0 loses the status of a refused WRITE (herd tells ENOSPC from
+    the export's free space): the ENOSPC rows name no status, not the
+    CREATE's NFS3ERR_EXIST."""
+    job = write_job(tmp_path / "stale.ini",
+                    {"backend": "libnfs", "target": nfs.url, "fileset": "fs",
+                     "block_size": "1M"},
+                    [("small", {"kind": "write", "file_size": "1M"}),
+                     ("big", {"kind": "write", "file_size": "600M"})])
+    out = tmp_path / "stale.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 2, job, out)
+    assert proc.returncode == 3, describe(proc)
+    rows = load_results(out).phases["big"].error_rows()
+    enospc = [row for row in rows if row["errno_name"] == "ENOSPC"]
+    assert enospc, rows
+    assert {row["status"] for row in enospc} == {""}, rows
+    assert export_listing(nfs) == [], "the run directory was not removed"
+
+
 # ---------------------------------------------------------------- 3. freeze
 
 
