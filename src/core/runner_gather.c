@@ -16,6 +16,7 @@
 #include "hosts.h"
 #include "results.h"
 #include "results_fallback.h"
+#include "units.h"
 
 bool run_all_ok(const struct run *r, bool ok)
 {
@@ -286,8 +287,10 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
     else
         snprintf(result, sizeof result, "%.0f calls/s, last rank done after %.3f s", st->ops_per_s,
                  st->last_done);
-    fprintf(stderr, "herd: phase %s: %s: %s (%.3f s to the closing barrier, start skew %.1f us)\n",
-            ph->name, sum->status, result, sum->t_end - sum->t_start, sum->start_skew * 1e6);
+    char skew[32];
+    units_format_ms(sum->start_skew, skew, sizeof skew);
+    fprintf(stderr, "herd: phase %s: %s: %s (%.3f s to the closing barrier, start skew %s)\n",
+            ph->name, sum->status, result, sum->t_end - sum->t_start, skew);
 }
 
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,

@@ -291,7 +291,7 @@ int run_finish(struct run *r, int signal)
             exit_code = EXIT_RESULTS_LOST;
     }
     r->results = NULL;
-    summary_print(stdout, r->lines, r->nlines);
+    summary_print(stdout, r->lines, r->nlines, true);
     printf("\nresults: %s (status %s)\n", r->output, status_name);
     if (r->opts->json && run_write_json(r, status_name, exit_code) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;

@@ -153,3 +153,24 @@ void units_format_human(double bytes, char *buf, size_t len)
     } while (i < last && round(mag * 10.0) / 10.0 >= 1024.0);
     snprintf(buf, len, "%.1f %s", v, names[i]);
 }
+
+void units_format_ms(double seconds, char *buf, size_t len)
+{
+    if (!buf || len == 0)
+        return;
+    if (!isfinite(seconds)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    /* Rounded to 3 significant digits first, so 9.996 ms prints 10.0 */
+    char sig[32];
+    snprintf(sig, sizeof sig, "%.3g", seconds * 1e3);
+    double ms = strtod(sig, NULL);
+    int decimals = 0;
+    if (ms != 0) {
+        int magnitude = (int)floor(log10(fabs(ms))); /* 31.9: 1, 0.0123: -2 */
+        decimals = magnitude < 2 ? 2 - magnitude : 0;
+        decimals = decimals > 8 ? 8 : decimals; /* 0.00000100 ms = 1 ns */
+    }
+    snprintf(buf, len, "%.*f ms", decimals, ms);
+}

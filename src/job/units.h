@@ -22,6 +22,11 @@ void units_format_size(uint64_t bytes, char *buf, size_t len);
 /* Format bytes for humans with one decimal ("15.3 GiB"). */
 void units_format_human(double bytes, char *buf, size_t len);
 
+/* Format seconds as milliseconds to 3 significant digits, never in
+ * exponent form ("31.9 ms", "0.0123 ms", "31900 ms"; 1 ns at least has
+ * its digits); "-" for NaN. */
+void units_format_ms(double seconds, char *buf, size_t len);
+
 /* "s" after a count of n things that is not 1, else "": "1 rank", "4 ranks". */
 static inline const char *units_plural(long long n)
 {

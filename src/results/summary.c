@@ -404,6 +404,13 @@ static const struct summary_op *summary_find_op(const struct summary_line *l, in
     return NULL;
 }
 
+double summary_main_per_s(const struct summary_line *l)
+{
+    const struct summary_op *m =
+        l->stats.main_op >= 0 ? summary_find_op(l, l->stats.main_op) : NULL;
+    return m && !l->all_failed ? m->per_s : NAN;
+}
+
 /* A latency as "850us", "12.3ms", "1.20s"; "-" for none. */
 static void summary_format_latency(double s, char *buf, size_t len)
 {
@@ -503,8 +510,8 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
 {
     fprintf(out, "    ");
     if (l->step > 0) { /* which load point of its ladder */
-        char skew[16];
-        summary_format_latency(l->start_skew, skew, sizeof skew);
+        char skew[32];
+        units_format_ms(l->start_skew, skew, sizeof skew);
         char clients[48] = "";
         if (l->client_ladder)
             snprintf(clients, sizeof clients, "%lld client%s of ", (long long)l->active_clients,
@@ -557,7 +564,9 @@ void summary_print_legend(FILE *out)
           "rank done, each rank's open, fsync (fsync = yes) and close included, as IOR's\n"
           "bandwidth with -e; MiB/s = all bytes / last s: the phase's result, as its phase\n"
           "line says; calls/s = every timed call (open, write, close, mkdir,\n"
-          "stat... each counts: not files/s) / last s; items/s (meta, second line) = per\n"
+          "stat... each counts: not files/s) / last s; main/s = the calls of the phase's\n"
+          "main call alone (the one p50/p99 are of: write; read for read and md5) / last\n"
+          "s: for write and read, IOR's IOPS; items/s (meta, second line) = per\n"
           "step, the files created, stat'ed, renamed, unlinked (directories removed) without\n"
           "error over that step's time, first rank's start to last rank's end, as mdtest;\n"
           "p50/p99 = latency of the phase's main call (second line); errors = failed calls,\n"
@@ -570,47 +579,47 @@ void summary_print_legend(FILE *out)
           out);
 }
 
-void summary_print(FILE *out, const struct summary_line *lines, int n)
+/* A phase's first line (its figures) and its second (summary_print_detail). */
+static void summary_print_phase(FILE *out, const struct summary_line *l)
+{
+    char mib[32], cps[32], mps[32], p50[16] = "-", p99[16] = "-", errs[64];
+    summary_format_rate(l->stats.mib_per_s, l->all_failed || l->holds, "%.1f", mib, sizeof mib);
+    summary_format_rate(l->stats.ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
+    summary_format_rate(summary_main_per_s(l), false, "%.0f", mps, sizeof mps);
+    const struct summary_op *m =
+        l->stats.main_op >= 0 ? summary_find_op(l, l->stats.main_op) : NULL;
+    if (m) {
+        summary_format_latency(m->p50, p50, sizeof p50);
+        summary_format_latency(m->p99, p99, sizeof p99);
+    }
+    if (l->nerrs > 0) {
+        char name[32];
+        errtab_errno_name(l->errs[0].err, name, sizeof name);
+        snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->stats.errors, name);
+    } else {
+        snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->stats.errors);
+    }
+    char tmin[16], tmed[16], tmax[16], tlast[16];
+    summary_format_seconds(l->stats.t_min, tmin, sizeof tmin);
+    summary_format_seconds(l->stats.t_median, tmed, sizeof tmed);
+    summary_format_seconds(l->stats.t_max, tmax, sizeof tmax);
+    summary_format_seconds(l->stats.last_done, tlast, sizeof tlast);
+    fprintf(out, "%-16s %-5s %5lld %7s %8s %7s %7s %9s %9s %8s %7s %7s %6llu %4llu %-11s %s\n",
+            l->name, l->kind, (long long)l->stats.rows, tmin, tmed, tmax, tlast, mib, cps, mps, p50,
+            p99, (unsigned long long)l->stats.verify_failures,
+            (unsigned long long)l->stats.violations, l->status, errs);
+    summary_print_detail(out, l);
+}
+
+/* The server's table, when a monitor sampled it: its CPU, nfsd threads,
+ * the monitored processes and nfsd's pool per phase, with its legend. */
+static void summary_print_server(FILE *out, const struct summary_line *lines, int n)
 {
     bool cpu = false, threads = false, part = false;
     for (int i = 0; i < n; i++) {
         cpu |= !isnan(lines[i].server.cpu_mean) || !isnan(lines[i].server.proc_cpu);
         threads |= !isnan(lines[i].server.nfsd_threads);
     }
-    fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %7s %7s %6s %4s %-11s %s\n", "phase",
-            "kind", "rows", "min s", "median s", "max s", "last s", "MiB/s", "calls/s", "p50",
-            "p99", "verify", "viol", "status", "errors");
-    for (int i = 0; i < n; i++) {
-        const struct summary_line *l = &lines[i];
-        char mib[32], cps[32], p50[16] = "-", p99[16] = "-", errs[64];
-        summary_format_rate(l->stats.mib_per_s, l->all_failed || l->holds, "%.1f", mib, sizeof mib);
-        summary_format_rate(l->stats.ops_per_s, l->all_failed, "%.0f", cps, sizeof cps);
-        const struct summary_op *m =
-            l->stats.main_op >= 0 ? summary_find_op(l, l->stats.main_op) : NULL;
-        if (m) {
-            summary_format_latency(m->p50, p50, sizeof p50);
-            summary_format_latency(m->p99, p99, sizeof p99);
-        }
-        if (l->nerrs > 0) {
-            char name[32];
-            errtab_errno_name(l->errs[0].err, name, sizeof name);
-            snprintf(errs, sizeof errs, "%llu %s", (unsigned long long)l->stats.errors, name);
-        } else {
-            snprintf(errs, sizeof errs, "%llu", (unsigned long long)l->stats.errors);
-        }
-        char tmin[16], tmed[16], tmax[16], tlast[16];
-        summary_format_seconds(l->stats.t_min, tmin, sizeof tmin);
-        summary_format_seconds(l->stats.t_median, tmed, sizeof tmed);
-        summary_format_seconds(l->stats.t_max, tmax, sizeof tmax);
-        summary_format_seconds(l->stats.last_done, tlast, sizeof tlast);
-        fprintf(out, "%-16s %-5s %5lld %7s %8s %7s %7s %9s %9s %7s %7s %6llu %4llu %-11s %s\n",
-                l->name, l->kind, (long long)l->stats.rows, tmin, tmed, tmax, tlast, mib, cps, p50,
-                p99, (unsigned long long)l->stats.verify_failures,
-                (unsigned long long)l->stats.violations, l->status, errs);
-        summary_print_detail(out, l);
-    }
-    fputc('\n', out);
-    summary_print_legend(out);
     if (!cpu && !threads)
         return;
     /* procs cpu: cores the monitor_processes used; top thread: the
@@ -649,6 +658,20 @@ void summary_print(FILE *out, const struct summary_line *lines, int n)
               "its start, or at or after its end, from a source): its figures, if any, are of\n"
               "part of it.\n",
               out);
+}
+
+void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend)
+{
+    fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %8s %7s %7s %6s %4s %-11s %s\n", "phase",
+            "kind", "rows", "min s", "median s", "max s", "last s", "MiB/s", "calls/s", "main/s",
+            "p50", "p99", "verify", "viol", "status", "errors");
+    for (int i = 0; i < n; i++)
+        summary_print_phase(out, &lines[i]);
+    if (legend) {
+        fputc('\n', out);
+        summary_print_legend(out);
+    }
+    summary_print_server(out, lines, n);
 }
 
 /* The errno failing most calls over every op (errs[] is per op, errno and

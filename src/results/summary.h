@@ -1,6 +1,7 @@
 /* summary.h — the end-of-run table rank 0 prints, two lines per phase, in
  * the shape of the seed's hand-made tables: per-rank time min / median /
- * max, first and last rank done, aggregate MiB/s, calls/s and per-op
+ * max, first and last rank done, aggregate MiB/s, calls/s, the main
+ * call's calls/s (main/s: IOR's IOPS for write and read) and per-op
  * items/s (meta, as mdtest counts them), p50/p99 of the phase's main call,
  * errors with their top errno, verify failures, the phase's effective
  * parameters, IOR-style mean/stddev of per-iteration bandwidth, and the
@@ -127,11 +128,15 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
  * consecutive phases in step order): at most n; returns how many. */
 size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
                             struct step_row *rows);
-/* The table, its legend (units, each column once) and, when sampled, the
- * server's CPU per phase. */
-void summary_print(FILE *out, const struct summary_line *lines, int n);
+/* The table, its legend (units, each column once; unless !legend: herd
+ * run -q) and, when sampled, the server's CPU per phase. */
+void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend);
 /* The legend alone (also shown by herd run --help). */
 void summary_print_legend(FILE *out);
+/* The main call's rate (main/s): its calls over all ranks / last_done,
+ * as its op_summary row's; NaN without a main call, or when every call
+ * failed. */
+double summary_main_per_s(const struct summary_line *l);
 /* "write" or "create"/"stat"/...: the name an op's rate is shown under
  * (meta phases count items as mdtest does: open = create). */
 const char *summary_op_label(const struct summary_line *l, int op);

@@ -278,6 +278,7 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_phase_iterations(f, l);
     json_ks(f, "main_op", l->stats.main_op >= 0 ? op_name((enum op)l->stats.main_op) : NULL,
             &first);
+    json_kd(f, "main_ops_per_s", summary_main_per_s(l), &first);
     json_key(f, "ops", &first);
     fputc('[', f);
     for (int k = 0; k < l->nops; k++) {

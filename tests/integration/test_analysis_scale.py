@@ -77,14 +77,15 @@ def parse_summary(stdout):
     # ("0" or "1490 ENOSPC"); '-' where no rate is shown.
     for line in lines[head + 1::2]:
         p = line.split()
-        if len(p) < 15:
+        if len(p) < 16:
             break
         rate = lambda v: float("nan") if v == "-" else float(v)
         out[p[0]] = {"rows": int(p[2]), "t_min": float(p[3]), "t_median": float(p[4]),
                      "t_max": float(p[5]), "last_done": float(p[6]),
                      "mib_per_s": rate(p[7]), "ops_per_s": rate(p[8]),
-                     "errors": int(p[14]), "verify_failures": int(p[11]),
-                     "violations": int(p[12]), "status": p[13]}
+                     "main_ops_per_s": rate(p[9]),
+                     "errors": int(p[15]), "verify_failures": int(p[12]),
+                     "violations": int(p[13]), "status": p[14]}
     return out
 
 

@@ -18,7 +18,7 @@ failed, and the live progress of all ranks in a batch log.
 """
 import json
 import math
-import os
+import re
 
 import h5py
 import pytest
@@ -103,6 +103,12 @@ def check_json_against_h5(h5, doc):
                 got = p["params"][key] if key in p["params"] else p[key]
                 assert got == want, (p["name"], key)
             assert p["params"]["backend"] == text(a["backend"])
+            # main/s: the main call's own rate, beside ops_per_s (every call)
+            main = [o for o in p["ops"] if o["op"] == p["main_op"]]
+            if p["all_calls_failed"] or not main:
+                assert p["main_ops_per_s"] is None, p["name"]
+            else:
+                same(p["main_ops_per_s"], main[0]["ops_per_s"], "main_ops_per_s")
             # Per op: op_summary's row, and calls/errors from the raw tables.
             table = {text(r["op"]): r for r in g["op_summary"][()]}
             assert {o["op"] for o in p["ops"]} == set(table), p["name"]
@@ -287,14 +293,15 @@ def test_errors_name_top_errno_and_failed_phase_has_no_rate(runs):
     assert first[-2:] == [str(total), "ENOSPC"], proc.stdout
     assert "ENOSPC write" in second
     first, _ = rows["gone"]
-    assert first[7] == "-" and first[8] == "-", proc.stdout  # MiB/s, calls/s
+    assert first[7:10] == ["-", "-", "-"], proc.stdout  # MiB/s, calls/s, main/s
     assert first[-1] == "ENOENT" and first[-3] == "errors"
 
 
-def check_row_is_stored_figures(row, attrs, where):
+def check_row_is_stored_figures(row, attrs, op_rows, where):
     """One printed table row against the phase's summary_* attributes: rows,
     min/median/max/last s (3 decimals, '-' for NaN), MiB/s (1 decimal),
-    calls/s (0 decimals), verify, viol, errors."""
+    calls/s (0 decimals), main/s (the main op's op_summary rate, 0
+    decimals), verify, viol, errors."""
     def shown(v, places):
         return "-" if math.isnan(float(v)) else f"{float(v):.{places}f}"
     a = {k: attrs[k] for k in attrs if k.startswith("summary_")}
@@ -304,8 +311,11 @@ def check_row_is_stored_figures(row, attrs, where):
     if row[7] != "-":  # '-': every call failed (the faulty run's own test)
         assert row[7] == shown(a["summary_mib_per_s"], 1), (where, row)
         assert row[8] == shown(a["summary_ops_per_s"], 0), (where, row)
-    assert int(row[11]) == int(a["summary_verify_failures"]), where
-    assert int(row[12]) == int(a["summary_violations"]), where
+    main = text(a["summary_main_op"])
+    rate = {text(r["op"]): float(r["ops_per_s"]) for r in op_rows}.get(main, float("nan"))
+    assert row[9] == (shown(rate, 0) if row[7] != "-" else "-"), (where, main, row)
+    assert int(row[12]) == int(a["summary_verify_failures"]), where
+    assert int(row[13]) == int(a["summary_violations"]), where
     errors = row[-2] if not row[-1].isdigit() else row[-1]
     assert int(errors) == int(a["summary_errors"]), (where, row)
 
@@ -324,7 +334,9 @@ def test_table_prints_the_stored_figures(runs, herd_bin, tmp_path):
         rows = table_rows(stdout)
         with h5py.File(h5, "r") as f:
             for name, (first, _) in rows.items():
-                check_row_is_stored_figures(first, f["phases"][name].attrs, f"{h5.name} {name}")
+                g = f["phases"][name]
+                ops = g["op_summary"][()] if "op_summary" in g else []
+                check_row_is_stored_figures(first, g.attrs, ops, f"{h5.name} {name}")
                 checked += 1
     assert checked == 5 + 2 + 2
     idle = table_rows(proc.stdout)["i"][0]
@@ -390,3 +402,40 @@ def test_phase_line_gives_the_table_figure(runs):
                 else:
                     assert (unit, rate) == ("calls/s", first[8]), (line, first)
                 assert f"last rank done after {first[6]} s" in line, (line, first)
+
+
+def test_start_skew_in_milliseconds(runs):
+    """The phase line gives the start skew in milliseconds to 3 significant
+    digits, never in exponent form: the stored start_skew, rounded."""
+    for run in ("clean", "faulty"):
+        h5, _, proc = runs[run]
+        said = {l.split(":")[1].split()[1]: l for l in proc.stderr.splitlines()
+                if l.startswith("herd: phase ")}
+        with h5py.File(h5, "r") as f:
+            for name, line in said.items():
+                m = re.search(r", start skew ([0-9]+(?:\.[0-9]+)?) ms\)$", line)
+                assert m, line
+                skew_ms = float(f["phases"][name].attrs["start_skew"]) * 1e3
+                assert float(m.group(1)) == float(f"{skew_ms:.3g}"), (line, skew_ms)
+
+
+def test_main_rate_counts_the_main_call_only(runs):
+    """calls/s counts every timed call (opens, closes...); main/s (JSON
+    main_ops_per_s) only the main call's, the rate an IOR user reads as
+    IOPS: for a write of 4M in 256K blocks, 3 iterations on 2 ranks, 96
+    write calls over last s. Table and legend say which is which."""
+    _, doc, proc = runs["clean"]
+    w = next(p for p in doc["phases"] if p["name"] == "w")
+    assert w["main_op"] == "write"
+    last = w["seconds"]["last_done"]
+    assert w["main_ops_per_s"] * last == pytest.approx(16 * 3 * NRANKS, rel=1e-9)
+    assert w["ops_per_s"] * last == pytest.approx(w["calls"], rel=1e-9)
+    assert w["calls"] > 16 * 3 * NRANKS  # opens and closes too
+    head = next(l for l in proc.stdout.splitlines() if l.startswith("phase "))
+    assert head.split()[12:14] == ["calls/s", "main/s"], head
+    first = table_rows(proc.stdout)["w"][0]
+    assert first[9] == f"{w['main_ops_per_s']:.0f}", first
+    assert "main/s = the calls of the phase's" in proc.stdout
+    storm = next(p for p in doc["phases"] if p["name"] == "s")
+    opens = next(o for o in storm["ops"] if o["op"] == "open")
+    assert storm["main_op"] == "open" and storm["main_ops_per_s"] == opens["ops_per_s"]

@@ -248,12 +248,38 @@ static void test_format_human(void **state)
     }
 }
 
+static void test_format_ms(void **state)
+{
+    (void)state;
+    char buf[32];
+    struct {
+        double seconds;
+        const char *want;
+    } cases[] = {
+        {0.0318822, "31.9 ms"},
+        {0.0000000123, "0.0000123 ms"},
+        {0.0000123, "0.0123 ms"},
+        {0.009996, "10.0 ms"},
+        {31.8822, "31900 ms"},
+        {0.25, "250 ms"},
+        {0, "0 ms"},
+        {NAN, "-"},
+        {1e-9, "0.00000100 ms"},
+        {1e-12, "0.00000000 ms"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        units_format_ms(cases[i].seconds, buf, sizeof(buf));
+        assert_string_equal(buf, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_size_valid),     cmocka_unit_test(test_size_invalid),
         cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_invalid),
         cmocka_unit_test(test_format_size),    cmocka_unit_test(test_format_human),
+        cmocka_unit_test(test_format_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
