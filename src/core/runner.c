@@ -343,6 +343,39 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
     return refused;
 }
 
+/* Rank 0, before the first phase: read_from = neighbor reads the file of
+ * a rank on the next host, so that the client's page cache cannot serve
+ * it; with every rank on one host there is none, and over a kernel mount
+ * (the target a local directory) without direct = yes each rank reads
+ * what its own host wrote, perhaps from that cache. Said once. */
+static void run_warn_neighbor(const struct run *r)
+{
+    if (r->rank != 0 || r->nhosts > 1 || !r->be->local_dir)
+        return;
+    const struct phase *first = NULL;
+    int more = 0;
+    for (int i = 0; i < r->job->nphases; i++) {
+        const struct phase *ph = &r->job->phases[i];
+        if (ph->read_from != READ_NEIGHBOR || ph->direct ||
+            !(job_kind_caps(ph->kind) & JOB_KIND_READS))
+            continue;
+        if (ph->ladder[0] && i > 0 && strcmp(ph->ladder, r->job->phases[i - 1].ladder) == 0)
+            continue; /* a ladder's later steps: one phase of the job */
+        more += first != NULL;
+        first = first ? first : ph;
+    }
+    if (!first)
+        return;
+    char others[32] = "";
+    if (more)
+        snprintf(others, sizeof others, " and %d more", more);
+    fprintf(stderr,
+            "herd: warning: read_from = neighbor (phase %s%s) with all %d rank%s on one host: no "
+            "other host's file to read, so each rank reads a file this host wrote, which its page "
+            "cache may serve; run on two hosts or more, or set direct = yes\n",
+            first->ladder[0] ? first->ladder : first->name, others, r->size, units_plural(r->size));
+}
+
 /* The phases until one is stopped, then (keep = no) the clean-up, the run
  * directory released and the target disconnected. How the last phase
  * ended. */
@@ -386,6 +419,7 @@ static int run_io_stages(struct run *r, double sync_seconds, const char *start_u
         rc = run_open_outputs(r, sync_seconds, start_utc);
     if (rc != 0)
         return rc;
+    run_warn_neighbor(r);
     struct phase_outcome o = run_phases(r);
     /* A signal during the clean-up ends the run as interrupted too. */
     int sig = o.signal ? o.signal : runner_stop_signal(&r->stop);

@@ -266,3 +266,33 @@ def test_direct_io(herd_bin, tmp_path, fs):
             assert chk.returncode == 2, describe(chk)
             assert "direct" in chk.stderr and "4K" in chk.stderr, describe(chk)
     assert_mount_gone(m)
+
+
+def test_neighbor_on_one_host_is_warned(herd_bin, tmp_path):
+    """read_from = neighbor with every rank on one host has no other host's
+    file to read: rank 0 says so once, before the first phase (naming the
+    first such phase and how many more), and the run goes on; a job that
+    reads its own files is not warned."""
+    target = tmp_path / "target"
+    target.mkdir()
+    phases = [("w", {"kind": "write"}),
+              ("r", {"kind": "read", "read_from": "neighbor"}),
+              ("m", {"kind": "md5", "read_from": "neighbor"}),
+              ("own", {"kind": "read"})]
+    job = write_job(tmp_path / "n.ini", {"target": target, "file_size": "64K",
+                                         "block_size": "64K"}, phases)
+    proc = herd_run(herd_bin, 2, job, tmp_path / "n.h5")
+    assert proc.returncode == 0, describe(proc)
+    warned = [l for l in proc.stderr.splitlines() if "read_from = neighbor" in l]
+    assert warned == ["herd: warning: read_from = neighbor (phase r and 1 more) with all 2 ranks "
+                      "on one host: no other host's file to read, so each rank reads a file "
+                      "this host wrote, which its page cache may serve; run on two hosts or "
+                      "more, or set direct = yes"], proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines.index(warned[0]) < next(i for i, l in enumerate(lines)
+                                         if l.startswith("herd: phase w:")), proc.stderr
+    job = write_job(tmp_path / "own.ini", {"target": target, "file_size": "64K",
+                                           "block_size": "64K"}, [phases[0], phases[3]])
+    proc = herd_run(herd_bin, 2, job, tmp_path / "own.h5")
+    assert proc.returncode == 0, describe(proc)
+    assert "read_from" not in proc.stderr, proc.stderr
