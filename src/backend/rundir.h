@@ -18,9 +18,9 @@
  * exclusively and write `owner` (one line: run id, host, pid) into it.
  * *created tells whether this run made the directory. Returns 0 (made or
  * taken over, locked), RUNDIR_REFUSED (it exists and may not be used, or
- * another run holds it: the run must not start) or -errno (it could not be
- * made: a read-only or full target; the phases will count the errors).
- * err gets one line in both failure cases. */
+ * another run holds it) or -errno (it or its lock file could not be made:
+ * a read-only or full target). Either way the run must not start; err
+ * gets one line. */
 #define RUNDIR_REFUSED 1
 int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,
                 const char *owner, bool *created, char *err, size_t errlen);

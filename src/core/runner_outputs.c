@@ -89,14 +89,12 @@ int run_claim_places(struct run *r)
     bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
     int rc =
         rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
-    if (rc == RUNDIR_REFUSED) {
+    if (rc != 0) { /* refused, or not made: a read-only or full target, nothing runs */
         fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
         return 2;
     }
-    if (rc < 0) /* a read-only or full target: the phases count why */
-        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
-    r->rundir_locked = rc == 0;
-    const char *inside = rc == 0 ? run_output_in_rundir(r) : NULL;
+    r->rundir_locked = true;
+    const char *inside = run_output_in_rundir(r);
     if (inside) {
         fprintf(stderr,
                 "herd: %s %s: inside the run directory %s, which the run writes and removes: "

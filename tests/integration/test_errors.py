@@ -1,7 +1,8 @@
-"""Runs that go wrong: a read-only target, a corrupted file, broken job
-files, SIGTERM in the middle of a phase, an existing results file."""
+"""Runs that go wrong: a run directory herd may not use (a read-only target,
+a link or file at its name, a target not the same for every rank), a
+corrupted file, broken job files, SIGTERM in the middle of a phase, an
+existing results file."""
 
-import errno
 import os
 import re
 import signal
@@ -12,48 +13,82 @@ import numpy as np
 import pytest
 
 from conftest import (describe, herd_background, herd_cmd, herd_run, load_results, mpi_env,
-                      tree, write_job)
+                      mpirun_args, run_cmd, tree, write_job)
 
-EROFS = errno.EROFS  # 30 on Linux
-
-
-# ------------------------------------------------------------ read-only target
+# ------------------------------------------------------------ unusable run directory
 
 
-def test_read_only_target(herd_bin, tmp_path, mount_fs):
-    """Every rank's writes fail with EROFS: the run still completes, records
-    the errors per rank, and exits 3."""
-    m = mount_fs("tmpfs", size="16m", read_only=True)
-    nranks, iterations = 4, 2
-    job = write_job(tmp_path / "ro.ini",
-                    {"target": m.path, "file_size": "1M", "block_size": "256K"},
-                    [("w", {"kind": "write", "iterations": iterations})])
-    out = tmp_path / "ro.h5"
-    proc = herd_run(herd_bin, nranks, job, out)
-    assert proc.returncode == 3, describe(proc)
+def herd_said(proc):
+    """herd's lines on stderr (mpirun -q adds none)."""
+    return [l for l in proc.stderr.splitlines() if l.strip()]
 
-    res = load_results(out)
-    assert res.attrs["status"] == "complete"
-    assert res.attrs["exit_code"] == 3
-    ph = res.phases["w"]
-    assert ph.attrs["status"] == "errors"
 
-    errs = ph.error_rows()
-    for rank in range(nranks):
-        erofs = [e for e in errs if e["rank"] == rank and e["errno"] == EROFS]
-        assert erofs, f"rank {rank} has no EROFS row in the errors table: {errs}"
-        assert all(e["errno_name"] == "EROFS" for e in erofs)
-        assert all(e["count"] >= 1 for e in erofs)
-    assert {e["rank"] for e in errs} == set(range(nranks))
+def test_unusable_run_directory_stops_before_phases(herd_bin, tmp_path, mount_fs):
+    """A run directory herd may not use stops the run before its first
+    phase: one line saying why, exit code 2, no phase run, no results
+    file and no --json summary (as every refusal before the phases), the
+    target as it was. Cases: a read-only target (the directory cannot be
+    made: EROFS, where the phases used to run and count ENOENT), and for a
+    job with a fixed run_id a symbolic link planted at the run directory's
+    name (to a canary directory, untouched) and a file there."""
+    ro = mount_fs("tmpfs", size="16m", read_only=True)
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "keep").write_text("canary\n")
+    (planted / "herd-link").symlink_to(canary)
+    (planted / "herd-file").write_text("not a directory\n")
+    cases = [(ro.path, "", r"cannot make herd-[0-9T]+-[0-9a-f]+: Read-only file system"),
+             (planted, "link", r"herd-link is a symbolic link, not a run directory: refused"),
+             (planted, "file", r"herd-file exists and is not a directory: refused")]
+    for target, run_id, why in cases:
+        before = tree(target)
+        keys = {"target": target, "file_size": "1M", "block_size": "256K"}
+        if run_id:
+            keys["run_id"] = run_id
+        job = write_job(tmp_path / "u.ini", keys,
+                        [("w", {"kind": "write", "iterations": 2}), ("r", {"kind": "read"})])
+        out, summary = tmp_path / "u.h5", tmp_path / "u.json"
+        proc = herd_run(herd_bin, 4, job, out, "--json", summary, quiet=True)
+        assert proc.returncode == 2, describe(proc)
+        lines = herd_said(proc)
+        assert len(lines) == 1 and re.fullmatch(f"herd: target {re.escape(str(target))}: {why}",
+                                                lines[0]), describe(proc)
+        assert proc.stdout == "", describe(proc)
+        assert not out.exists() and not summary.exists()
+        assert tree(target) == before
+    assert (canary / "keep").read_text() == "canary\n" and tree(canary) == ["keep"]
 
-    rows = ph.ranks
-    assert len(rows) == nranks * iterations
-    assert (rows["completed"] == 0).all()
-    assert (rows["bytes"] == 0).all()
-    assert (rows["errors"] >= 1).all()
-    # every failed call of an iteration is in the errors table too
-    assert sum(e["count"] for e in errs) >= int(rows["errors"].sum())
-    assert tree(m.path) == []
+
+def test_run_directory_every_rank_must_see(herd_bin, tmp_path):
+    """A target that is not the same directory for every rank (rank 1 runs
+    in a mount namespace of its own with a tmpfs over the target: a host
+    whose target is not the shared one): rank 0 makes the run directory,
+    rank 1 cannot find it, and the run stops before its first phase with
+    one line naming the rank and its host, exit code 2, no results file;
+    the run directory rank 0 made is removed again."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for a mount namespace of its own (unshare -m)")
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "s.ini", {"target": target, "file_size": "1M",
+                                         "block_size": "256K"},
+                    [("w", {"kind": "write"}), ("r", {"kind": "read"})])
+    out = tmp_path / "s.h5"
+    herd = ["run", job, "-o", out]
+    args = mpirun_args(herd_bin, 1, *herd, quiet=True) + [
+        ":", "-np", "1", "unshare", "-m", "sh", "-c",
+        'mount -t tmpfs none "$1" && shift && exec "$@"', "sh", target, herd_bin, *herd]
+    proc = run_cmd([str(a) for a in args], timeout=120)
+    assert proc.returncode == 2, describe(proc)
+    lines = herd_said(proc)
+    assert len(lines) == 1 and re.fullmatch(
+        rf"herd: target {re.escape(str(target))}: rank 1 \(host [^)]+\) cannot use the run "
+        r"directory herd-\S+ rank 0 made: No such file or directory \(is the target the same "
+        r"directory on every host\?\)", lines[0]), describe(proc)
+    assert not out.exists()
+    assert tree(target) == []
 
 
 # ------------------------------------------------------------ corruption
