@@ -298,14 +298,17 @@ static int run_connect(struct run *r)
     return 0;
 }
 
-/* Every I/O rank, once rank 0 has claimed the run directory: each looks
- * at it through its own connection, so that a run whose ranks cannot all
- * use it (a target that is not the same directory on every host) stops
- * before its first phase instead of counting ENOENT in each. 0, or 2
- * with one line (the first rank that cannot see it) and rank 0's claim
- * given back; the same on every rank. */
+/* Every I/O rank, once rank 0 has claimed the run directory: where the
+ * target is a local directory (a mount, which each host makes its own:
+ * a server's URL names one export everywhere) each looks at it, so that
+ * a run whose ranks cannot all use it (a target that is not the same
+ * directory on every host) stops before its first phase instead of
+ * counting ENOENT in each. 0, or 2 with one line (the first rank that
+ * cannot see it) and rank 0's claim given back; the same on every rank. */
 static int run_rundir_seen(struct run *r)
 {
+    if (!r->be->local_dir)
+        return 0;
     struct stat st;
     int rc = r->be->stat(r->be_ctx, r->rundir, &st);
     if (rc == 0 && !S_ISDIR(st.st_mode))

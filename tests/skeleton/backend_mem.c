@@ -118,6 +118,7 @@ static int mem_connect(const char *target, const struct phase *ph, const char *c
         free(c);
         return -ENOMEM;
     }
+    c->file_max = UINT64_MAX; /* before a phase (the run directory's lock file): no bound */
     *ctx = c;
     return 0;
 }
