@@ -1,4 +1,4 @@
-/* main.c — herd's commands: run, check, keys, help, --version (the
+/* main.c — herd's commands: run, check, keys, help, version (the
  * options and help text are cli.c's). `run` needs MPI; the rest do not
  * start it. */
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "summary.h"
 #include "units.h"
 #include "utf8.h"
+#include "versions.h"
 #include "workload.h"
 
 static void print_keys(void)
@@ -352,6 +353,7 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
                                    .force = a->force,
                                    .t_init = t_init,
                                    .json = a->json,
+                                   .quiet = a->quiet,
                                    .command_line = cmd ? cmd : ""};
         code = runner_run(&job, &opts);
         free(cmd);
@@ -373,16 +375,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (a.help) {
-        cli_help(stdout, a.help_on);
-        if (a.help_on == CLI_NONE || a.help_on == CLI_RUN) {
-            fputs("\nThe summary table at the end of a run:\n", stdout);
+        if (a.help_on == CLI_UNITS) /* the summary's legend: the results layer's */
             summary_print_legend(stdout);
-        }
+        else
+            cli_help(stdout, a.help_on);
         return 0;
     }
     switch (a.command) {
     case CLI_VERSION:
-        printf("herd %s\n", HERD_VERSION);
+        versions_print(stdout);
         return 0;
     case CLI_KEYS:
         print_keys();

@@ -43,6 +43,9 @@ struct backend_ops {
      * results (IOR's get_version); NULL for none (posix, fault). */
     const char *library;
     const char *(*version)(void);
+    /* version() is the library's version when herd was built (pkg-config's):
+     * the library cannot say at run time (libnfs 4). */
+    bool version_at_build;
     /* Every call must come from the thread that connected (libsmbclient's
      * contexts are not thread-safe): no read-ahead thread uses it. */
     bool one_thread;

@@ -764,6 +764,7 @@ const struct backend_ops backend_libnfs = {
     .name = "libnfs",
     .scheme = "nfs",
     .library = "libnfs",
+    .version_at_build = true,
     .version = libnfs_version,
     .keys = libnfs_keys,
     .nkeys = sizeof libnfs_keys / sizeof libnfs_keys[0],

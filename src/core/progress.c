@@ -78,6 +78,8 @@ static void progress_sum(const struct progress *p, double *bytes, double *calls)
 static void progress_show(const struct progress *p, double bytes, double calls, double elapsed,
                           bool final)
 {
+    if (p->quiet)
+        return;
     double frac = p->total ? bytes / (double)p->total : (final ? 1.0 : 0.0);
     frac = frac > 1.0 ? 1.0 : frac;
     /* A live rate while it runs; the closing line gives the amount only:

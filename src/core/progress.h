@@ -33,6 +33,7 @@ struct progress {
     const uint64_t *calls; /* this rank's calls per op (OP_COUNT); NULL = bytes only */
     double t_begin, t_last, t_poll, t_send;
     bool tty;
+    bool quiet; /* the caller's, before progress_begin: count and send, print nothing (-q) */
     MPI_Comm comm;
     int rank, size;
     int workers;     /* ranks doing the work, as printed */

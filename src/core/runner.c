@@ -187,7 +187,7 @@ static struct phase_outcome run_phase(struct run *r, int index)
         .peer_stopped = run_peer_stopped,
         .claims = &r->claims,
     };
-    struct progress progress; /* every rank counts; rank 0 prints */
+    struct progress progress = {.quiet = r->opts->quiet}; /* every rank counts; rank 0 prints */
     c.progress = &progress.count;
     /* A ladder step: only its active ranks (and of them, in a ladder in
      * clients, their share of the step's clients) touch the target; the

@@ -11,7 +11,8 @@ struct runner_opts {
     bool force;               /* overwrite an existing results file */
     const char *command_line; /* as typed, for the results file */
     double t_init;            /* clock_mono() right after MPI_Init */
-    const char *json;         /* --json: rank 0 writes the summary there; NULL = none */
+    const char *json; /* --json: rank 0 writes the summary there ("-": stdout); NULL = none */
+    bool quiet;       /* -q: no progress lines, no legend under the table */
 };
 
 /* Returns the exit code, the same on every rank: 0 clean, 2 bad input

@@ -21,6 +21,7 @@
 #include "summary_json.h"
 #include "units.h"
 #include "utf8.h"
+#include "versions.h"
 
 void run_utc_now(char *buf, size_t len)
 {
@@ -34,9 +35,27 @@ void run_utc_now(char *buf, size_t len)
 
 void run_release_rundir(struct run *r);
 
+/* --json -: the summary goes to standard output, which then holds it alone. */
+static bool run_json_to_stdout(const struct run *r)
+{
+    return r->opts->json && strcmp(r->opts->json, "-") == 0;
+}
+
+/* A --json path that names standard output by a link (refused, as every
+ * link is): the refusal says how to ask for it. */
+static const char *run_json_stdout_hint(const char *path)
+{
+    static const char *const names[] = {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(path, names[i]) == 0)
+            return " (for standard output: --json -)";
+    return "";
+}
+
 /* Rank 0: the outputs' places, checked by the safe-output rule
- * (safeout.h): -o, and --json (which may not name the results file).
- * Returns 0, or 2 (refused, one line on stderr). */
+ * (safeout.h): -o, and --json (which may not name the results file;
+ * "-" is standard output, no file). Returns 0, or 2 (refused, one line
+ * on stderr). */
 static int run_check_outputs(struct run *r)
 {
     char err[JOB_ERR_MAX], shown[256];
@@ -46,7 +65,7 @@ static int run_check_outputs(struct run *r)
         fprintf(stderr, "herd: %s\n", err);
         return 2;
     }
-    if (!r->opts->json)
+    if (!r->opts->json || run_json_to_stdout(r))
         return 0;
     utf8_escape(r->opts->json, shown, sizeof shown);
     if (safeout_names(&r->out, r->opts->json)) {
@@ -55,7 +74,7 @@ static int run_check_outputs(struct run *r)
     }
     if (safeout_prepare(&r->json, shown, r->opts->json, r->opts->force, summary_json_file_check,
                         "an earlier herd JSON summary", err, sizeof err) < 0) {
-        fprintf(stderr, "herd: --json %s\n", err);
+        fprintf(stderr, "herd: --json %s%s\n", err, run_json_stdout_hint(r->opts->json));
         return 2;
     }
     return 0;
@@ -71,9 +90,10 @@ static const char *run_output_in_rundir(const struct run *r)
     int fd = r->be->local_dir(r->be_ctx, r->rundir);
     if (fd < 0)
         return NULL;
-    const char *which = safeout_beneath(&r->out, fd)                     ? "-o"
-                        : r->opts->json && safeout_beneath(&r->json, fd) ? "--json"
-                                                                         : NULL;
+    bool json_file = r->opts->json && !run_json_to_stdout(r);
+    const char *which = safeout_beneath(&r->out, fd)                 ? "-o"
+                        : json_file && safeout_beneath(&r->json, fd) ? "--json"
+                                                                     : NULL;
     close(fd);
     return which;
 }
@@ -132,12 +152,8 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
                        const struct host_info *hosts, const struct rank_info *ranks)
 {
     const struct phase *first = &r->job->phases[0];
-    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-    int len;
-    MPI_Get_library_version(mpi_version, &len);
-    char *nl = strchr(mpi_version, '\n');
-    if (nl)
-        *nl = '\0';
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+    versions_mpi(mpi_version, sizeof mpi_version);
     run_server_fs(r);
     struct run_info info = {
         .version = HERD_VERSION,
@@ -234,10 +250,12 @@ void run_record_outcome(struct run *r, int signal)
         fprintf(stderr, "herd: results: %s\n", err);
 }
 
-/* Rank 0: the --json summary, by the safe-output rule. When it cannot be
- * written, an earlier summary that --force was allowed to replace is
- * removed too: a reader must never take it for this run's. 0 or -1. */
-static int run_write_json(struct run *r, const char *status_name, int exit_code)
+/* Rank 0: the --json summary, by the safe-output rule, or onto standard
+ * output (--json -). When it cannot be written, an earlier summary that
+ * --force was allowed to replace is removed too: a reader must never take
+ * it for this run's. Where it went is said on `said` (standard output
+ * but for --json -). 0 or -1. */
+static int run_write_json(struct run *r, const char *status_name, int exit_code, FILE *said)
 {
     struct summary_json_run jr = {.run_id = r->run_id,
                                   .label = r->job->label,
@@ -249,14 +267,21 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code)
                                   .nranks = r->size,
                                   .clients_per_rank = r->clients};
     char err[512];
+    if (run_json_to_stdout(r)) {
+        summary_json_print(stdout, &jr, r->lines, r->nlines);
+        if (fflush(stdout) == 0 && !ferror(stdout))
+            return 0;
+        fprintf(stderr, "herd: --json -: the summary could not be written to standard output\n");
+        return -1;
+    }
     if (summary_json_write(&r->json, &jr, r->lines, r->nlines, err, sizeof err) == 0) {
-        printf("summary: %s\n", r->json.shown);
+        fprintf(said, "summary: %s\n", r->json.shown);
         return 0;
     }
     fprintf(stderr, "herd: --json %s\n", err);
     if (safeout_remove_old(&r->json, err, sizeof err) < 0)
         fprintf(stderr, "herd: --json %s\n", err);
-    printf("summary: NOT written to %s (see the error above)\n", r->json.shown);
+    fprintf(said, "summary: NOT written to %s (see the error above)\n", r->json.shown);
     return -1;
 }
 
@@ -289,16 +314,21 @@ int run_finish(struct run *r, int signal)
             exit_code = EXIT_RESULTS_LOST;
     }
     r->results = NULL;
-    summary_print(stdout, r->lines, r->nlines, true);
-    printf("\nresults: %s (status %s)\n", r->output, status_name);
-    if (r->opts->json && run_write_json(r, status_name, exit_code) < 0 && !signal)
+    /* With --json -, standard output holds the JSON alone: the rest to
+     * stderr, the table there only without -q. */
+    bool json_out = run_json_to_stdout(r);
+    FILE *said = json_out ? stderr : stdout;
+    if (!(json_out && r->opts->quiet))
+        summary_print(said, r->lines, r->nlines, !r->opts->quiet);
+    fprintf(said, "\nresults: %s (status %s)\n", r->output, status_name);
+    if (r->opts->json && run_write_json(r, status_name, exit_code, said) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;
     if (r->nlost) {
-        printf("not in the results file: %d phase%s:", r->nlost, units_plural(r->nlost));
+        fprintf(said, "not in the results file: %d phase%s:", r->nlost, units_plural(r->nlost));
         for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
-            printf(" %s", r->lost[i]);
-        printf("%s (records in %s.<phase>.lost.csv or on stderr)\n",
-               r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->output);
+            fprintf(said, " %s", r->lost[i]);
+        fprintf(said, "%s (records in %s.<phase>.lost.csv or on stderr)\n",
+                r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->output);
     }
     fflush(stdout);
     free(r->lines);

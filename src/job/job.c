@@ -540,3 +540,8 @@ int job_label_default(struct job *job, const char *value, char *why, size_t len)
         snprintf(job->phases[i].label, sizeof job->phases[i].label, "%s", value);
     return 0;
 }
+
+const char *job_inih_version(void)
+{
+    return HERD_INIH_VERSION;
+}

@@ -343,6 +343,11 @@ uint64_t job_host_memory(void);
 bool job_name_ok(const char *s);
 
 const char *job_kind_name(enum phase_kind kind);
+
+/* The version of libinih that herd was built with (pkg-config's: the
+ * library has no version of its own to ask). For herd version. */
+const char *job_inih_version(void);
+
 /* Whether the key called name applies to phases of kind (a key of no
  * kinds: to every one; no such key: false). */
 bool job_key_applies(const char *name, enum phase_kind kind);

@@ -23,6 +23,18 @@ static const struct monitor_source_ops *const monitor_sources[] = {
 };
 #define MONITOR_SOURCES (sizeof monitor_sources / sizeof monitor_sources[0])
 
+const char *monitor_library_at(size_t i, const char **version)
+{
+    for (size_t k = 0; k < MONITOR_SOURCES; k++) {
+        const struct monitor_source_ops *s = monitor_sources[k];
+        if (s->library && i-- == 0) {
+            *version = s->version();
+            return s->library;
+        }
+    }
+    return NULL;
+}
+
 /* The last reading, at the stop, comes at least this long after the one
  * before: a shorter window's CPU shares are noise (/proc counts 10 ms
  * ticks). */

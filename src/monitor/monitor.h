@@ -21,6 +21,11 @@
 
 struct monitor;
 
+/* The i-th client library the monitor's sources are built on (i from 0,
+ * in source order), with its version at run time in *version; NULL past
+ * the last. For herd version. */
+const char *monitor_library_at(size_t i, const char **version);
+
 /* Start sampling: a baseline read at common time t_first (or at once when
  * that is past), then one sample every interval after it. NULL (and err)
  * when the thread cannot start or the config is unusable. */

@@ -496,8 +496,19 @@ static void scrape_close(void *state)
     scrape_source_close(state);
 }
 
+#ifdef HERD_HAVE_CURL
+static const char *scrape_curl_version(void)
+{
+    return curl_version_info(CURLVERSION_NOW)->version;
+}
+#endif
+
 const struct monitor_source_ops monitor_source_scrape = {
     .name = SOURCE,
+#ifdef HERD_HAVE_CURL
+    .library = "libcurl",
+    .version = scrape_curl_version,
+#endif
     .wanted = scrape_wanted,
     .open = scrape_open,
     .sample = scrape_sample,

@@ -29,6 +29,10 @@ struct monitor_config {
 
 struct monitor_source_ops {
     const char *name; /* the rows' source column */
+    /* The client library it is built on ("libcurl") and that library's
+     * version at run time, for herd version; NULL for none (proc). */
+    const char *library;
+    const char *(*version)(void);
     /* Whether cfg asks for this source. */
     bool (*wanted)(const struct monitor_config *cfg);
     /* The source's state for cfg; NULL with one line in err when it cannot

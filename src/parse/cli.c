@@ -19,12 +19,15 @@ enum opt_id {
     OPT_RANKS,
     OPT_STRICT,
     OPT_LABEL,
+    OPT_QUIET,
     OPT_HELP
 };
 
 #define ON_RUN (1u << CLI_RUN)
 #define ON_CHECK (1u << CLI_CHECK)
-#define ON_ALL (ON_RUN | ON_CHECK | (1u << CLI_KEYS) | (1u << CLI_TABLES) | (1u << CLI_HELP))
+#define ON_ALL                                                                                     \
+    (ON_RUN | ON_CHECK | (1u << CLI_KEYS) | (1u << CLI_TABLES) | (1u << CLI_HELP) |                \
+     (1u << CLI_VERSION))
 
 struct cli_option {
     enum opt_id id;
@@ -45,7 +48,12 @@ static const struct cli_option options[] = {
     {OPT_JSON, "--json", NULL, "FILE", ON_RUN,
      "also write the end-of-run summary as JSON\n"
      "(docs/results-format.md); a bad path is refused\n"
-     "before any I/O"},
+     "before any I/O; - for standard output, which then\n"
+     "holds the JSON alone (the table goes to stderr)"},
+    {OPT_QUIET, "--quiet", "-q", NULL, ON_RUN,
+     "no progress lines and no legend under the table\n"
+     "(herd help units); the phase lines, warnings,\n"
+     "errors and the table stay (with --json -: no table)"},
     {OPT_RANKS, "--ranks", "-n", "N", ON_CHECK,
      "the bytes for N ranks, and whether the job\n"
      "scales to them (default 1)"},
@@ -89,7 +97,12 @@ static const struct cli_command_info commands[] = {
     {CLI_TABLES, "tables", "",
      "list every table of the results file with its columns and their types,\n"
      "as JSON (docs/results-format.md says what each column means)"},
-    {CLI_HELP, "help", " [COMMAND]", "this overview, or one command's options"},
+    {CLI_VERSION, "version", "",
+     "herd's version, the backends built in and the libraries it runs with\n"
+     "(also herd --version)"},
+    {CLI_HELP, "help", " [COMMAND|units]",
+     "this overview, one command's options, or (units) what the columns of the\n"
+     "summary table at the end of a run mean"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -153,6 +166,9 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         break;
     case OPT_STRICT:
         a->strict = true;
+        break;
+    case OPT_QUIET:
+        a->quiet = true;
         break;
     case OPT_HELP:
         a->help = true;
@@ -218,9 +234,10 @@ static int words_parse(int argc, char **argv, long ranks_max, struct cli_args *a
             return refuse(err, errlen, "unknown option ", s, see);
         } else if (a->command == CLI_HELP && a->help_on == CLI_NONE) {
             const struct cli_command_info *c = command_find(s);
-            if (!c)
-                return refuse(err, errlen, "help: no command ", s, " (run, check, keys, help)");
-            a->help_on = c->cmd;
+            if (!c && strcmp(s, "units") != 0)
+                return refuse(err, errlen, "help: no command ", s,
+                              " (run, check, keys, tables, version, help; or units)");
+            a->help_on = c ? c->cmd : CLI_UNITS;
         } else if ((a->command == CLI_RUN || a->command == CLI_CHECK) && !a->job) {
             a->job = s;
         } else {
@@ -237,7 +254,7 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
     if (argc < 2) {
         snprintf(err, errlen,
                  "no command; usage: herd run|check JOB.ini [OPTION]... | keys | tables | "
-                 "help [COMMAND] | --version");
+                 "version | help [COMMAND|units]");
         return -1;
     }
     const char *s = argv[1];
@@ -325,7 +342,11 @@ void cli_help(FILE *out, enum cli_cmd command)
         command_help(out, &commands[i], true);
         fputc('\n', out);
     }
-    fputs("exit codes: 0 clean; 2 bad input; 3 the run completed with I/O errors,\n"
+    fputs("herd help units: what the columns of the summary table at the end of a run\n"
+          "mean.\n\n",
+          out);
+    fputs("exit codes: 0 clean; 2 bad input (also a target or run directory herd cannot\n"
+          "use: refused before the first phase); 3 the run completed with I/O errors,\n"
           "verify failures or clean-up leftovers; 4 an output (a phase, the --json\n"
           "summary) could not be written; 128+N stopped by signal N (results kept);\n"
           "1 internal.\n",

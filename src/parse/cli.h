@@ -18,7 +18,18 @@
 #include <stddef.h>
 #include <stdio.h>
 
-enum cli_cmd { CLI_NONE, CLI_RUN, CLI_CHECK, CLI_KEYS, CLI_TABLES, CLI_HELP, CLI_VERSION };
+/* The commands; CLI_UNITS is no command but help's topic `herd help
+ * units` (what the summary table's columns mean). */
+enum cli_cmd {
+    CLI_NONE,
+    CLI_RUN,
+    CLI_CHECK,
+    CLI_KEYS,
+    CLI_TABLES,
+    CLI_HELP,
+    CLI_VERSION,
+    CLI_UNITS
+};
 
 #define CLI_SETS_MAX 64
 
@@ -26,15 +37,16 @@ struct cli_args {
     enum cli_cmd command;
     const char *job;    /* run, check: the job file; "-" is standard input */
     const char *output; /* run: -o */
-    const char *json;   /* run: --json */
+    const char *json;   /* run: --json; "-" is standard output */
     bool force;         /* run */
+    bool quiet;         /* run: -q */
     bool strict;        /* check */
     const char *phases; /* run, check: --phase KINDS instead of a job file */
     bool print_job;     /* check: print the job as a file */
     bool probe;         /* check: look at the targets (probe.h) */
     const char *label;  /* run, check: --label (main.c makes it --set label=) */
     long ranks;         /* check: -n (default 1) */
-    bool help;          /* COMMAND --help, or help [COMMAND]: print help_on's help */
+    bool help;          /* COMMAND --help, or help [COMMAND|units]: print help_on's help */
     enum cli_cmd help_on;
     char *sets[CLI_SETS_MAX];
     int nsets;
@@ -45,7 +57,8 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
 
 /* The help of one command (its usage line, what it does, one line per
  * option), or with CLI_NONE the overview: every command's usage and
- * help, and the exit codes. */
+ * help, and the exit codes. (CLI_UNITS, the summary's legend, is the
+ * caller's: the results layer prints it.) */
 void cli_help(FILE *out, enum cli_cmd command);
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <hdf5.h>
+#include <zlib.h>
 
 #include "h5image.h"
 #include "h5util.h"
@@ -43,14 +44,25 @@ struct results {
 
 /* ---- the run: root, /hosts, /ranks ---- */
 
+void results_hdf5_version(char *buf, size_t len)
+{
+    unsigned maj = 0, min = 0, rel = 0;
+    if (H5get_libversion(&maj, &min, &rel) < 0)
+        snprintf(buf, len, "?");
+    else
+        snprintf(buf, len, "%u.%u.%u", maj, min, rel);
+}
+
+const char *results_zlib_version(void)
+{
+    return zlibVersion();
+}
+
 static int root_attrs(const struct results *r, const struct run_info *run, char *err, size_t errlen)
 {
     hid_t f = r->file;
-    unsigned maj = 0, min = 0, rel = 0;
     char hdf5_version[48];
-    if (H5get_libversion(&maj, &min, &rel) < 0)
-        return h5_fail(err, errlen, "cannot read the HDF5 library version");
-    snprintf(hdf5_version, sizeof hdf5_version, "%u.%u.%u", maj, min, rel);
+    results_hdf5_version(hdf5_version, sizeof hdf5_version);
 
     if (h5_attr_str(r->types.str, f, "tool", "herd", err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "version", run->version, err, errlen) < 0 ||

@@ -23,6 +23,12 @@ struct results;
  * HDF5 file". Reads fd from the start. */
 const char *results_file_check(int fd, off_t size);
 
+/* The HDF5 library's version at run time ("1.10.8"; "?" when it cannot
+ * say), and that of zlib, which compresses the file's tables. For the
+ * root attribute hdf5_version and herd version. */
+void results_hdf5_version(char *buf, size_t len);
+const char *results_zlib_version(void);
+
 /* Write a new results file to the output out (prepared, kept open by the
  * caller until results_close; every save goes through it, safeout.h),
  * named path in messages: root attributes with status "partial", /hosts

@@ -346,6 +346,12 @@ static void json_write_file(FILE *f, const void *arg)
     json_run(f, a->run, a->lines, a->n);
 }
 
+void summary_json_print(FILE *f, const struct summary_json_run *run,
+                        const struct summary_line *lines, int n)
+{
+    json_run(f, run, lines, n);
+}
+
 int summary_json_write(struct safeout *out, const struct summary_json_run *run,
                        const struct summary_line *lines, int n, char *err, size_t errlen)
 {

@@ -36,4 +36,9 @@ const char *summary_json_file_check(int fd, off_t size);
 int summary_json_write(struct safeout *out, const struct summary_json_run *run,
                        const struct summary_line *lines, int n, char *err, size_t errlen);
 
+/* The same summary onto a stream (--json -: standard output); the
+ * caller checks the stream. */
+void summary_json_print(FILE *f, const struct summary_json_run *run,
+                        const struct summary_line *lines, int n);
+
 #endif

@@ -2,7 +2,13 @@
  * whole files against the digest their pattern predicts. */
 #include "md5.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+
+const char *md5_library_version(void)
+{
+    return OpenSSL_version(OPENSSL_VERSION);
+}
 
 int md5_begin(struct md5 *m)
 {

@@ -7,7 +7,9 @@ exits 0), in both forms (`--set K=V`, `--set=K=V`), and every option of
 another command is refused with one line naming the command's help. Sizes
 in fio's forms (16MB, a power of 2) and decimals that give whole bytes
 (1.5M); a refused size names the forms accepted. `herd check -` and
-`herd run -` read the job from standard input.
+`herd run -` read the job from standard input. The end of a run: `--json -`
+(the summary on standard output alone), `-q`, `herd help units`;
+`herd version` is a command like the others.
 
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q tests/integration/test_cli.py
 """
@@ -22,7 +24,7 @@ import pytest
 from conftest import (describe, herd_cmd, herd_run, load_results, mpi_env, mpirun_args,
                       run_cmd, tree)
 
-COMMANDS = ["run", "check", "keys", "help"]
+COMMANDS = ["run", "check", "keys", "version", "help"]
 OPTION_LINE = re.compile(r"^  (?:(-[a-zA-Z]), )?(--[a-z-]+)(?: ([A-Z][A-Z=]*))?  ")
 VALUES = {"FILE": "x.out", "N": "2", "KEY=VALUE": "block_size=1M", "KINDS": "write,read",
           "TEXT": "nightly"}
@@ -64,11 +66,12 @@ def test_overview_is_made_of_the_commands_help(herd_bin):
     overview = herd_cmd(herd_bin, "--help").stdout
     for command in COMMANDS:
         text = command_help(herd_bin, command)
-        usage, *rest = text.split("\n\nThe summary table")[0].rstrip("\n").splitlines()
+        usage, *rest = text.rstrip("\n").splitlines()
         assert re.search(rf"^(usage:|      ) {re.escape(usage[len('usage: '):])}$", overview,
                          re.M), usage
         assert f"{command}:\n" + "\n".join(rest) + "\n" in overview, command
-    assert "exit codes: 0 clean; 2 bad input; 3" in overview and "4 an output" in overview
+    assert "exit codes: 0 clean; 2 bad input" in overview and "4 an output" in overview
+    assert "3 the run completed" in overview
 
 
 @pytest.mark.parametrize("command", ["run", "check"])
@@ -94,8 +97,8 @@ def test_other_commands_options_are_refused(herd_bin, command):
     others = {(n, a) for c in COMMANDS if c != command
               for _, n, a in options_of(command_help(herd_bin, c))}
     refused = [(n, a) for n, a in sorted(others, key=str) if n not in mine]
-    if command in ("keys", "help"):
-        assert refused, "keys and help take no run or check option"
+    if command in ("keys", "version", "help"):
+        assert refused, "keys, version and help take no run or check option"
     for name, arg in refused + [("--frobnicate", None)]:
         words = [name] + ([VALUES[arg]] if arg else [])
         proc = herd_cmd(herd_bin, command, *words)
@@ -109,7 +112,9 @@ def test_other_commands_options_are_refused(herd_bin, command):
     (["run", "job.ini", "-o"], "herd: '-o' needs a value (see herd run --help)"),
     (["run", "job.ini", "--force=yes"], "herd: '--force=yes' takes no value (see herd run --help)"),
     (["check", "a.ini", "b.ini"], "herd: unexpected argument 'b.ini' (see herd check --help)"),
-    (["help", "frob"], "herd: help: no command 'frob' (run, check, keys, help)"),
+    (["help", "frob"],
+     "herd: help: no command 'frob' (run, check, keys, tables, version, help; or units)"),
+    (["version", "x"], "herd: unexpected argument 'x' (see herd version --help)"),
     (["check", "job.ini", "-n", "0"], "herd: -n 0: expected a number of ranks (1-10000000)"),
     (["--version", "x"], "herd: unexpected argument 'x'"),
     (["keys", "extra"], "herd: unexpected argument 'extra' (see herd keys --help)"),
@@ -449,3 +454,77 @@ def test_tools_help_describes_in_whole_sentences(tool):
     description = proc.stdout.split("\n\n")[1]
     assert description.startswith(f"{tool} — ") and description.rstrip().endswith("."), \
         description
+
+
+# ---------------------------------------------------------------- the end of a run
+
+
+def quick_run(herd_bin, tmp_path, name, *extra, faults=""):
+    """2 ranks in tmp_path: a write and a read of 256K in 64K blocks (faults:
+    the fault backend's rules on the write), with herd's own options."""
+    target = tmp_path / "t"
+    target.mkdir(exist_ok=True)
+    sets = ["--set", f"target={target}", "--set", "file_size=256K", "--set", "block_size=64K"]
+    if faults:
+        sets += ["--set", "backend=fault", "--set", f"write.faults={faults}"]
+    return run_cmd(mpirun_args(herd_bin, 2, "run", "--phase", "write,read", *sets,
+                               "-o", tmp_path / f"{name}.h5", *extra, quiet=True), cwd=tmp_path)
+
+
+@pytest.mark.parametrize("faults,code", [("", 0), ("write=EIO@0.5", 3)])
+def test_json_to_standard_output(herd_bin, tmp_path, faults, code):
+    """--json -: standard output holds the JSON summary alone (it parses as
+    a whole), the table and the results line go to stderr, the exit code is
+    the run's; with -q the table is dropped too. A path that names standard
+    output by a link is still refused, and the refusal points at --json -."""
+    proc = quick_run(herd_bin, tmp_path, "j", "--json", "-", faults=faults)
+    assert proc.returncode == code, describe(proc)
+    doc = json.loads(proc.stdout)
+    assert doc["exit_code"] == code and [p["name"] for p in doc["phases"]] == ["write", "read"]
+    assert re.search(r"^phase +kind +rows", proc.stderr, re.M), proc.stderr
+    assert f"results: {tmp_path / 'j.h5'} (status complete)" in proc.stderr
+    assert "units: MiB" in proc.stderr and "summary:" not in proc.stderr
+    assert not (tmp_path / "-").exists()
+    quiet = quick_run(herd_bin, tmp_path, "q", "--json", "-", "-q", faults=faults)
+    assert quiet.returncode == code, describe(quiet)
+    assert json.loads(quiet.stdout)["exit_code"] == code
+    assert not re.search(r"^phase +kind", quiet.stderr, re.M), quiet.stderr
+    assert "herd: phase write: " in quiet.stderr and "units:" not in quiet.stderr
+    refused = quick_run(herd_bin, tmp_path, "r", "--json", "/dev/stdout")
+    assert refused.returncode == 2 and refused.stdout == "", describe(refused)
+    lines = refused.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("herd: --json /dev/stdout: ") and \
+        lines[0].endswith(" (for standard output: --json -)"), describe(refused)
+
+
+def test_quiet_keeps_the_phase_lines_and_the_table(herd_bin, tmp_path):
+    """-q: no progress lines and no legend; the run line, the phase lines,
+    the table and the results line stay. Without it both are there."""
+    loud = quick_run(herd_bin, tmp_path, "loud")
+    quiet = quick_run(herd_bin, tmp_path, "quiet", "-q")
+    for proc in (loud, quiet):
+        assert proc.returncode == 0, describe(proc)
+        assert proc.stderr.startswith("herd: run ") and "herd: phase read: ok: " in proc.stderr
+        assert re.search(r"^phase +kind +rows", proc.stdout, re.M), proc.stdout
+        assert re.search(r"^read +read +2 ", proc.stdout, re.M), proc.stdout
+        assert "results: " in proc.stdout
+    progress = re.compile(r"^herd: (write|read): 2 ranks ", re.M)
+    assert len(progress.findall(loud.stderr)) == 2 and "units: MiB" in loud.stdout, describe(loud)
+    assert not progress.search(quiet.stderr) and "units:" not in quiet.stdout, describe(quiet)
+    said = quiet.stderr.splitlines()
+    assert len(said) == 3 and said[0].startswith("herd: run ") and \
+        said[1].startswith("herd: phase write: ok: ") and \
+        said[2].startswith("herd: phase read: ok: "), describe(quiet)
+
+
+def test_help_units_is_the_legend(herd_bin):
+    """herd help units prints the table's legend; the overview names the
+    topic and no longer carries the legend, nor does run's help."""
+    units = herd_cmd(herd_bin, "help", "units")
+    assert units.returncode == 0 and units.stdout.startswith("units: MiB = 2^20 bytes"), \
+        describe(units)
+    assert "main/s = " in units.stdout and "calls/s = " in units.stdout
+    overview = herd_cmd(herd_bin, "help").stdout
+    assert "herd help units" in overview and "help [COMMAND|units]" in overview
+    for text in (overview, herd_cmd(herd_bin, "run", "--help").stdout):
+        assert "units: MiB" not in text

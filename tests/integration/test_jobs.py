@@ -99,7 +99,7 @@ def check_run_dir(proc, results, job, nranks, herd_bin):
     assert "status complete" in log, log
     launch = (d / "launch.txt").read_text()
     version = subprocess.run([herd_bin, "--version"], capture_output=True,
-                             text=True).stdout.strip()
+                             text=True).stdout.splitlines()[0]
     assert version and version in launch, launch
     assert re.search(r"^np: +%d$" % nranks, launch, re.M), launch
     assert re.search(r"^date: ", launch, re.M) and "herd check:" in launch, launch
