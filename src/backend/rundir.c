@@ -95,6 +95,13 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
                  rundir, who, lock);
         return RUNDIR_REFUSED;
     }
+    if (rc == -ENOLCK || rc == -EAGAIN || rc == -EBUSY) {
+        snprintf(err, errlen,
+                 "%s is not locked against another run: cannot create %s: %s (the server "
+                 "refuses new files for now: a grace period after a restart?)",
+                 rundir, RUNDIR_LOCK, strerror(-rc));
+        return RUNDIR_UNLOCKED;
+    }
     if (rc < 0) {
         snprintf(err, errlen, "cannot create %s: %s", lock, strerror(-rc));
         if (*created)
@@ -114,12 +121,12 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
     return 0;
 }
 
-int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
-                 bool cleaned, char *err, size_t errlen)
+int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool locked,
+                 bool remove_dir, bool cleaned, char *err, size_t errlen)
 {
     char lock[HERD_PATH_MAX];
     rundir_lock_path(rundir, lock, sizeof lock);
-    int rc = be->unlink(ctx, lock);
+    int rc = locked ? be->unlink(ctx, lock) : 0;
     if (rc < 0 && rc != -ENOENT) {
         snprintf(err, errlen, "cannot remove %s: %s", lock, strerror(-rc));
         return rc;

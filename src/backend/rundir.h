@@ -19,18 +19,23 @@
  * *created tells whether this run made the directory. Returns 0 (made or
  * taken over, locked), RUNDIR_REFUSED (it exists and may not be used, or
  * another run holds it) or -errno (it or its lock file could not be made:
- * a read-only or full target). Either way the run must not start; err
- * gets one line. */
+ * a read-only or full target): the run must not start; err gets one line.
+ * RUNDIR_UNLOCKED: made or taken over, but the server refuses new files
+ * for now (ENOLCK, EAGAIN, EBUSY: its grace period after a restart, or
+ * NFS4ERR_DELAY), so no lock file: the run may start (its phases count
+ * what the server refuses), unguarded against a second run; err says so. */
 #define RUNDIR_REFUSED 1
+#define RUNDIR_UNLOCKED 2
 int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,
                 const char *owner, bool *created, char *err, size_t errlen);
 
-/* Remove the lock file, then (remove_dir) the directory itself. A
+/* Remove the lock file (locked: rundir_open made it; else it is not
+ * ours), then (remove_dir) the directory itself. A
  * directory still holding entries is left, and said so in err (returns
  * -ENOTEMPTY): as entries this run did not make when the clean-up removed
  * all it made (cleaned), else as the clean-up's leftovers; 0 when all
  * went as asked. */
-int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool remove_dir,
-                 bool cleaned, char *err, size_t errlen);
+int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool locked,
+                 bool remove_dir, bool cleaned, char *err, size_t errlen);
 
 #endif

@@ -109,11 +109,13 @@ int run_claim_places(struct run *r)
     bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
     int rc =
         rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
-    if (rc != 0) { /* refused, or not made: a read-only or full target, nothing runs */
-        fprintf(stderr, "herd: target %s: %s\n", r->job->phases[0].target, err);
+    if (rc != 0) /* refused, not made (a read-only or full target), or not locked */
+        fprintf(stderr, "herd: %s%s: %s\n", rc == RUNDIR_UNLOCKED ? "warning: target " : "target ",
+                r->job->phases[0].target, err);
+    if (rc != 0 && rc != RUNDIR_UNLOCKED) /* nothing runs */
         return 2;
-    }
-    r->rundir_locked = true;
+    r->rundir_held = true;
+    r->rundir_locked = rc == 0;
     const char *inside = run_output_in_rundir(r);
     if (inside) {
         fprintf(stderr,
@@ -199,13 +201,13 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
 
 void run_release_rundir(struct run *r)
 {
-    if (!r->rundir_locked)
+    if (!r->rundir_held)
         return;
     char err[JOB_ERR_MAX];
-    if (rundir_close(r->be, r->be_ctx, r->rundir, !r->job->keep && r->rundir_ours,
+    if (rundir_close(r->be, r->be_ctx, r->rundir, r->rundir_locked, !r->job->keep && r->rundir_ours,
                      !r->cleanup_unfinished, err, sizeof err) < 0)
         fprintf(stderr, "herd: %s\n", err);
-    r->rundir_locked = false;
+    r->rundir_held = r->rundir_locked = false;
 }
 
 /* Rank 0, once the server CPU is in the lines: one /phases/<ladder>/steps

@@ -59,7 +59,8 @@ struct run {
     struct safeout out;             /* rank 0: the results file's place (safeout.h) */
     struct safeout json;            /* rank 0: the --json summary's place */
     struct results *results;        /* rank 0 only */
-    bool rundir_locked;             /* rank 0 holds the run directory's lock file */
+    bool rundir_held;               /* rank 0 claimed the run directory: released at the end */
+    bool rundir_locked;             /* ... and holds its lock file (RUNDIR_UNLOCKED: not) */
     bool rundir_ours;               /* this run made the run directory */
     struct claims claims;           /* what this run made, for the clean-up */
     struct runner_stop stop;

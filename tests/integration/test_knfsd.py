@@ -594,6 +594,9 @@ def test_knfsd_lock_grace_after_restart(knfsd, herd_bin, tmp_path):
         out = tmp_path / f"grace{version}.h5"
         p = herd_run_nfs(s, herd_bin, NRANKS, job, out)
         assert p.returncode == 3, f"NFSv{version} in grace: want exit 3\n{describe(p)}"
+        # NFSv4's OPEN of the run's lock file is refused in grace: the run
+        # goes on unlocked, and says so (NLM's grace refuses locks only).
+        assert ("is not locked against another run" in p.stderr) == (version == 4), describe(p)
         ph = load_results(out).phases["lk"]
         during[version] = lock_rows(ph)
         print(f"\nNFSv{version} in grace: grants {ph.ranks['grants'].tolist()}, "
