@@ -350,9 +350,12 @@ static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct 
     sl->dest = NULL;
     sl->direct = false;
     sl->state = SLOT_BUSY;
-    int rc = sl->write ? nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf,
-                                          stream_replied, sl)
-                       : nfs_pread_async(io->nfs, io->fh, sl->offset, sl->len, stream_replied, sl);
+    int rc =
+        io->send ? io->send(io->send_arg, io->nfs, sl->write, sl->offset, sl->len,
+                            sl->write ? sl->buf : NULL, stream_replied, sl)
+        : sl->write
+            ? nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf, stream_replied, sl)
+            : nfs_pread_async(io->nfs, io->fh, sl->offset, sl->len, stream_replied, sl);
     if (rc < 0) { /* not queued: no callback will come */
         sl->state = SLOT_FREE;
         return io->rpc_errno(io->arg, rc, sl->write, sl->len);

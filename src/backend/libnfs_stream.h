@@ -127,12 +127,23 @@ void stream_window_resume(struct stream_window *w);
  * RPC of its direction was answered in this phase. */
 unsigned stream_window_kept(const struct stream_window *w);
 
+/* What an RPC's sender calls back with: the bytes written or read (a
+ * READ's at data, valid only during the call), or a negative result for
+ * rpc_errno; libnfs's nfs_cb. */
+typedef void stream_cb(int err, struct nfs_context *nfs, void *data, void *priv);
+
 /* The context a call works on and how. rpc_errno turns a failed RPC's
- * libnfs result into -errno (write: the call was a WRITE of len bytes).
- * A wait that failed sets *broken and *why (its status name). */
+ * result into -errno (write: the call was a WRITE of len bytes). send,
+ * when set, sends each RPC instead of libnfs's nfs_pread_async /
+ * nfs_pwrite_async on fh (herd's own NFSv4 READs and WRITEs: send_arg is
+ * their file); 0, or -errno when nothing was sent. A wait that failed
+ * sets *broken and *why (its status name). */
 struct stream_io {
     struct nfs_context *nfs;
     struct nfsfh *fh;
+    int (*send)(void *send_arg, struct nfs_context *nfs, bool write, uint64_t offset, size_t len,
+                const void *buf, stream_cb *cb, void *priv);
+    void *send_arg;
     size_t rchunk, wchunk; /* bytes per READ / WRITE RPC, > 0 */
     double deadline;       /* when the call must end (clock_mono, rpcwait.h); 0: never */
     const struct rpc_observer *obs;

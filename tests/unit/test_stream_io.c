@@ -16,7 +16,8 @@
  * answered before the one the read waits for frees its place in the
  * window at once, and every byte is asked for exactly once; a write
  * sends nothing more once one of its WRITEs failed, and all the waits of
- * one call end by the call's deadline, however many replies come. */
+ * one call end by the call's deadline, however many replies come; a
+ * stream given a sender of its own sends every RPC through it. */
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -64,6 +65,8 @@ static struct model {
     unsigned most_reads;        /* the most READs on the way at once */
     unsigned reads_before_head; /* READs sent when a held-back oldest one was answered */
     unsigned writes;            /* WRITEs sent */
+    unsigned by_libnfs;         /* RPCs sent by libnfs's nfs_pread_async / nfs_pwrite_async */
+    unsigned by_send;           /* RPCs sent by the stream's own sender (stream_io.send) */
     /* A server across a link: an RPC is answered only at a service after
      * the one in which it was sent (the stream's own send-and-pump takes
      * no reply) and once it is min_age seconds old, oldest first. */
@@ -136,6 +139,7 @@ int nfs_pread_async(struct nfs_context *nfs, struct nfsfh *fh, uint64_t offset, 
 {
     (void)nfs;
     (void)fh;
+    model.by_libnfs++;
     return model_send(false, offset, count, NULL, cb, priv);
 }
 
@@ -144,7 +148,19 @@ int nfs_pwrite_async(struct nfs_context *nfs, struct nfsfh *fh, uint64_t offset,
 {
     (void)nfs;
     (void)fh;
+    model.by_libnfs++;
     return model_send(true, offset, count, buf, cb, priv);
+}
+
+/* The stream's own sender (herd's NFSv4 READs and WRITEs): its arg must
+ * be the one the stream was given. */
+static int model_own_send(void *arg, struct nfs_context *nfs, bool write, uint64_t offset,
+                          size_t len, const void *buf, stream_cb *cb, void *priv)
+{
+    (void)nfs;
+    assert_ptr_equal(arg, &model);
+    model.by_send++;
+    return model_send(write, offset, len, buf, cb, priv);
 }
 
 struct rpc_context *nfs_get_rpc_context(struct nfs_context *nfs)
@@ -391,6 +407,45 @@ static void test_write_ends_at_call_deadline(void **state)
     assert_in_range(model.writes, 1, 5);
 }
 
+/* The own sender's failures are its own codes (libnfs_data4.c: a status
+ * carried to the stream's rpc_errno); this one says ENOSPC. */
+#define MODEL_OWN_NOSPC (-0x10000 - 28)
+static int rpc_errno_own(void *arg, int rc, bool write, size_t len)
+{
+    (void)arg;
+    (void)len;
+    assert_true(write);
+    return rc == MODEL_OWN_NOSPC ? -ENOSPC : rc;
+}
+
+/* A stream with a sender of its own (stream_io.send) sends every READ and
+ * WRITE through it, none through libnfs's calls, with the same windows
+ * and bytes; a WRITE that fails after its write returned is reported by
+ * the next call as the sender's rpc_errno names it, once. */
+static void test_own_sender(void **state)
+{
+    struct rig *rig = *state;
+    rig->io.send = model_own_send;
+    rig->io.send_arg = &model;
+    rig->io.rpc_errno = rpc_errno_own;
+    char block[3000], seen[3000];
+    for (size_t i = 0; i < sizeof block; i++)
+        block[i] = (char)('a' + i % 26);
+    assert_int_equal(stream_pwrite(rig->s, &rig->io, block, sizeof block, 0), sizeof block);
+    assert_int_equal(stream_pread(rig->s, &rig->io, seen, sizeof seen, 0), sizeof seen);
+    assert_memory_equal(seen, block, sizeof block);
+    assert_int_equal(model.writes, 3); /* 1024-byte WRITEs */
+    assert_int_equal(model.by_send, 6);
+    assert_int_equal(model.by_libnfs, 0);
+    rig_write_behind(rig, block, 100, 4096);
+    model.write_error = MODEL_OWN_NOSPC;
+    model_answer();
+    model.write_error = 0;
+    assert_int_equal(stream_drain(rig->s, &rig->io), -ENOSPC);
+    assert_int_equal(stream_drain(rig->s, &rig->io), 0);
+    assert_int_equal(model.by_libnfs, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +459,7 @@ int main(void)
                                         rig_teardown),
         cmocka_unit_test_setup_teardown(test_write_stops_at_failed_write, rig_setup, rig_teardown),
         cmocka_unit_test_setup_teardown(test_write_ends_at_call_deadline, rig_setup, rig_teardown),
+        cmocka_unit_test_setup_teardown(test_own_sender, rig_setup, rig_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
