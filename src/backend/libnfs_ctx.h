@@ -204,6 +204,9 @@ int libnfs_dirs_check3(struct libnfs_ctx *c, const char *p);
  * one COMPOUND (PUTROOTFH, a LOOKUP of each component of the export's
  * path and of p, the leaf's last: its NOENT is no failure); 0 or -errno. */
 int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p);
+/* NFSv4: the largest READ and WRITE the export's server takes (its
+ * maxread and maxwrite; 0: not said); 0 or -errno. */
+int libnfs_dirs_limits4(struct libnfs_ctx *c, uint64_t *rmax, uint64_t *wmax);
 /* Close the kept directories at dir or below it (NULL: all): before a
  * rename moves them, and before the context goes. */
 void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);

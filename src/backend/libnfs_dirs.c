@@ -496,6 +496,25 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
     return -libnfs_status_errno(c, r.st, true);
 }
 
+int libnfs_dirs_limits4(struct libnfs_ctx *c, uint64_t *rmax, uint64_t *wmax)
+{
+    char path[JOB_PATH_MAX + LIBNFS_PATH_MAX];
+    nfs_argop4 ops[DIRS_WALK_OPS];
+    u_int n = dirs_walk_ops(c, "", path, sizeof path, ops);
+    if (n == 0)
+        return -ENAMETOOLONG;
+    libnfs_op_getattr_limits(&ops[n++]);
+    struct libnfs_reply r;
+    int rc = libnfs_compound(c, ops, n, &r);
+    if (rc < 0)
+        return rc;
+    if (r.st != NFS4_OK)
+        return -libnfs_status_errno(c, r.st, true);
+    *rmax = r.maxread;
+    *wmax = r.maxwrite;
+    return 0;
+}
+
 /* Every directory component of p (export-absolute) is a directory, not a
  * link: over NFSv3 by the parent's kept handle (its walk,
  * libnfs_dirs_check3), over NFSv4 by one COMPOUND of LOOKUPs

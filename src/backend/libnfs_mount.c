@@ -165,15 +165,22 @@ int libnfs_mount(struct libnfs_ctx *c)
         c->broken = true;
         return rc;
     }
-    /* libnfs 4.0 reports 0 over NFSv4 (nothing negotiated): use 1 MiB,
-     * what NFS servers commonly offer. */
+    /* libnfs 4.0 reports 0 over NFSv4 (nothing negotiated): ask the
+     * server (a WRITE above its maxwrite is refused; the kernel's nfsd
+     * drops the connection), at most 1 MiB as libnfs caps NFSv3's (it
+     * drops a reply above 1 MiB + 4 KiB), else use 1 MiB, what NFS
+     * servers commonly offer. */
     c->server_rmax = nfs_get_readmax(c->nfs);
     c->server_wmax = nfs_get_writemax(c->nfs);
-    if (c->server_rmax == 0)
-        c->server_rmax = LIBNFS_DEFAULT_XFER;
-    if (c->server_wmax == 0)
-        c->server_wmax = LIBNFS_DEFAULT_XFER;
     c->broken = false;
+    if (c->v4 && (rc = libnfs_dirs_limits4(c, &c->server_rmax, &c->server_wmax)) < 0 && c->broken) {
+        libnfs_drop(c);
+        return rc;
+    }
+    if (c->server_rmax == 0 || c->server_rmax > LIBNFS_DEFAULT_XFER)
+        c->server_rmax = LIBNFS_DEFAULT_XFER;
+    if (c->server_wmax == 0 || c->server_wmax > LIBNFS_DEFAULT_XFER)
+        c->server_wmax = LIBNFS_DEFAULT_XFER;
     return 0;
 }
 

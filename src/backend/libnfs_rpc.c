@@ -167,6 +167,27 @@ static bool attr_from_fattr4(struct nfs_stat_64 *st, const fattr4 *fa)
     return true;
 }
 
+/* The limits libnfs_op_getattr_limits asks for, in bit order. */
+static const uint32_t limits_mask[1] = {1u << FATTR4_MAXREAD | 1u << FATTR4_MAXWRITE};
+
+/* A GETATTR's fattr4: the limits' when it answers limits_mask, else an
+ * lstat's. */
+static void reply_getattr(struct libnfs_reply *r, const fattr4 *fa)
+{
+    uint32_t word = 0;
+    if (fa->attrmask.bitmap4_len >= 1)
+        memcpy(&word, fa->attrmask.bitmap4_val, sizeof word);
+    if (word == limits_mask[0] && fa->attrmask.bitmap4_len == 1) {
+        struct xdr_in x = {(const unsigned char *)fa->attr_vals.attrlist4_val,
+                           fa->attr_vals.attrlist4_len};
+        if (!xdr_u64(&x, &r->maxread) || !xdr_u64(&x, &r->maxwrite))
+            r->maxread = r->maxwrite = 0;
+        return;
+    }
+    r->has_attr = attr_from_fattr4(&r->attr, fa);
+    r->attr_bad = !r->has_attr;
+}
+
 /* What the caller needs of a COMPOUND's results, copied out of them. */
 static void reply_copy4(struct libnfs_reply *r, const COMPOUND4res *res)
 {
@@ -188,9 +209,7 @@ static void reply_copy4(struct libnfs_reply *r, const COMPOUND4res *res)
             break;
         }
         case OP_GETATTR:
-            r->has_attr = attr_from_fattr4(
-                &r->attr, &op->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes);
-            r->attr_bad = !r->has_attr;
+            reply_getattr(r, &op->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes);
             break;
         case OP_OPEN:
             r->stateid = op->nfs_resop4_u.opopen.OPEN4res_u.resok4.stateid;
@@ -201,6 +220,10 @@ static void reply_copy4(struct libnfs_reply *r, const COMPOUND4res *res)
             break;
         case OP_CLOSE:
             r->stateid = op->nfs_resop4_u.opclose.CLOSE4res_u.open_stateid;
+            break;
+        case OP_COMMIT:
+            memcpy(r->commit_verf, op->nfs_resop4_u.opcommit.COMMIT4res_u.resok4.writeverf,
+                   sizeof r->commit_verf);
             break;
         case OP_SETCLIENTID: {
             const SETCLIENTID4resok *s = &op->nfs_resop4_u.opsetclientid.SETCLIENTID4res_u.resok4;
@@ -293,6 +316,13 @@ void libnfs_op_getattr(nfs_argop4 *op)
     libnfs_op(op, OP_GETATTR);
     op->nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 2;
     op->nfs_argop4_u.opgetattr.attr_request.bitmap4_val = (uint32_t *)stat_mask;
+}
+
+void libnfs_op_getattr_limits(nfs_argop4 *op)
+{
+    libnfs_op(op, OP_GETATTR);
+    op->nfs_argop4_u.opgetattr.attr_request.bitmap4_len = 1;
+    op->nfs_argop4_u.opgetattr.attr_request.bitmap4_val = (uint32_t *)limits_mask;
 }
 
 void libnfs_fattr4_type(fattr4 *fa, uint32_t mask[1], uint32_t val[1], nfs_ftype4 type)

@@ -31,6 +31,9 @@ struct libnfs_reply {
     uint32_t rflags;         /* OPEN's */
     uint64_t clientid;       /* SETCLIENTID's */
     verifier4 confirm;       /* SETCLIENTID's */
+    verifier4 commit_verf;   /* COMMIT's */
+    uint64_t maxread;        /* a GETATTR of libnfs_op_getattr_limits: 0 when not sent */
+    uint64_t maxwrite;
 };
 
 /* The rpc_cb of every call herd sends itself: priv is a libnfs_reply
@@ -57,6 +60,9 @@ void libnfs_op_putfh(nfs_argop4 *op, const char *fh, unsigned len);
 
 /* op: a GETATTR of what an lstat tells (its reply: r->attr). */
 void libnfs_op_getattr(nfs_argop4 *op);
+/* op: a GETATTR of the largest READ and WRITE the server takes (its
+ * reply: r->maxread, r->maxwrite). */
+void libnfs_op_getattr_limits(nfs_argop4 *op);
 
 /* One attribute as a fattr4 (mask and val are its storage): type, for
  * VERIFY; mode, for CREATE and OPEN. */
