@@ -8,7 +8,10 @@
  * backend issues one nfs_pread_async/nfs_pwrite_async (one READ/WRITE
  * RPC) per nfs_rsize/nfs_wsize bytes, capped at what the server offers,
  * up to nfs_inflight of them at a time per file (libnfs_stream.h: read-
- * ahead within the range the workload advised, write-behind).
+ * ahead within the range the workload advised, write-behind). Over
+ * NFSv4 a file opened to be written is opened by herd's own OPEN and its
+ * READs, WRITEs and COMMITs are herd's own COMPOUNDs in the same window
+ * (libnfs_data4.c: libnfs 4.0 cannot WRITE over NFSv4).
  * A connection that fails (server killed, timed out) is marked broken; the
  * next open or phase reconnects, so a restarted server serves later work.
  * nfs://server:port/export means nfsport=port (libnfs 4.0 cannot parse a
@@ -182,7 +185,6 @@ static bool phase_wants_v4(const struct phase *ph)
     return v == 4 || (v == 0 && libnfs_url_says_v4(ph->target));
 }
 
-#ifdef HERD_LIBNFS_V4_WRITE_BUG
 /* Whether phase ph sends WRITEs: a kind that writes its files, one that
  * mixes writes in (rwmix_read), one that makes a tree of files with data. */
 static bool phase_writes_data(const struct phase *ph)
@@ -196,7 +198,6 @@ static bool phase_writes_data(const struct phase *ph)
     }
     return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
 }
-#endif
 
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
@@ -216,17 +217,16 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "must be 3 or 4");
         return "nfs_version";
     }
-#ifdef HERD_LIBNFS_V4_WRITE_BUG
-    if (phase_wants_v4(ph) && phase_writes_data(ph)) {
+    if (phase_wants_v4(ph) && phase_writes_data(ph) && !libnfs_compound_payload_ok()) {
         snprintf(why, len,
                  "this libnfs (%s) cannot write over NFSv4 (its WRITE COMPOUND fails to "
-                 "encode above ~3.9 KiB): write with nfs_version = 3 (NFSv4 reads work%s)",
+                 "encode above ~3.9 KiB, and its call buffer is not where herd's own WRITEs "
+                 "find libnfs 4.0's): write with nfs_version = 3 (NFSv4 reads work%s)",
                  HERD_LIBNFS_VERSION,
                  (job_kind_caps(ph->kind) & JOB_KIND_TREE) ? "; or file_size = 0 for empty files"
                                                            : "");
         return "nfs_version";
     }
-#endif
     if ((job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && phase_wants_v4(ph) &&
         ph->lock_hold >= LIBNFS_V4_MAX_HOLD) {
         snprintf(why, len,
@@ -402,7 +402,10 @@ static int libnfs_open_named(struct libnfs_ctx *c, const char *p, int oflags,
  * FIFO or device is never opened (-ENOTSUP), a link never followed
  * (-ELOOP), a file with another name (a hard link: herd makes none)
  * never written (-EMLINK). The leaf is looked up in its kept parent
- * (f->id: its handle) and the file libnfs opens by name must be that. */
+ * (f->id: its handle) and the file opened must be that: libnfs's open
+ * by name, or over NFSv4 for writing (outside lock phases, whose locks
+ * need libnfs's open) herd's own OPEN in that parent (libnfs 4.0 cannot
+ * write over NFSv4: libnfs_data4.c). */
 static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
                              struct backend_file *f)
 {
@@ -414,6 +417,8 @@ static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
         return S_ISLNK(st.nfs_mode) ? -ELOOP : -ENOTSUP;
     if ((oflags & O_ACCMODE) != O_RDONLY && st.nfs_nlink > 1)
         return -EMLINK;
+    if (c->v4 && (oflags & O_ACCMODE) != O_RDONLY && !c->lock_phase)
+        return libnfs_open4_existing(c, p, oflags, f);
     return libnfs_open_named(c, p, oflags, f);
 }
 
@@ -423,15 +428,14 @@ static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
  * (NFSv4, whose open follows links in the directories; a mixed phase's
  * file to write) as one found. With BACKEND_CREATE the file is first
  * created new, never over an existing name: on the parent's kept
- * handle, over NFSv3 by a CREATE GUARDED (libnfs_dirs.c), over NFSv4 by
- * herd's own OPEN GUARDED4 (libnfs_open4.c); outside lock phases it is
- * opened by libnfs only on its first read, write or fsync (backend_file:
- * unopened); an NFSv4 lock phase's file is closed by herd's own owner at
- * once (its locks need libnfs's open, and herd's own client renews no
- * lease). An existing name (EEXIST, not under BACKEND_EXCL) is opened as
- * one found. Where the parent cannot be kept (LIBNFS_DIR_BY_PATH: NFSv3,
- * an export root the user may not read) the create goes by name,
- * GUARDED, after the directories' check. */
+ * handle, over NFSv3 by a CREATE GUARDED (libnfs_dirs.c), opened by
+ * libnfs only on its first read, write or fsync (backend_file:
+ * unopened); over NFSv4 by herd's own OPEN GUARDED4 (libnfs_open4.c),
+ * which stays the file's open: its READs and WRITEs are herd's own
+ * (libnfs_data4.c). An NFSv4 lock phase's file is closed by herd's own
+ * owner at once (its locks need libnfs's open). An existing name (EEXIST, not under BACKEND_EXCL)
+ * is opened as one found. Where the parent cannot be kept (LIBNFS_DIR_BY_PATH: NFSv3, an export
+ * root the user may not read) the create goes by name, GUARDED, after the directories' check. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
     int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
@@ -446,7 +450,7 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
                                                          : libnfs_open_named(c, p, oflags, f);
     rc = c->v4 ? libnfs_open4_create(c, p, oflags, f) : libnfs_dir_create(c, p);
     if (rc == 0 && !c->lock_phase) {
-        f->unopened = true; /* opened on first use */
+        f->unopened = !c->v4; /* NFSv3: opened on first use */
         return 0;
     }
     if (rc == 0) {
@@ -531,7 +535,7 @@ static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, co
     int ready = libnfs_file_ready(c, f);
     if (ready < 0)
         return ready;
-    if (c->broken || !f->fh)
+    if (c->broken || (!f->fh && !f->own4))
         return -ENOTCONN;
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
@@ -571,7 +575,7 @@ static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len,
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     libnfs_call_begin(ctx, f); /* a failed WRITE taken here may ask statvfs */
-    if (libnfs_file_ready(c, f) < 0 || c->broken || !f->fh)
+    if (libnfs_file_ready(c, f) < 0 || c->broken || (!f->fh && !f->own4))
         return NULL; /* the pwrite that follows says why */
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
@@ -585,10 +589,12 @@ static int libnfs_fsync(void *ctx, struct backend_file *f)
     int ready = libnfs_file_ready(c, f);
     if (ready < 0)
         return ready;
-    if (c->broken || !f->fh)
+    if (c->broken || (!f->fh && !f->own4))
         return -ENOTCONN;
     int rc = libnfs_drain(ctx, f);
-    return rc < 0 ? rc : libnfs_call_fsync(c, f->fh);
+    if (rc < 0)
+        return rc;
+    return f->fh ? libnfs_call_fsync(c, f->fh) : libnfs_data4_commit(c, f);
 }
 
 static int libnfs_close(void *ctx, struct backend_file *f)
@@ -620,7 +626,7 @@ static int libnfs_close(void *ctx, struct backend_file *f)
         if (closed < 0 && rc == 0)
             rc = closed;
     }
-    int closed = libnfs_open4_close(c, f); /* herd's own open, if the file has one */
+    int closed = libnfs_open4_close(c, f); /* herd's own open (its COMMIT), if the file has one */
     if (closed < 0 && rc == 0)
         rc = closed;
     free(f);

@@ -1,8 +1,9 @@
 /* libnfs_ctx.h — the libnfs backend's own state and the calls its files
  * share, lowest first: libnfs_ctx.c (failures, errnos, deadlines),
  * libnfs_call.c and libnfs_rpc.c (libnfs's calls and herd's own),
- * libnfs_dirs.c (directories kept by handle), libnfs_open4.c (NFSv4
- * opens), libnfs_mount.c (the connection), libnfs_io.c (a file's stream
+ * libnfs_dirs.c (directories kept by handle), libnfs_data4.c (the
+ * READs, WRITEs and COMMITs of herd's own NFSv4 opens), libnfs_open4.c
+ * (NFSv4 opens), libnfs_mount.c (the connection), libnfs_io.c (a file's stream
  * calls), libnfs_lock.c (byte-range locks over NLM and NFSv4), and
  * backend_libnfs.c (the ops table: paths, opens, reads and writes).
  * Each calls only files before it. Nothing outside the backend includes
@@ -115,10 +116,16 @@ struct backend_file {
      * of the file by name (libnfs's, a lock context's) must find it. */
     struct libnfs_handle id;
     /* NFSv4: open by herd's own open owner (libnfs_open4.c) since the
-     * create, until the close (its CLOSE goes to id): its stateid. */
+     * create or open, until the close (its CLOSE goes to id): its
+     * stateid. Its READs and WRITEs are herd's own too (libnfs_data4.c),
+     * sent to id with that stateid. dirty: UNSTABLE4 WRITEs not
+     * committed yet; own4_verf: their verifier (verf_changed: they did
+     * not all have the same). */
     bool own4;
     uint32_t own4_seqid;
     char own4_other[12];
+    bool own4_dirty, own4_verf_changed;
+    char own4_verf[8];
 };
 
 /* libnfs_ctx.c: what every file of the backend uses. */
@@ -214,13 +221,35 @@ void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);
  * link; 0 or -errno. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
 
-/* libnfs_open4.c: NFSv4 files herd creates itself, by its own client and
+/* libnfs_data4.c: the READs, WRITEs and COMMITs of a file herd opened
+ * itself over NFSv4 (f->own4), to its handle (f->id) with its open
+ * stateid. send: the stream's (libnfs_stream.h, struct stream_io) for
+ * file f: one COMPOUND of PUTFH and a READ (buf NULL) or a WRITE
+ * (FILE_SYNC4 for O_SYNC, else UNSTABLE4); 0 or -errno when not sent.
+ * errno: the stream's rpc_errno for those (arg: the context): a
+ * status's errno with its name noted, or the RPC's failure (which
+ * breaks the context). verified: whether a COMMIT's verifier (verf)
+ * matches every UNSTABLE4 WRITE's of f since the last (-EIO, noted, if
+ * not: the server restarted and lost them); f is clean then. commit:
+ * the COMMIT of fsync (one COMPOUND: PUTFH, COMMIT); 0 or -errno. */
+int libnfs_data4_send(void *f, struct nfs_context *nfs, bool write, uint64_t offset, size_t len,
+                      const void *buf, nfs_cb cb, void *priv);
+int libnfs_data4_errno(void *c, int rc, bool write, size_t len);
+int libnfs_data4_verified(struct libnfs_ctx *c, struct backend_file *f, const char *verf);
+int libnfs_data4_commit(struct libnfs_ctx *c, struct backend_file *f);
+
+/* libnfs_open4.c: NFSv4 files herd opens itself, by its own client and
  * open owner: create p new (GUARDED4: -EEXIST for any name that exists,
  * a link included; mode 0644) in its parent's kept handle and keep it
  * open for oflags (f->own4): one OPEN, no lookup of the path by name.
  * 0, -errno or LIBNFS_DIR_BY_PATH (as libnfs_dir_get). close: the CLOSE
- * of that open (none on a broken context); 0 or -errno. */
+ * of that open, after a COMMIT of WRITEs not stable yet (none on a
+ * broken context); 0 or -errno. */
 int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f);
+/* existing: p, which exists, opened for oflags the same way (no
+ * create); f->id, its handle as its LOOKUP found it, must be what the
+ * OPEN opens (else the open is closed again: -ELOOP). */
+int libnfs_open4_existing(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f);
 int libnfs_open4_close(struct libnfs_ctx *c, struct backend_file *f);
 
 /* libnfs_lock.c */

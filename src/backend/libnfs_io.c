@@ -38,20 +38,24 @@ static int libnfs_rpc_errno(void *arg, int rc, bool write, size_t len)
 }
 
 /* The stream call's view of file f: its context (the lock context when it
- * has one), chunk sizes and the phase's observer (ctx's). */
+ * has one), chunk sizes and the phase's observer (ctx's); a file herd
+ * opened itself over NFSv4 sends herd's own RPCs (libnfs_data4.c). */
 struct stream_io libnfs_io(struct libnfs_ctx *top, struct backend_file *f, const char **why)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : top;
+    bool own = f->own4 && !f->lk;
     *why = NULL;
     return (struct stream_io){.nfs = c->nfs,
                               .fh = f->fh,
+                              .send = own ? libnfs_data4_send : NULL,
+                              .send_arg = f,
                               .rchunk = c->rchunk,
                               .wchunk = c->wchunk,
                               .deadline = c->deadline,
                               .obs = &top->obs,
                               .rwin = &top->rwin,
                               .wwin = &top->wwin,
-                              .rpc_errno = libnfs_rpc_errno,
+                              .rpc_errno = own ? libnfs_data4_errno : libnfs_rpc_errno,
                               .arg = c,
                               .broken = &c->broken,
                               .why = why};
@@ -69,7 +73,7 @@ void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const char *
 int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : top;
-    if (c->broken || !f->fh || !f->stream)
+    if (c->broken || (!f->fh && !f->own4) || !f->stream)
         return 0; /* broken: the call that broke it said why */
     const char *why;
     struct stream_io io = libnfs_io(top, f, &why);

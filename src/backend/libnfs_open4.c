@@ -1,11 +1,14 @@
-/* libnfs_open4.c — NFSv4 files herd creates itself (libnfs_ctx.h:
+/* libnfs_open4.c — NFSv4 files herd opens itself (libnfs_ctx.h:
  * libnfs_open4_*). An NFSv4 regular file is made by an OPEN, and
  * libnfs 4.0's OPEN resolves its path by name (following a link it
  * meets) and always creates EXCLUSIVE4 (no mode set); herd's own OPEN
  * goes to the parent's kept handle (libnfs_dirs.c) with the leaf's name,
  * GUARDED4 with mode 0644, in one COMPOUND (PUTFH, OPEN, GETFH), and its
- * CLOSE is one more: a create and close costs what a kernel client's
- * does. An OPEN needs a client and an open owner, and libnfs keeps its
+ * CLOSE is one more (with a COMMIT before it, in the same COMPOUND, when
+ * WRITEs are not stable yet): a create and close costs what a kernel
+ * client's does. A file that exists and is opened to be written is
+ * opened the same way without creating it (OPEN4_NOCREATE), and must be
+ * the file its LOOKUP found. An OPEN needs a client and an open owner, and libnfs keeps its
  * own private, so each context has its own (struct libnfs_owner4): a
  * SETCLIENTID and SETCLIENTID_CONFIRM on the first create, one open
  * owner whose seqid advances with each OPEN, OPEN_CONFIRM and CLOSE (RFC
@@ -126,10 +129,10 @@ static int open_confirm(struct libnfs_ctx *c, struct backend_file *f)
     return 0;
 }
 
-/* One OPEN (create GUARDED4) of leaf in d; r: its reply. 0 or -errno of
- * the RPC. */
+/* One OPEN of leaf in d (create: new, GUARDED4; else one that exists);
+ * r: its reply. 0 or -errno of the RPC. */
 static int open_send(struct libnfs_ctx *c, const struct libnfs_dir *d, const char *leaf, int oflags,
-                     struct libnfs_reply *r)
+                     bool create, struct libnfs_reply *r)
 {
     struct libnfs_owner4 *o = &c->own4;
     char owner[32];
@@ -148,9 +151,11 @@ static int open_send(struct libnfs_ctx *c, const struct libnfs_dir *d, const cha
     a->owner.clientid = o->clientid;
     a->owner.owner.owner_len = (u_int)strlen(owner);
     a->owner.owner.owner_val = owner;
-    a->openhow.opentype = OPEN4_CREATE;
-    a->openhow.openflag4_u.how.mode = GUARDED4;
-    libnfs_fattr4_mode(&a->openhow.openflag4_u.how.createhow4_u.createattrs, mask, val, 0644);
+    a->openhow.opentype = create ? OPEN4_CREATE : OPEN4_NOCREATE;
+    if (create) {
+        a->openhow.openflag4_u.how.mode = GUARDED4;
+        libnfs_fattr4_mode(&a->openhow.openflag4_u.how.createhow4_u.createattrs, mask, val, 0644);
+    }
     a->claim.claim = CLAIM_NULL;
     a->claim.open_claim4_u.file.utf8string_len = (u_int)strlen(leaf);
     a->claim.open_claim4_u.file.utf8string_val = (char *)leaf;
@@ -161,7 +166,12 @@ static int open_send(struct libnfs_ctx *c, const struct libnfs_dir *d, const cha
     return rc;
 }
 
-int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f)
+/* f open by herd's own open owner: p opened (create: made new) in its
+ * parent's kept handle, its handle and open stateid kept in f; the
+ * client set up again, a new owner, the parent walked again, each once
+ * when the server asks. 0, -errno or LIBNFS_DIR_BY_PATH. */
+static int open4(struct libnfs_ctx *c, const char *p, int oflags, bool create,
+                 struct backend_file *f)
 {
     struct libnfs_owner4 *o = &c->own4;
     bool client_retried = false, owner_retried = false, dir_retried = false;
@@ -175,7 +185,7 @@ int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct 
         if (rc != 0)
             return rc;
         struct libnfs_reply r;
-        rc = open_send(c, d, leaf, oflags, &r);
+        rc = open_send(c, d, leaf, oflags, create, &r);
         if (rc < 0)
             return rc;
         if (client_lost(r.st) && !client_retried) {
@@ -198,11 +208,50 @@ int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct 
         if (!r.fh_len)
             return -EIO;
         f->own4 = true;
+        f->own4_dirty = f->own4_verf_changed = false;
         f->id.len = r.fh_len;
         memcpy(f->id.val, r.fh, r.fh_len);
         file_keep_stateid(f, &r.stateid);
         return (r.rflags & OPEN4_RESULT_CONFIRM) ? open_confirm(c, f) : 0;
     }
+}
+
+int libnfs_open4_create(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f)
+{
+    return open4(c, p, oflags, true, f);
+}
+
+int libnfs_open4_existing(struct libnfs_ctx *c, const char *p, int oflags, struct backend_file *f)
+{
+    struct libnfs_handle found = f->id;
+    int rc = open4(c, p, oflags, false, f);
+    if (rc != 0 || !found.len ||
+        (found.len == f->id.len && memcmp(found.val, f->id.val, found.len) == 0))
+        return rc;
+    libnfs_open4_close(c, f); /* not the file looked up: the name was swapped since */
+    return -ELOOP;
+}
+
+/* One COMPOUND: PUTFH, a COMMIT when commit, and the CLOSE of f's open;
+ * r: its reply (a COMMIT's verifier). 0 or -errno of the RPC. */
+static int close_send(struct libnfs_ctx *c, struct backend_file *f, bool commit,
+                      struct libnfs_reply *r)
+{
+    nfs_argop4 ops[3];
+    u_int n = 0;
+    libnfs_op_putfh(&ops[n++], f->id.val, f->id.len);
+    if (commit)
+        libnfs_op(&ops[n++], OP_COMMIT); /* offset 0, count 0: the whole file */
+    libnfs_op(&ops[n], OP_CLOSE);
+    ops[n].nfs_argop4_u.opclose.seqid = c->own4.seqid;
+    ops[n].nfs_argop4_u.opclose.open_stateid = file_stateid(f);
+    int rc = libnfs_compound(c, ops, n + 1, r);
+    if (rc < 0)
+        return rc;
+    seqid_advance(&c->own4, r, n);
+    if (r->st == NFS4ERR_BAD_SEQID)
+        c->own4.owner++, c->own4.seqid = 0; /* the next OPEN starts a new owner */
+    return 0;
 }
 
 int libnfs_open4_close(struct libnfs_ctx *c, struct backend_file *f)
@@ -212,17 +261,18 @@ int libnfs_open4_close(struct libnfs_ctx *c, struct backend_file *f)
     f->own4 = false;
     if (c->broken || !c->nfs)
         return 0; /* the server drops the open when the lease ends */
-    nfs_argop4 ops[2];
-    libnfs_op_putfh(&ops[0], f->id.val, f->id.len);
-    libnfs_op(&ops[1], OP_CLOSE);
-    ops[1].nfs_argop4_u.opclose.seqid = c->own4.seqid;
-    ops[1].nfs_argop4_u.opclose.open_stateid = file_stateid(f);
+    bool commit = f->own4_dirty;
     struct libnfs_reply r;
-    int rc = libnfs_compound(c, ops, 2, &r);
+    int rc = close_send(c, f, commit, &r);
     if (rc < 0)
         return rc;
-    seqid_advance(&c->own4, &r, 1);
-    if (r.st == NFS4ERR_BAD_SEQID)
-        c->own4.owner++, c->own4.seqid = 0; /* the next OPEN starts a new owner */
-    return r.st == NFS4_OK ? 0 : -libnfs_status_errno(c, r.st, true);
+    if (commit && r.ran == 2 && r.st != NFS4_OK) {
+        /* The COMMIT failed, so the CLOSE was not run: its own COMPOUND. */
+        rc = -libnfs_status_errno(c, r.st, true);
+        close_send(c, f, false, &r);
+        return rc;
+    }
+    if (r.st != NFS4_OK)
+        return -libnfs_status_errno(c, r.st, true);
+    return commit ? libnfs_data4_verified(c, f, r.commit_verf) : 0;
 }

@@ -1,5 +1,6 @@
 /* libnfs_rpc.c — herd's own NFS calls on a libnfs context: the reply
- * record, its wait and NFSv4 attributes (libnfs_rpc.h). */
+ * record, its wait, a COMPOUND sent with room for its data, and NFSv4
+ * attributes (libnfs_rpc.h). */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -282,6 +283,96 @@ int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnf
         return -ENOMEM;
     return libnfs_reply_wait(c, r);
 }
+
+#ifdef HERD_LIBNFS_COMPOUND_NO_ROOM
+/* libnfs 4.0 (before 5.0: rpc_nfs4_compound_async2) gives a COMPOUND
+ * 4 KiB to encode into. Its call buffer is made by rpc_allocate_pdu2,
+ * which takes the room wanted and which libnfs 4.0 exports without
+ * declaring it (libnfs-private.h), as rpc_queue_pdu and rpc_free_pdu;
+ * the encoder sits at the head of its struct rpc_pdu. */
+struct rpc_pdu;
+struct rpc_pdu *rpc_allocate_pdu2(struct rpc_context *rpc, int program, int version, int procedure,
+                                  rpc_cb cb, void *private_data, zdrproc_t zdr_decode_fn,
+                                  int zdr_decode_bufsize, size_t alloc_hint);
+int rpc_queue_pdu(struct rpc_context *rpc, struct rpc_pdu *pdu);
+void rpc_free_pdu(struct rpc_context *rpc, struct rpc_pdu *pdu);
+
+struct pdu_head { /* libnfs 4.0's struct rpc_pdu up to its encoder */
+    struct rpc_pdu *next;
+    uint32_t xid;
+    ZDR zdr;
+};
+#define PDU_ENCODE_MIN 4096 /* libnfs 4.0's ZDR_ENCODEBUF_MINSIZE */
+#define PDU_HEADER_MAX 1024 /* record mark and call header: AUTH_SYS's 400 bytes at most */
+
+/* pdu's encoder, once it is what libnfs 4.0 made (room bytes beyond its
+ * 4 KiB, the call header encoded behind the record mark, this call's
+ * xid first); NULL for another layout. */
+static ZDR *pdu_encoder(struct rpc_pdu *pdu, size_t room)
+{
+    struct pdu_head *h = (struct pdu_head *)pdu;
+    ZDR *z = &h->zdr;
+    if (z->x_op != ZDR_ENCODE || !z->buf || (size_t)z->size != PDU_ENCODE_MIN + room ||
+        z->pos < 12 || z->pos > PDU_HEADER_MAX)
+        return NULL;
+    uint32_t xid;
+    memcpy(&xid, z->buf + 4, sizeof xid);
+    return ntohl(xid) == h->xid ? z : NULL;
+}
+
+int libnfs_compound_send(struct rpc_context *rpc, nfs_argop4 *ops, u_int n, size_t payload,
+                         rpc_cb cb, void *priv)
+{
+    COMPOUND4args args;
+    memset(&args, 0, sizeof args);
+    args.argarray.argarray_len = n;
+    args.argarray.argarray_val = ops;
+    struct rpc_pdu *pdu =
+        rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, cb, priv,
+                          (zdrproc_t)zdr_COMPOUND4res, sizeof(COMPOUND4res), payload);
+    if (!pdu)
+        return -ENOMEM;
+    ZDR *z = pdu_encoder(pdu, payload);
+    if (!z || !zdr_COMPOUND4args(z, &args)) {
+        rpc_free_pdu(rpc, pdu);
+        return z ? -EMSGSIZE : -ENOTSUP;
+    }
+    return rpc_queue_pdu(rpc, pdu) == 0 ? 0 : -ENOMEM;
+}
+
+bool libnfs_compound_payload_ok(void)
+{
+    static int ok = -1;
+    if (ok >= 0)
+        return ok;
+    struct rpc_context *rpc = rpc_init_context();
+    struct rpc_pdu *pdu =
+        rpc ? rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, NULL, NULL,
+                                (zdrproc_t)zdr_COMPOUND4res, sizeof(COMPOUND4res), 8192)
+            : NULL;
+    ok = pdu && pdu_encoder(pdu, 8192);
+    if (pdu)
+        rpc_free_pdu(rpc, pdu);
+    if (rpc)
+        rpc_destroy_context(rpc);
+    return ok;
+}
+#else
+int libnfs_compound_send(struct rpc_context *rpc, nfs_argop4 *ops, u_int n, size_t payload,
+                         rpc_cb cb, void *priv)
+{
+    COMPOUND4args args;
+    memset(&args, 0, sizeof args);
+    args.argarray.argarray_len = n;
+    args.argarray.argarray_val = ops;
+    return rpc_nfs4_compound_async2(rpc, cb, &args, priv, payload) == 0 ? 0 : -ENOMEM;
+}
+
+bool libnfs_compound_payload_ok(void)
+{
+    return true;
+}
+#endif
 
 u_int libnfs_compound_lookups(nfs_argop4 *ops, u_int room, char *path)
 {

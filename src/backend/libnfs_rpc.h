@@ -1,9 +1,11 @@
 /* libnfs_rpc.h — herd's own NFS calls on a libnfs context, for what
  * libnfs 4.0 has no call for (libnfs_dirs.c: calls on a name in a
  * directory held by handle; libnfs_open4.c: NFSv4 opens of herd's own
- * open owner). One reply record serves an NFSv3 call and an NFSv4
- * COMPOUND; the callback copies what the caller needs out of the reply
- * (libnfs frees it when the callback returns). Also NFSv4 attributes
+ * open owner; libnfs_data4.c: their READs, WRITEs and COMMITs). One
+ * reply record serves an NFSv3 call and an NFSv4 COMPOUND; the callback
+ * copies what the caller needs out of the reply (libnfs frees it when
+ * the callback returns). A COMPOUND that carries data (a WRITE) is sent
+ * with room for it (libnfs_compound_send). Also NFSv4 attributes
  * (fattr4) both ways. */
 #ifndef HERD_LIBNFS_RPC_H
 #define HERD_LIBNFS_RPC_H
@@ -48,6 +50,18 @@ int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r);
 /* Send a COMPOUND of n ops on c (r cleared first) and wait for it: 0
  * (answered: r->st, 0 or the failed op's status) or -errno of the RPC. */
 int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r);
+
+/* Queue a COMPOUND of n ops on rpc whose encoded call carries payload
+ * bytes of data besides its ops (a WRITE's; libnfs 4.0's own
+ * rpc_nfs4_compound_async encodes 4 KiB at most, so its WRITEs fail
+ * above ~3.9 KiB); cb gets the reply as rpc_nfs4_compound_async's does.
+ * 0, or -errno when nothing was queued (no callback will come). */
+int libnfs_compound_send(struct rpc_context *rpc, nfs_argop4 *ops, u_int n, size_t payload,
+                         rpc_cb cb, void *priv);
+
+/* Whether libnfs_compound_send works with this libnfs (libnfs 4.0: its
+ * call's encoder found where libnfs 4.0 keeps it, checked once). */
+bool libnfs_compound_payload_ok(void);
 
 /* ops[0..]: a LOOKUP of each component of path (split in place, path
  * must live until the COMPOUND is sent); the count, or room + 1 when
