@@ -236,6 +236,14 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
                  ph->lock_hold, LIBNFS_V4_MAX_HOLD);
         return "lock_hold";
     }
+    if (phase_wants_v4(ph) && phase_writes_data(ph) && ph->think_time >= LIBNFS_V4_MAX_HOLD) {
+        snprintf(why, len,
+                 "an NFSv4 file open %g s between two calls may outlive the client's lease "
+                 "(herd's READs and WRITEs renew it, nothing does while a rank thinks; "
+                 "servers' leases are commonly 60 s, some 30 s): think below %d s",
+                 ph->think_time, LIBNFS_V4_MAX_HOLD);
+        return "think_time";
+    }
     return NULL;
 }
 
@@ -470,6 +478,18 @@ static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, stru
     return rc;
 }
 
+/* Whether a call failed (rc) because the server no longer knows libnfs's
+ * NFSv4 client: its lease ran out while herd's own calls, which renew
+ * only herd's own client (libnfs_open4.c), did the work (a long write
+ * phase before a read), or the server restarted. libnfs 4.0 does not set
+ * its client up again; a new context does. */
+static bool libnfs_client_lost(const struct libnfs_ctx *c, int rc)
+{
+    return c->v4 && rc == -ESTALE &&
+           (strcmp(c->status, "NFS4ERR_EXPIRED") == 0 ||
+            strcmp(c->status, "NFS4ERR_STALE_CLIENTID") == 0);
+}
+
 static int libnfs_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
     struct libnfs_ctx *c = ctx;
@@ -482,8 +502,10 @@ static int libnfs_open(void *ctx, const char *path, int flags, struct backend_fi
         return -ENOMEM;
     snprintf(bf->path, sizeof bf->path, "%s", p);
     rc = libnfs_open_once(c, p, flags, bf);
-    if (rc == -ECONNRESET && libnfs_reconnect(c) == 0) {
-        /* The connection died since the last call: one retry on a new one. */
+    if ((rc == -ECONNRESET || (libnfs_client_lost(c, rc) && !(flags & BACKEND_CREATE))) &&
+        libnfs_reconnect(c) == 0) {
+        /* The connection died since the last call, or the server forgot
+         * libnfs's NFSv4 client: one retry on a new one. */
         rc = libnfs_open_once(c, p, flags, bf);
     }
     if (rc < 0) {
