@@ -19,10 +19,11 @@ d. (a) and (b) run by an unprivileged user (nobody) owning the target, with a
    canary that user could write.
 e. Over libnfs against the embedded ganesha server: a data file and the
    fileset directory planted as links inside the export, over NFSv3 and
-   NFSv4 (whose directory checks differ): ELOOP counted, the canary in the
-   export untouched; and over NFSv3, where herd keeps its directories open
-   by handle, the fileset directory swapped for a link again and again
-   during the run: the canary untouched.
+   NFSv4 (whose directory checks and opens differ; NFSv4 writes go through
+   herd's own OPEN and WRITEs): ELOOP counted, the canary in the export
+   untouched; and, where herd keeps its directories open by handle, the
+   fileset directory swapped for a link again and again during the run:
+   the canary untouched.
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_safety.py
 """
@@ -391,10 +392,11 @@ def libnfs_export(herd_bin, tmp_path, extra=""):
     s.assert_clean()
 
 
-# data: write and read phases (the open path); meta: create, stat, unlink
-# and rmdir, which check the directories first (NFSv3 and NFSv4 each their
-# own way). libnfs 4.0 cannot WRITE over NFSv4: no data case there.
-@pytest.mark.parametrize("version,work", [(3, "data"), (3, "meta"), (4, "meta")])
+# data: write and read phases (the open path: over NFSv4 a write's is
+# herd's own OPEN in the kept parent); meta: create, stat, unlink and
+# rmdir, which check the directories first (NFSv3 and NFSv4 each their own
+# way).
+@pytest.mark.parametrize("version,work", [(3, "data"), (4, "data"), (3, "meta"), (4, "meta")])
 def test_planted_links_over_libnfs(herd_bin, tmp_path, version, work):
     # In the export: a run directory whose data file is a link to the
     # canary, another whose fileset directory is a link to it (relative
@@ -455,13 +457,15 @@ def test_planted_hard_link(herd_bin, tmp_path):
     assert (fs / "r000001.dat").stat().st_size == 64 * 1024
 
 
-def test_planted_hard_link_over_libnfs(herd_bin, tmp_path):
+@pytest.mark.parametrize("version", [3, 4])
+def test_planted_hard_link_over_libnfs(herd_bin, tmp_path, version):
     with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-h/fs && '
                        'ln outside/r000000.dat herd-nfs-h/fs/r000000.dat') as (s, sh, listing):
         import test_nfs  # libnfs_export skipped the test where it cannot
         before = listing()
         gl = {"backend": "libnfs", "target": s.url, "run_id": "nfs-h", "keep": "yes",
-              "fileset": "fs", "file_size": "64K", "block_size": "16K", "op_timeout": 10}
+              "fileset": "fs", "file_size": "64K", "block_size": "16K", "op_timeout": 10,
+              "nfs_version": version}
         job = write_job(tmp_path / "hl.ini", gl, [("w", {"kind": "write"})])
         out = tmp_path / "hl.h5"
         proc = test_nfs.herd_run_nfs(s, herd_bin, 2, job, out)
@@ -480,7 +484,7 @@ def test_planted_hard_link_over_libnfs(herd_bin, tmp_path):
 # (ENOTSUP), as a read over NFSv4 does (the leaf's LOOKUP gives its type);
 # over NFSv3 a read takes libnfs's walk alone and the server refuses the
 # READ (NFS3ERR_INVAL: EINVAL, not libnfs 4.0's EFAULT). The FIFO stays.
-@pytest.mark.parametrize("version,kind", [(3, "write"), (3, "read"), (4, "read")])
+@pytest.mark.parametrize("version,kind", [(3, "write"), (3, "read"), (4, "write"), (4, "read")])
 def test_planted_fifo_over_libnfs(herd_bin, tmp_path, version, kind):
     with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-f/fs && '
                        'mkfifo herd-nfs-f/fs/r000000.dat && '
@@ -528,9 +532,11 @@ def build_swapper(tmp_path):
 # a kept handle) or to ELOOP (a walk that meets the link; an open by name
 # whose file is not the one herd looked up: libnfs 4.0's NFSv4 open
 # follows a link in the directories). The canary tree holds the ranks'
-# file names. NFSv4 data: reads of files an NFSv3 run wrote first (libnfs
-# 4.0 cannot write over NFSv4).
-@pytest.mark.parametrize("version,work", [(3, "data"), (4, "data"), (4, "meta"), (4, "lock")])
+# file names. NFSv4 data: herd's own OPENs, WRITEs and READs in the kept
+# directory, and libnfs's opens by name of the read phase; NFSv4 read:
+# reads alone, of files an NFSv3 run wrote first.
+@pytest.mark.parametrize("version,work",
+                         [(3, "data"), (4, "data"), (4, "read"), (4, "meta"), (4, "lock")])
 def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
     with libnfs_export(herd_bin, tmp_path, 'mkdir -p herd-nfs-c/fs') as (s, sh, listing):
         import test_nfs  # libnfs_export skipped the test where it cannot
@@ -544,13 +550,12 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
                   ("m", {"kind": "meta", "dirs": 4, "files": 400, "file_size": "4K"}),
                   ("w2", {"kind": "write", "iterations": 1000}),
                   ("r", {"kind": "read", "iterations": 1000, "verify": "yes"})]
-        if work == "meta":  # empty files: libnfs 4.0 cannot write over NFSv4
-            phases = [(f"m{i}", {"kind": "meta", "dirs": 4, "files": 400, "file_size": 0})
-                      for i in range(3)]
+        if work == "meta":
+            phases = [(f"m{i}", {"kind": "meta", "dirs": 4, "files": 400}) for i in range(3)]
         elif work == "lock":  # the file made by herd's own OPEN, locked by libnfs's
             phases = [(f"l{i}", {"kind": "lock", "duration": 1, "lock_wait": "nonblocking"})
                       for i in range(8)]
-        elif version == 4:
+        elif work == "read":
             first = write_job(tmp_path / "first.ini",
                               {**gl, "target": s.url, "nfs_version": 3, "keep": "yes"},
                               [("w", {"kind": "write"})])
@@ -597,7 +602,7 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
         others = {k: v for k, v in by_op.items()
                   if k[1] not in ("ELOOP", "ENOENT", "ENOTDIR") and k not in allowed}
         assert not others, by_op
-        if version == 4 and work == "data":  # the opens that met the link, refused
+        if version == 4 and work in ("data", "read"):  # the opens that met the link, refused
             assert by_op.get(("open", "ELOOP"), 0) >= 1, by_op
 
 
