@@ -86,24 +86,34 @@ static int dir_reply_handle(const struct libnfs_reply *r, struct libnfs_handle *
     return 0;
 }
 
-/* NFSv4: walk dir (export-absolute) to its handle in h: a link or a
- * non-directory at any component refused. 0 or -errno. */
-static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_handle *h)
+/* NFSv4: one COMPOUND of the walk to dir (export-absolute) and then the
+ * ntail (at most 2) ops of tail; r: its reply. 0 or -errno (a failed
+ * status's too). */
+static int dir_walk4_send(struct libnfs_ctx *c, const char *dir, const nfs_argop4 *tail,
+                          u_int ntail, struct libnfs_reply *r)
 {
     char path[JOB_PATH_MAX + LIBNFS_PATH_MAX];
     nfs_argop4 ops[DIRS_WALK_OPS];
     u_int n = dirs_walk_ops(c, dir, path, sizeof path, ops);
     if (n == 0)
         return -ENAMETOOLONG;
-    libnfs_op_getattr(&ops[n++]);
-    libnfs_op(&ops[n++], OP_GETFH);
-    struct libnfs_reply r;
-    int rc = libnfs_compound(c, ops, n, &r);
+    memcpy(ops + n, tail, ntail * sizeof *tail);
+    int rc = libnfs_compound(c, ops, n + ntail, r);
     if (rc < 0)
         return rc;
-    if (r.st != NFS4_OK)
-        return -libnfs_status_errno(c, r.st, true);
-    return dir_reply_handle(&r, h);
+    return r->st == NFS4_OK ? 0 : -libnfs_status_errno(c, r->st, true);
+}
+
+/* NFSv4: walk dir (export-absolute) to its handle in h: a link or a
+ * non-directory at any component refused. 0 or -errno. */
+static int dir_walk4(struct libnfs_ctx *c, const char *dir, struct libnfs_handle *h)
+{
+    nfs_argop4 tail[2];
+    libnfs_op_getattr(&tail[0]);
+    libnfs_op(&tail[1], OP_GETFH);
+    struct libnfs_reply r;
+    int rc = dir_walk4_send(c, dir, tail, 2, &r);
+    return rc < 0 ? rc : dir_reply_handle(&r, h);
 }
 
 enum dir_op { DIR_LOOKUP, DIR_CREATE, DIR_REMOVE, DIR_MKDIR, DIR_RMDIR };
@@ -498,18 +508,12 @@ int libnfs_dirs_check4(struct libnfs_ctx *c, const char *p)
 
 int libnfs_dirs_limits4(struct libnfs_ctx *c, uint64_t *rmax, uint64_t *wmax)
 {
-    char path[JOB_PATH_MAX + LIBNFS_PATH_MAX];
-    nfs_argop4 ops[DIRS_WALK_OPS];
-    u_int n = dirs_walk_ops(c, "", path, sizeof path, ops);
-    if (n == 0)
-        return -ENAMETOOLONG;
-    libnfs_op_getattr_limits(&ops[n++]);
+    nfs_argop4 tail;
+    libnfs_op_getattr_limits(&tail);
     struct libnfs_reply r;
-    int rc = libnfs_compound(c, ops, n, &r);
+    int rc = dir_walk4_send(c, "", &tail, 1, &r);
     if (rc < 0)
         return rc;
-    if (r.st != NFS4_OK)
-        return -libnfs_status_errno(c, r.st, true);
     *rmax = r.maxread;
     *wmax = r.maxwrite;
     return 0;

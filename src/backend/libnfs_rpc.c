@@ -271,14 +271,21 @@ int libnfs_reply_wait(struct libnfs_ctx *c, struct libnfs_reply *r)
     return timeout ? -ETIMEDOUT : -ECONNRESET;
 }
 
-int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r)
+/* The arguments of a COMPOUND of n ops. */
+static COMPOUND4args compound_args(nfs_argop4 *ops, u_int n)
 {
-    memset(r, 0, sizeof *r);
-    r->compound = true;
     COMPOUND4args args;
     memset(&args, 0, sizeof args);
     args.argarray.argarray_len = n;
     args.argarray.argarray_val = ops;
+    return args;
+}
+
+int libnfs_compound(struct libnfs_ctx *c, nfs_argop4 *ops, u_int n, struct libnfs_reply *r)
+{
+    memset(r, 0, sizeof *r);
+    r->compound = true;
+    COMPOUND4args args = compound_args(ops, n);
     if (rpc_nfs4_compound_async(nfs_get_rpc_context(c->nfs), libnfs_replied, &args, r) != 0)
         return -ENOMEM;
     return libnfs_reply_wait(c, r);
@@ -320,16 +327,18 @@ static ZDR *pdu_encoder(struct rpc_pdu *pdu, size_t room)
     return ntohl(xid) == h->xid ? z : NULL;
 }
 
+/* A COMPOUND's call buffer with room bytes beyond libnfs's 4 KiB. */
+static struct rpc_pdu *pdu_new(struct rpc_context *rpc, rpc_cb cb, void *priv, size_t room)
+{
+    return rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, cb, priv,
+                             (zdrproc_t)zdr_COMPOUND4res, sizeof(COMPOUND4res), room);
+}
+
 int libnfs_compound_send(struct rpc_context *rpc, nfs_argop4 *ops, u_int n, size_t payload,
                          rpc_cb cb, void *priv)
 {
-    COMPOUND4args args;
-    memset(&args, 0, sizeof args);
-    args.argarray.argarray_len = n;
-    args.argarray.argarray_val = ops;
-    struct rpc_pdu *pdu =
-        rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, cb, priv,
-                          (zdrproc_t)zdr_COMPOUND4res, sizeof(COMPOUND4res), payload);
+    COMPOUND4args args = compound_args(ops, n);
+    struct rpc_pdu *pdu = pdu_new(rpc, cb, priv, payload);
     if (!pdu)
         return -ENOMEM;
     ZDR *z = pdu_encoder(pdu, payload);
@@ -346,10 +355,7 @@ bool libnfs_compound_payload_ok(void)
     if (ok >= 0)
         return ok;
     struct rpc_context *rpc = rpc_init_context();
-    struct rpc_pdu *pdu =
-        rpc ? rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, NULL, NULL,
-                                (zdrproc_t)zdr_COMPOUND4res, sizeof(COMPOUND4res), 8192)
-            : NULL;
+    struct rpc_pdu *pdu = rpc ? pdu_new(rpc, NULL, NULL, 8192) : NULL;
     ok = pdu && pdu_encoder(pdu, 8192);
     if (pdu)
         rpc_free_pdu(rpc, pdu);
@@ -361,10 +367,7 @@ bool libnfs_compound_payload_ok(void)
 int libnfs_compound_send(struct rpc_context *rpc, nfs_argop4 *ops, u_int n, size_t payload,
                          rpc_cb cb, void *priv)
 {
-    COMPOUND4args args;
-    memset(&args, 0, sizeof args);
-    args.argarray.argarray_len = n;
-    args.argarray.argarray_val = ops;
+    COMPOUND4args args = compound_args(ops, n);
     return rpc_nfs4_compound_async2(rpc, cb, &args, priv, payload) == 0 ? 0 : -ENOMEM;
 }
 
