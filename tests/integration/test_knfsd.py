@@ -15,9 +15,14 @@ reach it at nfs://10.77.0.2/export (see knfsdctl.py, knfsd.py, uml-init.c).
    printed (-s).
 2. Data: herd writes unique and segmented shared files over NFSv3 (4
    ranks, keep = yes), reads them with verify and md5s them over NFSv3,
-   then over NFSv4 (libnfs 4.0 cannot WRITE over v4: herd refuses it);
-   every byte count is exact, no verify failure. A file copied in with
-   nfs-cp over v3 reads back identical over v4.
+   then over NFSv4; every byte count is exact, no verify failure. A file
+   copied in with nfs-cp over v3 reads back identical over v4. Then over
+   NFSv4 (herd's own OPEN, WRITEs, COMMITs): unique, same-content shared
+   and segmented files written, read with verify and md5ed over v4 and
+   read again over v3; by nfsd's own operation counts (proc4ops) the
+   WRITEs are the server's maxwrite (64 KiB here) each, fsync is one
+   COMMIT per file, a close after unstable WRITEs COMMITs, and direct
+   (FILE_SYNC4) WRITEs need no COMMIT.
 3. Locks on kernel lockd (NLM, v3) and kernel NFSv4 LOCK: an exclusive
    whole-file blocking phase, 4 ranks x 20: every lock granted, no
    violation, no error, exclusive holds never overlap. restart-server
@@ -547,6 +552,66 @@ def test_knfsd_v3_writes_read_over_v3_and_v4(knfsd, herd_bin, tmp_path):
     s.get("cp-v3", tmp_path / "back.v4", version=4)
     assert filecmp.cmp(src, tmp_path / "back.v4", shallow=False), \
         "nfs-cp: a file written over NFSv3 reads back different over NFSv4"
+    print()
+
+
+# nfsd's NFSv4 operations (RFC 7530's numbers) counted in proc4ops
+OP4_COMMIT, OP4_WRITE = 5, 38
+
+
+def proc4ops(s):
+    """nfsd's count of each NFSv4 operation since the guest booted: the
+    proc4ops line of /proc/net/rpc/nfsd (its count of ops, then one
+    number per op)."""
+    for line in s.guest_read("/proc/net/rpc/nfsd").splitlines():
+        if line.startswith("proc4ops "):
+            return [int(v) for v in line.split()[2:]]
+    raise AssertionError("no proc4ops line in the guest's /proc/net/rpc/nfsd")
+
+
+def test_knfsd_nfsv4_writes(knfsd, herd_bin, tmp_path):
+    s = knfsd()
+    run_id = "knfsd-v4"
+    gl = {"backend": "libnfs", "target": URL4, "file_size": "4M", "block_size": "1M",
+          "run_id": run_id, "keep": "yes"}
+    same = {"sharing": "shared", "shared_mode": "same-content", "fileset": "same"}
+    seg = {"sharing": "shared", "shared_mode": "segmented"}
+    v4 = [("w", {"kind": "write"}), ("r", {"kind": "read", "verify": "yes"}),
+          ("m", {"kind": "md5"}),
+          ("wsame", {"kind": "write", **same}), ("rsame", {"kind": "read", "verify": "yes", **same}),
+          ("msame", {"kind": "md5", **same}),
+          ("ws", {"kind": "write", **seg}), ("rs", {"kind": "read", "verify": "yes", **seg}),
+          ("ms", {"kind": "md5", **seg})]
+    v3 = [("r", {"kind": "read", "verify": "yes"}),
+          ("rsame", {"kind": "read", "verify": "yes", **same}),
+          ("rs", {"kind": "read", "verify": "yes", **seg}), ("ms", {"kind": "md5", **seg})]
+    order = phase_attr_order(herd_bin)
+    for tag, g, phases in (("v4", gl, v4), ("v3-read", {**gl, "target": URL3}, v3)):
+        res = herd_ok(s, herd_bin, write_job(tmp_path / f"{tag}.ini", g, phases),
+                      tmp_path / f"{tag}.h5")
+        rates = check_data_phases(res, g, phases, NRANKS, 4 * MIB, order, tag)
+        print(f"\n{tag}: {rates}", end="")
+        if tag == "v4":  # the RPC sizes the server gave (GETATTR maxread, maxwrite)
+            opts = {h.decode() for h in res.hosts["mount_options"]}
+            assert len(opts) == 1 and "rsize=65536,wsize=65536" in opts.pop(), res.hosts
+
+    # What reached nfsd, one run at a time: 1 MiB files, a file per rank,
+    # and the run's lock file (rank 0 writes its owner: one WRITE, whose
+    # close COMMITs).
+    small = {"backend": "libnfs", "target": URL4, "file_size": "1M", "block_size": "1M"}
+    writes_per_file = MIB // (64 << 10)
+    for tag, keys, commits in (("fsync", {}, NRANKS),
+                               ("no-fsync", {"fsync": "no"}, NRANKS),
+                               ("direct", {"direct": "yes", "fsync": "no"}, 0)):
+        before = proc4ops(s)
+        herd_ok(s, herd_bin, write_job(tmp_path / f"{tag}.ini", small,
+                                       [("w", {"kind": "write", **keys})]),
+                tmp_path / f"{tag}.h5")
+        after = proc4ops(s)
+        got = {op: after[op] - before[op] for op in (OP4_COMMIT, OP4_WRITE)}
+        print(f"\n{tag}: WRITEs {got[OP4_WRITE]}, COMMITs {got[OP4_COMMIT]}", end="")
+        assert got[OP4_WRITE] == NRANKS * writes_per_file + 1, (tag, got)
+        assert got[OP4_COMMIT] == commits + 1, (tag, got)
     print()
 
 

@@ -2,8 +2,9 @@
 server (cluster-configs/local/nfs-server.sh: nfs-ganesha in a private
 network and mount namespace, exporting a loop-mounted xfs image).
 
-1. The core checks of test_core.py over NFSv3 at 4 and 20 ranks, and the
-   export is left empty.
+1. The core checks of test_core.py over NFSv3 at 4 and 20 ranks and over
+   NFSv4 at 4 (herd's own OPENs, WRITEs and COMMITs), and the export is
+   left empty.
 2. ganesha SIGKILLed in the middle of a long write phase: connection errnos
    on every rank, exit code 3, a complete results file, and by the results
    (latency histograms, stuck rows, the rows' call times) no call longer
@@ -16,10 +17,13 @@ network and mount namespace, exporting a loop-mounted xfs image).
    the later phases find the files.
 5. The seed-000 rsize sweep (jobs/seed000.ini) at 1 and 4 ranks; prints the
    MiB/s per rsize.
-6. NFSv4: `herd check` refuses writes libnfs cannot send; v4 reads of files
-   written over v3; a v4 write with the wsize herd suggests; SIGTERM and a
-   frozen server in a phase that opens a file for every read (each open
-   checked by its handle).
+6. NFSv4: `herd check` takes the writes libnfs cannot send itself (herd
+   sends them); a mixed read, direct writes and a meta phase with 4 KiB
+   files; a write phase four leases long and the reads after it; ganesha
+   restarted in a grace period mid-write (connection errnos, then
+   NFS4ERR_GRACE, then writes again, no call past op_timeout); v4 reads
+   of files written over v3; SIGTERM and a frozen server in a phase that
+   opens a file for every read (each open checked by its handle).
 
 Every test starts its own server and stops it in the fixture's teardown,
 even when the test fails, then checks that nothing is left (no process of
@@ -36,7 +40,6 @@ import errno
 import os
 import re
 import signal
-import subprocess
 import time
 
 import h5py
@@ -204,8 +207,8 @@ def run_sigterm(nfs, herd_bin, nranks, job, out, after_line, delay):
     return proc, res
 
 
-def restart_ganesha(s):
-    proc = s.cmd("restart-ganesha", "--state", s.state)
+def restart_ganesha(s, *opts):
+    proc = s.cmd("restart-ganesha", "--state", s.state, *opts)
     assert proc.returncode == 0, f"restart-ganesha failed:\n{proc.stderr}"
     assert re.fullmatch(r"\d+\n", proc.stdout), proc.stdout
     s.pid = int(proc.stdout)
@@ -351,9 +354,9 @@ def check_run(res, nranks, url, exit_code, phase_names):
 # ---------------------------------------------------------------- 1. core
 
 
-@pytest.mark.parametrize("nranks", [4, 20])
-def test_core_over_nfs(nfs, herd_bin, tmp_path, nranks):
-    url = nfs.url
+@pytest.mark.parametrize("nranks,version", [(4, 3), (20, 3), (4, 4)])
+def test_core_over_nfs(nfs, herd_bin, tmp_path, nranks, version):
+    url = nfs.url.replace("?version=3", f"?version={version}")
     global_keys = {"backend": "libnfs", "target": url, "op_timeout": 10, **CORE_GLOBAL}
     job = write_job(tmp_path / "core.ini", global_keys, CORE_PHASES)
     out = tmp_path / "results.h5"
@@ -769,65 +772,163 @@ def test_rsize_sweep_seed000(nfs, herd_bin, tmp_path, nranks):
 # ---------------------------------------------------------------- 6. NFSv4
 
 
-def _libnfs_version():
-    proc = subprocess.run(["pkg-config", "--modversion", "libnfs"], capture_output=True,
-                          text=True)
-    return proc.stdout.strip() if proc.returncode == 0 else ""
+V4_GLOBAL = {"backend": "libnfs", "file_size": "1M", "block_size": "256K", "op_timeout": 10}
 
 
-def _old_libnfs():
-    v = _libnfs_version()
-    return bool(v) and int(v.split(".")[0]) < 5
+def _url4(nfs):
+    return nfs.url.replace("?version=3", "?version=4")
 
 
-V4_REFUSAL = re.compile(r"key 'nfs_version': this libnfs \(\S+\) cannot write over NFSv4")
-
-
-@pytest.mark.skipif(not _old_libnfs(), reason="libnfs >= 5 (or unknown) has no NFSv4 write "
-                    f"limit to refuse (pkg-config says {_libnfs_version() or 'nothing'})")
-def test_check_refuses_large_nfsv4_writes(herd_bin, tmp_path):
-    """libnfs 4.0 cannot write over NFSv4 (its WRITE COMPOUND fails to encode
-    above ~3.9 KiB, depending on the file handle): herd check refuses every
-    NFSv4 phase that writes data, names nfs_version and offers NFSv3."""
+def test_check_takes_nfsv4_writes(herd_bin, tmp_path):
+    """libnfs 4.0 cannot write over NFSv4 (its WRITE COMPOUND fails to
+    encode above ~3.9 KiB); herd sends its own, so herd check takes every
+    NFSv4 phase that writes data: a write, nfs_version = 4 over a v3 URL,
+    a read that mixes writes in, a meta phase whose files get data. It
+    refuses such a phase whose ranks think 30 s or more between calls
+    (nothing renews the lease meanwhile), naming think_time."""
     base = {"backend": "libnfs", "target": "nfs://127.0.0.1/export?version=4",
             "file_size": "1M", "block_size": "1M"}
-    job = write_job(tmp_path / "v4w.ini", base, [("w", {"kind": "write"})])
-    proc = run_cmd([herd_bin, "check", job, "-n", "4"])
-    assert proc.returncode == 2, describe(proc)
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, describe(proc)
-    assert V4_REFUSAL.search(lines[0]), describe(proc)
-    assert f"{job}:" in lines[0], "the message must name the file and line"
-    assert "nfs_version = 3" in lines[0], "the message must offer NFSv3"
-
-    # Refused as well: small writes (no size is safe), nfs_version = 4 with
-    # a v3 URL, a read phase that mixes writes in, a meta phase whose files
-    # get data (its message offers empty files too).
-    for gl, phase in (({**base, "nfs_wsize": "4K", "block_size": "4K"}, {"kind": "write"}),
+    for gl, phase in ((base, {"kind": "write"}),
+                      ({**base, "nfs_wsize": "4K", "block_size": "4K"}, {"kind": "write"}),
                       ({**base, "target": "nfs://127.0.0.1/export?version=3", "nfs_version": 4},
                        {"kind": "write"}),
                       (base, {"kind": "read", "rwmix_read": 70}),
                       (base, {"kind": "meta", "files": 10, "file_size": "4K",
-                              "block_size": "4K"})):
-        j = write_job(tmp_path / "refused.ini", gl, [("w", phase)])
-        p = run_cmd([herd_bin, "check", j, "-n", "1"])
-        assert p.returncode == 2 and V4_REFUSAL.search(p.stderr), describe(p)
-        assert ("file_size = 0" in p.stderr) == (phase["kind"] == "meta"), describe(p)
-    # Accepted: a v4 read-only job, empty files made by a meta phase (a
-    # meta phase's own default: [global]'s file_size does not reach it), a
-    # meta phase that makes no files, a v3 write, and the refused job with
-    # what the message suggests.
-    ok = [write_job(tmp_path / "v4r.ini", base, [("r", {"kind": "read"}), ("m", {"kind": "md5"})]),
-          write_job(tmp_path / "v4m.ini", base, [("m", {"kind": "meta", "files": 10})]),
-          write_job(tmp_path / "v4s.ini", base,
-                    [("m", {"kind": "meta", "files": 10, "meta_ops": "stat"})]),
-          write_job(tmp_path / "v3w.ini", {**base, "target": "nfs://127.0.0.1/export?version=3"},
-                    [("w", {"kind": "write"})])]
-    for j in ok:
+                              "block_size": "4K"}),
+                      (base, {"kind": "write", "think_time": "29s"})):
+        j = write_job(tmp_path / "v4w.ini", gl, [("w", phase)])
         p = run_cmd([herd_bin, "check", j, "-n", "4"])
         assert p.returncode == 0, describe(p)
-    p = run_cmd([herd_bin, "check", job, "-n", "4", "--set", "nfs_version=3"])
-    assert p.returncode == 0, describe(p)
+    j = write_job(tmp_path / "think.ini", base, [("w", {"kind": "write", "think_time": "30s"})])
+    p = run_cmd([herd_bin, "check", j, "-n", "4"])
+    assert p.returncode == 2, describe(p)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "think_time" in lines[0] and "lease" in lines[0], describe(p)
+    # NFSv3 and NFSv4 reads keep any think time
+    for gl, phase in (({**base, "target": "nfs://127.0.0.1/export?version=3"},
+                       {"kind": "write", "think_time": "30s"}),
+                      (base, {"kind": "read", "think_time": "30s"})):
+        j = write_job(tmp_path / "think-ok.ini", gl, [("w", phase)])
+        p = run_cmd([herd_bin, "check", j, "-n", "4"])
+        assert p.returncode == 0, describe(p)
+
+
+def test_nfsv4_mixed_direct_and_meta(nfs, herd_bin, tmp_path):
+    """NFSv4 through herd's own OPEN, WRITEs and READs: a write with
+    direct (FILE_SYNC4 WRITEs), a read that writes half its blocks in
+    random order into the files that exist (herd's OPEN without create,
+    its READs too), a verified read and an md5 after it, writes with
+    fsync = no (their COMMIT comes with the CLOSE); every byte counted,
+    no verify failure. Then a meta phase of 4 KiB files, kept: every file
+    on the server holds 4 KiB."""
+    url = _url4(nfs)
+    gl = {**V4_GLOBAL, "target": url}
+    phases = [("wd", {"kind": "write", "direct": "yes"}),
+              ("mix", {"kind": "read", "rwmix_read": 50, "access": "random"}),
+              ("r", {"kind": "read", "verify": "yes"}),
+              ("m", {"kind": "md5"}),
+              ("wn", {"kind": "write", "fsync": "no", "iterations": 3}),
+              ("r2", {"kind": "read", "verify": "yes"})]
+    job = write_job(tmp_path / "mix.ini", gl, phases)
+    out = tmp_path / "mix.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 4, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    check_run(res, 4, url, 0, [n for n, _ in phases])
+    order = phase_attr_order(herd_bin)
+    for name, k in phases:
+        ph = res.phases[name]
+        kk = resolved({**gl, **k})
+        assert int(ph.ranks["bytes"].sum()) == 4 * MIB * kk["iterations"], name
+        assert int(ph.ranks["verify_failures"].sum()) == 0, name
+        if name != "mix":  # reads and writes: check_phase counts one kind of call
+            check_clean_phase(name, kk, ph, 4, url, order)
+    mix = res.phases["mix"]
+    assert mix.latency["write"]["count"] > 0 and mix.latency["read"]["count"] > 0
+    assert mix.latency["rpc_write"]["count"] >= mix.latency["write"]["count"]
+    assert export_listing(nfs) == []
+
+    run_id, files = "v4-meta", 10
+    tree = {**gl, "run_id": run_id, "keep": "yes"}
+    job = write_job(tmp_path / "meta.ini", tree,
+                    [("tree", {"kind": "meta", "files": files, "dirs": 2, "file_size": "4K",
+                               "block_size": "4K", "meta_ops": "create,stat"})])
+    proc = herd_run_nfs(nfs, herd_bin, 4, job, tmp_path / "meta.h5")
+    assert proc.returncode == 0, describe(proc)
+    t = load_results(tmp_path / "meta.h5").phases["tree"]
+    assert t.attrs["status"] == "ok" and int(t.ranks["bytes"].sum()) == 4 * files * 4096
+    sizes = server_file_sizes(nfs, f"herd-{run_id}/unique-4K/r*/*/*/f*")
+    assert sizes == [4096] * (4 * files), sizes
+
+
+def test_nfsv4_write_longer_than_leases(nfs, herd_bin, tmp_path):
+    """ganesha with a 5 s lease: a write phase of about 12 s (a 1.5 s think
+    after each call) keeps herd's own open alive by its WRITEs alone; the
+    read after it opens with libnfs's own client, whose lease ran out
+    meanwhile (NFS4ERR_EXPIRED): herd reconnects once and reads. Both
+    phases clean, every byte verified."""
+    restart_ganesha(nfs, "--lease", "5")
+    url = _url4(nfs)
+    gl = {**V4_GLOBAL, "target": url, "file_size": "2M", "block_size": "256K"}
+    phases = [("w", {"kind": "write", "think_time": "1.5s"}),
+              ("r", {"kind": "read", "verify": "yes"})]
+    job = write_job(tmp_path / "lease.ini", gl, phases)
+    out = tmp_path / "lease.h5"
+    proc = herd_run_nfs(nfs, herd_bin, 2, job, out)
+    res = load_results(out)
+    for name, _ in phases:
+        print(f"\n{name}: {res.phases[name].attrs['elapsed']:.1f} s, "
+              f"errors {res.phases[name].error_rows()}")
+    assert proc.returncode == 0, describe(proc)
+    assert res.phases["w"].attrs["elapsed"] > 2 * 5
+    for name, k in phases:
+        check_clean_phase(name, resolved({**gl, **k}), res.phases[name], 2, url,
+                          phase_attr_order(herd_bin))
+
+
+def test_server_restarted_mid_nfsv4_write(nfs, herd_bin, tmp_path):
+    """ganesha restarted into a 4 s grace period while 4 ranks write over
+    NFSv4 (op_timeout 5 s): the calls on the way fail with a lost
+    server's errnos, the OPENs in the grace with NFS4ERR_GRACE (ENOLCK,
+    the status named), every rank meets them, and every rank writes whole
+    files again after the grace (herd's client set up again); no call
+    waits past op_timeout, and the phase ends at its deadline."""
+    nranks, op_timeout = 4, 5
+    url = _url4(nfs)
+    gl = {**V4_GLOBAL, "target": url, "file_size": "16M", "block_size": "1M",
+          "op_timeout": op_timeout}
+    job = write_job(tmp_path / "rst.ini", gl,
+                    [("w", {"kind": "write", "iterations": 100000, "deadline": 25})])
+    out = tmp_path / "rst.h5"
+    run = ns_background(nfs, herd_bin, nranks, job, out)
+    try:
+        run.wait_line(rf"^herd: w: {nranks} ranks [0-9]+% ", timeout=60)
+        restart_unix = time.time()
+        restart_ganesha(nfs, "--grace", "4")
+        restarted_unix = time.time()
+        proc, _ = run.wait()
+    finally:
+        run.kill()
+    assert proc.returncode == 3, describe(proc)
+    res = load_results(out)
+    w = res.phases["w"]
+    restart_t, restarted_t = common_time(res, restart_unix), common_time(res, restarted_unix)
+    rows = w.error_rows()
+    print(f"\nrestart {restart_t:.2f}..{restarted_t:.2f} s; errors: " +
+          ", ".join(f"rank {e['rank']} {e['op']} {e['errno_name']} {e['status']} x{e['count']}"
+                    for e in rows))
+    assert w.attrs["status"] == "deadline", w.attrs["status"]
+    check_error_names(w, "w")
+    grace = {int(e["rank"]) for e in rows if e["status"] == "NFS4ERR_GRACE"}
+    assert grace == set(range(nranks)), rows
+    for e in rows:
+        assert e["errno"] in CONNECTION_ERRNOS | {errno.ENOLCK}, e
+        assert (e["errno"] == errno.ENOLCK) == (e["status"] == "NFS4ERR_GRACE"), e
+        assert e["first_time"] >= restart_t - 0.05, e
+    check_calls_bounded(out, "w", op_timeout, "NFSv4 write, server restarted")
+    after = w.ranks[(w.ranks["t_start"] > restarted_t) & (w.ranks["completed"] == 1)]
+    assert set(after["rank"].tolist()) == set(range(nranks)), "a rank wrote nothing after"
+    assert (after["bytes"] == 16 * MIB).all() and (after["errors"] == 0).all()
 
 
 def _write_v3_keep(nfs, herd_bin, tmp_path, run_id):
