@@ -357,9 +357,8 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     nranks, hold = 4, 3.0
     s = nfs_server("--lease", str(LEASE))
     g = lock_global(s, version, run_id="dead", fileset="data")
-    # The phases before the kill: a write (NFSv3 only: libnfs 4.0 cannot
-    # write over NFSv4, herd refuses it) and an uncontended lock phase.
-    before = [("w", {"kind": "write", "file_size": "64K"})] if version == 3 else []
+    # The phases before the kill: a write and an uncontended lock phase.
+    before = [("w", {"kind": "write", "file_size": "64K"})]
     before.append(("warm", {"kind": "lock", "fileset": "locks", "count": 5, "lock_hold": "1ms",
                             "lock_range": "block"}))
     job = write_job(tmp_path / "dead.ini", g, before + [
@@ -403,8 +402,7 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
         assert ph.attrs["status"] == "ok", (name, ph.error_rows())
         assert sorted(ph.ranks["rank"].tolist()) == list(range(nranks)), name
         assert int(ph.ranks["errors"].sum()) == 0, name
-    if version == 3:
-        assert int(res.phases["w"].ranks["bytes"].sum()) == 64 * 1024 * nranks
+    assert int(res.phases["w"].ranks["bytes"].sum()) == 64 * 1024 * nranks
     assert res.phases["warm"].ranks["grants"].tolist() == [5] * nranks
 
     # A new run, at once: the same lock file, the same run directory (the

@@ -144,8 +144,8 @@ def probe_from_host(herd_bin, tmp_path, url):
 
 def write_read_from_host(herd_bin, tmp_path, base, run_id):
     """2 ranks from the host: unique and segmented files written over NFSv3
-    and kept, read with verify over NFSv3, then over NFSv4 (libnfs 4.0
-    cannot write over v4); every byte counted, no verify failure."""
+    and kept, read with verify over NFSv3, then over NFSv4; every byte
+    counted, no verify failure."""
     order = phase_attr_order(herd_bin)
     gl = {"backend": "libnfs", "target": f"{base}?version=3", "file_size": "2M",
           "block_size": "512K", "run_id": run_id, "keep": "yes"}
