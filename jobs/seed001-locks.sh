@@ -16,9 +16,7 @@
 # contention, errors, ganesha's CPU) and the errors by op, errno and the
 # protocol's status (NLM4_DENIED_GRACE_PERIOD, NFS4ERR_GRACE, ...).
 #
-# NFSv3 only, locks through NLM: the job's make-file phase writes, and
-# with libnfs 4.0 herd check refuses NFSv4 writes (its WRITE COMPOUND fails
-# to encode above ~3.9 KiB), so the job cannot run over NFSv4 here.
+# NFSv3 only, locks through NLM.
 #
 #   jobs/seed001-locks.sh [--grace SECONDS] [--server ganesha|knfsd]
 #
