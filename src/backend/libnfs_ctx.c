@@ -52,8 +52,10 @@ static const struct status_errno status3[] = {
     STATUS_ERRNO(NFS3ERR_JUKEBOX, EAGAIN),
 };
 
-/* RFC 7530's statuses a name call meets, and the lease and lock ones
- * libnfs's own calls meet (libnfs_status_name_errno). */
+/* RFC 7530's statuses a name call meets, the lease and lock ones
+ * libnfs's own calls meet (libnfs_status_name_errno), and the state ones
+ * herd's own READs and WRITEs meet (libnfs_data4.c): lost open state is
+ * ESTALE, as lost lock state is (libnfs_lock.c). */
 static const struct status_errno status4[] = {
     STATUS_ERRNO(NFS4ERR_PERM, EPERM),
     STATUS_ERRNO(NFS4ERR_NOENT, ENOENT),
@@ -88,6 +90,13 @@ static const struct status_errno status4[] = {
     STATUS_ERRNO(NFS4ERR_EXPIRED, ESTALE),
     STATUS_ERRNO(NFS4ERR_STALE_CLIENTID, ESTALE),
     STATUS_ERRNO(NFS4ERR_MOVED, ESTALE),
+    STATUS_ERRNO(NFS4ERR_STALE_STATEID, ESTALE),
+    STATUS_ERRNO(NFS4ERR_BAD_STATEID, ESTALE),
+    STATUS_ERRNO(NFS4ERR_OLD_STATEID, ESTALE),
+    STATUS_ERRNO(NFS4ERR_ADMIN_REVOKED, ESTALE),
+    STATUS_ERRNO(NFS4ERR_BAD_SEQID, ESTALE),
+    STATUS_ERRNO(NFS4ERR_OPENMODE, EBADF),
+    STATUS_ERRNO(NFS4ERR_SERVERFAULT, EIO),
 };
 
 int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
