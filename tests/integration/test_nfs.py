@@ -496,13 +496,16 @@ def test_signal_during_read_phase(nfs, herd_bin, tmp_path):
     assert left == [], f"herd left files on the export: {left}"
 
 
-def test_full_export_is_enospc(nfs, herd_bin, tmp_path):
+@pytest.mark.parametrize("version", [3, 4])
+def test_full_export_is_enospc(nfs, herd_bin, tmp_path, version):
     """Two ranks writing 600M each into a 1G export: the server refuses
-    WRITEs with NFS3ERR_NOSPC, which libnfs 4.0 reports as EFAULT; herd
-    must count ENOSPC, and the run goes on to its end (exit code 3)."""
+    WRITEs with NFS3ERR_NOSPC, which libnfs 4.0 reports as EFAULT, or over
+    NFSv4 with NFS4ERR_NOSPC to herd's own WRITEs, whose status is counted
+    by name; herd must count ENOSPC, and the run goes on to its end (exit
+    code 3)."""
     job = write_job(tmp_path / "full.ini",
                     {"backend": "libnfs", "target": nfs.url, "file_size": "600M",
-                     "block_size": "1M"},
+                     "block_size": "1M", "nfs_version": version},
                     [("write", {"kind": "write"})])
     out = tmp_path / "full.h5"
     proc = herd_run_nfs(nfs, herd_bin, 2, job, out)
@@ -510,6 +513,8 @@ def test_full_export_is_enospc(nfs, herd_bin, tmp_path):
     w = load_results(out).phases["write"]
     names = {row["errno_name"] for row in w.error_rows()}
     assert names == {"ENOSPC"}, w.error_rows()
+    if version == 4:
+        assert {row["status"] for row in w.error_rows()} == {"NFS4ERR_NOSPC"}, w.error_rows()
     assert export_listing(nfs) == [], "the run directory was not removed"
 
 
