@@ -307,6 +307,8 @@ def all_nfs(out, part):
             label = "%s %s default vs the loop's best window" % (rw, size)
         elif what == "mpirun-vs-singleton":
             label = "%s %s under mpirun vs a singleton start" % (rw, size)
+        elif what in ("v4-vs-v3", "v4-if16-vs-v3-if16"):
+            label = "%s %s NFSv4 vs NFSv3%s" % (rw, size, " in flight 16" if "if16" in what else "")
         else:
             continue
         yield label, peer, h, p, "MiB/s"

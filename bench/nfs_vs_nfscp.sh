@@ -17,6 +17,10 @@
 #                            (default --bind-to none; every herd
 #                            row) vs the same job started without mpirun
 #                            (a singleton MPI start): the runtime's share
+#   ...-v4-vs-v3             herd over NFSv4 (its own OPEN, WRITEs, COMMITs;
+#                            V4=yes, the default) vs herd over NFSv3, both
+#                            with the default window; ...-v4-if16-vs-v3-if16
+#                            both with nfs_inflight=16 (when 16 is in INFLIGHTS)
 #   posix-*                  herd's POSIX backend on the export itself (no NFS;
 #                            ganesha only: knfsd's export lives in its guest)
 # REPEAT rounds, herd first in odd rounds and the peers first in even ones,
@@ -43,6 +47,7 @@ FS=${FS:-tmpfs}
 TARGET=${TARGET:-1.0}             # herd must be >= its peer
 CHUNK=${CHUNK:-1048576}           # bytes per call and per RPC
 INFLIGHTS=${INFLIGHTS:-1 16 64}   # the in-flight windows compared with the loop
+V4=${V4:-yes}                     # also herd over NFSv4 against herd over NFSv3
 OUT=${OUT:-./bench-results}
 HERD=${HERD:-$ROOT/build/herd}
 MPIRUN_ARGS=${MPIRUN_ARGS---bind-to none} # herd's batch script does not bind either
@@ -96,6 +101,14 @@ job() { # job BACKEND TARGET [KEY=VALUE...]
 nfsk=("nfs_rsize=$CHUNK" "nfs_wsize=$CHUNK")
 job libnfs "$url" "${nfsk[@]}" >"$work/libnfs.ini"
 for n in $INFLIGHTS; do job libnfs "$url" "${nfsk[@]}" "nfs_inflight=$n" >"$work/libnfs-if$n.ini"; done
+url4=${url/version=3/version=4}
+job libnfs "$url4" "${nfsk[@]}" >"$work/libnfs-v4.ini"
+job libnfs "$url4" "${nfsk[@]}" "nfs_inflight=16" >"$work/libnfs-v4-if16.ini"
+v4s=""
+if [ "$V4" = yes ]; then
+    v4s="herd-v4"
+    case " $INFLIGHTS " in *" 16 "*) v4s+=" herd-v4-if16" ;; esac
+fi
 job posix "$export_dir" >"$work/posix.ini"
 peer=$work/nfs_async_peer
 cc -O2 -o "$peer" "$HERE/nfs_async_peer.c" -lnfs ||
@@ -146,7 +159,7 @@ raw=$OUT/nfs_vs_nfscp_raw.csv
 echo "config,tool,round,mib_s" >"$raw"
 add() { echo "$1,$2,$round,$3" >>"$raw"; }
 for round in $(seq 1 "$REPEAT"); do
-    herds="herd" peers="nfscp singleton"
+    herds="herd $v4s" peers="nfscp singleton"
     for n in $INFLIGHTS; do herds+=" herd-if$n"; peers+=" loop-if$n"; done
     posix=posix
     [ "$NFS_SERVER" = knfsd ] && posix=""
@@ -159,10 +172,20 @@ for round in $(seq 1 "$REPEAT"); do
               add "write-${SIZE_MB}M-default-vs-loop-best" herd "$w"
               add "read-${SIZE_MB}M-default-vs-loop-best" herd "$r"
               add "write-${SIZE_MB}M-mpirun-vs-singleton" herd "$w"
-              add "read-${SIZE_MB}M-mpirun-vs-singleton" herd "$r" ;;
+              add "read-${SIZE_MB}M-mpirun-vs-singleton" herd "$r"
+              add "write-${SIZE_MB}M-v4-vs-v3" herd-v3 "$w"; add "read-${SIZE_MB}M-v4-vs-v3" herd-v3 "$r" ;;
         herd-if*) n=${who#herd-if}
               read -r w r < <(herd_run "libnfs-if$n" "$work/libnfs-if$n.ini") || exit 1
-              add "write-${SIZE_MB}M-if$n" herd "$w"; add "read-${SIZE_MB}M-if$n" herd "$r" ;;
+              add "write-${SIZE_MB}M-if$n" herd "$w"; add "read-${SIZE_MB}M-if$n" herd "$r"
+              if [ "$n" = 16 ]; then
+                  add "write-${SIZE_MB}M-v4-if16-vs-v3-if16" herd-v3 "$w"
+                  add "read-${SIZE_MB}M-v4-if16-vs-v3-if16" herd-v3 "$r"
+              fi ;;
+        herd-v4) read -r w r < <(herd_run libnfs-v4 "$work/libnfs-v4.ini") || exit 1
+              add "write-${SIZE_MB}M-v4-vs-v3" herd "$w"; add "read-${SIZE_MB}M-v4-vs-v3" herd "$r" ;;
+        herd-v4-if16) read -r w r < <(herd_run libnfs-v4-if16 "$work/libnfs-v4-if16.ini") || exit 1
+              add "write-${SIZE_MB}M-v4-if16-vs-v3-if16" herd "$w"
+              add "read-${SIZE_MB}M-v4-if16-vs-v3-if16" herd "$r" ;;
         nfscp) read -r w r < <(nfscp_run) || { echo "nfs_vs_nfscp: nfs-cp failed" >&2; exit 1; }
               add "write-${SIZE_MB}M" nfs-cp "$w"; add "read-${SIZE_MB}M" nfs-cp "$r" ;;
         loop-if*) n=${who#loop-if}
