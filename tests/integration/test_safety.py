@@ -551,7 +551,8 @@ def test_fileset_dir_swapped_over_libnfs(herd_bin, tmp_path, version, work):
                   ("w2", {"kind": "write", "iterations": 1000}),
                   ("r", {"kind": "read", "iterations": 1000, "verify": "yes"})]
         if work == "meta":
-            phases = [(f"m{i}", {"kind": "meta", "dirs": 4, "files": 400}) for i in range(3)]
+            phases = [(f"m{i}", {"kind": "meta", "dirs": 4, "files": 400, "file_size": "4K"})
+                      for i in range(3)]
         elif work == "lock":  # the file made by herd's own OPEN, locked by libnfs's
             phases = [(f"l{i}", {"kind": "lock", "duration": 1, "lock_wait": "nonblocking"})
                       for i in range(8)]
