@@ -38,7 +38,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, herd_run, mpi_env, run_cmd, write_job
+from conftest import REPO_DIR, describe, mpi_env, run_cmd, write_job
 from test_link import _linkdelay, _why_skip_link
 from test_nfs_server import SBIN_PATH
 
