@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clocksync.h"
@@ -298,39 +297,10 @@ static int run_connect(struct run *r)
     return 0;
 }
 
-/* Every I/O rank, once rank 0 has claimed the run directory: where the
- * target is a local directory (a mount, which each host makes its own:
- * a server's URL names one export everywhere) each looks at it, so that
- * a run whose ranks cannot all use it (a target that is not the same
- * directory on every host) stops before its first phase instead of
- * counting ENOENT in each. 0, or 2 with one line (the first rank that
- * cannot see it) and rank 0's claim given back; the same on every rank. */
-static int run_rundir_seen(struct run *r)
-{
-    if (!r->be->local_dir)
-        return 0;
-    struct stat st;
-    int rc = r->be->stat(r->be_ctx, r->rundir, &st);
-    if (rc == 0 && !S_ISDIR(st.st_mode))
-        rc = -ENOTDIR;
-    int first = rc < 0 ? r->rank : r->size;
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, r->comm);
-    if (first == r->size)
-        return 0;
-    if (r->rank == first)
-        fprintf(stderr,
-                "herd: target %s: rank %d (host %s) cannot use the run directory %s rank 0 made: "
-                "%s (is the target the same directory on every host?)\n",
-                r->job->phases[0].target, r->rank, r->hostname, r->rundir, strerror(-rc));
-    if (r->rank == 0)
-        run_release_rundir(r);
-    return 2;
-}
-
 /* After connect (a backend describes what its connection negotiated):
- * the hosts map, the run directory claimed (and seen by every rank), the
- * results file made, the claims' tables. 0, or the exit code of a
- * refusal, everything of it released and the target disconnected. */
+ * the hosts map, the run directory claimed, the results file made, the
+ * claims' tables. 0, or the exit code of a refusal, everything of it
+ * released and the target disconnected. */
 static int run_open_outputs(struct run *r, double sync_seconds, const char *start_utc)
 {
     const struct job *job = r->job;
@@ -344,9 +314,6 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
     }
     r->spread = run_spread_order(r); /* NULL (no memory): ladder steps take ranks 0..N-1 */
     int refused = r->rank == 0 ? run_claim_places(r) : 0;
-    MPI_Bcast(&refused, 1, MPI_INT, 0, r->comm);
-    if (!refused)
-        refused = run_rundir_seen(r);
     if (!refused && r->rank == 0 &&
         run_create_results(r, sync_seconds, start_utc, hosts, ranks) != 0) {
         run_release_rundir(r);

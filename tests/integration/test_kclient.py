@@ -694,7 +694,7 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
         proc = kcluster.run("bash", "-c", cmd, timeout=180)
     finally:
         t.join()
-    assert when, "the write never got under way"
+    assert when, "the write never got under way\n" + describe(proc)
     assert proc.returncode != 0, describe(proc)
     run = herd_results.Run(str(out))
     assert run.status == "interrupted" and int(run.attrs["exit_code"]) == 143, describe(proc)
