@@ -55,36 +55,6 @@ def test_unusable_run_directory_stops_before_phases(herd_bin, tmp_path, mount_fs
         assert tree(target) == before
 
 
-def test_run_directory_every_rank_must_see(herd_bin, tmp_path):
-    """A target that is not the same directory for every rank (rank 1 runs
-    in a mount namespace of its own with a tmpfs over the target: a host
-    whose target is not the shared one): rank 0 makes the run directory,
-    rank 1 cannot find it, and the run stops before its first phase with
-    one line naming the rank and its host, exit code 2, no results file;
-    the run directory rank 0 made is removed again."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root for a mount namespace of its own (unshare -m)")
-    target = tmp_path / "target"
-    target.mkdir()
-    job = write_job(tmp_path / "s.ini", {"target": target, "file_size": "1M",
-                                         "block_size": "256K"},
-                    [("w", {"kind": "write"}), ("r", {"kind": "read"})])
-    out = tmp_path / "s.h5"
-    herd = ["run", job, "-o", out]
-    args = mpirun_args(herd_bin, 1, *herd, quiet=True) + [
-        ":", "-np", "1", "unshare", "-m", "sh", "-c",
-        'mount -t tmpfs none "$1" && shift && exec "$@"', "sh", target, herd_bin, *herd]
-    proc = run_cmd([str(a) for a in args], timeout=120)
-    assert proc.returncode == 2, describe(proc)
-    lines = herd_said(proc)
-    assert len(lines) == 1 and re.fullmatch(
-        rf"herd: target {re.escape(str(target))}: rank 1 \(host [^)]+\) cannot use the run "
-        r"directory herd-\S+ rank 0 made: No such file or directory \(is the target the same "
-        r"directory on every host\?\)", lines[0]), describe(proc)
-    assert not out.exists()
-    assert tree(target) == []
-
-
 # ------------------------------------------------------------ corruption
 
 
