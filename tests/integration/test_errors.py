@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import (describe, herd_background, herd_cmd, herd_run, load_results, mpi_env,
-                      mpirun_args, run_cmd, tree, write_job)
+                      tree, write_job)
 
 # ------------------------------------------------------------ unusable run directory
 
