@@ -50,6 +50,7 @@ import sys
 import time
 from pathlib import Path
 
+import disklatency
 import reach
 import umlview
 
@@ -191,6 +192,7 @@ def guest_config(settings):
     """STATE/guest/config, the KEY=VALUE lines uml-init.c reads."""
     # (--reach host: the host's end of the veth pair, routed like a cluster)
     subnets = settings.get("EXPORT_TO", "").split() + reach.guest_subnets(settings)
+    disk = disklatency.parse("DISK_LATENCY", disklatency.current(settings))
     lines = {
         "addr": GUEST_ADDR, "netmask": NETMASK,
         "routes": " ".join(f"{net},{HOST_ADDR}" for net in subnets),
@@ -204,6 +206,9 @@ def guest_config(settings):
         "lockd_grace_min": NLM_TIMEOUT,
         # the agent's cap of `threads`: serverctl.py's KNFSD_THREADS_MAX
         "threads_max": os.environ.get("HERD_KNFSD_THREADS_MAX", ""),
+        # the export on dm-delay: read, write and flush delays in ms, or
+        # none (disklatency.py)
+        "disk_delay": " ".join(disk.guest_words()) if disk else "",
     }
     return "".join(f"{k}={v}\n" for k, v in lines.items())
 

@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import disklatency
 from serverctl import (KNFSD_HOST_FREE_MIN_KB, KNFSD_PY, KNFSD_THREADS_MAX, START_TIMEOUT,
-                       UML_INIT_SRC, UML_XSTATE_SRC, Args, Die, Server, have, log)
+                       UML_INIT_SRC, UML_XSTATE_SRC, Args, BadValue, Die, Server, have, log)
 
 
 OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
@@ -57,6 +58,15 @@ def knfsd_check_start(fs, mode, smb, threads, workers):
                   "(cluster-configs/local/install.sh makes it)") from None
     if not os.access(KNFSD_PY, os.R_OK):
         raise Die(f"start: {KNFSD_PY} is missing")
+
+
+def knfsd_check_disk():
+    """--disk-latency: the guest kernel's device-mapper modules are there."""
+    modules = knfsd_modules()
+    for name in ("dm-mod", "dm-delay"):
+        if modules is None or not (modules / "kernel" / "drivers" / "md" / f"{name}.ko").is_file():
+            raise Die(f"start: --disk-latency: no {name}.ko under /usr/lib/uml/modules "
+                      "(user-mode-linux's device-mapper)")
 
 
 def knfsd_check_net(server, net, to):
@@ -121,6 +131,9 @@ def knfsd_status(srv):
         threads = srv.knfsd_agent("read", "/proc/fs/nfsd/threads")[1].replace("\n", "")
         lines += [f"threads_running={threads}",
                   f"metrics_url=http://{srv.settings['GUEST_NET']}.2:9100/metrics"]
+        if disklatency.current(srv.settings) != "none":
+            rc, table, _ = srv.knfsd_agent("disk-delay")
+            lines.append(f"disk_latency_applied={disklatency.applied(table) if rc == 0 else '?'}")
         problem = knfsd_export_problem(srv)
         if problem is not None:
             writable = "no" if problem else "yes"
@@ -171,6 +184,35 @@ def cmd_export_mode(words):
         raise Die("export-mode: the guest could not re-export")
     srv.save_settings(MODE=rest[0])
     log(f"export-mode: /export is exported {rest[0]}")
+    return 0
+
+
+def cmd_disk_latency(words):
+    """disk-latency --state DIR SPEC: the delays of the export's delay
+    device in the guest, live (a table reload: what was being delayed goes
+    on at once); also the spec status and env report. The device is there
+    only when the server started with --disk-latency."""
+    a = Args("disk-latency", words, values=("--state",), rest_after_dashes=True, free=True)
+    if len(a.free + a.rest) != 1:
+        raise BadValue("disk-latency: give one SPEC (read=T,write=T,flush=T, any of them)")
+    try:
+        disk = disklatency.parse("disk-latency", (a.free + a.rest)[0])
+    except disklatency.DiskLatencyError as e:
+        raise BadValue(str(e)) from None
+    if disk is None:
+        raise BadValue("disk-latency: the delay device stays until stop; "
+                       "read=0ms,write=0ms,flush=0ms lets every request through at once")
+    srv, _ = knfsd_server("disk-latency", words)
+    srv.lock()
+    srv.load_settings()
+    if disklatency.current(srv.settings) == "none":
+        raise Die("disk-latency: the server started without --disk-latency, so its export has "
+                  "no delay device (start it with --disk-latency read=0ms to change it live)")
+    rc, _, err = srv.knfsd_agent("disk-delay", *disk.guest_words())
+    if rc != 0:
+        raise Die(f"disk-latency: the guest refused: {err.strip().removeprefix('knfsd.py: ')}")
+    srv.save_settings(DISK_LATENCY=disk.spec)
+    log(f"disk-latency: {disk.spec}")
     return 0
 
 

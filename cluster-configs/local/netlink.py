@@ -140,7 +140,10 @@ def _scaled(number, digits):
     return (int(whole) * 10 ** (digits + 1) + int(fraction) + 5) // 10
 
 
-def _time_us(option, value):
+def time_us(option, value):
+    """value, a time as a spec writes it (a number with us, ms or s: 20ms,
+    2.5ms), in microseconds; LinkError (naming option) when it is none or
+    longer than 10 s. disklatency.py reads its times with it too."""
     m = _TIME.fullmatch(value)
     if not m:
         raise LinkError(f"{option}: '{value}' is not a time (a number with us, ms or s: 20ms)")
@@ -181,7 +184,7 @@ def parse(spec: str) -> Link:
         if key == "rate":
             numbers[key] = _rate_bit("--link rate", value)
         else:
-            numbers[key] = _time_us(f"--link {key}", value)
+            numbers[key] = time_us(f"--link {key}", value)
         given[key] = value
     if text.endswith(","):
         raise LinkError(f"--link: empty item in '{spec}'")

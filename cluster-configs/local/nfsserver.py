@@ -28,14 +28,16 @@ import subprocess
 import sys
 import time
 
+import disklatency
 import netlink
 import procinfo
 import reach
 import serverstate as ss
-from knfsdctl import (cmd_export_mode, cmd_guest, cmd_threads, knfsd_check_net,
-                      knfsd_check_start, knfsd_restart, knfsd_status)
+from knfsdctl import (cmd_disk_latency, cmd_export_mode, cmd_guest, cmd_threads,
+                      knfsd_check_disk, knfsd_check_net, knfsd_check_start, knfsd_restart,
+                      knfsd_status)
 from serverctl import (NOSYNC_SRC, PATH_EXTRA, SMB_TEMPLATE, START_TIMEOUT, SUPERVISOR, TEMPLATE,
-                       Args, Die, Server, Usage, have, log, run_quiet)
+                       Args, BadValue, Die, Server, Usage, have, log, run_quiet)
 
 USAGE = """\
   nfs-server.sh start --state DIR [--fs dir|tmpfs|xfs|ext4|btrfs] [--size 2G]
@@ -56,6 +58,9 @@ USAGE = """\
                                            grace if shorter)
                       [--link delay=20ms,jitter=2ms,rate=8mbit]  (any of them:
                                            a slow, distant link; see "link")
+                      [--disk-latency read=5ms,write=2ms,flush=8ms]  (any of
+                                           them, knfsd only: a slow disk
+                                           under the export; default none)
                       [--smb [--smb-sendfile yes|no] [--smb-workers N]]
                                           (also smbd, Samba, on the same
                                            export: see smb.conf.in)
@@ -70,8 +75,8 @@ USAGE = """\
   nfs-server.sh env --state DIR
       (KEY=VALUE lines: HERD_SERVER=ganesha|knfsd, HERD_SERVER_FS=the
        export's file system, HERD_SERVER_URL, HERD_LINK=the link's spec or
-       none; with --smb also HERD_SMB_URL, HERD_SMB_USER,
-       HERD_SMB_PASSWORD_FILE)
+       none, HERD_SERVER_DISK=the disk latency's spec or none; with --smb
+       also HERD_SMB_URL, HERD_SMB_USER, HERD_SMB_PASSWORD_FILE)
   nfs-server.sh link --state DIR --set SPEC [--dev DEV]... | --clear
       (replaces the running server's link; --dev: the devices in its
        namespace for tbf/netem, default lo)
@@ -81,6 +86,8 @@ USAGE = """\
       (ganesha: restart-ganesha; knfsd: nfsd stops and starts in the guest)
   nfs-server.sh threads --state DIR N            (knfsd: nfsd threads, live)
   nfs-server.sh export-mode --state DIR sync|async  (knfsd: re-export, live)
+  nfs-server.sh disk-latency --state DIR read=T,write=T,flush=T
+                                  (knfsd started with --disk-latency: live)
   nfs-server.sh guest --state DIR -- COMMAND...  (knfsd: the guest's agent)
   nfs-server.sh stop-statd --state DIR           (NLM then answers NOLOCKS)
   nfs-server.sh start-statd --state DIR          stdout: statd's PID
@@ -112,7 +119,7 @@ def start_options(words):
     a = Args("start", words, values=("--state", "--fs", "--size", "--workers", "--server",
                                      "--guest-net", "--export-to", "--threads", "--hostname",
                                      "--grace", "--lease", "--link", "--smb-sendfile",
-                                     "--smb-workers", "--reach"),
+                                     "--smb-workers", "--reach", "--disk-latency"),
              flags=("--sync", "--async", "--sync-writes", "--nlm", "--no-nlm", "--smb"))
     if "--link" in a.values and a.get("--link") is None:
         raise Die("start: --link needs a SPEC")
@@ -165,6 +172,7 @@ def start_check(a, mode, nlm):
     if not smb_workers.isdigit() or not 1 <= int(smb_workers) <= 10000:
         raise Die("start: --smb-workers must be 1..10000 (smbd's aio max threads)")
     reach_check(reach_to, server, "--link" in a.values)
+    disk = disk_latency_check(a.get("--disk-latency", "none"), server)
     if os.geteuid() != 0:
         raise Die("start: needs root (namespaces, mounts, loop devices)")
     if smb == "1":
@@ -205,8 +213,23 @@ def start_check(a, mode, nlm):
                 "NLM": nlm, "GRACE": grace, "LEASE": lease, "SMB": smb,
                 "SMB_SENDFILE": smb_sendfile, "SMB_WORKERS": smb_workers, "SERVER": server,
                 "THREADS": threads or "8", "GUEST_NET": guest_net or "10.77.0",
-                "EXPORT_TO": export_to, "REACH": reach_to}
+                "EXPORT_TO": export_to, "REACH": reach_to,
+                "DISK_LATENCY": disk.spec if disk else "none"}
     return settings, link
+
+
+def disk_latency_check(spec, server):
+    """--disk-latency SPEC parsed (None: none); a bad one, or one for
+    ganesha, is one line and exit 2."""
+    try:
+        disk = disklatency.parse("start: --disk-latency", spec or "")
+    except disklatency.DiskLatencyError as e:
+        raise BadValue(str(e)) from None
+    if disk is not None and server != "knfsd":
+        raise BadValue(f"start: {disklatency.refusal('--disk-latency')}")
+    if disk is not None:
+        knfsd_check_disk()
+    return disk
 
 
 def reach_check(reach_to, server, link):
@@ -415,11 +438,13 @@ def cmd_stop(words):
 
 def server_env(srv):
     """What a client of the server may record (exec's environment, env's
-    lines): the server, the export's file system, the URL, the link; with
+    lines): the server, the export's file system, the URL, the link, the
+    disk's latency; with
     --smb smbd's URL, user and password file. Values are the checked
     settings' (no newline, no '=' but in the URL's query)."""
     env = {"HERD_SERVER": srv.server, "HERD_SERVER_FS": srv.settings["FS"],
-           "HERD_SERVER_URL": srv.url(), "HERD_LINK": netlink.current(srv)}
+           "HERD_SERVER_URL": srv.url(), "HERD_LINK": netlink.current(srv),
+           "HERD_SERVER_DISK": disklatency.current(srv.settings)}
     if srv.smb:
         env.update(HERD_SMB_URL=srv.smb_url(), HERD_SMB_USER=ss.SMB_USER,
                    HERD_SMB_PASSWORD_FILE=str(srv.smb_dir / "password"))
@@ -618,7 +643,7 @@ def cmd_status(words):
     knfsd = srv.server == "knfsd"
     probe = netlink.probe_timeout(srv)
     out = [f"url={srv.url()}", f"export={srv.export}", f"fs={st['FS']}", f"mode={st['MODE']}",
-           f"workers={st['WORKERS']}"]
+           f"workers={st['WORKERS']}", f"disk_latency={disklatency.current(st)}"]
     writable = "yes"
     if knfsd:
         lines, writable = knfsd_status(srv)
@@ -789,7 +814,8 @@ VERBS = {
     "start": cmd_start, "stop": cmd_stop, "exec": cmd_exec, "env": cmd_env,
     "restart-ganesha": cmd_restart_ganesha, "start-ganesha": cmd_restart_ganesha,
     "restart-server": cmd_restart_server, "threads": cmd_threads,
-    "export-mode": cmd_export_mode, "guest": cmd_guest, "stop-statd": cmd_stop_statd,
+    "export-mode": cmd_export_mode, "disk-latency": cmd_disk_latency, "guest": cmd_guest,
+    "stop-statd": cmd_stop_statd,
     "start-statd": cmd_start_statd, "restart-smbd": cmd_restart_smbd,
     "start-smbd": cmd_restart_smbd, "stop-smbd": cmd_stop_smbd, "status": cmd_status,
     "link": cmd_link, "_qdisc": cmd_qdisc, "_link_applied": cmd_link_applied,
@@ -810,6 +836,9 @@ def main(argv):
         if str(e):
             log(str(e))
         sys.stderr.write(USAGE)
+        return 2
+    except BadValue as e:
+        log(str(e))
         return 2
     except Die as e:
         log(str(e))

@@ -49,6 +49,10 @@ class Die(Exception):
     """One line on stderr, exit 1."""
 
 
+class BadValue(Exception):
+    """A value the command cannot take: one line on stderr, exit 2."""
+
+
 class Usage(Exception):
     """A line (may be empty), then the usage on stderr, exit 2."""
 

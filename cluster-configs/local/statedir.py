@@ -71,6 +71,8 @@ SETTINGS = {
     "EXPORT_TO": ("", rf"({_OCTET}\.{_OCTET}\.{_OCTET}\.{_OCTET}/([1-9]|[12][0-9]|3[0-2]))?"),
     "REACH": ("none", r"none|host"),
     "REACH_NET": ("", rf"({_OCTET}\.{_OCTET}\.{_OCTET})?"),
+    # (disklatency.py's normalized spec)
+    "DISK_LATENCY": ("none", r"none|read=[0-9]{1,5}ms,write=[0-9]{1,5}ms,flush=[0-9]{1,5}ms"),
 }
 
 

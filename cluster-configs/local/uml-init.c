@@ -9,12 +9,15 @@
  *      line; KEY=VALUE lines: knfsd.py's guest_config, vcluster.sh's
  *      guest_config);
  *   2. moves to a tmpfs root that holds read-only binds of the host's /usr
- *      and /etc, the state directory at /state (read-write: logs) and the
- *      export, a ubd disk image, at /export: nothing else of the host is
- *      reachable from the guest's processes afterwards;
+ *      and /etc and the state directory at /state (read-write: logs):
+ *      nothing else of the host is reachable from the guest's processes
+ *      afterwards;
  *   3. loads the NFS server's modules from the host's
- *      /usr/lib/uml/modules/VERSION with finit_module, sets up lo, eth0
- *      and the `routes` (DEST/PREFIX,GATEWAY words) with system calls
+ *      /usr/lib/uml/modules/VERSION with finit_module, mounts the export,
+ *      a ubd disk image, at /export (with `disk_delay` "READ WRITE FLUSH",
+ *      milliseconds: on device-mapper's delay target over the disk, a
+ *      disk that takes time; nfs-server.sh --disk-latency), sets up lo,
+ *      eth0 and the `routes` (DEST/PREFIX,GATEWAY words) with system calls
  *      (every exec costs 0.1-0.5 s in UML);
  *   4. starts rpcbind, rpc.statd (with nlm=1), exports /export to the
  *      `client` hosts and networks (the host side of the link; a virtual
@@ -75,12 +78,20 @@
  *                      its disk), its directory readable (a shut-down xfs
  *                      answers EIO); writes nothing
  *   end-grace          end the NFSv4 grace period now
+ *   disk-delay [READ WRITE FLUSH]
+ *                      with disk_delay: the delay table (dm-delay's
+ *                      DEV OFFSET MS for reads, writes and flushes);
+ *                      with the three (ms, 0..DELAY_MAX_MS) those delays
+ *                      from now on (a live table reload)
+ *   drop-caches        sync, then drop the clean page cache, dentries and
+ *                      inodes: the next reads reach the disk
  *   restart GRACE LEASE THREADS
  *                      stop nfsd (threads 0: lockd and every client's
  *                      state go) and start it again with this grace
  *                      period (0..3600 s), lease (10..3600 s) and thread
  *                      count (1..threads_max)
- *   poweroff           server: stop nfsd, unmount the export, power off;
+ *   poweroff           server: stop nfsd, unmount the export, remove its
+ *                      delay device, power off;
  *                      client: unmount the NFS mounts (10 s at most),
  *                      power off
  *   sh [--timeout=S] LINE
@@ -91,8 +102,8 @@
  *                      first
  * Every number the agent takes (N, GRACE, LEASE, THREADS, S) must be
  * decimal digits in its range, or the command gets one error line and
- * does nothing. threads, export, end-grace and restart wait for each
- * other (one at a time, NFSD_LOCK_WAIT_MS at most); the commands other
+ * does nothing. threads, export, end-grace, restart and disk-delay's
+ * change wait for each other (one at a time, NFSD_LOCK_WAIT_MS at most); the commands other
  * than exec and sh end within COMMAND_MAX_S. The server role has all the
  * commands but sh, the client role read, exec, sh and poweroff. */
 #define _GNU_SOURCE
@@ -101,6 +112,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/blkpg.h>
+#include <linux/dm-ioctl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <linux/reboot.h>
 #include <net/if.h>
@@ -121,6 +134,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,6 +158,11 @@
 #define NFSD_LOCK_WAIT_MS 60000
 #define READ_MAX (64L << 20) /* bytes `read` sends at most */
 #define PROBE_BYTES 65536    /* the export probe's write */
+/* The export's delay device (disk_delay: export_mount) */
+#define DM_NAME "herd-export"
+#define DM_BUF 16384        /* bytes of one device-mapper ioctl's buffer */
+#define DELAY_MAX_MS 10010  /* disklatency.py: 10 s and the tick it adds */
+#define DEVICE_WAIT_MS 5000 /* for devtmpfs to show a new device */
 
 struct setting {
     char key[32];
@@ -152,6 +171,7 @@ struct setting {
 
 static struct setting settings[CONFIG_MAX];
 static int nsettings;
+static char export_dev[16] = "ubda"; /* the block device under /export */
 
 static void say(const char *fmt, ...)
 {
@@ -324,7 +344,8 @@ static void disk_drop_partitions(const char *disk)
 }
 
 /* Moves into a tmpfs root: /usr and /etc of the host read-only, the
- * state directory read-write, the export disk mounted at /export. */
+ * state directory read-write, an empty /export (export_mount mounts the
+ * disk there once the modules are loaded). */
 static void root_make(const char *guest_dir)
 {
     must_mount("tmpfs", "/mnt", "tmpfs", 0, "mode=0755");
@@ -361,10 +382,6 @@ static void root_make(const char *guest_dir)
     must_mount("proc", "/mnt/proc", "proc", 0, NULL);
     must_mount("sysfs", "/mnt/sys", "sysfs", 0, NULL);
     must_mount("devtmpfs", "/mnt/dev", "devtmpfs", 0, NULL);
-    const char *fs = setting("fs", "xfs");
-    disk_drop_partitions("/mnt/dev/ubda");
-    must_mount("/mnt/dev/ubda", "/mnt/export", fs, 0, NULL);
-    chmod("/mnt/export", 0777);
     /* statd runs as the owner of sm/ (Debian: statd). */
     struct stat st;
     if (stat("/mnt/state/statd-owner", &st) == 0) {
@@ -386,6 +403,8 @@ static const char *const server_modules[] = {
      * ifb0 for what arrives (an ingress redirect) */
     "net/sched/sch_netem", "net/sched/sch_tbf", "net/sched/sch_ingress", "net/sched/act_mirred",
     "net/sched/cls_matchall", "drivers/net/ifb", NULL};
+/* --disk-latency: device-mapper's delay target (export_mount) */
+static const char *const dm_modules[] = {"drivers/md/dm-mod", "drivers/md/dm-delay", NULL};
 static const char *const client_modules[] = {"lib/crc-ccitt",
                                              "net/ipv6/ipv6",
                                              "net/sunrpc/sunrpc",
@@ -721,7 +740,9 @@ static bool path_wait(const char *path, int ms)
 
 /* node_exporter (Debian's prometheus-node-exporter) on metrics_port, with
  * the collectors herd's monitor reads, and its textfile collector for
- * pool_stats (metrics_refresh). */
+ * pool_stats (metrics_refresh). Its disks: not device-mapper's delay
+ * device (above ubda, the disk itself: it counts no flush, and every
+ * request it passes on is ubda's too). */
 static void metrics_start(void)
 {
     const char *port = setting("metrics_port", "");
@@ -741,6 +762,7 @@ static void metrics_start(void)
                     "--collector.meminfo",
                     "--collector.nfsd",
                     "--collector.diskstats",
+                    "--collector.diskstats.device-exclude=^(ram|loop|fd|dm-)[0-9]+$",
                     "--collector.textfile",
                     "--collector.textfile.directory=/run/herd-metrics",
                     NULL};
@@ -796,10 +818,12 @@ static bool export_refuses_writes(char *why, size_t size)
         return true;
     }
     /* (the ext4 that start makes has none: errors_count is the disk's) */
+    char errors_path[64], last_path[64];
+    snprintf(errors_path, sizeof errors_path, "/sys/fs/ext4/%s/errors_count", export_dev);
+    snprintf(last_path, sizeof last_path, "/sys/fs/ext4/%s/last_error_func", export_dev);
     if (strcmp(setting("fs", "xfs"), "ext4") == 0 &&
-        line_read("/sys/fs/ext4/ubda/errors_count", errors, sizeof errors) &&
-        strcmp(errors, "0") != 0) {
-        line_read("/sys/fs/ext4/ubda/last_error_func", last, sizeof last);
+        line_read(errors_path, errors, sizeof errors) && strcmp(errors, "0") != 0) {
+        line_read(last_path, last, sizeof last);
         snprintf(why, size,
                  "/export: ext4 has recorded %s errors (the last in %s); after a failed write "
                  "to its disk it refuses writes",
@@ -870,6 +894,143 @@ static void export_must_take_writes(void)
     }
 }
 
+/* The export's slow disk (nfs-server.sh --disk-latency; the config's
+ * disk_delay, "READ WRITE FLUSH" in ms, empty for none): device-mapper's
+ * delay target DM_NAME over ubda, made with device-mapper's ioctls (no
+ * dmsetup: every exec costs 0.1-0.5 s here). Each bio waits its class's
+ * delay (a flush: a bio with REQ_PREFLUSH) on a timer of its own, then
+ * goes on to ubda. */
+union dm_buffer {
+    struct dm_ioctl io;
+    char bytes[DM_BUF];
+};
+
+/* One device-mapper ioctl on DM_NAME, the reply in b; with params, the
+ * table of one delay target over `sectors` (DM_TABLE_LOAD). 0, or -1
+ * with errno. */
+static int dm_call(unsigned long cmd, unsigned flags, const char *params,
+                   unsigned long long sectors, union dm_buffer *b)
+{
+    memset(b, 0, sizeof *b);
+    b->io.version[0] = DM_VERSION_MAJOR;
+    b->io.data_size = sizeof *b;
+    b->io.data_start = sizeof b->io;
+    b->io.flags = flags;
+    snprintf(b->io.name, sizeof b->io.name, "%s", DM_NAME);
+    if (params) {
+        struct dm_target_spec *spec = (struct dm_target_spec *)(b->bytes + b->io.data_start);
+        spec->length = sectors;
+        snprintf(spec->target_type, sizeof spec->target_type, "delay");
+        snprintf((char *)(spec + 1), sizeof *b - b->io.data_start - sizeof *spec, "%s", params);
+        b->io.target_count = 1;
+    }
+    int fd = open("/dev/mapper/control", O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = ioctl(fd, cmd, &b->io);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* ubda's size in 512-byte sectors; 0 when it cannot be read. */
+static unsigned long long disk_sectors(void)
+{
+    unsigned long long bytes = 0;
+    int fd = open("/dev/ubda", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && ioctl(fd, BLKGETSIZE64, &bytes) != 0)
+        bytes = 0;
+    if (fd >= 0)
+        close(fd);
+    return bytes / 512;
+}
+
+/* ms[0..2] (read, write, flush) as delays: decimal 0..DELAY_MAX_MS. */
+static bool delays_valid(char *const ms[3])
+{
+    long v;
+    for (int i = 0; i < 3; i++)
+        if (!ms[i] || !number_parse(ms[i], 0, DELAY_MAX_MS, &v))
+            return false;
+    return true;
+}
+
+/* DM_NAME's table: a delay target over all of ubda with the read, write
+ * and flush delays ms[0..2] (checked), made live (a resume swaps it in;
+ * bios held by the old table are let through at once). False with errno
+ * when the kernel refused. */
+static bool disk_delay_load(char *const ms[3])
+{
+    char params[256];
+    snprintf(params, sizeof params, "/dev/ubda 0 %s /dev/ubda 0 %s /dev/ubda 0 %s", ms[0], ms[1],
+             ms[2]);
+    unsigned long long sectors = disk_sectors();
+    union dm_buffer b;
+    if (sectors == 0) {
+        errno = EIO;
+        return false;
+    }
+    /* (resume without freezing the file system: the delay moves no data) */
+    return dm_call(DM_TABLE_LOAD, 0, params, sectors, &b) == 0 &&
+           dm_call(DM_DEV_SUSPEND, DM_SKIP_LOCKFS_FLAG, NULL, 0, &b) == 0;
+}
+
+/* The delay device over ubda with the config's disk_delay: its path in
+ * path, its name in export_dev. Powers off when it cannot be made. */
+static void disk_delay_create(char *path, size_t size)
+{
+    char words[LINE_MAX_], *ms[4] = {NULL}, *save = NULL;
+    snprintf(words, sizeof words, "%s", setting("disk_delay", ""));
+    for (int i = 0; i < 4; i++)
+        ms[i] = strtok_r(i ? NULL : words, " ", &save);
+    if (ms[3] || !delays_valid(ms)) {
+        errno = EINVAL;
+        say("the config's disk_delay '%s' is not READ WRITE FLUSH (ms, 0..%d)",
+            setting("disk_delay", ""), DELAY_MAX_MS);
+        die("disk_delay");
+    }
+    modules_load(dm_modules);
+    if (!path_wait("/dev/mapper/control", DEVICE_WAIT_MS))
+        die("/dev/mapper/control");
+    union dm_buffer b;
+    if (dm_call(DM_DEV_CREATE, 0, NULL, 0, &b) != 0)
+        die("device-mapper: create " DM_NAME);
+    unsigned dm_minor = minor((dev_t)b.io.dev);
+    if (!disk_delay_load(ms))
+        die("device-mapper: the delay table");
+    snprintf(path, size, "/dev/dm-%u", dm_minor);
+    snprintf(export_dev, sizeof export_dev, "dm-%u", dm_minor);
+    if (!path_wait(path, DEVICE_WAIT_MS))
+        die(path);
+    say("%s: dm-delay over ubda, read %s ms, write %s ms, flush %s ms", path, ms[0], ms[1], ms[2]);
+}
+
+/* The delay device goes (after the export's umount; a lazy one leaves it
+ * busy: it goes with the guest). */
+static void disk_delay_remove(void)
+{
+    union dm_buffer b;
+    if (!*setting("disk_delay", ""))
+        return;
+    if (dm_call(DM_DEV_REMOVE, 0, NULL, 0, &b) == 0)
+        say("device-mapper: %s removed", DM_NAME);
+    else
+        say("device-mapper: remove %s: %s", DM_NAME, strerror(errno));
+}
+
+/* The export's disk mounted at /export: ubda, or with disk_delay the
+ * delay device over it. */
+static void export_mount(void)
+{
+    char dev[32] = "/dev/ubda";
+    disk_drop_partitions(dev);
+    if (*setting("disk_delay", ""))
+        disk_delay_create(dev, sizeof dev);
+    must_mount(dev, "/export", setting("fs", "xfs"), 0, NULL);
+    chmod("/export", 0777);
+}
+
 /* threads_max, and the config's grace, lease and threads checked as the
  * agent's restart checks them. */
 static void nfs_settings_check(void)
@@ -922,6 +1083,7 @@ static void nfs_stop(void)
     sync();
     if (umount2("/export", 0) != 0)
         umount2("/export", MNT_DETACH);
+    disk_delay_remove();
     sync();
 }
 
@@ -1204,6 +1366,45 @@ static void nfsd_change(int fd, char **argv, int argc)
     }
 }
 
+/* disk-delay: "ok" and the delay table (dm-delay's: DEV OFFSET MS for
+ * reads, writes, flushes); disk-delay READ WRITE FLUSH (ms): those delays
+ * from now on. Only with the config's disk_delay (the device is made at
+ * boot). */
+static void disk_delay_serve(int fd, char **argv, int argc)
+{
+    union dm_buffer b;
+    if (!*setting("disk_delay", "")) {
+        reply(fd, "error: the export has no delay device (nfs-server.sh start --disk-latency)\n");
+    } else if (argc == 1) {
+        if (dm_call(DM_TABLE_STATUS, DM_STATUS_TABLE_FLAG, NULL, 0, &b) != 0 ||
+            b.io.target_count != 1) {
+            reply(fd, "error: device-mapper: table of %s: %s\n", DM_NAME, strerror(errno));
+            return;
+        }
+        b.bytes[sizeof b - 1] = '\0';
+        reply(fd, "ok\n%s\n", (char *)((struct dm_target_spec *)(b.bytes + b.io.data_start) + 1));
+    } else if (argc != 4 || !delays_valid(argv + 1)) {
+        reply(fd, "error: disk-delay [READ WRITE FLUSH] (milliseconds, 0..%d)\n", DELAY_MAX_MS);
+    } else if (!nfsd_lock()) {
+        reply(fd, "error: another command kept changing nfsd for %d s\n", NFSD_LOCK_WAIT_MS / 1000);
+    } else if (disk_delay_load(argv + 1)) {
+        reply(fd, "ok\n");
+    } else {
+        reply(fd, "error: device-mapper: the delay table: %s\n", strerror(errno));
+    }
+}
+
+/* drop-caches: the guest's clean page cache, dentries and inodes dropped
+ * after a sync, so that the next reads of the export reach its disk. */
+static void drop_caches_serve(int fd)
+{
+    sync();
+    if (file_write("/proc/sys/vm/drop_caches", "3\n"))
+        reply(fd, "ok\n");
+    else
+        reply(fd, "error: drop_caches: %s\n", strerror(errno));
+}
+
 static void poweroff_serve(int fd)
 {
     reply(fd, "ok\n");
@@ -1253,6 +1454,10 @@ static void command_do(int fd, char **argv, int argc)
         poweroff_serve(fd);
     else if (!client && strcmp(argv[0], "export-check") == 0 && argc == 1)
         export_check_serve(fd);
+    else if (!client && strcmp(argv[0], "disk-delay") == 0)
+        disk_delay_serve(fd, argv, argc);
+    else if (!client && strcmp(argv[0], "drop-caches") == 0 && argc == 1)
+        drop_caches_serve(fd);
     else if (!client && nfsd_changes(argv[0]))
         nfsd_change(fd, argv, argc);
     else
@@ -1426,6 +1631,8 @@ int main(void)
     else
         root_make(guest_dir);
     modules_load(client ? client_modules : server_modules);
+    if (!client)
+        export_mount();
     network_up();
     say("modules and network");
     if (client)

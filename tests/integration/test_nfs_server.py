@@ -344,12 +344,12 @@ def test_exec_exit_code_and_status(server, tmp_path):
 
 def test_env_and_exec_name_the_server_and_its_fs(server):
     """`env` prints, and `exec` puts in the environment, HERD_SERVER and
-    HERD_SERVER_FS (herd records the latter as server_fs), the URL and
-    the link."""
+    HERD_SERVER_FS (herd records the latter as server_fs), the URL, the
+    link and the disk's latency (none: ganesha has no --disk-latency)."""
     for fs in ("tmpfs", "dir"):
         s = server("--fs", fs)
         want = {"HERD_SERVER": "ganesha", "HERD_SERVER_FS": fs, "HERD_SERVER_URL": s.url,
-                "HERD_LINK": "none"}
+                "HERD_LINK": "none", "HERD_SERVER_DISK": "none"}
         proc = s.cmd("env", "--state", s.state)
         assert proc.returncode == 0, proc.stderr
         assert dict(line.split("=", 1) for line in proc.stdout.splitlines()) == want, proc.stdout
