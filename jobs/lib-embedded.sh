@@ -38,12 +38,11 @@ embedded_begin() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 }
 
-# embedded_run NAME "SERVER START OPTIONS" [--set k=v]...: start a server
-# with those options, run JOB on it, stop it; the results become
-# $out/NAME.h5 (a link, added to links) and a failure sets failed=1.
-embedded_run() {
+# embedded_start NAME "SERVER START OPTIONS": start a server with those
+# options (its state directory: $state); EMBEDDED_SETS holds the --set
+# arguments that point a run at it.
+embedded_start() {
     local name=$1 server_opts=$2 url loopdev
-    shift 2
     state=$(mktemp -d "$tmp/herd-$name.XXXXXX")
     # shellcheck disable=SC2086 # server_opts are separate words
     url=$("$SERVER" start --state "$state" --fs xfs --size "${image_mb}M" $server_opts | sed -n 1p) ||
@@ -54,8 +53,18 @@ embedded_run() {
     loopdev=$(losetup -j "$state/image.img" | cut -d: -f1 | sed -n 1p)
     [ -z "$loopdev" ] || disk=(--set monitor_disks="${loopdev##*/}")
     log "$name: export $url"
-    embedded_batch "$name" --set backend=libnfs --set target="$url" \
-        --set monitor_processes=ganesha.nfsd "${disk[@]}" "$@"
+    EMBEDDED_SETS=(--set backend=libnfs --set target="$url" --set monitor_processes=ganesha.nfsd
+        "${disk[@]}")
+}
+
+# embedded_run NAME "SERVER START OPTIONS" [--set k=v]...: start a server
+# with those options, run JOB on it, stop it; the results become
+# $out/NAME.h5 (a link, added to links) and a failure sets failed=1.
+embedded_run() {
+    embedded_start "$1" "$2"
+    local name=$1
+    shift 2
+    embedded_batch "$name" "${EMBEDDED_SETS[@]}" "$@"
 }
 
 # embedded_monitor: the --set arguments and rank count (EMBEDDED_NP) of the
@@ -78,12 +87,19 @@ embedded_monitor() {
     fi
 }
 
-# embedded_batch NAME SET_ARG...: run $JOB with herd-batch.sh inside the
-# started server's namespace ($state) with embedded_monitor's monitor, the
-# given --set arguments after the monitor's; stop the server; the
-# results become $out/NAME.h5 (a link, added to links), a failure sets
-# failed=1. What every seed driver's run shares.
+# embedded_batch NAME SET_ARG...: embedded_herd, then stop the server.
+# What every seed driver's run shares.
 embedded_batch() {
+    embedded_herd "$@"
+    stop_server
+}
+
+# embedded_herd NAME SET_ARG...: run $JOB with herd-batch.sh inside the
+# started server's namespace ($state) with embedded_monitor's monitor, the
+# given --set arguments after the monitor's; the server keeps running;
+# the results become $out/NAME.h5 (a link, added to links), a failure
+# sets failed=1.
+embedded_herd() {
     local name=$1 runout rc dir
     shift
     embedded_monitor
@@ -96,7 +112,6 @@ embedded_batch() {
         bash "$REPO/jobs/herd-batch.sh" "$JOB" "${EMBEDDED_MONITOR[@]}" "$@" | tee "$runout"
     rc=${PIPESTATUS[0]}
     set -e
-    stop_server
     dir=$(tail -n 1 "$runout")
     rm -f "$runout"
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then

@@ -23,9 +23,15 @@
 # With NFS_SERVER=knfsd the server is the Linux kernel's nfsd (nfs-server.sh
 # --server knfsd: a User-Mode Linux guest with one CPU) exporting its xfs
 # disk `sync` or `async`, the real export options of the seed; the monitor
-# is the guest's node_exporter (its disk ubda), no monitor rank.
+# is the guest's node_exporter (its disk ubda), no monitor rank. With
+# DISK_LATENCY (knfsd only) the guest's disk takes time (nfs-server.sh
+# --disk-latency: flush=8ms is a spinning disk's cache flush), so that
+# the flushes cost what they cost on the seed's server. With ROUNDS > 1
+# the modes alternate ROUNDS times (sync, async, sync, async...) and the
+# per-step table gives medians, with every round's sync/async ratio.
 #
 #   jobs/seed003-sync-async.sh
+#   NFS_SERVER=knfsd DISK_LATENCY=flush=8ms ROUNDS=3 jobs/seed003-sync-async.sh
 #
 # Environment:
 #   RANKS       ranks doing the metadata work (default 1); one more is the monitor
@@ -33,10 +39,14 @@
 #   MODES       server modes in order (default "sync async"; sync-writes too,
 #               ganesha only)
 #   NFS_SERVER  ganesha (default) or knfsd
+#   DISK_LATENCY  knfsd's disk: none (default) or read=T,write=T,flush=T
+#               (nfs-server.sh --disk-latency)
+#   ROUNDS      times each mode runs, alternating (default 1)
 #   OUT         output directory (default ${HERD_RESULTS:-<repo>/results}/seed003-<date>)
 #   HERD, HERD_MPIRUN_ARGS (added after --oversubscribe), HERD_PYTHON: as herd-batch.sh
 # Output in OUT: runs/<date>-seed003-<np>r-<mode>/ (herd-batch.sh's
-# directories), sync.h5 and async.h5 (links to their results), compare/
+# directories), sync.h5 and async.h5 (links to their results; with ROUNDS
+# > 1 sync.1.h5, async.1.h5, sync.2.h5...), compare/
 # (herd-compare -o), steps.csv (the per-step table) and summary.txt (the
 # tables printed at the end).
 # Needs root (namespaces, loop devices), nfs-ganesha (see
@@ -58,6 +68,8 @@ RANKS=${RANKS:-1}
 FILES=${FILES:-4000}
 MODES=${MODES:-sync async}
 NFS_SERVER=${NFS_SERVER:-ganesha}
+DISK_LATENCY=${DISK_LATENCY:-none}
+ROUNDS=${ROUNDS:-1}
 python=${HERD_PYTHON:-/usr/bin/python3}
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -65,13 +77,17 @@ case "${1:-}" in -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed 
 (($# == 0)) || bad "takes no arguments (settings are environment variables; see --help)"
 [[ "$RANKS" =~ ^[1-9][0-9]*$ ]] || bad "RANKS: '$RANKS' is not a positive integer"
 [[ "$FILES" =~ ^[1-9][0-9]*$ ]] || bad "FILES: '$FILES' is not a positive integer"
+[[ "$ROUNDS" =~ ^[1-9][0-9]?$ ]] || bad "ROUNDS: '$ROUNDS' is not a count 1..99"
+disk_spec=$(python3 "$REPO/cluster-configs/local/disklatency.py" check "$DISK_LATENCY") || exit 2
 read -r -a modes <<<"$MODES"
 ((${#modes[@]})) || bad "MODES is empty"
 case "$NFS_SERVER" in
     ganesha) server_opts="" ;;
-    knfsd) server_opts="--server knfsd" ;;
+    knfsd) server_opts="--server knfsd --disk-latency $disk_spec" ;;
     *) bad "NFS_SERVER: '$NFS_SERVER' is not ganesha or knfsd" ;;
 esac
+[ "$disk_spec" = none ] || [ "$NFS_SERVER" = knfsd ] ||
+    bad "DISK_LATENCY is kernel nfsd's (NFS_SERVER=knfsd): ganesha's disk has no delay"
 for m in "${modes[@]}"; do
     case "$m" in sync | async) ;;
         sync-writes) [ "$NFS_SERVER" = ganesha ] || bad "MODES: sync-writes is ganesha's" ;;
@@ -97,9 +113,13 @@ tmp=${TMPDIR:-/tmp}
 . "$REPO/jobs/lib-embedded.sh"
 embedded_begin seed003
 
-log "seed 003: $RANKS rank(s) x $FILES files, $NFS_SERVER exports: ${modes[*]}; results in $out"
-for m in "${modes[@]}"; do
-    embedded_run "$m" "$server_opts --$m" --set files="$FILES"
+log "seed 003: $RANKS rank(s) x $FILES files, $NFS_SERVER exports: ${modes[*]}, disk latency $disk_spec, $ROUNDS round(s); results in $out"
+for ((r = 1; r <= ROUNDS; r++)); do
+    for m in "${modes[@]}"; do
+        name=$m
+        ((ROUNDS == 1)) || name=$m.$r
+        embedded_run "$name" "$server_opts --$m" --set files="$FILES"
+    done
 done
 
 # Per step: seconds under each mode, sync/async (time ratio: > 1 = sync
@@ -114,6 +134,7 @@ steps_per_mode() {
     echo "per step: seconds, sync/async = time ratio (> 1: sync slower), wr/item and fl/item = the export disk's writes and flushes per file or directory"
     if [ "$NFS_SERVER" = knfsd ]; then
         echo "mechanism: kernel nfsd, export option sync: commit_metadata forces xfs's log to the disk after each namespace op, before the reply; async: the reply comes first"
+        echo "disk latency: $disk_spec$( ((ROUNDS == 1)) || echo "; medians of $ROUNDS rounds, then each round's sync/async")"
     else
         echo "mechanism: --sync mounts the export with dirsync (each namespace op commits the fs log before ganesha replies, as kernel nfsd's commit_metadata); --async: no dirsync, ganesha's fsyncs are no-ops"
     fi
@@ -121,9 +142,10 @@ steps_per_mode() {
 import csv, os, sys
 sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
 import herd_results
-runs = {}
+import statistics
+runs = {}  # phase -> mode -> [(seconds, writes, flushes, files) per round]
 for path in sys.argv[2:]:
-    mode = os.path.basename(path)[:-3]
+    mode = os.path.basename(path)[:-3].partition(".")[0]
     with herd_results.load(path) as run:
         disks = run.disks()
         for _, ph in run.phases.iterrows():
@@ -133,32 +155,39 @@ for path in sys.argv[2:]:
             wr = float(d["writes"].sum()) if len(d) else float("nan")
             fl = float(d["flushes"].sum()) if len(d) and "flushes" in d else float("nan")
             files = int(a.get("files", 0)) * int(a.get("summary_ranks", 1))
-            runs.setdefault(ph["phase"], {})[mode] = (t1 - t0, wr, fl, files)
-modes = [os.path.basename(p)[:-3] for p in sys.argv[2:]]
+            runs.setdefault(ph["phase"], {}).setdefault(mode, []).append((t1 - t0, wr, fl, files))
+modes = list(dict.fromkeys(os.path.basename(p)[:-3].partition(".")[0] for p in sys.argv[2:]))
+def median(rounds, i):
+    return statistics.median(r[i] for r in rounds) if rounds else float("nan")
 rows = []
 for phase, per in runs.items():
     r = {"phase": phase}
     for m in modes:
-        sec, wr, fl, files = per.get(m, (float("nan"), float("nan"), float("nan"), 0))
+        rounds = per.get(m, [])
+        sec, wr, fl = median(rounds, 0), median(rounds, 1), median(rounds, 2)
+        files = rounds[0][3] if rounds else 0
         r[f"{m}_s"] = f"{sec:.2f}"
         r[f"{m}_wr_per_item"] = f"{wr / files:.2f}" if files and wr == wr else "-"
         r[f"{m}_fl_per_item"] = f"{fl / files:.2f}" if files and fl == fl else "-"
-    if "sync" in per and "async" in per and per["async"][0] > 0:
-        r["sync_over_async"] = f"{per['sync'][0] / per['async'][0]:.2f}"
+    sync, asyn = per.get("sync", []), per.get("async", [])
+    if sync and asyn and median(asyn, 0) > 0:
+        r["sync_over_async"] = f"{median(sync, 0) / median(asyn, 0):.2f}"
+        # (each round's sync over the same round's async)
+        r["rounds"] = " ".join(f"{s[0] / a[0]:.2f}" for s, a in zip(sync, asyn) if a[0] > 0)
     else:
-        r["sync_over_async"] = "-"
+        r["sync_over_async"] = r["rounds"] = "-"
     rows.append(r)
 with open(sys.argv[1], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
     w.writeheader()
     w.writerows(rows)
 head = f"{'step':8}" + "".join(f" {m + ' s':>12} {m + ' wr/item':>16} {m + ' fl/item':>16}"
-                               for m in modes) + f" {'sync/async':>10}"
+                               for m in modes) + f" {'sync/async':>10}  rounds"
 print(head)
 for r in rows:
     print(f"{r['phase']:8}" + "".join(f" {r[m + '_s']:>12} {r[m + '_wr_per_item']:>16}"
                                       f" {r[m + '_fl_per_item']:>16}" for m in modes)
-          + f" {r['sync_over_async']:>10}")
+          + f" {r['sync_over_async']:>10}  {r['rounds']}")
 PY
 }
 

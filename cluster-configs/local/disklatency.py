@@ -30,6 +30,7 @@ kernel has no device-mapper, and a shim in ganesha cannot stand in for it
 
 Standard library only (Debian 12's python3)."""
 
+import sys
 from typing import NamedTuple
 
 import netlink
@@ -106,3 +107,23 @@ def refusal(option):
     """Why ganesha has no --disk-latency: one line."""
     return (f"{option} is kernel nfsd's (--server knfsd): ganesha's export is a loop device "
             "of the host, whose kernel has no device-mapper (dm-delay)")
+
+
+def main(argv):
+    """disklatency.py check SPEC: the normalized spec (none for none) on
+    stdout, exit 0; a bad one: one line on stderr, exit 2 (the seed
+    drivers check their DISK_LATENCY with it before anything starts)."""
+    if len(argv) != 2 or argv[0] != "check":
+        print("usage: disklatency.py check SPEC", file=sys.stderr)
+        return 2
+    try:
+        disk = parse("DISK_LATENCY", argv[1])
+    except DiskLatencyError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(disk.spec if disk else "none")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
