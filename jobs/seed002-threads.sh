@@ -15,18 +15,35 @@
 # share of them that found an idle thread (pool_stats: "woken"), and the
 # guest's CPU: where throughput stops growing, and why.
 #
+# With DISK_LATENCY (e.g. read=5ms: nfs-server.sh --disk-latency) the
+# guest's disk takes time, as the seed's did, and the reads must reach
+# it: one server for every thread count (changed live with `threads`),
+# the files written once (a run of its own, kept), then per thread count
+# and ladder step a read run of its own after the guest's page cache is
+# dropped (the agent's drop-caches), ranks_active = that step, random
+# 64K reads of each block once (access = random, iterations = 1: no read
+# finds a block an earlier read brought in; a sequential read would let
+# the server's read-ahead hide the disk from the thread count), each step
+# STEP_DURATION long at most. Every read then waits for the disk in an
+# nfsd thread: the threads bound how many waits overlap.
+#
 #   jobs/seed002-threads.sh
+#   DISK_LATENCY=read=5ms THREADS="1 2 4 8 16" RANKS=16 jobs/seed002-threads.sh
 #
 # Environment:
 #   THREADS     nfsd thread counts (default "1 2 4 8")
 #   RANKS       client ranks, the ladder's top (default 8)
 #   FILE_SIZE   each rank's file (default 64M)
+#   DISK_LATENCY  none (default) or read=T,write=T,flush=T (the guest's disk)
+#   STEP_DURATION  with DISK_LATENCY: each read step's deadline (default 10s)
 #   OUT         output directory (default ${HERD_RESULTS:-<repo>/results}/seed002-threads-<date>)
 #   HERD, HERD_MPIRUN_ARGS (added after --oversubscribe), HERD_PYTHON: as herd-batch.sh
 # Output in OUT: runs/<date>-seed002-threads-<np>r-tN/ (herd-batch.sh's
 # directories), tN.h5 (links to their results), compare/ (herd-compare
 # -o), threads.csv (the table) and summary.txt (what was printed at the
-# end).
+# end). With DISK_LATENCY: runs/<date>-cold-read-<np>r-tN.rK/ and tN.rK.h5
+# per thread count N and step K (the write run: write.h5, in no table),
+# cold-write.ini and cold-read.ini (the two jobs).
 # Needs root (namespaces), user-mode-linux and nfs-kernel-server (see
 # cluster-configs/local/install.sh) and a herd built with libnfs and
 # libcurl. One guest CPU bounds the absolute figures: the sweep shows the
@@ -46,6 +63,8 @@ JOB=$REPO/jobs/seed002-threads.ini
 THREADS=${THREADS:-1 2 4 8}
 RANKS=${RANKS:-8}
 FILE_SIZE=${FILE_SIZE:-64M}
+DISK_LATENCY=${DISK_LATENCY:-none}
+STEP_DURATION=${STEP_DURATION:-10s}
 python=${HERD_PYTHON:-/usr/bin/python3}
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -58,6 +77,8 @@ for n in "${threads[@]}"; do
 done
 [[ "$RANKS" =~ ^[1-9][0-9]*$ ]] || bad "RANKS: '$RANKS' is not a positive integer"
 [[ "$FILE_SIZE" =~ ^[1-9][0-9]*[KMG]$ ]] || bad "FILE_SIZE: '$FILE_SIZE' is not a size like 64M"
+[[ "$STEP_DURATION" =~ ^[1-9][0-9]*(ms|s|m)$ ]] || bad "STEP_DURATION: '$STEP_DURATION' is not a duration like 10s"
+disk_spec=$(python3 "$REPO/cluster-configs/local/disklatency.py" check "$DISK_LATENCY") || exit 2
 [ "$(id -u)" -eq 0 ] || bad "needs root (the embedded server uses namespaces)"
 command -v linux.uml >/dev/null || bad "linux.uml not found (cluster-configs/local/install.sh installs user-mode-linux)"
 [ -x "$HERD" ] || bad "herd binary $HERD not found (build it, or set HERD)"
@@ -78,23 +99,72 @@ tmp=${TMPDIR:-/tmp}
 . "$REPO/jobs/lib-embedded.sh"
 embedded_begin seed002-threads
 
-log "seed 002 threads: nfsd threads ${threads[*]}, a read ladder up to $RANKS ranks x $FILE_SIZE, 64K calls; results in $out"
-for n in "${threads[@]}"; do
-    embedded_run "t$n" "--server knfsd --threads $n" --set file_size="$FILE_SIZE"
-done
+# cold_jobs: the DISK_LATENCY runs' two jobs in $out: every rank writes its
+# file (kept, under a fixed run id), and reads it back, random 64K
+# blocks, each once, in one ladder step (ranks_active, set per run).
+cold_jobs() {
+    local global="[global]
+backend = libnfs
+target = nfs://nfs-server/export?version=3
+sharing = unique
+fileset = seed002-cold
+file_size = 64M
+run_id = seed002-cold-$$
+keep = yes"
+    printf '; seed002-threads.sh, DISK_LATENCY: the files, written once\n%s\n\n[write]\nkind = write\nblock_size = 1M\n' \
+        "$global" >"$out/cold-write.ini"
+    printf '; seed002-threads.sh, DISK_LATENCY: one read step from the disk\n%s\n\n[read]\nkind = read\nblock_size = 64K\naccess = random\niterations = 1\nranks_active = 1\n' \
+        "$global" >"$out/cold-read.ini"
+}
+
+# cold_sweep: DISK_LATENCY's runs on one server (see the top).
+cold_sweep() {
+    local n k steps=()
+    for ((k = 1; k < RANKS; k *= 2)); do steps+=("$k"); done
+    steps+=("$RANKS")
+    cold_jobs
+    embedded_start cold "--server knfsd --threads ${threads[0]} --disk-latency $disk_spec"
+    JOB=$out/cold-write.ini
+    embedded_herd write "${EMBEDDED_SETS[@]}" --set file_size="$FILE_SIZE"
+    ((failed == 0)) || { log "the write run failed: no files to read"; exit 1; }
+    links=()  # (the write run belongs to no thread count)
+    JOB=$out/cold-read.ini
+    for n in "${threads[@]}"; do
+        "$SERVER" threads --state "$state" "$n" || { log "threads $n failed"; exit 1; }
+        for k in "${steps[@]}"; do
+            "$SERVER" guest --state "$state" -- drop-caches >/dev/null ||
+                { log "the guest's drop-caches failed"; exit 1; }
+            embedded_herd "t$n.r$k" "${EMBEDDED_SETS[@]}" --set file_size="$FILE_SIZE" \
+                --set read.ranks_active="$k" --set read.step_duration="$STEP_DURATION"
+        done
+    done
+    stop_server
+}
+
+log "seed 002 threads: nfsd threads ${threads[*]}, a read ladder up to $RANKS ranks x $FILE_SIZE, 64K calls, disk latency $disk_spec; results in $out"
+if [ "$disk_spec" = none ]; then
+    for n in "${threads[@]}"; do
+        embedded_run "t$n" "--server knfsd --threads $n" --set file_size="$FILE_SIZE"
+    done
+else
+    cold_sweep
+fi
 
 # Per thread count and ladder step: MiB/s, requests/s, woken share, CPU.
 # shellcheck disable=SC2317,SC2154 # called by embedded_finish; out, links: lib-embedded.sh
 threads_table() {
     echo
     echo "per nfsd thread count and ladder step: MiB/s; pkts/s = requests reaching nfsd's threads per second; woken = their share that found an idle thread; cpu = the guest's one CPU, busy share"
+    [ "$disk_spec" = none ] ||
+        echo "disk latency $disk_spec: each step a run of its own after the guest's caches were dropped; random 64K reads, each block once, $STEP_DURATION at most"
     REPO=$REPO "$python" - "$out/threads.csv" "${links[@]}" <<'PY'
 import csv, math, os, sys
 sys.path.insert(0, os.path.join(os.environ["REPO"], "analysis"))
 import herd_results
 rows = []
 for path in sys.argv[2:]:
-    threads = os.path.basename(path)[1:-3]
+    # tN.h5, or tN.rK.h5 (one ladder step)
+    threads = os.path.basename(path)[1:-3].partition(".")[0]
     with herd_results.load(path) as run:
         steps = run.ladder_steps("read")
         for _, s in steps.iterrows():
@@ -103,6 +173,7 @@ for path in sys.argv[2:]:
                          "pkts_per_s": float(s["nfsd_packets_per_s"]),
                          "woken": float(s["nfsd_woken_share"]),
                          "cpu": float(s["cpu_mean"])})
+rows.sort(key=lambda r: (r["threads"], r["ranks"]))
 with open(sys.argv[1], "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
     w.writeheader()
