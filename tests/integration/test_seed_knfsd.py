@@ -13,6 +13,18 @@ knfsd, a User-Mode Linux guest):
    and step.
 3. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
    granted over kernel lockd, no violation.
+4. seed003-sync-async.sh with DISK_LATENCY=flush=8ms and ROUNDS=2 (50
+   files): the modes alternate (sync.1, async.1, sync.2, async.2), the
+   table names the disk latency and gives each step's median with both
+   rounds' sync/async ratios, the monitor's disk is still ubda alone and
+   the flushes per file are as without a delay. A bad DISK_LATENCY, or
+   one for ganesha, is one line and exit 2 before any server starts.
+5. seed002-threads.sh with DISK_LATENCY=read=5ms (threads 1 and 2, 2
+   ranks): a run per thread count and ladder step (tN.rK.h5, its one
+   step K ranks), threads.csv a row each, and every step's reads came
+   from the disk: the guest disk's read bytes while the step ran are at
+   least what herd read (the guest's caches were dropped before it, and
+   each block is read once).
 No server, guest or state directory is left afterwards.
 
 Needs root, user-mode-linux, nfs-kernel-server, prometheus-node-exporter,
@@ -109,6 +121,66 @@ def test_seed002_threads_knfsd(herd_bin, tmp_path):
     assert {(r["threads"], r["ranks"]) for r in rows} == {(t, r) for t in ("1", "4")
                                                           for r in ("1", "2")}, rows
     assert all(float(r["mib_per_s"]) > 0 for r in rows), rows
+
+
+def test_seed003_knfsd_disk_latency_rounds(herd_bin, tmp_path):
+    for bad, server in (("flush=8", "knfsd"), ("flush=8ms", "ganesha")):
+        (tmp_path / f"bad-{server}").mkdir()
+        tmp, env = seed_env(herd_bin, tmp_path / f"bad-{server}", NFS_SERVER=server,
+                            DISK_LATENCY=bad)
+        proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=60)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, describe(proc)
+        assert "DISK_LATENCY" in proc.stderr and guests_left(tmp) == []
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=50, RANKS=1, NFS_SERVER="knfsd",
+                        DISK_LATENCY="flush=8ms", ROUNDS=2)
+    proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=600)
+    assert proc.returncode == 0, describe(proc)
+    assert guests_left(tmp) == []
+    out = tmp_path / "out"
+    for name in ("sync.1", "async.1", "sync.2", "async.2"):
+        with h5py.File(out / f"{name}.h5", "r") as f:
+            assert text(f.attrs["status"]) == "complete", name
+            disks = f["monitor/disks"][()]
+            assert set(text(d) for d in disks["device"]) == {"ubda"}, (name, disks["device"])
+    assert "disk latency: read=0ms,write=0ms,flush=8ms; medians of 2 rounds" in proc.stdout, \
+        describe(proc)
+    steps = {r["phase"]: r for r in read_csv(out / "steps.csv")}
+    assert set(steps) == {"create", "stat", "mv", "rm"}, steps
+    for ph, r in steps.items():
+        assert len(r["rounds"].split()) == 2, r
+    for ph in ("mv", "rm"):
+        assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
+        assert float(steps[ph]["async_fl_per_item"]) <= 0.05, steps[ph]
+
+
+def test_seed002_threads_knfsd_disk_latency(herd_bin, tmp_path):
+    tmp, env = seed_env(herd_bin, tmp_path, THREADS="1 2", RANKS=2, FILE_SIZE="8M",
+                        STEP_DURATION="3s", DISK_LATENCY="read=5ms")
+    proc = run_cmd(["bash", JOBS / "seed002-threads.sh"], env=env, timeout=600)
+    assert proc.returncode == 0, describe(proc)
+    assert guests_left(tmp) == []
+    out = tmp_path / "out"
+    assert not (out / "t1.h5").exists() and (out / "write.h5").exists()
+    for n in (1, 2):
+        for k in (1, 2):
+            with h5py.File(out / f"t{n}.r{k}.h5", "r") as f:
+                # (the ladder's group, with its steps table, and its one step)
+                assert set(f["phases"]) == {"read", f"read.{k}r"}, list(f["phases"])
+                assert list(f["phases/read/steps"]["active_ranks"]) == [k]
+                ph = f["phases"][f"read.{k}r"]
+                assert int(ph.attrs["active_ranks"]) == k
+                t0, t1 = float(ph.attrs["t_start"]), float(ph.attrs["t_end"])
+                read = int(ph["ranks"]["bytes"].sum())
+                disks = f["monitor/disks"][()]
+                meets = (disks["t"] - disks["dt"] <= t1) & (disks["t"] > t0)
+                from_disk = float(disks["read_bytes"][meets].sum())
+                samples = f["monitor/samples"][()]
+                assert set(samples["nfsd_threads"][~np.isnan(samples["nfsd_threads"])]) == {n}
+            print(f"t{n} r{k}: herd read {read} bytes, the disk {from_disk:.0f}")
+            assert read > 0 and from_disk >= read, (n, k, read, from_disk)
+    rows = read_csv(out / "threads.csv")
+    assert [(r["threads"], r["ranks"]) for r in rows] == \
+        [("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")], rows
 
 
 def test_seed001_locks_knfsd(herd_bin, tmp_path):
