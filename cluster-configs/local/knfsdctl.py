@@ -219,7 +219,7 @@ def cmd_disk_latency(words):
 def cmd_guest(words):
     """guest --state DIR -- COMMAND [ARG...]: a command of the guest's agent
     (read PATH, exec [--timeout=S] PROG ARG..., threads N, export-check,
-    end-grace; see uml-init.c), each word passed on as it is; its reply on
+    end-grace, disk-delay, drop-caches; see uml-init.c), each word passed on as it is; its reply on
     stdout, its exit status knfsd.py agent's."""
     srv, rest = knfsd_server("guest", words)
     if not rest:
