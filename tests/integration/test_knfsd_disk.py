@@ -26,7 +26,7 @@ guest's disk (uml-init.c, disklatency.py); `disk-latency` changes it live.
    The flush counts, times and bounds are printed (-s).
 
 Needs root and what test_knfsd.py needs; skips otherwise. Run:
-HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -s tests/integration/test_disk_latency.py
+HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -s tests/integration/test_knfsd_disk.py
 """
 
 import os
