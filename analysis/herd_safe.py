@@ -164,7 +164,7 @@ MAX_COUNT = 1 << 24              # nranks, nhosts, phase index
 
 ROOT_TEXT = ("tool", "version", "run_id", "status", "start_utc", "end_utc", "command_line",
              "job_path", "job_text", "target", "mpi_version", "hdf5_version", "label",
-             "server_fs")
+             "server_fs", "server_disk")
 ROOT_NUMBER = {"epoch_unix": "f", "nranks": "i", "nhosts": "i", "clock_sync_seconds": "f",
                "exit_code": "i", "startup_seconds": "f"}
 STATUSES = ("partial", "complete", "incomplete", "interrupted")

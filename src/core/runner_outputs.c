@@ -128,27 +128,28 @@ int run_claim_places(struct run *r)
     return 0;
 }
 
-/* Rank 0: the export's file system as the environment names it
- * (HERD_SERVER_FS: nfs-server.sh exec sets it), into r->server_fs; a
- * value that is no file system's name is said and left out. */
-static void run_server_fs(struct run *r)
+/* Rank 0: a word of the embedded server's that nfs-server.sh exec puts in
+ * the environment (name: HERD_SERVER_FS, the export's file system;
+ * HERD_SERVER_DISK, its disk's delays), into out (len bytes); a value of
+ * other characters than `allowed`, or too long, is said and left out. */
+static void run_server_word(const char *name, const char *allowed, const char *what, char *out,
+                            size_t len)
 {
-    const char *fs = getenv("HERD_SERVER_FS");
-    size_t n = fs ? strlen(fs) : 0;
+    const char *v = getenv(name);
+    size_t n = v ? strlen(v) : 0;
     if (n == 0)
         return;
-    if (n < sizeof r->server_fs &&
-        strspn(fs, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") == n) {
-        memcpy(r->server_fs, fs, n + 1);
+    if (n < len && strspn(v, allowed) == n) {
+        memcpy(out, v, n + 1);
         return;
     }
     char shown[128];
-    utf8_escape(fs, shown, sizeof shown);
-    fprintf(stderr,
-            "herd: HERD_SERVER_FS: '%s' is not a file system's name (1-%zu letters, digits, "
-            "'.', '_', '+', '-'): not recorded\n",
-            shown, sizeof r->server_fs - 1);
+    utf8_escape(v, shown, sizeof shown);
+    fprintf(stderr, "herd: %s: '%s' is not %s, at most %zu of them: not recorded\n", name, shown,
+            what, len - 1);
 }
+
+#define RUN_WORD_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
                        const struct host_info *hosts, const struct rank_info *ranks)
@@ -156,12 +157,18 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
     const struct phase *first = &r->job->phases[0];
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
     versions_mpi(mpi_version, sizeof mpi_version);
-    run_server_fs(r);
+    run_server_word("HERD_SERVER_FS", RUN_WORD_CHARS "._+-",
+                    "a file system's name (letters, digits, '.', '_', '+', '-')", r->server_fs,
+                    sizeof r->server_fs);
+    run_server_word("HERD_SERVER_DISK", RUN_WORD_CHARS "=,.",
+                    "a disk's delays (letters, digits, '=', ',', '.')", r->server_disk,
+                    sizeof r->server_disk);
     struct run_info info = {
         .version = HERD_VERSION,
         .run_id = r->run_id,
         .label = r->job->label,
         .server_fs = r->server_fs,
+        .server_disk = r->server_disk,
         .command_line = r->opts->command_line,
         .job_path = r->job->path,
         .job_text = r->job->text,
@@ -262,6 +269,7 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code,
     struct summary_json_run jr = {.run_id = r->run_id,
                                   .label = r->job->label,
                                   .server_fs = r->server_fs,
+                                  .server_disk = r->server_disk,
                                   .status = status_name,
                                   .exit_code = exit_code,
                                   .results_file = r->output,

@@ -43,6 +43,7 @@ struct run {
     int rank, size; /* in comm */
     char run_id[64];
     char server_fs[RUN_SERVER_FS_MAX]; /* rank 0: HERD_SERVER_FS, "" = not given */
+    char server_disk[96];              /* rank 0: HERD_SERVER_DISK, "" = not given */
     char rundir[HERD_PATH_MAX];
     struct clock clock;
     double start_margin;    /* seconds between announcing and starting a phase */

@@ -26,8 +26,9 @@
 struct run_info {
     const char *version;
     const char *run_id;
-    const char *label;     /* the job's label ("" = none) */
-    const char *server_fs; /* HERD_SERVER_FS: the export's file system ("" = not given) */
+    const char *label;       /* the job's label ("" = none) */
+    const char *server_fs;   /* HERD_SERVER_FS: the export's file system ("" = not given) */
+    const char *server_disk; /* HERD_SERVER_DISK: its disk's delays ("" = not given) */
     const char *command_line;
     const char *job_path;
     const char *job_text;

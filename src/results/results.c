@@ -80,6 +80,8 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
         h5_attr_str(r->types.str, f, "job_text", run->job_text, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "target", run->target, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "server_fs", run->server_fs, err, errlen) < 0 ||
+        h5_attr_str(r->types.str, f, "server_disk", run->server_disk ? run->server_disk : "", err,
+                    errlen) < 0 ||
         h5_attr_str(r->types.str, f, "mpi_version", run->mpi_version, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "hdf5_version", hdf5_version, err, errlen) < 0 ||
         h5_attr_f64(f, "clock_sync_seconds", run->clock_sync_seconds, err, errlen) < 0 ||

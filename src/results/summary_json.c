@@ -305,6 +305,7 @@ static void json_run(FILE *f, const struct summary_json_run *run, const struct s
     json_ks(f, "run_id", run->run_id, &first);
     json_ks(f, "label", run->label, &first);
     json_ks(f, "server_fs", run->server_fs, &first);
+    json_ks(f, "server_disk", run->server_disk ? run->server_disk : "", &first);
     json_ks(f, "status", run->status, &first);
     json_ki(f, "exit_code", run->exit_code, &first);
     json_ks(f, "results_file", run->results_file, &first);

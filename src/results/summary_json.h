@@ -22,7 +22,7 @@ struct summary_json_run {
     int nranks;           /* I/O ranks */
     int clients_per_rank; /* NFS clients each rank ran (1: itself) */
     /* The job's label and HERD_SERVER_FS ("" for none). */
-    const char *label, *server_fs;
+    const char *label, *server_fs, *server_disk;
 };
 
 /* What --force may replace with a summary (a safeout_accept_fn): NULL

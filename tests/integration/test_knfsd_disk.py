@@ -81,11 +81,12 @@ def test_disk_latency_bad_values_refused(tmp_path, server):
         assert not s.state.exists() or not any(s.state.iterdir())
 
 
-def create_phase(s, herd_bin, tmp_path, tag):
+def create_phase(s, herd_bin, tmp_path, tag, disk):
     """One rank creates FILES empty files (sync export: each CREATE waits
     for the disk), then idles 1 s, so that the monitor's sample that ends
     after the phase holds no other work's flushes. (phase seconds, the
-    guest disk's flushes that the monitor saw while it ran)."""
+    guest disk's flushes that the monitor saw while it ran). The results
+    say which disk: server_disk, as exec's HERD_SERVER_DISK (disk)."""
     job = write_job(tmp_path / f"{tag}.ini",
                     {"backend": "libnfs", "target": URL3, "fileset": f"create-{tag}",
                      "monitor_url": METRICS_URL, "monitor_interval": "200ms"},
@@ -99,6 +100,8 @@ def create_phase(s, herd_bin, tmp_path, tag):
     t0, t1 = float(ph.attrs["t_start"]), float(ph.attrs["t_end"])
     with h5py.File(out, "r") as f:
         disks = f["monitor/disks"][()]
+        recorded = f.attrs["server_disk"]
+    assert (recorded.decode() if isinstance(recorded, bytes) else recorded) == disk, recorded
     devices = {d.decode() for d in disks["device"]}
     assert devices == {"ubda"}, f"{tag}: the monitor's disks {devices} (the guest's disk only)"
     meets = (disks["t"] - disks["dt"] <= t1) & (disks["t"] > t0)
@@ -121,7 +124,7 @@ def test_disk_latency_flush_delay_bounds_a_sync_phase(guest, herd_bin, tmp_path)
     assert env_of(s)["HERD_SERVER_DISK"] == spec
     proc = s.exec("sh", "-c", "echo $HERD_SERVER_DISK")
     assert proc.stdout.strip() == spec, proc.stdout
-    delayed_s, delayed_flushes = create_phase(s, herd_bin, tmp_path, "delayed")
+    delayed_s, delayed_flushes = create_phase(s, herd_bin, tmp_path, "delayed", spec)
 
     refused_with(s.cmd("disk-latency", "--state", s.state, "none"), 2, "disk-latency")
     refused_with(s.cmd("disk-latency", "--state", s.state, "read=1.5ms"), 2, "milliseconds")
@@ -133,7 +136,7 @@ def test_disk_latency_flush_delay_bounds_a_sync_phase(guest, herd_bin, tmp_path)
     kv = s.status()[1]
     assert (kv.get("disk_latency"), kv.get("disk_latency_applied")) == (zero, zero), kv
     assert env_of(s)["HERD_SERVER_DISK"] == zero
-    plain_s, plain_flushes = create_phase(s, herd_bin, tmp_path, "plain")
+    plain_s, plain_flushes = create_phase(s, herd_bin, tmp_path, "plain", zero)
 
     bound = lambda flushes: flushes * FLUSH_MS / 1000  # noqa: E731
     print(f"\nflush={FLUSH_MS}ms: {FILES} creates in {delayed_s:.2f} s, {delayed_flushes} flushes"
