@@ -163,7 +163,7 @@ static int fiber_arm(struct fiber_loop *l, int fd, short events)
 
 /* The running fiber waits for fd (or only the time, fd < 0) and returns
  * as fiber_poll does. */
-static int fiber_wait(struct fiber_loop *l, int fd, short events, int timeout_ms, short *revents)
+static int fiber_wait(struct fiber_loop *l, int fd, short events, double wake_at, short *revents)
 {
     struct fiber *f = &l->f[l->current];
     *revents = 0;
@@ -182,7 +182,7 @@ static int fiber_wait(struct fiber_loop *l, int fd, short events, int timeout_ms
     f->fd = fd;
     f->revents = 0;
     f->signalled = false;
-    f->wake_at = timeout_ms >= 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
+    f->wake_at = wake_at;
     if (f->wake_at > 0 && (l->next_wake <= 0 || f->wake_at < l->next_wake))
         l->next_wake = f->wake_at;
     f->state = FIBER_WAITING;
@@ -205,22 +205,43 @@ int fiber_poll(struct pollfd *pfd, int timeout_ms)
         return poll(pfd, 1, timeout_ms);
     if (timeout_ms == 0)
         return poll(pfd, 1, 0); /* a look, no wait */
-    return fiber_wait(l, pfd->fd, pfd->events, timeout_ms, &pfd->revents);
+    return fiber_wait(l, pfd->fd, pfd->events,
+                      timeout_ms >= 0 ? clock_mono() + timeout_ms / 1000.0 : 0, &pfd->revents);
+}
+
+/* Outside a fiber: a plain relative sleep (clock_mono may be shifted,
+ * clock.c); false when a signal cut it short. */
+static bool fiber_nanosleep(double seconds)
+{
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    return nanosleep(&ts, NULL) == 0;
+}
+
+static bool fiber_in_loop(void)
+{
+    return fiber_loop_now && fiber_loop_now->current >= 0;
 }
 
 bool fiber_sleep(double seconds)
 {
     if (seconds <= 0)
         return true;
-    struct fiber_loop *l = fiber_loop_now;
-    if (!l || l->current < 0) {
-        struct timespec ts = {.tv_sec = (time_t)seconds,
-                              .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
-        return nanosleep(&ts, NULL) == 0;
-    }
+    if (!fiber_in_loop())
+        return fiber_nanosleep(seconds);
     short revents;
-    double ms = seconds * 1000.0;
-    return fiber_wait(l, -1, 0, ms > 1e9 ? 1000000000 : (int)(ms + 0.999), &revents) == 0;
+    return fiber_wait(fiber_loop_now, -1, 0, clock_mono() + seconds, &revents) == 0;
+}
+
+bool fiber_sleep_until(double mono)
+{
+    double left = mono - clock_mono();
+    if (left <= 0)
+        return true;
+    if (!fiber_in_loop())
+        return fiber_nanosleep(left);
+    short revents;
+    return fiber_wait(fiber_loop_now, -1, 0, mono, &revents) == 0;
 }
 
 void fiber_yield(void)
@@ -248,11 +269,11 @@ void fiber_unpark(int index)
         fiber_enqueue(l, index);
 }
 
-/* Milliseconds until the earliest wait may time out (-1: none), after
+/* Seconds until the earliest wait may time out (-1: none), after
  * queueing the waits whose time has come. The waits are looked over only
  * once the earliest time known passes (a wait that ended early leaves it
  * early: a look too many, never one too few), not on every turn. */
-static int fiber_timeouts(struct fiber_loop *l)
+static double fiber_timeouts(struct fiber_loop *l)
 {
     double now = clock_mono();
     if (l->next_wake > 0 && now >= l->next_wake) {
@@ -273,7 +294,9 @@ static int fiber_timeouts(struct fiber_loop *l)
             fiber_enqueue(l, i);
     if (l->qlen)
         return 0;
-    return l->next_wake > 0 ? (int)((l->next_wake - now) * 1000.0) + 1 : -1;
+    if (l->next_wake <= 0)
+        return -1;
+    return l->next_wake > now ? l->next_wake - now : 0;
 }
 
 /* One turn of the loop: run every ready fiber, then wait for events or
@@ -288,11 +311,15 @@ static void fiber_turn(struct fiber_loop *l)
     }
     if (l->left == 0)
         return;
-    int timeout = fiber_timeouts(l);
+    double timeout = fiber_timeouts(l);
     if (l->qlen)
         return;
     struct epoll_event ev[256];
-    int got = epoll_wait(l->epfd, ev, 256, timeout);
+    /* To the nanosecond (epoll_pwait2), so that a paced call's timer wakes
+     * on time, not at the next whole millisecond. */
+    struct timespec ts = {.tv_sec = (time_t)timeout,
+                          .tv_nsec = (long)((timeout - (double)(time_t)timeout) * 1e9)};
+    int got = epoll_pwait2(l->epfd, ev, 256, timeout < 0 ? NULL : &ts, NULL);
     if (got < 0 && errno == EINTR) { /* a signal: every wait looks at it */
         for (int i = 0; i < l->n; i++)
             if (l->f[i].state == FIBER_WAITING) {

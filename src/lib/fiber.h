@@ -40,6 +40,10 @@ int fiber_poll(struct pollfd *pfd, int timeout_ms);
  * Returns early, false, when a signal came (as nanosleep with EINTR). */
 bool fiber_sleep(double seconds);
 
+/* Sleep until clock_mono() reads mono (to the nanosecond the kernel's
+ * timer gives; at once when it is past), as fiber_sleep. */
+bool fiber_sleep_until(double mono);
+
 /* Give the other fibers a turn (nothing outside one). */
 void fiber_yield(void);
 
