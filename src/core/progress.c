@@ -19,7 +19,7 @@ static uint64_t progress_calls(const struct progress *p)
 {
     uint64_t n = 0;
     for (int op = 0; p->calls && op < OP_COUNT; op++)
-        n += p->calls[op];
+        n += op_is_call((enum op)op) ? p->calls[op] : 0;
     return n;
 }
 

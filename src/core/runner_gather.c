@@ -291,6 +291,18 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
     units_format_ms(sum->start_skew, skew, sizeof skew);
     fprintf(stderr, "herd: phase %s: %s: %s (%.3f s to the closing barrier, start skew %s)\n",
             ph->name, sum->status, result, sum->t_end - sum->t_start, skew);
+    if (!isnan(st->offered_per_s))
+        fprintf(stderr,
+                "herd: phase %s: offered %.1f calls/s, achieved %.1f/s, %llu of %llu late\n",
+                ph->name, st->offered_per_s, isnan(st->achieved_per_s) ? 0.0 : st->achieved_per_s,
+                (unsigned long long)st->late, (unsigned long long)st->paced);
+    if (summary_herd_limited(line))
+        fprintf(stderr,
+                "herd: phase %s: warning: herd, not the server, limited this step: its own lag "
+                "(p99 %.3f ms) is %.0f%% of the response time's p99 (%.3f ms): add ranks\n",
+                ph->name, summary_op_p99(line, OP_LAG) * 1e3,
+                100 * summary_op_p99(line, OP_LAG) / summary_op_p99(line, OP_RESPONSE),
+                summary_op_p99(line, OP_RESPONSE) * 1e3);
 }
 
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,

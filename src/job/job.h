@@ -89,6 +89,8 @@ struct phase {
     int64_t ranks_step;       /* load ladder: 1, f, f^2 ... all ranks (0 = none) */
     double step_duration;     /* load ladder: each step's deadline (0 = its iterations) */
     double think_time;        /* seconds a rank pauses after each timed call (0 = none) */
+    double rate;              /* calls per second each client offers (0 = closed loop) */
+    int arrivals;             /* enum pace_arrivals: fixed | poisson */
     int64_t clients_per_rank; /* [global] only: the NFS clients each rank runs (1: itself) */
     char clients_active[128]; /* load ladder in clients: "10,100,all" in all; "" = none */
     /* Set by job_expand_ladders for one step of a ladder phase: */
@@ -152,7 +154,16 @@ struct job {
     char label[JOB_LABEL_MAX]; /* global label (or HERD_LABEL's: job_label_default) */
 };
 
-enum key_type { KEY_STRING, KEY_SIZE, KEY_INT, KEY_BOOL, KEY_ENUM, KEY_DURATION, KEY_PATTERN };
+enum key_type {
+    KEY_STRING,
+    KEY_SIZE,
+    KEY_INT,
+    KEY_BOOL,
+    KEY_ENUM,
+    KEY_DURATION,
+    KEY_PATTERN,
+    KEY_RATE, /* events per second, a double: 50, 2.5, 30/m */
+};
 
 /* access: how a rank walks its range of a file. */
 enum access { ACCESS_SEQUENTIAL, ACCESS_RANDOM, ACCESS_STRIDED };
@@ -186,7 +197,7 @@ struct job_key {
     /* KEY_STRING: what is wrong with a value (NULL: nothing), asked
      * wherever the key is set; NULL = any text that fits the field. */
     const char *(*check)(const char *value, char *why, size_t whylen);
-    /* KEY_INT, KEY_SIZE, KEY_DURATION: bounds of the value every phase
+    /* KEY_INT, KEY_SIZE, KEY_DURATION, KEY_RATE: bounds of the value every phase
      * resolves to (as fio's minval/maxval), checked by one rule:
      * KEY_MIN "must be at least MIN", KEY_ABOVE "must be greater than
      * MIN", KEY_MAX "must be at most MAX", KEY_MIN with KEY_MAX "must be

@@ -244,6 +244,14 @@ static void phase_check_names(struct parse_state *st, const struct phase *ph)
         PHASE_BAD("files_per_rank", "applies to sharing = unique (a shared file is one file)");
 }
 
+/* pacing: rate (an open loop) or think_time (a closed one), not both. */
+static void phase_check_pacing(struct parse_state *st, const struct phase *ph)
+{
+    if (ph->rate > 0 && ph->think_time > 0)
+        PHASE_BAD("rate", "rate offers calls on a schedule and think_time pauses after each: "
+                          "set one of them");
+}
+
 /* a load ladder: ranks_active, ranks_step or clients_active, step_duration. */
 static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
 {
@@ -281,8 +289,8 @@ static void phase_check_plugins(struct parse_state *st, const struct phase *ph)
 void job_phase_validate(struct parse_state *st, const struct phase *ph)
 {
     void (*const checks[])(struct parse_state *, const struct phase *) = {
-        phase_check_sizes,  phase_check_kind,    phase_check_names,
-        phase_check_ladder, phase_check_plugins,
+        phase_check_sizes,  phase_check_kind,   phase_check_names,
+        phase_check_pacing, phase_check_ladder, phase_check_plugins,
     };
     for (size_t i = 0; i < sizeof checks / sizeof checks[0] && !st->failed; i++)
         checks[i](st, ph);

@@ -24,6 +24,7 @@ static const char *const sharing_choices[] = {"unique", "shared", NULL};
 static const char *const shared_mode_choices[] = {"same-content", "segmented", NULL};
 static const char *const read_from_choices[] = {"self", "neighbor", NULL};
 static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
+static const char *const arrivals_choices[] = {"fixed", "poisson", NULL}; /* enum pace_arrivals */
 
 /* label's rule beyond every value's (utf8_check: valid UTF-8, no control
  * byte): no C1 control character (U+0080 to U+009F) either. */
@@ -143,7 +144,18 @@ static const struct job_key core_keys[] = {
      "doing I/O, e.g. 10,100,500,all (spread evenly over the ranks; the others wait); one "
      "results phase per step, <name>.<N>c"},
     {"think_time", KEY_DURATION, PHASE_MEMBER(think_time), NULL, "0",
-     "pause after each timed call of a rank, so it offers a fixed load (0 = none)"},
+     "pause after each timed call of a rank: a closed loop that waits between calls "
+     "(0 = none; rate offers a fixed load)"},
+    {"rate", KEY_RATE, PHASE_MEMBER(rate), NULL, "0",
+     "calls per second each client offers on a schedule (open loop: 50, 2.5, 30/m): a "
+     "write or read block, an md5 read, a meta item, a lock or storm attempt; latency "
+     "counts from each call's intended instant (response) and from its send (service); "
+     "a call the client could not send on time is late, never dropped (0 = as fast as it can)",
+     .bounds = KEY_MAX, .max = 1e6},
+    {"arrivals", KEY_ENUM, PHASE_MEMBER(arrivals), arrivals_choices, "poisson",
+     "with rate: the instants of a client's calls: poisson (exponential gaps, from seed, as "
+     "vdbench and fio's rate_process=poisson) | fixed (every 1/rate, each client offset by "
+     "its seed)"},
     {"op_timeout", KEY_DURATION, PHASE_MEMBER(op_timeout), NULL, "60s",
      "libnfs: give up one operation after this long (whole seconds) and count "
      "ETIMEDOUT; posix cannot bound a system call and ignores it"},
@@ -427,6 +439,13 @@ static const char *value_parse(const struct job_key *k, void *field, struct phas
             return why;
         }
         return NULL;
+    case KEY_RATE:
+        if (units_parse_rate(v, field) != 0) {
+            snprintf(why, whylen, "'%s' is not a rate: calls per second, as 50, 2.5, 30/m, 90/h",
+                     v);
+            return why;
+        }
+        return NULL;
     case KEY_PATTERN:
         if (parse_pattern(v, ph) != 0) {
             snprintf(why, whylen, "'%s' is not random, zero or compressible:PERCENT (0-100)", v);
@@ -479,6 +498,9 @@ void job_key_format(const struct job_key *k, const struct phase *ph, char *buf, 
         break;
     case KEY_DURATION:
         snprintf(buf, len, "%gs", *(const double *)field);
+        break;
+    case KEY_RATE:
+        snprintf(buf, len, "%g", *(const double *)field);
         break;
     case KEY_PATTERN:
         if (ph->pattern == PATTERN_COMPRESSIBLE)

@@ -69,23 +69,16 @@ int units_parse_size(const char *text, uint64_t *bytes)
     return 0;
 }
 
-int units_parse_duration(const char *text, double *seconds)
+/* A number as job files write it, [0-9]* ( '.' [0-9]* )? with at least
+ * one digit, into *v; *rest is what follows it. strtod never sees signs,
+ * spaces, hex, exponents, "inf" or "nan". 0, or -1 when there is none. */
+static int units_decimal(const char *text, double *v, const char **rest)
 {
-    static const struct {
-        const char *name;
-        double scale;
-    } units[] = {
-        {"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"m", 60.0}, {"h", 3600.0},
-    };
     const char *s = text;
     size_t digits = 0, len;
     char num[64];
-    double v;
-
     if (!s)
         return -1;
-    /* [0-9]* ( '.' [0-9]* )? with at least one digit; strtod never sees
-     * signs, spaces, hex, exponents, "inf" or "nan". */
     for (; *s >= '0' && *s <= '9'; s++)
         digits++;
     if (*s == '.')
@@ -96,17 +89,54 @@ int units_parse_duration(const char *text, double *seconds)
         return -1;
     memcpy(num, text, len);
     num[len] = '\0';
-    v = strtod(num, NULL);
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+    *v = strtod(num, NULL);
+    *rest = s;
+    return 0;
+}
+
+struct units_scale {
+    const char *name;
+    double scale;
+};
+
+/* A decimal number and one of the units (the first's name may be ""),
+ * scaled; finite and not negative. */
+static int units_parse_scaled(const char *text, const struct units_scale *units, size_t n,
+                              double *out)
+{
+    double v;
+    const char *s;
+    if (units_decimal(text, &v, &s) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
         if (strcmp(s, units[i].name) == 0) {
             v *= units[i].scale;
             if (!isfinite(v) || v < 0.0)
                 return -1;
-            *seconds = v;
+            *out = v;
             return 0;
         }
     }
     return -1;
+}
+
+int units_parse_duration(const char *text, double *seconds)
+{
+    static const struct units_scale units[] = {
+        {"", 1.0}, {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"m", 60.0}, {"h", 3600.0},
+    };
+    return units_parse_scaled(text, units, sizeof units / sizeof units[0], seconds);
+}
+
+int units_parse_rate(const char *text, double *per_second)
+{
+    static const struct units_scale units[] = {
+        {"", 1.0},
+        {"/s", 1.0},
+        {"/m", 1.0 / 60},
+        {"/h", 1.0 / 3600},
+    };
+    return units_parse_scaled(text, units, sizeof units / sizeof units[0], per_second);
 }
 
 void units_format_size(uint64_t bytes, char *buf, size_t len)

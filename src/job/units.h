@@ -16,6 +16,11 @@ int units_parse_size(const char *text, uint64_t *bytes);
  * ns, us, ms, s (default), m, h. Returns 0, or -1 on bad input. */
 int units_parse_duration(const char *text, double *seconds);
 
+/* Parse a rate: a non-negative decimal number of events per second, or
+ * per minute or hour with "/m", "/h" ("/s" may be written). Returns 0,
+ * or -1 on bad input. */
+int units_parse_rate(const char *text, double *per_second);
+
 /* Format bytes as the shortest exact suffix form ("16M", "1536K", "12345"). */
 void units_format_size(uint64_t bytes, char *buf, size_t len);
 

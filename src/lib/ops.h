@@ -3,6 +3,8 @@
 #ifndef HERD_OPS_H
 #define HERD_OPS_H
 
+#include <stdbool.h>
+
 enum op {
     OP_OPEN,
     OP_READ,
@@ -19,10 +21,20 @@ enum op {
     OP_CONNECT,   /* (re)connecting a backend to its target */
     OP_RPC_READ,  /* one READ RPC a backend kept in flight: its round trip */
     OP_RPC_WRITE, /* one WRITE RPC likewise */
+    /* A paced call (rate > 0: one on its client's schedule, pace.h), as
+     * measured whole: */
+    OP_RESPONSE, /* from its intended instant to its end */
+    OP_SERVICE,  /* from its send to its end */
+    OP_LAG,      /* herd's own delay: from its instant (or the client's ready time) to its send */
     OP_COUNT
 };
 
 /* Stable lower-case name ("open", "read", ...), used in results.h5. */
 const char *op_name(enum op op);
+
+/* Whether op is a call a workload makes (open, read, lock...), counted in
+ * calls/s; not a backend's connect, its RPCs' round trips or a paced
+ * call's response, service and lag, which time calls already counted. */
+bool op_is_call(enum op op);
 
 #endif

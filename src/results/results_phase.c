@@ -43,7 +43,8 @@ static int key_attrs(const struct h5_types *ty, hid_t g, const struct phase *ph,
             rc = h5_attr_i64(g, k->name, v, err, errlen);
             break;
         }
-        case KEY_DURATION: {
+        case KEY_DURATION:
+        case KEY_RATE: {
             double v;
             memcpy(&v, field, sizeof v);
             rc = h5_attr_f64(g, k->name, v, err, errlen);
@@ -215,10 +216,15 @@ static int summary_write(const struct h5_types *ty, hid_t g, const struct phase_
         const char *name;
         double v;
     } f64[] = {
-        {"summary_t_min", st->t_min},         {"summary_t_median", st->t_median},
-        {"summary_t_max", st->t_max},         {"summary_first_done", st->first_done},
-        {"summary_last_done", st->last_done}, {"summary_mib_per_s", st->mib_per_s},
+        {"summary_t_min", st->t_min},
+        {"summary_t_median", st->t_median},
+        {"summary_t_max", st->t_max},
+        {"summary_first_done", st->first_done},
+        {"summary_last_done", st->last_done},
+        {"summary_mib_per_s", st->mib_per_s},
         {"summary_ops_per_s", st->ops_per_s},
+        {"summary_offered_per_s", st->offered_per_s},
+        {"summary_achieved_per_s", st->achieved_per_s},
     };
     const struct {
         const char *name;
@@ -229,6 +235,7 @@ static int summary_write(const struct h5_types *ty, hid_t g, const struct phase_
         {"summary_errors", st->errors},         {"summary_verify_failures", st->verify_failures},
         {"summary_grants", st->grants},         {"summary_contended", st->contended},
         {"summary_violations", st->violations}, {"summary_stuck", st->stuck},
+        {"summary_paced", st->paced},           {"summary_late", st->late},
     };
     for (size_t i = 0; i < sizeof f64 / sizeof f64[0]; i++)
         if (h5_attr_f64(g, f64[i].name, f64[i].v, err, errlen) < 0)

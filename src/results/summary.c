@@ -26,6 +26,30 @@ static void summary_window_add(struct summary_line *l, int d, int32_t window)
         l->window_hi[d] = window;
 }
 
+/* An open-loop phase's achieved calls/s: each client's paced calls over
+ * its own time (its iterations' t_end - t_start), summed over the
+ * clients, so that one client whose random arrivals ran long does not
+ * lower every other client's rate, and a server that falls behind
+ * stretches every client's time. Rows come client by client. */
+static double summary_achieved(const struct rank_record *rows, size_t nrows)
+{
+    double total = 0, seconds = 0;
+    uint64_t paced = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        const struct rank_record *r = &rows[i];
+        paced += r->paced;
+        seconds += r->t_end > r->t_start ? r->t_end - r->t_start : 0;
+        bool last =
+            i + 1 == nrows || rows[i + 1].rank != r->rank || rows[i + 1].client != r->client;
+        if (!last)
+            continue;
+        total += seconds > 0 ? (double)paced / seconds : 0;
+        paced = 0;
+        seconds = 0;
+    }
+    return total;
+}
+
 void summary_compute(const struct phase *ph, const struct phase_summary *sum,
                      const struct rank_record *rows, size_t nrows, uint64_t errors,
                      struct summary_line *out)
@@ -54,6 +78,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     st->errors = errors;
     st->stuck = sum->stuck;
     st->t_min = st->t_median = st->t_max = st->first_done = st->last_done = NAN;
+    st->offered_per_s = ph->rate > 0 ? ph->rate * (double)sum->active_clients : NAN;
+    st->achieved_per_s = NAN;
     if (nrows == 0)
         return;
     double *t = malloc(nrows * sizeof *t);
@@ -73,6 +99,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         st->ops += r->ops;
         st->verify_failures += r->verify_failures;
         st->violations += r->violations;
+        st->paced += r->paced;
+        st->late += r->late;
         summary_window_add(out, 0, r->rpc_window_read);
         summary_window_add(out, 1, r->rpc_window_write);
         if (r->t_end < first)
@@ -95,6 +123,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     st->last_done = last - sum->t_start;
     st->mib_per_s = st->last_done > 0 ? (double)st->bytes / 1048576.0 / st->last_done : 0;
     st->ops_per_s = st->last_done > 0 ? (double)st->ops / st->last_done : 0;
+    if (ph->rate > 0)
+        st->achieved_per_s = summary_achieved(rows, nrows);
 }
 
 /* From source's samples meeting [t0, t1]: the mean and max cpu_busy, the
@@ -376,7 +406,7 @@ void summary_add_detail(struct summary_line *l, const struct phase *ph, const st
     l->nops = summary_op_totals(d, l->stats.last_done, l->ops);
     for (int i = 0; i < l->nops; i++) {
         const struct summary_op *o = &l->ops[i];
-        if (o->op != OP_RPC_READ && o->op != OP_RPC_WRITE && o->op != OP_CONNECT) {
+        if (op_is_call((enum op)o->op)) {
             calls += o->calls;
             failed += o->errors < o->calls ? o->errors : o->calls;
         }
@@ -504,6 +534,54 @@ static void summary_print_window(FILE *out, const struct summary_line *l)
     }
 }
 
+double summary_op_quantile(const struct summary_line *l, int op, double q)
+{
+    const struct summary_op *o = summary_find_op(l, op);
+    if (!o)
+        return NAN;
+    return q >= 1.0 ? o->max : q >= 0.99 ? o->p99 : q >= 0.9 ? o->p90 : o->p50;
+}
+
+double summary_op_p99(const struct summary_line *l, int op)
+{
+    return summary_op_quantile(l, op, 0.99);
+}
+
+bool summary_herd_limited(const struct summary_line *l)
+{
+    double lag = summary_op_p99(l, OP_LAG), resp = summary_op_p99(l, OP_RESPONSE);
+    return !isnan(lag) && !isnan(resp) && lag >= SUMMARY_LAG_FLOOR &&
+           lag >= SUMMARY_LAG_SHARE * resp;
+}
+
+/* An open-loop phase (rate): offered and achieved calls/s, late calls,
+ * response (from the intended instant) and service (from the send)
+ * percentiles, herd's own lag. */
+static void summary_print_pace(FILE *out, const struct summary_line *l)
+{
+    const struct phase_stats *st = &l->stats;
+    if (isnan(st->offered_per_s))
+        return;
+    char achieved[32], share[32];
+    summary_format_rate(st->achieved_per_s, false, "%.1f", achieved, sizeof achieved);
+    summary_format_rate(st->offered_per_s > 0 ? 100 * st->achieved_per_s / st->offered_per_s : NAN,
+                        false, "%.1f%%", share, sizeof share);
+    fprintf(out, "; offered %.1f/s achieved %s/s (%s), late %llu of %llu", st->offered_per_s,
+            achieved, share, (unsigned long long)st->late, (unsigned long long)st->paced);
+    static const struct {
+        int op;
+        const char *label;
+    } parts[] = {{OP_RESPONSE, "response"}, {OP_SERVICE, "service"}, {OP_LAG, "herd lag"}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        const struct summary_op *o = summary_find_op(l, parts[i].op);
+        char p50[32], p99[32], max[32];
+        summary_format_latency(o ? o->p50 : NAN, p50, sizeof p50);
+        summary_format_latency(o ? o->p99 : NAN, p99, sizeof p99);
+        summary_format_latency(o ? o->max : NAN, max, sizeof max);
+        fprintf(out, "; %s p50 %s p99 %s max %s", parts[i].label, p50, p99, max);
+    }
+}
+
 /* The second line: effective parameters, the main call, per-op items/s
  * (meta), per-iteration bandwidth, the other error kinds. */
 static void summary_print_detail(FILE *out, const struct summary_line *l)
@@ -544,6 +622,7 @@ static void summary_print_detail(FILE *out, const struct summary_line *l)
     }
     if (l->holds)
         summary_print_waits(out, l);
+    summary_print_pace(out, l);
     if (!isnan(l->iter_mean))
         fprintf(out, "; %lld iterations: mean %.1f stddev %.1f MiB/s (min %.1f max %.1f)",
                 (long long)l->iterations, l->iter_mean, l->iter_stddev, l->iter_min, l->iter_max);

@@ -141,4 +141,16 @@ double summary_main_per_s(const struct summary_line *l);
  * (meta phases count items as mdtest does: open = create). */
 const char *summary_op_label(const struct summary_line *l, int op);
 
+/* herd's own lag (OP_LAG) limited an open-loop phase: its p99 is at
+ * least SUMMARY_LAG_SHARE of the response p99 and at least
+ * SUMMARY_LAG_FLOOR seconds (a few microseconds of timer slack on a
+ * fast call are not a limit). The summary and --json say so. */
+#define SUMMARY_LAG_SHARE 0.10
+#define SUMMARY_LAG_FLOOR 200e-6
+bool summary_herd_limited(const struct summary_line *l);
+/* The p99 of op's calls in the phase, seconds; NaN when none; and its
+ * p50 (q 0.5) or max (q 1.0). */
+double summary_op_p99(const struct summary_line *l, int op);
+double summary_op_quantile(const struct summary_line *l, int op, double q);
+
 #endif

@@ -135,7 +135,7 @@ static void json_params(FILE *f, const struct phase *ph)
             json_ku(f, k->name, *(const uint64_t *)v, &first);
         else if (k->type == KEY_INT)
             json_ki(f, k->name, *(const int64_t *)v, &first);
-        else if (k->type == KEY_DURATION)
+        else if (k->type == KEY_DURATION || k->type == KEY_RATE)
             json_kd(f, k->name, *(const double *)v, &first);
         else if (k->type == KEY_BOOL)
             json_kb(f, k->name, *(const bool *)v, &first);
@@ -255,6 +255,33 @@ static void json_phase_counts(FILE *f, const struct summary_line *l, bool *first
     json_ku(f, "stuck", st->stuck, first);
 }
 
+/* An open-loop phase (rate > 0): offered and achieved calls/s, late
+ * calls, and whether herd's own lag limited it; null in a closed loop.
+ * The response, service and lag percentiles are in ops. */
+static void json_phase_pace(FILE *f, const struct summary_line *l)
+{
+    const struct phase_stats *st = &l->stats;
+    if (isnan(st->offered_per_s)) {
+        fputs("null", f);
+        return;
+    }
+    bool first = true;
+    fputc('{', f);
+    json_kd(f, "offered_per_s", st->offered_per_s, &first);
+    json_kd(f, "achieved_per_s", st->achieved_per_s, &first);
+    json_ku(f, "calls", st->paced, &first);
+    json_ku(f, "late", st->late, &first);
+    json_kd(f, "response_p50_s", summary_op_quantile(l, OP_RESPONSE, 0.50), &first);
+    json_kd(f, "response_p99_s", summary_op_p99(l, OP_RESPONSE), &first);
+    json_kd(f, "service_p50_s", summary_op_quantile(l, OP_SERVICE, 0.50), &first);
+    json_kd(f, "service_p99_s", summary_op_p99(l, OP_SERVICE), &first);
+    json_kd(f, "lag_p50_s", summary_op_quantile(l, OP_LAG, 0.50), &first);
+    json_kd(f, "lag_p99_s", summary_op_p99(l, OP_LAG), &first);
+    json_kd(f, "lag_max_s", summary_op_quantile(l, OP_LAG, 1.0), &first);
+    json_kb(f, "herd_limited", summary_herd_limited(l), &first);
+    fputc('}', f);
+}
+
 static void json_phase(FILE *f, const struct summary_line *l, int index)
 {
     const struct phase_stats *st = &l->stats;
@@ -288,6 +315,8 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     }
     fputc(']', f);
     json_phase_counts(f, l, &first);
+    json_key(f, "pace", &first);
+    json_phase_pace(f, l);
     json_key(f, "server", &first);
     json_phase_server(f, l);
     fputc('}', f);

@@ -48,9 +48,16 @@ static int prefetch_read(struct prefetch *p, unsigned char *buf, uint64_t off, s
 {
     struct phase_ctx *c = p->c;
     struct rank_record *r = p->r;
+    struct pace_call call;
+    if (!workload_pace(c, &call)) {
+        *got = 0;
+        return -EINTR; /* as a stop between reads */
+    }
     double t0 = op_begin(c, OP_READ, p->path);
     *got = c->be->pread(c->be_ctx, p->f, buf, n, off);
-    if (workload_done(c, r, OP_READ, t0, *got, p->path, &r->t_io) < 0)
+    workload_done(c, r, OP_READ, t0, *got, p->path, &r->t_io);
+    workload_paced(c, r, &call);
+    if (*got < 0)
         return (int)*got;
     r->bytes += (uint64_t)*got;
     progress_count_add(c->progress, (uint64_t)*got);

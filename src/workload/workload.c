@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "fiber.h"
@@ -84,6 +85,67 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
                               c->clock ? clock_now(c->clock) : 0);
     }
     return rc;
+}
+
+/* The schedule's seed: the phase's seed, its index and the client, so
+ * that every client of every phase draws its own arrivals. */
+static uint64_t workload_pace_seed(const struct phase_ctx *c)
+{
+    return (uint64_t)c->ph->seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)c->index << 40) ^
+           (uint64_t)c->rank;
+}
+
+void workload_pace_restart(struct phase_ctx *c)
+{
+    if (c->ph->rate <= 0)
+        return;
+    /* Sleeps to the nanosecond, not 50 us late (the default timer slack,
+     * a thread's own setting: set by the thread that paces). */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    if (!c->pace_started)
+        pace_init(&c->pace, c->ph->rate, (enum pace_arrivals)c->ph->arrivals, workload_pace_seed(c),
+                  clock_mono());
+    else
+        pace_restart(&c->pace, clock_mono());
+    c->pace_started = true;
+}
+
+/* Wait for the call's instant in slices, so that a stop or the deadline
+ * is heard within 50 ms even at a rate of one call a minute. */
+bool workload_pace(struct phase_ctx *c, struct pace_call *call)
+{
+    call->intended = 0;
+    if (c->ph->rate <= 0)
+        return true;
+    if (!c->pace_started)
+        workload_pace_restart(c);
+    pace_take(&c->pace, clock_mono(), call);
+    for (double now = call->ready; now < call->intended; now = clock_mono()) {
+        if (workload_should_stop(c))
+            return false;
+        fiber_sleep_until(call->intended - now > 0.05 ? now + 0.05 : call->intended);
+    }
+    call->sent = clock_mono();
+    return !workload_should_stop(c);
+}
+
+static void workload_pace_add(struct phase_ctx *c, enum op op, double seconds)
+{
+    hist_add(&c->hist[op], seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
+    c->op_count[op]++;
+    c->op_seconds[op] += seconds;
+}
+
+void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call)
+{
+    if (call->intended <= 0)
+        return;
+    double end = clock_mono();
+    r->paced++;
+    r->late += pace_call_late(call);
+    workload_pace_add(c, OP_RESPONSE, end - call->intended);
+    workload_pace_add(c, OP_SERVICE, end - call->sent);
+    workload_pace_add(c, OP_LAG, pace_lag(call));
 }
 
 void workload_path(char *buf, size_t len, const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include "hist.h"
 #include "holds.h"
 #include "job.h"
+#include "pace.h"
 #include "progress_count.h"
 #include "record.h"
 #include "safepath.h"
@@ -85,6 +86,10 @@ struct phase_ctx {
      * only. */
     bool (*peer_stopped)(struct phase_ctx *c);
     struct claims *claims; /* this run's, shared by all phases */
+    /* rate > 0: this client's schedule (pace.h), anchored at its first
+     * paced call (workload_pace) and again at each meta step. */
+    struct pace pace;
+    bool pace_started;
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add
@@ -120,6 +125,19 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
  * r NULL: outside any iteration, counted in iteration 0's row. */
 void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
                    const char *path);
+
+/* A call on the client's schedule (rate > 0; nothing otherwise): before
+ * the call's first backend call, workload_pace waits until the call's
+ * intended instant (at once when the client is late) and returns true,
+ * or false when a stop or the deadline came while it waited (then no
+ * call is made); after its last, workload_paced counts it in row r (paced,
+ * late) and adds its response, service and lag to the histograms. A call
+ * is the kind's unit: a write or read block, an md5 read, a meta item,
+ * a lock or storm attempt. */
+bool workload_pace(struct phase_ctx *c, struct pace_call *call);
+void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call);
+/* A meta step begins: the schedule starts again from now. */
+void workload_pace_restart(struct phase_ctx *c);
 
 /* What a kind does, for the runner, the summary and the results file,
  * which ask these instead of testing the kind. */

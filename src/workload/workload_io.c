@@ -202,6 +202,9 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
         ssize_t got;
         double t0;
         const void *data = s->buf; /* a read's bytes: here, or where the backend lent them */
+        struct pace_call call;
+        if (!workload_pace(c, &call))
+            return false;
         if (!read) {
             data = io_write_data(c, f, key, off, n);
             t0 = op_begin(c, op, path);
@@ -211,7 +214,9 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
             got = c->be->pread_lend ? c->be->pread_lend(c->be_ctx, f, s->buf, n, off, &data)
                                     : c->be->pread(c->be_ctx, f, s->buf, n, off);
         }
-        if (workload_done(c, r, op, t0, got, path, &r->t_io) < 0)
+        workload_done(c, r, op, t0, got, path, &r->t_io);
+        workload_paced(c, r, &call);
+        if (got < 0)
             return false;
         r->bytes += (uint64_t)got;
         progress_count_add(c->progress, (uint64_t)got);
@@ -312,7 +317,9 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
     /* md5, and a plain sequential read, go through their range in order. */
     bool in_order = ph->kind == KIND_MD5 ||
                     (ph->kind == KIND_READ && s->mix < 0 && ph->access == ACCESS_SEQUENTIAL);
-    if (in_order && be->advise)
+    /* Not under a rate: each paced read sends its READs at its own
+     * instant, never ahead of it. */
+    if (in_order && be->advise && ph->rate <= 0)
         be->advise(c->be_ctx, f, s->offset, s->length);
     uint64_t wrong = 0;
     bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &wrong)
@@ -413,10 +420,11 @@ static void io_volume(const struct phase *ph, struct job_volume *v)
         .remove = (rm),                                                                            \
     }
 
-static const char *const write_keys[] = {"fsync", "access", "rwmix_read", "files_per_rank", NULL};
-static const char *const read_keys[] = {"verify",     "read_from",      "access",
-                                        "rwmix_read", "files_per_rank", NULL};
-static const char *const md5_keys[] = {"read_from", "files_per_rank", NULL};
+static const char *const write_keys[] = {"fsync", "access",   "rwmix_read", "files_per_rank",
+                                         "rate",  "arrivals", NULL};
+static const char *const read_keys[] = {"verify",         "read_from", "access",   "rwmix_read",
+                                        "files_per_rank", "rate",      "arrivals", NULL};
+static const char *const md5_keys[] = {"read_from", "files_per_rank", "rate", "arrivals", NULL};
 
 const struct workload_ops workload_write =
     IO_WORKLOAD("write", "write files in blocks", write_keys, JOB_KIND_WRITES | JOB_KIND_BLOCKS,

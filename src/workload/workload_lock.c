@@ -209,8 +209,11 @@ static void lock_run(struct phase_ctx *c)
         r->t_start = clock_now(c->clock);
         uint64_t attempt = 0;
         bool ok = s->f != NULL;
-        while (ok && workload_attempt_due(c, r, (int64_t)attempt))
+        struct pace_call call;
+        while (ok && workload_attempt_due(c, r, (int64_t)attempt) && workload_pace(c, &call)) {
             lock_attempt(c, r, attempt++);
+            workload_paced(c, r, &call);
+        }
         r->completed = ok && r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
@@ -270,7 +273,8 @@ static void lock_describe(const struct phase *ph, char *buf, size_t len)
 }
 
 static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",    "lock_range",
-                                        "lock_wait", "lock_hold", "lock_timeout", NULL};
+                                        "lock_wait", "lock_hold", "lock_timeout", "rate",
+                                        "arrivals",  NULL};
 
 const struct workload_ops workload_lock = {
     .keys = lock_keys,

@@ -99,6 +99,33 @@ static void meta_file(const struct phase_ctx *c, char tree, int64_t i, char *buf
                       (long long)(i % c->ph->dirs), (long long)i);
 }
 
+/* One file of the create step at s->path: create, write file_size
+ * bytes, close. */
+static void meta_create_file(struct phase_ctx *c, struct rank_record *r, int64_t i)
+{
+    struct meta_state *s = c->state;
+    const struct phase *ph = c->ph;
+    struct backend_file *f;
+    double t0 = op_begin(c, OP_OPEN, s->path);
+    if (workload_done(c, r, OP_OPEN, t0,
+                      c->be->open(c->be_ctx, s->path, BACKEND_WRITE | BACKEND_CREATE, &f), s->path,
+                      &r->t_open) < 0)
+        return;
+    uint64_t key =
+        pattern_file_key(ph->fileset, (uint64_t)c->rank * (uint64_t)ph->files + (uint64_t)i);
+    for (uint64_t off = 0; off < ph->file_size && !workload_should_stop(c);) {
+        size_t n = ph->file_size - off < ph->block_size ? ph->file_size - off : ph->block_size;
+        const void *data = pattern_block(&s->pattern, key, off, n);
+        t0 = op_begin(c, OP_WRITE, s->path);
+        ssize_t got = c->be->pwrite(c->be_ctx, f, data, n, off);
+        if (workload_done(c, r, OP_WRITE, t0, got, s->path, &r->t_io) < 0)
+            break;
+        r->bytes += (uint64_t)got;
+        off += n;
+    }
+    t0 = op_begin(c, OP_CLOSE, s->path);
+    workload_done(c, r, OP_CLOSE, t0, c->be->close(c->be_ctx, f), s->path, &r->t_close);
+}
 /* A timed mkdir; an existing directory is no error. Returns the call's rc. */
 static int meta_mkdir(struct phase_ctx *c, struct rank_record *r, const char *path)
 {
@@ -150,29 +177,12 @@ static void meta_create(struct phase_ctx *c, struct rank_record *r)
         meta_mkdir(c, r, s->path);
     }
     int64_t tried = 0; /* names 0..tried-1 may exist now */
-    for (int64_t i = 0; i < ph->files && !workload_should_stop(c); i++) {
+    struct pace_call call;
+    for (int64_t i = 0; i < ph->files && !workload_should_stop(c) && workload_pace(c, &call); i++) {
         meta_file(c, 'a', i, s->path, sizeof s->path);
         tried = i + 1;
-        struct backend_file *f;
-        double t0 = op_begin(c, OP_OPEN, s->path);
-        if (workload_done(c, r, OP_OPEN, t0,
-                          c->be->open(c->be_ctx, s->path, BACKEND_WRITE | BACKEND_CREATE, &f),
-                          s->path, &r->t_open) < 0)
-            continue;
-        uint64_t key =
-            pattern_file_key(ph->fileset, (uint64_t)c->rank * (uint64_t)ph->files + (uint64_t)i);
-        for (uint64_t off = 0; off < ph->file_size && !workload_should_stop(c);) {
-            size_t n = ph->file_size - off < ph->block_size ? ph->file_size - off : ph->block_size;
-            const void *data = pattern_block(&s->pattern, key, off, n);
-            t0 = op_begin(c, OP_WRITE, s->path);
-            ssize_t got = c->be->pwrite(c->be_ctx, f, data, n, off);
-            if (workload_done(c, r, OP_WRITE, t0, got, s->path, &r->t_io) < 0)
-                break;
-            r->bytes += (uint64_t)got;
-            off += n;
-        }
-        t0 = op_begin(c, OP_CLOSE, s->path);
-        workload_done(c, r, OP_CLOSE, t0, c->be->close(c->be_ctx, f), s->path, &r->t_close);
+        meta_create_file(c, r, i);
+        workload_paced(c, r, &call);
     }
     meta_made_note(s->base, tried);
     s->where = 'a';
@@ -182,10 +192,13 @@ static void meta_stat(struct phase_ctx *c, struct rank_record *r)
 {
     struct meta_state *s = c->state;
     struct stat st;
-    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c); i++) {
+    struct pace_call call;
+    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c) && workload_pace(c, &call);
+         i++) {
         meta_file(c, s->where, i, s->path, sizeof s->path);
         double t0 = op_begin(c, OP_STAT, s->path);
         workload_done(c, r, OP_STAT, t0, c->be->stat(c->be_ctx, s->path, &st), s->path, NULL);
+        workload_paced(c, r, &call);
     }
 }
 
@@ -199,11 +212,14 @@ static void meta_rename(struct phase_ctx *c, struct rank_record *r)
         meta_dir(c, other, d, s->path, sizeof s->path);
         meta_mkdir(c, r, s->path);
     }
-    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c); i++) {
+    struct pace_call call;
+    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c) && workload_pace(c, &call);
+         i++) {
         meta_file(c, s->where, i, s->path, sizeof s->path);
         meta_file(c, other, i, s->to, sizeof s->to);
         double t0 = op_begin(c, OP_RENAME, s->path);
         workload_done(c, r, OP_RENAME, t0, c->be->rename(c->be_ctx, s->path, s->to), s->path, NULL);
+        workload_paced(c, r, &call);
     }
     s->where = other;
 }
@@ -211,10 +227,13 @@ static void meta_rename(struct phase_ctx *c, struct rank_record *r)
 static void meta_unlink(struct phase_ctx *c, struct rank_record *r)
 {
     struct meta_state *s = c->state;
-    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c); i++) {
+    struct pace_call call;
+    for (int64_t i = 0; i < c->ph->files && !workload_should_stop(c) && workload_pace(c, &call);
+         i++) {
         meta_file(c, s->where, i, s->path, sizeof s->path);
         double t0 = op_begin(c, OP_UNLINK, s->path);
         workload_done(c, r, OP_UNLINK, t0, c->be->unlink(c->be_ctx, s->path), s->path, NULL);
+        workload_paced(c, r, &call);
     }
 }
 
@@ -268,7 +287,8 @@ static void meta_run(struct phase_ctx *c)
         uint64_t calls = c->op_count[op], failed = c->op_errors[op];
         *m = (struct meta_step_record){.rank = c->rank, .step = step, .op = op};
         m->t_start = clock_now(c->clock);
-        step_fn[step](c, r); /* stops early on a signal, but still syncs */
+        workload_pace_restart(c); /* a step's schedule starts at the step */
+        step_fn[step](c, r);      /* stops early on a signal, but still syncs */
         m->t_end = clock_now(c->clock);
         m->items = (c->op_count[op] - calls) - (c->op_errors[op] - failed);
         c->sync(c);
@@ -384,7 +404,7 @@ static void meta_describe(const struct phase *ph, char *buf, size_t len)
 }
 
 /* main_ops: the first step that made calls (create = open) */
-static const char *const meta_keys[] = {"dirs", "files", "meta_ops", NULL};
+static const char *const meta_keys[] = {"dirs", "files", "meta_ops", "rate", "arrivals", NULL};
 /* Empty files, as mdtest's default: a [global] file_size meant for the
  * data phases would otherwise fill the export with files x ranks of it. */
 static const char *const meta_own_defaults[] = {"file_size=0", NULL};

@@ -60,8 +60,11 @@ static void storm_run(struct phase_ctx *c)
     for (int64_t i = 0; i < ph->iterations; i++) {
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
-        for (int64_t k = 0; workload_attempt_due(c, r, k); k++)
+        struct pace_call call;
+        for (int64_t k = 0; workload_attempt_due(c, r, k) && workload_pace(c, &call); k++) {
             storm_attempt(c, r);
+            workload_paced(c, r, &call);
+        }
         r->completed = r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
@@ -84,7 +87,7 @@ static void storm_volume(const struct phase *ph, struct job_volume *v)
                              (uint64_t)ph->count, (uint64_t)ph->iterations, "count"};
 }
 
-static const char *const storm_keys[] = {"duration", "count", NULL};
+static const char *const storm_keys[] = {"duration", "count", "rate", "arrivals", NULL};
 
 const struct workload_ops workload_storm = {
     .keys = storm_keys,

@@ -562,10 +562,12 @@ def job_keys_in_order(herd_bin):
 
 # The phase summary herd stores before status (docs/results-format.md).
 SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_first_done",
-                 "summary_last_done", "summary_mib_per_s", "summary_ops_per_s", "summary_rows",
+                 "summary_last_done", "summary_mib_per_s", "summary_ops_per_s",
+                 "summary_offered_per_s", "summary_achieved_per_s", "summary_rows",
                  "summary_ranks", "summary_bytes", "summary_ops", "summary_errors",
                  "summary_verify_failures", "summary_grants", "summary_contended",
-                 "summary_violations", "summary_stuck", "summary_main_op"]
+                 "summary_violations", "summary_stuck", "summary_paced", "summary_late",
+                 "summary_main_op"]
 
 
 def phase_attr_order(herd_bin):

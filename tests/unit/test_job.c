@@ -16,6 +16,7 @@
 
 #include "job.h"
 #include "jobtext.h"
+#include "pace.h"
 #include "record.h"
 #include "registry.h"
 
@@ -669,7 +670,8 @@ static void test_key_bounds(void **state)
     (void)state;
     for (size_t i = 0; i < job_key_count(); i++) {
         const struct job_key *k = job_key_at(i);
-        if (k->bounds && k->type != KEY_INT && k->type != KEY_SIZE && k->type != KEY_DURATION)
+        if (k->bounds && k->type != KEY_INT && k->type != KEY_SIZE && k->type != KEY_DURATION &&
+            k->type != KEY_RATE)
             fail_msg("key '%s' has bounds but is not a number", k->name);
         if ((k->bounds & KEY_MAX) && (k->bounds & (KEY_MIN | KEY_ABOVE)) && k->max < k->min)
             fail_msg("key '%s': max below min", k->name);
@@ -686,6 +688,8 @@ static void test_key_bounds(void **state)
                  "test.ini:3: key 'monitor_interval': must be at least 10ms");
     expect_error("[global]\ntarget = /x\n[w]\nkind = write\nstuck_after = 0\n",
                  "key 'stuck_after': must be greater than 0");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nrate = 2000000\n",
+                 "test.ini:5: key 'rate': must be at most 1000000");
     struct job job;
     const char *overridden = "[global]\ntarget = /x\niterations = 0\n[w]\nkind = write\n"
                              "iterations = 2\n";
@@ -834,6 +838,38 @@ static void test_set_split(void **state)
     assert_false(job_set_split("novalue", &a));
 }
 
+/* rate: calls per second (or per minute, hour), its arrivals, the kinds
+ * it applies to, and not together with think_time. */
+static void test_rate(void **state)
+{
+    (void)state;
+    struct job job;
+    assert_int_equal(load("[global]\ntarget = /x\nrate = 30/m\n[w]\nkind = write\n[r]\nkind = "
+                          "read\nrate = 2.5\narrivals = fixed\n",
+                          NULL, 0, &job),
+                     0);
+    assert_true(job.phases[0].rate == 0.5);
+    assert_int_equal(job.phases[0].arrivals, PACE_POISSON); /* the default */
+    assert_true(job.phases[1].rate == 2.5);
+    assert_int_equal(job.phases[1].arrivals, PACE_FIXED);
+    job_free(&job);
+    assert_int_equal(load("[global]\ntarget = /x\n[m]\nkind = meta\nrate = 50/s\n", NULL, 0, &job),
+                     0);
+    assert_true(job.phases[0].rate == 50);
+    job_free(&job);
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nrate = fast\n",
+                 "test.ini:5: key 'rate': 'fast' is not a rate: calls per second, as 50, 2.5, "
+                 "30/m, 90/h");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nrate = -5\n", "is not a rate");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\narrivals = bursty\n",
+                 "'bursty' is not one of fixed | poisson");
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nrate = 5\nthink_time = 1ms\n",
+                 "test.ini:5: key 'rate': rate offers calls on a schedule and think_time pauses "
+                 "after each: set one of them");
+    expect_error("[global]\ntarget = /x\n[i]\nkind = idle\nduration = 1\nrate = 5\n",
+                 "key 'rate': applies to");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -857,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_include_vars_comments),
         cmocka_unit_test(test_lint),
         cmocka_unit_test(test_key_bounds),
+        cmocka_unit_test(test_rate),
         cmocka_unit_test(test_backend_owns_its_rules),
         cmocka_unit_test(test_backend_options_block),
         cmocka_unit_test(test_set_split),

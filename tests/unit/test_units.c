@@ -180,6 +180,31 @@ static void test_duration_invalid(void **state)
     assert_int_equal(units_parse_duration(NULL, &v), -1);
 }
 
+static void test_rate(void **state)
+{
+    (void)state;
+    const struct {
+        const char *text;
+        double want;
+    } good[] = {{"50", 50},    {"2.5", 2.5},    {"0", 0},   {"50/s", 50},
+                {"30/m", 0.5}, {"90/h", 0.025}, {".5", 0.5}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        double v = -1;
+        if (units_parse_rate(good[i].text, &v) != 0 || fabs(v - good[i].want) > 1e-12)
+            fail_msg("'%s' -> %g, want %g", good[i].text, v, good[i].want);
+    }
+    const char *bad[] = {"",      "-1",  "+1", "1e3",  "inf",  "nan", "50/", "50/sec",
+                         "50 /s", "50s", "/s", "1/ms", "0x10", " 5",  "5 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double v = 42;
+        if (units_parse_rate(bad[i], &v) == 0)
+            fail_msg("'%s' accepted as %g", bad[i], v);
+        assert_true(v == 42);
+    }
+    double v;
+    assert_int_equal(units_parse_rate(NULL, &v), -1);
+}
+
 static void test_format_size(void **state)
 {
     (void)state;
@@ -279,7 +304,7 @@ int main(void)
         cmocka_unit_test(test_size_valid),     cmocka_unit_test(test_size_invalid),
         cmocka_unit_test(test_duration_valid), cmocka_unit_test(test_duration_invalid),
         cmocka_unit_test(test_format_size),    cmocka_unit_test(test_format_human),
-        cmocka_unit_test(test_format_ms),
+        cmocka_unit_test(test_format_ms),      cmocka_unit_test(test_rate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
