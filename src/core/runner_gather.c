@@ -295,7 +295,7 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
         fprintf(stderr,
                 "herd: phase %s: offered %.1f calls/s, achieved %.1f/s, %llu of %llu late\n",
                 ph->name, st->offered_per_s, isnan(st->achieved_per_s) ? 0.0 : st->achieved_per_s,
-                (unsigned long long)st->late, (unsigned long long)st->paced);
+                (unsigned long long)st->late, (unsigned long long)st->units);
     if (summary_herd_limited(line))
         fprintf(stderr,
                 "herd: phase %s: warning: herd, not the server, limited this step: its own lag "

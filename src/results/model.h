@@ -107,12 +107,13 @@ struct phase_stats {
     double mib_per_s, ops_per_s;
     uint64_t bytes, ops, errors, verify_failures, grants, contended, violations, stuck;
     int main_op; /* the call whose p50/p99 the summary shows (enum op); -1 = none */
-    /* rate > 0 (an open loop): the calls every client offered per second
-     * together (rate x the clients doing I/O), the paced calls they sent
-     * per second (each client's calls over its own time, summed over the
-     * clients), how many and of them late; NaN and 0 in a closed loop. */
+    /* The kind's units of work (record.h) per second, each client's over
+     * its own time summed over the clients (achieved), how many, and
+     * under rate > 0 (an open loop) the calls every client offered per
+     * second together (rate x the clients doing I/O; NaN in a closed
+     * loop) and the late ones. */
     double offered_per_s, achieved_per_s;
-    uint64_t paced, late;
+    uint64_t units, late;
 };
 
 /* Everything gathered from the ranks for one phase (rank 0's view). */

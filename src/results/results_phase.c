@@ -235,7 +235,7 @@ static int summary_write(const struct h5_types *ty, hid_t g, const struct phase_
         {"summary_errors", st->errors},         {"summary_verify_failures", st->verify_failures},
         {"summary_grants", st->grants},         {"summary_contended", st->contended},
         {"summary_violations", st->violations}, {"summary_stuck", st->stuck},
-        {"summary_paced", st->paced},           {"summary_late", st->late},
+        {"summary_units", st->units},           {"summary_late", st->late},
     };
     for (size_t i = 0; i < sizeof f64 / sizeof f64[0]; i++)
         if (h5_attr_f64(g, f64[i].name, f64[i].v, err, errlen) < 0)

@@ -69,7 +69,7 @@ static const struct field record_fields[] = {
     RR(t_open, FIELD_F64), RR(t_io, FIELD_F64), RR(t_fsync, FIELD_F64), RR(t_close, FIELD_F64),
     RR(t_md5, FIELD_F64), RR(bytes, FIELD_U64), RR(ops, FIELD_U64), RR(errors, FIELD_U64),
     RR(verify_failures, FIELD_U64), RR(grants, FIELD_U64), RR(contended, FIELD_U64),
-    RR(violations, FIELD_U64), RR(paced, FIELD_U64), RR(late, FIELD_U64),
+    RR(violations, FIELD_U64), RR(units, FIELD_U64), RR(late, FIELD_U64),
 };
 TABLE(table_phase_ranks, "/phases/<name>/ranks", record_fields, struct rank_record);
 

@@ -34,17 +34,17 @@ static void summary_window_add(struct summary_line *l, int d, int32_t window)
 static double summary_achieved(const struct rank_record *rows, size_t nrows)
 {
     double total = 0, seconds = 0;
-    uint64_t paced = 0;
+    uint64_t units = 0;
     for (size_t i = 0; i < nrows; i++) {
         const struct rank_record *r = &rows[i];
-        paced += r->paced;
+        units += r->units;
         seconds += r->t_end > r->t_start ? r->t_end - r->t_start : 0;
         bool last =
             i + 1 == nrows || rows[i + 1].rank != r->rank || rows[i + 1].client != r->client;
         if (!last)
             continue;
-        total += seconds > 0 ? (double)paced / seconds : 0;
-        paced = 0;
+        total += seconds > 0 ? (double)units / seconds : 0;
+        units = 0;
         seconds = 0;
     }
     return total;
@@ -99,7 +99,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         st->ops += r->ops;
         st->verify_failures += r->verify_failures;
         st->violations += r->violations;
-        st->paced += r->paced;
+        st->units += r->units;
         st->late += r->late;
         summary_window_add(out, 0, r->rpc_window_read);
         summary_window_add(out, 1, r->rpc_window_write);
@@ -123,8 +123,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     st->last_done = last - sum->t_start;
     st->mib_per_s = st->last_done > 0 ? (double)st->bytes / 1048576.0 / st->last_done : 0;
     st->ops_per_s = st->last_done > 0 ? (double)st->ops / st->last_done : 0;
-    if (ph->rate > 0)
-        st->achieved_per_s = summary_achieved(rows, nrows);
+    st->achieved_per_s = summary_achieved(rows, nrows);
 }
 
 /* From source's samples meeting [t0, t1]: the mean and max cpu_busy, the
@@ -567,7 +566,7 @@ static void summary_print_pace(FILE *out, const struct summary_line *l)
     summary_format_rate(st->offered_per_s > 0 ? 100 * st->achieved_per_s / st->offered_per_s : NAN,
                         false, "%.1f%%", share, sizeof share);
     fprintf(out, "; offered %.1f/s achieved %s/s (%s), late %llu of %llu", st->offered_per_s,
-            achieved, share, (unsigned long long)st->late, (unsigned long long)st->paced);
+            achieved, share, (unsigned long long)st->late, (unsigned long long)st->units);
     static const struct {
         int op;
         const char *label;

@@ -269,7 +269,7 @@ static void json_phase_pace(FILE *f, const struct summary_line *l)
     fputc('{', f);
     json_kd(f, "offered_per_s", st->offered_per_s, &first);
     json_kd(f, "achieved_per_s", st->achieved_per_s, &first);
-    json_ku(f, "calls", st->paced, &first);
+    json_ku(f, "calls", st->units, &first);
     json_ku(f, "late", st->late, &first);
     json_kd(f, "response_p50_s", summary_op_quantile(l, OP_RESPONSE, 0.50), &first);
     json_kd(f, "response_p99_s", summary_op_p99(l, OP_RESPONSE), &first);
@@ -306,6 +306,8 @@ static void json_phase(FILE *f, const struct summary_line *l, int index)
     json_ks(f, "main_op", l->stats.main_op >= 0 ? op_name((enum op)l->stats.main_op) : NULL,
             &first);
     json_kd(f, "main_ops_per_s", summary_main_per_s(l), &first);
+    json_ku(f, "units", st->units, &first);
+    json_kd(f, "units_per_s", st->achieved_per_s, &first);
     json_key(f, "ops", &first);
     fputc('[', f);
     for (int k = 0; k < l->nops; k++) {

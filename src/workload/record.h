@@ -22,8 +22,9 @@ struct rank_record {
     uint64_t grants;     /* lock: locks granted */
     uint64_t contended;  /* lock: non-blocking attempts refused (EAGAIN/EACCES) */
     uint64_t violations; /* lock: another rank's token seen inside a held range */
-    uint64_t paced;      /* rate > 0: calls issued on the client's schedule */
-    uint64_t late;       /* of those, sent after their intended instant (the client was busy) */
+    uint64_t units;      /* the kind's units of work done (write or read blocks, md5 reads, meta
+                            items, lock or storm attempts): under rate, the calls of the schedule */
+    uint64_t late;       /* rate > 0: of those, sent after their instant (the client was busy) */
 };
 
 /* One rank's share of one step of a meta phase (create, stat, rename,

@@ -138,10 +138,10 @@ static void workload_pace_add(struct phase_ctx *c, enum op op, double seconds)
 
 void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call)
 {
+    r->units++;
     if (call->intended <= 0)
         return;
     double end = clock_mono();
-    r->paced++;
     r->late += pace_call_late(call);
     workload_pace_add(c, OP_RESPONSE, end - call->intended);
     workload_pace_add(c, OP_SERVICE, end - call->sent);

@@ -126,14 +126,14 @@ ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, do
 void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
                    const char *path);
 
-/* A call on the client's schedule (rate > 0; nothing otherwise): before
- * the call's first backend call, workload_pace waits until the call's
- * intended instant (at once when the client is late) and returns true,
- * or false when a stop or the deadline came while it waited (then no
- * call is made); after its last, workload_paced counts it in row r (paced,
- * late) and adds its response, service and lag to the histograms. A call
- * is the kind's unit: a write or read block, an md5 read, a meta item,
- * a lock or storm attempt. */
+/* One unit of the kind's work: a write or read block, an md5 read, a
+ * meta item, a lock or storm attempt; under rate > 0 a call on the
+ * client's schedule. Before its first backend call, workload_pace waits
+ * until the call's intended instant (at once when the client is late;
+ * no wait in a closed loop) and returns true, or false when a stop or
+ * the deadline came while it waited (then no call is made); after its
+ * last, workload_paced counts it in row r (units; under a rate late too)
+ * and adds its response, service and lag to the histograms. */
 bool workload_pace(struct phase_ctx *c, struct pace_call *call);
 void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call);
 /* A meta step begins: the schedule starts again from now. */

@@ -107,22 +107,22 @@ def test_closed_loop_has_no_schedule(served):
     assert op(ph, "response") is None and op(ph, "lag") is None
     with h5py.File(served[0], "r") as f:
         g = f["phases/closed"]
-        assert int(g["ranks"]["paced"].sum()) == 0
+        assert int(g["ranks"]["late"].sum()) == 0
         assert np.isnan(g.attrs["summary_offered_per_s"])
 
 
 def test_results_file_holds_the_schedule(served):
-    """Per client rows (paced, late), the phase's attributes and one
+    """Per client rows (units, late), the phase's attributes and one
     response, service and lag sample per paced call."""
     out, summary, _ = served
     with h5py.File(out, "r") as f:
         for name in ("below", "above"):
             g = f[f"phases/{name}"]
             rows = g["ranks"][()]
-            assert list(rows["paced"]) == [BLOCKS] * RANKS
+            assert list(rows["units"]) == [BLOCKS] * RANKS
             pace = phase(summary, name)["pace"]
             assert int(rows["late"].sum()) == pace["late"] == g.attrs["summary_late"]
-            assert g.attrs["summary_paced"] == RANKS * BLOCKS
+            assert g.attrs["summary_units"] == RANKS * BLOCKS
             assert g.attrs["summary_achieved_per_s"] == pytest.approx(pace["achieved_per_s"])
             assert g.attrs["rate"] in (50.0, 200.0)
             for hist in ("response", "service", "lag"):
