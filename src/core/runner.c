@@ -382,8 +382,17 @@ static struct phase_outcome run_phases(struct run *r)
     const struct job *job = r->job;
     runner_stop_stage(&r->stop, RUNNER_STAGE_PHASES);
     struct phase_outcome o = {0};
-    for (int i = 0; i < job->nphases && !o.signal; i++)
+    int last = -1; /* the last phase run */
+    for (int i = 0; i < job->nphases && !o.signal; i++) {
+        if (run_ladder_skip(r, i))
+            continue;
         o = run_phase(r, i);
+        last = i;
+        if (!o.signal)
+            run_ladder_after(r, i);
+    }
+    if (last != job->nphases - 1 && !o.signal && r->rank == 0)
+        run_monitor_final(r); /* the steps after it did not run: its readings end here */
     if (r->rank == 0)
         run_record_outcome(r, o.signal);
     if (!job->keep) {
@@ -497,7 +506,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
                 fprintf(stderr, "herd: %s\n", err);
             exit_code = 2;
         } else {
-            r.job = &steps;
+            r.job = r.steps = &steps;
             if (r.rank == 0) /* what herd check -n <I/O ranks> warns of */
                 job_lint_print(&steps, r.size, stderr);
             exit_code = run_io(&r, sync_seconds, start_utc);

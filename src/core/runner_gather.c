@@ -293,9 +293,11 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
             ph->name, sum->status, result, sum->t_end - sum->t_start, skew);
     if (!isnan(st->offered_per_s))
         fprintf(stderr,
-                "herd: phase %s: offered %.1f calls/s, achieved %.1f/s, %llu of %llu late\n",
+                "herd: phase %s: offered %.1f calls/s, achieved %.1f/s (%.1f%% of the calls "
+                "due), %llu of %llu late\n",
                 ph->name, st->offered_per_s, isnan(st->achieved_per_s) ? 0.0 : st->achieved_per_s,
-                (unsigned long long)st->late, (unsigned long long)st->units);
+                100 * summary_achieved_share(st), (unsigned long long)st->late,
+                (unsigned long long)st->units);
     if (summary_herd_limited(line))
         fprintf(stderr,
                 "herd: phase %s: warning: herd, not the server, limited this step: its own lag "
@@ -415,6 +417,11 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
     if (r->results && any && results_write_monitor(r->results, &a, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
     monitor_batch_free(&a.batch);
+}
+
+void run_monitor_final(struct run *r)
+{
+    run_write_monitor(r, NULL, NULL, 0, NULL, 0, true);
 }
 
 struct mountstats *run_client_snapshot(const struct run *r)

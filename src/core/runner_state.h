@@ -82,6 +82,12 @@ struct run {
     double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
     int *spread;            /* each rank's place in the host-spread order (ladder steps) */
     MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
+    /* The job as run (ladders expanded): a rate_curve step's rate is set
+     * here before it runs, from the curve's first step. */
+    struct job *steps;
+    char ladder_stopped[JOB_NAME_MAX]; /* the ladder a stop_when ended ("" none) */
+    char ladder_reason[STEP_NOTE_MAX]; /* rank 0: why, for its steps not run */
+    double curve_max;                  /* a rate_curve's closed-loop units/s per client */
 };
 
 /* One phase of a rank's clients (runner_clients.c). */
@@ -161,6 +167,10 @@ struct mountstats *run_client_snapshot(const struct run *r);
 void run_phase_monitor(struct run *r, int index, const struct phase_summary *sum,
                        struct mountstats *before, bool final);
 
+/* Rank 0: the monitor's last readings, when the last phase that ran was
+ * not the job's last (the ladder steps after it did not run). */
+void run_monitor_final(struct run *r);
+
 /* runner_cleanup.c */
 /* Remove what this run made (keep = no), and only that: every rank ORs
  * its claims into everyone's, each workload removes its claimed files
@@ -197,6 +207,15 @@ void run_clients_end(struct client_phase *cp);
 void run_clients_free(struct client_phase *cp);
 
 /* runner_ladder.c */
+/* Before phase index: true when it is a step of a ladder that a stop
+ * rule ended (rank 0 records it as not run), or a rate_curve step whose
+ * maximum did no work; else sets a rate_curve step's rate. Every rank
+ * answers the same (run_ladder_after broadcast what decides it). */
+bool run_ladder_skip(struct run *r, int index);
+/* After a ladder step (a collective): rank 0 tests the ladder's
+ * stop_when on the step's figures and takes a rate_curve's maximum from
+ * its first step, and tells every rank. */
+void run_ladder_after(struct run *r, int index);
 /* Ladder steps take ranks spread over hosts: the first rank of every
  * host, then the second of every host, ... (4 active ranks on 4 hosts are
  * one per host). spread[rank] is the rank's place in that order. */

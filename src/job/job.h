@@ -93,11 +93,18 @@ struct phase {
     int arrivals;             /* enum pace_arrivals: fixed | poisson */
     int64_t clients_per_rank; /* [global] only: the NFS clients each rank runs (1: itself) */
     char clients_active[128]; /* load ladder in clients: "10,100,all" in all; "" = none */
+    char rate_steps[128];     /* load ladder in rate: each client's rate per step, "10,50,100" */
+    char rate_curve[128];     /* load ladder in rate: a closed-loop maximum, then these percent
+                                 of it, "10,50,90,100" (vdbench's curve) */
+    char stop_when[128];      /* a ladder ends at the first step that breaks it (stoprule.h) */
     /* Set by job_expand_ladders for one step of a ladder phase: */
     char ladder[JOB_NAME_MAX]; /* the ladder phase's name, "" for a plain phase */
     int64_t step;              /* 1-based step number */
     int64_t active_ranks;      /* ranks doing I/O in this step (0: every rank) */
     int64_t active_clients;    /* clients (of all ranks) doing I/O in this step (0: all) */
+    double curve_percent;      /* a rate_curve step: its rate is this percent of the curve's
+                                  first step's units/s per client (the runner sets rate); -1:
+                                  that first step (a closed loop); 0: not a curve's step */
     char run_id[JOB_NAME_MAX]; /* [global] only; "" = a fresh id per run */
     /* [global] only (every phase holds the same): the server monitor */
     char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
@@ -326,10 +333,18 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
 #define JOB_STEPS_MAX 64
 int job_ladder_steps(const char *spec, int64_t *out, int max, int64_t nranks);
 
-/* Whether ph is a load ladder (ranks_active, ranks_step, clients_active). */
+/* A ladder in rate's list ("10,20,50", or rate_curve's percents with most
+ * 100): rising values above 0 and at most `most`, into out (max of them;
+ * NULL: only count). How many, or -EINVAL. */
+int job_ladder_rates(const char *spec, double *out, int max, double most);
+#define JOB_RATE_MAX 1e6 /* calls/s a client may offer (rate's bound) */
+
+/* Whether ph is a load ladder (ranks_active, ranks_step, clients_active,
+ * rate_steps, rate_curve). */
 static inline bool job_phase_is_ladder(const struct phase *ph)
 {
-    return ph->ranks_active[0] || ph->ranks_step || ph->clients_active[0];
+    return ph->ranks_active[0] || ph->ranks_step || ph->clients_active[0] || ph->rate_steps[0] ||
+           ph->rate_curve[0];
 }
 
 /* A copy of job with every load-ladder phase (ranks_active, ranks_step)

@@ -11,6 +11,7 @@
 
 #include "job.h"
 #include "job_parse.h"
+#include "stoprule.h"
 #include "units.h"
 
 /* Whether key k applies to phases of kind (a key of no kinds, or no key:
@@ -252,6 +253,40 @@ static void phase_check_pacing(struct parse_state *st, const struct phase *ph)
                           "set one of them");
 }
 
+/* a ladder in rate (rate_steps, rate_curve) and a ladder's stop_when. */
+static void phase_check_rate_ladder(struct parse_state *st, const struct phase *ph)
+{
+    bool in_rate = ph->rate_steps[0] || ph->rate_curve[0];
+    bool other = ph->ranks_active[0] || ph->ranks_step || ph->clients_active[0];
+    struct stop_rule rule;
+    char why[256];
+    if (ph->rate_steps[0] && ph->rate_curve[0])
+        PHASE_BAD("rate_curve", "set rate_steps or rate_curve, not both");
+    else if (in_rate && other)
+        PHASE_BAD(ph->rate_steps[0] ? "rate_steps" : "rate_curve",
+                  "a ladder steps in one thing: ranks, clients or rate, not two");
+    else if (in_rate && ph->rate > 0)
+        PHASE_BAD("rate", "the ladder in rate sets each step's rate: leave rate out");
+    else if (ph->rate_steps[0] &&
+             job_ladder_rates(ph->rate_steps, NULL, JOB_STEPS_MAX, JOB_RATE_MAX) < 0)
+        PHASE_BAD("rate_steps", "'%s' is not a list of rates (10,20,50,100), rising, above 0",
+                  ph->rate_steps);
+    else if (ph->rate_curve[0] &&
+             job_ladder_rates(ph->rate_curve, NULL, JOB_STEPS_MAX - 1, 100) < 0)
+        PHASE_BAD("rate_curve",
+                  "'%s' is not a list of percents (10,50,90,100), rising, above 0 "
+                  "and at most 100",
+                  ph->rate_curve);
+    else if (ph->stop_when[0] && !job_phase_is_ladder(ph))
+        PHASE_BAD("stop_when", "applies to a load ladder (ranks_active, ranks_step, "
+                               "clients_active, rate_steps or rate_curve)");
+    else if (stoprule_parse(ph->stop_when, &rule, why, sizeof why) == NULL &&
+             (stoprule_uses(&rule, STOP_ACHIEVED) || stoprule_uses(&rule, STOP_LATE)) && !in_rate &&
+             ph->rate <= 0)
+        PHASE_BAD("stop_when", "achieved and late need an offered rate: rate, rate_steps or "
+                               "rate_curve");
+}
+
 /* a load ladder: ranks_active, ranks_step or clients_active, step_duration. */
 static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
 {
@@ -269,8 +304,10 @@ static void phase_check_ladder(struct parse_state *st, const struct phase *ph)
         PHASE_BAD("ranks_active", "'%s' is not a list of rank counts (1,2,4,all), rising",
                   ph->ranks_active);
     else if (ph->step_duration > 0 && !job_phase_is_ladder(ph))
-        PHASE_BAD("step_duration",
-                  "applies to a load ladder (ranks_active, ranks_step or clients_active)");
+        PHASE_BAD("step_duration", "applies to a load ladder (ranks_active, ranks_step, "
+                                   "clients_active, rate_steps or rate_curve)");
+    else
+        phase_check_rate_ladder(st, ph);
 }
 
 /* the plug-ins' rules (the monitor's, the backend's), then the scale of the phase. */

@@ -12,6 +12,7 @@
 
 #include "job.h"
 #include "job_parse.h"
+#include "stoprule.h"
 #include "units.h"
 #include "utf8.h"
 
@@ -38,6 +39,13 @@ static const char *label_check(const char *v, char *why, size_t len)
         }
     }
     return NULL;
+}
+
+/* stop_when's rule (stoprule.h). */
+static const char *stoprule_check(const char *v, char *why, size_t len)
+{
+    struct stop_rule rule;
+    return stoprule_parse(v, &rule, why, len);
 }
 
 /* Rows name scope, kinds and backend only where they differ from the
@@ -143,6 +151,19 @@ static const struct job_key core_keys[] = {
      "load ladder in clients: the phase runs once per step with this many clients in all "
      "doing I/O, e.g. 10,100,500,all (spread evenly over the ranks; the others wait); one "
      "results phase per step, <name>.<N>c"},
+    {"rate_steps", KEY_STRING, PHASE_MEMBER(rate_steps), NULL, "",
+     "load ladder in rate: the phase runs once per step with each client offering this many "
+     "calls/s, e.g. 10,20,50,100 (rising; one results phase per step, <name>.<R>ps)"},
+    {"rate_curve", KEY_STRING, PHASE_MEMBER(rate_curve), NULL, "",
+     "load ladder in rate as vdbench's curve: a closed-loop step at full speed (<name>.max), "
+     "then steps at these percents of its calls/s per client, e.g. 10,50,70,80,90,100 "
+     "(<name>.<P>pct)"},
+    {"stop_when", KEY_STRING, PHASE_MEMBER(stop_when), NULL, "",
+     "load ladder: end it after the first step that breaks this rule, e.g. p99 > 50ms, "
+     "achieved < 95%, late > 10%, errors > 0, joined by ' or ' (p50/p90/p99/max: the "
+     "response time of a rated step, else the main call's latency); the steps not run are "
+     "recorded so, with the reason",
+     .check = stoprule_check},
     {"think_time", KEY_DURATION, PHASE_MEMBER(think_time), NULL, "0",
      "pause after each timed call of a rank: a closed loop that waits between calls "
      "(0 = none; rate offers a fixed load)"},
@@ -151,7 +172,7 @@ static const struct job_key core_keys[] = {
      "write or read block, an md5 read, a meta item, a lock or storm attempt; latency "
      "counts from each call's intended instant (response) and from its send (service); "
      "a call the client could not send on time is late, never dropped (0 = as fast as it can)",
-     .bounds = KEY_MAX, .max = 1e6},
+     .bounds = KEY_MAX, .max = JOB_RATE_MAX},
     {"arrivals", KEY_ENUM, PHASE_MEMBER(arrivals), arrivals_choices, "poisson",
      "with rate: the instants of a client's calls: poisson (exponential gaps, from seed, as "
      "vdbench and fio's rate_process=poisson) | fixed (every 1/rate, each client offset by "

@@ -54,8 +54,10 @@ void pace_init(struct pace *p, double rate, enum pace_arrivals arrivals, uint64_
 
 void pace_restart(struct pace *p, double anchor)
 {
-    if (p->rate > 0)
-        p->next = pace_first(p, anchor);
+    if (p->rate <= 0)
+        return;
+    p->taken = pace_due(p, anchor); /* the old schedule's pending calls stay due */
+    p->next = pace_first(p, anchor);
 }
 
 void pace_take(struct pace *p, double now, struct pace_call *call)
@@ -63,7 +65,22 @@ void pace_take(struct pace *p, double now, struct pace_call *call)
     call->intended = p->next;
     call->ready = now;
     call->sent = now > p->next ? now : p->next;
+    p->last = p->next;
+    p->taken++;
     p->next += pace_gap(p);
+}
+
+uint64_t pace_due(const struct pace *p, double t)
+{
+    if (p->rate <= 0)
+        return 0;
+    uint64_t due = p->taken - (p->taken > 0 && p->last > t);
+    struct pace walk = *p; /* the same stream: the instants pace_take would give */
+    while (walk.next <= t) {
+        due++;
+        walk.next += pace_gap(&walk);
+    }
+    return due;
 }
 
 double pace_lag(const struct pace_call *call)

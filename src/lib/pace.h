@@ -25,8 +25,10 @@ enum pace_arrivals { PACE_FIXED, PACE_POISSON };
 struct pace {
     double rate; /* calls per second; 0: no schedule (closed loop) */
     enum pace_arrivals arrivals;
-    uint64_t rng; /* xorshift64* state, from the seed */
-    double next;  /* the next call's intended instant */
+    uint64_t rng;   /* xorshift64* state, from the seed */
+    double next;    /* the next call's intended instant */
+    uint64_t taken; /* instants handed out by pace_take */
+    double last;    /* the last of them */
 };
 
 /* One paced call's instants: when it was due, when the client was free
@@ -41,13 +43,19 @@ void pace_init(struct pace *p, double rate, enum pace_arrivals arrivals, uint64_
                double anchor);
 
 /* Start the schedule again from anchor (a new meta step), keeping the
- * arrivals' stream. */
+ * arrivals' stream; the old schedule's calls due by anchor and not taken
+ * count as taken (pace_due goes on counting them). */
 void pace_restart(struct pace *p, double anchor);
 
 /* The next call, for a client free at `now`: its intended instant and
  * ready time (sent: the later of the two, until the caller, who waits
  * for the instant when it is later than now, sets it). */
 void pace_take(struct pace *p, double now, struct pace_call *call);
+
+/* The calls due by t: the schedule's instants at or before t, taken or
+ * not (a client that fell behind has instants pending). Walks the
+ * pending ones: as many steps as the client is behind. */
+uint64_t pace_due(const struct pace *p, double t);
 
 /* Whether the call is late: its client was still busy at its instant. */
 static inline bool pace_call_late(const struct pace_call *call)

@@ -82,14 +82,16 @@ struct phase_summary {
     double t_start;     /* the common instant all ranks were told */
     double t_end;       /* after the closing barrier */
     double start_skew;  /* max - min of the ranks' achieved starts */
-    const char *status; /* phase_status_name(): ok | errors | verify | deadline | interrupted */
+    const char *status; /* phase_status_name(): ok | errors | verify | deadline | interrupted;
+                           a ladder step not run: not-run */
     size_t stuck;       /* operations the watchdogs saw hanging */
     struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
     int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
     int active_clients;             /* clients doing I/O, of every rank */
 };
 
-#define OP_NAME_LEN 16 /* an op's name in a table: "rpc_write" and its NUL fit */
+#define OP_NAME_LEN 16    /* an op's name in a table: "rpc_write" and its NUL fit */
+#define STEP_NOTE_MAX 192 /* a ladder step's note: why it did not run */
 
 /* One rank's calls per op in a phase: the /phases/<name>/ops table. */
 struct op_stats {
@@ -114,6 +116,7 @@ struct phase_stats {
      * loop) and the late ones. */
     double offered_per_s, achieved_per_s;
     uint64_t units, late;
+    uint64_t due; /* rate > 0: the calls the clients' schedules made due (record.h) */
 };
 
 /* Everything gathered from the ranks for one phase (rank 0's view). */
@@ -185,6 +188,16 @@ struct step_row {
     uint64_t stuck, verify_failures;
     struct phase_server server; /* the step's summary_cpu_mean ... (NaN = not sampled) */
     double t_start, elapsed, start_skew;
+    /* Offered load (rate: the step's own, or its curve's share of the
+     * maximum; 0: a closed loop) and its figures: summary_offered_per_s,
+     * summary_achieved_per_s, summary_units, summary_late, and the
+     * response, service and lag percentiles (NaN without a rate). */
+    double rate, offered_per_s, achieved_per_s;
+    uint64_t units, late, due;
+    double response_p50_s, response_p99_s, service_p99_s, lag_p99_s;
+    /* Why a step did not run (status not-run: the stop rule a step before
+     * it broke), "" otherwise. */
+    char note[STEP_NOTE_MAX];
 };
 
 /* One I/O rank's resource use over the whole run: /usage. */

@@ -378,8 +378,9 @@ int results_write_steps(struct results *r, const char *ladder, const struct step
     if (n && !kept)
         return h5_msg_fail(err, errlen, "%s: ladder '%s': out of memory", r->path, ladder);
     size_t nkept = 0;
-    for (size_t i = 0; i < n; i++) /* a lost step has no phase to point to */
-        if (H5Lexists(r->phases, rows[i].phase, H5P_DEFAULT) > 0)
+    for (size_t i = 0; i < n; i++) /* a lost step has no phase to point to; one not run never had */
+        if (strcmp(rows[i].status, "not-run") == 0 ||
+            H5Lexists(r->phases, rows[i].phase, H5P_DEFAULT) > 0)
             kept[nkept++] = rows[i];
     int rc = -1;
     hid_t g = h5_group_create(r->phases, ladder, err, errlen);

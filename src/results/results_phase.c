@@ -230,12 +230,19 @@ static int summary_write(const struct h5_types *ty, hid_t g, const struct phase_
         const char *name;
         uint64_t v;
     } u64[] = {
-        {"summary_rows", (uint64_t)st->rows},   {"summary_ranks", (uint64_t)st->ranks},
-        {"summary_bytes", st->bytes},           {"summary_ops", st->ops},
-        {"summary_errors", st->errors},         {"summary_verify_failures", st->verify_failures},
-        {"summary_grants", st->grants},         {"summary_contended", st->contended},
-        {"summary_violations", st->violations}, {"summary_stuck", st->stuck},
-        {"summary_units", st->units},           {"summary_late", st->late},
+        {"summary_rows", (uint64_t)st->rows},
+        {"summary_ranks", (uint64_t)st->ranks},
+        {"summary_bytes", st->bytes},
+        {"summary_ops", st->ops},
+        {"summary_errors", st->errors},
+        {"summary_verify_failures", st->verify_failures},
+        {"summary_grants", st->grants},
+        {"summary_contended", st->contended},
+        {"summary_violations", st->violations},
+        {"summary_stuck", st->stuck},
+        {"summary_units", st->units},
+        {"summary_late", st->late},
+        {"summary_due", st->due},
     };
     for (size_t i = 0; i < sizeof f64 / sizeof f64[0]; i++)
         if (h5_attr_f64(g, f64[i].name, f64[i].v, err, errlen) < 0)

@@ -57,7 +57,12 @@ static const struct field step_fields[] = {
     ST("nfsd_packets_per_s", server.nfsd_packets_per_s, FIELD_F64),
     ST("nfsd_woken_share", server.nfsd_woken_share, FIELD_F64),
     ST("t_start", t_start, FIELD_F64), ST("elapsed", elapsed, FIELD_F64),
-    ST("start_skew", start_skew, FIELD_F64),
+    ST("start_skew", start_skew, FIELD_F64), ST("rate", rate, FIELD_F64),
+    ST("offered_per_s", offered_per_s, FIELD_F64), ST("achieved_per_s", achieved_per_s, FIELD_F64),
+    ST("units", units, FIELD_U64), ST("late", late, FIELD_U64), ST("due", due, FIELD_U64),
+    ST("response_p50_s", response_p50_s, FIELD_F64), ST("response_p99_s", response_p99_s, FIELD_F64),
+    ST("service_p99_s", service_p99_s, FIELD_F64), ST("lag_p99_s", lag_p99_s, FIELD_F64),
+    ST("note", note, FIELD_STR),
 };
 TABLE(table_steps, "/phases/<ladder>/steps", step_fields, struct step_row);
 
@@ -69,7 +74,7 @@ static const struct field record_fields[] = {
     RR(t_open, FIELD_F64), RR(t_io, FIELD_F64), RR(t_fsync, FIELD_F64), RR(t_close, FIELD_F64),
     RR(t_md5, FIELD_F64), RR(bytes, FIELD_U64), RR(ops, FIELD_U64), RR(errors, FIELD_U64),
     RR(verify_failures, FIELD_U64), RR(grants, FIELD_U64), RR(contended, FIELD_U64),
-    RR(violations, FIELD_U64), RR(units, FIELD_U64), RR(late, FIELD_U64),
+    RR(violations, FIELD_U64), RR(units, FIELD_U64), RR(late, FIELD_U64), RR(due, FIELD_U64),
 };
 TABLE(table_phase_ranks, "/phases/<name>/ranks", record_fields, struct rank_record);
 

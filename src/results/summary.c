@@ -101,6 +101,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
         st->violations += r->violations;
         st->units += r->units;
         st->late += r->late;
+        st->due += r->due;
         summary_window_add(out, 0, r->rpc_window_read);
         summary_window_add(out, 1, r->rpc_window_write);
         if (r->t_end < first)
@@ -533,6 +534,11 @@ static void summary_print_window(FILE *out, const struct summary_line *l)
     }
 }
 
+double summary_achieved_share(const struct phase_stats *st)
+{
+    return st->due > 0 ? (double)st->units / (double)st->due : NAN;
+}
+
 double summary_op_quantile(const struct summary_line *l, int op, double q)
 {
     const struct summary_op *o = summary_find_op(l, op);
@@ -563,10 +569,10 @@ static void summary_print_pace(FILE *out, const struct summary_line *l)
         return;
     char achieved[32], share[32];
     summary_format_rate(st->achieved_per_s, false, "%.1f", achieved, sizeof achieved);
-    summary_format_rate(st->offered_per_s > 0 ? 100 * st->achieved_per_s / st->offered_per_s : NAN,
-                        false, "%.1f%%", share, sizeof share);
-    fprintf(out, "; offered %.1f/s achieved %s/s (%s), late %llu of %llu", st->offered_per_s,
-            achieved, share, (unsigned long long)st->late, (unsigned long long)st->units);
+    summary_format_rate(100 * summary_achieved_share(st), false, "%.1f%%", share, sizeof share);
+    fprintf(out, "; offered %.1f/s achieved %s/s (%s of the calls due), late %llu of %llu",
+            st->offered_per_s, achieved, share, (unsigned long long)st->late,
+            (unsigned long long)st->units);
     static const struct {
         int op;
         const char *label;
@@ -586,6 +592,10 @@ static void summary_print_pace(FILE *out, const struct summary_line *l)
 static void summary_print_detail(FILE *out, const struct summary_line *l)
 {
     fprintf(out, "    ");
+    if (l->note[0]) { /* a ladder step that did not run */
+        fprintf(out, "ladder step %lld: %s\n", (long long)l->step, l->note);
+        return;
+    }
     if (l->step > 0) { /* which load point of its ladder */
         char skew[32];
         units_format_ms(l->start_skew, skew, sizeof skew);
@@ -774,6 +784,31 @@ static void summary_top_errno(const struct summary_line *l, char *name, size_t l
         name[0] = '\0';
 }
 
+/* A step's offered load and its figures, and why it did not run. */
+static void summary_step_pace(const struct summary_line *l, struct step_row *row)
+{
+    row->rate = l->ph ? l->ph->rate : 0;
+    row->offered_per_s = l->stats.offered_per_s;
+    row->achieved_per_s = l->stats.achieved_per_s;
+    row->units = l->stats.units;
+    row->late = l->stats.late;
+    row->due = l->stats.due;
+    row->response_p50_s = summary_op_quantile(l, OP_RESPONSE, 0.5);
+    row->response_p99_s = summary_op_p99(l, OP_RESPONSE);
+    row->service_p99_s = summary_op_p99(l, OP_SERVICE);
+    row->lag_p99_s = summary_op_p99(l, OP_LAG);
+    snprintf(row->note, sizeof row->note, "%s", l->note);
+}
+
+void summary_not_run(const struct phase *ph, const struct phase_summary *sum, const char *note,
+                     struct summary_line *out)
+{
+    summary_compute(ph, sum, NULL, 0, 0, out);
+    out->step = ph->step;
+    out->iterations = ph->iterations;
+    snprintf(out->note, sizeof out->note, "%s", note);
+}
+
 size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
                             struct step_row *rows)
 {
@@ -810,6 +845,7 @@ size_t summary_ladder_steps(const struct summary_line *lines, int n, const char 
         row->t_start = l->t_start;
         row->elapsed = l->t_end - l->t_start;
         row->start_skew = l->start_skew;
+        summary_step_pace(l, row);
     }
     return k;
 }

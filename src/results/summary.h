@@ -88,6 +88,7 @@ struct summary_line {
     /* The backend's RPCs in flight (the rows' rpc_window_read / _write),
      * lowest and highest over the rows that have one; 0: none. */
     int32_t window_lo[2], window_hi[2];
+    char note[STEP_NOTE_MAX]; /* a ladder step not run: why ("" otherwise) */
 };
 
 /* Whether key k is one of phase ph's own parameters: not run-wide
@@ -141,6 +142,11 @@ double summary_main_per_s(const struct summary_line *l);
  * (meta phases count items as mdtest does: open = create). */
 const char *summary_op_label(const struct summary_line *l, int op);
 
+/* A ladder step that did not run (the stop rule of a step before it):
+ * its line, status not-run, no figures, and why in note. */
+void summary_not_run(const struct phase *ph, const struct phase_summary *sum, const char *note,
+                     struct summary_line *out);
+
 /* herd's own lag (OP_LAG) limited an open-loop phase: its p99 is at
  * least SUMMARY_LAG_SHARE of the response p99 and at least
  * SUMMARY_LAG_FLOOR seconds (a few microseconds of timer slack on a
@@ -148,6 +154,11 @@ const char *summary_op_label(const struct summary_line *l, int op);
 #define SUMMARY_LAG_SHARE 0.10
 #define SUMMARY_LAG_FLOOR 200e-6
 bool summary_herd_limited(const struct summary_line *l);
+/* An open-loop phase's calls sent over its calls due (the share of the
+ * calls the schedules offered in the clients' time that were sent, free
+ * of the arrivals' randomness that achieved/s carries); NaN without. */
+double summary_achieved_share(const struct phase_stats *st);
+
 /* The p99 of op's calls in the phase, seconds; NaN when none; and its
  * p50 (q 0.5) or max (q 1.0). */
 double summary_op_p99(const struct summary_line *l, int op);

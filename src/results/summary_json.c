@@ -233,6 +233,7 @@ static void json_phase_what(FILE *f, const struct summary_line *l, int index, bo
         json_ki(f, "active_ranks", l->active_ranks, first);
         json_ki(f, "active_clients", l->active_clients, first);
         json_ki(f, "active_hosts", l->active_hosts, first);
+        json_ks(f, "note", l->note, first);
     }
 }
 
@@ -271,6 +272,8 @@ static void json_phase_pace(FILE *f, const struct summary_line *l)
     json_kd(f, "achieved_per_s", st->achieved_per_s, &first);
     json_ku(f, "calls", st->units, &first);
     json_ku(f, "late", st->late, &first);
+    json_ku(f, "due", st->due, &first);
+    json_kd(f, "achieved_share", summary_achieved_share(st), &first);
     json_kd(f, "response_p50_s", summary_op_quantile(l, OP_RESPONSE, 0.50), &first);
     json_kd(f, "response_p99_s", summary_op_p99(l, OP_RESPONSE), &first);
     json_kd(f, "service_p50_s", summary_op_quantile(l, OP_SERVICE, 0.50), &first);

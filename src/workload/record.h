@@ -25,6 +25,8 @@ struct rank_record {
     uint64_t units;      /* the kind's units of work done (write or read blocks, md5 reads, meta
                             items, lock or storm attempts): under rate, the calls of the schedule */
     uint64_t late;       /* rate > 0: of those, sent after their instant (the client was busy) */
+    uint64_t due;        /* rate > 0: the calls due in this iteration: its schedule's instants
+                            up to t_end, sent or not */
 };
 
 /* One rank's share of one step of a meta phase (create, stat, rename,

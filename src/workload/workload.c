@@ -148,6 +148,16 @@ void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pac
     workload_pace_add(c, OP_LAG, pace_lag(call));
 }
 
+void workload_row_end(struct phase_ctx *c, struct rank_record *r)
+{
+    r->t_end = clock_now(c->clock);
+    if (!c->pace_started)
+        return;
+    uint64_t due = pace_due(&c->pace, clock_mono());
+    r->due = due - c->pace_due;
+    c->pace_due = due;
+}
+
 void workload_path(char *buf, size_t len, const char *fmt, ...)
 {
     va_list ap;

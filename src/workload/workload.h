@@ -90,6 +90,7 @@ struct phase_ctx {
      * paced call (workload_pace) and again at each meta step. */
     struct pace pace;
     bool pace_started;
+    uint64_t pace_due; /* the calls due counted in rows so far */
 };
 
 /* Bracket one backend call: mark it in flight and, when it returns, add
@@ -138,6 +139,8 @@ bool workload_pace(struct phase_ctx *c, struct pace_call *call);
 void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call);
 /* A meta step begins: the schedule starts again from now. */
 void workload_pace_restart(struct phase_ctx *c);
+/* Row r (an iteration) ends now: its t_end, and under rate its calls due. */
+void workload_row_end(struct phase_ctx *c, struct rank_record *r);
 
 /* What a kind does, for the runner, the summary and the results file,
  * which ask these instead of testing the kind. */

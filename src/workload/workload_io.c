@@ -355,7 +355,7 @@ static void io_run(struct phase_ctx *c)
         r->t_start = clock_now(c->clock);
         if (!workload_should_stop(c))
             r->completed = io_iteration(c, r, i);
-        r->t_end = clock_now(c->clock);
+        workload_row_end(c, r);
     }
 }
 
@@ -420,11 +420,14 @@ static void io_volume(const struct phase *ph, struct job_volume *v)
         .remove = (rm),                                                                            \
     }
 
-static const char *const write_keys[] = {"fsync", "access",   "rwmix_read", "files_per_rank",
-                                         "rate",  "arrivals", NULL};
+static const char *const write_keys[] = {"fsync",          "access",     "rwmix_read",
+                                         "files_per_rank", "rate",       "arrivals",
+                                         "rate_steps",     "rate_curve", NULL};
 static const char *const read_keys[] = {"verify",         "read_from", "access",   "rwmix_read",
-                                        "files_per_rank", "rate",      "arrivals", NULL};
-static const char *const md5_keys[] = {"read_from", "files_per_rank", "rate", "arrivals", NULL};
+                                        "files_per_rank", "rate",      "arrivals", "rate_steps",
+                                        "rate_curve",     NULL};
+static const char *const md5_keys[] = {"read_from",  "files_per_rank", "rate", "arrivals",
+                                       "rate_steps", "rate_curve",     NULL};
 
 const struct workload_ops workload_write =
     IO_WORKLOAD("write", "write files in blocks", write_keys, JOB_KIND_WRITES | JOB_KIND_BLOCKS,

@@ -215,7 +215,7 @@ static void lock_run(struct phase_ctx *c)
             workload_paced(c, r, &call);
         }
         r->completed = ok && r->errors == 0 && !workload_should_stop(c);
-        r->t_end = clock_now(c->clock);
+        workload_row_end(c, r);
     }
 }
 
@@ -272,9 +272,9 @@ static void lock_describe(const struct phase *ph, char *buf, size_t len)
              ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
 }
 
-static const char *const lock_keys[] = {"duration",  "count",     "lock_mode",    "lock_range",
-                                        "lock_wait", "lock_hold", "lock_timeout", "rate",
-                                        "arrivals",  NULL};
+static const char *const lock_keys[] = {"duration",  "count",      "lock_mode",    "lock_range",
+                                        "lock_wait", "lock_hold",  "lock_timeout", "rate",
+                                        "arrivals",  "rate_steps", "rate_curve",   NULL};
 
 const struct workload_ops workload_lock = {
     .keys = lock_keys,

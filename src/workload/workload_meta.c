@@ -293,7 +293,7 @@ static void meta_run(struct phase_ctx *c)
         m->items = (c->op_count[op] - calls) - (c->op_errors[op] - failed);
         c->sync(c);
     }
-    r->t_end = clock_now(c->clock);
+    workload_row_end(c, r);
     r->completed = r->errors == 0 && !workload_should_stop(c);
 }
 
@@ -404,7 +404,8 @@ static void meta_describe(const struct phase *ph, char *buf, size_t len)
 }
 
 /* main_ops: the first step that made calls (create = open) */
-static const char *const meta_keys[] = {"dirs", "files", "meta_ops", "rate", "arrivals", NULL};
+static const char *const meta_keys[] = {"dirs",     "files",      "meta_ops",   "rate",
+                                        "arrivals", "rate_steps", "rate_curve", NULL};
 /* Empty files, as mdtest's default: a [global] file_size meant for the
  * data phases would otherwise fill the export with files x ranks of it. */
 static const char *const meta_own_defaults[] = {"file_size=0", NULL};

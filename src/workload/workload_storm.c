@@ -66,7 +66,7 @@ static void storm_run(struct phase_ctx *c)
             workload_paced(c, r, &call);
         }
         r->completed = r->errors == 0 && !workload_should_stop(c);
-        r->t_end = clock_now(c->clock);
+        workload_row_end(c, r);
     }
 }
 
@@ -87,7 +87,8 @@ static void storm_volume(const struct phase *ph, struct job_volume *v)
                              (uint64_t)ph->count, (uint64_t)ph->iterations, "count"};
 }
 
-static const char *const storm_keys[] = {"duration", "count", "rate", "arrivals", NULL};
+static const char *const storm_keys[] = {"duration",   "count",      "rate", "arrivals",
+                                         "rate_steps", "rate_curve", NULL};
 
 const struct workload_ops workload_storm = {
     .keys = storm_keys,

@@ -234,3 +234,122 @@ def test_rate_with_think_time_is_refused(herd_bin, tmp_path):
     assert proc.returncode == 2, describe(proc)
     assert "key 'rate': rate offers calls on a schedule and think_time pauses" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- ladders with a stop rule
+
+
+def steps_table(path, ladder):
+    with h5py.File(path, "r") as f:
+        rows = f[f"phases/{ladder}/steps"][()]
+        groups = set(f["phases"])
+    return [{k: (v.decode() if isinstance(v, bytes) else v) for k, v in zip(rows.dtype.names, r)}
+            for r in rows], groups
+
+
+def check_stopped(steps, groups):
+    """The first step that broke the rule is the last one run; every later
+    step is recorded as not run, with the reason, and has no phase group."""
+    ran = [s for s in steps if s["status"] != "not-run"]
+    skipped = [s for s in steps if s["status"] == "not-run"]
+    assert ran and skipped, steps
+    assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
+    assert ran[-1]["step"] + 1 == skipped[0]["step"], steps
+    broke = ran[-1]
+    share = broke["units"] / broke["due"]
+    assert share < 0.95, broke
+    for s in ran[:-1]:
+        assert s["units"] / s["due"] >= 0.95, s
+        assert s["phase"] in groups
+    for s in skipped:
+        assert s["note"] == f"not run: step {broke['phase']} broke stop_when " \
+                            f"(achieved {share * 100:.1f}% < 95.0%)", s
+        assert s["phase"] not in groups and s["units"] == 0
+    return ran, skipped
+
+
+def test_stop_rule_ends_a_rate_ladder(herd_bin, tmp_path):
+    """10 and 200 calls/s per client against ~400 reads/s: the 800/s step
+    cannot keep up and breaks `achieved < 95%`; the 400/s step after it is
+    not run."""
+    job = write_job(tmp_path / "ladder.ini",
+                    {"target": tmp_path, "backend": "fault", "fsync": "no",
+                     "file_size": "4M", "block_size": "4K"},
+                    [("write", {"kind": "write"}),
+                     ("rl", {"kind": "read", "faults": "read=serve:5ms/2",
+                             "rate_steps": "10,200,400", "step_duration": "2s",
+                             "arrivals": "fixed", "stop_when": "achieved < 95%"})])
+    out = tmp_path / "l.h5"
+    js = tmp_path / "l.json"
+    proc = herd_run(herd_bin, RANKS, job, out, "--json", js)
+    assert proc.returncode == 0, describe(proc)
+    steps, groups = steps_table(out, "rl")
+    assert [s["phase"] for s in steps] == ["rl.10ps", "rl.200ps", "rl.400ps"]
+    assert [s["rate"] for s in steps[:2]] == [10.0, 200.0]
+    ran, skipped = check_stopped(steps, groups)
+    assert steps[2] in skipped  # the server cannot take 800/s: at the latest step 2 broke
+    assert "its later steps are not run" in proc.stderr
+    summary = json.loads(js.read_text())
+    assert phase(summary, "rl.400ps")["status"] == "not-run"
+    assert phase(summary, "rl.400ps")["note"] == steps[2]["note"]
+
+
+def test_stop_rule_ends_a_ranks_ladder(herd_bin, tmp_path):
+    """The same rule on a ladder in ranks at 150 calls/s each: 150 and
+    300 offered fit the server's ~400, 600 cannot."""
+    job = write_job(tmp_path / "ranks.ini",
+                    {"target": tmp_path, "backend": "fault", "fsync": "no",
+                     "file_size": "4M", "block_size": "4K"},
+                    [("write", {"kind": "write"}),
+                     ("rk", {"kind": "read", "faults": "read=serve:5ms/2", "rate": 150,
+                             "arrivals": "fixed", "ranks_active": "1,4,all",
+                             "step_duration": "2s", "stop_when": "achieved < 95%"})])
+    out = tmp_path / "r.h5"
+    proc = herd_run(herd_bin, RANKS + 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    steps, groups = steps_table(out, "rk")
+    ran, skipped = check_stopped(steps, groups)
+    assert steps[2] in skipped  # 5 ranks x 150 = 750/s: broke at step 2 at the latest
+    assert steps[1]["offered_per_s"] == 4 * 150
+
+
+def test_rate_curve_takes_percents_of_its_maximum(herd_bin, tmp_path):
+    """rate_curve: a closed-loop step at full speed, then each step offers
+    its percent of that step's units/s per client."""
+    job = write_job(tmp_path / "curve.ini",
+                    {"target": tmp_path, "backend": "fault", "fsync": "no",
+                     "file_size": "4M", "block_size": "4K"},
+                    [("write", {"kind": "write"}),
+                     ("c", {"kind": "read", "faults": "read=serve:5ms/2",
+                            "rate_curve": "10,50", "step_duration": "1s"})])
+    out = tmp_path / "c.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 0, describe(proc)
+    steps, _ = steps_table(out, "c")
+    assert [s["phase"] for s in steps] == ["c.max", "c.10pct", "c.50pct"]
+    top = steps[0]
+    assert top["rate"] == 0 and np.isnan(top["offered_per_s"]) and top["units"] > 0
+    per_client = top["achieved_per_s"] / 2
+    for s, pct in zip(steps[1:], (10, 50)):
+        assert s["rate"] == pytest.approx(pct / 100 * per_client, rel=1e-9), s
+        assert s["offered_per_s"] == pytest.approx(2 * s["rate"], rel=1e-9)
+    with h5py.File(out, "r") as f:
+        assert f["phases/c.50pct"].attrs["rate"] == pytest.approx(steps[2]["rate"])
+
+
+@pytest.mark.parametrize("keys, words", [
+    ({"rate_steps": "10,5"}, "key 'rate_steps': '10,5' is not a list of rates"),
+    ({"rate_curve": "50,150"}, "key 'rate_curve': '50,150' is not a list of percents"),
+    ({"rate_steps": "10", "rate": 5}, "key 'rate': the ladder in rate sets each step's rate"),
+    ({"rate_steps": "10", "ranks_active": "1,all"}, "a ladder steps in one thing"),
+    ({"stop_when": "p99 > 5ms"}, "key 'stop_when': applies to a load ladder"),
+    ({"ranks_active": "1,all", "stop_when": "achieved < 95%"},
+     "key 'stop_when': achieved and late need an offered rate"),
+    ({"ranks_active": "1,all", "stop_when": "p99 > fast"}, "p99 needs a duration"),
+    ({"ranks_active": "1,all", "stop_when": "latency > 5ms"}, "does not start with p50"),
+])
+def test_ladder_keys_refused(herd_bin, tmp_path, keys, words):
+    job = write_job(tmp_path / "bad.ini", {"target": tmp_path}, [("r", {"kind": "read", **keys})])
+    proc = herd_cmd(herd_bin, "check", job)
+    assert proc.returncode == 2, describe(proc)
+    assert words in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr

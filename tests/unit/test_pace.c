@@ -117,6 +117,32 @@ static void test_restart(void **state)
     assert_true(c.intended > 100.0 && c.intended <= 100.25);
 }
 
+static void test_due(void **state)
+{
+    (void)state;
+    struct pace p;
+    pace_init(&p, 10, PACE_FIXED, 5, 0.0);
+    struct pace_call c;
+    pace_take(&p, 0.0, &c);
+    double first = c.intended;
+    /* taken and on time: due up to its instant, not before */
+    assert_true(pace_due(&p, first) == 1);
+    assert_true(pace_due(&p, first - 1e-6) == 0);
+    /* a client 1 s behind has 10 more calls due, taken or not */
+    assert_true(pace_due(&p, first + 1.0 + 1e-9) == 11);
+    /* Poisson: the same count a walk of the same stream gives */
+    struct pace q, walk;
+    pace_init(&q, 100, PACE_POISSON, 8, 0.0);
+    walk = q;
+    uint64_t n = 0;
+    for (struct pace_call w; pace_take(&walk, 0.0, &w), w.intended <= 2.0;)
+        n++;
+    assert_true(pace_due(&q, 2.0) == n);
+    /* a restart keeps the old schedule's pending calls due */
+    pace_restart(&q, 2.0);
+    assert_true(pace_due(&q, 2.0) == n);
+}
+
 static void test_no_rate(void **state)
 {
     (void)state;
@@ -133,7 +159,7 @@ int main(void)
         cmocka_unit_test(test_fixed_instants), cmocka_unit_test(test_fixed_offsets_differ_by_seed),
         cmocka_unit_test(test_poisson_gaps),   cmocka_unit_test(test_same_seed_same_instants),
         cmocka_unit_test(test_late_and_lag),   cmocka_unit_test(test_restart),
-        cmocka_unit_test(test_no_rate),
+        cmocka_unit_test(test_no_rate),        cmocka_unit_test(test_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
