@@ -110,6 +110,19 @@ struct backend_ops {
     int (*close)(void *ctx, struct backend_file *f);
     /* lstat: a symbolic link is reported as one (S_ISLNK), never followed. */
     int (*stat)(void *ctx, const char *path, struct stat *st);
+    /* Optional: a mix phase's calls (NULL: the backend has none, and herd
+     * check refuses a mix that names them), each one call of the
+     * protocol where it has one. fstat: the attributes of the open file
+     * f (NFS GETATTR). fsetattr: f's mode (mode >= 0) or its size (size
+     * >= 0; the bytes up to it stay), NFS SETATTR. faccess: whether this
+     * user may read and write f, 0 or -EACCES (NFS ACCESS). readdir: the
+     * directory path listed whole, never through a link (-ELOOP,
+     * -ENOTDIR), the names in it other than . and .. into *entries (NFS
+     * READDIRPLUS, as many as it takes). */
+    int (*fstat)(void *ctx, struct backend_file *f, struct stat *st);
+    int (*fsetattr)(void *ctx, struct backend_file *f, int mode, int64_t size);
+    int (*faccess)(void *ctx, struct backend_file *f);
+    int (*readdir)(void *ctx, const char *path, uint64_t *entries);
     int (*unlink)(void *ctx, const char *path);
     int (*mkdir)(void *ctx, const char *path);
     int (*rmdir)(void *ctx, const char *path);

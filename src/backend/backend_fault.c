@@ -419,6 +419,27 @@ static int fault_stat(void *ctx, const char *path, struct stat *st)
     FAULT_CALL(OP_STAT, stat(c->inner, path, st))
 }
 
+static int fault_fstat(void *ctx, struct backend_file *f, struct stat *st)
+{
+    FAULT_CALL(OP_GETATTR, fstat(c->inner, f, st))
+}
+
+static int fault_fsetattr(void *ctx, struct backend_file *f, int mode, int64_t size)
+{
+    FAULT_CALL(mode >= 0 ? OP_SETATTR : OP_TRUNCATE, fsetattr(c->inner, f, mode, size))
+}
+
+static int fault_faccess(void *ctx, struct backend_file *f)
+{
+    FAULT_CALL(OP_ACCESS, faccess(c->inner, f))
+}
+
+static int fault_readdir(void *ctx, const char *path, uint64_t *entries)
+{
+    fault_remember(ctx, path);
+    FAULT_CALL(OP_READDIR, readdir(c->inner, path, entries))
+}
+
 static int fault_unlink(void *ctx, const char *path)
 {
     fault_remember(ctx, path);
@@ -471,6 +492,10 @@ const struct backend_ops backend_fault = {
     .fsync = fault_fsync,
     .close = fault_close,
     .stat = fault_stat,
+    .fstat = fault_fstat,
+    .fsetattr = fault_fsetattr,
+    .faccess = fault_faccess,
+    .readdir = fault_readdir,
     .unlink = fault_unlink,
     .mkdir = fault_mkdir,
     .rmdir = fault_rmdir,

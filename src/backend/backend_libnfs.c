@@ -39,6 +39,7 @@
  * Byte-range locks: libnfs_lock.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@
 #include "libnfs_call.h"
 #include "libnfs_ctx.h"
 #include "libnfs_rpc.h"
+#include "mixspec.h"
 #include "nfsurl.h"
 #include "prefault.h"
 #include "rpcwait.h"
@@ -199,6 +201,34 @@ static bool phase_writes_data(const struct phase *ph)
     return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
 }
 
+/* A mix over NFSv4: no lock (an NFSv4 lock needs a context of its own
+ * per file, made in lock phases only), and READs, WRITEs or SETATTRs of
+ * its open files (which renew the lease; nothing else a mix sends does)
+ * at least every LIBNFS_V4_MAX_HOLD seconds on average. */
+static const char *libnfs_check_mix4(const struct phase *ph, char *why, size_t len)
+{
+    struct mix_spec spec;
+    if (mixspec_parse(ph->mix, &spec, why, len))
+        return "mix";
+    if (mixspec_locks(&spec)) {
+        snprintf(why, len,
+                 "lock in a mix needs NFSv3 (NLM) with libnfs: over NFSv4 each locked "
+                 "file needs a client of its own; leave lock out or use nfs_version = 3");
+        return "mix";
+    }
+    double share = mixspec_data_share(&spec);
+    if (share == 0 || (ph->rate > 0 && 1.0 / (ph->rate * share) >= LIBNFS_V4_MAX_HOLD)) {
+        snprintf(why, len,
+                 "over NFSv4 a mix's open files keep the client's lease only through its reads, "
+                 "writes, appends and truncates, which come every %.0f s here: give them weight "
+                 "or rate enough for one every %d s at least",
+                 share > 0 && ph->rate > 0 ? 1.0 / (ph->rate * share) : INFINITY,
+                 LIBNFS_V4_MAX_HOLD);
+        return "mix";
+    }
+    return NULL;
+}
+
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
     struct nfsurl url;
@@ -236,6 +266,8 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
                  ph->lock_hold, LIBNFS_V4_MAX_HOLD);
         return "lock_hold";
     }
+    if (ph->kind == KIND_MIX && phase_wants_v4(ph))
+        return libnfs_check_mix4(ph, why, len);
     if (phase_wants_v4(ph) && phase_writes_data(ph) && ph->think_time >= LIBNFS_V4_MAX_HOLD) {
         snprintf(why, len,
                  "an NFSv4 file open %g s between two calls may outlive the client's lease "
@@ -680,6 +712,61 @@ static int libnfs_stat(void *ctx, const char *path, struct stat *st)
     return 0;
 }
 
+/* A mix's call on the open file f: opened first (a file created
+ * unopened), then the one RPC. */
+static int libnfs_file_call(struct libnfs_ctx *c, struct backend_file *f)
+{
+    libnfs_call_begin(c, f);
+    int ready = libnfs_file_ready(c, f);
+    if (ready < 0)
+        return ready;
+    return c->broken || (!f->fh && !f->own4) ? -ENOTCONN : 0;
+}
+
+static int libnfs_fstat(void *ctx, struct backend_file *f, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    int rc = libnfs_file_call(ctx, f);
+    return rc < 0 ? rc : libnfs_attr_get(ctx, f);
+}
+
+/* A size set while WRITEs are in flight could be undone by them: they
+ * end first, as a kernel client flushes before a truncate. */
+static int libnfs_fsetattr(void *ctx, struct backend_file *f, int mode, int64_t size)
+{
+    int rc = libnfs_file_call(ctx, f);
+    if (rc == 0 && size >= 0)
+        rc = libnfs_drain(ctx, f);
+    return rc < 0 ? rc : libnfs_attr_set(ctx, f, mode, size);
+}
+
+static int libnfs_faccess(void *ctx, struct backend_file *f)
+{
+    int rc = libnfs_file_call(ctx, f);
+    return rc < 0 ? rc : libnfs_attr_access(ctx, f);
+}
+
+/* The directory path itself kept by handle (the parent of a name in it,
+ * walked without following a link), then listed. */
+static int libnfs_readdir(void *ctx, const char *path, uint64_t *entries)
+{
+    struct libnfs_ctx *c = ctx;
+    char p[LIBNFS_PATH_MAX];
+    int rc = libnfs_begin(c, path, p, sizeof p);
+    if (rc < 0)
+        return rc;
+    size_t n = strlen(p);
+    if (n + 3 > sizeof p)
+        return -ENAMETOOLONG;
+    memcpy(p + n, "/_", 3); /* a name in it: never looked up */
+    struct libnfs_dir *d;
+    const char *leaf;
+    rc = libnfs_dir_get(c, p, &d, &leaf);
+    if (rc == LIBNFS_DIR_BY_PATH)
+        return -EACCES; /* an export root this user may not read: no handle to list */
+    return rc < 0 ? rc : libnfs_attr_list(c, d, entries);
+}
+
 /* The path-only calls share their shape: check, (re)connect; over NFSv3
  * the call on the parent's kept handle (by_handle, libnfs_dirs.c) unless
  * it says LIBNFS_DIR_BY_PATH; else check the directories (and the leaf's
@@ -811,6 +898,10 @@ const struct backend_ops backend_libnfs = {
     .fsync = libnfs_fsync,
     .close = libnfs_close,
     .stat = libnfs_stat,
+    .fstat = libnfs_fstat,
+    .fsetattr = libnfs_fsetattr,
+    .faccess = libnfs_faccess,
+    .readdir = libnfs_readdir,
     .unlink = libnfs_unlink,
     .mkdir = libnfs_mkdir,
     .rmdir = libnfs_rmdir,

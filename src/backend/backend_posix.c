@@ -15,10 +15,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -276,6 +278,64 @@ static int posix_stat(void *ctx, const char *path, struct stat *st)
     return posix_leaf(ctx, path, &dirfd, &leaf, st, NULL);
 }
 
+/* One entry as getdents64 fills it in (the kernel's linux_dirent64). */
+struct posix_dirent {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+static int posix_fstat(void *ctx, struct backend_file *f, struct stat *st)
+{
+    (void)ctx;
+    return fstat(f->fd, st) < 0 ? -errno : 0;
+}
+
+static int posix_fsetattr(void *ctx, struct backend_file *f, int mode, int64_t size)
+{
+    (void)ctx;
+    int rc = mode >= 0 ? fchmod(f->fd, (mode_t)mode) : ftruncate(f->fd, (off_t)size);
+    return rc < 0 ? -errno : 0;
+}
+
+/* The open file itself (AT_EMPTY_PATH: faccessat2), asked with the
+ * effective ids as the server asks an NFS ACCESS. */
+static int posix_faccess(void *ctx, struct backend_file *f)
+{
+    (void)ctx;
+    return faccessat(f->fd, "", R_OK | W_OK, AT_EMPTY_PATH | AT_EACCESS) < 0 ? -errno : 0;
+}
+
+/* Opened beneath the target without following a link at any component,
+ * the leaf included (O_NOFOLLOW | O_DIRECTORY: a link is -ELOOP, a file
+ * -ENOTDIR), and read whole with getdents64. */
+static int posix_readdir(void *ctx, const char *path, uint64_t *entries)
+{
+    int dirfd = -1;
+    const char *leaf;
+    int rc = posix_leaf(ctx, path, &dirfd, &leaf, NULL, NULL);
+    if (rc < 0)
+        return rc;
+    int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char buf[32768];
+    uint64_t n = 0;
+    long got;
+    while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+        for (long at = 0; at < got;) {
+            const struct posix_dirent *d = (const void *)(buf + at);
+            n += strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
+            at += d->d_reclen;
+        }
+    rc = got < 0 ? -errno : 0;
+    close(fd);
+    *entries = n;
+    return rc;
+}
+
 /* The lstat of leaf in dirfd for a call that acts on the leaf itself: a
  * symbolic link there (somebody planted it) is -ELOOP, never moved or
  * removed. */
@@ -417,6 +477,10 @@ const struct backend_ops backend_posix = {
     .fsync = posix_fsync,
     .close = posix_close,
     .stat = posix_stat,
+    .fstat = posix_fstat,
+    .fsetattr = posix_fsetattr,
+    .faccess = posix_faccess,
+    .readdir = posix_readdir,
     .unlink = posix_unlink,
     .mkdir = posix_mkdir,
     .rmdir = posix_rmdir,

@@ -221,6 +221,18 @@ void libnfs_dirs_forget(struct libnfs_ctx *c, const char *dir);
  * link; 0 or -errno. */
 int libnfs_dirs_ok(struct libnfs_ctx *c, const char *p);
 
+/* libnfs_attr.c: a mix phase's calls, one RPC each, on the handle of the
+ * open file f (opened: libnfs_file_ready first) or of the kept directory
+ * d: GETATTR; SETATTR of the mode (mode >= 0) or the size (size >= 0;
+ * NFSv4: with f's open stateid when herd opened it); ACCESS (read and
+ * modify asked); the directory listed whole (READDIRPLUS / READDIR, one
+ * RPC a page), the names other than . and .. into *entries. 0 or
+ * -errno. */
+int libnfs_attr_get(struct libnfs_ctx *c, struct backend_file *f);
+int libnfs_attr_set(struct libnfs_ctx *c, struct backend_file *f, int mode, int64_t size);
+int libnfs_attr_access(struct libnfs_ctx *c, struct backend_file *f);
+int libnfs_attr_list(struct libnfs_ctx *c, const struct libnfs_dir *d, uint64_t *entries);
+
 /* libnfs_data4.c: the READs, WRITEs and COMMITs of a file herd opened
  * itself over NFSv4 (f->own4), to its handle (f->id) with its open
  * stateid. send: the stream's (libnfs_stream.h, struct stream_io) for

@@ -439,3 +439,14 @@ void libnfs_fattr4_mode(fattr4 *fa, uint32_t mask[2], uint32_t val[1], uint32_t 
     fa->attr_vals.attrlist4_len = 4;
     fa->attr_vals.attrlist4_val = (char *)val;
 }
+
+void libnfs_fattr4_size(fattr4 *fa, uint32_t mask[2], uint32_t val[2], uint64_t size)
+{
+    mask[0] = 1u << FATTR4_SIZE;
+    val[0] = htonl((uint32_t)(size >> 32));
+    val[1] = htonl((uint32_t)size);
+    fa->attrmask.bitmap4_len = 1;
+    fa->attrmask.bitmap4_val = mask;
+    fa->attr_vals.attrlist4_len = 8;
+    fa->attr_vals.attrlist4_val = (char *)val;
+}

@@ -79,8 +79,10 @@ void libnfs_op_getattr(nfs_argop4 *op);
 void libnfs_op_getattr_limits(nfs_argop4 *op);
 
 /* One attribute as a fattr4 (mask and val are its storage): type, for
- * VERIFY; mode, for CREATE and OPEN. */
+ * VERIFY; mode, for CREATE, OPEN and SETATTR. */
 void libnfs_fattr4_type(fattr4 *fa, uint32_t mask[1], uint32_t val[1], nfs_ftype4 type);
 void libnfs_fattr4_mode(fattr4 *fa, uint32_t mask[2], uint32_t val[1], uint32_t mode);
+/* size, for SETATTR. */
+void libnfs_fattr4_size(fattr4 *fa, uint32_t mask[2], uint32_t val[2], uint64_t size);
 
 #endif

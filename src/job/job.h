@@ -15,7 +15,16 @@
 #include "joblimits.h"
 #include "pattern_kind.h"
 
-enum phase_kind { KIND_WRITE, KIND_READ, KIND_MD5, KIND_IDLE, KIND_LOCK, KIND_STORM, KIND_META };
+enum phase_kind {
+    KIND_WRITE,
+    KIND_READ,
+    KIND_MD5,
+    KIND_IDLE,
+    KIND_LOCK,
+    KIND_STORM,
+    KIND_META,
+    KIND_MIX
+};
 #define JOB_KINDS_MAX 32 /* a kind is a bit of job_key.kinds */
 /* What a kind does with its fileset's files, for the job's own rules and
  * lint (job_registry.kind_caps, job_kind_caps). */
@@ -81,6 +90,8 @@ struct phase {
     int64_t dirs;             /* meta: directories per tree */
     int64_t files;            /* meta: files per rank */
     char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    char mix[512];            /* mix: "getattr:40,read:20,..." (mixspec.h) */
+    uint64_t file_size_min;   /* mix: the smallest file (0: file_size, every file alike) */
     int access;               /* enum access: the order of a file's blocks */
     char rwmix_text[8];       /* rwmix_read as written: "none" or 0..100 */
     int64_t rwmix_read;       /* read/write: percent of blocks read (-1: none, the kind's) */

@@ -12,6 +12,7 @@
 
 #include "job.h"
 #include "job_parse.h"
+#include "mixspec.h"
 #include "stoprule.h"
 #include "units.h"
 #include "utf8.h"
@@ -39,6 +40,13 @@ static const char *label_check(const char *v, char *why, size_t len)
         }
     }
     return NULL;
+}
+
+/* mix's operations (mixspec.h). */
+static const char *mixspec_check(const char *v, char *why, size_t len)
+{
+    struct mix_spec spec;
+    return mixspec_parse(v, &spec, why, len);
 }
 
 /* stop_when's rule (stoprule.h). */
@@ -101,11 +109,11 @@ static const struct job_key core_keys[] = {
     {"deadline", KEY_DURATION, PHASE_MEMBER(deadline), NULL, "0",
      "stop issuing operations this long after the phase start (0 = none)"},
     {"duration", KEY_DURATION, PHASE_MEMBER(duration), NULL, "0",
-     "idle: how long all ranks wait doing no I/O; lock, storm: run this long "
+     "idle: how long all ranks wait doing no I/O; lock, storm, mix: run this long "
      "instead of `count` attempts",
      .instead = "use deadline to bound others"},
-    {"count", KEY_INT, PHASE_MEMBER(count), NULL, "100", "lock, storm: attempts per rank",
-     .bounds = KEY_MIN, .min = 1},
+    {"count", KEY_INT, PHASE_MEMBER(count), NULL, "100",
+     "lock, storm: attempts per rank; mix: calls per client", .bounds = KEY_MIN, .min = 1},
     {"lock_mode", KEY_ENUM, PHASE_MEMBER(lock_mode), lock_mode_choices, "exclusive",
      "lock: exclusive | shared | mixed (alternating exclusive and shared)"},
     {"lock_range", KEY_ENUM, PHASE_MEMBER(lock_range), lock_range_choices, "whole",
@@ -121,7 +129,19 @@ static const struct job_key core_keys[] = {
      "ETIMEDOUT (0 = wait forever)"},
     {"dirs", KEY_INT, PHASE_MEMBER(dirs), NULL, "10", "meta: directories in each tree"},
     {"files", KEY_INT, PHASE_MEMBER(files), NULL, "100",
-     "meta: files each rank creates, spread over the directories"},
+     "meta: files each rank creates, spread over the directories; mix: data files each "
+     "client keeps open (and as many names it creates, renames and removes)"},
+    {"mix", KEY_STRING, PHASE_MEMBER(mix), NULL,
+     "getattr:40,lookup:15,read:20,write:10,"
+     "readdir:5,create:4,unlink:3,rename:3",
+     "mix: weighted operations each client draws its calls from, e.g. getattr:40,read:20,"
+     "write:10 (read, read_file, write, write_file, append, fsync, getattr, setattr, "
+     "truncate, access, readdir, lookup, lookup_missing, create, unlink, rename, mkdir, "
+     "rmdir, lock; herd mix-from prints one from a client's mountstats)",
+     .check = mixspec_check},
+    {"file_size_min", KEY_SIZE, PHASE_MEMBER(file_size_min), NULL, "0",
+     "mix: the smallest data file; sizes spread log-uniformly from it to file_size, by "
+     "seed (0: every file file_size)"},
     {"meta_ops", KEY_STRING, PHASE_MEMBER(meta_ops), NULL, "create,stat,rename,unlink,rmdir",
      "meta: which steps to run, always in the order create, stat, rename, unlink, "
      "rmdir, all ranks finishing one before the next (split them over phases to time each)"},

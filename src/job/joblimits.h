@@ -9,7 +9,7 @@
 #define JOB_NAME_MAX 64
 #define JOB_PATH_MAX 1024
 #define JOB_ERR_MAX 1536
-#define JOB_KEYS_MAX 64           /* job_key_count() <= JOB_KEYS_MAX */
+#define JOB_KEYS_MAX 96           /* job_key_count() <= JOB_KEYS_MAX */
 #define JOB_BACKENDS_MAX 8        /* backends built into one herd */
 #define JOB_BACKEND_OPTS_MAX 1536 /* bytes of a backend's options in struct phase */
 #define JOB_FILE_MAX (1 << 20)    /* a job file is at most 1 MiB */

@@ -18,9 +18,21 @@ enum op {
     OP_STAT,
     OP_RENAME,
     OP_LOCK,
-    OP_CONNECT,   /* (re)connecting a backend to its target */
-    OP_RPC_READ,  /* one READ RPC a backend kept in flight: its round trip */
-    OP_RPC_WRITE, /* one WRITE RPC likewise */
+    /* A mix phase's calls besides those above (kind = mix): */
+    OP_GETATTR,        /* the attributes of an open file (NFS GETATTR) */
+    OP_SETATTR,        /* an open file's mode (SETATTR) */
+    OP_TRUNCATE,       /* an open file's size (SETATTR of the size) */
+    OP_ACCESS,         /* may this user read and write an open file (ACCESS) */
+    OP_READDIR,        /* a directory listed whole (READDIRPLUS) */
+    OP_LOOKUP,         /* a name that exists, by name (LOOKUP) */
+    OP_LOOKUP_MISSING, /* a name that does not (LOOKUP answered NOENT) */
+    OP_CREATE,         /* a new empty file, created and closed (CREATE) */
+    OP_READ_FILE,      /* a whole file read (READs) */
+    OP_WRITE_FILE,     /* a whole file written again (WRITEs) */
+    OP_APPEND,         /* a block written at a file's end (WRITE) */
+    OP_CONNECT,        /* (re)connecting a backend to its target */
+    OP_RPC_READ,       /* one READ RPC a backend kept in flight: its round trip */
+    OP_RPC_WRITE,      /* one WRITE RPC likewise */
     /* A paced call (rate > 0: one on its client's schedule, pace.h), as
      * measured whole: */
     OP_RESPONSE, /* from its intended instant to its end */

@@ -132,6 +132,11 @@ static const char *cond_parse(const char *s, size_t n, struct stop_cond *c, char
 const char *stoprule_parse(const char *text, struct stop_rule *rule, char *why, size_t len)
 {
     memset(rule, 0, sizeof *rule);
+    size_t tl = strlen(text);
+    if ((tl >= 3 && strcmp(text + tl - 3, " or") == 0) || strncmp(text, "or ", 3) == 0) {
+        snprintf(why, len, "'%s' is not METRIC OP VALUE [or ...], e.g. p99 > 50ms", text);
+        return why;
+    }
     const char *p = text;
     while (*p) {
         const char *sep = strstr(p, " or ");

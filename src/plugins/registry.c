@@ -9,6 +9,8 @@
 #include "monitor_keys.h"
 #include "record.h"
 #include "registry.h"
+
+#include "mixspec.h"
 #include "units.h"
 #include "workload.h"
 
@@ -51,6 +53,30 @@ static const char *registry_clients_fit(const struct backend_ops *be, const stru
     return "clients_per_rank";
 }
 
+/* A mix phase's calls that the backend has none of. */
+static const char *registry_mix_supported(const struct backend_ops *be, const struct phase *ph,
+                                          char *why, size_t len)
+{
+    struct mix_spec spec;
+    if (ph->kind != KIND_MIX || mixspec_parse(ph->mix, &spec, why, len))
+        return NULL; /* the key's own check said what is wrong with the text */
+    for (int i = 0; i < spec.n; i++) {
+        enum op op = (enum op)spec.op[i];
+        bool have = op == OP_GETATTR                        ? be->fstat != NULL
+                    : op == OP_SETATTR || op == OP_TRUNCATE ? be->fsetattr != NULL
+                    : op == OP_ACCESS                       ? be->faccess != NULL
+                    : op == OP_READDIR                      ? be->readdir != NULL
+                    : op == OP_LOCK                         ? be->lock != NULL
+                                                            : true;
+        if (!have) {
+            snprintf(why, len, "%s is not supported by the %s backend: leave it out of the mix",
+                     op_name(op), ph->backend);
+            return "mix";
+        }
+    }
+    return NULL;
+}
+
 static const char *registry_phase_check(const struct phase *ph, char *why, size_t len)
 {
     const char *key = monitor_phase_check(ph, why, len);
@@ -73,7 +99,7 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
         snprintf(why, len, "lock is not supported by the %s backend", ph->backend);
         key = "kind";
     }
-    return key;
+    return key ? key : registry_mix_supported(be, ph, why, len);
 }
 
 /* A registry herd cannot run with is a build's mistake: say which and stop. */

@@ -6,7 +6,7 @@
 #include "workload.h"
 
 extern const struct workload_ops workload_write, workload_read, workload_md5, workload_idle,
-    workload_lock, workload_storm, workload_meta;
+    workload_lock, workload_storm, workload_meta, workload_mix;
 /* A kind built from a file outside src/ (cmake -DHERD_EXTRA_KIND=FILE.c,
  * docs/extending.md): its ops table's name. */
 #ifdef HERD_EXTRA_KIND
@@ -23,6 +23,7 @@ static const struct workload_ops *const all[] = {
     [KIND_LOCK] = &workload_lock,
     [KIND_STORM] = &workload_storm,
     [KIND_META] = &workload_meta,
+    [KIND_MIX] = &workload_mix,
 #ifdef HERD_EXTRA_KIND
     &HERD_EXTRA_KIND,
 #endif

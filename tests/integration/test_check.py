@@ -457,7 +457,7 @@ def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
     one_line_refusal(herd_cmd(herd_bin, "check", "--phase", "idle,write", "--set",
                               f"target={tmp_path}", "--set", "duration=1s", "--set",
                               "write.duration=2s"),
-                     "--set duration: applies to idle, lock and storm phases only, not to "
+                     "--set duration: applies to idle, lock, storm and mix phases only, not to "
                      "write (use deadline to bound others)")
 
 

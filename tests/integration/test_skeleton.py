@@ -119,7 +119,7 @@ def test_skeleton_kind_is_a_kind(mem_herd, tmp_path):
                        ({"kind": "write", "count": 5},
                         "key 'count': applies to lock, storm and getattr phases only"),
                        ({"kind": "getattr", "sharing": "shared", "verify": "yes"},
-                        "key 'verify': applies to read phases only, not to getattr")):
+                        "key 'verify': applies to read and mix phases only, not to getattr")):
         job = write_job(tmp_path / "bad.ini", posix, [("g", phase)])
         line = one_error_line(run_cmd([str(mem_herd), "check", str(job)]))
         assert why in line, line

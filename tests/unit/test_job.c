@@ -129,21 +129,24 @@ static void test_kind_keys_reach_their_kinds(void **state)
     assert_int_equal(load("[idle]\nkind = idle\n[write]\nkind = write\n", sets, 2, &job), 0);
     assert_true(job.phases[0].duration == 1 && job.phases[1].duration == 0);
     job_free(&job);
-    expect_error("[global]\ntarget = /x\n[w]\nkind = write\nduration = 1s\n",
-                 "test.ini:5: key 'duration': applies to idle, lock and storm phases only, not to "
-                 "write (use deadline to bound others)");
+    expect_error(
+        "[global]\ntarget = /x\n[w]\nkind = write\nduration = 1s\n",
+        "test.ini:5: key 'duration': applies to idle, lock, storm and mix phases only, not to "
+        "write (use deadline to bound others)");
     expect_error("[global]\ntarget = /x\n[m]\nkind = md5\nverify = yes\n",
-                 "test.ini:5: key 'verify': applies to read phases only, not to md5 (md5 phases "
+                 "test.ini:5: key 'verify': applies to read and mix phases only, not to md5 (md5 phases "
                  "always check)");
     expect_error("[global]\ntarget = /x\n[w]\nkind = write\nread_from = neighbor\n",
                  "test.ini:5: key 'read_from': applies to read and md5 phases only, not to write");
     char *own[] = {"w.duration=1s"};
     assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n", own, 1, &job), -1);
-    assert_non_null(strstr(err, "--set duration: applies to idle, lock and storm phases only"));
+    assert_non_null(
+        strstr(err, "--set duration: applies to idle, lock, storm and mix phases only"));
     char *none[] = {"duration=1s"};
     assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n", none, 1, &job), -1);
-    assert_non_null(strstr(err, "--set duration: applies to idle, lock and storm phases, and the "
-                                "job has none"));
+    assert_non_null(strstr(err,
+                           "--set duration: applies to idle, lock, storm and mix phases, and the "
+                           "job has none"));
 }
 
 /* Integers are decimal digits only, as sizes and durations are: no
