@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "clock.h"
 #include "job.h"
+#include "job_mixfrom.h"
 #include "jobtext.h"
 #include "prefault.h"
 #include "probe.h"
@@ -364,6 +365,32 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
     return code;
 }
 
+/* herd mix-from BEFORE AFTER: the job lines of a mix like that client. */
+static int command_mix_from(const struct cli_args *a)
+{
+    double seconds = 0;
+    char err[1024];
+    if (a->seconds && (units_parse_duration(a->seconds, &seconds) != 0 || seconds <= 0)) {
+        fprintf(stderr, "herd: mix-from: --seconds '%s' is not a duration above 0 (60, 1m)\n",
+                a->seconds);
+        return 2;
+    }
+    if (a->section && !job_name_ok(a->section)) {
+        fprintf(stderr,
+                "herd: mix-from: --section '%s' is not a phase name (letters, digits, "
+                "'_', '.', '-')\n",
+                a->section);
+        return 2;
+    }
+    struct job_mixfrom m;
+    if (job_mixfrom_load(a->before, a->after, a->mount, seconds, &m, err, sizeof err) < 0) {
+        fprintf(stderr, "herd: mix-from: %s\n", err);
+        return 2;
+    }
+    job_mixfrom_print(stdout, &m, a->section);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct cli_args a;
@@ -393,6 +420,8 @@ int main(int argc, char **argv)
         return 0;
     case CLI_CHECK:
         return command_check(&a);
+    case CLI_MIX_FROM:
+        return command_mix_from(&a);
     case CLI_RUN:
         return command_run(argc, argv, &a);
     default:

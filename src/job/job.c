@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job_mixfrom.h"
 #include "job_parse.h"
 #include "jobtext.h"
 #include "units.h"
@@ -446,6 +447,48 @@ static void job_resolve_global(struct parse_state *st, struct phase *global)
                  global->run_id);
 }
 
+/* mix_from = BEFORE,AFTER: the mix, rate, block_size and file_size that
+ * herd mix-from prints, each unless the job gives it (job_mixfrom.h);
+ * the paths relative to the job file. */
+static void job_mix_from_apply(struct parse_state *st, struct phase *ph)
+{
+    char paths[2][JOB_PATH_MAX], err[1024];
+    const char *comma = strchr(ph->mix_from, ',');
+    const char *slash = strrchr(st->job->path, '/');
+    int dir = slash && st->job->path[0] ? (int)(slash - st->job->path) : -1;
+    for (int i = 0; i < 2; i++) {
+        const char *p = i ? (comma ? comma + 1 : "") : ph->mix_from;
+        int n = i ? (int)strlen(p) : comma ? (int)(comma - p) : 0;
+        if (p[0] == '/' || dir < 0)
+            snprintf(paths[i], sizeof paths[i], "%.*s", n, p);
+        else
+            snprintf(paths[i], sizeof paths[i], "%.*s/%.*s", dir, st->job->path, n, p);
+    }
+    int line = job_line_of(st, ph->name, "mix_from");
+    if (!comma || comma == ph->mix_from || !comma[1] || strchr(comma + 1, ',')) {
+        job_fail(st, line, "mix_from", "'%s' is not BEFORE,AFTER (two mountstats files)",
+                 ph->mix_from);
+        return;
+    }
+    struct job_mixfrom m;
+    if (job_mixfrom_load(paths[0], paths[1], NULL, 0, &m, err, sizeof err) < 0) {
+        job_fail(st, line, "mix_from", "%s", err);
+        return;
+    }
+    static const char *const keys[] = {"mix", "rate", "block_size", "file_size"};
+    bool given[4];
+    for (int i = 0; i < 4; i++)
+        given[i] = ph->key_line[job_key_lookup(keys[i]) - job_key_at(0)] != 0;
+    if (!given[0])
+        snprintf(ph->mix, sizeof ph->mix, "%s", m.m.mix);
+    if (!given[1])
+        ph->rate = m.m.rate;
+    if (!given[2])
+        ph->block_size = m.m.block_size;
+    if (!given[3])
+        ph->file_size = m.m.block_size * 16 > 65536 ? m.m.block_size * 16 : 65536;
+}
+
 /* Phase ph of section i: global's values, then the section's keys and
  * its --set, the kind's defaults, the fileset's name; then validated.
  * false when st failed. */
@@ -467,6 +510,8 @@ static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
     }
     phase_kind_defaults(st, ph);
     phase_own_defaults(st, ph);
+    if (ph->mix_from[0])
+        job_mix_from_apply(st, ph);
     if (!ph->fileset[0]) {
         char size[32];
         units_format_size(ph->file_size, size, sizeof size);

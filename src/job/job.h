@@ -85,15 +85,16 @@ struct phase {
     enum lock_mode lock_mode;
     enum lock_range lock_range;
     enum lock_wait lock_wait;
-    double lock_hold;         /* seconds a granted lock is held */
-    double lock_timeout;      /* blocking lock: give up after; 0 = never */
-    int64_t dirs;             /* meta: directories per tree */
-    int64_t files;            /* meta: files per rank */
-    char meta_ops[64];        /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
-    char mix[512];            /* mix: "getattr:40,read:20,..." (mixspec.h) */
-    uint64_t file_size_min;   /* mix: the smallest file (0: file_size, every file alike) */
-    int access;               /* enum access: the order of a file's blocks */
-    char rwmix_text[8];       /* rwmix_read as written: "none" or 0..100 */
+    double lock_hold;       /* seconds a granted lock is held */
+    double lock_timeout;    /* blocking lock: give up after; 0 = never */
+    int64_t dirs;           /* meta: directories per tree */
+    int64_t files;          /* meta: files per rank */
+    char meta_ops[64];      /* meta: steps, e.g. "create,stat,rename,unlink,rmdir" */
+    char mix[512];          /* mix: "getattr:40,read:20,..." (mixspec.h) */
+    uint64_t file_size_min; /* mix: the smallest file (0: file_size, every file alike) */
+    char mix_from[2 * JOB_PATH_MAX + 1]; /* mix: "BEFORE,AFTER" mountstats snapshots */
+    int access;                          /* enum access: the order of a file's blocks */
+    char rwmix_text[8];                  /* rwmix_read as written: "none" or 0..100 */
     int64_t rwmix_read;       /* read/write: percent of blocks read (-1: none, the kind's) */
     int64_t files_per_rank;   /* read/write/md5: unique files each rank works on */
     char ranks_active[128];   /* load ladder: "1,2,4,all"; "" = every rank, no ladder */

@@ -139,6 +139,10 @@ static const struct job_key core_keys[] = {
      "truncate, access, readdir, lookup, lookup_missing, create, unlink, rename, mkdir, "
      "rmdir, lock; herd mix-from prints one from a client's mountstats)",
      .check = mixspec_check},
+    {"mix_from", KEY_STRING, PHASE_MEMBER(mix_from), NULL, "",
+     "mix: BEFORE,AFTER, two copies of a real client's /proc/self/mountstats (relative to "
+     "the job file; one NFS mount in them): mix, rate, block_size and file_size as herd "
+     "mix-from prints them, each unless the job sets it"},
     {"file_size_min", KEY_SIZE, PHASE_MEMBER(file_size_min), NULL, "0",
      "mix: the smallest data file; sizes spread log-uniformly from it to file_size, by "
      "seed (0: every file file_size)"},

@@ -20,14 +20,18 @@ enum opt_id {
     OPT_STRICT,
     OPT_LABEL,
     OPT_QUIET,
+    OPT_MOUNT,
+    OPT_SECONDS,
+    OPT_SECTION,
     OPT_HELP
 };
 
 #define ON_RUN (1u << CLI_RUN)
 #define ON_CHECK (1u << CLI_CHECK)
+#define ON_MIX_FROM (1u << CLI_MIX_FROM)
 #define ON_ALL                                                                                     \
     (ON_RUN | ON_CHECK | (1u << CLI_KEYS) | (1u << CLI_TABLES) | (1u << CLI_HELP) |                \
-     (1u << CLI_VERSION))
+     (1u << CLI_VERSION) | ON_MIX_FROM)
 
 struct cli_option {
     enum opt_id id;
@@ -75,6 +79,13 @@ static const struct cli_option options[] = {
     {OPT_LABEL, "--label", NULL, "TEXT", ON_RUN | ON_CHECK,
      "free text naming the run, in its results: the same\n"
      "as --set label=TEXT"},
+    {OPT_MOUNT, "--mount", NULL, "PATH", ON_MIX_FROM,
+     "the NFS mount whose counters to use (when the\n"
+     "snapshots hold more than one)"},
+    {OPT_SECONDS, "--seconds", NULL, "S", ON_MIX_FROM,
+     "the time between the snapshots (default: the\n"
+     "difference of the mount's age: lines)"},
+    {OPT_SECTION, "--section", NULL, "NAME", ON_MIX_FROM, "the phase's section name (default mix)"},
     {OPT_HELP, "--help", "-h", NULL, ON_ALL, "this help"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -100,6 +111,11 @@ static const struct cli_command_info commands[] = {
     {CLI_VERSION, "version", "",
      "herd's version, the backends built in and the libraries it runs with\n"
      "(also herd --version)"},
+    {CLI_MIX_FROM, "mix-from", " BEFORE AFTER [OPTION]...",
+     "print a mix phase that behaves like a real NFS client: BEFORE and AFTER are\n"
+     "two copies of its /proc/self/mountstats (e.g. a minute apart); its calls\n"
+     "between them become the mix's weights, its calls/s the rate of one herd\n"
+     "client, its average READ or WRITE the block_size (docs/job-file.md, mix)"},
     {CLI_HELP, "help", " [COMMAND|units]",
      "this overview, one command's options, or (units) what the columns of the\n"
      "summary table at the end of a run mean"},
@@ -185,6 +201,15 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
     case OPT_LABEL:
         a->label = value;
         break;
+    case OPT_MOUNT:
+        a->mount = value;
+        break;
+    case OPT_SECONDS:
+        a->seconds = value;
+        break;
+    case OPT_SECTION:
+        a->section = value;
+        break;
     case OPT_SET:
         if (a->nsets == CLI_SETS_MAX) {
             snprintf(err, errlen, "too many --set options (at most %d)", CLI_SETS_MAX);
@@ -236,10 +261,12 @@ static int words_parse(int argc, char **argv, long ranks_max, struct cli_args *a
             const struct cli_command_info *c = command_find(s);
             if (!c && strcmp(s, "units") != 0)
                 return refuse(err, errlen, "help: no command ", s,
-                              " (run, check, keys, tables, version, help; or units)");
+                              " (run, check, keys, tables, version, mix-from, help; or units)");
             a->help_on = c ? c->cmd : CLI_UNITS;
         } else if ((a->command == CLI_RUN || a->command == CLI_CHECK) && !a->job) {
             a->job = s;
+        } else if (a->command == CLI_MIX_FROM && (!a->before || !a->after)) {
+            *(a->before ? &a->after : &a->before) = s;
         } else {
             return refuse(err, errlen, "unexpected argument ", s, see);
         }
@@ -254,7 +281,7 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
     if (argc < 2) {
         snprintf(err, errlen,
                  "no command; usage: herd run|check JOB.ini [OPTION]... | keys | tables | "
-                 "version | help [COMMAND|units]");
+                 "version | mix-from BEFORE AFTER | help [COMMAND|units]");
         return -1;
     }
     const char *s = argv[1];
@@ -280,6 +307,11 @@ int cli_parse(int argc, char **argv, long ranks_max, struct cli_args *a, char *e
     } else if ((a->command == CLI_RUN || a->command == CLI_CHECK) && !a->job == !a->phases) {
         snprintf(err, errlen, "%s needs a job file or --phase KINDS%s (see herd %s --help)",
                  c->name, a->job ? ", not both" : "", c->name);
+        return -1;
+    } else if (a->command == CLI_MIX_FROM && !a->after) {
+        snprintf(err, errlen,
+                 "mix-from needs two mountstats snapshots: BEFORE AFTER (see herd "
+                 "mix-from --help)");
         return -1;
     } else if (a->print_job && !a->phases) {
         snprintf(err, errlen, "--print-job goes with --phase (a job file is its own print)");

@@ -28,6 +28,7 @@ enum cli_cmd {
     CLI_TABLES,
     CLI_HELP,
     CLI_VERSION,
+    CLI_MIX_FROM,
     CLI_UNITS
 };
 
@@ -50,6 +51,10 @@ struct cli_args {
     enum cli_cmd help_on;
     char *sets[CLI_SETS_MAX];
     int nsets;
+    const char *before, *after; /* mix-from: the two mountstats snapshots */
+    const char *mount;          /* mix-from: --mount, the mount point ("": the only NFS one) */
+    const char *seconds;        /* mix-from: --seconds, between the snapshots (NULL: their age) */
+    const char *section;        /* mix-from: --section, the phase's name (NULL: mix) */
 };
 
 /* argv into *a; ranks_max bounds -n. 0, or -1 with the reason in err. */

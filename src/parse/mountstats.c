@@ -293,7 +293,9 @@ static int entry_parse(const struct devline *d, bool first_nl, const char *pos, 
                 return -1;
         } else if (span_starts(s, "per-op statistics")) {
             in_ops = true;
-        } /* age:, caps:, sec:, events:, nfsv4:, RPC iostats...: not kept */
+        } else if (span_starts(s, "age:")) {
+            out->has_age = parse_u64s((struct span){s.p + 4, s.e}, &out->age, 1) == 1;
+        } /* caps:, sec:, events:, nfsv4:, RPC iostats...: not kept */
     }
     return have_bytes && out->xprt.count > 0 && in_ops ? 0 : -1;
 }
@@ -321,10 +323,37 @@ int mountstats_parse(const char *text, size_t len, const char *mount_point, stru
     return entry_parse(&fd, found_nl, found, end, mount_point, out);
 }
 
+int mountstats_mounts(const char *text, size_t len, char (*points)[256], int max)
+{
+    int n = 0;
+    const char *pos = text, *end = text + (text ? len : 0);
+    struct span line;
+    bool nl;
+    while (text && line_next(&pos, end, &line, &nl)) {
+        struct devline d;
+        if (!devline_parse(line, &d) || !is_nfs(d.fstype))
+            continue;
+        char mp[256];
+        if (!copy_unescaped(d.mp, mp, sizeof mp))
+            continue;
+        bool seen = false;
+        for (int i = 0; i < n && i < max && !seen; i++)
+            seen = strcmp(points[i], mp) == 0;
+        if (seen)
+            continue;
+        if (n < max)
+            memcpy(points[n], mp, sizeof mp);
+        n++;
+    }
+    return n;
+}
+
 void mountstats_delta(const struct mountstats *before, const struct mountstats *after,
                       struct mountstats *out)
 {
     struct mountstats d = *after; /* identity fields, max_slots, op names */
+    d.has_age = after->has_age && before->has_age;
+    d.age = after->age - before->age;
     for (int i = 0; i < 8; i++)
         d.bytes[i] = after->bytes[i] - before->bytes[i];
     const struct mountstats_xprt *xa = &after->xprt, *xb = &before->xprt;

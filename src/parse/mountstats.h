@@ -7,6 +7,7 @@
 #ifndef HERD_MOUNTSTATS_H
 #define HERD_MOUNTSTATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,8 @@ struct mountstats {
     /* bytes: normal read, normal write, direct read, direct write,
      * server read, server write, read pages, write pages */
     uint64_t bytes[8];
+    uint64_t age;  /* seconds since the mount (age:); after mountstats_delta, between the two */
+    bool has_age;  /* the entry had an age: line */
     struct mountstats_xprt xprt;
     int nops;
     struct mountstats_op ops[MOUNTSTATS_OPS_MAX];
@@ -52,6 +55,10 @@ struct mountstats {
  * so NFS over-mounted by another file system gives 1). Returns 0 found, 1
  * no NFS entry mounted there, -1 the entry is malformed or truncated. */
 int mountstats_parse(const char *text, size_t len, const char *mount_point, struct mountstats *out);
+
+/* The mount points of the NFS entries in text, each once, in order
+ * (decoded), the first max into points; how many there are. */
+int mountstats_mounts(const char *text, size_t len, char (*points)[256], int max);
 
 /* out = after - before for every counter (per op by name; an op only in
  * after counts from 0). Unsigned wrap-around is the kernel counters' own.

@@ -1,0 +1,32 @@
+/* job_mixfrom.h — a mix phase from two mountstats snapshots of a real
+ * client (parse/mixfrom.h): the files read, the mount chosen, and the
+ * job lines that make one herd client behave like that client. For
+ * `herd mix-from` and the job key mix_from. */
+#ifndef HERD_JOB_MIXFROM_H
+#define HERD_JOB_MIXFROM_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "mixfrom.h"
+
+struct job_mixfrom {
+    struct mixfrom m;
+    char device[256], mount[256]; /* the mount whose counters these are */
+    char fstype[16];
+    char vers[16]; /* the opts line's vers=, "" when not said */
+};
+
+/* Read the snapshots at before and after (regular files, at most
+ * TEXTFILE_PROC_MAX), take the NFS mount at mount ("" or NULL: the only
+ * NFS mount in after) and compute its mix over seconds (<= 0: the
+ * difference of the mount's age: lines). 0, or -1 with one line in err. */
+int job_mixfrom_load(const char *before, const char *after, const char *mount, double seconds,
+                     struct job_mixfrom *out, char *err, size_t len);
+
+/* The job lines: comments saying where they come from and what is left
+ * out, then [section] with kind = mix, mix, rate, block_size and a
+ * file_size that holds 16 blocks. */
+void job_mixfrom_print(FILE *out, const struct job_mixfrom *m, const char *section);
+
+#endif
