@@ -43,8 +43,8 @@ struct mountstats {
     /* bytes: normal read, normal write, direct read, direct write,
      * server read, server write, read pages, write pages */
     uint64_t bytes[8];
-    uint64_t age;  /* seconds since the mount (age:); after mountstats_delta, between the two */
-    bool has_age;  /* the entry had an age: line */
+    uint64_t age; /* seconds since the mount (age:); after mountstats_delta, between the two */
+    bool has_age; /* the entry had an age: line */
     struct mountstats_xprt xprt;
     int nops;
     struct mountstats_op ops[MOUNTSTATS_OPS_MAX];

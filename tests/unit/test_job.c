@@ -133,9 +133,10 @@ static void test_kind_keys_reach_their_kinds(void **state)
         "[global]\ntarget = /x\n[w]\nkind = write\nduration = 1s\n",
         "test.ini:5: key 'duration': applies to idle, lock, storm and mix phases only, not to "
         "write (use deadline to bound others)");
-    expect_error("[global]\ntarget = /x\n[m]\nkind = md5\nverify = yes\n",
-                 "test.ini:5: key 'verify': applies to read and mix phases only, not to md5 (md5 phases "
-                 "always check)");
+    expect_error(
+        "[global]\ntarget = /x\n[m]\nkind = md5\nverify = yes\n",
+        "test.ini:5: key 'verify': applies to read and mix phases only, not to md5 (md5 phases "
+        "always check)");
     expect_error("[global]\ntarget = /x\n[w]\nkind = write\nread_from = neighbor\n",
                  "test.ini:5: key 'read_from': applies to read and md5 phases only, not to write");
     char *own[] = {"w.duration=1s"};
