@@ -7,6 +7,8 @@ it (a DataFrame, or any sequence of mappings), and states the answer:
     knee(steps, growth=0.10, p99_factor=4.0) -> {
         "saturation": step number of the knee (None for no steps),
         "first_error": first step with errors or stuck calls (None: none),
+        "not_run": the steps not run (status not-run: an earlier step broke
+                   the ladder's stop_when), "not_run_note": the first one's note,
         "rule": one line stating the rule with its numbers, ...}
     describe(result, steps) -> one line naming the knee with its numbers
     throughput_metric(kind) -> "mib_per_s" or "ops_per_s"
@@ -21,12 +23,16 @@ curve that never stops growing has its knee at its last step (the server
 was not saturated: add ranks), one flat from the start at step 1, and a
 p99 that blows up ends the climb even while throughput still grows.
 Throughput is MiB/s for kinds that move data (write, read, md5) and calls/s
-for the others (lock, storm, meta), as throughput_metric says.
+for the others (lock, storm, meta), as throughput_metric says. Steps with
+status `not-run` (rows of the steps table that an earlier step's broken
+`stop_when` kept from running: no figures) take no part in the climb; the
+result names them.
 """
 import math
 import re
 
 DATA_KINDS = ("write", "read", "md5")
+NOT_RUN = "not-run"  # a steps-table row of a step that did not run
 UNITS = {"mib_per_s": "MiB/s", "ops_per_s": "calls/s"}
 
 
@@ -94,15 +100,22 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
     when it reached the last step) and rule (one line)."""
     if not growth >= 0 or not p99_factor > 0:
         raise ValueError(f"knee: growth {growth} must be >= 0 and p99_factor {p99_factor} > 0")
-    rows = _rows(steps)
+    every = _rows(steps)
+    # Row positions of the steps that ran: the climb is over these alone,
+    # and the indexes returned are positions in steps.
+    ran = [i for i, r in enumerate(every) if r.get("status") != NOT_RUN]
+    rows = [every[i] for i in ran]
+    not_run = [every[i] for i in range(len(every)) if every[i].get("status") == NOT_RUN]
     if metric is None:
-        metric = throughput_metric(rows[0].get("kind") if rows else None)
+        metric = throughput_metric((rows or every)[0].get("kind") if every else None)
     unit = UNITS.get(metric, metric)
     base_p99 = _number(rows[0].get("p99_s")) if rows else math.nan
     bound = p99_factor * base_p99
     out = {"saturation": None, "saturation_index": None, "first_error": None,
            "first_error_index": None, "metric": metric, "unit": unit, "p99_bound": bound,
-           "stopped": None, "growth": growth, "p99_factor": p99_factor}
+           "stopped": None, "growth": growth, "p99_factor": p99_factor,
+           "not_run": [r.get("step") for r in not_run],
+           "not_run_note": str(not_run[0].get("note") or "") if not_run else ""}
     p99_text = (f"p99 < {p99_factor:g} x step 1's ({human_seconds(bound)})" if not math.isnan(bound)
                 else "p99 not bounded (step 1 has none)")
     rule = ("knee = last step of the climb from step 1 in which each step's {unit} grew "
@@ -128,9 +141,9 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
                               + ("" if bounded else f", p99 {human_seconds(p99)} over the bound"))
             break
         climb = i
-    out["saturation_index"] = climb
-    out["saturation"] = rows[climb].get("step", climb + 1)
-    for i, r in enumerate(rows):
+    out["saturation_index"] = ran[climb]
+    out["saturation"] = rows[climb].get("step", ran[climb] + 1)
+    for i, r in zip(ran, rows):
         if _count(r.get("errors")) > 0 or _count(r.get("stuck")) > 0:
             out["first_error_index"] = i
             out["first_error"] = r.get("step", i + 1)
@@ -143,22 +156,39 @@ def describe(result, steps):
     numbers, for reports: 'knee: step 3 (4 ranks on 2 hosts, 812 MiB/s);
     first error: none'."""
     rows = _rows(steps)
+    not_run = result.get("not_run") or []
     if result["saturation_index"] is None:
-        return "no steps"
+        return "no steps" if not not_run else "no step ran" + _not_run_text(result)
     k = rows[result["saturation_index"]]
     value = _number(k.get(result["metric"]))
     text = (f"knee: step {result['saturation']} ({_plural(k.get('active_ranks'), 'rank')} on "
             f"{_plural(k.get('active_hosts'), 'host')}, {value:,.1f} {result['unit']})")
     if result["stopped"]:
         text += f"; the climb stopped at {result['stopped']}"
+    elif not_run:
+        text += "; still growing at the last step run"
     else:
         text += "; still growing at the last step: not saturated"
+    text += _not_run_text(result)
     if result["first_error_index"] is None:
         return text + "; first error: none"
     e = rows[result["first_error_index"]]
     return (text + f"; first error: step {result['first_error']} "
             f"({_plural(e.get('active_ranks'), 'rank')}, {_plural(e.get('errors'), 'error')}, "
             f"{_int(e.get('stuck'))} stuck)")
+
+
+def _not_run_text(result):
+    """'; not run: step 3 (step rl.200ps broke stop_when (...))', or ''."""
+    steps = result.get("not_run") or []
+    if not steps:
+        return ""
+    names = f"step {_int(steps[0])}" if len(steps) == 1 else \
+        f"steps {_int(steps[0])} to {_int(steps[-1])}"
+    note = str(result.get("not_run_note") or "")
+    if note.startswith("not run: "):
+        note = note[len("not run: "):]
+    return f"; not run: {names}" + (f" ({note})" if note else "")
 
 
 def _int(value):

@@ -778,6 +778,14 @@ def client_times(run, outdir, name, times=None):
 KNEE_COLOUR = "#2ca02c"
 
 
+def ran_only(steps, values):
+    """values of a ladder's steps with NaN (no point drawn) for the steps
+    that did not run (status not-run: their 0 is no measurement)."""
+    if "status" not in steps:
+        return values
+    return np.where((steps["status"] == "not-run").to_numpy(), np.nan, values)
+
+
 def ranks_axis(ax, ranks):
     """Active ranks on x: a log2 axis for ladders spanning a factor of 4 or
     more (1, 2, 4 ... evenly spaced), ticks at the steps' rank counts."""
@@ -815,7 +823,7 @@ def loadcurve(steps, knee, outdir, name, title):
         return False
     metric, unit = knee["metric"], knee["unit"]
     x = steps["active_ranks"].astype(float).to_numpy()
-    y = steps[metric].astype(float).to_numpy()
+    y = ran_only(steps, steps[metric].astype(float).to_numpy())
     bad = ((steps["errors"] > 0) | (steps["stuck"] > 0)).to_numpy()
     fig, (ax, lat) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
                                   gridspec_kw={"height_ratios": [3, 2]})
@@ -883,7 +891,7 @@ def loadcurves(curves, outdir, name, title):
     for n, (label, steps, knee) in enumerate(curves):
         colour = plt.get_cmap("tab10")(n % 10)
         x = steps["active_ranks"].astype(float).to_numpy()
-        y = steps[knee["metric"]].astype(float).to_numpy()
+        y = ran_only(steps, steps[knee["metric"]].astype(float).to_numpy())
         ranks += list(x)
         units.add(knee["unit"])
         ax.plot(x, y, marker="o", color=colour, lw=1.6, label=safe(label))

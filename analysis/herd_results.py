@@ -16,7 +16,8 @@ Layout: docs/results-format.md; this API: docs/analysis.md.
         run.errors("write-unique-16M")  # one row per (rank, op, errno)
         run.samples()                   # server monitor samples (/monitor/samples)
         run.ladders()                   # load ladders: ["read", ...]
-        run.ladder_steps("read")        # one row per step: ranks, MiB/s, p99, errors, CPU
+        run.ladder_steps("read")        # one row per step: ranks, MiB/s, p99, errors, CPU,
+                                        # offered load; not-run steps (stop_when) too
 
 Every failure to read (missing file, not HDF5, truncated, not herd's)
 raises ResultsError with a one-line reason.
@@ -74,6 +75,7 @@ PHASE_COLUMNS = [
     "t_start", "t_end", "elapsed", "start_skew", "t_min", "t_median", "t_max", "first_done",
     "last_done", "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
     "grants", "contended", "contention", "waited_grants", "wait_seconds", "violations", "stuck",
+    "rate", "offered_per_s", "achieved_per_s", "units", "late", "due",
     "cpu_mean", "cpu_max",
     "nfsd_threads", "proc_cpu", "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share",
     "monitor_covered",
@@ -84,6 +86,9 @@ PHASE_COLUMNS = [
 SUMMARY_STATS = ["rows", "ranks", "t_min", "t_median", "t_max", "first_done", "last_done",
                  "bytes", "ops", "mib_per_s", "ops_per_s", "errors", "verify_failures",
                  "grants", "contended", "violations", "stuck"]
+# ... and those of the offered load (a phase with rate > 0; units and
+# achieved also in a closed loop), absent in files of an older herd.
+SUMMARY_LOAD = ["units", "late", "due", "offered_per_s", "achieved_per_s"]
 # ... and those added when the run closes, when a monitor sampled.
 SUMMARY_SERVER = ["cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
                   "nfsd_packets_per_s", "nfsd_woken_share"]
@@ -93,7 +98,16 @@ OP_SUMMARY_COLUMNS = ["op", "calls", "seconds", "ops_per_s", "p50_s", "p90_s", "
 OP_QUANTILES = [("p50_s", 0.50), ("p90_s", 0.90), ("p99_s", 0.99), ("max_s", 1.0)]
 # herd's ops in enum order (src/lib/ops.h): the row order of op_summary.
 OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink", "rmdir", "stat",
-            "rename", "lock", "connect", "rpc_read", "rpc_write"]
+            "rename", "lock",
+            # a mix phase's own calls
+            "getattr", "setattr", "truncate", "access", "readdir", "lookup", "lookup_missing",
+            "create", "read_file", "write_file", "append",
+            "connect", "rpc_read", "rpc_write",
+            # a paced call's times (rate > 0)
+            "response", "service", "lag"]
+# Per-row counts of the offered load in /phases/<name>/ranks (0 in a file
+# of an older herd, which has none).
+RANK_LOAD = ("units", "late", "due")
 
 # Load ladders: each step is a phase with the attributes ladder (str), step
 # (1-based), active_ranks and active_hosts (int64); Run.ladder_steps() gives
@@ -106,8 +120,28 @@ LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hos
                   "max_s", "errors",
                   "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
                   "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share", "start_skew",
-                  "verify_failures", "t_start", "elapsed"]
-LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno")
+                  "verify_failures", "t_start", "elapsed",
+                  # the offered load (rate ladders: rate_steps, rate_curve)
+                  "rate", "offered_per_s", "achieved_per_s", "units", "late", "due",
+                  "response_p50_s", "response_p99_s", "service_p99_s", "lag_p99_s",
+                  "note"]
+LADDER_TEXT = ("phase", "kind", "status", "main_op", "top_errno", "note")
+# What a steps table of an older herd lacks reads as: counts 0, a rate of 0
+# (a closed loop), note "", every other figure NaN.
+LADDER_DEFAULTS = {"units": 0, "late": 0, "due": 0, "rate": 0.0, "note": ""}
+# The step columns taken from the op_summary rows of a paced call's
+# histograms (rate > 0): response (its intended instant to its end),
+# service (its send to its end), lag (herd's own delay before the send):
+# (column, op, quantile column).
+LADDER_PACED = (("response_p50_s", "response", "p50_s"), ("response_p99_s", "response", "p99_s"),
+                ("service_p99_s", "service", "p99_s"), ("lag_p99_s", "lag", "p99_s"))
+# Step figures that are rates, times or latencies: never negative or infinite
+# (NaN: none).
+LADDER_FLOATS = ("mib_per_s", "ops_per_s", "p50_s", "p99_s", "max_s", "start_skew",
+                 "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
+                 "nfsd_packets_per_s", "nfsd_woken_share", "elapsed", "rate", "offered_per_s",
+                 "achieved_per_s", "response_p50_s", "response_p99_s", "service_p99_s",
+                 "lag_p99_s")
 # The call whose latency a step shows is herd's own choice, the phase's
 # summary_main_op attribute (its kind's, src/results/summary.c: the p50/p99
 # its summary prints); a phase written by a herd before it has none.
@@ -233,11 +267,15 @@ class Run:
     def ranks(self, name):
         """/phases/NAME/ranks plus client_id = rank x clients_per_rank +
         client and seconds = t_end - t_start; client 0 in a file of an
-        older herd (no client column: each rank one client)."""
+        older herd (no client column: each rank one client), and units,
+        late, due 0 in one from before the offered load."""
         df = _with_client(_table(self._f["phases"][name]["ranks"]))
         df.insert(df.columns.get_loc("client") + 1, "client_id",
                   df["rank"].astype(np.int64) * self.clients_per_rank
                   + df["client"].astype(np.int64))
+        for col in RANK_LOAD:
+            if col not in df.columns:
+                df[col] = np.zeros(len(df), dtype=np.uint64)
         df["seconds"] = df["t_end"] - df["t_start"]
         return df
 
@@ -369,28 +407,43 @@ class Run:
         where = f"{self.path}: /phases/{herd_safe.line(ladder)}/steps"
         df = _decode(pd.DataFrame(herd_safe.read_table(g["steps"], where)))
         missing = [c for c in LADDER_COLUMNS if c not in df.columns]
-        for col in missing:  # optional fields a writer may lack: NaN
-            df[col] = np.nan
+        for col in missing:  # optional fields a writer may lack (an older herd)
+            default = LADDER_DEFAULTS.get(col, np.nan)
+            df[col] = np.full(len(df), default, dtype=object if isinstance(default, str)
+                              else np.uint64 if isinstance(default, int) else np.float64)
         df = df[LADDER_COLUMNS].sort_values("step", kind="stable").reset_index(drop=True)
         numbers = list(df["step"])
         if len(set(numbers)) != len(numbers):
             raise ResultsError(herd_safe.line(f"{where}: a step number appears twice "
                                               f"({numbers[:20]})"))
+        groups = set(self._f["phases"])
         for row in df.itertuples(index=False):
-            if row.phase not in self.phase_names:
+            if row.status not in herd_safe.STEP_STATUSES:
+                raise ResultsError(herd_safe.line(
+                    f"{where}: step {row.step}: status {row.status!r} is not one of "
+                    f"{', '.join(herd_safe.STEP_STATUSES)}"))
+            if row.status == herd_safe.NOT_RUN:
+                # A step the ladder's stop_when kept from running: it never
+                # had a phase group.
+                if row.phase in groups:
+                    raise ResultsError(herd_safe.line(
+                        f"{where}: step {row.step} is {herd_safe.NOT_RUN} but names phase "
+                        f"{row.phase!r}, which is in the file"))
+            elif row.phase not in self.phase_names:
                 raise ResultsError(herd_safe.line(
                     f"{where}: step {row.step} names phase {row.phase!r}, not in the file"))
             for key in ("step", "active_ranks"):
                 if not 1 <= getattr(row, key) <= herd_safe.MAX_COUNT:
                     raise ResultsError(herd_safe.line(
                         f"{where}: {key} {getattr(row, key)} is not a count"))
-            for key in ("mib_per_s", "ops_per_s", "p50_s", "p99_s", "max_s", "start_skew",
-                        "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
-                        "nfsd_packets_per_s", "nfsd_woken_share", "elapsed"):
+            for key in LADDER_FLOATS:
                 value = float(getattr(row, key))
                 if value < 0 or math.isinf(value):
                     raise ResultsError(herd_safe.line(
                         f"{where}: step {row.step}: {key} is {value}, not >= 0"))
+            if not isinstance(row.note, str):
+                raise ResultsError(herd_safe.line(
+                    f"{where}: step {row.step}: note is not a string"))
         for col in ("main_op", "top_errno"):  # "" in the file: none
             df[col] = df[col].where(df[col].astype(str) != "", None)
         return df
@@ -433,14 +486,17 @@ class Run:
         for key in ("bytes", "ops", "mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean",
                     "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",
                     "nfsd_packets_per_s", "nfsd_woken_share", "start_skew",
-                    "verify_failures", "t_start", "elapsed"):
+                    "verify_failures", "t_start", "elapsed", "rate", "offered_per_s",
+                    "achieved_per_s", "units", "late", "due"):
             row[key] = ph[key]
-        for key in ("p50_s", "p99_s", "max_s"):
-            value = float(called.at[op, key]) if op in called.index else np.nan
+        quantiles = [(key, op, key) for key in ("p50_s", "p99_s", "max_s")] + list(LADDER_PACED)
+        for key, call, column in quantiles:
+            value = float(called.at[call, column]) if call in called.index else np.nan
             if value < 0 or math.isinf(value):
                 raise ResultsError(herd_safe.line(
-                    f"{self.path}: phase {name!r}: {op} {key} is {value}, not a latency"))
+                    f"{self.path}: phase {name!r}: {call} {column} is {value}, not a latency"))
             row[key] = value
+        row["note"] = ""  # a phase in the file ran: only a step not run has a note
         skew = row["start_skew"]
         if skew is None or not isinstance(skew, (int, float, np.number)) or skew != skew:
             row["start_skew"] = np.nan
@@ -570,6 +626,9 @@ class Run:
         stats = _stored(a, SUMMARY_STATS)
         if len(stats) < len(SUMMARY_STATS):
             stats = dict(self._recompute_stats(name, t0), **stats)
+        load = _stored(a, SUMMARY_LOAD)
+        if len(load) < len(SUMMARY_LOAD):
+            load = dict(self._recompute_load(name, a, stats["ranks"]), **load)
         server = _stored(a, SUMMARY_SERVER)
         if len(server) < len(SUMMARY_SERVER):
             server = dict(zip(SUMMARY_SERVER, self.server_cpu(t0, t1)), **server)
@@ -595,8 +654,10 @@ class Run:
             if grants + contended and a.get("lock_wait") != "blocking" else np.nan,
             "waited_grants": a.get("waited_grants", np.nan),
             "wait_seconds": a.get("wait_seconds", np.nan),
+            "rate": _rate(a),
         }
         row.update(stats)
+        row.update(load)
         row.update(server)
         ops = self._op_summary(name, stats["last_done"])
         for op in ops.itertuples(index=False):
@@ -638,6 +699,43 @@ class Run:
         if last > 0:
             out["mib_per_s"] = out["bytes"] / 1048576.0 / last
             out["ops_per_s"] = out["ops"] / last
+        return out
+
+    def _recompute_load(self, name, attrs, ranks):
+        """The offered-load figures of a phase without its summary_units ...
+        summary_achieved_per_s (src/results/summary.c, summary_compute):
+        units, late and due over the rows that did work; achieved per
+        client (rows of one rank and client in a run), its units over the
+        sum of its rows' positive t_end - t_start, summed over the clients
+        (NaN when no row did work); offered = rate x the clients doing I/O
+        (NaN without a rate). A file of an older herd has no units in its
+        ranks table: 0, 0, 0 and NaN, without reading the table."""
+        rate = _rate(attrs)
+        clients = attrs.get("active_clients")
+        if not isinstance(clients, (int, np.integer)) or isinstance(clients, (bool, np.bool_)):
+            clients = ranks * self.clients_per_rank
+        out = {"units": 0, "late": 0, "due": 0, "achieved_per_s": np.nan,
+               "offered_per_s": rate * float(clients) if rate > 0 else np.nan}
+        ds = self._f["phases"][name]["ranks"]
+        if "units" not in (ds.dtype.names or ()):
+            return out
+        rows = herd_safe.read_table(ds)
+        worked = rows[rows["ops"] > 0] if len(rows) else rows
+        for key in RANK_LOAD:
+            out[key] = _total(worked, key)
+        if len(worked) == 0:
+            return out
+        client = rows["client"].astype(np.int64) if "client" in rows.dtype.names \
+            else np.zeros(len(rows), dtype=np.int64)
+        rank = rows["rank"].astype(np.int64)
+        # a new client starts where rank or client changes (rows come client by client)
+        start = np.flatnonzero(np.r_[True, (np.diff(rank) != 0) | (np.diff(client) != 0)])
+        secs = rows["t_end"] - rows["t_start"]
+        secs = np.where(secs > 0, secs, 0.0)
+        units = np.add.reduceat(rows["units"].astype(np.float64), start)
+        seconds = np.add.reduceat(secs, start)
+        per = np.divide(units, seconds, out=np.zeros_like(units), where=seconds > 0)
+        out["achieved_per_s"] = float(per.sum())
         return out
 
     @_reading
@@ -711,6 +809,15 @@ def _stored(attrs, keys):
             continue  # not herd's: recompute it instead
         out[key] = int(value) if value.dtype.kind in "iu" else float(value)
     return out
+
+
+def _rate(attrs):
+    """A phase's job key rate (calls/s per client), 0.0 for a closed loop and
+    for a file of an older herd, which has none."""
+    value = attrs.get("rate")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        return 0.0
+    return float(value)
 
 
 def _total(rows, field):

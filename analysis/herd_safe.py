@@ -168,22 +168,36 @@ ROOT_TEXT = ("tool", "version", "run_id", "status", "start_utc", "end_utc", "com
 ROOT_NUMBER = {"epoch_unix": "f", "nranks": "i", "nhosts": "i", "clock_sync_seconds": "f",
                "exit_code": "i", "startup_seconds": "f"}
 STATUSES = ("partial", "complete", "incomplete", "interrupted")
-PHASE_STATUSES = ("ok", "errors", "interrupted", "deadline")
+PHASE_STATUSES = ("ok", "errors", "verify", "interrupted", "deadline")
+# A row of a ladder's steps table may also be a step that never ran (an
+# earlier step broke the ladder's stop_when): no phase group, no figures.
+NOT_RUN = "not-run"
+STEP_STATUSES = PHASE_STATUSES + (NOT_RUN,)
 LADDER_KIND = "ladder"  # the kind of a /phases/<ladder> group: a steps table, not a phase
 PHASE_NUMBER = {"index": "i", "t_start": "f", "t_end": "f", "elapsed": "f", "start_skew": "f",
-                "gather_seconds": "f", "write_seconds": "f"}
+                "gather_seconds": "f", "write_seconds": "f",
+                "rate": "f"}  # the job key rate: calls/s per client, 0 = a closed loop
+# Job keys of the offered load stored as phase attributes: strings.
+PHASE_TEXT = ("kind", "status", "arrivals", "rate_steps", "rate_curve", "stop_when")
 # herd's stored phase summary (src/results/summary.c): counts are integers, never
 # negative; times and rates are floats, never negative (times NaN when no
-# row did work), rates finite.
+# row did work), rates finite. summary_offered_per_s is NaN in a closed
+# loop, summary_achieved_per_s when no row did work; late <= units (a late
+# call is one of the calls sent).
 SUMMARY_COUNTS = ("rows", "ranks", "bytes", "ops", "errors", "verify_failures", "grants",
-                  "contended", "violations", "stuck")
+                  "contended", "violations", "stuck", "units", "late", "due")
 SUMMARY_FLOATS = ("t_min", "t_median", "t_max", "first_done", "last_done", "mib_per_s",
                   "ops_per_s", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
-                  "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share")
+                  "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share",
+                  "offered_per_s", "achieved_per_s")
 SUMMARY_RATES = ("mib_per_s", "ops_per_s")
+LOAD_RATES = ("offered_per_s", "achieved_per_s")  # rates that may be NaN
 PHASE_NUMBER.update({f"summary_{k}": "i" for k in SUMMARY_COUNTS})
 PHASE_NUMBER.update({f"summary_{k}": "f" for k in SUMMARY_FLOATS})
 PHASE_NUMBER["monitor_covered"] = "b"  # the monitor's samples span the phase whole
+# Pairs of count fields (of a table row, or of the summary) where the first
+# can never exceed the second: (late, units).
+AT_MOST = (("late", "units"),)
 
 # Table fields: name -> kind ("i" signed, "u" unsigned, "f" float, "S"
 # fixed-length string), for every table herd writes: herd_tables.json beside
@@ -216,9 +230,9 @@ REQUIRED = {
     "/monitor/disks": ("t", "dt", "device", "write_bytes", "read_bytes", "busy"),
     "/monitor/clients": ("phase", "host", "connects"),
     "/monitor/client_ops": ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms"),
-    "/phases/<ladder>/steps": ("step", "phase", "active_ranks", "active_hosts", "mib_per_s",
-                               "ops_per_s", "main_op", "p50_s", "p99_s", "max_s", "errors",
-                               "top_errno", "stuck"),
+    "/phases/<ladder>/steps": ("step", "phase", "status", "active_ranks", "active_hosts",
+                               "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s", "max_s",
+                               "errors", "top_errno", "stuck"),
 }
 
 
@@ -449,7 +463,7 @@ def _root(f):
 
 
 def _phase(g, where, budget):
-    a = _attrs(g, where, ("kind", "status"), PHASE_NUMBER)
+    a = _attrs(g, where, PHASE_TEXT, PHASE_NUMBER)
     if _str(a.get("kind")) == LADDER_KIND:
         _ladder(g, where, budget)
         return
@@ -462,8 +476,10 @@ def _phase(g, where, budget):
     for name in ("kind", "t_start", "t_end"):
         if name not in a:
             raise FormatError(f"{where}: no {name!r} attribute")
-    for name in ("t_start", "t_end", "elapsed"):
+    for name in ("t_start", "t_end", "elapsed", "rate"):
         _finite(a, name, where)
+    if "rate" in a and float(a["rate"]) < 0:
+        raise FormatError(f"{where} attribute 'rate': {a['rate']} is not a rate (>= 0)")
     _count(a, "index", where)
     _summary(a, where)
     names = _names(g, where)
@@ -512,7 +528,12 @@ def _summary(a, where):
         value = float(a[name])
         if value < 0 or math.isinf(value) or (key in SUMMARY_RATES and math.isnan(value)):
             raise FormatError(f"{where} attribute {name!r}: {value} is not a "
-                              f"{'rate' if key in SUMMARY_RATES else 'time'} (>= 0)")
+                              f"{'rate' if key in SUMMARY_RATES + LOAD_RATES else 'time'} (>= 0)")
+    for small, big in AT_MOST:
+        low, high = f"summary_{small}", f"summary_{big}"
+        if low in a and high in a and int(a[low]) > int(a[high]):
+            raise FormatError(f"{where} attribute {low!r}: {a[low]} is more than "
+                              f"{high} ({a[high]})")
 
 
 def _latency(g, where, budget):
@@ -612,4 +633,12 @@ def read_table(ds, where=None):
                 and rows[name].min() < 0:
             raise FormatError(f"{where}: field {name!r} has a negative value "
                               f"({rows[name].min()})")
+    for small, big in AT_MOST:
+        if small in dt.names and big in dt.names and len(rows) \
+                and dt.fields[small][0].kind in "iu" and dt.fields[big][0].kind in "iu":
+            over = np.flatnonzero(rows[small] > rows[big])
+            if len(over):
+                i = int(over[0])
+                raise FormatError(f"{where}: row {i}: {small} {rows[small][i]} is more than "
+                                  f"{big} {rows[big][i]}")
     return rows
