@@ -1,9 +1,12 @@
 /* workload_mix.c — a weighted mix of file operations per client, the
  * load a real NFS client puts on a server (SPECstorage's workloads, a
  * mix printed by `herd mix-from` from a client's mountstats): each call
- * is drawn from `mix` (getattr:40,read:20,...) with the client's seeded
- * generator, `count` calls or for `duration`, as fast as it can or at
- * `rate`. Every op has its own count, errors and latency histogram (its
+ * is drawn from `mix` (getattr:40,read:20,...) by a golden-ratio
+ * sequence from the client's seed (mix_next: every op's count within a
+ * few calls of its share at every moment), `count` calls or for
+ * `duration`, as fast as it can or at `rate`; which file a call acts on,
+ * where in it and how far a truncate cuts come from the seeded
+ * generator. Every op has its own count, errors and latency histogram (its
  * enum op: ops.h), and a call is one of the protocol's where the backend
  * has one (libnfs: GETATTR, SETATTR, ACCESS, READDIRPLUS, LOOKUP, READ,
  * WRITE, COMMIT, CREATE, REMOVE, RENAME, MKDIR, RMDIR, LOCK).
@@ -16,8 +19,8 @@
  *              write_file, append, fsync, getattr, setattr, truncate,
  *              access and lock act on one of them, lookup on its name;
  *     n/K      names that create makes, rename moves and unlink removes;
- *              `files` of them made first;
- *     d/K      directories that mkdir makes and rmdir removes.
+ *     d/K      directories that mkdir makes and rmdir removes;
+ *              `files` of each made first.
  * The names and directories live in a window [front, next): a create or
  * mkdir takes next, an unlink or rmdir the oldest (front), a rename moves
  * the oldest to next; an unlink, rename or rmdir with none to act on
@@ -85,6 +88,7 @@ struct mix_state {
     unsigned char *buf;
     size_t block;
     uint64_t rng;
+    double draw; /* the op's draw (mix_next) */
     char base[HERD_PATH_MAX];
     struct mix_file *files;
     int64_t nfiles;
@@ -100,6 +104,18 @@ static double mix_random(struct mix_state *s)
     s->rng ^= s->rng << 25;
     s->rng ^= s->rng >> 27;
     return (double)((s->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+/* The next draw of the op: a golden-ratio sequence from a seeded start
+ * (the additive recurrence of lowest discrepancy), so that each client's
+ * count of every op stays within a few calls of its weight's share at
+ * every moment, in an order that interleaves them, where independent
+ * draws would stray by the square root of the count. */
+static double mix_next(struct mix_state *s)
+{
+    s->draw += 0.6180339887498949;
+    s->draw -= floor(s->draw);
+    return s->draw;
 }
 
 static void mix_base(const struct phase_ctx *c, char *buf, size_t len)
@@ -175,8 +191,8 @@ static void mix_make_file(struct phase_ctx *c, int64_t i)
         workload_fail(c, NULL, OP_OPEN, rc, s->path);
 }
 
-/* The names the calls act on: made first, so that unlink and rename have
- * some from the start. */
+/* The names and directories the calls act on: `files` of each made
+ * first, so that unlink, rename and rmdir have some from the start. */
 static void mix_make_names(struct phase_ctx *c)
 {
     struct mix_state *s = c->state;
@@ -189,6 +205,11 @@ static void mix_make_names(struct phase_ctx *c)
         if (rc < 0)
             workload_fail(c, NULL, OP_CREATE, rc, s->path);
         s->made->name_next = k + 1;
+        workload_path(s->path, sizeof s->path, "%s/d/%lld", s->base, (long long)k);
+        rc = c->be->mkdir(c->be_ctx, s->path);
+        if (rc < 0)
+            workload_fail(c, NULL, OP_MKDIR, rc, s->path);
+        s->made->dir_next = k + 1;
     }
 }
 
@@ -206,6 +227,7 @@ static int mix_prepare(struct phase_ctx *c)
     s->nfiles = ph->files;
     s->rng = (uint64_t)ph->seed * 0xBF58476D1CE4E5B9ULL ^ ((uint64_t)c->index << 48) ^
              (uint64_t)(c->rank + 1);
+    s->draw = mix_random(s);
     s->buf = aligned_alloc(4096, (s->block + 4095) / 4096 * 4096);
     s->files = calloc((size_t)s->nfiles, sizeof *s->files);
     if (!s->buf || !s->files || workload_pattern_init(c, &s->pattern, s->block) < 0)
@@ -420,7 +442,7 @@ static void mix_run(struct phase_ctx *c)
         r->t_start = clock_now(c->clock);
         struct pace_call call;
         for (int64_t k = 0; workload_attempt_due(c, r, k) && workload_pace(c, &call); k++) {
-            mix_call(c, r, (enum op)mixspec_pick(&s->spec, mix_random(s)));
+            mix_call(c, r, (enum op)mixspec_pick(&s->spec, mix_next(s)));
             workload_paced(c, r, &call);
         }
         r->completed = r->errors == 0 && !workload_should_stop(c);

@@ -1,0 +1,231 @@
+"""kind = mix: each client draws its calls from weighted file operations
+on a tree of its own (src/workload/workload_mix.c), and herd mix-from /
+mix_from turn a real client's mountstats into such a mix.
+
+1. posix, 2 ranks, every op a local file system has: per-op counts within
+   10 % of the weights, no error, every read verified clean, nothing left
+   in the target.
+2. libnfs against the embedded ganesha, 2 ranks x 50 clients at 20 calls/s
+   for 10 s, over NFSv3 and NFSv4: the same, each client its own rows,
+   and the ops herd sends as one RPC each.
+3. herd mix-from on two snapshots of a known client: the weights are the
+   ops' shares (failed LOOKUPs as lookup_missing), the rate their calls/s,
+   the block the average READ; left-out ops are named; bad input is one
+   line and exit 2. A job with mix_from runs that mix.
+4. Refusals: an op the backend lacks, lock over NFSv4, bad mix text.
+
+Counts and relations only, never elapsed times.
+Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_mix.py
+"""
+import json
+import re
+
+import pytest
+
+from conftest import TESTS_DIR, describe, herd_cmd, herd_run, write_job
+
+WEIGHTS = {"getattr": 30, "lookup": 10, "lookup_missing": 3, "access": 5, "read": 15,
+           "read_file": 2, "write": 8, "write_file": 1, "append": 2, "fsync": 2, "setattr": 2,
+           "truncate": 2, "readdir": 4, "create": 4, "unlink": 3, "rename": 3, "mkdir": 1,
+           "rmdir": 1, "lock": 2}
+
+
+def mix_text(weights):
+    return ",".join(f"{k}:{v}" for k, v in weights.items())
+
+
+def phase(summary, name):
+    return next(p for p in summary["phases"] if p["name"] == name)
+
+
+def check_shares(ph, weights):
+    """Every op's count within 10 % of its weight's share of the calls,
+    and no other call op; no error, no verify failure."""
+    total = sum(weights.values())
+    units = ph["units"]
+    counts = {o["op"]: o["calls"] for o in ph["ops"]
+              if o["op"] not in ("rpc_read", "rpc_write", "response", "service", "lag",
+                                 "connect")}
+    assert set(counts) == set(weights), counts
+    for op, w in weights.items():
+        want = units * w / total
+        assert abs(counts[op] - want) <= 0.1 * want, (op, counts[op], want, counts)
+    assert ph["errors"] == 0, ph["errors_by_kind"]
+    assert ph["verify_failures"] == 0
+
+
+def test_mix_posix_shares_and_cleanup(herd_bin, tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "mix.ini", {"target": target},
+                    [("m", {"kind": "mix", "mix": mix_text(WEIGHTS), "count": 20000,
+                            "verify": "yes", "file_size_min": "4K", "file_size": "64K"})])
+    js = tmp_path / "m.json"
+    proc = herd_run(herd_bin, 2, job, tmp_path / "m.h5", "--json", js)
+    assert proc.returncode == 0, describe(proc)
+    ph = phase(json.loads(js.read_text()), "m")
+    assert ph["units"] == 2 * 20000
+    check_shares(ph, WEIGHTS)
+    assert list(target.iterdir()) == [], list(target.rglob("*"))
+
+
+def test_mix_posix_with_rate(herd_bin, tmp_path):
+    """A mix offers its calls on the schedule like every kind."""
+    job = write_job(tmp_path / "mix.ini", {"target": tmp_path},
+                    [("m", {"kind": "mix", "mix": "getattr:50,read:50", "count": 200,
+                            "rate": 400})])
+    js = tmp_path / "m.json"
+    proc = herd_run(herd_bin, 2, job, tmp_path / "m.h5", "--json", js)
+    assert proc.returncode == 0, describe(proc)
+    pace = phase(json.loads(js.read_text()), "m")["pace"]
+    assert pace["calls"] == 400 and pace["offered_per_s"] == 800
+
+
+# ---------------------------------------------------------------- over NFS
+
+
+@pytest.fixture
+def ganesha(tmp_path):
+    from test_nfs_server import Server, _why_skip
+    why = _why_skip()
+    if why:
+        pytest.skip(why)
+    s = Server(tmp_path / "nfs")
+    try:
+        s.start("--fs", "dir")
+        yield s
+    finally:
+        s.stop(check=False)
+    s.assert_clean()
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_mix_libnfs_clients(herd_bin, tmp_path, ganesha, version):
+    from test_nfs import herd_run_nfs
+    weights = dict(WEIGHTS)
+    if version == 4:
+        del weights["lock"]  # refused over NFSv4 (test_refusals)
+    job = write_job(tmp_path / "mix.ini",
+                    {"target": ganesha.url, "clients_per_rank": 50, "nfs_version": version},
+                    [("m", {"kind": "mix", "mix": mix_text(weights), "duration": "10s",
+                            "rate": 20, "verify": "yes"})])
+    js = tmp_path / "m.json"
+    proc = herd_run_nfs(ganesha, herd_bin, 2, job, tmp_path / "m.h5", "--json", js)
+    assert proc.returncode == 0, describe(proc)
+    ph = phase(json.loads(js.read_text()), "m")
+    assert ph["rows"] == 100 and ph["pace"]["offered_per_s"] == 2000
+    check_shares(ph, weights)
+    # the run's tree is gone from the export (--fs dir: seen from here too)
+    export = ganesha.state / "export"
+    assert list(export.iterdir()) == [], list(export.rglob("*"))
+
+
+# ---------------------------------------------------------------- mix-from
+
+MOUNTSTATS = TESTS_DIR.parent / "data" / "mountstats-nfs3.txt"
+GROWTH = {"GETATTR": 2400, "LOOKUP": 900, "READ": 1200, "WRITE": 600, "READDIRPLUS": 300,
+          "CREATE": 240, "REMOVE": 180, "RENAME": 180, "FSSTAT": 12}
+
+
+def later_snapshot(text, growth, failed_lookups, seconds, read_bytes):
+    """text with each op's count grown (ops and transmissions), LOOKUP's
+    errors column grown, the age and the server-read bytes moved on."""
+    def bump(m):
+        nums = [int(x) for x in m.group(3).split()]
+        inc = growth.get(m.group(2), 0)
+        nums[0] += inc
+        nums[1] += inc
+        if m.group(2) == "LOOKUP":
+            nums[8] += failed_lookups
+        return f"{m.group(1)}{m.group(2)}: " + " ".join(map(str, nums))
+    out = re.sub(r"^(\s*)([A-Z_]+): ([0-9 ]+)$", bump, text, flags=re.M)
+    out = re.sub(r"age:\t(\d+)", lambda m: f"age:\t{int(m.group(1)) + seconds}", out)
+
+    def move_bytes(m):
+        nums = [int(x) for x in m.group(1).split()]
+        nums[4] += read_bytes
+        return "bytes:\t" + " ".join(map(str, nums))
+    return re.sub(r"bytes:\t([0-9 ]+)", move_bytes, out)
+
+
+def test_mix_from_prints_the_client(herd_bin, tmp_path):
+    before = tmp_path / "before"
+    after = tmp_path / "after"
+    before.write_text(MOUNTSTATS.read_text())
+    after.write_text(later_snapshot(MOUNTSTATS.read_text(), GROWTH, 90, 60, 1200 * 131072))
+    proc = herd_cmd(herd_bin, "mix-from", before, after, "--section", "node")
+    assert proc.returncode == 0, describe(proc)
+    out = proc.stdout
+    keys = dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    mix = dict(item.split(":") for item in keys["mix"].split(","))
+    reproduced = sum(GROWTH.values()) - GROWTH["FSSTAT"]
+    want = {"getattr": 2400, "lookup": 810, "lookup_missing": 90, "read": 1200, "write": 600,
+            "readdir": 300, "create": 240, "unlink": 180, "rename": 180}
+    assert set(mix) == set(want), mix
+    for op, n in want.items():
+        assert float(mix[op]) == pytest.approx(100 * n / reproduced, abs=1e-4), (op, mix)
+    assert float(keys["rate"]) == pytest.approx(reproduced / 60, rel=1e-3)
+    assert keys["block_size"] == "128K"  # 1200 READs of 128 KiB
+    assert "[node]" in out and keys["kind"] == "mix"
+    assert "not reproduced: FSSTAT 0.2/s" in out
+    # the printed lines are a job herd takes
+    job = tmp_path / "node.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\n" + out)
+    assert herd_cmd(herd_bin, "check", job).returncode == 0
+
+
+def test_mix_from_key_runs_that_mix(herd_bin, tmp_path):
+    (tmp_path / "b.txt").write_text(MOUNTSTATS.read_text())
+    (tmp_path / "a.txt").write_text(
+        later_snapshot(MOUNTSTATS.read_text(), {"GETATTR": 600, "READ": 400}, 0, 10, 400 * 4096))
+    target = tmp_path / "t"
+    target.mkdir()
+    job = write_job(tmp_path / "like.ini", {"target": target},
+                    [("like", {"kind": "mix", "mix_from": "b.txt,a.txt", "count": 5000,
+                               "rate": 0})])
+    js = tmp_path / "l.json"
+    proc = herd_run(herd_bin, 1, job, tmp_path / "l.h5", "--json", js)
+    assert proc.returncode == 0, describe(proc)
+    ph = phase(json.loads(js.read_text()), "like")
+    assert ph["params"]["block_size"] == 4096
+    check_shares(ph, {"getattr": 60, "read": 40})
+
+
+@pytest.mark.parametrize("args, words", [
+    (["one"], "mix-from needs two mountstats snapshots"),
+    (["/etc/hostname", "/etc/hostname"], "no NFS mount in it"),
+    (["SNAP", "SNAP"], "the snapshots are 0 s apart"),
+    (["SNAP", "SNAP", "--seconds", "60"], "no call herd reproduces"),
+    (["SNAP", "SNAP", "--mount", "/nope"], "no NFS mount on /nope in it"),
+    (["SNAP", "SNAP", "--seconds", "0"], "--seconds '0' is not a duration above 0"),
+    (["SNAP", "/nonexistent"], "/nonexistent: cannot read it"),
+])
+def test_mix_from_refusals(herd_bin, args, words):
+    args = [str(MOUNTSTATS) if a == "SNAP" else a for a in args]
+    proc = herd_cmd(herd_bin, "mix-from", *args)
+    assert proc.returncode == 2, describe(proc)
+    assert words in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("glob, keys, words", [
+    ({}, {"mix": "getattr:1,open:2"}, "'open' is not a mix operation"),
+    ({}, {"mix": "read:1,read:2"}, "read appears twice"),
+    ({}, {"mix": "read:0"}, "the weight must be a number above 0"),
+    ({}, {"file_size_min": "1M", "file_size": "64K"}, "key 'file_size_min': is larger"),
+    ({"backend": "smb", "target": "smb://127.0.0.1/share", "smb_guest": "yes"},
+     {"mix": "getattr:1"},
+     "getattr is not supported by the smb backend"),
+    ({"target": "nfs://127.0.0.1/export", "nfs_version": 4}, {"mix": "read:5,lock:1"},
+     "lock in a mix needs NFSv3"),
+    ({"target": "nfs://127.0.0.1/export", "nfs_version": 4}, {"mix": "getattr:5"},
+     "keep the client's lease only through"),
+])
+def test_refusals(herd_bin, tmp_path, glob, keys, words):
+    g = {"target": tmp_path, **glob}
+    job = write_job(tmp_path / "bad.ini", g, [("m", {"kind": "mix", **keys})])
+    proc = herd_cmd(herd_bin, "check", job)
+    if "smb" in str(g["target"]) and "smb backend" not in proc.stderr \
+            and "not a backend this herd was built with" in proc.stderr:
+        pytest.skip("herd built without the smb backend")
+    assert proc.returncode == 2, describe(proc)
+    assert words in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
