@@ -116,6 +116,7 @@ RANK_LOAD = ("units", "late", "due")
 # ladder_steps() reads it and builds it from the steps' phases only for a
 # file without it (a run that never closed, a file of an older herd).
 LADDER_COLUMNS = ["step", "phase", "kind", "status", "active_ranks", "active_hosts",
+                  "active_clients",
                   "bytes", "ops", "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s",
                   "max_s", "errors",
                   "top_errno", "stuck", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
@@ -480,8 +481,11 @@ class Run:
         called = ops[ops["calls"] > 0].drop_duplicates("op").set_index("op")
         op = self.phase_attrs(name).get("summary_main_op")
         op = op if op in OP_ORDER else None
+        clients = self.phase_attrs(name).get("active_clients")
         row = {"step": step, "phase": name, "kind": kind, "status": ph["status"],
                "active_ranks": active_ranks, "active_hosts": active_hosts,
+               "active_clients": int(clients) if isinstance(clients, (int, np.integer))
+               and not isinstance(clients, (bool, np.bool_)) else np.nan,
                "main_op": op}
         for key in ("bytes", "ops", "mib_per_s", "ops_per_s", "errors", "stuck", "cpu_mean",
                     "cpu_max", "nfsd_threads", "proc_cpu", "proc_thread_max",

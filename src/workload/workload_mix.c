@@ -11,8 +11,10 @@
  * has one (libnfs: GETATTR, SETATTR, ACCESS, READDIRPLUS, LOOKUP, READ,
  * WRITE, COMMIT, CREATE, REMOVE, RENAME, MKDIR, RMDIR, LOCK).
  *
- * Each client has a tree of its own, made untimed in prepare:
- *   <rundir>/<fileset>/<phase>-<client id>/
+ * Each client has a tree of its own, made untimed in prepare (a load
+ * ladder's steps share it: a later step rewrites the data files and goes
+ * on with the names and directories the step before left):
+ *   <rundir>/<fileset>/<phase or ladder>-<client id>/
  *     fNNNNNN  `files` data files of sizes from file_size_min to
  *              file_size (log-uniform, by seed), written with the pattern
  *              and kept open for the phase: read, read_file, write,
@@ -118,9 +120,13 @@ static double mix_next(struct mix_state *s)
     return s->draw;
 }
 
+/* The client's tree: one per phase, and one per ladder (its steps go on
+ * with the tree the step before left). */
 static void mix_base(const struct phase_ctx *c, char *buf, size_t len)
 {
-    workload_path(buf, len, "%s/%s/%s-%06d", c->rundir, c->ph->fileset, c->ph->name, c->rank);
+    const struct phase *ph = c->ph;
+    workload_path(buf, len, "%s/%s/%s-%06d", c->rundir, ph->fileset,
+                  ph->ladder[0] ? ph->ladder : ph->name, c->rank);
 }
 
 /* Data file i's size: log-uniform from file_size_min to file_size, by
@@ -233,14 +239,16 @@ static int mix_prepare(struct phase_ctx *c)
     if (!s->buf || !s->files || workload_pattern_init(c, &s->pattern, s->block) < 0)
         return -ENOMEM;
     mix_base(c, s->base, sizeof s->base);
+    bool again = mix_made_find(s->base) != NULL; /* a ladder's later step */
     s->made = mix_made_add(s->base);
     if (!s->made) /* no note for the clean-up: it visits what the phase could make */
         s->made = &s->local;
     s->made->files = s->nfiles;
     mix_make_tree(c);
     for (int64_t i = 0; i < s->nfiles && !workload_should_stop(c); i++)
-        mix_make_file(c, i);
-    mix_make_names(c);
+        mix_make_file(c, i); /* again too: its size as planned, whatever truncate left */
+    if (!again)
+        mix_make_names(c);
     return 0;
 }
 
