@@ -24,6 +24,7 @@
 #                (herd mix-from prints the node's mix and rate); else:
 #   MIX          the node's mix (default: a build node's, docs/job-file.md)
 #   NODE_RATE    the node's calls/s (default 20)
+#   FILES        data files each node keeps open (default 4)
 #   RANKS        herd ranks (default 2); CLIENTS_PER_RANK (default 150):
 #                RANKS x CLIENTS_PER_RANK nodes at most
 #   LADDER       nodes per step (default 10,30,100,200,all)
@@ -54,6 +55,7 @@ LADDER=${LADDER:-10,30,100,200,all}
 STEP=${STEP:-10s}
 P99_MAX=${P99_MAX:-50ms}
 NODE_RATE=${NODE_RATE:-20}
+FILES=${FILES:-4}
 MIX=${MIX:-getattr:40,lookup:15,read:20,write:10,readdir:5,create:4,unlink:3,rename:3}
 DISK_LATENCY=${DISK_LATENCY:-read=2ms,write=2ms,flush=8ms}
 MIX_FROM=${MIX_FROM:-}
@@ -66,6 +68,7 @@ JOB=""
 [ -x "$HERD" ] || bad "no herd at $HERD (build it: cmake -S . -B build && cmake --build build)"
 [[ $RANKS =~ ^[1-9][0-9]*$ ]] || bad "RANKS=$RANKS: a number of ranks"
 [[ $CLIENTS_PER_RANK =~ ^[1-9][0-9]*$ ]] || bad "CLIENTS_PER_RANK=$CLIENTS_PER_RANK: a number"
+[[ $FILES =~ ^[1-9][0-9]*$ ]] || bad "FILES=$FILES: a number"
 for s in $SERVERS; do
     [[ $s == ganesha || $s =~ ^knfsd:[1-9][0-9]*$ ]] || bad "SERVERS: '$s' is not ganesha or knfsd:THREADS"
 done
@@ -88,7 +91,7 @@ JOB=$out/nodes.ini
     else
         printf '[nodes]\nkind = mix\nmix = %s\nrate = %s\n' "$MIX" "$NODE_RATE"
     fi
-    printf 'clients_active = %s\nduration = %s\n' "$LADDER" "$STEP"
+    printf 'files = %s\nclients_active = %s\nduration = %s\n' "$FILES" "$LADDER" "$STEP"
     printf 'stop_when = p99 > %s or achieved < 95%%\n' "$P99_MAX"
 } >"$JOB"
 "$HERD" check "$JOB" -n "$RANKS" --set target=nfs://127.0.0.1/export >/dev/null ||

@@ -227,6 +227,8 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
 {
     for (int i = 0; i < n; i++) {
         struct summary_line *l = &lines[i];
+        if (!(l->t_end >= l->t_start))
+            continue; /* a ladder step that did not run: no time, no server figures */
         /* monitor_url names the server's own exporter: it comes first */
         if (!summary_server(s, ns, "node_exporter", l->t_start, l->t_end, &l->server))
             summary_server(s, ns, "proc", l->t_start, l->t_end, &l->server);
