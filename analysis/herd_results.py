@@ -108,6 +108,8 @@ OP_ORDER = ["open", "read", "write", "fsync", "close", "md5", "mkdir", "unlink",
 # Per-row counts of the offered load in /phases/<name>/ranks (0 in a file
 # of an older herd, which has none).
 RANK_LOAD = ("units", "late", "due")
+# ... and each client's own p99 of its paced calls' response and service.
+RANK_PACE = ("response_p99", "service_p99")
 
 # Load ladders: each step is a phase with the attributes ladder (str), step
 # (1-based), active_ranks and active_hosts (int64); Run.ladder_steps() gives
@@ -268,8 +270,9 @@ class Run:
     def ranks(self, name):
         """/phases/NAME/ranks plus client_id = rank x clients_per_rank +
         client and seconds = t_end - t_start; client 0 in a file of an
-        older herd (no client column: each rank one client), and units,
-        late, due 0 in one from before the offered load."""
+        older herd (no client column: each rank one client), units, late,
+        due 0 and response_p99, service_p99 NaN in one from before the
+        offered load."""
         df = _with_client(_table(self._f["phases"][name]["ranks"]))
         df.insert(df.columns.get_loc("client") + 1, "client_id",
                   df["rank"].astype(np.int64) * self.clients_per_rank
@@ -277,6 +280,9 @@ class Run:
         for col in RANK_LOAD:
             if col not in df.columns:
                 df[col] = np.zeros(len(df), dtype=np.uint64)
+        for col in RANK_PACE:  # NaN in a file from before the clients' own p99
+            if col not in df.columns:
+                df[col] = np.full(len(df), np.nan)
         df["seconds"] = df["t_end"] - df["t_start"]
         return df
 

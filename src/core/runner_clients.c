@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <linux/capability.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,12 +315,27 @@ static void run_client_merge_lists(struct phase_ctx *base, const struct phase_ct
     }
 }
 
+/* A client's own p99 of its paced calls' response and service, from its
+ * histograms before they join the rank's, into each of its rows. */
+static void run_client_pace_rows(struct phase_ctx *c)
+{
+    const struct hist *resp = &c->hist[OP_RESPONSE], *serv = &c->hist[OP_SERVICE];
+    bool paced = hist_count(resp) > 0;
+    double r = paced ? (double)hist_quantile(resp, 0.99) * 1e-9 : NAN;
+    double s = paced ? (double)hist_quantile(serv, 0.99) * 1e-9 : NAN;
+    for (int64_t i = 0; c->records && i < c->ph->iterations; i++) {
+        c->records[i].response_p99 = r;
+        c->records[i].service_p99 = s;
+    }
+}
+
 void run_clients_end(struct client_phase *cp)
 {
     struct phase_ctx *base = cp->base;
     for (int k = 0; cp->c && k < cp->n; k++) {
         struct phase_ctx *c = &cp->c[k];
         cp->wl->finish(c);
+        run_client_pace_rows(c);
         errtab_absorb(base->errors, c->errors, cp->r->rank, k);
         errtab_free(c->errors);
         run_client_merge_lists(base, c, cp->r->rank, k);

@@ -75,6 +75,7 @@ static const struct field record_fields[] = {
     RR(t_md5, FIELD_F64), RR(bytes, FIELD_U64), RR(ops, FIELD_U64), RR(errors, FIELD_U64),
     RR(verify_failures, FIELD_U64), RR(grants, FIELD_U64), RR(contended, FIELD_U64),
     RR(violations, FIELD_U64), RR(units, FIELD_U64), RR(late, FIELD_U64), RR(due, FIELD_U64),
+    RR(response_p99, FIELD_F64), RR(service_p99, FIELD_F64),
 };
 TABLE(table_phase_ranks, "/phases/<name>/ranks", record_fields, struct rank_record);
 

@@ -27,6 +27,8 @@ struct rank_record {
     uint64_t late;       /* rate > 0: of those, sent after their instant (the client was busy) */
     uint64_t due;        /* rate > 0: the calls due in this iteration: its schedule's instants
                             up to t_end, sent or not */
+    double response_p99; /* rate > 0: this client's paced calls over the phase: the p99 of */
+    double service_p99;  /* their response and of their service, s; NaN without a rate */
 };
 
 /* One rank's share of one step of a meta phase (create, stat, rename,

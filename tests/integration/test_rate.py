@@ -353,3 +353,18 @@ def test_ladder_keys_refused(herd_bin, tmp_path, keys, words):
     proc = herd_cmd(herd_bin, "check", job)
     assert proc.returncode == 2, describe(proc)
     assert words in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_each_client_has_its_own_p99(served):
+    """Every row carries its client's own p99 of response and service (its
+    own histograms), service within response; NaN in a closed loop."""
+    with h5py.File(served[0], "r") as f:
+        for name in ("below", "above"):
+            rows = f[f"phases/{name}/ranks"][()]
+            assert (rows["response_p99"] > 0).all() and \
+                (rows["service_p99"] <= rows["response_p99"] * HIST_STEP).all(), rows
+        closed = f["phases/closed/ranks"][()]
+        assert np.isnan(closed["response_p99"]).all()
+    above = {int(r["rank"]): r for r in h5py.File(served[0], "r")["phases/above/ranks"][()]}
+    # above capacity every client's own p99 is far above its service's
+    assert all(r["response_p99"] > 5 * r["service_p99"] for r in above.values()), above
