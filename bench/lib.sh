@@ -105,3 +105,37 @@ bench_meta_steps() {
     record "stat $config" "$tool" "$label" "${s:-}"
     record "removal $config" "$tool" "$label" "${u:-}"
 }
+
+# bench_pace_peer: build bench/pace_peer.c (the plain open-loop client and
+# timer probe of rate_accuracy.sh and rate_vs_fio.sh) as PEER in WORK;
+# exit 2 when it does not build.
+bench_pace_peer() {
+    PEER=$WORK/pace_peer
+    cc -std=gnu11 -O2 -Wall -o "$PEER" "$(dirname "${BASH_SOURCE[0]}")/pace_peer.c" -lm \
+        2>"$LOGS/peer-cc.log" || { warn "cc pace_peer.c failed, see $LOGS/peer-cc.log"; exit 2; }
+}
+
+# bench_probe_start LOG SECONDS / bench_probe_stop: beside a measured run,
+# PEER's timer alone at PROBE_RATE/s (fixed), a probe of the machine's own
+# wake-up delays in the same seconds (at most SECONDS); stop sets PROBE to
+# "LAG_P99_US,LAG_MAX_US" (empty fields when PROBE_RATE is 0 or the probe
+# failed). Call both in the same shell, not in $(...): stop waits for the
+# probe, which only the shell that started it can.
+bench_probe_start() {
+    PROBE_PID=
+    PROBE_LOG=$1
+    [ "${PROBE_RATE:-0}" != 0 ] || return 0
+    "$PEER" "$PROBE_RATE" fixed "$2" - 4096 >"$PROBE_LOG" 2>&1 &
+    PROBE_PID=$!
+}
+bench_probe_stop() {
+    PROBE=,
+    [ -n "$PROBE_PID" ] || return 0
+    kill -TERM "$PROBE_PID" 2>/dev/null
+    wait "$PROBE_PID" 2>/dev/null
+    PROBE_PID=
+    PROBE=$(awk '/lag_p99_s=/ { for (i = 1; i <= NF; i++) { split($i, kv, "=");
+        v[kv[1]] = kv[2] } }
+        END { if ("lag_p99_s" in v) printf "%.1f,%.1f\n", v["lag_p99_s"] * 1e6, v["lag_max_s"] * 1e6;
+              else print "," }' "$PROBE_LOG")
+}

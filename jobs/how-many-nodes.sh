@@ -120,7 +120,7 @@ import herd_results
 
 def cause(s):
     """What the monitor shows at a step: the first bound it finds."""
-    if s["lag_p99_s"] >= 0.1 * s["response_p99_s"] and s["lag_p99_s"] >= 200e-6:
+    if s["lag_p99_s"] >= 0.1 * s["response_p99_s"] and s["lag_p99_s"] >= 1e-3:
         return "herd (its own lag: add ranks)"
     if s["cpu_max"] >= 0.9:
         return f"server CPU {100 * s['cpu_max']:.0f}% busy"

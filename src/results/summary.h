@@ -149,10 +149,12 @@ void summary_not_run(const struct phase *ph, const struct phase_summary *sum, co
 
 /* herd's own lag (OP_LAG) limited an open-loop phase: its p99 is at
  * least SUMMARY_LAG_SHARE of the response p99 and at least
- * SUMMARY_LAG_FLOOR seconds (a few microseconds of timer slack on a
- * fast call are not a limit). The summary and --json say so. */
+ * SUMMARY_LAG_FLOOR seconds, the schedule's own jitter target (a
+ * machine's timer wake-ups of a few hundred microseconds, next to calls
+ * served from a page cache in microseconds, are no limit of herd's to
+ * add ranks for). The summary and --json say so. */
 #define SUMMARY_LAG_SHARE 0.10
-#define SUMMARY_LAG_FLOOR 200e-6
+#define SUMMARY_LAG_FLOOR 1e-3
 bool summary_herd_limited(const struct summary_line *l);
 /* An open-loop phase's calls sent over its calls due (the share of the
  * calls the schedules offered in the clients' time that were sent, free
