@@ -566,7 +566,8 @@ SUMMARY_ATTRS = ["summary_t_min", "summary_t_median", "summary_t_max", "summary_
                  "summary_offered_per_s", "summary_achieved_per_s", "summary_rows",
                  "summary_ranks", "summary_bytes", "summary_ops", "summary_errors",
                  "summary_verify_failures", "summary_grants", "summary_contended",
-                 "summary_violations", "summary_stuck", "summary_units", "summary_late", "summary_due",
+                 "summary_violations", "summary_stuck", "summary_units", "summary_late",
+                 "summary_due",
                  "summary_main_op"]
 
 

@@ -827,3 +827,110 @@ def test_meta_and_storm_over_kernel_nfs(kcluster, herd_bin, tmp_path):
     phases = run.phases.set_index("phase")
     print("\n  " + ", ".join(f"{n} {phases.loc[n, 'ops_per_s']:.0f} calls/s"
                              for n in ("meta-unique", "meta-shared", "storm")))
+
+
+def guest_mountstats(cluster, n=1):
+    """/proc/self/mountstats as the kernel of client guest cNN shows it."""
+    guest = cluster.state / "guests" / f"c{n:02d}"
+    proc = subprocess.run(["bash", str(VCLUSTER), "exec", "--state", str(cluster.state), "--",
+                           "python3", VC_GUEST, "sh", str(guest), "cat /proc/self/mountstats"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "per-op statistics" in proc.stdout, describe(proc)
+    return proc.stdout
+
+
+MIX_MAP = {"GETATTR": "getattr", "SETATTR": "setattr", "LOOKUP": "lookup", "ACCESS": "access",
+           "READ": "read", "WRITE": "write", "COMMIT": "fsync", "CREATE": "create",
+           "REMOVE": "unlink", "RENAME": "rename", "MKDIR": "mkdir", "RMDIR": "rmdir",
+           "READDIR": "readdir", "READDIRPLUS": "readdir"}
+
+
+def op_shares(counts):
+    """{mix op: share} of {NFS op: calls}, by herd mix-from's map (LOOKUP
+    as one: its failures are not split)."""
+    mapped = {}
+    for op, n in counts.items():
+        if op in MIX_MAP:
+            mapped[MIX_MAP[op]] = mapped.get(MIX_MAP[op], 0) + n
+    total = sum(mapped.values())
+    return {k: v / total for k, v in mapped.items()} if total else {}
+
+
+def nfs_op_counts(text):
+    """{NFS op: calls} of the NFS mount in a mountstats text."""
+    counts, in_nfs, in_ops = {}, False, False
+    for line in text.splitlines():
+        if line.startswith("device "):
+            in_nfs = " with fstype nfs" in line
+            in_ops = False
+        elif in_nfs and "per-op statistics" in line:
+            in_ops = True
+        elif in_nfs and in_ops and ":" in line:
+            name, _, nums = line.strip().partition(":")
+            counts[name] = counts.get(name, 0) + int(nums.split()[0])
+    return counts
+
+
+def test_mix_and_mix_from_over_kernel_nfs(kcluster, herd_bin, tmp_path):
+    """A mix over posix on the kernel mount (actimeo=0: every getattr asks
+    the server) from 4 hosts: herd's own counts follow the weights, no
+    error, every read verified. Then the mix a real client ran, taken back
+    from that client's mountstats by herd mix-from, is run through the
+    same client: the shares of the calls the kernel sent then are printed
+    beside the ones herd mix-from saw (the kernel adds calls of its own: a
+    create's LOOKUP, an open's ACCESS), and every op of the mix reaches
+    the server."""
+    kcluster.mount("vers=3,hard,actimeo=0")
+    weights = {"getattr": 40, "lookup": 15, "read": 20, "write": 10, "readdir": 5,
+               "create": 4, "unlink": 3, "rename": 3}
+    known = write_job(tmp_path / "known.ini", {},
+                      [("known", {"kind": "mix", "count": 400, "verify": "yes",
+                                  "mix": ",".join(f"{k}:{v}" for k, v in weights.items())})])
+    before = guest_mountstats(kcluster)
+    run = kcluster.herd(herd_bin, known, "mix-known")
+    after = guest_mountstats(kcluster)
+    assert_clean(run, ["known"])
+    ph = run.phases.set_index("phase").loc["known"]
+    assert int(ph["units"]) == CLIENTS * 400
+    opsum = run.op_summary("known").set_index("op")["calls"]
+    for op, w in weights.items():
+        want = CLIENTS * 400 * w / 100
+        assert abs(opsum[op] - want) <= 0.1 * want, (op, opsum[op], want)
+    # herd mix-from on the client's own snapshots: its weights are the
+    # shares of the calls the kernel sent between them, by the map
+    (tmp_path / "before").write_text(before)
+    (tmp_path / "after").write_text(after)
+    proc = subprocess.run([herd_bin, "mix-from", str(tmp_path / "before"),
+                           str(tmp_path / "after"), "--section", "like", "--seconds", "60"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    keys = dict(line.split(" = ", 1) for line in proc.stdout.splitlines() if " = " in line)
+    seen = {k: float(v) / 100 for k, v in (i.split(":") for i in keys["mix"].split(","))}
+    b, a = nfs_op_counts(before), nfs_op_counts(after)
+    delta = {op: a[op] - b.get(op, 0) for op in a}
+    sent = op_shares(delta)
+    seen["lookup"] = seen.get("lookup", 0) + seen.pop("lookup_missing", 0)
+    assert set(seen) == set(k for k, v in sent.items() if v > 0), (seen, sent)
+    for op, share in sent.items():
+        assert abs(seen.get(op, 0) - share) <= 1e-4 + 1e-3 * share, (op, seen, sent)
+    assert float(keys["rate"]) == pytest.approx(
+        sum(n for op, n in delta.items() if op in MIX_MAP) / 60, rel=1e-3)
+    # the kernel's shares in the timed phase alone, beside herd's own
+    ops = run.client_ops()
+    host = ops[ops["phase"] == "known"]["host"].iloc[0]
+    rows = ops[(ops["phase"] == "known") & (ops["host"] == host)]
+    kernel = op_shares(dict(zip(rows["op"], rows["ops"])))
+    # the printed job through the same clients: every op of it reaches the server
+    job = tmp_path / "like.ini"
+    job.write_text(proc.stdout.replace("rate = ", "; rate = ") + "count = 400\nverify = yes\n")
+    again = kcluster.herd(herd_bin, job, "mix-like")
+    assert_clean(again, ["like"])
+    ops = again.client_ops()
+    rows = ops[(ops["phase"] == "like") & (ops["host"] == host)]
+    back = op_shares(dict(zip(rows["op"], rows["ops"])))
+    print("\n  op        weight  kernel, known  kernel, like")
+    for op in sorted(set(back) | set(kernel)):
+        print(f"  {op:<9} {weights.get(op, 0):5}%  {100 * kernel.get(op, 0):12.1f}%  "
+              f"{100 * back.get(op, 0):11.1f}%")
+    for op in seen:
+        assert back.get(op, 0) > 0, (op, back)
