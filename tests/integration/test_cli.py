@@ -113,7 +113,8 @@ def test_other_commands_options_are_refused(herd_bin, command):
     (["run", "job.ini", "--force=yes"], "herd: '--force=yes' takes no value (see herd run --help)"),
     (["check", "a.ini", "b.ini"], "herd: unexpected argument 'b.ini' (see herd check --help)"),
     (["help", "frob"],
-     "herd: help: no command 'frob' (run, check, keys, tables, version, help; or units)"),
+     "herd: help: no command 'frob' (run, check, keys, tables, version, mix-from, help; "
+     "or units)"),
     (["version", "x"], "herd: unexpected argument 'x' (see herd version --help)"),
     (["check", "job.ini", "-n", "0"], "herd: -n 0: expected a number of ranks (1-10000000)"),
     (["--version", "x"], "herd: unexpected argument 'x'"),
