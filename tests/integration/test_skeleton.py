@@ -117,7 +117,7 @@ def test_skeleton_kind_is_a_kind(mem_herd, tmp_path):
     for phase, why in (({"kind": "getattr", "count": 5},
                         "key 'sharing': getattr asks for the fileset's shared file"),
                        ({"kind": "write", "count": 5},
-                        "key 'count': applies to lock, storm and getattr phases only"),
+                        "key 'count': applies to lock, storm, mix and getattr phases only"),
                        ({"kind": "getattr", "sharing": "shared", "verify": "yes"},
                         "key 'verify': applies to read and mix phases only, not to getattr")):
         job = write_job(tmp_path / "bad.ini", posix, [("g", phase)])
@@ -126,7 +126,7 @@ def test_skeleton_kind_is_a_kind(mem_herd, tmp_path):
     job = write_job(tmp_path / "nope.ini", posix, [("g", {"kind": "nope"})])
     line = one_error_line(run_cmd([str(mem_herd), "check", str(job)]))
     assert line.endswith("'nope' is not one of write | read | md5 | idle | lock | storm | meta "
-                         "| getattr"), line
+                         "| mix | getattr"), line
 
 
 def test_skeleton_kind_runs(mem_herd, tmp_path):
