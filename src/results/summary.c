@@ -27,18 +27,21 @@ static void summary_window_add(struct summary_line *l, int d, int32_t window)
 }
 
 /* An open-loop phase's achieved calls/s: each client's paced calls over
- * its own time (its iterations' t_end - t_start), summed over the
- * clients, so that one client whose random arrivals ran long does not
- * lower every other client's rate, and a server that falls behind
- * stretches every client's time. Rows come client by client. */
-static double summary_achieved(const struct rank_record *rows, size_t nrows)
+ * its own time (its iterations' t_end - t_start, up to the phase's
+ * deadline when it has one), summed over the clients, so that one client whose random arrivals ran
+ * long does not lower every other client's rate, and a server that falls behind stretches every
+ * client's time. Rows come client by client. */
+static double summary_achieved(const struct rank_record *rows, size_t nrows, double deadline_at)
 {
     double total = 0, seconds = 0;
     uint64_t units = 0;
     for (size_t i = 0; i < nrows; i++) {
         const struct rank_record *r = &rows[i];
         units += r->units;
-        seconds += r->t_end > r->t_start ? r->t_end - r->t_start : 0;
+        /* A deadline ends the schedule (its calls due are counted up to
+         * it): the close after it is no time of the offered load's. */
+        double end = deadline_at > 0 && r->t_end > deadline_at ? deadline_at : r->t_end;
+        seconds += end > r->t_start ? end - r->t_start : 0;
         bool last =
             i + 1 == nrows || rows[i + 1].rank != r->rank || rows[i + 1].client != r->client;
         if (!last)
@@ -124,7 +127,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     st->last_done = last - sum->t_start;
     st->mib_per_s = st->last_done > 0 ? (double)st->bytes / 1048576.0 / st->last_done : 0;
     st->ops_per_s = st->last_done > 0 ? (double)st->ops / st->last_done : 0;
-    st->achieved_per_s = summary_achieved(rows, nrows);
+    st->achieved_per_s =
+        summary_achieved(rows, nrows, ph->deadline > 0 ? sum->t_start + ph->deadline : 0);
 }
 
 /* From source's samples meeting [t0, t1]: the mean and max cpu_busy, the

@@ -95,6 +95,17 @@ static uint64_t workload_pace_seed(const struct phase_ctx *c)
            (uint64_t)c->rank;
 }
 
+/* Where a client's schedule starts: its first row's start (before the
+ * kind's opens: the load is offered from then on, as a real client's
+ * would be), now where there is none. */
+static double workload_pace_anchor(const struct phase_ctx *c)
+{
+    double start = c->records && c->clock && c->records[0].t_start > 0
+                       ? c->records[0].t_start + c->clock->base
+                       : 0;
+    return start > 0 && start <= clock_mono() ? start : clock_mono();
+}
+
 void workload_pace_restart(struct phase_ctx *c)
 {
     if (c->ph->rate <= 0)
@@ -104,9 +115,9 @@ void workload_pace_restart(struct phase_ctx *c)
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (!c->pace_started)
         pace_init(&c->pace, c->ph->rate, (enum pace_arrivals)c->ph->arrivals, workload_pace_seed(c),
-                  clock_mono());
+                  workload_pace_anchor(c));
     else
-        pace_restart(&c->pace, clock_mono());
+        pace_restart(&c->pace, clock_mono()); /* a meta step: from its start */
     c->pace_started = true;
 }
 
@@ -153,7 +164,12 @@ void workload_row_end(struct phase_ctx *c, struct rank_record *r)
     r->t_end = clock_now(c->clock);
     if (!c->pace_started)
         return;
-    uint64_t due = pace_due(&c->pace, clock_mono());
+    /* Due until the deadline, when it is what ended the row: the instants
+     * after it were never to be sent. */
+    double until = clock_mono();
+    if (c->deadline_at > 0 && c->clock && c->deadline_at + c->clock->base < until)
+        until = c->deadline_at + c->clock->base;
+    uint64_t due = pace_due(&c->pace, until);
     r->due = due - c->pace_due;
     c->pace_due = due;
 }
