@@ -716,7 +716,8 @@ class Run:
         summary_achieved_per_s (src/results/summary.c, summary_compute):
         units, late and due over the rows that did work; achieved per
         client (rows of one rank and client in a run), its units over the
-        sum of its rows' positive t_end - t_start, summed over the clients
+        sum of its rows' positive t_end - t_start (t_end at most the
+        phase's t_start + deadline, when it has one), summed over the clients
         (NaN when no row did work); offered = rate x the clients doing I/O
         (NaN without a rate). A file of an older herd has no units in its
         ranks table: 0, 0, 0 and NaN, without reading the table."""
@@ -740,7 +741,15 @@ class Run:
         rank = rows["rank"].astype(np.int64)
         # a new client starts where rank or client changes (rows come client by client)
         start = np.flatnonzero(np.r_[True, (np.diff(rank) != 0) | (np.diff(client) != 0)])
-        secs = rows["t_end"] - rows["t_start"]
+        # up to the phase's deadline, when it has one (the calls due are
+        # counted up to it too)
+        end = rows["t_end"].astype(np.float64)
+        deadline = attrs.get("deadline")
+        t0 = attrs.get("t_start")
+        if isinstance(deadline, (float, np.floating)) and deadline > 0 and \
+                isinstance(t0, (float, np.floating)) and math.isfinite(t0):
+            end = np.minimum(end, t0 + deadline)
+        secs = end - rows["t_start"]
         secs = np.where(secs > 0, secs, 0.0)
         units = np.add.reduceat(rows["units"].astype(np.float64), start)
         seconds = np.add.reduceat(secs, start)
