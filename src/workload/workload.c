@@ -45,6 +45,12 @@ void workload_error(struct phase_ctx *c, enum op op, int err, const char *path)
         errtab_add(c->errors, c->rank, op, err, path, c->clock ? clock_now(c->clock) : 0);
 }
 
+void workload_cleanup_error(struct phase_ctx *c, enum op op, int err, const char *path)
+{
+    if (err < 0 && err != -ENOENT)
+        workload_error(c, op, err, path);
+}
+
 void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int err,
                    const char *path)
 {

@@ -214,6 +214,9 @@ void workload_describe_attempts(const struct phase *ph, char *buf, size_t len);
  * clean-up, which has no rows. Inside a phase use workload_done or
  * workload_fail, which keep the row's errors in step. */
 void workload_error(struct phase_ctx *c, enum op op, int err, const char *path);
+/* The same for a clean-up's call, unless it failed because the thing is
+ * gone already (ENOENT: removed by its phase or an earlier clean-up). */
+void workload_cleanup_error(struct phase_ctx *c, enum op op, int err, const char *path);
 
 struct pattern;
 /* The phase's data pattern (its pattern, zero_percent and seed) for blocks

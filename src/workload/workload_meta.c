@@ -307,14 +307,6 @@ static void meta_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-/* A clean-up call that failed for another reason than the thing being
- * gone goes to the clean-up's error table. */
-static void meta_remove_check(struct phase_ctx *c, enum op op, int rc, const char *path)
-{
-    if (rc < 0 && rc != -ENOENT)
-        workload_error(c, op, rc, path);
-}
-
 /* After the run: remove whatever of the trees is left (a phase whose
  * meta_ops stopped short of unlink/rmdir), only a tree this run created:
  * a shared tree if any rank claimed it, a rank's own tree if it did.
@@ -340,19 +332,19 @@ static void meta_remove(struct phase_ctx *c, int pass)
                 continue; /* gone (removed by its phase or an earlier clean-up) */
             for (int64_t i = 0; i < files && !workload_should_stop(c); i++) {
                 meta_file(c, tree, i, s.path, sizeof s.path);
-                meta_remove_check(c, OP_UNLINK, c->be->unlink(c->be_ctx, s.path), s.path);
+                workload_cleanup_error(c, OP_UNLINK, c->be->unlink(c->be_ctx, s.path), s.path);
             }
         }
     } else if (!shared || c->rank == 0) {
         for (char tree = 'a'; tree <= 'b'; tree++) {
             for (int64_t d = 0; d < c->ph->dirs && !workload_should_stop(c); d++) {
                 meta_dir(c, tree, d, s.path, sizeof s.path);
-                meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
+                workload_cleanup_error(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
             }
             workload_path(s.path, sizeof s.path, "%s/%c", s.base, tree);
-            meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
+            workload_cleanup_error(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.path), s.path);
         }
-        meta_remove_check(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.base), s.base);
+        workload_cleanup_error(c, OP_RMDIR, c->be->rmdir(c->be_ctx, s.base), s.base);
     }
     c->state = NULL;
 }

@@ -476,14 +476,6 @@ static void mix_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-/* A clean-up call that failed for another reason than the thing being
- * gone goes to the clean-up's error table. */
-static void mix_remove_check(struct phase_ctx *c, enum op op, int rc, const char *path)
-{
-    if (rc < 0 && rc != -ENOENT)
-        workload_error(c, op, rc, path);
-}
-
 /* After the run: the client's tree, when this run made its root: pass 0
  * its data files and names, pass 1 its directories and the root. */
 static void mix_remove(struct phase_ctx *c, int pass)
@@ -497,24 +489,24 @@ static void mix_remove(struct phase_ctx *c, int pass)
     if (pass == 0) {
         for (int64_t i = 0; i < m->files && !workload_should_stop(c); i++) {
             workload_path(path, sizeof path, "%s/f%06lld", base, (long long)i);
-            mix_remove_check(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
+            workload_cleanup_error(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
         }
         for (int64_t k = m->name_front; k < m->name_next && !workload_should_stop(c); k++) {
             workload_path(path, sizeof path, "%s/n/%lld", base, (long long)k);
-            mix_remove_check(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
+            workload_cleanup_error(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
         }
         return;
     }
     for (int64_t k = m->dir_front; k < m->dir_next && !workload_should_stop(c); k++) {
         workload_path(path, sizeof path, "%s/d/%lld", base, (long long)k);
-        mix_remove_check(c, OP_RMDIR, be->rmdir(c->be_ctx, path), path);
+        workload_cleanup_error(c, OP_RMDIR, be->rmdir(c->be_ctx, path), path);
     }
     static const char *const sub[] = {"n", "d"};
     for (size_t i = 0; i < 2; i++) {
         workload_path(path, sizeof path, "%s/%s", base, sub[i]);
-        mix_remove_check(c, OP_RMDIR, be->rmdir(c->be_ctx, path), path);
+        workload_cleanup_error(c, OP_RMDIR, be->rmdir(c->be_ctx, path), path);
     }
-    mix_remove_check(c, OP_RMDIR, be->rmdir(c->be_ctx, base), base);
+    workload_cleanup_error(c, OP_RMDIR, be->rmdir(c->be_ctx, base), base);
 }
 
 /* Data ops need bytes to act on; sizes in order. */
