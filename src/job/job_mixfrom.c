@@ -2,6 +2,7 @@
  * (job_mixfrom.h). */
 #include "job_mixfrom.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static int snapshot_read(const char *path, const char *mount, char chosen[256],
     size_t cap = 0;
     long n = textfile_read_given(path, TEXTFILE_PROC_MAX, &text, &cap);
     if (n < 0) {
-        snprintf(err, len, "%s: cannot read it: %s", path, strerror((int)-n));
+        snprintf(err, len, "%s: cannot read it: %s", path,
+                 n == -ENOTSUP ? "not a regular file" : strerror((int)-n));
         free(text);
         return -1;
     }
