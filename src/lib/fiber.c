@@ -1,6 +1,7 @@
 /* fiber.c — fibers on ucontext stacks and their event loop (fiber.h):
  * one epoll set for every descriptor a fiber waits on (armed one-shot per
- * wait), a queue of fibers ready to run, and the waits' timeouts. */
+ * wait), a queue of fibers ready to run, and the waits' timeouts (a
+ * heap: timeheap.h). */
 #include "fiber.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "timeheap.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FIBER_ASAN 1
@@ -37,7 +39,6 @@ struct fiber {
     int fd;         /* the descriptor waited on, -1: none (a sleep) */
     short revents;  /* what the wait saw */
     bool signalled; /* the wait ended by a signal */
-    double wake_at; /* clock_mono() when the wait times out; 0: never */
 };
 
 struct fiber_loop {
@@ -49,10 +50,10 @@ struct fiber_loop {
     int epfd;
     int *queue; /* ready fibers, a ring of n */
     int qhead, qlen;
-    int nwaiting;     /* fibers in FIBER_WAITING */
-    double next_wake; /* no wait times out before this (clock_mono; 0: none waits on time) */
-    int *owner;       /* by descriptor: the waiting fiber + 1, 0: none */
-    bool *registered; /* by descriptor: in the epoll set (maybe disarmed) */
+    int nwaiting;           /* fibers in FIBER_WAITING */
+    struct timeheap timers; /* by fiber: when its wait times out (clock_mono) */
+    int *owner;             /* by descriptor: the waiting fiber + 1, 0: none */
+    bool *registered;       /* by descriptor: in the epoll set (maybe disarmed) */
     int nfds;
     size_t page;
 #ifdef FIBER_ASAN
@@ -182,12 +183,12 @@ static int fiber_wait(struct fiber_loop *l, int fd, short events, double wake_at
     f->fd = fd;
     f->revents = 0;
     f->signalled = false;
-    f->wake_at = wake_at;
-    if (f->wake_at > 0 && (l->next_wake <= 0 || f->wake_at < l->next_wake))
-        l->next_wake = f->wake_at;
+    if (wake_at > 0)
+        timeheap_set(&l->timers, l->current, wake_at);
     f->state = FIBER_WAITING;
     l->nwaiting++;
     fiber_to_loop(l);
+    timeheap_remove(&l->timers, l->current); /* an event or a signal came first */
     if (fd >= 0 && fd < l->nfds && l->owner[fd] == l->current + 1)
         l->owner[fd] = 0;
     if (f->signalled) {
@@ -270,33 +271,26 @@ void fiber_unpark(int index)
 }
 
 /* Seconds until the earliest wait may time out (-1: none), after
- * queueing the waits whose time has come. The waits are looked over only
- * once the earliest time known passes (a wait that ended early leaves it
- * early: a look too many, never one too few), not on every turn. */
+ * queueing the waits whose time has come: the earliest first, from the
+ * heap of the waits' times (O(log n) a wait, never a look at every
+ * fiber: thousands of clients waking often). */
 static double fiber_timeouts(struct fiber_loop *l)
 {
-    double now = clock_mono();
-    if (l->next_wake > 0 && now >= l->next_wake) {
-        double first = 0;
-        for (int i = 0; i < l->n; i++) {
-            struct fiber *f = &l->f[i];
-            if (f->state != FIBER_WAITING || f->wake_at <= 0)
-                continue;
-            if (f->wake_at <= now)
-                fiber_enqueue(l, i);
-            else if (first <= 0 || f->wake_at < first)
-                first = f->wake_at;
-        }
-        l->next_wake = first;
+    double now = clock_mono(), first;
+    int i;
+    while ((i = timeheap_top(&l->timers, &first)) >= 0 && first <= now) {
+        timeheap_remove(&l->timers, i);
+        if (l->f[i].state == FIBER_WAITING)
+            fiber_enqueue(l, i);
     }
-    for (int i = 0; l->nwaiting == 0 && !l->qlen && i < l->n; i++)
+    for (i = 0; l->nwaiting == 0 && !l->qlen && i < l->n; i++)
         if (l->f[i].state == FIBER_PARKED) /* nobody left to wake them: a caller's bug */
             fiber_enqueue(l, i);
     if (l->qlen)
         return 0;
-    if (l->next_wake <= 0)
+    if (timeheap_top(&l->timers, &first) < 0)
         return -1;
-    return l->next_wake > now ? l->next_wake - now : 0;
+    return first > now ? first - now : 0;
 }
 
 /* One turn of the loop: run every ready fiber, then wait for events or
@@ -350,6 +344,7 @@ static void fiber_loop_free(struct fiber_loop *l)
     free(l->queue);
     free(l->owner);
     free(l->registered);
+    timeheap_free(&l->timers);
 }
 
 /* f's context: its stack, fiber_start, then back to the loop. */
@@ -370,7 +365,7 @@ static int fiber_loop_make(struct fiber_loop *l)
     l->f = calloc((size_t)l->n, sizeof *l->f);
     l->queue = calloc((size_t)l->n, sizeof *l->queue);
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!l->f || !l->queue || l->epfd < 0)
+    if (!l->f || !l->queue || l->epfd < 0 || timeheap_init(&l->timers, l->n) < 0)
         return -ENOMEM;
     for (int i = 0; i < l->n; i++) {
         struct fiber *f = &l->f[i];
