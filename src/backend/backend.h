@@ -29,6 +29,14 @@ enum backend_open {
     BACKEND_EXCL = 16
 };
 
+/* A queued call that ended (reap): its tag, its result (bytes, or
+ * -errno) and when it ended (clock_mono seconds). */
+struct backend_done {
+    uint64_t tag;
+    ssize_t result;
+    double at;
+};
+
 enum backend_lock { BACKEND_UNLOCK, BACKEND_LOCK_SHARED, BACKEND_LOCK_EXCLUSIVE };
 
 struct backend_ops {
@@ -106,6 +114,22 @@ struct backend_ops {
                            uint64_t **note);
     ssize_t (*pwrite)(void *ctx, struct backend_file *f, const void *buf, size_t len,
                       uint64_t offset);
+    /* Optional: a paced client's reads and writes of one file kept in
+     * flight together, as several processes on one mount keep theirs.
+     * queue_depth: how many phase ph lets be outstanding at once (1: one
+     * at a time, pread and pwrite). submit sends a read of len bytes at
+     * offset into buf (write: of buf) without waiting, named tag; buf
+     * stays the caller's to keep untouched until the call is reaped. 0,
+     * or -errno when nothing was sent. reap waits until a call of f ends
+     * (1: *done says which, its result as pread's or pwrite's, and when
+     * it ended), or until clock_mono() reads until (0; at once when none
+     * is outstanding); -errno when the wait failed, which ends every call
+     * outstanding. All of f's calls are reaped before any other call on
+     * f. NULL: none. */
+    unsigned (*queue_depth)(const struct phase *ph);
+    int (*submit)(void *ctx, struct backend_file *f, bool write, void *buf, size_t len,
+                  uint64_t offset, uint64_t tag);
+    int (*reap)(void *ctx, struct backend_file *f, double until, struct backend_done *done);
     int (*fsync)(void *ctx, struct backend_file *f);
     int (*close)(void *ctx, struct backend_file *f);
     /* lstat: a symbolic link is reported as one (S_ISLNK), never followed. */

@@ -127,7 +127,8 @@ static const struct job_key libnfs_keys[] = {
      "slot table; fewer when 16 RPCs would carry more than 4 MiB: 4 MiB / the larger "
      "of rsize and wsize, at least 2) and back down, and keeps the largest window "
      "within 10% of the fastest, once per run, direction and RPC size: later "
-     "phases go on with it (the ranks' rpc_window_read/write)",
+     "phases go on with it (the ranks' rpc_window_read/write); under rate, N > 1: "
+     "each client of a write or read phase keeps up to N paced calls outstanding",
      .bounds = KEY_MIN | KEY_MAX, .min = 0, .max = LIBNFS_INFLIGHT_MAX},
     {"nfs_version", KEY_INT, JOB_OPTS_MEMBER(struct libnfs_opts, version), NULL, "0",
      "[global] only, libnfs: NFS protocol version 3 or 4 (0 = the URL's, else 3)",
@@ -579,10 +580,10 @@ static int libnfs_file_ready(struct libnfs_ctx *c, struct backend_file *f)
     return f->open_rc;
 }
 
-/* A read into rbuf (lend set: or lent, stream_pread_lend), or (rbuf NULL)
- * a write of wbuf, through f's stream on the context the file lives on. */
-static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
-                               size_t len, uint64_t offset, const void **lend)
+/* A call on the open file f begins (its deadline; f opened first when it
+ * was created unopened): 0, or why it cannot go on (the open's -errno,
+ * -ENOTCONN); the context f lives on into *on. */
+static int libnfs_file_begin(void *ctx, struct backend_file *f, struct libnfs_ctx **on)
 {
     struct libnfs_ctx *c = f->lk ? f->lk : ctx;
     libnfs_call_begin(ctx, f);
@@ -591,6 +592,19 @@ static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, co
         return ready;
     if (c->broken || (!f->fh && !f->own4))
         return -ENOTCONN;
+    *on = c;
+    return 0;
+}
+
+/* A read into rbuf (lend set: or lent, stream_pread_lend), or (rbuf NULL)
+ * a write of wbuf, through f's stream on the context the file lives on. */
+static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, const void *wbuf,
+                               size_t len, uint64_t offset, const void **lend)
+{
+    struct libnfs_ctx *c;
+    int began = libnfs_file_begin(ctx, f, &c);
+    if (began < 0)
+        return began;
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
     ssize_t rc = lend   ? stream_pread_lend(f->stream, &io, rbuf, len, offset, lend)
@@ -636,16 +650,35 @@ static void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len,
     return stream_write_buffer(f->stream, &io, len, want, note); /* never waits: no why */
 }
 
+/* Under a rate, nfs_inflight = N > 1 lets a client keep N calls of a
+ * file outstanding (libnfs_queue.h); otherwise one at a time. */
+static unsigned libnfs_queue_depth(const struct phase *ph)
+{
+    int64_t set = ph->rate > 0 ? opts_of(ph)->inflight : 0;
+    return set > 1 ? (unsigned)set : 1;
+}
+
+static int libnfs_submit(void *ctx, struct backend_file *f, bool write, void *buf, size_t len,
+                         uint64_t offset, uint64_t tag)
+{
+    struct libnfs_ctx *c;
+    int rc = libnfs_file_begin(ctx, f, &c);
+    return rc < 0 ? rc : libnfs_submit_io(ctx, f, write, buf, len, offset, tag);
+}
+
+static int libnfs_reap(void *ctx, struct backend_file *f, double until, struct backend_done *done)
+{
+    libnfs_note(f->lk ? f->lk : ctx, NULL); /* the status names this wait's failure or none */
+    return libnfs_reap_io(ctx, f, until, done);
+}
+
 static int libnfs_fsync(void *ctx, struct backend_file *f)
 {
-    struct libnfs_ctx *c = f->lk ? f->lk : ctx;
-    libnfs_call_begin(ctx, f);
-    int ready = libnfs_file_ready(c, f);
-    if (ready < 0)
-        return ready;
-    if (c->broken || (!f->fh && !f->own4))
-        return -ENOTCONN;
-    int rc = libnfs_drain(ctx, f);
+    struct libnfs_ctx *c;
+    int rc = libnfs_file_begin(ctx, f, &c);
+    if (rc < 0)
+        return rc;
+    rc = libnfs_drain(ctx, f);
     if (rc < 0)
         return rc;
     return f->fh ? libnfs_call_fsync(c, f->fh) : libnfs_data4_commit(c, f);
@@ -659,6 +692,7 @@ static int libnfs_close(void *ctx, struct backend_file *f)
      * as a kernel client's close reports write-back errors); a failed wait
      * breaks the context, which is then never serviced again, so the
      * stream's memory can go. */
+    libnfs_queue_end(c, f);
     int rc = libnfs_drain(c, f);
     stream_free(f->stream);
     f->stream = NULL;
@@ -895,6 +929,9 @@ const struct backend_ops backend_libnfs = {
     .pread_lend = libnfs_pread_lend,
     .pwrite_buffer = libnfs_pwrite_buffer,
     .pwrite = libnfs_pwrite,
+    .queue_depth = libnfs_queue_depth,
+    .submit = libnfs_submit,
+    .reap = libnfs_reap,
     .fsync = libnfs_fsync,
     .close = libnfs_close,
     .stat = libnfs_stat,

@@ -103,6 +103,7 @@ struct backend_file {
     bool own_ctx;              /* lk's file: lk and fh NULL after a failed rebuild */
     bool lk_owner;             /* lk's lock owner is established (its first LOCK granted) */
     struct nfs_stream *stream; /* its READs and WRITEs in flight */
+    struct nfs_queue *queue;   /* a paced client's calls in flight (submit), made on the first */
     char path[LIBNFS_PATH_MAX];
     /* Made by a CREATE on its parent's handle outside a lock phase: fh is
      * opened (O_NOFOLLOW, oflags) on the first read, write or fsync, so a
@@ -180,6 +181,17 @@ void libnfs_io_done(struct backend_file *f, struct libnfs_ctx *top, const char *
 /* Wait for f's RPCs in flight: 0, a WRITE's error not reported yet, or
  * -errno of the wait. */
 int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f);
+
+/* A paced call on f sent (libnfs_queue.h; f's queue made on the first,
+ * depth c->inflight): 0 or -errno. */
+int libnfs_submit_io(struct libnfs_ctx *top, struct backend_file *f, bool write, void *buf,
+                     size_t len, uint64_t offset, uint64_t tag);
+/* The next of f's paced calls to end (backend.h's reap). */
+int libnfs_reap_io(struct libnfs_ctx *top, struct backend_file *f, double until,
+                   struct backend_done *done);
+/* Before f closes: wait for its paced calls still outstanding (their
+ * results are dropped), then free its queue. */
+void libnfs_queue_end(struct libnfs_ctx *top, struct backend_file *f);
 
 /* libnfs_dirs.c: NFSv3 calls on p's leaf sent to the handle of p's
  * parent, which is walked once (a LOOKUP a component, no link at any) and

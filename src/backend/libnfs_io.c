@@ -1,8 +1,9 @@
 /* libnfs_io.c — the stream's view of one libnfs file (its context, the
  * lock context when it has one, chunk sizes, windows, the phase's
- * observer), the errno of a failed READ or WRITE, and the drain of a
- * file's RPCs in flight (libnfs_ctx.h; the stream itself:
- * libnfs_stream.c). */
+ * observer), the errno of a failed READ or WRITE, the drain of a
+ * file's RPCs in flight, and a paced client's calls kept in flight
+ * (libnfs_ctx.h; the stream itself: libnfs_stream.c; the paced calls:
+ * libnfs_queue.c). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 
 #include "libnfs_call.h"
 #include "libnfs_ctx.h"
+#include "libnfs_queue.h"
 
 /* libnfs 4.0's nfs_pwrite loses the server's status of a refused WRITE:
  * every NFS3ERR_* comes back as -EFAULT with an empty message. The one a
@@ -80,4 +82,44 @@ int libnfs_drain(struct libnfs_ctx *top, struct backend_file *f)
     int rc = stream_drain(f->stream, &io);
     libnfs_io_done(f, top, why);
     return rc;
+}
+
+int libnfs_submit_io(struct libnfs_ctx *top, struct backend_file *f, bool write, void *buf,
+                     size_t len, uint64_t offset, uint64_t tag)
+{
+    struct libnfs_ctx *c = f->lk ? f->lk : top;
+    if (!f->queue && !(f->queue = queue_new(c->inflight)))
+        return -ENOMEM;
+    const char *why;
+    struct stream_io io = libnfs_io(top, f, &why);
+    int rc = queue_submit(f->queue, &io, write, buf, len, offset, tag);
+    libnfs_io_done(f, top, why);
+    return rc;
+}
+
+int libnfs_reap_io(struct libnfs_ctx *top, struct backend_file *f, double until,
+                   struct backend_done *done)
+{
+    struct libnfs_ctx *c = f->lk ? f->lk : top;
+    if (!queue_busy(f->queue))
+        return 0;
+    if (c->broken)
+        return -ENOTCONN; /* the wait that broke it said why */
+    const char *why;
+    struct stream_io io = libnfs_io(top, f, &why);
+    struct queue_done d;
+    int rc = queue_reap(f->queue, &io, until, &d);
+    libnfs_io_done(f, top, why);
+    if (rc == 1)
+        *done = (struct backend_done){.tag = d.tag, .result = d.result, .at = d.at};
+    return rc;
+}
+
+void libnfs_queue_end(struct libnfs_ctx *top, struct backend_file *f)
+{
+    struct backend_done d;
+    while (queue_busy(f->queue) && libnfs_reap_io(top, f, 0, &d) > 0)
+        ;
+    queue_free(f->queue); /* idle, or its context broken: never serviced again */
+    f->queue = NULL;
 }

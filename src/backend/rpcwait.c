@@ -22,16 +22,8 @@ double rpcwait_deadline(int timeout_ms)
     return timeout_ms > 0 ? clock_mono() + timeout_ms / 1000.0 : 0;
 }
 
-/* How long the next poll may sleep: a slice, or less to meet the deadline. */
-static int rpcwait_slice_ms(double deadline)
-{
-    if (deadline <= 0)
-        return RPCWAIT_SLICE_MS;
-    double left_ms = (deadline - clock_mono()) * 1000.0 + 1;
-    return left_ms < RPCWAIT_SLICE_MS ? (left_ms > 0 ? (int)left_ms : 0) : RPCWAIT_SLICE_MS;
-}
-
-int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const char **status)
+int rpcwait_until(struct rpc_context *rpc, volatile bool *done, double until, double deadline,
+                  const char **status)
 {
     *status = NULL;
     while (!*done) {
@@ -39,12 +31,18 @@ int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const
             *status = "RPC_INTERRUPTED";
             return -EINTR;
         }
-        if (deadline > 0 && clock_mono() >= deadline) {
+        double now = clock_mono();
+        if (deadline > 0 && now >= deadline) {
             *status = "RPC_TIMEOUT";
             return -ETIMEDOUT;
         }
+        if (until > 0 && now >= until)
+            return 1;
+        double wake = now + RPCWAIT_SLICE_MS / 1000.0;
+        wake = deadline > 0 && deadline < wake ? deadline : wake;
+        wake = until > 0 && until < wake ? until : wake;
         struct pollfd pfd = {.fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc)};
-        int n = fiber_poll(&pfd, rpcwait_slice_ms(deadline)); /* other clients run meanwhile */
+        int n = fiber_poll_until(&pfd, wake); /* other clients run meanwhile */
         if (n < 0 && errno != EINTR)
             return -errno;
         if (rpc_service(rpc, n > 0 ? pfd.revents : 0) < 0) {
@@ -53,4 +51,9 @@ int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const
         }
     }
     return 0;
+}
+
+int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const char **status)
+{
+    return rpcwait_until(rpc, done, 0, deadline, status);
 }

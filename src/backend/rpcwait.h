@@ -26,6 +26,13 @@ struct rpc_context;
  * serviced again. */
 int rpcwait(struct rpc_context *rpc, volatile bool *done, double deadline, const char **status);
 
+/* Like rpcwait, but also returns 1, with nothing wrong and the context
+ * still to be serviced, once the instant until (clock_mono; 0: none)
+ * passes first: a caller that has something to do then (a paced call to
+ * send) and its RPCs still in flight. */
+int rpcwait_until(struct rpc_context *rpc, volatile bool *done, double until, double deadline,
+                  const char **status);
+
 /* The deadline of a call that begins now and may last timeout_ms (<= 0:
  * none, 0). */
 double rpcwait_deadline(int timeout_ms);

@@ -210,6 +210,18 @@ int fiber_poll(struct pollfd *pfd, int timeout_ms)
                       timeout_ms >= 0 ? clock_mono() + timeout_ms / 1000.0 : 0, &pfd->revents);
 }
 
+int fiber_poll_until(struct pollfd *pfd, double wake_at)
+{
+    struct fiber_loop *l = fiber_loop_now;
+    if (l && l->current >= 0)
+        return fiber_wait(l, pfd->fd, pfd->events, wake_at, &pfd->revents);
+    double left = wake_at - clock_mono();
+    left = left > 0 ? left : 0;
+    struct timespec ts = {.tv_sec = (time_t)left,
+                          .tv_nsec = (long)((left - (double)(time_t)left) * 1e9)};
+    return ppoll(pfd, 1, &ts, NULL);
+}
+
 /* Outside a fiber: a plain relative sleep (clock_mono may be shifted,
  * clock.c); false when a signal cut it short. */
 static bool fiber_nanosleep(double seconds)

@@ -36,6 +36,10 @@ int fiber_index(void);
  * errno EINTR when a signal came while it waited. timeout_ms < 0: none. */
 int fiber_poll(struct pollfd *pfd, int timeout_ms);
 
+/* fiber_poll until clock_mono() reads wake_at (> 0), to the nanosecond
+ * the kernel's timer gives, not the next millisecond. */
+int fiber_poll_until(struct pollfd *pfd, double wake_at);
+
 /* Sleep seconds (<= 0: none); inside a fiber, the others run meanwhile.
  * Returns early, false, when a signal came (as nanosleep with EINTR). */
 bool fiber_sleep(double seconds);

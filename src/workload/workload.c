@@ -76,7 +76,13 @@ static void workload_think(const struct phase_ctx *c)
 ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0, ssize_t rc,
                       const char *path, double *t)
 {
-    double dt = op_end(c, op, t0);
+    return workload_done_at(c, r, op, t0, clock_mono(), rc, path, t);
+}
+
+ssize_t workload_done_at(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
+                         double t1, ssize_t rc, const char *path, double *t)
+{
+    double dt = op_end_at(c, op, t0, t1);
     workload_think(c); /* outside the call's time: a client's think time */
     if (t)
         *t += dt;
@@ -127,16 +133,23 @@ void workload_pace_restart(struct phase_ctx *c)
     c->pace_started = true;
 }
 
+void workload_pace_next(struct phase_ctx *c, struct pace_call *call)
+{
+    call->intended = 0;
+    if (c->ph->rate <= 0)
+        return;
+    if (!c->pace_started)
+        workload_pace_restart(c);
+    pace_take(&c->pace, clock_mono(), call);
+}
+
 /* Wait for the call's instant in slices, so that a stop or the deadline
  * is heard within 50 ms even at a rate of one call a minute. */
 bool workload_pace(struct phase_ctx *c, struct pace_call *call)
 {
-    call->intended = 0;
-    if (c->ph->rate <= 0)
+    workload_pace_next(c, call);
+    if (call->intended <= 0)
         return true;
-    if (!c->pace_started)
-        workload_pace_restart(c);
-    pace_take(&c->pace, clock_mono(), call);
     for (double now = call->ready; now < call->intended; now = clock_mono()) {
         if (workload_should_stop(c))
             return false;
@@ -155,10 +168,15 @@ static void workload_pace_add(struct phase_ctx *c, enum op op, double seconds)
 
 void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call)
 {
+    workload_paced_at(c, r, call, clock_mono());
+}
+
+void workload_paced_at(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call,
+                       double end)
+{
     r->units++;
     if (call->intended <= 0)
         return;
-    double end = clock_mono();
     r->late += pace_call_late(call);
     workload_pace_add(c, OP_RESPONSE, end - call->intended);
     workload_pace_add(c, OP_SERVICE, end - call->sent);

@@ -102,14 +102,19 @@ static inline double op_begin(struct phase_ctx *c, enum op op, const char *path)
     return t;
 }
 
-static inline double op_end(struct phase_ctx *c, enum op op, double t0)
+/* op_end for a call that ended at t1 (clock_mono), not now. */
+static inline double op_end_at(struct phase_ctx *c, enum op op, double t0, double t1)
 {
-    double t1 = clock_mono();
     inflight_end(c->inflight);
     hist_add(&c->hist[op], t1 > t0 ? (uint64_t)((t1 - t0) * 1e9) : 0);
     c->op_count[op]++;
     c->op_seconds[op] += t1 - t0;
     return t1 - t0;
+}
+
+static inline double op_end(struct phase_ctx *c, enum op op, double t0)
+{
+    return op_end_at(c, op, t0, clock_mono());
 }
 
 /* End a timed backend call begun with op_begin and account for it in one
@@ -120,6 +125,10 @@ static inline double op_end(struct phase_ctx *c, enum op op, double t0)
  * 0 for it. Returns rc. */
 ssize_t workload_done(struct phase_ctx *c, struct rank_record *r, enum op op, double t0, ssize_t rc,
                       const char *path, double *t);
+/* workload_done for a call that ended at t1 (a queued call reaped after
+ * its reply came: backend.h's reap). */
+ssize_t workload_done_at(struct phase_ctx *c, struct rank_record *r, enum op op, double t0,
+                         double t1, ssize_t rc, const char *path, double *t);
 
 /* Count a failure that is not a call's return (a short read, a failed
  * allocation, an error in prepare or finish) in row r and the error table.
@@ -137,6 +146,13 @@ void workload_fail(struct phase_ctx *c, struct rank_record *r, enum op op, int e
  * and adds its response, service and lag to the histograms. */
 bool workload_pace(struct phase_ctx *c, struct pace_call *call);
 void workload_paced(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call);
+/* For a client with calls in flight together (backend.h's submit): the
+ * next call's instants for a client free now, without waiting
+ * (workload_pace waits); and workload_paced for a call that ended at
+ * end. */
+void workload_pace_next(struct phase_ctx *c, struct pace_call *call);
+void workload_paced_at(struct phase_ctx *c, struct rank_record *r, const struct pace_call *call,
+                       double end);
 /* A meta step begins: the schedule starts again from now. */
 void workload_pace_restart(struct phase_ctx *c);
 /* Row r (an iteration) ends now: its t_end, and under rate its calls due. */

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "fiber.h"
 #include "md5.h"
 #include "pattern.h"
 #include "prefetch.h"
@@ -44,6 +45,17 @@ struct io_state {
     unsigned char (*expected)[16]; /* md5: the digest of each file's region */
     unsigned char *settled;        /* write: a bit per file whose first open is done */
     bool reported;                 /* the first verify mismatch has been printed */
+    unsigned depth;                /* calls a paced client keeps in flight (queue_depth) */
+    struct io_slot *slots;         /* depth > 1: one per call in flight */
+};
+
+/* One block's call in flight (depth > 1), from its submit to its reap. */
+struct io_slot {
+    bool busy, read;
+    uint64_t off;
+    size_t n;
+    struct pace_call call;
+    unsigned char *buf; /* its bytes: read into, or written from */
 };
 
 /* File f (0 .. nfiles - 1) of this rank's set: file 0 keeps the name and
@@ -110,6 +122,25 @@ static int io_expect_md5(struct phase_ctx *c, struct io_state *s)
     return 0;
 }
 
+/* A paced client whose backend keeps several calls in flight
+ * (queue_depth > 1): a buffer per call, faulted in here. */
+static int io_slots_new(struct phase_ctx *c, struct io_state *s)
+{
+    const struct backend_ops *be = c->be;
+    s->depth = be->queue_depth && be->submit && be->reap ? be->queue_depth(c->ph) : 1;
+    if (s->depth <= 1)
+        return 0;
+    size_t size = (c->ph->block_size + 4095) / 4096 * 4096;
+    if (!(s->slots = calloc(s->depth, sizeof *s->slots)))
+        return -ENOMEM;
+    for (unsigned i = 0; i < s->depth; i++) {
+        if (!(s->slots[i].buf = aligned_alloc(4096, size)))
+            return -ENOMEM;
+        memset(s->slots[i].buf, 0, size);
+    }
+    return 0;
+}
+
 static int io_prepare(struct phase_ctx *c)
 {
     const struct phase *ph = c->ph;
@@ -132,6 +163,8 @@ static int io_prepare(struct phase_ctx *c)
             return -ENOMEM;
         memset(s->buf, 0, size); /* faulted in here, not by the phase's first read */
     }
+    if (ph->kind != KIND_MD5 && (rc = io_slots_new(c, s)) < 0)
+        return rc;
     if (ph->kind == KIND_MD5 && (rc = io_expect_md5(c, s)) < 0)
         return rc;
     if (ph->kind == KIND_WRITE) {
@@ -236,6 +269,136 @@ static bool io_transfer(struct phase_ctx *c, struct rank_record *r, struct backe
     return true;
 }
 
+/* A block's call sent into a free slot at call->sent: 0, or the
+ * failed submit's -errno, counted. */
+static int io_submit(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
+                     const char *path, uint64_t key, struct io_slot *sl)
+{
+    struct io_state *s = c->state;
+    enum op op = sl->read ? OP_READ : OP_WRITE;
+    if (!sl->read)
+        pattern_block_into(&s->pattern, key, sl->off, sl->n, sl->buf, &(uint64_t){0});
+    if (c->inflight->since == 0) /* the watchdog follows the oldest call in flight */
+        inflight_begin(c->inflight, op, path, sl->call.sent);
+    int rc =
+        c->be->submit(c->be_ctx, f, !sl->read, sl->buf, sl->n, sl->off, (uint64_t)(sl - s->slots));
+    if (rc < 0) {
+        workload_done_at(c, r, op, sl->call.sent, clock_mono(), rc, path, &r->t_io);
+        return rc;
+    }
+    sl->busy = true;
+    return 0;
+}
+
+/* The oldest call still in flight, for the watchdog; NULL: none. */
+static const struct io_slot *io_oldest(const struct io_state *s)
+{
+    const struct io_slot *old = NULL;
+    for (unsigned i = 0; i < s->depth; i++)
+        if (s->slots[i].busy && (!old || s->slots[i].call.sent < old->call.sent))
+            old = &s->slots[i];
+    return old;
+}
+
+/* A reaped call: timed from its send to its reply, counted as the
+ * block's unit, verified. Returns whether it moved the whole block. */
+static bool io_reaped(struct phase_ctx *c, struct rank_record *r, const char *path, uint64_t key,
+                      int64_t iteration, const struct backend_done *d, uint64_t *wrong)
+{
+    struct io_state *s = c->state;
+    struct io_slot *sl = &s->slots[d->tag];
+    enum op op = sl->read ? OP_READ : OP_WRITE;
+    sl->busy = false;
+    workload_done_at(c, r, op, sl->call.sent, d->at, d->result, path, &r->t_io);
+    const struct io_slot *old = io_oldest(s);
+    if (old)
+        inflight_begin(c->inflight, old->read ? OP_READ : OP_WRITE, path, old->call.sent);
+    workload_paced_at(c, r, &sl->call, d->at);
+    if (d->result < 0)
+        return false;
+    r->bytes += (uint64_t)d->result;
+    progress_count_add(c->progress, (uint64_t)d->result);
+    if ((size_t)d->result < sl->n) {
+        workload_fail(c, r, op, -ENODATA, path);
+        *wrong += c->ph->verify;
+        return false;
+    }
+    if (sl->read && c->ph->verify) {
+        int64_t at = pattern_compare(&s->pattern, key, sl->off, sl->buf, sl->n);
+        if (at >= 0) {
+            (*wrong)++;
+            io_report_mismatch(c, path, at, iteration);
+        }
+    }
+    return true;
+}
+
+/* io_transfer for a paced client with up to depth calls in flight: each
+ * block's call goes at its instant when a slot is free then (late when
+ * none was: sent as soon as one is), and ends when its reply comes, in
+ * any order; response and service are timed to the reply. After a
+ * failure or a stop no call is sent; those in flight are reaped. */
+static bool io_transfer_queued(struct phase_ctx *c, struct rank_record *r, struct backend_file *f,
+                               const char *path, uint64_t key, int64_t iteration, uint64_t *wrong)
+{
+    struct io_state *s = c->state;
+    const struct phase *ph = c->ph;
+    uint64_t bs = ph->block_size, end = s->offset + s->length;
+    uint64_t nblocks = (s->length + bs - 1) / bs, i = 0;
+    struct access_order order;
+    access_init(&order, (enum access)ph->access, nblocks,
+                access_seed((uint64_t)ph->seed, key, iteration));
+    unsigned busy = 0;
+    bool ok = true, taken = false;
+    struct pace_call call;
+    while (busy > 0 || (ok && i < nblocks)) {
+        ok = ok && !workload_should_stop(c);
+        double now = clock_mono(), until = now + 0.05; /* a stop is heard within 50 ms */
+        if (ok && i < nblocks && busy < s->depth) {
+            if (!taken)
+                workload_pace_next(c, &call); /* a slot is free from now */
+            taken = true;
+            if (now >= call.intended) {
+                struct io_slot *sl = s->slots;
+                while (sl->busy)
+                    sl++;
+                uint64_t block = access_block(&order, i++);
+                sl->off = s->offset + block * bs;
+                sl->n = (size_t)(end - sl->off < bs ? end - sl->off : bs);
+                sl->read = s->mix < 0 ? ph->kind == KIND_READ
+                                      : access_reads((uint64_t)ph->seed, key, c->rank, iteration,
+                                                     block, s->mix);
+                sl->call = call;
+                sl->call.sent = now;
+                taken = false;
+                ok = io_submit(c, r, f, path, key, sl) == 0;
+                busy += ok;
+                continue;
+            }
+            until = call.intended < until ? call.intended : until;
+        }
+        if (busy == 0) {
+            fiber_sleep_until(until);
+            continue;
+        }
+        struct backend_done d;
+        int rc = c->be->reap(c->be_ctx, f, until, &d);
+        if (rc == 1) {
+            busy--;
+            ok = io_reaped(c, r, path, key, iteration, &d, wrong) && ok;
+        } else if (rc < 0) { /* every call in flight ended with the wait */
+            for (unsigned k = 0; k < s->depth; k++)
+                if (s->slots[k].busy) {
+                    d = (struct backend_done){.tag = k, .result = rc, .at = clock_mono()};
+                    io_reaped(c, r, path, key, iteration, &d, wrong);
+                }
+            busy = 0;
+            ok = false;
+        }
+    }
+    return ok;
+}
+
 /* Read the rank's range ahead in a second thread while digesting it here,
  * then compare the MD5 with the pattern's. Returns true if all was read;
  * *wrong is 1 when the digest differs (a digest cannot say which blocks). */
@@ -323,6 +486,7 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
         be->advise(c->be_ctx, f, s->offset, s->length);
     uint64_t wrong = 0;
     bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &wrong)
+              : s->depth > 1       ? io_transfer_queued(c, r, f, path, key, iteration, &wrong)
                                    : io_transfer(c, r, f, path, key, iteration, &wrong);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
@@ -368,6 +532,9 @@ static void io_finish(struct phase_ctx *c)
     free(s->buf);
     free(s->expected);
     free(s->settled);
+    for (unsigned i = 0; s->slots && i < s->depth; i++)
+        free(s->slots[i].buf);
+    free(s->slots);
     free(s);
     c->state = NULL;
 }

@@ -149,6 +149,51 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
     assert export_listing(nfs) == [], "the export was not cleaned"
 
 
+def test_paced_calls_in_flight_move_exact_bytes(nfs, herd_bin, tmp_path):
+    """Under a rate, nfs_inflight = 8 lets each client keep up to 8 calls
+    outstanding (src/backend/libnfs_queue.c): each sent at its instant,
+    none ahead of it (no read-ahead), each cut into its own RPCs (48K
+    blocks: three 16K READs, a 32K and a 16K WRITE). Bytes exact, every
+    read verified, every call counted once as a unit, the RPCs exactly
+    those of the calls."""
+    nranks, fsize, bsize, rsize, wsize = 4, 8 * MIB, 48 * KIB, 16 * KIB, 32 * KIB
+    job = write_job(tmp_path / "paced.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "8M",
+                     "block_size": "48K", "nfs_rsize": "16K", "nfs_wsize": "32K",
+                     "nfs_inflight": 8, "rate": 400, "fsync": "yes"},
+                    [("write", {"kind": "write"}),
+                     ("read", {"kind": "read", "verify": "yes"}),
+                     ("mix", {"kind": "read", "verify": "yes", "rwmix_read": 50}),
+                     ("read-random", {"kind": "read", "verify": "yes", "access": "random"}),
+                     ("check", {"kind": "read", "verify": "yes", "rate": 0})])
+    out = tmp_path / "paced.h5"
+    proc = herd_run_nfs(nfs, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    nblocks = math.ceil(fsize / bsize)
+    sizes = [bsize] * (nblocks - 1) + [fsize - (nblocks - 1) * bsize]
+    rpcs = {"read": sum(math.ceil(b / rsize) for b in sizes),
+            "write": sum(math.ceil(b / wsize) for b in sizes)}
+    for name in ("write", "read", "mix", "read-random", "check"):
+        ph = res.phases[name]
+        rows = ph.ranks
+        assert ph.attrs["status"] == "ok", (name, ph.attrs["status"], ph.error_rows())
+        assert (rows["bytes"] == fsize).all() and (rows["verify_failures"] == 0).all(), name
+        calls = sum(int(ph.latency[op]["count"]) for op in ("read", "write")
+                    if op in ph.latency)
+        assert calls == nranks * nblocks, (name, calls)
+        if name == "check":
+            continue
+        assert (rows["units"] == nblocks).all(), (name, rows["units"].tolist())
+        assert int(ph.latency["response"]["count"]) == nranks * nblocks, name
+        assert (rows["late"] <= rows["units"]).all(), name
+    # Without read-ahead, every block's READs are its own.
+    for name in ("read", "read-random"):
+        assert int(res.phases[name].latency["rpc_read"]["count"]) == nranks * rpcs["read"], name
+    assert int(res.phases["write"].latency["rpc_write"]["count"]) == nranks * rpcs["write"]
+    assert export_listing(nfs) == [], "the export was not cleaned"
+
+
 def auto_inflight(rsize, wsize):
     """nfs_inflight = 0: tries up to 16 RPCs, at most 4 MiB in flight, at least 2."""
     return min(16, max(2, 4 * MIB // max(rsize, wsize)))
@@ -221,20 +266,16 @@ def test_server_killed_with_reads_in_flight(nfs, herd_bin, tmp_path):
 # ---------------------------------------------------------------- 3. SIGTERM
 
 
-def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
-    nranks, reps = 4, 10
-    rng = random.Random(14)
-    job = write_job(tmp_path / "sig.ini",
-                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
-                     "block_size": "16K", "nfs_rsize": "16K", "nfs_inflight": 16},
-                    [("write", {"kind": "write", "block_size": "1M"}),
-                     ("read", {"kind": "read", "iterations": 5000, "verify": "yes"})])
-    for rep in range(reps):
+def sigterm_mid_read(nfs, herd_bin, tmp_path, nranks, job, delays):
+    """herd run of job, SIGTERM to its ranks delays[k] s after the write
+    phase, once per delay: interrupted (143), no crash, nothing left on
+    the export."""
+    for rep, delay in enumerate(delays):
         out = tmp_path / f"sig{rep}.h5"
         run = ns_background(nfs, herd_bin, nranks, job, out)
         try:
             run.wait_line(r"^herd: phase write: ")
-            time.sleep(rng.uniform(0.1, 0.8))
+            time.sleep(delay)
             signal_ranks(run.proc.pid, signal.SIGTERM)
             proc, _ = run.wait()
         finally:
@@ -246,8 +287,30 @@ def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
         assert res.phases["read"].attrs["status"] == "interrupted", rep
         left = export_listing(nfs)
         assert left == [], f"repetition {rep}: herd left files on the export: {left}"
-    print(f"\n{reps} SIGTERMs with READs in flight: all interrupted, no crash")
+
+
+def test_sigterm_with_reads_in_flight(nfs, herd_bin, tmp_path):
+    rng = random.Random(14)
+    job = write_job(tmp_path / "sig.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
+                     "block_size": "16K", "nfs_rsize": "16K", "nfs_inflight": 16},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("read", {"kind": "read", "iterations": 5000, "verify": "yes"})])
+    sigterm_mid_read(nfs, herd_bin, tmp_path, 4, job, [rng.uniform(0.1, 0.8) for _ in range(10)])
+    print("\n10 SIGTERMs with READs in flight: all interrupted, no crash")
     assert wait_until(lambda: server_file_sizes(nfs, "herd-*/*/r*.dat") == [], timeout=5)
+
+
+def test_sigterm_with_paced_calls_in_flight(nfs, herd_bin, tmp_path):
+    """The same with a paced client's 16 calls outstanding (rate,
+    nfs_inflight)."""
+    job = write_job(tmp_path / "sigp.ini",
+                    {"backend": "libnfs", "target": nfs.url, "file_size": "16M",
+                     "block_size": "16K", "nfs_rsize": "16K", "nfs_inflight": 16},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("read", {"kind": "read", "iterations": 5000, "verify": "yes",
+                               "rate": 5000})])
+    sigterm_mid_read(nfs, herd_bin, tmp_path, 2, job, [0.3, 0.5, 0.7])
 
 
 # ---------------------------------------------------------------- 4. slow link
@@ -342,6 +405,45 @@ def test_inflight_beats_round_trip_on_slow_link(slow, herd_bin, tmp_path):
     # not asserted: a busy machine slows the queue, not the READs' count
     # on the way, which the averages above judge.
     print(f"eight at a time x{eight / one:.1f}, the default x{auto / one:.1f} over one")
+
+
+def test_paced_client_keeps_its_calls_in_flight(slow, herd_bin, tmp_path):
+    """A client offering 100 reads/s over a 20 ms round trip: one call at
+    a time (nfs_inflight 1) cannot send more than one per round trip, so
+    most of its calls are late and one READ is on the way on average;
+    with nfs_inflight 8 it keeps several on the way (achieved rate x
+    round trip: 2 to 3 here, as herd-linkdelay's round trip grows with
+    the packets it holds), each sent at its own instant, as 8 processes
+    on a kernel mount would. By the RPCs' own times and the late counts,
+    not rates."""
+    state, url = slow("delay=10ms")
+    nblocks = 128
+    job = write_job(tmp_path / "paced.ini",
+                    {"backend": "libnfs", "target": url, "file_size": "1M",
+                     "block_size": "8K", "nfs_rsize": "8K", "nfs_wsize": "1M",
+                     "link": "delay=10ms"},
+                    [("write", {"kind": "write", "block_size": "1M"}),
+                     ("paced-1", {"kind": "read", "rate": 100, "nfs_inflight": 1,
+                                  "verify": "yes"}),
+                     ("paced-8", {"kind": "read", "rate": 100, "nfs_inflight": 8,
+                                  "verify": "yes"})])
+    out = tmp_path / "paced.h5"
+    proc = herd_over(state, herd_bin, 1, job, out)
+    assert proc.returncode == 0, describe(proc)
+    res = load_results(out)
+    busy = {ph: in_flight(res, ph) for ph in ("paced-1", "paced-8")}
+    late = {ph: int(res.phases[ph].ranks["late"].sum()) for ph in busy}
+    p99 = {ph: float(res.phases[ph].ranks["response_p99"].max()) for ph in busy}
+    print(f"\n100 reads/s over 20 ms: READs in flight on average {busy}, late {late}, "
+          f"response p99 {p99}")
+    for ph in busy:
+        rows = res.phases[ph].ranks
+        assert (rows["units"] == nblocks).all() and (rows["verify_failures"] == 0).all(), ph
+        assert int(res.phases[ph].latency["rpc_read"]["count"]) == nblocks, ph
+    assert busy["paced-1"] <= 1.05, busy
+    assert busy["paced-8"] >= 1.5, busy
+    # One at a time: a round trip (20 ms) is two of its 10 ms gaps.
+    assert late["paced-1"] >= nblocks // 2, late
 
 
 def test_default_tries_once_per_run(slow, herd_bin, tmp_path):
