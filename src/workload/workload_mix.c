@@ -30,7 +30,22 @@
  * pattern at every instant (writes write the pattern's bytes, truncate
  * only shrinks, append extends with the pattern), so every read can be
  * verified. lookup_missing asks a name that never exists: ENOENT is its
- * answer, not an error (a name found is EEXIST). */
+ * answer, not an error (a name found is EEXIST).
+ *
+ * With sharing = shared the data files are one set for every client of
+ * the run, beside their trees (which keep their own names and
+ * directories, the windows being per client):
+ *   <rundir>/<fileset>/<phase or ladder>-shared/fNNNNNN
+ * Client 0 makes, fills and fsyncs them in prepare (so that a kernel
+ * client's bytes are on the server before the others open them) and
+ * claims them for the clean-up; the others open them at the start of
+ * their run, which comes after every prepare, before their first row's
+ * start (untimed, outside the schedule). readdir, lookup and
+ * lookup_missing then ask the shared directory, and a lock is contended
+ * by every client. The pattern stays exact with many writers, since all
+ * write its bytes and nothing shrinks a file: a shared mix refuses
+ * truncate (mix_check), so a client's idea of a file's size (the planned
+ * one, grown by its own appends and writes) never exceeds the file's. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,8 +105,9 @@ struct mix_state {
     unsigned char *buf;
     size_t block;
     uint64_t rng;
-    double draw; /* the op's draw (mix_next) */
-    char base[HERD_PATH_MAX];
+    double draw;              /* the op's draw (mix_next) */
+    char base[HERD_PATH_MAX]; /* the client's tree */
+    char data[HERD_PATH_MAX]; /* its data files' directory: base, or the shared set's */
     struct mix_file *files;
     int64_t nfiles;
     struct mix_made *made; /* this tree's window; NULL: no memory to note it */
@@ -129,16 +145,33 @@ static void mix_base(const struct phase_ctx *c, char *buf, size_t len)
                   ph->ladder[0] ? ph->ladder : ph->name, c->rank);
 }
 
+/* sharing = shared: the data files are one set for every client. */
+static bool mix_shared(const struct phase *ph)
+{
+    return ph->sharing == SHARING_SHARED;
+}
+
+/* The shared set's directory, beside the clients' trees (one per phase
+ * or ladder, as they are). */
+static void mix_shared_base(const struct phase_ctx *c, char *buf, size_t len)
+{
+    const struct phase *ph = c->ph;
+    workload_path(buf, len, "%s/%s/%s-shared", c->rundir, ph->fileset,
+                  ph->ladder[0] ? ph->ladder : ph->name);
+}
+
 /* Data file i's size: log-uniform from file_size_min to file_size, by
- * (seed, client, i), a whole number of bytes. */
+ * (seed, client, i), a whole number of bytes; the shared set's the same
+ * for every client (its owner all ones). */
 static uint64_t mix_file_size(const struct phase_ctx *c, int64_t i)
 {
     const struct phase *ph = c->ph;
     uint64_t lo = ph->file_size_min ? ph->file_size_min : ph->file_size, hi = ph->file_size;
     if (lo >= hi)
         return hi;
-    struct mix_state tmp = {.rng = (uint64_t)ph->seed * 0x9E3779B97F4A7C15ULL ^
-                                   ((uint64_t)c->rank << 20) ^ (uint64_t)i ^ 0x5DEECE66DULL};
+    uint64_t owner = mix_shared(ph) ? UINT64_MAX : (uint64_t)c->rank;
+    struct mix_state tmp = {.rng = (uint64_t)ph->seed * 0x9E3779B97F4A7C15ULL ^ (owner << 20) ^
+                                   (uint64_t)i ^ 0x5DEECE66DULL};
     for (int k = 0; k < 3; k++)
         mix_random(&tmp);
     double u = mix_random(&tmp);
@@ -180,21 +213,81 @@ static void mix_make_tree(struct phase_ctx *c)
     }
 }
 
-/* Data file i: created, filled with the pattern to its size, kept open. */
-static void mix_make_file(struct phase_ctx *c, int64_t i)
+/* Data file i as planned, its path in s->path: its size, its pattern
+ * key (the client's own, client x files + i, or the shared set's, down
+ * from the top, never an own file's) and mode. */
+static struct mix_file *mix_file_plan(struct phase_ctx *c, int64_t i)
 {
     struct mix_state *s = c->state;
     struct mix_file *m = &s->files[i];
-    workload_path(s->path, sizeof s->path, "%s/f%06lld", s->base, (long long)i);
+    workload_path(s->path, sizeof s->path, "%s/f%06lld", s->data, (long long)i);
     m->size = mix_file_size(c, i);
-    m->key =
-        pattern_file_key(c->ph->fileset, (uint64_t)c->rank * (uint64_t)s->nfiles + (uint64_t)i);
+    uint64_t index = mix_shared(c->ph) ? UINT64_MAX - (uint64_t)i
+                                       : (uint64_t)c->rank * (uint64_t)s->nfiles + (uint64_t)i;
+    m->key = pattern_file_key(c->ph->fileset, index);
     m->mode = 0644;
+    return m;
+}
+
+/* Data file i: created, filled with the pattern to its size (a shared
+ * one fsynced too, for the clients that open it next), kept open. */
+static void mix_make_file(struct phase_ctx *c, int64_t i)
+{
+    struct mix_state *s = c->state;
+    struct mix_file *m = mix_file_plan(c, i);
     int rc = c->be->open(c->be_ctx, s->path, BACKEND_READ | BACKEND_WRITE | BACKEND_CREATE, &m->f);
     if (rc == 0)
         rc = (int)mix_fill(c, m, 0, m->size);
+    if (rc == 0 && mix_shared(c->ph))
+        rc = c->be->fsync(c->be_ctx, m->f);
     if (rc < 0)
         workload_fail(c, NULL, OP_OPEN, rc, s->path);
+}
+
+/* Client 0's shared set's directory, claimed when this run made it
+ * (CLAIM_FILE: the set), noted for the clean-up. */
+static void mix_make_shared_dir(struct phase_ctx *c)
+{
+    struct mix_state *s = c->state;
+    int rc = c->be->mkdir(c->be_ctx, s->data);
+    if (rc == 0)
+        workload_claim(c, CLAIM_FILE);
+    else if (rc != -EEXIST)
+        workload_fail(c, NULL, OP_MKDIR, rc, s->data);
+    struct mix_made *set = mix_made_add(s->data);
+    if (set)
+        set->files = s->nfiles;
+}
+
+/* The data files (again too: their sizes as planned, whatever truncate
+ * left): the client's own, or client 0 the shared set; the other
+ * clients open it at the start of their run (mix_open_shared). */
+static void mix_make_data(struct phase_ctx *c)
+{
+    struct mix_state *s = c->state;
+    if (mix_shared(c->ph)) {
+        if (c->rank != 0)
+            return;
+        mix_make_shared_dir(c);
+    }
+    for (int64_t i = 0; i < s->nfiles && !workload_should_stop(c); i++)
+        mix_make_file(c, i);
+}
+
+/* A client but 0 of a shared mix: open the set client 0 made in its
+ * prepare (every prepare ends before the common start), before the first
+ * row's start, so that the opens are neither in its rows nor in its
+ * schedule. A file that does not open is an open error, and the calls on
+ * it fail (mix_call). */
+static void mix_open_shared(struct phase_ctx *c)
+{
+    struct mix_state *s = c->state;
+    for (int64_t i = 0; i < s->nfiles && !workload_should_stop(c); i++) {
+        struct mix_file *m = mix_file_plan(c, i);
+        int rc = c->be->open(c->be_ctx, s->path, BACKEND_READ | BACKEND_WRITE, &m->f);
+        if (rc < 0)
+            workload_fail(c, NULL, OP_OPEN, rc, s->path);
+    }
 }
 
 /* The names and directories the calls act on: `files` of each made
@@ -239,14 +332,17 @@ static int mix_prepare(struct phase_ctx *c)
     if (!s->buf || !s->files || workload_pattern_init(c, &s->pattern, s->block) < 0)
         return -ENOMEM;
     mix_base(c, s->base, sizeof s->base);
+    if (mix_shared(ph))
+        mix_shared_base(c, s->data, sizeof s->data);
+    else
+        memcpy(s->data, s->base, sizeof s->data);
     bool again = mix_made_find(s->base) != NULL; /* a ladder's later step */
     s->made = mix_made_add(s->base);
     if (!s->made) /* no note for the clean-up: it visits what the phase could make */
         s->made = &s->local;
-    s->made->files = s->nfiles;
+    s->made->files = mix_shared(ph) ? 0 : s->nfiles; /* the tree's own data files */
     mix_make_tree(c);
-    for (int64_t i = 0; i < s->nfiles && !workload_should_stop(c); i++)
-        mix_make_file(c, i); /* again too: its size as planned, whatever truncate left */
+    mix_make_data(c);
     if (!again)
         mix_make_names(c);
     return 0;
@@ -395,10 +491,10 @@ static void mix_call(struct phase_ctx *c, struct rank_record *r, enum op op)
 {
     struct mix_state *s = c->state;
     struct mix_file *m = s->nfiles ? &s->files[(int64_t)(mix_random(s) * (double)s->nfiles)] : NULL;
-    const char *path = s->base;
+    const char *path = s->data;
     bool on_file = op != OP_READDIR && op != OP_LOOKUP_MISSING && op != OP_CREATE &&
                    op != OP_UNLINK && op != OP_RENAME && op != OP_MKDIR && op != OP_RMDIR;
-    if (on_file && (!m || !m->f)) { /* its file could not be made: counted there */
+    if (on_file && (!m || !m->f)) { /* its file could not be made or opened: counted there */
         workload_fail(c, r, op, -EBADF, path);
         return;
     }
@@ -415,14 +511,14 @@ static void mix_call(struct phase_ctx *c, struct rank_record *r, enum op op)
         rc = mix_data(c, r, op, m);
         break;
     case OP_READDIR:
-        rc = c->be->readdir(c->be_ctx, s->base, &entries);
+        rc = c->be->readdir(c->be_ctx, s->data, &entries);
         break;
     case OP_LOOKUP:
-        workload_path(s->path, sizeof s->path, "%s/f%06lld", s->base, (long long)(m - s->files));
+        workload_path(s->path, sizeof s->path, "%s/f%06lld", s->data, (long long)(m - s->files));
         rc = c->be->stat(c->be_ctx, s->path, &st);
         break;
     case OP_LOOKUP_MISSING:
-        workload_path(s->path, sizeof s->path, "%s/x%llu", s->base,
+        workload_path(s->path, sizeof s->path, "%s/x%llu", s->data,
                       (unsigned long long)(mix_random(s) * 1e9));
         rc = c->be->stat(c->be_ctx, s->path, &st);
         rc = rc == -ENOENT ? 0 : rc == 0 ? -EEXIST : rc;
@@ -445,6 +541,8 @@ static void mix_call(struct phase_ctx *c, struct rank_record *r, enum op op)
 static void mix_run(struct phase_ctx *c)
 {
     struct mix_state *s = c->state;
+    if (mix_shared(c->ph) && c->rank != 0)
+        mix_open_shared(c);
     for (int64_t i = 0; i < c->ph->iterations; i++) {
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
@@ -467,7 +565,7 @@ static void mix_finish(struct phase_ctx *c)
         if (s->files[i].f) {
             int rc = c->be->close(c->be_ctx, s->files[i].f);
             if (rc < 0)
-                workload_fail(c, NULL, OP_CLOSE, rc, s->base);
+                workload_fail(c, NULL, OP_CLOSE, rc, s->data);
         }
     pattern_free(&s->pattern);
     free(s->files);
@@ -476,9 +574,19 @@ static void mix_finish(struct phase_ctx *c)
     c->state = NULL;
 }
 
-/* After the run: the client's tree, when this run made its root: pass 0
- * its data files and names, pass 1 its directories and the root. */
-static void mix_remove(struct phase_ctx *c, int pass)
+/* Unlink data files f000000.. of dir (files of them), quietly. */
+static void mix_remove_files(struct phase_ctx *c, const char *dir, int64_t files)
+{
+    char path[HERD_PATH_MAX];
+    for (int64_t i = 0; i < files && !workload_should_stop(c); i++) {
+        workload_path(path, sizeof path, "%s/f%06lld", dir, (long long)i);
+        workload_cleanup_error(c, OP_UNLINK, c->be->unlink(c->be_ctx, path), path);
+    }
+}
+
+/* The client's tree, when this run made its root: pass 0 its data files
+ * and names, pass 1 its directories and the root. */
+static void mix_remove_tree(struct phase_ctx *c, int pass)
 {
     char base[HERD_PATH_MAX], path[HERD_PATH_MAX];
     mix_base(c, base, sizeof base);
@@ -487,10 +595,7 @@ static void mix_remove(struct phase_ctx *c, int pass)
         return;
     const struct backend_ops *be = c->be;
     if (pass == 0) {
-        for (int64_t i = 0; i < m->files && !workload_should_stop(c); i++) {
-            workload_path(path, sizeof path, "%s/f%06lld", base, (long long)i);
-            workload_cleanup_error(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
-        }
+        mix_remove_files(c, base, m->files);
         for (int64_t k = m->name_front; k < m->name_next && !workload_should_stop(c); k++) {
             workload_path(path, sizeof path, "%s/n/%lld", base, (long long)k);
             workload_cleanup_error(c, OP_UNLINK, be->unlink(c->be_ctx, path), path);
@@ -509,7 +614,32 @@ static void mix_remove(struct phase_ctx *c, int pass)
     workload_cleanup_error(c, OP_RMDIR, be->rmdir(c->be_ctx, base), base);
 }
 
-/* Data ops need bytes to act on; sizes in order. */
+/* Client 0, the shared set when this run made it: pass 0 its files,
+ * pass 1 its directory. */
+static void mix_remove_shared(struct phase_ctx *c, int pass)
+{
+    char base[HERD_PATH_MAX];
+    mix_shared_base(c, base, sizeof base);
+    const struct mix_made *m = mix_made_find(base);
+    if (!m || !workload_claimed(c, CLAIM_FILE, true))
+        return;
+    if (pass == 0)
+        mix_remove_files(c, base, m->files);
+    else
+        workload_cleanup_error(c, OP_RMDIR, c->be->rmdir(c->be_ctx, base), base);
+}
+
+/* After the run: what this run made of the client's tree and, client 0,
+ * of the shared set. */
+static void mix_remove(struct phase_ctx *c, int pass)
+{
+    mix_remove_tree(c, pass);
+    if (mix_shared(c->ph) && c->rank == 0)
+        mix_remove_shared(c, pass);
+}
+
+/* Data ops need bytes to act on; sizes in order; a shared set's files
+ * never shrink, or a client would read past a file's end. */
 static const char *mix_check(const struct phase *ph, char *why, size_t len)
 {
     struct mix_spec spec;
@@ -523,9 +653,11 @@ static const char *mix_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "a mix needs at least 1 data file per client");
         return "files";
     }
-    if (ph->sharing != SHARING_UNIQUE) {
-        snprintf(why, len, "a mix works on each client's own files: sharing = unique");
-        return "sharing";
+    if (mix_shared(ph) && mixspec_share(&spec, OP_TRUNCATE) > 0) {
+        snprintf(why, len,
+                 "truncate needs sharing = unique (on a shared file it would cut the bytes "
+                 "other clients read)");
+        return "mix";
     }
     return NULL;
 }
@@ -534,14 +666,17 @@ static void mix_describe(const struct phase *ph, char *buf, size_t len)
 {
     char size[32];
     units_format_size(ph->file_size, size, sizeof size);
+    const char *shared = mix_shared(ph) ? " shared" : "";
     if (ph->duration > 0)
-        snprintf(buf, len, "mix %lldf x %s for %gs", (long long)ph->files, size, ph->duration);
+        snprintf(buf, len, "mix %lldf%s x %s for %gs", (long long)ph->files, shared, size,
+                 ph->duration);
     else
-        snprintf(buf, len, "mix %lldf x %s x%lld", (long long)ph->files, size,
+        snprintf(buf, len, "mix %lldf%s x %s x%lld", (long long)ph->files, shared, size,
                  (long long)ph->count);
 }
 
-/* One client's data files and names, as it makes them in prepare. */
+/* One client's data files and names, as it makes them in prepare (a
+ * shared set's files client 0's, at most as many). */
 static void mix_volume(const struct phase *ph, struct job_volume *v)
 {
     *v = (struct job_volume){ph->file_size ? ph->file_size : 1, (uint64_t)ph->files, 1, "files"};
@@ -556,7 +691,7 @@ static const char *const mix_own_defaults[] = {"files=16", "file_size=64K", "blo
 const struct workload_ops workload_mix = {
     .name = "mix",
     .help = "each client draws its calls from a weighted mix of file operations (mix) on "
-            "files of its own",
+            "files of its own (sharing = shared: one set of files for all)",
     .keys = mix_keys,
     .own_defaults = mix_own_defaults,
     .job_caps = JOB_KIND_TREE,

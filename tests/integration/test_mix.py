@@ -1,18 +1,23 @@
 """kind = mix: each client draws its calls from weighted file operations
-on a tree of its own (src/workload/workload_mix.c), and herd mix-from /
-mix_from turn a real client's mountstats into such a mix.
+on a tree of its own (src/workload/workload_mix.c), or with sharing =
+shared on one set of data files for all, and herd mix-from / mix_from turn
+a real client's mountstats into such a mix.
 
 1. posix, 2 ranks, every op a local file system has: per-op counts within
    10 % of the weights, no error, every read verified clean, nothing left
-   in the target.
+   in the target. With sharing = shared (every op but truncate) the same,
+   and a kept run shows one shared set of `files` data files and none in
+   the clients' trees.
 2. libnfs against the embedded ganesha, 2 ranks x 50 clients at 20 calls/s
    for 10 s, over NFSv3 and NFSv4: the same, each client its own rows,
-   and the ops herd sends as one RPC each.
+   and the ops herd sends as one RPC each; 2 ranks x 10 clients on a
+   shared set likewise.
 3. herd mix-from on two snapshots of a known client: the weights are the
    ops' shares (failed LOOKUPs as lookup_missing), the rate their calls/s,
    the block the average READ; left-out ops are named; bad input is one
    line and exit 2. A job with mix_from runs that mix.
-4. Refusals: an op the backend lacks, lock over NFSv4, bad mix text.
+4. Refusals: an op the backend lacks, lock over NFSv4, bad mix text,
+   truncate on a shared set.
 
 Counts and relations only, never elapsed times.
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_mix.py
@@ -28,6 +33,8 @@ WEIGHTS = {"getattr": 30, "lookup": 10, "lookup_missing": 3, "access": 5, "read"
            "read_file": 2, "write": 8, "write_file": 1, "append": 2, "fsync": 2, "setattr": 2,
            "truncate": 2, "readdir": 4, "create": 4, "unlink": 3, "rename": 3, "mkdir": 1,
            "rmdir": 1, "lock": 2}
+# A shared set's mix: truncate would cut the bytes other clients read.
+SHARED_WEIGHTS = {op: w for op, w in WEIGHTS.items() if op != "truncate"}
 
 
 def mix_text(weights):
@@ -54,19 +61,48 @@ def check_shares(ph, weights):
     assert ph["verify_failures"] == 0
 
 
-def test_mix_posix_shares_and_cleanup(herd_bin, tmp_path):
+def run_posix_mix(herd_bin, tmp_path, weights, count, **keys):
+    """2 ranks, a verified mix phase `m` of count calls each into a fresh
+    target (keys: more of the phase's, keep); its target and --json
+    phase, whose shares follow the weights."""
     target = tmp_path / "t"
     target.mkdir()
-    job = write_job(tmp_path / "mix.ini", {"target": target},
-                    [("m", {"kind": "mix", "mix": mix_text(WEIGHTS), "count": 20000,
-                            "verify": "yes", "file_size_min": "4K", "file_size": "64K"})])
+    keep = keys.pop("keep", "no")
+    job = write_job(tmp_path / "mix.ini", {"target": target, "keep": keep},
+                    [("m", {"kind": "mix", "mix": mix_text(weights), "count": count,
+                            "verify": "yes", "file_size_min": "4K", "file_size": "64K",
+                            **keys})])
     js = tmp_path / "m.json"
     proc = herd_run(herd_bin, 2, job, tmp_path / "m.h5", "--json", js)
     assert proc.returncode == 0, describe(proc)
     ph = phase(json.loads(js.read_text()), "m")
-    assert ph["units"] == 2 * 20000
-    check_shares(ph, WEIGHTS)
+    assert ph["units"] == 2 * count
+    check_shares(ph, weights)
+    return target, ph
+
+
+def test_mix_posix_shares_and_cleanup(herd_bin, tmp_path):
+    target, _ = run_posix_mix(herd_bin, tmp_path, WEIGHTS, 20000)
     assert list(target.iterdir()) == [], list(target.rglob("*"))
+
+
+@pytest.mark.parametrize("keep", ["no", "yes"])
+def test_mix_posix_shared(herd_bin, tmp_path, keep):
+    """sharing = shared: both ranks work on one set of data files (kept, it
+    is the only place data files are: none in the clients' trees), with
+    every read verified; without keep nothing is left."""
+    target, _ = run_posix_mix(herd_bin, tmp_path, SHARED_WEIGHTS, 5000, sharing="shared",
+                              keep=keep)
+    if keep == "no":
+        assert list(target.iterdir()) == [], list(target.rglob("*"))
+        return
+    fileset = next(target.glob("herd-*")) / "shared-64K"  # the default: <sharing>-<file_size>
+    assert sorted(d.name for d in fileset.iterdir()) == ["m-000000", "m-000001", "m-shared"]
+    data = sorted(f.name for f in (fileset / "m-shared").iterdir())
+    assert data == [f"f{i:06d}" for i in range(16)], data  # files = 16, the mix's default
+    for client in ("m-000000", "m-000001"):
+        own = sorted(e.name for e in (fileset / client).iterdir())
+        assert own == ["d", "n"], (client, own)
 
 
 def test_mix_posix_with_rate(herd_bin, tmp_path):
@@ -99,25 +135,48 @@ def ganesha(tmp_path):
     s.assert_clean()
 
 
-@pytest.mark.parametrize("version", [3, 4])
-def test_mix_libnfs_clients(herd_bin, tmp_path, ganesha, version):
+def run_nfs_mix(herd_bin, tmp_path, ganesha, version, weights, clients, duration, **keys):
+    """2 ranks x clients over libnfs at 20 calls/s each, a verified mix
+    phase `m` for duration: its --json phase, one row per client, shares
+    that follow the weights; the run's tree gone from the export (--fs
+    dir: seen from here too)."""
     from test_nfs import herd_run_nfs
-    weights = dict(WEIGHTS)
-    if version == 4:
-        del weights["lock"]  # refused over NFSv4 (test_refusals)
     job = write_job(tmp_path / "mix.ini",
-                    {"target": ganesha.url, "clients_per_rank": 50, "nfs_version": version},
-                    [("m", {"kind": "mix", "mix": mix_text(weights), "duration": "10s",
-                            "rate": 20, "verify": "yes"})])
+                    {"target": ganesha.url, "clients_per_rank": clients, "nfs_version": version},
+                    [("m", {"kind": "mix", "mix": mix_text(weights), "duration": duration,
+                            "rate": 20, "verify": "yes", **keys})])
     js = tmp_path / "m.json"
     proc = herd_run_nfs(ganesha, herd_bin, 2, job, tmp_path / "m.h5", "--json", js)
     assert proc.returncode == 0, describe(proc)
     ph = phase(json.loads(js.read_text()), "m")
-    assert ph["rows"] == 100 and ph["pace"]["offered_per_s"] == 2000
+    assert ph["rows"] == 2 * clients and ph["pace"]["offered_per_s"] == 2 * clients * 20
     check_shares(ph, weights)
-    # the run's tree is gone from the export (--fs dir: seen from here too)
     export = ganesha.state / "export"
     assert list(export.iterdir()) == [], list(export.rglob("*"))
+    return ph
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_mix_libnfs_clients(herd_bin, tmp_path, ganesha, version):
+    weights = dict(WEIGHTS)
+    if version == 4:
+        del weights["lock"]  # refused over NFSv4 (test_refusals)
+    run_nfs_mix(herd_bin, tmp_path, ganesha, version, weights, 50, "10s")
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_mix_libnfs_shared(herd_bin, tmp_path, ganesha, version):
+    """20 clients on one shared set over NFS, each with its own connection:
+    locks contend, writes and appends of the same bytes keep the pattern.
+    Every op an eighteenth of the calls (over NFSv4 getattr two, lock
+    being refused there: test_refusals), about 100 of 1900: WEIGHTS' rarest
+    would be 20 calls, too few to be within 10 % of their share."""
+    weights = dict.fromkeys(SHARED_WEIGHTS, 1)
+    if version == 4:
+        del weights["lock"]
+        weights["getattr"] = 2
+    ph = run_nfs_mix(herd_bin, tmp_path, ganesha, version, weights, 10, "5s", sharing="shared")
+    assert ph["bytes"] > 0
 
 
 # ---------------------------------------------------------------- mix-from
@@ -219,6 +278,8 @@ def test_mix_from_refusals(herd_bin, args, words):
      "lock in a mix needs NFSv3"),
     ({"target": "nfs://127.0.0.1/export", "nfs_version": 4}, {"mix": "getattr:5"},
      "keep the client's lease only through"),
+    ({}, {"sharing": "shared", "mix": "read:5,truncate:1"},
+     "key 'mix': truncate needs sharing = unique"),
 ])
 def test_refusals(herd_bin, tmp_path, glob, keys, words):
     g = {"target": tmp_path, **glob}
