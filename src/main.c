@@ -383,7 +383,13 @@ static int command_mix_from(const struct cli_args *a)
         return 2;
     }
     struct job_mixfrom m;
-    if (job_mixfrom_load(a->before, a->after, a->mount, seconds, &m, err, sizeof err) < 0) {
+    if (a->replay_mix && !a->replay) {
+        fprintf(stderr, "herd: mix-from: --replay-mix needs --replay BEFORE,AFTER\n");
+        return 2;
+    }
+    if (job_mixfrom_load(a->before, a->after, a->mount, seconds, &m, err, sizeof err) < 0 ||
+        (a->replay && job_mixfrom_correct(&m, a->replay, a->replay_mix, a->mount, seconds, err,
+                                          sizeof err) < 0)) {
         fprintf(stderr, "herd: mix-from: %s\n", err);
         return 2;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "textfile.h"
 #include "units.h"
 
@@ -105,6 +106,58 @@ int job_mixfrom_load(const char *before, const char *after, const char *mount, d
     return rc;
 }
 
+/* "getattr 76.8% (74.9%), ...": each op the replay or the target has,
+ * the replay's share and, in brackets, the target's. */
+static void replay_describe(const struct mixfrom *target, const struct mixfrom *replay, char *buf,
+                            size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; mixspec_ops[i] >= 0 && used < len; i++) {
+        int op = mixspec_ops[i];
+        double t = 0, r = 0;
+        for (int k = 0; k < target->nshares; k++)
+            t = target->share_op[k] == op ? target->share[k] : t;
+        for (int k = 0; k < replay->nshares; k++)
+            r = replay->share_op[k] == op ? replay->share[k] : r;
+        if (t > 0 || r > 0)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s %.1f%% (%.1f%%)",
+                                     used ? ", " : "", op_name((enum op)op), 100 * r, 100 * t);
+    }
+}
+
+int job_mixfrom_correct(struct job_mixfrom *j, const char *replay, const char *ran,
+                        const char *mount, double seconds, char *err, size_t len)
+{
+    const char *comma = strchr(replay, ',');
+    char before[4096];
+    if (!comma || comma == replay || !comma[1] || strchr(comma + 1, ',') ||
+        (size_t)(comma - replay) >= sizeof before) {
+        snprintf(err, len, "--replay '%s' is not BEFORE,AFTER (two mountstats files)", replay);
+        return -1;
+    }
+    snprintf(before, sizeof before, "%.*s", (int)(comma - replay), replay);
+    struct mix_spec spec;
+    char why[512];
+    snprintf(j->ran, sizeof j->ran, "%s", ran && ran[0] ? ran : j->m.mix);
+    if (mixspec_parse(j->ran, &spec, why, sizeof why)) {
+        snprintf(err, len, "--replay-mix '%s': %s", j->ran, why);
+        return -1;
+    }
+    struct job_mixfrom *r = malloc(sizeof *r);
+    int rc = r ? job_mixfrom_load(before, comma + 1, mount, seconds, r, err, len)
+               : (snprintf(err, len, "out of memory"), -1);
+    if (rc == 0 &&
+        mixfrom_correct(&j->m, &r->m, &spec, j->m.mix, sizeof j->m.mix, why, sizeof why) < 0) {
+        snprintf(err, len, "%s: %s", replay, why);
+        rc = -1;
+    }
+    if (rc == 0)
+        replay_describe(&j->m, &r->m, j->replayed, sizeof j->replayed);
+    free(r);
+    return rc;
+}
+
 void job_mixfrom_print(FILE *out, const struct job_mixfrom *j, const char *section)
 {
     const struct mixfrom *m = &j->m;
@@ -124,6 +177,11 @@ void job_mixfrom_print(FILE *out, const struct job_mixfrom *j, const char *secti
             m->read_per_s, rs, m->write_per_s, ws);
     fprintf(out, "; each herd client of this phase is one such client: clients_per_rank x "
                  "ranks of them offer N x the rate\n");
+    if (j->replayed[0])
+        fprintf(out,
+                "; corrected by a replay of mix = %s: the client sent then %s (wanted in "
+                "brackets)\n",
+                j->ran, j->replayed);
     fprintf(out,
             "[%s]\nkind = mix\nmix = %s\nrate = %.4g\narrivals = poisson\nblock_size = %s\n"
             "file_size = %s\n",

@@ -15,6 +15,11 @@ struct job_mixfrom {
     char device[256], mount[256]; /* the mount whose counters these are */
     char fstype[16];
     char vers[16]; /* the opts line's vers=, "" when not said */
+    /* Corrected by a replay (job_mixfrom_correct): the mix the replay
+     * ran, and what the client sent then against what was wanted, as a
+     * comment ("getattr 76.8% (74.9%), ..."); "" when not corrected. */
+    char ran[MIXSPEC_TEXT_MAX];
+    char replayed[1024];
 };
 
 /* Read the snapshots at before and after (regular files, at most
@@ -23,6 +28,14 @@ struct job_mixfrom {
  * difference of the mount's age: lines). 0, or -1 with one line in err. */
 int job_mixfrom_load(const char *before, const char *after, const char *mount, double seconds,
                      struct job_mixfrom *out, char *err, size_t len);
+
+/* Correct j's mix by a replay (mixfrom_correct): replay is
+ * "BEFORE,AFTER", two snapshots of the same client's mountstats around a
+ * herd run of mix ran (NULL or "": j's own mix, as first printed), read
+ * as job_mixfrom_load reads (mount, seconds). 0, or -1 with one line in
+ * err. */
+int job_mixfrom_correct(struct job_mixfrom *j, const char *replay, const char *ran,
+                        const char *mount, double seconds, char *err, size_t len);
 
 /* The job lines: comments saying where they come from and what is left
  * out, then [section] with kind = mix, mix, rate, block_size and a

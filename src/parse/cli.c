@@ -23,6 +23,8 @@ enum opt_id {
     OPT_MOUNT,
     OPT_SECONDS,
     OPT_SECTION,
+    OPT_REPLAY,
+    OPT_REPLAY_MIX,
     OPT_HELP
 };
 
@@ -86,6 +88,13 @@ static const struct cli_option options[] = {
      "the time between the snapshots (default: the\n"
      "difference of the mount's age: lines)"},
     {OPT_SECTION, "--section", NULL, "NAME", ON_MIX_FROM, "the phase's section name (default mix)"},
+    {OPT_REPLAY, "--replay", NULL, "BEFORE,AFTER", ON_MIX_FROM,
+     "two snapshots of the same client around a herd\n"
+     "run of the printed mix: correct the weights by\n"
+     "what the client's caches made of it"},
+    {OPT_REPLAY_MIX, "--replay-mix", NULL, "MIX", ON_MIX_FROM,
+     "the mix that replay ran (default: the one\n"
+     "printed without --replay)"},
     {OPT_HELP, "--help", "-h", NULL, ON_ALL, "this help"},
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -209,6 +218,12 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         break;
     case OPT_SECTION:
         a->section = value;
+        break;
+    case OPT_REPLAY:
+        a->replay = value;
+        break;
+    case OPT_REPLAY_MIX:
+        a->replay_mix = value;
         break;
     case OPT_SET:
         if (a->nsets == CLI_SETS_MAX) {

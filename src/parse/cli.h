@@ -55,6 +55,8 @@ struct cli_args {
     const char *mount;          /* mix-from: --mount, the mount point ("": the only NFS one) */
     const char *seconds;        /* mix-from: --seconds, between the snapshots (NULL: their age) */
     const char *section;        /* mix-from: --section, the phase's name (NULL: mix) */
+    const char *replay;         /* mix-from: --replay BEFORE,AFTER (NULL: none) */
+    const char *replay_mix;     /* mix-from: --replay-mix, the mix the replay ran */
 };
 
 /* argv into *a; ranks_max bounds -n. 0, or -1 with the reason in err. */

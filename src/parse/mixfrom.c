@@ -81,6 +81,54 @@ static void weight_format(double pct, char *buf, size_t len)
         end[-1] = '\0';
 }
 
+/* The weights w[op] (>= 0, indexed by enum op) as mix-key text: each as
+ * a percent of their sum, in mixspec_ops order, those above 0 only. */
+static void mix_text(const double *w, char *mix, size_t mixlen)
+{
+    double total = 0;
+    for (int i = 0; mixspec_ops[i] >= 0; i++)
+        total += w[mixspec_ops[i]];
+    size_t used = 0;
+    mix[0] = '\0';
+    for (int i = 0; total > 0 && mixspec_ops[i] >= 0; i++) {
+        int op = mixspec_ops[i];
+        if (w[op] <= 0 || used >= mixlen)
+            continue;
+        char pct[32];
+        weight_format(100 * w[op] / total, pct, sizeof pct);
+        used += (size_t)snprintf(mix + used, mixlen - used, "%s%s:%s", used ? "," : "",
+                                 op_name((enum op)op), pct);
+    }
+}
+
+/* Op's share in m, 0 when m has none of it. */
+static double mixfrom_share(const struct mixfrom *m, int op)
+{
+    for (int i = 0; i < m->nshares; i++)
+        if (m->share_op[i] == op)
+            return m->share[i];
+    return 0;
+}
+
+int mixfrom_correct(const struct mixfrom *target, const struct mixfrom *replay,
+                    const struct mix_spec *ran, char *mix, size_t mixlen, char *why, size_t len)
+{
+    if (replay->nshares == 0) {
+        snprintf(why, len, "the replay sent no call herd reproduces");
+        return -1;
+    }
+    double w[OP_COUNT] = {0};
+    for (int i = 0; i < target->nshares; i++) {
+        int op = target->share_op[i];
+        double had = mixspec_share(ran, op), got = mixfrom_share(replay, op);
+        w[op] = had > 0 && got > 0 ? had * target->share[i] / got
+                : had > 0          ? had
+                                   : target->share[i];
+    }
+    mix_text(w, mix, mixlen);
+    return 0;
+}
+
 int mixfrom_compute(const struct mountstats *delta, double seconds, struct mixfrom *out, char *why,
                     size_t len)
 {
@@ -105,15 +153,13 @@ int mixfrom_compute(const struct mountstats *delta, double seconds, struct mixfr
     }
     out->rate = total / seconds;
     mixfrom_sizes(delta, seconds, out);
-    size_t used = 0;
     for (int i = 0; mixspec_ops[i] >= 0; i++) {
         int op = mixspec_ops[i];
-        if (calls[op] <= 0 || used >= sizeof out->mix)
-            continue;
-        char pct[32];
-        weight_format(100 * calls[op] / total, pct, sizeof pct);
-        used += (size_t)snprintf(out->mix + used, sizeof out->mix - used, "%s%s:%s",
-                                 used ? "," : "", op_name((enum op)op), pct);
+        if (calls[op] > 0 && out->nshares < MIX_OPS) {
+            out->share_op[out->nshares] = op;
+            out->share[out->nshares++] = calls[op] / total;
+        }
     }
+    mix_text(calls, out->mix, sizeof out->mix);
     return 0;
 }

@@ -28,11 +28,29 @@ struct mixfrom {
     uint64_t block_size;        /* the larger direction's average READ or WRITE, in 4 KiB */
     double read_per_s, read_size, write_per_s, write_size; /* as the client sent them */
     char left_out[512];                                    /* "FSSTAT 0.2/s, OPEN 3.1/s"; "" none */
+    /* Each reproduced op's share of the reproduced calls (sum 1), in
+     * mixspec_ops order: the mix before its text's rounding. */
+    int nshares;
+    int share_op[MIX_OPS];
+    double share[MIX_OPS];
 };
 
 /* delta: after - before (mountstats_delta), over seconds (> 0). 0, or -1
  * with why (no call at all, no second). */
 int mixfrom_compute(const struct mountstats *delta, double seconds, struct mixfrom *out, char *why,
                     size_t len);
+
+/* The mix corrected by a replay: a herd run of mix `ran` through the
+ * same kind of client made it send the shares of `replay` (its own
+ * mixfrom), where the shares of `target` were wanted. Each op of target
+ * gets ran's share of it x its target share / its replayed share, so
+ * that an op the client's caches answered without a call (replayed
+ * share below target) is asked more often, and one the client adds
+ * calls of its own to (an open's GETATTR) less; an op the replay never
+ * sent keeps ran's share (no evidence), or target's where ran lacks it;
+ * an op of ran that target lacks is dropped. Written into mix as
+ * mix-key text (percents). 0, or -1 with why (replay sent no call). */
+int mixfrom_correct(const struct mixfrom *target, const struct mixfrom *replay,
+                    const struct mix_spec *ran, char *mix, size_t mixlen, char *why, size_t len);
 
 #endif

@@ -15,7 +15,8 @@ a real client's mountstats into such a mix.
 3. herd mix-from on two snapshots of a known client: the weights are the
    ops' shares (failed LOOKUPs as lookup_missing), the rate their calls/s,
    the block the average READ; left-out ops are named; bad input is one
-   line and exit 2. A job with mix_from runs that mix.
+   line and exit 2. A job with mix_from runs that mix. --replay scales
+   each weight by its share wanted / its share a replay sent.
 4. Refusals: an op the backend lacks, lock over NFSv4, bad mix text,
    truncate on a shared set.
 
@@ -250,8 +251,63 @@ def test_mix_from_key_runs_that_mix(herd_bin, tmp_path):
     check_shares(ph, {"getattr": 60, "read": 40})
 
 
+def test_mix_from_replay_corrects_the_weights(herd_bin, tmp_path):
+    """--replay: a replay of the printed mix whose client sent twice the
+    GETATTRs, half the LOOKUPs and no RENAME (its caches' doing): each
+    weight becomes its printed share x wanted / replayed (then all as
+    percents), RENAME keeps its weight (never sent: no evidence), and the
+    job lines name both shares. A second correction names the mix the
+    replay ran (--replay-mix). The same replay as the node's changes
+    nothing."""
+    text = MOUNTSTATS.read_text()
+    (tmp_path / "b").write_text(text)
+    (tmp_path / "a").write_text(later_snapshot(text, GROWTH, 90, 60, 1200 * 131072))
+    grown = dict(GROWTH, GETATTR=2 * GROWTH["GETATTR"], LOOKUP=GROWTH["LOOKUP"] // 2, RENAME=0)
+    (tmp_path / "ra").write_text(later_snapshot(text, grown, 45, 60, 1200 * 131072))
+
+    def mix_of(*extra):
+        proc = herd_cmd(herd_bin, "mix-from", tmp_path / "b", tmp_path / "a", *extra)
+        assert proc.returncode == 0, describe(proc)
+        keys = dict(line.split(" = ", 1) for line in proc.stdout.splitlines() if " = " in line)
+        return proc.stdout, {k: float(v) for k, v in
+                             (i.split(":") for i in keys["mix"].split(","))}
+
+    _, printed = mix_of()
+    out, fixed = mix_of("--replay", f"{tmp_path / 'b'},{tmp_path / 'ra'}")
+    node = {"getattr": 2400, "lookup": 810, "lookup_missing": 90, "read": 1200, "write": 600,
+            "readdir": 300, "create": 240, "unlink": 180, "rename": 180}
+    replay = dict(node, getattr=4800, lookup=405, lookup_missing=45, rename=0)
+    share = lambda d: {k: v / sum(d.values()) for k, v in d.items()}  # noqa: E731
+    want, got = share(node), share(replay)
+    w = {op: printed[op] / 100 * (want[op] / got[op] if got[op] else 1) for op in node}
+    assert set(fixed) == set(node), fixed
+    for op, v in share(w).items():
+        assert fixed[op] == pytest.approx(100 * v, abs=2e-4), (op, fixed, v)
+    assert "; corrected by a replay of mix = " in out and "getattr 61.8% (40.0%), " in out
+    assert "rename 0.0% (3.0%)" in out, out
+    # the replay as the node's: the weights as printed
+    _, same = mix_of("--replay", f"{tmp_path / 'b'},{tmp_path / 'a'}")
+    assert same == printed
+    # a second round: the corrected mix was replayed and sent the node's shares
+    _, again = mix_of("--replay", f"{tmp_path / 'b'},{tmp_path / 'a'}", "--replay-mix",
+                      ",".join(f"{k}:{v}" for k, v in fixed.items()))
+    assert again == pytest.approx(fixed, abs=2e-4)
+    # bad input: one line, exit 2
+    for extra, words in ((["--replay", str(tmp_path / "b")], "is not BEFORE,AFTER"),
+                         (["--replay", f"{tmp_path / 'b'},{tmp_path / 'a'}", "--replay-mix",
+                           "nope:1"], "--replay-mix 'nope:1'"),
+                         (["--replay", f"{tmp_path / 'b'},{tmp_path / 'b'}"],
+                          "the snapshots are 0 s apart")):
+        proc = herd_cmd(herd_bin, "mix-from", tmp_path / "b", tmp_path / "a", *extra)
+        assert proc.returncode == 2, describe(proc)
+        assert words in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
 @pytest.mark.parametrize("args, words", [
     (["one"], "mix-from needs two mountstats snapshots"),
+    (["SNAP", "SNAP", "--seconds", "60", "--replay-mix", "read:1"],
+     "--replay-mix needs --replay BEFORE,AFTER"),
+
     (["/etc/hostname", "/etc/hostname"], "no NFS mount in it"),
     (["SNAP", "SNAP"], "the snapshots are 0 s apart"),
     (["SNAP", "SNAP", "--seconds", "60"], "no call herd reproduces"),
