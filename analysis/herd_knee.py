@@ -11,6 +11,9 @@ it (a DataFrame, or any sequence of mappings), and states the answer:
                    the ladder's stop_when), "not_run_note": the first one's note,
         "rule": one line stating the rule with its numbers, ...}
     describe(result, steps) -> one line naming the knee with its numbers
+    ladder_kind(steps)      -> "ranks", "clients" or "rate": what the steps change
+    knee_text(result, steps) -> "knee: step 3 (500 clients on 2 ranks, 50.2 MiB/s)"
+    step_load(row, kind)    -> one step's load in its ladder's units: "500 clients"
     throughput_metric(kind) -> "mib_per_s" or "ops_per_s"
     file_slug(name, taken)  -> a ladder name made safe for a file name
 
@@ -30,10 +33,17 @@ result names them.
 """
 import math
 import re
+from typing import Any, Literal, Mapping
 
 DATA_KINDS = ("write", "read", "md5")
 NOT_RUN = "not-run"  # a steps-table row of a step that did not run
 UNITS = {"mib_per_s": "MiB/s", "ops_per_s": "calls/s"}
+# What a ladder's steps change (ladder_kind): ranks (ranks_active,
+# ranks_step), clients (clients_active) or the offered load (rate_steps,
+# rate_curve); and the steps column that holds each one's load.
+LadderKind = Literal["ranks", "clients", "rate"]
+Steps = Any  # a ladder's steps: a DataFrame or any sequence of mappings (_rows)
+LOAD_COLUMNS = {"ranks": "active_ranks", "clients": "active_clients", "rate": "offered_per_s"}
 
 
 def file_slug(name, taken):
@@ -151,18 +161,55 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
     return out
 
 
-def describe(result, steps):
+def ladder_kind(steps: Steps) -> LadderKind:
+    """What a ladder's steps change, read from its steps table alone (not
+    its names): 'rate' when a step offers a rate (rate > 0), 'clients' when
+    the active clients per active rank differ between steps, else 'ranks'
+    (a ladder in ranks keeps every active rank's clients)."""
+    rows = _rows(steps)
+    if any(_number(r.get("rate")) > 0 for r in rows):
+        return "rate"
+    pairs = [(_number(r.get("active_clients")), _number(r.get("active_ranks"))) for r in rows]
+    per_rank = {clients / ranks for clients, ranks in pairs if ranks > 0 and clients >= 0}
+    return "clients" if len(per_rank) > 1 else "ranks"
+
+
+def step_load(row: Mapping[str, Any], kind: LadderKind) -> str:
+    """One step's load in its ladder's units, for the knee line, the first
+    error and the plots' point labels: '4 ranks', '500 clients', 'offered
+    2,000/s' (calls/s of every client)."""
+    if kind == "rate":
+        return f"offered {_rate(row.get('offered_per_s'))}/s"
+    return _plural(row.get(LOAD_COLUMNS[kind]), "client" if kind == "clients" else "rank")
+
+
+def knee_text(result: Mapping[str, Any], steps: Steps) -> str:
+    """The knee step named in its ladder's units, for describe and the
+    plots' legends: 'knee: step 3 (4 ranks on 2 hosts, 812.0 MiB/s)', '(500
+    clients on 2 ranks, 50.2 MiB/s)', '(offered 2,000/s, achieved
+    1,987/s)'; '' when no step ran."""
+    if result["saturation_index"] is None:
+        return ""
+    kind = ladder_kind(steps)
+    k = _rows(steps)[result["saturation_index"]]
+    if kind == "rate":
+        where = f"{step_load(k, kind)}, achieved {_rate(k.get('achieved_per_s'))}/s"
+    else:
+        wider = ("active_ranks", "rank") if kind == "clients" else ("active_hosts", "host")
+        where = (f"{step_load(k, kind)} on {_plural(k.get(wider[0]), wider[1])}, "
+                 f"{_number(k.get(result['metric'])):,.1f} {result['unit']}")
+    return f"knee: step {result['saturation']} ({where})"
+
+
+def describe(result: Mapping[str, Any], steps: Steps) -> str:
     """One line naming the knee (and the first error step) with their
-    numbers, for reports: 'knee: step 3 (4 ranks on 2 hosts, 812 MiB/s);
-    first error: none'."""
+    numbers in the ladder's units (knee_text, step_load), for reports:
+    'knee: step 3 (4 ranks on 2 hosts, 812 MiB/s); first error: none'."""
     rows = _rows(steps)
     not_run = result.get("not_run") or []
     if result["saturation_index"] is None:
         return "no steps" if not not_run else "no step ran" + _not_run_text(result)
-    k = rows[result["saturation_index"]]
-    value = _number(k.get(result["metric"]))
-    text = (f"knee: step {result['saturation']} ({_plural(k.get('active_ranks'), 'rank')} on "
-            f"{_plural(k.get('active_hosts'), 'host')}, {value:,.1f} {result['unit']})")
+    text = knee_text(result, steps)
     if result["stopped"]:
         text += f"; the climb stopped at {result['stopped']}"
     elif not_run:
@@ -174,7 +221,7 @@ def describe(result, steps):
         return text + "; first error: none"
     e = rows[result["first_error_index"]]
     return (text + f"; first error: step {result['first_error']} "
-            f"({_plural(e.get('active_ranks'), 'rank')}, {_plural(e.get('errors'), 'error')}, "
+            f"({step_load(e, ladder_kind(steps))}, {_plural(e.get('errors'), 'error')}, "
             f"{_int(e.get('stuck'))} stuck)")
 
 
@@ -194,6 +241,12 @@ def _not_run_text(result):
 def _int(value):
     v = _number(value)
     return "-" if math.isnan(v) else f"{int(v):,}"
+
+
+def _rate(value: Any) -> str:
+    """Calls/s as the knee line shows them: '2,000', '40', '2.5', '-'."""
+    v = _number(value)
+    return "-" if math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _plural(value, noun):

@@ -20,13 +20,15 @@ to show (no monitor samples, no errors, no NFS client counters):
                                  per client, one panel per phase
     loadcurve(steps, knee, outdir, name, title)
                                  one load ladder: throughput and server CPU,
-                                 and the main call's p99 latency, against
-                                 active ranks; the knee and error steps
-                                 marked, the rule as subtitle
+                                 and the main call's p99 latency (response
+                                 time in offered load), against active
+                                 ranks, active clients or achieved calls/s
+                                 (herd_knee.ladder_kind); the knee and error
+                                 steps marked, the rule as subtitle
     loadcurves(curves, outdir, name, title)
                                  herd-compare: several runs' curves of a
-                                 ladder overlaid, one line per run, knee
-                                 markers
+                                 ladder overlaid in the same units, one
+                                 line per run, knee markers
     save(fig, outdir, name, tight=True)
                                  any figure as a PNG through outdir
                                  (herd-compare's plots)
@@ -36,6 +38,7 @@ clock, and each phase keeps one colour in every figure.
 """
 import math
 from collections import namedtuple
+from typing import Callable
 
 import matplotlib
 
@@ -46,6 +49,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
+import herd_knee  # noqa: E402
 import herd_safe  # noqa: E402
 
 # Names from the file are drawn as they are: no mathtext, so a '$' in a host
@@ -125,6 +129,34 @@ def human_seconds(x, _pos=None):
         if x >= scale:
             return f"{x / scale:.3g} {unit}"
     return f"{x * 1e9:.3g} ns"
+
+
+def human_count(x: float, _pos: object = None) -> str:
+    """Tick label for a count or a rate: 0, 950, 1.5k, 10k, 2.5M."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def log_scale(ax: plt.Axes, which: str, label: Callable[[float, object], str],
+              limits: tuple[float, float] | None = None) -> None:
+    """A log x or y axis (which) with its ticks labelled by label(value,
+    pos), no minor labels: plain text, never matplotlib's own log labels
+    (TeX, drawn raw with parse_math off). limits: set them, widened to
+    whole decades, with ticks at 1, 2 and 5 x 10^k while they span 3
+    decades at most; else (and beyond: matplotlib's locator gives no tick
+    at all for 1, 2, 5 over more decades than fit) at powers of ten."""
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    subs = (1.0,)
+    if limits is not None:
+        low, high = whole_decades(limits)
+        (ax.set_xlim if which == "x" else ax.set_ylim)(low, high)
+        subs = (1.0, 2.0, 5.0) if high / low <= 1e3 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def save(fig, outdir, name, tight=True):
@@ -432,11 +464,8 @@ def latency(run, outdir, name):
         ax.set_title(f"{safe(op)}: {int(total.sum()):,} calls, "
                      f"p50 {human_seconds(percentile_seconds(upper, total, 0.5))}, "
                      f"p99 {human_seconds(percentile_seconds(upper, total, 0.99))}", fontsize=10)
-        ax.set_xscale("log")
+        log_scale(ax, "x", human_seconds)
         ax.set_xlim(*whole_decades(ax.get_xlim()))
-        ax.xaxis.set_major_locator(LogLocator(base=10))
-        ax.xaxis.set_major_formatter(FuncFormatter(human_seconds))
-        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3, which="both")
         ax.set_xlabel("call latency (log scale)")
@@ -749,7 +778,7 @@ def client_times(run, outdir, name, times=None):
                                edgecolor="white", linewidth=0.4)
         shown = counts[counts > 0]
         if len(shown) and shown.max() / shown.min() >= 100:
-            ax.set_yscale("log")
+            log_scale(ax, "y", human_count)
         else:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         for q, style, what in ((0.5, "-", "median"), (0.99, "--", "p99"), (1.0, ":", "max")):
@@ -776,6 +805,27 @@ def client_times(run, outdir, name, times=None):
 # ---------------------------------------------------------------- load curve
 
 KNEE_COLOUR = "#2ca02c"
+# The steps column a ladder's curve is drawn against, per kind
+# (herd_knee.ladder_kind), and its axis label: a ladder in ranks or in
+# clients against its own load, one in offered load against what it
+# achieved (vdbench's curve: response time against achieved throughput).
+CURVE_X = {"ranks": ("active_ranks", "active ranks (clients doing I/O)"),
+           "clients": ("active_clients", "active clients (of every rank)"),
+           "rate": ("achieved_per_s", "achieved calls/s (every client's paced calls)")}
+# The latency panel's lines per kind, (column, label, line style), the first
+# the main one (marked; the only one of herd-compare's overlay): a ladder in
+# offered load shows its calls' response time (from their intended instant).
+CLOSED_LATENCY = (("p99_s", "p99", "-"), ("p50_s", "p50", ":"), ("max_s", "max", "--"))
+CURVE_LATENCY = {"ranks": CLOSED_LATENCY, "clients": CLOSED_LATENCY,
+                 "rate": (("response_p99_s", "response p99", "-"),
+                          ("response_p50_s", "response p50", ":"),
+                          ("p99_s", "main call p99", "--"))}
+
+
+def curve_x(steps: pd.DataFrame, kind: str) -> np.ndarray:
+    """A ladder's x values in its kind's units (CURVE_X), NaN for the steps
+    that did not run."""
+    return ran_only(steps, steps[CURVE_X[kind][0]].astype(float).to_numpy())
 
 
 def ran_only(steps, values):
@@ -786,48 +836,84 @@ def ran_only(steps, values):
     return np.where((steps["status"] == "not-run").to_numpy(), np.nan, values)
 
 
-def ranks_axis(ax, ranks):
-    """Active ranks on x: a log2 axis for ladders spanning a factor of 4 or
-    more (1, 2, 4 ... evenly spaced), ticks at the steps' rank counts."""
-    ranks = sorted({int(r) for r in ranks})
-    if ranks and ranks[0] > 0 and ranks[-1] / ranks[0] >= 4:
+def point_notes(ax: plt.Axes, steps: pd.DataFrame, kind: str, x: np.ndarray,
+                y: np.ndarray) -> None:
+    """Each point's load in small text where x does not show it
+    (herd_knee.step_load): the offered calls/s of a ladder in offered load,
+    the active clients of a ladder in ranks of many clients per rank."""
+    if kind == "rate":
+        what = "rate"
+    elif kind == "ranks" and (steps["active_clients"] > steps["active_ranks"]).any():
+        what = "clients"
+    else:
+        return
+    for xi, yi, row in zip(x, y, steps.to_dict("records")):
+        if np.isfinite(xi) and np.isfinite(yi):
+            ax.annotate(safe(herd_knee.step_load(row, what)), (xi, yi), xytext=(4, -10),
+                        textcoords="offset points", fontsize=7, color="0.3")
+
+
+def count_axis(ax: plt.Axes, counts, label: str) -> None:
+    """Active ranks or clients on x: a log axis for ladders spanning a
+    factor of 4 or more (1, 2, 4 ... or 10, 100, 1000 evenly spaced), a
+    tick labelled with each step's count."""
+    counts = sorted({int(c) for c in counts if np.isfinite(c)})
+    if counts and counts[0] > 0 and counts[-1] / counts[0] >= 4:
         ax.set_xscale("log", base=2)
-    ax.set_xticks(ranks)
-    ax.set_xticklabels([str(r) for r in ranks], fontsize=8)
+    ax.set_xticks(counts)
+    ax.set_xticklabels([f"{c:,}" for c in counts], fontsize=8)
     ax.minorticks_off()
-    ax.set_xlabel("active ranks (clients doing I/O)")
+    ax.set_xlabel(label)
 
 
-def latency_axis(ax, values):
+def curve_axis(ax: plt.Axes, kind: str, x) -> None:
+    """The load curve's x axis: the steps' counts (count_axis), or for a
+    ladder in offered load the achieved calls/s (log from a decade up)."""
+    if kind != "rate":
+        count_axis(ax, x, CURVE_X[kind][1])
+        return
+    v = np.asarray(x, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if len(v) and v.max() / v.min() >= 10:
+        log_scale(ax, "x", human_count, (v.min(), v.max()))
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(human_count))
+    ax.set_xlabel(CURVE_X[kind][1])
+
+
+def latency_axis(ax: plt.Axes, values) -> None:
     """Seconds on y: a log axis when the values span a decade or more, else
     linear from 0 (a log axis inside one decade shows no labelled tick)."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if len(v) and v.max() / v.min() >= 10:
-        ax.set_yscale("log")
-        ax.set_ylim(*whole_decades((v.min(), v.max())))
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        log_scale(ax, "y", human_seconds, (v.min(), v.max()))
     else:
         ax.set_ylim(0, 1.15 * v.max() if len(v) else 1)
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: human_seconds(x) if x > 0 else "0"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: human_seconds(x) if x > 0
+                                                   else "0"))
 
 
 def loadcurve(steps, knee, outdir, name, title):
-    """One ladder (herd_results.Run.ladder_steps, herd_knee.knee): top,
-    throughput against active ranks with the server's CPU (when sampled)
-    on a second axis; bottom, the main call's p50 / p99 / max latency (log).
-    The knee is a green star and line, steps with errors or stuck calls a
-    red cross; the rule is the subtitle. False for no steps."""
+    """One ladder (herd_results.Run.ladder_steps, herd_knee.knee) in its
+    own units (herd_knee.ladder_kind): top, throughput against active ranks, active
+    clients or achieved calls/s, with the server's CPU (when sampled) on a
+    second axis; bottom, the main call's p50 / p99 / max latency, or for a
+    ladder in offered load its response p50 / p99 and the main call's p99.
+    The knee is a green star and line named in the ladder's units
+    (herd_knee.knee_text), steps with errors or stuck calls a red cross;
+    the rule is the subtitle. False for no steps."""
     if steps is None or len(steps) == 0:
         return False
     metric, unit = knee["metric"], knee["unit"]
-    x = steps["active_ranks"].astype(float).to_numpy()
+    kind = herd_knee.ladder_kind(steps)
+    x, lines = curve_x(steps, kind), CURVE_LATENCY[kind]
     y = ran_only(steps, steps[metric].astype(float).to_numpy())
     bad = ((steps["errors"] > 0) | (steps["stuck"] > 0)).to_numpy()
     fig, (ax, lat) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
                                   gridspec_kw={"height_ratios": [3, 2]})
     ax.plot(x, y, marker="o", color="#1f77b4", lw=1.8, label=f"{unit} (all active ranks)")
+    point_notes(ax, steps, kind, x, y)
     cpu = steps["cpu_mean"].astype(float)
     if cpu.notna().any():
         right = ax.twinx()
@@ -838,12 +924,11 @@ def loadcurve(steps, knee, outdir, name, title):
         right.set_ylim(0, 105)
         right.set_ylabel("server CPU %")
         right.legend(loc="lower right", fontsize=8)
-    for key, style, label in (("p99_s", "-", "p99"), ("p50_s", ":", "p50"),
-                              ("max_s", "--", "max")):
+    for n, (key, label, style) in enumerate(lines):
         values = steps[key].astype(float)
         if values.notna().any():
-            lat.plot(x, values, marker="o" if key == "p99_s" else None, ls=style,
-                     lw=1.8 if key == "p99_s" else 1.0, color="#ff7f0e", label=label)
+            lat.plot(x, values, marker="o" if n == 0 else None, ls=style,
+                     lw=1.8 if n == 0 else 1.0, color="#ff7f0e", label=label)
     if not math.isnan(knee.get("p99_bound", math.nan)):
         lat.axhline(knee["p99_bound"], color="0.5", lw=0.8, ls="-.",
                     label=f"p99 bound ({knee['p99_factor']:g} x step 1)")
@@ -852,7 +937,7 @@ def loadcurve(steps, knee, outdir, name, title):
         for a in (ax, lat):
             a.axvline(x[i], color=KNEE_COLOUR, lw=1.2, ls="--")
         ax.plot([x[i]], [y[i]], marker="*", markersize=18, color=KNEE_COLOUR,
-                markeredgecolor="black", ls="none", label=f"knee: step {knee['saturation']}")
+                markeredgecolor="black", ls="none", label=safe(herd_knee.knee_text(knee, steps)))
     if bad.any():
         ax.plot(x[bad], y[bad], marker="X", markersize=11, color=ERROR_COLOUR, ls="none",
                 label="errors or stuck calls")
@@ -863,14 +948,14 @@ def loadcurve(steps, knee, outdir, name, title):
     ax.set_ylabel(unit)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
+    latency_axis(lat, np.append(steps[[key for key, _, _ in lines]].to_numpy(dtype=float)
+                                .ravel(), knee.get("p99_bound", math.nan)))
     if lat.lines:
-        latency_axis(lat, np.append(steps[["p50_s", "p99_s", "max_s"]].to_numpy(dtype=float)
-                                    .ravel(), knee.get("p99_bound", math.nan)))
         lat.legend(loc="upper left", fontsize=8)
     op = steps["main_op"].dropna()
     lat.set_ylabel(f"{safe(op.iloc[0]) if len(op) else 'main call'} latency")
     lat.grid(alpha=0.3, which="both")
-    ranks_axis(lat, x)
+    curve_axis(lat, kind, x)
     ax.set_title(safe(knee["rule"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()
@@ -879,23 +964,29 @@ def loadcurve(steps, knee, outdir, name, title):
 
 
 def loadcurves(curves, outdir, name, title):
-    """herd-compare: [(label, steps, knee)] of one ladder over several runs:
-    throughput (top) and p99 (bottom) against active ranks, one colour per
-    run, its knee a star, error steps a red cross. False for no curves."""
+    """herd-compare: [(label, steps, knee)] of one ladder over several runs
+    in the ladder's units (herd_knee.ladder_kind of every run's steps together):
+    throughput (top) and the main latency line (bottom: p99, or response
+    p99 for a ladder in offered load) against active ranks, active clients
+    or achieved calls/s, one colour per run, its knee a star, error steps a
+    red cross. False for no curves."""
     curves = [c for c in curves if len(c[1])]
     if not curves:
         return False
+    kind = herd_knee.ladder_kind(pd.concat([c[1] for c in curves], ignore_index=True))
+    key, label, _ = CURVE_LATENCY[kind][0]
     fig, (ax, lat) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True,
                                   gridspec_kw={"height_ratios": [3, 2]})
-    units, ranks = set(), []
-    for n, (label, steps, knee) in enumerate(curves):
+    units, xs = set(), []
+    for n, (run_label, steps, knee) in enumerate(curves):
         colour = plt.get_cmap("tab10")(n % 10)
-        x = steps["active_ranks"].astype(float).to_numpy()
+        x = curve_x(steps, kind)
         y = ran_only(steps, steps[knee["metric"]].astype(float).to_numpy())
-        ranks += list(x)
+        xs += list(x)
         units.add(knee["unit"])
-        ax.plot(x, y, marker="o", color=colour, lw=1.6, label=safe(label))
-        lat.plot(x, steps["p99_s"].astype(float), marker="o", color=colour, lw=1.4)
+        ax.plot(x, y, marker="o", color=colour, lw=1.6, label=safe(run_label))
+        point_notes(ax, steps, kind, x, y)
+        lat.plot(x, steps[key].astype(float), marker="o", color=colour, lw=1.4)
         i = knee.get("saturation_index")
         if i is not None:
             ax.plot([x[i]], [y[i]], marker="*", markersize=17, color=colour,
@@ -914,10 +1005,10 @@ def loadcurves(curves, outdir, name, title):
     ax.set_ylabel(" / ".join(sorted(units)))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, title="run")
-    latency_axis(lat, np.concatenate([c[1]["p99_s"].astype(float).to_numpy() for c in curves]))
-    lat.set_ylabel("main call p99")
+    latency_axis(lat, np.concatenate([c[1][key].astype(float).to_numpy() for c in curves]))
+    lat.set_ylabel(f"main call {label}" if kind != "rate" else label)
     lat.grid(alpha=0.3, which="both")
-    ranks_axis(lat, ranks)
+    curve_axis(lat, kind, xs)
     ax.set_title(safe(curves[0][2]["rule_runs"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()

@@ -293,12 +293,15 @@ class Run:
 
     @_reading
     def client_times(self, name):
-        """One row per client of a phase (CLIENT_COLUMNS), by rank then
-        client: its host, iterations (rows), seconds (the sum over its rows
-        of t_end - t_start), span (its first start to its last end), bytes,
-        ops, and errors (its failed calls in the errors table, calls
-        outside an iteration included). One phase's rows are read at a
-        time; the result has one row per client, not per iteration."""
+        """One row per client that took part in a phase (CLIENT_COLUMNS),
+        by rank then client: its host, iterations (rows), seconds (the sum
+        over its rows of t_end - t_start), span (its first start to its
+        last end), bytes, ops, and errors (its failed calls in the errors
+        table, calls outside an iteration included). A client idle in a
+        ladder step (not one of its active clients) has no row here: its
+        rows in the ranks table are all zeros (no t_end, no call) and it
+        has no error. One phase's rows are read at a time; the result has
+        one row per client, not per iteration."""
         rows = self.ranks(name)
         if rows.empty:
             return pd.DataFrame(columns=CLIENT_COLUMNS)
@@ -313,6 +316,7 @@ class Run:
         counts = errs.groupby(["rank", "client"])["count"].sum() if len(errs) else pd.Series(
             dtype=np.int64)
         per["errors"] = counts.reindex(per.index, fill_value=0).astype(np.int64).to_numpy()
+        per = per[(per["last"] > 0) | (per["errors"] > 0)]
         return per.reset_index()[CLIENT_COLUMNS]
 
     @_reading
