@@ -122,8 +122,11 @@ class Cluster:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
     def down(self):
+        # 120 s was passed once (the full suite two at a time beside other
+        # work): the guests' shutdown takes what the machine gives it; the
+        # assertions are that everything is gone, not how fast.
         return subprocess.run(["bash", str(VCLUSTER), "down", "--state", str(self.state)],
-                              capture_output=True, text=True, timeout=120)
+                              capture_output=True, text=True, timeout=300)
 
     def assert_gone(self):
         for name, pid, start, *_ in self.hosts + self.daemons:
