@@ -13,7 +13,6 @@
 #include <nfsc/libnfs-raw.h> /* nfs_get_rpc_context */
 
 #include "clock.h"
-#include "ops.h"
 #include "rpcwait.h"
 
 struct queue_call;
@@ -87,13 +86,7 @@ static void queue_replied(int err, struct nfs_context *nfs, void *data, void *pr
     struct queue_part *p = priv;
     struct queue_call *k = p->call;
     double t = clock_mono();
-    const struct rpc_observer *obs = k->q->obs;
-    if (obs && obs->hist && obs->count && obs->seconds) {
-        enum op op = k->write ? OP_RPC_WRITE : OP_RPC_READ;
-        hist_add(&obs->hist[op], t > p->sent ? (uint64_t)((t - p->sent) * 1e9) : 0);
-        obs->count[op]++;
-        obs->seconds[op] += t - p->sent;
-    }
+    rpc_observe(k->q->obs, k->write, t - p->sent);
     size_t n = err <= 0 ? 0 : (size_t)err < p->len ? (size_t)err : p->len;
     if (err < 0 || (k->write && err == 0)) {
         k->err = k->err ? k->err : err < 0 ? err : -EIO;
@@ -216,8 +209,10 @@ static double queue_resend(struct nfs_queue *q, const struct stream_io *io)
             if (!k->parts[j].resend)
                 continue;
             int rc = queue_send(io, &k->parts[j]);
-            if (rc < 0 && --k->left == 0) { /* this RPC ends here, failed */
-                k->err = k->err ? k->err : rc;
+            if (rc >= 0)
+                continue;
+            k->err = k->err ? k->err : rc; /* this RPC ends here, failed */
+            if (--k->left == 0) {
                 k->ended = true;
                 k->at = clock_mono();
             }

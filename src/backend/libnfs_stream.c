@@ -209,8 +209,9 @@ void stream_window_reply(struct stream_window *w, size_t bytes, double t)
     w->t0 = t;
 }
 
-static void stream_observe(const struct rpc_observer *obs, enum op op, double seconds)
+void rpc_observe(const struct rpc_observer *obs, bool write, double seconds)
 {
+    enum op op = write ? OP_RPC_WRITE : OP_RPC_READ;
     if (!obs || !obs->hist || !obs->count || !obs->seconds)
         return;
     hist_add(&obs->hist[op], seconds > 0 ? (uint64_t)(seconds * 1e9) : 0);
@@ -226,7 +227,7 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     struct rpc_slot *sl = priv;
     struct nfs_stream *s = sl->s;
     double t = clock_mono();
-    stream_observe(s->obs, sl->write ? OP_RPC_WRITE : OP_RPC_READ, t - sl->sent);
+    rpc_observe(s->obs, sl->write, t - sl->sent);
     size_t n = err <= 0 ? 0 : (size_t)err < sl->len ? (size_t)err : sl->len;
     if (n)
         stream_window_reply(sl->win, n, t);

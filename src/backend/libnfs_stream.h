@@ -65,6 +65,10 @@ struct rpc_observer {
     double *seconds;
 };
 
+/* One READ (write: WRITE) RPC's round trip of seconds into obs (NULL, or
+ * any array NULL: not counted). */
+void rpc_observe(const struct rpc_observer *obs, bool write, double seconds);
+
 /* The RPCs of one direction (READ or WRITE) a rank's streams keep in
  * flight, shared by its files. Fixed: max. Probing (nfs_inflight = 0):
  * the window tries 1, 2, 4, ... up to max, then the same windows down

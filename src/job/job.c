@@ -452,23 +452,26 @@ static void job_resolve_global(struct parse_state *st, struct phase *global)
  * the paths relative to the job file. */
 static void job_mix_from_apply(struct parse_state *st, struct phase *ph)
 {
-    char paths[2][JOB_PATH_MAX], err[1024];
-    const char *comma = strchr(ph->mix_from, ',');
-    const char *slash = strrchr(st->job->path, '/');
-    int dir = slash && st->job->path[0] ? (int)(slash - st->job->path) : -1;
-    for (int i = 0; i < 2; i++) {
-        const char *p = i ? (comma ? comma + 1 : "") : ph->mix_from;
-        int n = i ? (int)strlen(p) : comma ? (int)(comma - p) : 0;
-        if (p[0] == '/' || dir < 0)
-            snprintf(paths[i], sizeof paths[i], "%.*s", n, p);
-        else
-            snprintf(paths[i], sizeof paths[i], "%.*s/%.*s", dir, st->job->path, n, p);
-    }
+    char paths[2][JOB_PATH_MAX], before[JOB_PATH_MAX], err[1024];
+    const char *after;
     int line = job_line_of(st, ph->name, "mix_from");
-    if (!comma || comma == ph->mix_from || !comma[1] || strchr(comma + 1, ',')) {
+    if (job_mixfrom_pair(ph->mix_from, before, sizeof before, &after) < 0) {
         job_fail(st, line, "mix_from", "'%s' is not BEFORE,AFTER (two mountstats files)",
                  ph->mix_from);
         return;
+    }
+    const char *slash = strrchr(st->job->path, '/');
+    int dir = slash && st->job->path[0] ? (int)(slash - st->job->path) : -1;
+    for (int i = 0; i < 2; i++) {
+        const char *p = i ? after : before;
+        int n = p[0] == '/' || dir < 0
+                    ? snprintf(paths[i], sizeof paths[i], "%s", p)
+                    : snprintf(paths[i], sizeof paths[i], "%.*s/%s", dir, st->job->path, p);
+        if (n < 0 || (size_t)n >= sizeof paths[i]) {
+            job_fail(st, line, "mix_from", "'%s': a path longer than %d bytes", p,
+                     JOB_PATH_MAX - 1);
+            return;
+        }
     }
     struct job_mixfrom m;
     if (job_mixfrom_load(paths[0], paths[1], NULL, 0, &m, err, sizeof err) < 0) {
@@ -486,7 +489,7 @@ static void job_mix_from_apply(struct parse_state *st, struct phase *ph)
     if (!given[2])
         ph->block_size = m.m.block_size;
     if (!given[3])
-        ph->file_size = m.m.block_size * 16 > 65536 ? m.m.block_size * 16 : 65536;
+        ph->file_size = job_mixfrom_file_size(&m.m);
 }
 
 /* Phase ph of section i: global's values, then the section's keys and

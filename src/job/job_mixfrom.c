@@ -115,28 +115,38 @@ static void replay_describe(const struct mixfrom *target, const struct mixfrom *
     buf[0] = '\0';
     for (int i = 0; mixspec_ops[i] >= 0 && used < len; i++) {
         int op = mixspec_ops[i];
-        double t = 0, r = 0;
-        for (int k = 0; k < target->nshares; k++)
-            t = target->share_op[k] == op ? target->share[k] : t;
-        for (int k = 0; k < replay->nshares; k++)
-            r = replay->share_op[k] == op ? replay->share[k] : r;
+        double t = mixfrom_share(target, op), r = mixfrom_share(replay, op);
         if (t > 0 || r > 0)
             used += (size_t)snprintf(buf + used, len - used, "%s%s %.1f%% (%.1f%%)",
                                      used ? ", " : "", op_name((enum op)op), 100 * r, 100 * t);
     }
 }
 
+int job_mixfrom_pair(const char *text, char *before, size_t blen, const char **after)
+{
+    const char *comma = strchr(text, ',');
+    if (!comma || comma == text || !comma[1] || strchr(comma + 1, ',') ||
+        (size_t)(comma - text) >= blen)
+        return -1;
+    snprintf(before, blen, "%.*s", (int)(comma - text), text);
+    *after = comma + 1;
+    return 0;
+}
+
+uint64_t job_mixfrom_file_size(const struct mixfrom *m)
+{
+    return m->block_size * 16 > 65536 ? m->block_size * 16 : 65536;
+}
+
 int job_mixfrom_correct(struct job_mixfrom *j, const char *replay, const char *ran,
                         const char *mount, double seconds, char *err, size_t len)
 {
-    const char *comma = strchr(replay, ',');
     char before[4096];
-    if (!comma || comma == replay || !comma[1] || strchr(comma + 1, ',') ||
-        (size_t)(comma - replay) >= sizeof before) {
+    const char *after;
+    if (job_mixfrom_pair(replay, before, sizeof before, &after) < 0) {
         snprintf(err, len, "--replay '%s' is not BEFORE,AFTER (two mountstats files)", replay);
         return -1;
     }
-    snprintf(before, sizeof before, "%.*s", (int)(comma - replay), replay);
     struct mix_spec spec;
     char why[512];
     snprintf(j->ran, sizeof j->ran, "%s", ran && ran[0] ? ran : j->m.mix);
@@ -145,7 +155,7 @@ int job_mixfrom_correct(struct job_mixfrom *j, const char *replay, const char *r
         return -1;
     }
     struct job_mixfrom *r = malloc(sizeof *r);
-    int rc = r ? job_mixfrom_load(before, comma + 1, mount, seconds, r, err, len)
+    int rc = r ? job_mixfrom_load(before, after, mount, seconds, r, err, len)
                : (snprintf(err, len, "out of memory"), -1);
     if (rc == 0 &&
         mixfrom_correct(&j->m, &r->m, &spec, j->m.mix, sizeof j->m.mix, why, sizeof why) < 0) {
@@ -163,7 +173,7 @@ void job_mixfrom_print(FILE *out, const struct job_mixfrom *j, const char *secti
     const struct mixfrom *m = &j->m;
     char block[32], fsize[32], rs[32], ws[32];
     units_format_size(m->block_size, block, sizeof block);
-    units_format_size(m->block_size * 16 > 65536 ? m->block_size * 16 : 65536, fsize, sizeof fsize);
+    units_format_size(job_mixfrom_file_size(m), fsize, sizeof fsize);
     units_format_human(m->read_size, rs, sizeof rs);
     units_format_human(m->write_size, ws, sizeof ws);
     fprintf(out, "; herd mix-from: %s on %s (%s%s%s), %.1f s between the snapshots\n", j->device,

@@ -29,6 +29,14 @@ struct job_mixfrom {
 int job_mixfrom_load(const char *before, const char *after, const char *mount, double seconds,
                      struct job_mixfrom *out, char *err, size_t len);
 
+/* "BEFORE,AFTER" (the key mix_from, --replay): BEFORE into before (blen
+ * bytes), *after at AFTER. 0, or -1 when text is not two non-empty names
+ * around one comma (or BEFORE does not fit). */
+int job_mixfrom_pair(const char *text, char *before, size_t blen, const char **after);
+
+/* The file_size a mix from m gets: 16 blocks, at least 64 KiB. */
+uint64_t job_mixfrom_file_size(const struct mixfrom *m);
+
 /* Correct j's mix by a replay (mixfrom_correct): replay is
  * "BEFORE,AFTER", two snapshots of the same client's mountstats around a
  * herd run of mix ran (NULL or "": j's own mix, as first printed), read

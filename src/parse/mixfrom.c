@@ -101,8 +101,7 @@ static void mix_text(const double *w, char *mix, size_t mixlen)
     }
 }
 
-/* Op's share in m, 0 when m has none of it. */
-static double mixfrom_share(const struct mixfrom *m, int op)
+double mixfrom_share(const struct mixfrom *m, int op)
 {
     for (int i = 0; i < m->nshares; i++)
         if (m->share_op[i] == op)

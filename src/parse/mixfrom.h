@@ -40,6 +40,9 @@ struct mixfrom {
 int mixfrom_compute(const struct mountstats *delta, double seconds, struct mixfrom *out, char *why,
                     size_t len);
 
+/* Op's share of m's reproduced calls, 0 when m has none of it. */
+double mixfrom_share(const struct mixfrom *m, int op);
+
 /* The mix corrected by a replay: a herd run of mix `ran` through the
  * same kind of client made it send the shares of `replay` (its own
  * mixfrom), where the shares of `target` were wanted. Each op of target
