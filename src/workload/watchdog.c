@@ -9,7 +9,15 @@
 #include <string.h>
 #include <time.h>
 
-#define WATCHDOG_PERIOD 1.0 /* seconds between looks */
+/* Seconds between looks: a quarter of the threshold, between 10 ms and 1 s,
+ * so that a call lasting min(1.25 x threshold, threshold + 1 s) or more is
+ * in flight at some look however the looks fall (a fixed 1 s missed calls
+ * that ended within a second of the threshold, e.g. at op_timeout). */
+static double watchdog_period(double threshold)
+{
+    double p = threshold / 4;
+    return p < 0.01 ? 0.01 : p > 1.0 ? 1.0 : p;
+}
 
 struct watchdog {
     pthread_t thread;
@@ -92,7 +100,9 @@ static void *watchdog_main(void *arg)
     while (!w->stopping) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += (time_t)WATCHDOG_PERIOD;
+        long long ns = (long long)ts.tv_nsec + (long long)(watchdog_period(w->threshold) * 1e9);
+        ts.tv_sec += (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
         pthread_cond_timedwait(&w->wake, &w->lock, &ts);
         if (!w->stopping)
             watchdog_look(w);

@@ -1,6 +1,7 @@
 /* watchdog.h — notice operations that hang. Workloads mark each backend
- * call in flight (op, path, start); a thread per rank looks every second
- * and records any call running longer than a threshold: which op, which
+ * call in flight (op, path, start); a thread per rank looks every
+ * threshold/4 (10 ms to 1 s) and records any call running longer than a
+ * threshold: which op, which
  * path, since when, and when (if ever in the phase) it returned. A hard-
  * mounted NFS server that stops answering shows up here, by rank and host,
  * even when the call never returns. */

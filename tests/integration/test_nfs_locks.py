@@ -378,7 +378,7 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
         # back (hold s each, a grant at most 10 ms after an unlock), so
         # some rank holds the lock
         bg.wait_line(r"^herd: lk: ", timeout=RUN_TIMEOUT)
-        killed = time.monotonic()
+        killed, killed_unix = time.monotonic(), time.time()
         os.kill(pids[1], signal.SIGKILL)
         # a hang guard: ranks left waiting would wait lock_timeout per try
         done, ended = bg.wait(timeout=LEASE + 60)
@@ -428,6 +428,9 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
         return proc, ph, t0 - killed
 
     proc, ph, at = new_run(0)
+    res0 = load_results(tmp_path / "after0.h5")
+    # the lock phase's own start, after the new run's start-up: s after the kill
+    lock_at = res0.attrs["epoch_unix"] + ph.attrs["t_start"] - killed_unix
     rows, errs = ph.ranks, lock_errors(ph)
     if version == 3:
         # NLM has no lease: the lock stays, every try ends in lock_timeout.
@@ -447,8 +450,9 @@ def test_dead_client(nfs_server, herd_bin, tmp_path, version):
     assert proc.returncode == 0, describe(proc)
     assert rows["grants"].tolist() == [2] * nranks, errs
     # it waited for what was left of the dead client's lease (its last
-    # renewal at most `hold` s before the kill): never less
-    assert LEASE - at - hold <= lock_wait_s(ph), lock_wait_s(ph)
+    # renewal at most `hold` s before the kill), counted from the lock
+    # phase's start: never less (1 s for the server's whole-second lease clock)
+    assert LEASE - lock_at - hold - 1 <= lock_wait_s(ph), (lock_at, lock_wait_s(ph))
     # Until the lease ends a new run meets the lock; after it, none does:
     # new runs, one after the other, until one is clean.
     i = 0
