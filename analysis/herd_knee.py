@@ -4,7 +4,7 @@ A pure module (no file, no plot, no pandas needed): it takes a ladder's
 step table, one row per step in step order, as Run.ladder_steps() returns
 it (a DataFrame, or any sequence of mappings), and states the answer:
 
-    knee(steps, growth=0.10, p99_factor=4.0) -> {
+    knee(steps, growth=0.10, p99_factor=4.0, kept=0.95) -> {
         "saturation": step number of the knee (None for no steps),
         "first_error": first step with errors or stuck calls (None: none),
         "not_run": the steps not run (status not-run: an earlier step broke
@@ -26,7 +26,10 @@ curve that never stops growing has its knee at its last step (the server
 was not saturated: add ranks), one flat from the start at step 1, and a
 p99 that blows up ends the climb even while throughput still grows.
 Throughput is MiB/s for kinds that move data (write, read, md5) and calls/s
-for the others (lock, storm, meta), as throughput_metric says. Steps with
+for the others (lock, storm, meta), as throughput_metric says. A ladder in
+offered load (rate_steps, rate_curve) climbs by SPECstorage's rule: while
+each step sent at least `kept` (95%) of the calls due with a response p99
+under p99_factor x step 1's; the knee is the last offered load so met. Steps with
 status `not-run` (rows of the steps table that an earlier step's broken
 `stop_when` kept from running: no figures) take no part in the climb; the
 result names them.
@@ -67,7 +70,7 @@ def throughput_metric(kind):
     return "mib_per_s" if kind in DATA_KINDS else "ops_per_s"
 
 
-def _rows(steps):
+def step_rows(steps):
     """Steps as a list of dicts, whatever the container."""
     if hasattr(steps, "to_dict"):
         return steps.to_dict("records")
@@ -98,7 +101,7 @@ def human_seconds(seconds):
     return f"{seconds * 1e9:.3g} ns"
 
 
-def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
+def knee(steps, growth=0.10, p99_factor=4.0, metric=None, kept=0.95):
     """The knee and the first error step of a ladder (see the module text).
 
     steps: rows with step, active_ranks, the metric column (mib_per_s or
@@ -107,10 +110,17 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
     first_error (step numbers or None), saturation_index and
     first_error_index (row positions or None), metric, unit, p99_bound (s;
     NaN when step 1 has no p99), stopped (why the climb ended, or None
-    when it reached the last step) and rule (one line)."""
-    if not growth >= 0 or not p99_factor > 0:
-        raise ValueError(f"knee: growth {growth} must be >= 0 and p99_factor {p99_factor} > 0")
-    every = _rows(steps)
+    when it reached the last step) and stopped_index (that step's row
+    position, or None), and rule (one line).
+
+    A ladder in offered load (ladder_kind 'rate') climbs by SPECstorage's
+    rule instead: a step extends the climb while it sent at least `kept`
+    of the calls due (units / due) and its response p99 stayed under
+    p99_factor x step 1's; metric stays the throughput its plots draw."""
+    if not growth >= 0 or not p99_factor > 0 or not 0 < kept <= 1:
+        raise ValueError(f"knee: growth {growth} must be >= 0, p99_factor {p99_factor} > 0 "
+                         f"and kept {kept} in (0, 1]")
+    every = step_rows(steps)
     # Row positions of the steps that ran: the climb is over these alone,
     # and the indexes returned are positions in steps.
     ran = [i for i, r in enumerate(every) if r.get("status") != NOT_RUN]
@@ -119,36 +129,51 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None):
     if metric is None:
         metric = throughput_metric((rows or every)[0].get("kind") if every else None)
     unit = UNITS.get(metric, metric)
-    base_p99 = _number(rows[0].get("p99_s")) if rows else math.nan
+    rated = ladder_kind(every) == "rate" if every else False
+    p99_key = "response_p99_s" if rated else "p99_s"
+    base_p99 = _number(rows[0].get(p99_key)) if rows else math.nan
     bound = p99_factor * base_p99
     out = {"saturation": None, "saturation_index": None, "first_error": None,
            "first_error_index": None, "metric": metric, "unit": unit, "p99_bound": bound,
-           "stopped": None, "growth": growth, "p99_factor": p99_factor,
+           "stopped": None, "stopped_index": None, "growth": growth, "p99_factor": p99_factor,
            "not_run": [r.get("step") for r in not_run],
            "not_run_note": str(not_run[0].get("note") or "") if not_run else ""}
-    p99_text = (f"p99 < {p99_factor:g} x step 1's ({human_seconds(bound)})" if not math.isnan(bound)
-                else "p99 not bounded (step 1 has none)")
-    rule = ("knee = last step of the climb from step 1 in which each step's {unit} grew "
-            "> {growth:g}% over the previous step with {p99}; "
-            "first error = first step with errors or stuck calls")
+    what = "response p99" if rated else "p99"
+    p99_text = (f"{what} < {p99_factor:g} x step 1's ({human_seconds(bound)})"
+                if not math.isnan(bound) else f"{what} not bounded (step 1 has none)")
+    if rated:
+        rule = ("knee = last step of the climb from step 1 in which each step sent "
+                f">= {100 * kept:g}% of the calls due with {{p99}}; "
+                "first error = first step with errors or stuck calls")
+    else:
+        rule = ("knee = last step of the climb from step 1 in which each step's {unit} grew "
+                "> {growth:g}% over the previous step with {p99}; "
+                "first error = first step with errors or stuck calls")
     out["rule"] = rule.format(unit=unit, growth=100 * growth, p99=p99_text)
     # Over several runs, each with its own step 1: one bound per run
     # (describe gives it), the rule without a number.
     out["rule_runs"] = rule.format(unit=unit, growth=100 * growth,
-                                   p99=f"p99 < {p99_factor:g} x the run's own step 1 p99")
+                                   p99=f"{what} < {p99_factor:g} x the run's own step 1 {what}")
     if not rows:
         return out
-    climb = 0
-    for i in range(1, len(rows)):
-        before, now = _number(rows[i - 1].get(metric)), _number(rows[i].get(metric))
-        p99 = _number(rows[i].get("p99_s"))
-        grew = now > (1.0 + growth) * before if not math.isnan(before) else False
+    climb, first = 0, 0 if rated else 1
+    for i in range(first, len(rows)):
+        p99 = _number(rows[i].get(p99_key))
         bounded = math.isnan(bound) or p99 < bound
-        if not (grew and bounded):
-            gain = (f"{round(100 * (now / before - 1)) + 0:+d}%"
-                    if before > 0 and not math.isnan(now) else f"{now:.4g} {unit}")
-            out["stopped"] = (f"step {rows[i].get('step', i + 1)}: {unit} {gain}"
-                              + ("" if bounded else f", p99 {human_seconds(p99)} over the bound"))
+        if rated:
+            share = _number(rows[i].get("units")) / _number(rows[i].get("due")) \
+                if _number(rows[i].get("due")) > 0 else math.nan
+            paid = not share < kept  # NaN (nothing due): no evidence against it
+            gain = f"sent {100 * share:.1f}% of the calls due"
+        else:
+            before, now = _number(rows[i - 1].get(metric)), _number(rows[i].get(metric))
+            paid = now > (1.0 + growth) * before if not math.isnan(before) else False
+            gain = unit + " " + (f"{round(100 * (now / before - 1)) + 0:+d}%"
+                                 if before > 0 and not math.isnan(now) else f"{now:.4g}")
+        if not (paid and bounded):
+            out["stopped_index"] = ran[i]
+            over = f", {what} {human_seconds(p99)} over {p99_factor:g} x step 1's"
+            out["stopped"] = f"step {rows[i].get('step', i + 1)}: {gain}" + ("" if bounded else over)
             break
         climb = i
     out["saturation_index"] = ran[climb]
@@ -166,7 +191,7 @@ def ladder_kind(steps: Steps) -> LadderKind:
     its names): 'rate' when a step offers a rate (rate > 0), 'clients' when
     the active clients per active rank differ between steps, else 'ranks'
     (a ladder in ranks keeps every active rank's clients)."""
-    rows = _rows(steps)
+    rows = step_rows(steps)
     if any(_number(r.get("rate")) > 0 for r in rows):
         return "rate"
     pairs = [(_number(r.get("active_clients")), _number(r.get("active_ranks"))) for r in rows]
@@ -179,8 +204,8 @@ def step_load(row: Mapping[str, Any], kind: LadderKind) -> str:
     error and the plots' point labels: '4 ranks', '500 clients', 'offered
     2,000/s' (calls/s of every client)."""
     if kind == "rate":
-        return f"offered {_rate(row.get('offered_per_s'))}/s"
-    return _plural(row.get(LOAD_COLUMNS[kind]), "client" if kind == "clients" else "rank")
+        return f"offered {rate_text(row.get('offered_per_s'))}/s"
+    return plural(row.get(LOAD_COLUMNS[kind]), "client" if kind == "clients" else "rank")
 
 
 def knee_text(result: Mapping[str, Any], steps: Steps) -> str:
@@ -191,12 +216,12 @@ def knee_text(result: Mapping[str, Any], steps: Steps) -> str:
     if result["saturation_index"] is None:
         return ""
     kind = ladder_kind(steps)
-    k = _rows(steps)[result["saturation_index"]]
+    k = step_rows(steps)[result["saturation_index"]]
     if kind == "rate":
-        where = f"{step_load(k, kind)}, achieved {_rate(k.get('achieved_per_s'))}/s"
+        where = f"{step_load(k, kind)}, achieved {rate_text(k.get('achieved_per_s'))}/s"
     else:
         wider = ("active_ranks", "rank") if kind == "clients" else ("active_hosts", "host")
-        where = (f"{step_load(k, kind)} on {_plural(k.get(wider[0]), wider[1])}, "
+        where = (f"{step_load(k, kind)} on {plural(k.get(wider[0]), wider[1])}, "
                  f"{_number(k.get(result['metric'])):,.1f} {result['unit']}")
     return f"knee: step {result['saturation']} ({where})"
 
@@ -205,7 +230,7 @@ def describe(result: Mapping[str, Any], steps: Steps) -> str:
     """One line naming the knee (and the first error step) with their
     numbers in the ladder's units (knee_text, step_load), for reports:
     'knee: step 3 (4 ranks on 2 hosts, 812 MiB/s); first error: none'."""
-    rows = _rows(steps)
+    rows = step_rows(steps)
     not_run = result.get("not_run") or []
     if result["saturation_index"] is None:
         return "no steps" if not not_run else "no step ran" + _not_run_text(result)
@@ -221,8 +246,8 @@ def describe(result: Mapping[str, Any], steps: Steps) -> str:
         return text + "; first error: none"
     e = rows[result["first_error_index"]]
     return (text + f"; first error: step {result['first_error']} "
-            f"({step_load(e, ladder_kind(steps))}, {_plural(e.get('errors'), 'error')}, "
-            f"{_int(e.get('stuck'))} stuck)")
+            f"({step_load(e, ladder_kind(steps))}, {plural(e.get('errors'), 'error')}, "
+            f"{step_int(e.get('stuck'))} stuck)")
 
 
 def _not_run_text(result):
@@ -230,25 +255,25 @@ def _not_run_text(result):
     steps = result.get("not_run") or []
     if not steps:
         return ""
-    names = f"step {_int(steps[0])}" if len(steps) == 1 else \
-        f"steps {_int(steps[0])} to {_int(steps[-1])}"
+    names = f"step {step_int(steps[0])}" if len(steps) == 1 else \
+        f"steps {step_int(steps[0])} to {step_int(steps[-1])}"
     note = str(result.get("not_run_note") or "")
     if note.startswith("not run: "):
         note = note[len("not run: "):]
     return f"; not run: {names}" + (f" ({note})" if note else "")
 
 
-def _int(value):
+def step_int(value):
     v = _number(value)
     return "-" if math.isnan(v) else f"{int(v):,}"
 
 
-def _rate(value: Any) -> str:
+def rate_text(value: Any) -> str:
     """Calls/s as the knee line shows them: '2,000', '40', '2.5', '-'."""
     v = _number(value)
     return "-" if math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
-def _plural(value, noun):
+def plural(value, noun):
     """'1 rank', '4 ranks', '- ranks' (unknown)."""
-    return f"{_int(value)} {noun}{'' if _number(value) == 1 else 's'}"
+    return f"{step_int(value)} {noun}{'' if _number(value) == 1 else 's'}"

@@ -72,25 +72,14 @@ def tool(path: Path, *args: object) -> subprocess.CompletedProcess:
 def clients_ladder(herd_bin: str, tmp_path_factory) -> Path:
     """A results file of a ladder in clients (ladder w: w.10c, w.50c, w.100c)
     over 2 ranks x 50 libnfs clients against the embedded ganesha."""
-    from test_nfs import herd_run_nfs
-    from test_nfs_server import Server, _why_skip
-    why = _why_skip()
-    if why is not None:
-        pytest.skip(why)
+    from test_nfs import herd_run_on_ganesha
     work = tmp_path_factory.mktemp("clients")
-    server = Server(work / "nfs")
-    try:
-        server.start("--fs", "dir")
-        job = write_job(work / "c.ini", {"backend": "libnfs", "target": server.url,
-                                         "clients_per_rank": CLIENTS},
-                        [("w", {"kind": "write", "file_size": "128K", "block_size": "64K",
-                                "clients_active": "10,50,all"})])
-        out = work / "c.h5"
-        proc = herd_run_nfs(server, herd_bin, CLIENT_RANKS, job, out)
-        assert proc.returncode == 0, describe(proc)
-    finally:
-        server.stop(check=False)
-    server.assert_clean()
+    out = work / "c.h5"
+    proc = herd_run_on_ganesha(herd_bin, work, CLIENT_RANKS, lambda url: write_job(
+        work / "c.ini", {"backend": "libnfs", "target": url, "clients_per_rank": CLIENTS},
+        [("w", {"kind": "write", "file_size": "128K", "block_size": "64K",
+                "clients_active": "10,50,all"})]), out, "--fs", "dir")
+    assert proc.returncode == 0, describe(proc)
     return out
 
 
@@ -395,3 +384,42 @@ def test_report_and_compare_exit_0(clients_ladder, rate_ladder, tmp_path):
     assert proc.returncode == 0, describe(proc)
     assert "per offered calls/s (rows)" in proc.stdout
     assert "(offered " in proc.stdout
+
+
+# ---------------------------------------------------------------- 5. the loader's docs
+
+
+def test_loader_example_in_the_docs_runs_as_written(herd_bin: str, tmp_path: Path) -> None:
+    """docs/analysis.md's loader example, run as written on a results file
+    with its phase and ladder names (only the file's path is changed); its
+    steps carry every column of the stored steps table, active_clients
+    among them, and loadcurve_read.csv has them all."""
+    (tmp_path / "target").mkdir()
+    job = write_job(tmp_path / "x.ini", {"target": tmp_path / "target", "fsync": "no",
+                                         "block_size": "64K", "file_size": "256K"},
+                    [("write-unique-16M", {"kind": "write"}),
+                     ("read", {"kind": "read", "ranks_active": "1,2"})])
+    out = tmp_path / "xfs-20.h5"
+    proc = herd_run(herd_bin, 2, job, out)
+    assert proc.returncode == 0, describe(proc)
+    doc = (REPO_DIR / "docs" / "analysis.md").read_text()
+    section = doc[doc.index("## The loader, `herd_results`"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", 10)]
+    assert 'herd_results.load("xfs-20.h5")' in code
+    code = code.replace('"xfs-20.h5"', repr(str(out)))
+    proc = run_cmd(["/usr/bin/python3", "-c", code], timeout=120, cwd=REPO_DIR)
+    assert proc.returncode == 0, describe(proc)
+    with herd_results.load(str(out)) as run:
+        steps = run.ladder_steps("read")
+        assert list(steps.columns) == herd_results.LADDER_COLUMNS
+        import h5py
+        with h5py.File(out, "r") as f:
+            stored = list(f["phases/read/steps"].dtype.names)
+    assert set(stored) <= set(steps.columns), set(stored) - set(steps.columns)
+    assert steps["active_clients"].tolist() == [1, 2]
+    report = tmp_path / "report"
+    proc = tool(REPORT, out, "-o", report)
+    assert proc.returncode == 0, describe(proc)
+    rows = read_csv(report / "loadcurve_read.csv")
+    assert set(stored) <= set(rows[0]), set(stored) - set(rows[0])
+    assert [r["active_clients"] for r in rows] == ["1", "2"]

@@ -97,7 +97,7 @@ def test_knee_p99_blow_up_ends_the_climb():
     k = herd_knee.knee(s)
     assert k["saturation"] == 2
     assert k["p99_bound"] == pytest.approx(4e-3)
-    assert "p99 5 ms over the bound" in k["stopped"]
+    assert "p99 5 ms over 4 x step 1's" in k["stopped"]
     # With a looser bound the same curve never saturates.
     assert herd_knee.knee(s, p99_factor=10)["saturation"] == 4
 
@@ -127,6 +127,46 @@ def test_knee_thresholds_and_rule_text():
     assert k["saturation"] == 2 and "not bounded" in k["rule"]
     with pytest.raises(ValueError):
         herd_knee.knee(s, growth=-1)
+
+
+def rated(offered, units, due, resp_p99):
+    """A synthetic ladder in offered load (rate_steps) of 2 ranks."""
+    n = len(offered)
+    return pd.DataFrame({
+        "step": range(1, n + 1), "phase": [f"r.{o}ps" for o in offered], "kind": "read",
+        "active_ranks": [2] * n, "active_hosts": [1] * n, "active_clients": [2] * n,
+        "rate": [o / 2 for o in offered], "offered_per_s": [float(o) for o in offered],
+        "achieved_per_s": [float(u) for u in units], "units": units, "due": due,
+        "mib_per_s": [u / 256 for u in units], "ops_per_s": [float(u) for u in units],
+        "response_p99_s": resp_p99, "p99_s": [1e-3] * n, "errors": [0] * n, "stuck": [0] * n})
+
+
+def test_rate_knee_is_the_last_offered_load_met():
+    # SPECstorage's rule: 95% of the calls due sent, response p99 under 4 x step 1's.
+    s = rated([100, 200, 400, 800], [100, 199, 330, 350], [100, 200, 400, 800],
+              [2e-3, 3e-3, 5e-3, 9e-3])
+    k = herd_knee.knee(s)
+    assert k["saturation"] == 2 and k["stopped_index"] == 2
+    assert k["stopped"] == "step 3: sent 82.5% of the calls due"
+    assert ">= 95% of the calls due" in k["rule"] and "response p99 < 4 x step 1's (8 ms)" \
+        in k["rule"]
+    # Throughput still grows at step 3 (+66%): the closed-loop rule would climb on.
+    assert s["mib_per_s"][2] > 1.1 * s["mib_per_s"][1]
+    # The response p99 ends the climb even when every call due was sent.
+    k = herd_knee.knee(rated([100, 200, 400], [100, 200, 400], [100, 200, 400],
+                             [1e-3, 2e-3, 5e-3]))
+    assert k["saturation"] == 2 and "response p99 5 ms over 4 x step 1's" in k["stopped"]
+    # Even step 1 missed: the knee is step 1, the climb ended there.
+    k = herd_knee.knee(rated([800, 1600], [400, 420], [800, 1600], [1e-3, 1e-3]))
+    assert k["saturation"] == 1 and k["stopped_index"] == 0
+    # Every step met: not saturated; a looser share lets a step through.
+    k = herd_knee.knee(rated([100, 200], [100, 199], [100, 200], [1e-3, 1e-3]))
+    assert k["saturation"] == 2 and k["stopped"] is None
+    s = rated([100, 200], [100, 180], [100, 200], [1e-3, 1e-3])
+    assert herd_knee.knee(s)["saturation"] == 1
+    assert herd_knee.knee(s, kept=0.9)["saturation"] == 2
+    with pytest.raises(ValueError):
+        herd_knee.knee(s, kept=0)
 
 
 def test_file_slug():

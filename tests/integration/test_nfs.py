@@ -91,6 +91,25 @@ def herd_run_nfs(server, herd_bin, nranks, job, out, *extra, timeout=RUN_TIMEOUT
     return run_cmd(args, timeout=timeout, env=ns_env())
 
 
+def herd_run_on_ganesha(herd_bin, work, nranks, make_job, out, *start_args):
+    """A run against a ganesha of its own: skips without root or the
+    server's packages; starts one under work/nfs (nfs-server.sh start
+    START_ARGS), runs herd with the job make_job(url) writes, stops the
+    server and checks that nothing of it is left, also when the run
+    failed. Returns the run's CompletedProcess."""
+    why = _why_skip()
+    if why is not None:
+        pytest.skip(why)
+    server = Server(work / "nfs")
+    try:
+        server.start(*start_args)
+        proc = herd_run_nfs(server, herd_bin, nranks, make_job(server.url), out)
+    finally:
+        server.stop(check=False)
+    server.assert_clean()
+    return proc
+
+
 def ns_background(server, herd_bin, nranks, job, out):
     """herd run under mpirun in the server's namespace, in the background."""
     return Background(ns_args(server, *mpirun_args(herd_bin, nranks, "run", job, "-o", out)),

@@ -40,7 +40,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import describe, read_csv, run_cmd
+from conftest import REPO_DIR, describe, read_csv, run_cmd
 from test_jobs import JOBS, seed_env, stop_servers_left, text  # noqa: F401 (a fixture)
 
 SBIN = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
@@ -181,6 +181,20 @@ def test_seed002_threads_knfsd_disk_latency(herd_bin, tmp_path):
     rows = read_csv(out / "threads.csv")
     assert [(r["threads"], r["ranks"]) for r in rows] == \
         [("1", "1"), ("1", "2"), ("2", "1"), ("2", "2")], rows
+    # One nfsd thread, two ranks, every read waiting 5 ms on the disk: a
+    # request finds that thread busy whenever the other rank's is served.
+    # herd-report's verdict names the thread pool with its woken share.
+    with h5py.File(out / "t1.r2.h5", "r") as f:
+        woken = float(f["phases/read/steps"]["nfsd_woken_share"][0])
+    proc = run_cmd(["/usr/bin/python3", str(REPO_DIR / "analysis" / "herd-report"),
+                    out / "t1.r2.h5", "-o", tmp_path / "t1r2-report"], timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    page = (tmp_path / "t1r2-report" / "index.html").read_text()
+    verdict = page[page.index('id="verdict"'):page.index("</ul>")]
+    print(f"t1 r2: woken {woken:.3f}; {verdict}")
+    assert woken < 0.25, woken
+    assert f"the one nfsd thread busy (only {100 * woken:.0f}% of requests found it idle)" \
+        in verdict, verdict
 
 
 def test_seed001_locks_knfsd(herd_bin, tmp_path):

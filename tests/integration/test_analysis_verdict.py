@@ -1,0 +1,214 @@
+"""The verdict on the first screen of herd-report (analysis/herd_verdict.py,
+docs/analysis.md "The verdict"), on a results file herd writes during the
+test against the embedded ganesha:
+
+A ladder in clients past ganesha's connection cap: 2 ranks x 550 libnfs
+clients and a monitor rank, `clients_active = 10,500,all`. ganesha takes
+1021 connections (RPC_Max_Connections) and refuses the rest, so the
+1100-client step counts ECONNREFUSED (op connect) and the steps before it
+none.
+
+1. The verdict is the page's first section: one line for the ladder that
+   names the step where it stalls in clients on ranks with that step's
+   figures (the knee, or the step before the first with errors, as
+   herd_knee's table says), the step the climb ended at, a cause with a
+   monitor figure of that step, and the refused connections at 1,100
+   clients with their count from the errors table.
+2. In headless Chromium the verdict is inside the first screen (1400 x
+   1000), the contents link to every section, a link opens a folded
+   section, the load curve has one x position per step, and the page with
+   its folded sections is a few screens, not the 14,000 px of before.
+3. The verdict's causes on the step figures alone, one by one: each
+   threshold (docs/analysis.md) on either side of its line.
+
+Needs root and nfs-ganesha (skips otherwise); the browser part also
+chromium, chromium-driver and python3-selenium. Counts and relations only.
+
+Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis_verdict.py
+"""
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_DIR, describe, run_cmd, write_job
+
+ANALYSIS = REPO_DIR / "analysis"
+sys.path.insert(0, str(ANALYSIS))
+import herd_knee  # noqa: E402
+import herd_results  # noqa: E402
+import herd_verdict  # noqa: E402
+
+PER_RANK, RANKS = 550, 2  # 1100 clients: past ganesha's 1021 connections
+STEPS = [10, 500, 1100]
+
+
+@pytest.fixture(scope="module")
+def capped(herd_bin: str, tmp_path_factory) -> tuple[Path, Path]:
+    """(results, report directory) of the ladder past the connection cap."""
+    from test_nfs import herd_run_on_ganesha
+    work = tmp_path_factory.mktemp("capped")
+    out = work / "c.h5"
+    proc = herd_run_on_ganesha(herd_bin, work, RANKS + 1, lambda url: write_job(
+        work / "c.ini", {"backend": "libnfs", "target": url, "clients_per_rank": PER_RANK,
+                         "monitor_rank": "last", "monitor_interval": "200ms"},
+        [("w", {"kind": "write", "file_size": "4K", "block_size": "4K",
+                "clients_active": "10,500,all"})]), out, "--fs", "tmpfs")
+    assert out.exists(), describe(proc)
+    report = work / "report"
+    proc = run_cmd(["/usr/bin/python3", str(ANALYSIS / "herd-report"), out, "-o", report],
+                   timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    return out, report
+
+
+def verdict_lines(page: str) -> list[str]:
+    """The verdict's lines as text, from index.html."""
+    block = page[page.index('<h2 id="verdict">'):]
+    block = block[:block.index("</ul>")]
+    return [re.sub(r"<[^>]+>", "", li).replace("&#x27;", "'")
+            for li in re.findall(r"<li[^>]*>(.*?)</li>", block)]
+
+
+def test_verdict_names_the_stall_and_the_refused_connections(capped):
+    out, report = capped
+    page = (report / "index.html").read_text()
+    # The verdict comes first: before the contents and every other section.
+    assert page.index('id="verdict"') < page.index('<nav class="toc">') < page.index("<details")
+    with herd_results.load(str(out)) as run:
+        steps = run.ladder_steps("w")
+        assert steps["active_clients"].tolist() == STEPS
+        errs = [run.errors(f"w.{n}c") for n in STEPS]
+        knee = herd_knee.knee(steps)
+    # The clients ganesha refused: ECONNREFUSED (op connect) in the last
+    # step, and in an earlier one only if one of its active clients was
+    # among them (the clients connect at once: which ones get in is the
+    # server's race).
+    refused = [int(t["count"].sum()) for t in errs]
+    assert refused[-1] > 0, refused
+    for t in errs:
+        assert set(t["errno_name"].astype(str)) <= {"ECONNREFUSED"}
+        assert set(t["op"].astype(str)) <= {"connect"}
+    e = knee["first_error_index"]
+    assert e == min(n for n, r in enumerate(refused) if r > 0)
+    lines = verdict_lines(page)
+    print(lines)
+    assert len(lines) == 1 and lines[0].startswith("ladder w: stalls at "), lines
+    line = lines[0]
+    # The stall: the knee, or the step before the first with errors
+    # (herd_verdict._end_of_climb).
+    before_errors = knee["stopped_index"] is None or e <= knee["stopped_index"]
+    i = max(e - 1, 0) if before_errors else knee["saturation_index"]
+    j = e if before_errors else knee["stopped_index"]
+    k = steps.iloc[i]
+    assert f"stalls at {STEPS[i]:,} clients on {RANKS} ranks (step {i + 1} of 3): " \
+           f"{k['mib_per_s']:,.1f} MiB/s, p99 {herd_knee.human_seconds(k['p99_s'])}" in line
+    failed = f"connections refused or reset ({refused[e]:,} failed calls)"
+    if before_errors:
+        assert f"{refused[e]} errors, 0 stuck" in line and failed in line
+        if i != j:
+            assert f"beyond it, at {STEPS[j]:,} clients on {RANKS} ranks: {refused[e]} " \
+                   "errors" in line
+    else:
+        assert f"beyond it, at {STEPS[j]:,} clients on {RANKS} ranks: " in line
+        assert f"First errors at {STEPS[e]:,} clients on {RANKS} ranks: {failed}" in line
+    # The cause read at the step the climb ended: a monitor figure of it.
+    cause = line.split("Likely cause: ")[1]
+    cpu = steps.iloc[j]["cpu_mean"]
+    assert not math.isnan(cpu)
+    if cpu >= herd_verdict.CPU_BUSY:
+        assert f"server CPU saturated (mean {100 * cpu:.0f}%" in cause, cause
+    else:
+        assert "server CPU saturated" not in cause, cause
+
+
+def test_verdict_first_screen_in_chromium(capped, tmp_path):
+    from test_analysis import _browser
+    _, report = capped
+    browser = _browser()
+    try:
+        browser.get((report / "index.html").resolve().as_uri())
+        deadline = time.monotonic() + 20
+        while browser.execute_script("return document.readyState") != "complete":
+            assert time.monotonic() < deadline, "page never finished loading"
+            time.sleep(0.1)
+        view = browser.execute_script("return window.innerHeight")
+        box = browser.execute_script(
+            "var r = document.querySelector('ul.verdict').getBoundingClientRect();"
+            "return [r.top, r.bottom];")
+        assert 0 < box[0] and box[1] <= view, (box, view)
+        seen = browser.find_element("css selector", "ul.verdict").text
+        assert "stalls at" in seen and "connections refused or reset" in seen, seen
+        links = browser.execute_script(
+            "return Array.from(document.querySelectorAll('nav.toc a'))"
+            ".map(a => a.getAttribute('href'));")
+        ids = browser.execute_script(
+            "return Array.from(document.querySelectorAll('details > div')).map(d => '#' + d.id);")
+        assert links == ids and "#load-curve" in links and "#server" in links, (links, ids)
+        folded = browser.execute_script("return document.getElementById('server').parentElement.open")
+        assert folded is False
+        # A few screens with the details folded (the load curve open).
+        height = browser.execute_script("return document.body.scrollHeight")
+        print(f"page {height} px in a {view} px window")
+        assert height < 5 * view, height
+        browser.find_element("css selector", "nav.toc a[href='#server']").click()
+        deadline = time.monotonic() + 10
+        while not browser.execute_script("return document.getElementById('server').parentElement.open"):
+            assert time.monotonic() < deadline, "the link did not open its section"
+            time.sleep(0.05)
+        # The load curve: drawn, one x per step (its table: a row per step).
+        img = browser.execute_script(
+            "var i = document.querySelector('#load-curve img');"
+            "return i && [i.complete, i.naturalWidth];")
+        assert img and img[0] and img[1] > 0, img
+        rows = browser.execute_script(
+            "return document.querySelectorAll('#load-curve table tr').length;")
+        assert rows == 1 + len(STEPS), rows
+        assert browser.save_screenshot(str(tmp_path / "first-screen.png"))
+    finally:
+        browser.quit()
+
+
+# ---------------------------------------------------------------- 3. causes by threshold
+
+
+class NoMonitor:
+    """A run with no errors, no phases and no monitor tables: causes() on
+    step figures alone."""
+    phase_names: list[str] = []
+
+    @staticmethod
+    def disks():
+        import pandas as pd
+        return pd.DataFrame()
+
+    @staticmethod
+    def samples():
+        import pandas as pd
+        return pd.DataFrame()
+
+
+def test_each_cause_on_its_threshold():
+    def named(**figures):
+        return herd_verdict.causes(NoMonitor(), {"phase": "x", **figures})
+
+    assert named() == []
+    assert named(cpu_mean=0.84, cpu_max=1.0) == []
+    assert named(cpu_mean=0.85, cpu_max=0.9) == ["server CPU saturated (mean 85%, max 90%)"]
+    assert named(proc_thread_max=0.89) == []
+    assert named(proc_thread_max=0.9) == ["one server thread at 90% of a core"]
+    assert named(nfsd_woken_share=0.25) == []
+    assert named(nfsd_woken_share=0.06, nfsd_threads=8) == \
+        ["all 8 nfsd threads busy (only 6% of requests found one idle)"]
+    assert named(nfsd_woken_share=0.0, nfsd_threads=1) == \
+        ["the one nfsd thread busy (no request found it idle)"]
+    # herd's own lag: at least 1 ms and 10 % of the response p99.
+    assert named(lag_p99_s=0.9e-3, response_p99_s=2e-3) == []
+    assert named(lag_p99_s=2e-3, response_p99_s=30e-3) == []
+    assert named(lag_p99_s=3e-3, response_p99_s=30e-3)[0].startswith("herd itself (its lag p99 3")
+    # In the module's order, several at once.
+    both = named(cpu_mean=0.95, cpu_max=1.0, nfsd_woken_share=0.01, nfsd_threads=8)
+    assert [c.split(" (")[0] for c in both] == ["server CPU saturated", "all 8 nfsd threads busy"]
