@@ -578,3 +578,34 @@ def phase_attr_order(herd_bin):
     fixed = ["kind", "index", "t_start", "t_end", "elapsed", "start_skew", "active_clients"]
     return fixed + [k for k in job_keys_in_order(herd_bin) if k not in fixed] + \
         SUMMARY_ATTRS + ["status", "gather_seconds", "write_seconds"]
+
+
+def headless_chromium():
+    """Debian's chromium through chromium-driver and python3-selenium, in
+    a 1400 x 1000 window; skips the test when one of them is missing."""
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("python3-selenium is not installed")
+    import shutil
+    chromium = shutil.which("chromium")
+    driver = shutil.which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("chromium and chromium-driver are not installed")
+    opts = Options()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
+                "--disable-dev-shm-usage"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(driver), options=opts)
+
+
+def browser_open(browser, path):
+    """Load a local page and wait (20 s at most) until it has loaded."""
+    browser.get(Path(path).resolve().as_uri())
+    deadline = time.monotonic() + 20
+    while browser.execute_script("return document.readyState") != "complete":
+        assert time.monotonic() < deadline, f"{path}: the page never finished loading"
+        time.sleep(0.1)

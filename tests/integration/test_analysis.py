@@ -41,14 +41,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import (REPO_DIR, describe, herd_run, herd_run_interrupted, mpi_env,
-                      mpirun_args, read_csv, run_cmd, write_job)
+from conftest import (REPO_DIR, browser_open, describe, headless_chromium, herd_run,
+                      herd_run_interrupted, mpi_env, mpirun_args, read_csv, run_cmd, write_job)
 
 ANALYSIS = REPO_DIR / "analysis"
 REPORT = ANALYSIS / "herd-report"
@@ -270,34 +269,11 @@ def test_report_units_and_throughput(runs, reports):
         assert f"target was <code>{html.escape(target)}</code>" in job, job[:500]
 
 
-def _browser():
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.options import Options
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.skip("python3-selenium is not installed")
-    chromium = shutil.which("chromium")
-    driver = shutil.which("chromedriver")
-    if not chromium or not driver:
-        pytest.skip("chromium and chromium-driver are not installed")
-    opts = Options()
-    opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000",
-                "--disable-dev-shm-usage"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver), options=opts)
-
-
 def test_page_in_headless_chromium(reports, tmp_path):
-    browser = _browser()
+    browser = headless_chromium()
     try:
         for name, d in reports.items():
-            browser.get((d / "index.html").resolve().as_uri())
-            deadline = time.monotonic() + 20
-            while browser.execute_script("return document.readyState") != "complete":
-                assert time.monotonic() < deadline, "page never finished loading"
-                time.sleep(0.1)
+            browser_open(browser, d / "index.html")
             images = browser.execute_script(
                 "return Array.from(document.images).map(i => "
                 "[i.getAttribute('src'), i.complete, i.naturalWidth, i.naturalHeight]);")

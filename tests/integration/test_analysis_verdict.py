@@ -18,7 +18,8 @@ none.
    1000), the contents link to every section, a link opens a folded
    section, the load curve has one x position per step, and the page with
    its folded sections is a few screens, not the 14,000 px of before.
-3. The verdict's causes on the step figures alone, one by one: each
+3. herd-compare names where each run's ladder stalls: the same line.
+4. The verdict's causes on the step figures alone, one by one: each
    threshold (docs/analysis.md) on either side of its line.
 
 Needs root and nfs-ganesha (skips otherwise); the browser part also
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_DIR, describe, run_cmd, write_job
+from conftest import REPO_DIR, browser_open, describe, headless_chromium, run_cmd, write_job
 
 ANALYSIS = REPO_DIR / "analysis"
 sys.path.insert(0, str(ANALYSIS))
@@ -126,15 +127,10 @@ def test_verdict_names_the_stall_and_the_refused_connections(capped):
 
 
 def test_verdict_first_screen_in_chromium(capped, tmp_path):
-    from test_analysis import _browser
     _, report = capped
-    browser = _browser()
+    browser = headless_chromium()
     try:
-        browser.get((report / "index.html").resolve().as_uri())
-        deadline = time.monotonic() + 20
-        while browser.execute_script("return document.readyState") != "complete":
-            assert time.monotonic() < deadline, "page never finished loading"
-            time.sleep(0.1)
+        browser_open(browser, report / "index.html")
         view = browser.execute_script("return window.innerHeight")
         box = browser.execute_script(
             "var r = document.querySelector('ul.verdict').getBoundingClientRect();"
@@ -170,6 +166,24 @@ def test_verdict_first_screen_in_chromium(capped, tmp_path):
         assert browser.save_screenshot(str(tmp_path / "first-screen.png"))
     finally:
         browser.quit()
+
+
+def test_compare_names_where_each_run_stalls(capped, tmp_path):
+    """herd-compare's page and output carry each run's ladder verdict,
+    the same line as its own report's."""
+    out, report = capped
+    copy = tmp_path / "again.h5"
+    copy.write_bytes(out.read_bytes())
+    proc = run_cmd(["/usr/bin/python3", str(ANALYSIS / "herd-compare"), out, copy, "-o",
+                    tmp_path / "cmp"], timeout=300)
+    assert proc.returncode == 0, describe(proc)
+    line = verdict_lines((report / "index.html").read_text())[0]
+    page = (tmp_path / "cmp" / "index.html").read_text()
+    block = page[page.index('<ul class="verdict ladders">'):]
+    shown = [re.sub(r"<[^>]+>", "", li).replace("&#x27;", "'")
+             for li in re.findall(r"<li[^>]*>(.*?)</li>", block[:block.index("</ul>")])]
+    assert shown == [f"c: {line}", f"again: {line}"], shown
+    assert f"  c: {line}" in proc.stdout and f"  again: {line}" in proc.stdout
 
 
 # ---------------------------------------------------------------- 3. causes by threshold

@@ -63,7 +63,8 @@ REPORT_OUTPUTS = {f"{t}.{e}" for t in ("phases", "errors", "errors_by_rank", "op
                   for e in ("csv", "md")} | {
     "ranks.csv", "timeline.png", "throughput.png", "latency.png", "server.png", "errors.png",
     "retrans.png", "loadcurve_read.png", "loadcurve_wl.png", "index.html"}
-COMPARE_OUTPUTS = {"compare.csv", "compare.md", "compare.png", "scaling.png"}
+COMPARE_OUTPUTS = {"compare.csv", "compare.md", "compare.png", "scaling.png",
+                   "groups.csv", "groups.md", "groups.png", "index.html"}
 OUTPUTS = {
     "report": REPORT_OUTPUTS,
     "compare": COMPARE_OUTPUTS | {"ladder.csv", "ladder.png", "ladder_wl.png"},
