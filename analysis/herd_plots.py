@@ -47,7 +47,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, Locator, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
 
 import herd_knee  # noqa: E402
 import herd_safe  # noqa: E402
@@ -154,17 +155,59 @@ def log_scale(ax: plt.Axes, which: str, label: Callable[[float, object], str],
         low, high = whole_decades(limits)
         (ax.set_xlim if which == "x" else ax.set_ylim)(low, high)
         subs = (1.0, 2.0, 5.0) if high / low <= 1e3 else (1.0,)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_locator(InView(LogLocator(base=10, subs=subs)))
+    axis.set_minor_locator(InView(axis.get_minor_locator()))
     axis.set_major_formatter(FuncFormatter(label))
     axis.set_minor_formatter(NullFormatter())
 
 
+class InView(Locator):
+    """Another locator's ticks less those outside the axis' view. A log
+    locator gives a decade or two beyond the view on each side, and
+    matplotlib makes a tick (lines, labels) for each before it draws only
+    those in view: a third of a log axis' ticks, made for nothing, are the
+    costliest part of a figure of log axes. Those kept are a margin wider
+    than the ones matplotlib draws (it drops the rest): the same ticks."""
+
+    def __init__(self, inner: Locator) -> None:
+        self.inner = inner
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def __call__(self):
+        locs = np.asarray(self.inner())
+        if self.axis is None or not len(locs):
+            return locs
+        low, high = sorted(self.axis.get_view_interval())
+        margin = 1e-6 * (high - low)
+        return locs[(locs >= low - margin) & (locs <= high + margin)]
+
+    def tick_values(self, vmin, vmax):
+        return self.inner.tick_values(vmin, vmax)
+
+    def nonsingular(self, v0, v1):
+        return self.inner.nonsingular(v0, v1)
+
+    def view_limits(self, vmin, vmax):
+        return self.inner.view_limits(vmin, vmax)
+
+
 def save(fig, outdir, name, tight=True):
     """fig as the PNG file NAME of outdir (herd_output.OutputDir), then closed;
-    tight: cropped to what is drawn."""
+    tight: cropped to what is drawn. The crop is the box savefig's
+    bbox_inches="tight" finds (the figure's tight box, padded by
+    savefig.pad_inches), taken here and handed to savefig: the same pixels,
+    without the whole extra layout pass savefig makes before it looks."""
     try:
+        box = None
+        if tight:
+            fig.set_dpi(DPI)  # the renderer savefig's own look would use
+            box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(
+                plt.rcParams["savefig.pad_inches"])
         with outdir.new_file(name, binary=True) as f:
-            fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight" if tight else None)
+            fig.savefig(f, format="png", dpi=DPI, bbox_inches=box)
     finally:
         plt.close(fig)
 

@@ -153,6 +153,12 @@ LADDER_COUNTS = ("step", "active_ranks", "active_hosts")
 # Run.client_times(name): one row per client (rank, client) of a phase.
 CLIENT_COLUMNS = ["rank", "client", "client_id", "host", "iterations", "seconds", "span",
                   "bytes", "ops", "errors"]
+# Run.ranks(name) keeps the tables it read for the next call (herd-report
+# reads each phase's rows three times: client times, ranks.csv, the
+# timeline) while those kept hold at most this many rows in all (about 250
+# bytes a row); a phase beyond that is read anew each time, so that the
+# memory of a run of millions of rows stays that of one phase.
+RANKS_CACHE_ROWS = 500_000
 
 
 class Run:
@@ -201,6 +207,7 @@ class Run:
                             herd_safe.LADDER_KIND]
         self._samples = self._monitor_table("samples")
         self._processes = None
+        self._ranks_kept = {}  # Run.ranks: phase -> its table, RANKS_CACHE_ROWS in all
         rows = [self._phase_row(n) for n in self.phase_names]
         # Per-op latency quantiles (<op>_p50_s ... <op>_max_s) for the ops
         # any phase called, in herd's op order, after the fixed columns.
@@ -272,7 +279,18 @@ class Run:
         client and seconds = t_end - t_start; client 0 in a file of an
         older herd (no client column: each rank one client), units, late,
         due 0 and response_p99, service_p99 NaN in one from before the
-        offered load."""
+        offered load. Each call returns a table of its own (a copy of the
+        one kept from an earlier call while RANKS_CACHE_ROWS allows)."""
+        kept = self._ranks_kept.get(name)
+        if kept is not None:
+            return kept.copy()
+        df = self._read_ranks(name)
+        if len(df) + sum(len(t) for t in self._ranks_kept.values()) <= RANKS_CACHE_ROWS:
+            self._ranks_kept[name] = df.copy()
+        return df
+
+    def _read_ranks(self, name):
+        """ranks(name) read from the file."""
         df = _with_client(_table(self._f["phases"][name]["ranks"]))
         df.insert(df.columns.get_loc("client") + 1, "client_id",
                   df["rank"].astype(np.int64) * self.clients_per_rank
@@ -890,8 +908,13 @@ def _with_client(df):
 
 def _table(dataset):
     """A table as a DataFrame: read through herd_safe.read_table (size and
-    value checks), strings decoded."""
-    return _decode(pd.DataFrame(herd_safe.read_table(dataset)))
+    value checks), strings decoded. Built column by column (twice as quick
+    as from the record array, the same frame) when every field is a scalar."""
+    rows = herd_safe.read_table(dataset)
+    names = rows.dtype.names or ()
+    if names and all(rows.dtype.fields[n][0].shape == () for n in names):
+        return _decode(pd.DataFrame({n: rows[n] for n in names}, columns=list(names)))
+    return _decode(pd.DataFrame(rows))
 
 
 def load(path):

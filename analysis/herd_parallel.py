@@ -1,0 +1,69 @@
+"""herd_parallel — the analysis tools' independent tasks (a figure, a CSV)
+side by side in forked processes: herd-report's figures take most of its
+time, each on one CPU.
+
+    run_all(tasks) -> [result, ...]   each task a callable without arguments
+
+The workers are forked from this process (concurrent.futures'
+ProcessPoolExecutor with the fork start method), so they share what it has
+read (an open herd_results.Run, an herd_output.OutputDir whose directory
+exists) and write through the same directory descriptor; each task's
+result comes back pickled (True, a path). Standard library only.
+"""
+import concurrent.futures
+import multiprocessing
+import os
+import sys
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Sequence
+
+MAX_WORKERS = 4  # processes at most, and never more than the CPUs this one may use
+_TASKS: list = []  # the tasks of the run_all in progress, which forked workers inherit
+
+
+def _run(index: int) -> Any:
+    return _TASKS[index]()
+
+
+def workers_for(count: int) -> int:
+    """Workers for count tasks: the CPUs this process may use, at most
+    MAX_WORKERS and count."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, cpus or 1, count))
+
+
+def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> list:
+    """Each task run once; their results in task order. With one worker
+    (workers_for) or without fork, here, in order. Otherwise in forked
+    workers, which take the tasks at positions `first` (the longest ones,
+    so that the short ones fill in beside them) before the others in
+    order: when all have ended, the first exception of a task, in task
+    order, is raised here; a task whose worker died is run again here."""
+    global _TASKS
+    tasks = list(tasks)
+    workers = workers_for(len(tasks))
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [task() for task in tasks]
+    sys.stdout.flush()  # nothing buffered here is written twice
+    sys.stderr.flush()
+    _TASKS = tasks
+    try:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            order = list(dict.fromkeys([i for i in first if 0 <= i < len(tasks)]
+                                       + list(range(len(tasks)))))
+            submitted = {i: pool.submit(_run, i) for i in order}
+            futures = [submitted[i] for i in range(len(tasks))]
+            concurrent.futures.wait(futures)
+    finally:
+        _TASKS = []
+    results = []
+    for task, future in zip(tasks, futures):
+        error = future.exception()
+        if isinstance(error, BrokenProcessPool):
+            results.append(task())
+        elif error is not None:
+            raise error
+        else:
+            results.append(future.result())
+    return results

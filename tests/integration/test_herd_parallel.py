@@ -1,0 +1,82 @@
+"""analysis/herd_parallel.py: herd-report's figures side by side.
+
+1. Every task runs once, in a process forked from the caller (it sees what
+   the caller made before, e.g. a file it opened), and the results come
+   back in task order, whatever the order the workers took them in.
+2. A task that raises: the others still run; the first exception in task
+   order is raised, with its type.
+3. A worker that dies (os._exit in a task): that task runs again in the
+   caller, and the rest of the results are those of the workers.
+4. One task, or one usable CPU: the tasks run in the caller, in order.
+
+Counts and processes only; no timing.
+Run: /usr/bin/python3 -m pytest -q tests/integration/test_herd_parallel.py
+"""
+import os
+import sys
+
+import pytest
+
+from conftest import REPO_DIR
+
+sys.path.insert(0, str(REPO_DIR / "analysis"))
+import herd_parallel  # noqa: E402
+
+
+def pid_and(value):
+    return lambda: (os.getpid(), value)
+
+
+def test_results_in_task_order_from_forked_workers(tmp_path, monkeypatch):
+    monkeypatch.setattr(herd_parallel, "workers_for", lambda count: 2)
+    opened = open(tmp_path / "shared", "w")  # made before: the workers write through it
+    try:
+        def write(i):
+            def task():
+                opened.write(f"{i}\n")
+                opened.flush()
+                return os.getpid(), i * i
+            return task
+        results = herd_parallel.run_all([write(i) for i in range(12)], first=[11, 5])
+    finally:
+        opened.close()
+    assert [r[1] for r in results] == [i * i for i in range(12)]
+    assert os.getpid() not in {r[0] for r in results}
+    assert sorted((tmp_path / "shared").read_text().split()) == sorted(map(str, range(12)))
+
+
+def test_first_exception_in_task_order_is_raised(monkeypatch):
+    monkeypatch.setattr(herd_parallel, "workers_for", lambda count: 2)
+
+    def fail(error):
+        def task():
+            raise error
+        return task
+
+    tasks = [pid_and(0), fail(KeyError("late")), pid_and(2), fail(ValueError("later"))]
+    with pytest.raises(KeyError, match="late"):
+        herd_parallel.run_all(tasks)
+
+
+def test_a_dead_worker_s_task_runs_here(monkeypatch):
+    monkeypatch.setattr(herd_parallel, "workers_for", lambda count: 2)
+    parent = os.getpid()
+
+    def dies_in_a_worker():
+        if os.getpid() != parent:
+            os._exit(9)
+        return "here"
+
+    results = herd_parallel.run_all([pid_and(0), dies_in_a_worker, pid_and(2)])
+    assert results[1] == "here"
+    assert [r[1] for r in (results[0], results[2])] == [0, 2]
+
+
+def test_one_worker_runs_in_the_caller(monkeypatch):
+    assert herd_parallel.workers_for(1) == 1
+    results = herd_parallel.run_all([pid_and(7)])
+    assert results == [(os.getpid(), 7)]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert herd_parallel.workers_for(10) == 1
+    results = herd_parallel.run_all([pid_and(1), pid_and(2)])
+    assert results == [(os.getpid(), 1), (os.getpid(), 2)]
