@@ -129,13 +129,15 @@ embedded_herd() {
 
 # embedded_finish TITLE [FUNCTION]: the summary of all runs, in
 # $out/summary.txt and on stdout: TITLE, herd-compare over the runs (ratios
-# to the first), then what FUNCTION prints; exits with $failed.
+# to the first; runs named by their label when each has one, so that runs
+# of one label are repeats, else by file name), then what FUNCTION prints;
+# exits with $failed.
 embedded_finish() {
     ((${#links[@]})) || { log "no run produced results"; exit 1; }
     {
         echo
         echo "$1"
-        "$python" "$REPO/analysis/herd-compare" "${links[@]}" --label file -o "$out/compare" ||
+        "$python" "$REPO/analysis/herd-compare" "${links[@]}" -o "$out/compare" ||
             failed=1
         if [ -n "${2:-}" ]; then "$2" || failed=1; fi
     } >"$out/summary.txt" 2>&1

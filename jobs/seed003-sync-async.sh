@@ -118,7 +118,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for m in "${modes[@]}"; do
         name=$m
         ((ROUNDS == 1)) || name=$m.$r
-        embedded_run "$name" "$server_opts --$m" --set files="$FILES"
+        # (the mode is the run's label: herd-compare takes the rounds of
+        # a mode as repeats, their median and spread)
+        embedded_run "$name" "$server_opts --$m" --set files="$FILES" --set label="$m"
     done
 done
 
