@@ -222,7 +222,13 @@ def ladder_verdict(run: herd_results.Run, name: str, steps: Any,
         return Verdict(name, text, found)
     found = causes(run, rows[j])
     beyond = f" ({why})" if j == i else f"; beyond it, at {_where(rows[j], kind)}: {why}"
-    text = (f"ladder {name}: stalls at {at}: {_figures(rows[i], kind, metric)}{beyond}. "
+    # Throughput still paying off where only the p99 bound ended the climb:
+    # a knee in latency (the hockey stick's), not a stall.
+    grew = kind != "rate" and j != i and _num(rows[j].get(metric)) > \
+        (1 + knee.get("growth", 0.10)) * _num(rows[i].get(metric)) and \
+        not _num(rows[j].get("errors")) > 0
+    text = (f"ladder {name}: {'latency knee' if grew else 'stalls'} at {at}: "
+            f"{_figures(rows[i], kind, metric)}{beyond}. "
             "Likely cause: " + ("; ".join(found) if found else _seen(rows[j])))
     e = knee.get("first_error_index")
     if e is not None and e > j:  # errors further up the ladder: their own cause
