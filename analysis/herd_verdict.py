@@ -18,7 +18,7 @@ shows. The causes, each with its evidence, in this order (docs/analysis.md,
 - errors: any other failed calls (the most frequent errno);
 - herd itself: its lag p99 at least 1 ms and 10 % of the response p99
   (herd's own `herd_limited` rule, results-format.md "Offered load");
-- disk wait: a server disk busy for HERD_DISK_BUSY of the step's samples
+- disk wait: a server disk busy DISK_BUSY of the time over the step's samples
   (mean), or CPUs waiting on I/O for IOWAIT_SHARE of their time;
 - server CPU: the sampled host's CPU busy CPU_BUSY of the time (mean);
 - one server thread: the busiest thread of `monitor_processes` at
