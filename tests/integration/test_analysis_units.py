@@ -33,6 +33,7 @@ root and nfs-ganesha (skips otherwise).
 Run: HERD_BIN=build/herd /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis_units.py
 """
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -384,6 +385,18 @@ def test_report_and_compare_exit_0(clients_ladder, rate_ladder, tmp_path):
     assert proc.returncode == 0, describe(proc)
     assert "per offered calls/s (rows)" in proc.stdout
     assert "(offered " in proc.stdout
+    # The load-curve tables: latencies in the terminal's units; a ladder in
+    # offered load with its own columns, one in clients without them.
+    rate_md = (tmp_path / rate_ladder.stem / "loadcurve_rl.md").read_text().splitlines()
+    clients_md = (tmp_path / clients_ladder.stem / "loadcurve_w.md").read_text().splitlines()
+    for head in ("offered/s", "achieved/s", "calls due", "sent", "response p99",
+                 "herd lag p99"):
+        assert f"| {head} |" in rate_md[0] and f"| {head} |" not in clients_md[0], head
+    heads = [h.strip() for h in clients_md[0].strip("|").split("|")]
+    for line in clients_md[2:]:
+        cells = dict(zip(heads, (c.strip() for c in line.strip("|").split("|"))))
+        for head in ("p50", "p99", "max"):
+            assert re.fullmatch(r"[0-9.]+(us|ms|s)", cells[head]), (head, cells[head])
 
 
 # ---------------------------------------------------------------- 5. the loader's docs
