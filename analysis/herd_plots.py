@@ -194,13 +194,44 @@ class InView(Locator):
         return self.inner.view_limits(vmin, vmax)
 
 
+def _inside_crop(fig):
+    """The figure drawn once, cropped to the pixels drawn, padded by
+    savefig.pad_inches as savefig's tight crop is (a PIL image); None when
+    a drawn pixel touches the canvas' edge (something may reach beyond it:
+    the caller crops by the artists' box instead)."""
+    from PIL import Image  # matplotlib's own PNG writer
+    fig.set_dpi(DPI)
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    ink = (pixels != pixels[0, 0]).any(axis=2)
+    if ink[0].any() or ink[-1].any() or ink[:, 0].any() or ink[:, -1].any():
+        return None
+    rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if not len(rows):
+        return None
+    pad = int(round(plt.rcParams["savefig.pad_inches"] * DPI))
+    top, bottom = max(0, rows[0] - pad), min(pixels.shape[0], rows[-1] + 1 + pad)
+    left, right = max(0, cols[0] - pad), min(pixels.shape[1], cols[-1] + 1 + pad)
+    return Image.fromarray(pixels[top:bottom, left:right].copy())
+
+
 def save(fig, outdir, name, tight=True):
     """fig as the PNG file NAME of outdir (herd_output.OutputDir), then closed;
     tight: cropped to what is drawn. The crop is the box savefig's
     bbox_inches="tight" finds (the figure's tight box, padded by
     savefig.pad_inches), taken here and handed to savefig: the same pixels,
-    without the whole extra layout pass savefig makes before it looks."""
+    without the whole extra layout pass savefig makes before it looks.
+    tight="inside", for a figure whose every artist lies inside its canvas
+    (legends inside their axes, tight_layout): drawn once and cropped to
+    its drawn pixels, a layout pass less again (wrapped text wraps at the
+    canvas); a figure that draws up to the edge is cropped as with True."""
     try:
+        if tight == "inside":
+            image = _inside_crop(fig)
+            if image is not None:
+                with outdir.new_file(name, binary=True) as f:
+                    image.save(f, format="png", dpi=(DPI, DPI))
+                return
         box = None
         if tight:
             fig.set_dpi(DPI)  # the renderer savefig's own look would use
@@ -841,7 +872,7 @@ def client_times(run, outdir, name, times=None):
                  f"{int(run.attrs.get('nranks', 0) or 0):,} ranks x "
                  f"{run.clients_per_rank:,} clients")
     fig.tight_layout()
-    save(fig, outdir, name)
+    save(fig, outdir, name, tight="inside")
     return True
 
 
@@ -1002,7 +1033,7 @@ def loadcurve(steps, knee, outdir, name, title):
     ax.set_title(safe(knee["rule"], limit=400), fontsize=8, wrap=True)
     fig.suptitle(safe(title, limit=120))
     fig.tight_layout()
-    save(fig, outdir, name)
+    save(fig, outdir, name, tight="inside")
     return True
 
 
