@@ -18,9 +18,9 @@ from typing import Optional
 
 import numpy as np
 
+import herd_knee
 import herd_results
 
-BYTE_KINDS = ("write", "read", "md5")
 NO_FIGURE_KINDS = ("idle",)
 META_UNIT = "items/s"
 
@@ -129,7 +129,7 @@ def _meta_figures(run, ph, steps: list) -> list:
 
 def _phase_figure(ph) -> Figure:
     last = _finite(ph["last_done"])
-    if ph["kind"] in BYTE_KINDS:
+    if ph["kind"] in herd_knee.DATA_KINDS:  # the kinds whose figure is MiB/s
         unit, value = "MiB/s", _finite(ph["mib_per_s"])
     elif ph["kind"] == "lock":
         grants = _finite(ph["grants"])
