@@ -8,17 +8,33 @@ The workers are forked from this process (concurrent.futures'
 ProcessPoolExecutor with the fork start method), so they share what it has
 read (an open herd_results.Run, an herd_output.OutputDir whose directory
 exists) and write through the same directory descriptor; each task's
-result comes back pickled (True, a path). Standard library only.
+result comes back pickled (True, a path); a worker dies with the process
+that forked it (a report killed mid-way leaves none). Standard library only.
 """
 import concurrent.futures
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 MAX_WORKERS = 4  # processes at most, and never more than the CPUs this one may use
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _TASKS: list = []  # the tasks of the run_all in progress, which forked workers inherit
+
+
+def _die_with(parent: int) -> None:
+    """A worker's start: it gets SIGTERM when the process that forked it
+    dies (Linux's PR_SET_PDEATHSIG), and leaves at once if that happened
+    already, so that a report killed mid-way leaves no worker behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown only
+        return
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _run(index: int) -> Any:
@@ -49,7 +65,9 @@ def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> li
     _TASKS = tasks
     try:
         context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                    initializer=_die_with,
+                                                    initargs=(os.getpid(),)) as pool:
             order = list(dict.fromkeys([i for i in first if 0 <= i < len(tasks)]
                                        + list(range(len(tasks)))))
             submitted = {i: pool.submit(_run, i) for i in order}

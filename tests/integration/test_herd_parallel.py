@@ -8,12 +8,15 @@
 3. A worker that dies (os._exit in a task): that task runs again in the
    caller, and the rest of the results are those of the workers.
 4. One task, or one usable CPU: the tasks run in the caller, in order.
+5. The caller SIGKILLed while its workers run: no worker is left.
 
 Counts and processes only; no timing.
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_herd_parallel.py
 """
 import os
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -80,3 +83,45 @@ def test_one_worker_runs_in_the_caller(monkeypatch):
     assert herd_parallel.workers_for(10) == 1
     results = herd_parallel.run_all([pid_and(1), pid_and(2)])
     assert results == [(os.getpid(), 1), (os.getpid(), 2)]
+
+
+def test_workers_die_with_the_report(tmp_path):
+    """A report killed mid-way (SIGKILL: no clean-up of its own) leaves no
+    worker behind: each gets SIGTERM when its parent dies."""
+    pids = tmp_path / "pids"
+    code = f"""
+import os, sys, time
+sys.path.insert(0, {str(REPO_DIR / "analysis")!r})
+import herd_parallel
+herd_parallel.workers_for = lambda count: 2
+def task():
+    with open({str(pids)!r}, "a") as f:
+        f.write(f"{{os.getpid()}}\\n")
+    time.sleep(60)
+herd_parallel.run_all([task, task])
+"""
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 30
+        while len(pids.read_text().split() if pids.exists() else []) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "no workers started"
+            time.sleep(0.05)
+        workers = [int(p) for p in pids.read_text().split()]
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(alive(w) for w in workers):
+            assert time.monotonic() < deadline, f"workers left: {workers}"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def alive(pid):
+    """A process that runs (not gone, not a zombie awaiting its reaper)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
