@@ -87,6 +87,21 @@ void monitor_sample_init(struct monitor_sample *s, double t, double dt, const ch
     snprintf(s->source, sizeof s->source, "%s", source);
 }
 
+void monitor_sample_set_cpu(struct monitor_sample *s, const double ticks[CPU_MODES])
+{
+    double total = 0, busy = 0;
+    for (int i = 0; i < CPU_MODES; i++) {
+        total += ticks[i];
+        if (i != CPU_IDLE && i != CPU_IOWAIT)
+            busy += ticks[i];
+    }
+    if (!(total > 0))
+        return;
+    for (int i = 0; i < CPU_MODES; i++)
+        s->cpu[i] = ticks[i] / total;
+    s->cpu_busy = busy / total;
+}
+
 /* The arrays of a batch, in pack order. */
 #define BATCH_ARRAYS 5
 static void batch_arrays(struct monitor_batch *b, void ***v, size_t **n, size_t *size)

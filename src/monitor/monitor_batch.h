@@ -109,6 +109,13 @@ void monitor_add_note(struct monitor_batch *b, double t, const char *host, const
 void monitor_sample_init(struct monitor_sample *s, double t, double dt, const char *host,
                          const char *source);
 
+/* s's CPU shares from one interval's ticks per mode (deltas, none
+ * negative): each mode's share of their sum, and cpu_busy the share of
+ * every mode but idle and iowait, summed as such so that it is never
+ * below 0 (1 - idle - iowait can round to -3e-17). Left NaN when the
+ * interval has no ticks. */
+void monitor_sample_set_cpu(struct monitor_sample *s, const double ticks[CPU_MODES]);
+
 /* Append src's rows to dst (src is left empty). Returns 0 or -ENOMEM. */
 int monitor_batch_move(struct monitor_batch *dst, struct monitor_batch *src);
 void monitor_batch_free(struct monitor_batch *b);

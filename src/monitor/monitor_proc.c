@@ -241,14 +241,10 @@ static void sample_cpu(struct proc_source *s, double t, struct monitor_batch *ou
         return;
     }
     if (s->have_cpu) {
-        double d[CPU_MODES], total = 0;
+        double d[CPU_MODES];
         for (int i = 0; i < CPU_MODES; i++)
-            total += d[i] =
-                cpu.ticks[i] >= s->cpu.ticks[i] ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
-        for (int i = 0; i < CPU_MODES && total > 0; i++)
-            row->cpu[i] = d[i] / total;
-        if (total > 0)
-            row->cpu_busy = 1.0 - row->cpu[CPU_IDLE] - row->cpu[CPU_IOWAIT];
+            d[i] = cpu.ticks[i] >= s->cpu.ticks[i] ? DELTA(cpu.ticks[i], s->cpu.ticks[i]) : 0;
+        monitor_sample_set_cpu(row, d);
     }
     row->ncpus = cpu.ncpus;
     s->cpu = cpu;

@@ -361,13 +361,10 @@ static void reading_rows(const struct reading *now, const struct reading *prev, 
 {
     struct monitor_sample row;
     monitor_sample_init(&row, t, dt, host, SOURCE);
-    double total = 0, d[CPU_MODES];
+    double d[CPU_MODES];
     for (int i = 0; i < CPU_MODES; i++)
-        total += d[i] = fmax(0, now->cpu[i] - prev->cpu[i]);
-    for (int i = 0; i < CPU_MODES && total > 0; i++)
-        row.cpu[i] = d[i] / total;
-    if (total > 0)
-        row.cpu_busy = 1.0 - row.cpu[CPU_IDLE] - row.cpu[CPU_IOWAIT];
+        d[i] = fmax(0, now->cpu[i] - prev->cpu[i]);
+    monitor_sample_set_cpu(&row, d);
     row.ncpus = now->ncpus ? now->ncpus : NAN;
     row.load1 = now->load1, row.load5 = now->load5, row.load15 = now->load15;
     row.mem_total = now->mem_total;
