@@ -162,7 +162,7 @@ def runs(herd_bin, tmp_path_factory):
                          "monitor_interval": "100ms", "file_size": "1M", "block_size": "256K",
                          "seed": seed},
                         [("write", {"kind": "write", "iterations": 2,
-                                    "faults": "write=EIO@0.3"}),
+                                    "faults": "write=EIO@0.6"}),
                          ("read", {"kind": "read", "ranks_step": 2}),
                          ("small", {"kind": "read", "block_size": "64K"}),
                          ("wl", {"kind": "write", "fileset": "wl", "ranks_active": "1,2"})])
