@@ -46,9 +46,9 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (MIB, REPO_DIR, Background, describe,
+from conftest import (MIB, REPO_DIR, Background, describe, hold_ranks,
                       load_results, mpi_env, mpirun_args, parse_size, phase_attr_order,
-                      run_cmd, signal_ranks, write_job)
+                      rank_pids, run_cmd, signal_ranks, write_job)
 from test_core import GLOBAL as CORE_GLOBAL
 from test_core import check_phase
 from test_core import PHASES as CORE_PHASES
@@ -708,14 +708,21 @@ def test_server_restarted_between_phases(nfs, herd_bin, tmp_path):
     job = write_job(tmp_path / "restart.ini", gl, phases)
     out = tmp_path / "restart.h5"
     run = ns_background(nfs, herd_bin, nranks, job, out)
+    pids = {}
     try:
         run.wait_line(r"^herd: phase write: ok")
+        # the ranks are held while the server restarts, however long that
+        # takes on a busy machine: the idle phase cannot end before it
+        pids = rank_pids(run.pid, nranks)
+        hold_ranks(pids, True)
         kill_unix = time.time()
         kill_ganesha(nfs)
         restart_ganesha(nfs)
         restarted_unix = time.time()
+        hold_ranks(pids, False)
         proc, _ = run.wait()
     finally:
+        hold_ranks(pids, False)
         run.kill()
     res = load_results(out)
     check_run(res, nranks, nfs.url, proc.returncode, [name for name, _ in phases])
@@ -728,7 +735,7 @@ def test_server_restarted_between_phases(nfs, herd_bin, tmp_path):
           f"SIGKILL at {kill_t:.2f}, restarted at {restarted_t:.2f}")
     # "phase write: ok" comes after the write phase's closing barrier, just
     # before the idle phase's announced start: the server is changed after
-    # the write phase and before the idle phase ends.
+    # the write phase and, the ranks held, before the idle phase ends.
     assert res.phases["write"].attrs["t_end"] < kill_t < restarted_t < idle.attrs["t_end"], \
         "the restart was not between the write phase and the end of the idle phase"
     assert idle.attrs["status"] == "ok" and len(idle.errors) == 0
