@@ -38,7 +38,7 @@ clock, and each phase keeps one colour in every figure.
 """
 import math
 from collections import namedtuple
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import matplotlib
 
@@ -47,6 +47,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.container import BarContainer  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import (FuncFormatter, Locator, LogLocator, MaxNLocator,  # noqa: E402
                                NullFormatter)
 
@@ -241,6 +242,33 @@ def save(fig, outdir, name, tight=True):
             fig.savefig(f, format="png", dpi=DPI, bbox_inches=box)
     finally:
         plt.close(fig)
+
+
+class Margins(NamedTuple):
+    """A grid of panels' margins and gaps, in inches: left, right, bottom
+    and top of the figure, the gap between columns and between rows (each
+    gap holds a panel's tick labels and axis label, and the next row's
+    title)."""
+    left: float
+    right: float
+    bottom: float
+    top: float
+    wgap: float
+    hgap: float
+
+
+def layout_inches(fig: Figure, nrows: int, ncols: int, m: Margins) -> None:
+    """fig's nrows x ncols panels placed by fixed margins in inches
+    instead of tight_layout, which measures every tick label (half of a
+    figure of many log panels' time); for figures of a known layout, saved
+    with tight="inside" (which crops what is left blank, and falls back to
+    the artists' box if anything reaches the canvas' edge)."""
+    width, height = fig.get_size_inches()
+    panel_w = (width - m.left - m.right - (ncols - 1) * m.wgap) / ncols
+    panel_h = (height - m.bottom - m.top - (nrows - 1) * m.hgap) / nrows
+    fig.subplots_adjust(left=m.left / width, right=1 - m.right / width,
+                        bottom=m.bottom / height, top=1 - m.top / height,
+                        wspace=m.wgap / panel_w, hspace=m.hgap / panel_h)
 
 
 # ---------------------------------------------------------------- timeline
@@ -522,7 +550,12 @@ def latency(run, outdir, name):
     styles = phase_styles(run.phase_names)
     ncols = min(3, len(per_op))
     nrows = math.ceil(len(per_op) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.4 * nrows), squeeze=False)
+    order = [p for p in run.phase_names if any(p == h[0] for hs in per_op.values() for h in hs)]
+    legend_w = 0.9 + 0.075 * max([len(safe(p)) for p in order] + [len("phase")])
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + legend_w, 3.4 * nrows + 0.4),
+                             squeeze=False)
+    layout_inches(fig, nrows, ncols, Margins(left=0.8, right=legend_w, bottom=0.55, top=0.7,
+                                             wgap=0.85, hgap=0.9))
     shown = {}
     for ax, (op, hists) in zip(axes.flat, per_op.items()):
         for phase, lower, upper, counts in hists:
@@ -546,13 +579,11 @@ def latency(run, outdir, name):
         ax.set_ylabel("fraction of calls ≤ x")
     for ax in axes.flat[len(per_op):]:
         ax.set_visible(False)
-    order = [p for p in run.phase_names if p in shown]
+    right = 1 - (legend_w - 0.15) / fig.get_figwidth()  # the legend in its own column
     fig.legend([shown[p] for p in order], [safe(p) for p in order], loc="upper left",
-               bbox_to_anchor=(1.0, 0.95),
-               title="phase", fontsize=9)
+               bbox_to_anchor=(right, 1 - 0.7 / fig.get_figheight()), title="phase", fontsize=9)
     fig.suptitle("Latency CDF per op (from the log-linear histograms, merged over ranks)")
-    fig.tight_layout()
-    save(fig, outdir, name)
+    save(fig, outdir, name, tight="inside")
     return True
 
 
