@@ -154,14 +154,22 @@ def check_dir(state, uid=None, marker=None, new=False):
             continue
         _check_node(sub, sub_st, owners, "directory")
         if name in FILES_IN:
-            for entry in os.scandir(sub):
+            try:
+                entries = list(os.scandir(sub))
+            except FileNotFoundError:  # removed since its lstat, as a stop does
+                continue
+            for entry in entries:
                 try:  # a record written meanwhile: its NAME.tmp renamed away
                     entry_st = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
                 _check_node(Path(entry.path), entry_st, (uid,), "file")
     if marker and (state / marker).exists():
-        _check_node(state / marker, os.lstat(state / marker), (uid,), "file")
+        try:
+            marker_st = os.lstat(state / marker)
+        except FileNotFoundError:  # removed since, as a stop does
+            return
+        _check_node(state / marker, marker_st, (uid,), "file")
 
 
 def _valid(name, value):

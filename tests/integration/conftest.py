@@ -92,6 +92,18 @@ def rank_pids(mpirun_pid, nranks=None):
     return ranks
 
 
+def proc_cmdlines():
+    """{pid: command line (bytes, its arguments NUL-separated)} of every
+    process on this machine. A process that exits between the listing of
+    /proc and the read of its cmdline (ENOENT, ESRCH) is left out: gone."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                found[int(name)] = Path(f"/proc/{name}/cmdline").read_bytes()
+    return found
+
+
 def signal_ranks(mpirun_pid, sig):
     """sig to every herd rank of one mpirun (as a scheduler signals a job's
     processes), not to mpirun: what is tested is how herd stops, not how

@@ -44,7 +44,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import REPO_DIR, describe, mpi_env, read_csv, run_cmd, write_job
+from conftest import REPO_DIR, describe, mpi_env, proc_cmdlines, read_csv, run_cmd, write_job
 
 JOBS = REPO_DIR / "jobs"
 BATCH = JOBS / "herd-batch.sh"
@@ -409,14 +409,10 @@ def _why_no_server():
 def leftovers(tmp):
     """Processes, loop devices and state directories the seed scripts left."""
     left = [str(p) for p in Path(tmp).glob("herd-seed00*")]
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if str(tmp) in cmd and ("ganesha" in cmd or "smbd" in cmd):
-                left.append(f"pid {pid}: {cmd}")
+    for pid, raw in proc_cmdlines().items():
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+        if str(tmp) in cmd and ("ganesha" in cmd or "smbd" in cmd):
+            left.append(f"pid {pid}: {cmd}")
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     left += [l for l in loops.splitlines() if str(tmp) in l]
     return left

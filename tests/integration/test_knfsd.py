@@ -79,7 +79,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import MIB, describe, load_results, phase_attr_order, write_job
+from conftest import MIB, describe, load_results, phase_attr_order, proc_cmdlines, write_job
 from test_nfs import (CALL_MARGIN, CONNECTION_ERRNOS, calls_at_least, check_calls_bounded,
                       check_data_phases, check_error_names, common_time,
                       errnos_by_rank, herd_run_nfs, ns_background)
@@ -137,14 +137,11 @@ def uml_processes(state):
     (the guest and its helpers: every guest process is one)."""
     state = os.path.realpath(state)
     found = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            argv = (p / "cmdline").read_bytes().split(b"\0")
-            if argv and os.path.basename(argv[0]) == b"linux.uml" and \
-                    any(state.encode() in a for a in argv) and running(int(p.name)):
-                found.append(int(p.name))
+    for pid, cmd in proc_cmdlines().items():
+        argv = cmd.split(b"\0")
+        if os.path.basename(argv[0]) == b"linux.uml" and \
+                any(state.encode() in a for a in argv) and running(pid):
+            found.append(pid)
     return found
 
 

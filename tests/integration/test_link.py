@@ -50,6 +50,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import proc_cmdlines
 from test_nfs_server import SBIN_PATH, _why_skip
 from test_smb_server import _why_skip as _why_skip_smb
 
@@ -143,22 +144,17 @@ def pid_gone(pid):
     the script's stop and link leave of a process they stopped."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # (reaped before or during the read)
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def processes_naming(text):
     found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and d.name != str(os.getpid()):
-            try:
-                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if text in cmd and state not in ("Z", "X"):
-                found.append(f"{d.name}: {cmd}")
+    for pid, raw in proc_cmdlines().items():
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
+        if pid != os.getpid() and text in cmd and not pid_gone(pid):
+            found.append(f"{pid}: {cmd}")
     return found
 
 

@@ -46,7 +46,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import RUN_TIMEOUT, describe, hold_ranks, load_results, write_job
+from conftest import RUN_TIMEOUT, describe, hold_ranks, load_results, rank_pids, write_job
 from test_nfs import herd_run_nfs, ns_background
 from test_nfs_server import Server, _why_skip, running, stopped_after, wait_until
 
@@ -288,23 +288,6 @@ def test_grace_after_restart(nfs_server, herd_bin, tmp_path, version):
 # ---------------------------------------------------------------- 4. dead client
 
 LEASE = 10  # s: the server's NFSv4 lease in the dead-client tests
-
-
-def rank_pids(session):
-    """{MPI rank: pid} of the processes in mpirun's session (mpirun puts
-    each rank in a process group of its own, in its session)."""
-    pids = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.getsid(int(pid)) != session or int(pid) == session:
-                continue
-            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        for kv in env:
-            if kv.startswith(b"OMPI_COMM_WORLD_RANK="):
-                pids[int(kv.split(b"=", 1)[1])] = int(pid)
-    return pids
 
 
 def kill_ranks(session, pids):

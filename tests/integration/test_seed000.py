@@ -32,13 +32,12 @@ import csv
 import math
 import os
 import subprocess
-from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, mpi_env, run_cmd, write_job
+from conftest import REPO_DIR, describe, mpi_env, proc_cmdlines, run_cmd, write_job
 from test_link import _linkdelay, _why_skip_link
 from test_nfs_server import SBIN_PATH
 
@@ -318,15 +317,7 @@ def test_driver_help():
 
 
 def _procs_naming(text):
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if text.encode() in (d / "cmdline").read_bytes():
-                    found.append(int(d.name))
-            except OSError:
-                pass
-    return found
+    return [pid for pid, cmd in proc_cmdlines().items() if text.encode() in cmd]
 
 
 @pytest.mark.skipif(_why_skip_link() is not None, reason=_why_skip_link() or "")

@@ -40,7 +40,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_DIR, describe, read_csv, run_cmd
+from conftest import REPO_DIR, describe, proc_cmdlines, read_csv, run_cmd
 from test_jobs import JOBS, seed_env, stop_servers_left, text  # noqa: F401 (a fixture)
 
 SBIN = os.environ.get("PATH", "") + ":/usr/local/sbin:/usr/sbin:/sbin"
@@ -66,13 +66,8 @@ def guests_left(tmp):
     """linux.uml processes of state directories under tmp, and the
     state directories themselves."""
     left = [str(p) for p in Path(tmp).glob("herd-*")]
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
+    for pid, raw in proc_cmdlines().items():
+        cmd = raw.replace(b"\0", b" ").decode(errors="replace")
         if str(tmp) in cmd and "linux.uml" in cmd:
             left.append(f"pid {pid}: {cmd}")
     return left

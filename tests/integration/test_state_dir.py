@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_user, other_user, tree
+from conftest import as_user, other_user, proc_cmdlines, tree
 from test_nfs_server import LOCAL_DIR, SCRIPT, Server, _why_skip, describe_pids
 
 VCLUSTER = LOCAL_DIR.parent / "virtual" / "vcluster.sh"
@@ -197,15 +197,8 @@ def test_settings_are_data(tmp_path):
 
 def processes_naming(path):
     """PIDs of live processes whose command line names path."""
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if str(path).encode() in (p / "cmdline").read_bytes():
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return [pid for pid in found if pid != os.getpid()]
+    return [pid for pid, cmd in proc_cmdlines().items()
+            if str(path).encode() in cmd and pid != os.getpid()]
 
 
 @pytest.mark.skipif(_why_skip() is not None, reason=_why_skip() or "")
@@ -287,3 +280,24 @@ def test_record_renamed_away_during_the_check(tmp_path, monkeypatch):
 
     monkeypatch.setattr(statedir.os, "scandir", scandir)
     statedir.check_dir(state)  # no exception: the vanished entry is skipped
+
+
+def test_directory_removed_during_the_check(tmp_path, monkeypatch):
+    """A stop removes the state's pid/ between the check's look at it and
+    its listing: skipped, as a pid/ that is not there at all."""
+    sys.path.insert(0, str(LOCAL_DIR))
+    try:
+        import statedir
+    finally:
+        sys.path.remove(str(LOCAL_DIR))
+    state = tmp_path / "nfs"
+    (state / "pid").mkdir(parents=True)
+    real_scandir = statedir.os.scandir
+
+    def scandir(path):
+        if Path(path).name == "pid":
+            raise FileNotFoundError(2, "removed", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(statedir.os, "scandir", scandir)
+    statedir.check_dir(state)  # no exception
