@@ -2,12 +2,16 @@
  * options and help text are cli.c's). `run` needs MPI; the rest do not
  * start it. */
 #include <errno.h>
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "clientfit.h"
 #include "clock.h"
 #include "job.h"
 #include "job_mixfrom.h"
@@ -137,42 +141,55 @@ static int probe_targets(const struct job *job, long ranks)
             if ((job_kind_caps(w->kind) & JOB_KIND_WRITES) && strcmp(w->target, ph->target) == 0)
                 writes += job_phase_bytes_per_rank(w) * (uint64_t)n;
         }
-        problems += probe_target(ph->backend, ph->target, writes, stdout);
+        problems += probe_target(ph, writes, stdout);
     }
     return problems;
 }
 
-/* With clients_per_rank: the clients, and the memory their buffers take
- * per rank at most (the backend's estimate, the phase that needs most). */
-static void check_print_clients(const struct job *job, long ranks)
+/* With clients_per_rank: the clients, the memory they take (clientfit.h:
+ * per client, rank, and the ranks on one host: --ranks-per-host, else
+ * all of -n's) and the descriptors a rank needs against this shell's
+ * limit. */
+static void check_print_clients(const struct job *job, long ranks, long on_host)
 {
     const struct phase *first = &job->phases[0];
-    const struct backend_ops *be = backend_find(first->backend);
-    uint64_t most = 0;
-    for (int i = 0; be && be->client_memory && i < job->nphases; i++) {
-        uint64_t m = be->client_memory(&job->phases[i]);
-        most = m > most ? m : most;
+    struct clientfit_client c;
+    clientfit_client(job, &c);
+    double k = (double)first->clients_per_rank;
+    char each[32] = "?", rank[32] = "?", host[32] = "?", have[32];
+    if (c.memory) {
+        units_format_human((double)c.memory, each, sizeof each);
+        units_format_human((double)c.memory * k, rank, sizeof rank);
+        units_format_human((double)c.memory * k * (double)on_host, host, sizeof host);
     }
-    char each[32] = "?", all[32] = "?", host[32] = "?";
-    if (most) {
-        units_format_human((double)most, each, sizeof each);
-        units_format_human((double)most * (double)first->clients_per_rank, all, sizeof all);
-    }
-    units_format_human((double)job_host_memory(), host, sizeof host);
+    units_format_human((double)job_host_memory(), have, sizeof have);
     printf("clients: %lld per rank, %lld in all, each a separate NFS client with its own "
            "connection, file or region and RPC window, on one event loop per rank\n",
            (long long)first->clients_per_rank, (long long)first->clients_per_rank * ranks);
-    printf("memory: %s per client at most (RPC window x block, and its state), %s per rank; "
-           "this host has %s\n",
-           each, all, host);
+    printf("memory: %s per client at most (phase %s: RPC window and block buffers, and its "
+           "state), %s per rank, %s for the %ld rank%s on one host (%s); at most half of this "
+           "host's %s\n",
+           each, job->phases[c.phase].name, rank, host, on_host, units_plural(on_host),
+           on_host == ranks ? "all of -n's: --ranks-per-host N counts fewer" : "--ranks-per-host",
+           have);
+    struct rlimit rl;
+    long need = clientfit_fds_need(job, clientfit_fds_open() + CLIENTFIT_FDS_MPI);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        printf("descriptors: %ld per rank (%u per client, and %ld of herd, MPI and HDF5); this "
+               "shell's limit %llu (ulimit -n), hard limit %llu%s\n",
+               need, c.fds, need - (long)k * (long)c.fds, (unsigned long long)rl.rlim_cur,
+               (unsigned long long)rl.rlim_max,
+               (rlim_t)need > rl.rlim_cur ? ": the run raises it" : "");
 }
 
 /* check's table: one line per phase (a ladder's steps each), then the
  * bytes of the whole job on `ranks` ranks. */
-static void check_print_phases(const struct job *job, long ranks)
+static void check_print_phases(const struct job *job, long ranks, long on_host)
 {
     const struct phase *first = &job->phases[0];
-    printf("job %s: %d phase%s, target %s (backend %s)%s%s%s\n", job->path, job->nphases,
+    char path[JOB_ERR_MAX]; /* the job's values passed utf8_check; its path did not */
+    utf8_escape(job->path, path, sizeof path);
+    printf("job %s: %d phase%s, target %s (backend %s)%s%s%s\n", path, job->nphases,
            units_plural(job->nphases), first->target, first->backend,
            job->keep ? ", run directory kept" : "", job->label[0] ? ", label " : "", job->label);
     printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
@@ -205,7 +222,7 @@ static void check_print_phases(const struct job *job, long ranks)
     units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", ranks, units_plural(ranks), total);
     if (first->clients_per_rank > 1)
-        check_print_clients(job, ranks);
+        check_print_clients(job, ranks, on_host);
 }
 
 static int command_check(const struct cli_args *a)
@@ -228,7 +245,11 @@ static int command_check(const struct cli_args *a)
     }
     free(text);
     label_from_env(&job, true);
-    if (job_check_scale(&job, a->ranks, err, sizeof err) < 0) {
+    long on_host = a->host_ranks ? a->host_ranks : a->ranks;
+    if (job_check_scale(&job, a->ranks, err, sizeof err) < 0 ||
+        clientfit_memory(&job, on_host, job_host_memory(), "this host", err, sizeof err) < 0 ||
+        clientfit_fds(&job, clientfit_fds_open() + CLIENTFIT_FDS_MPI, false, "this shell", err,
+                      sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         job_free(&job);
         return 2;
@@ -242,7 +263,7 @@ static int command_check(const struct cli_args *a)
     }
     job_free(&job);
     job = steps;
-    check_print_phases(&job, a->ranks);
+    check_print_phases(&job, a->ranks, on_host);
     const struct phase *first = &job.phases[0];
     if (first->monitor_rank[0])
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
@@ -317,6 +338,38 @@ static int run_check_scale(int rank, const struct job *job)
     return verdict;
 }
 
+/* Whether the job's clients fit where MPI placed the ranks (clientfit.h):
+ * on each host, the clients of all its ranks (a monitor rank counted as
+ * one with clients) in half of its memory, by the host's first rank; on
+ * each rank, its descriptors within its limit (raised to the hard one
+ * where that is enough). The first rank that refuses says why; every
+ * rank gets the verdict. 0, or -1. */
+static int run_check_clients(int rank, const struct job *job)
+{
+    MPI_Comm host;
+    int local = 0, on_host = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(host, &local);
+        MPI_Comm_size(host, &on_host);
+        MPI_Comm_free(&host);
+    }
+    char name[64] = "", where[96], err[JOB_ERR_MAX];
+    if (gethostname(name, sizeof name - 1) != 0)
+        snprintf(name, sizeof name, "unknown");
+    snprintf(where, sizeof where, "host %s", name);
+    int bad =
+        local == 0 && clientfit_memory(job, on_host, job_host_memory(), where, err, sizeof err) < 0;
+    snprintf(where, sizeof where, "rank %d on %s", rank, name);
+    if (!bad)
+        bad = clientfit_fds(job, clientfit_fds_open(), true, where, err, sizeof err) < 0;
+    int first = bad ? rank : INT_MAX;
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == first)
+        fprintf(stderr, "herd: %s\n", err);
+    return first == INT_MAX ? 0 : -1;
+}
+
 static int command_run(int argc, char **argv, const struct cli_args *a)
 {
     prefault_keep_freed(); /* before MPI starts: its allocations too */
@@ -344,7 +397,7 @@ static int command_run(int argc, char **argv, const struct cli_args *a)
         if (rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         code = 2;
-    } else if (run_check_scale(rank, &job) < 0) {
+    } else if (run_check_scale(rank, &job) < 0 || run_check_clients(rank, &job) < 0) {
         job_free(&job);
         code = 2;
     } else {

@@ -17,6 +17,14 @@ struct backend_file; /* opaque, backend-specific */
 struct hist;         /* hist.h */
 struct job_key;      /* job.h */
 struct phase;        /* job.h */
+struct job;          /* job.h */
+
+/* Settings a client's memory is estimated for instead of a phase's own
+ * (0: the phase's): the nearest settings that fit (clientfit.h). */
+struct client_tune {
+    int64_t inflight;    /* calls in flight per client, fixed (libnfs: nfs_inflight) */
+    uint64_t block_size; /* bytes per call */
+};
 
 /* BACKEND_EXCL with BACKEND_CREATE: fail with -EEXIST when the file exists
  * (O_EXCL). A path naming a symbolic link, or passing through one, is
@@ -68,6 +76,12 @@ struct backend_ops {
      * and why, written into why), or NULL. Called by `herd check` and run
      * before anything starts. */
     const char *(*check)(const struct phase *ph, char *why, size_t len);
+    /* Optional: what is wrong with phase ph's calls naming directories
+     * up to `below` components beneath its target (the run directory,
+     * the fileset's, a tree's: workload.h's dir_depth + 1), for a backend
+     * whose server caps a path's depth: the key at fault, with why
+     * written; NULL when nothing. Called where check is. */
+    const char *(*check_depth)(const struct phase *ph, int below, char *why, size_t len);
     /* Connect to target (a directory path or URL). *ctx is the backend's.
      * ph is the first phase: run-wide options come from it. client: the
      * name this connection presents to the server as its client (one of
@@ -79,10 +93,15 @@ struct backend_ops {
      * clients of the server (clients_per_rank), their calls interleaved
      * on one thread: every wait goes through fiber_poll (fiber.h). */
     bool clients;
-    /* Optional, with clients: the most memory one client holds for phase
-     * ph's calls (its buffers in flight and its own state), for `herd
-     * check` and the rule that a rank's clients fit its host. */
-    uint64_t (*client_memory)(const struct phase *ph);
+    /* Optional, with clients: the most memory one client holds in phase
+     * i of job (its buffers in flight, for the RPC window it reaches by
+     * then, and its own state), with tune's settings instead of the
+     * phase's where tune sets them (tune NULL: none); and the most
+     * descriptors one client holds over the job. For `herd check` and
+     * the rules that the clients of a host's ranks fit its memory and a
+     * rank's fit its descriptor limit (clientfit.h). */
+    uint64_t (*client_memory)(const struct job *job, int i, const struct client_tune *tune);
+    unsigned (*client_fds)(const struct job *job);
     /* Apply a phase's per-phase options (sizes, timeouts) before it runs;
      * reconnect first if the connection was lost. ph NULL: no phase runs
      * (the run's clean-up): defaults. 0 or -errno. NULL if nothing to do. */
@@ -172,6 +191,12 @@ struct backend_ops {
      * the backend kept in flight in it (its window, fixed or as probed),
      * 0 for a direction it sent none of. NULL: no RPCs of its own. */
     void (*window)(void *ctx, uint32_t *read, uint32_t *write);
+    /* Optional, with clients: whether ctx's connection to the server is
+     * open now: made, not found lost by a call since, and not closed by
+     * the server (its socket looked at without waiting). For the count
+     * of the connections a server kept (a phase's connections_open).
+     * NULL: not known. */
+    bool (*connected)(void *ctx);
     /* The caller will read [offset, offset + length) of f in order: the
      * backend may read ahead within that range, never beyond it (a
      * posix_fadvise(SEQUENTIAL) with bounds). NULL when it does not. */
@@ -185,7 +210,9 @@ struct backend_ops {
      * directory path beneath the target, resolved like every path
      * (safepath.h), "" for the target itself; or a negative errno. For the
      * run's check that its own outputs (results, --json) do not land in
-     * its run directory. NULL where the target is not a local directory
+     * its run directory, and for a kernel client's cached view of the
+     * target to be refreshed before a rank looks for the run directory
+     * (rundir_seen). NULL where the target is not a local directory
      * (libnfs, smb). */
     int (*local_dir)(void *ctx, const char *path);
 };

@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@
 #include <nfsc/libnfs-raw-nfs.h>
 #include <nfsc/libnfs-raw-nfs4.h>
 
+#include "libnfs_budget.h"
 #include "libnfs_call.h"
 #include "libnfs_ctx.h"
 #include "libnfs_rpc.h"
@@ -99,19 +101,8 @@ static bool libnfs_url_says_v4(const char *target)
     return q && (strstr(q, "version=4") != NULL);
 }
 
-/* The libnfs backend's job-file options (its rows below), in the phase's
- * backend_opts block. */
-struct libnfs_opts {
-    uint64_t rsize;   /* nfs_rsize: readmax; 0 = what the server offers */
-    uint64_t wsize;   /* nfs_wsize: writemax; 0 = what the server offers */
-    int64_t inflight; /* nfs_inflight: READ/WRITE RPCs in flight per rank, 0 = auto */
-    int64_t version;  /* nfs_version: 3 or 4; 0 = the URL's or 3 */
-};
 JOB_OPTS_FIT(struct libnfs_opts);
 #define LIBNFS_INFLIGHT_MAX 256
-/* nfs_inflight = 0: 16 RPCs, but at most this many bytes in flight. */
-#define LIBNFS_INFLIGHT_AUTO 16
-#define LIBNFS_INFLIGHT_AUTO_BYTES (4u << 20)
 
 JOB_KEY_ROWS_BEGIN
 static const struct job_key libnfs_keys[] = {
@@ -141,21 +132,6 @@ static const struct libnfs_opts *opts_of(const struct phase *ph)
     return job_backend_opts(ph);
 }
 
-/* The RPCs in flight for phase ph (NULL: the defaults) with chunks of
- * rchunk and wchunk bytes: nfs_inflight, or for 0 the rule in its key row.
- * On a fast link more bytes in flight than that did not pay
- * (docs/performance.md: at 1 MiB RPCs on loopback 2-4 in flight moved
- * 1.3-1.6x what 16 did; at 64K and 256K, 16 was best). */
-static unsigned libnfs_inflight(const struct phase *ph, uint64_t rchunk, uint64_t wchunk)
-{
-    int64_t set = ph ? opts_of(ph)->inflight : 0;
-    if (set > 0)
-        return (unsigned)set;
-    uint64_t chunk = rchunk > wchunk ? rchunk : wchunk;
-    uint64_t n = chunk ? LIBNFS_INFLIGHT_AUTO_BYTES / chunk : LIBNFS_INFLIGHT_AUTO;
-    return n < 2 ? 2 : n > LIBNFS_INFLIGHT_AUTO ? LIBNFS_INFLIGHT_AUTO : (unsigned)n;
-}
-
 /* Window w of RPCs of chunk bytes, tried at *tried (0: fixed), for the
  * next phase: a probe at the same RPC size and ceiling goes on (the
  * server and link are the same, and the phases of a run then put the
@@ -175,7 +151,7 @@ static void libnfs_window_next(struct stream_window *w, uint64_t *tried, uint64_
  * libnfs_inflight, probed from 1 when nfs_inflight is 0, once per run. */
 static void libnfs_windows(struct libnfs_ctx *c, const struct phase *ph)
 {
-    c->inflight = libnfs_inflight(ph, c->rchunk, c->wchunk);
+    c->inflight = libnfs_inflight(ph ? opts_of(ph)->inflight : 0, c->rchunk, c->wchunk);
     bool probe = !ph || opts_of(ph)->inflight == 0;
     libnfs_window_next(&c->rwin, &c->rwin_chunk, c->rchunk, c->inflight, probe);
     libnfs_window_next(&c->wwin, &c->wwin_chunk, c->wchunk, c->inflight, probe);
@@ -186,20 +162,6 @@ static bool phase_wants_v4(const struct phase *ph)
 {
     int64_t v = opts_of(ph)->version;
     return v == 4 || (v == 0 && libnfs_url_says_v4(ph->target));
-}
-
-/* Whether phase ph sends WRITEs: a kind that writes its files, one that
- * mixes writes in (rwmix_read), one that makes a tree of files with data. */
-static bool phase_writes_data(const struct phase *ph)
-{
-    unsigned caps = job_kind_caps(ph->kind);
-    if (caps & JOB_KIND_WRITES)
-        return true;
-    if (caps & JOB_KIND_TREE) {
-        uint64_t bytes;
-        return job_phase_bytes(ph, &bytes) < 0 || bytes > 0;
-    }
-    return ph->rwmix_read >= 0 && ph->rwmix_read < 100;
 }
 
 /* A mix over NFSv4: no lock (an NFSv4 lock needs a context of its own
@@ -230,6 +192,43 @@ static const char *libnfs_check_mix4(const struct phase *ph, char *why, size_t l
     return NULL;
 }
 
+/* The most operations an NFSv4.0 COMPOUND may carry: RFC 7530 sets no
+ * bound, servers do, with NFS4ERR_RESOURCE (measured: Linux 6.1's nfsd
+ * takes 50, NFSD_MAX_OPS_PER_COMPOUND; ganesha 4.3 100, "A COMPOUND with
+ * too many operations (101)"); herd keeps to the smaller. A directory's
+ * walk over NFSv4 (libnfs_dirs.c, and libnfs 4.0's mount) is one
+ * COMPOUND: PUTROOTFH, a LOOKUP a component counted from the server's
+ * root, GETATTR and GETFH. */
+#define LIBNFS_V4_COMPOUND_OPS 50
+#define LIBNFS_V4_WALK_OPS 3 /* beside the LOOKUPs */
+
+/* backend.h's check_depth: over NFSv4 every directory walked, the URL's
+ * path and `below` more components, fits one COMPOUND. */
+static const char *libnfs_check_depth(const struct phase *ph, int below, char *why, size_t len)
+{
+    struct nfsurl url;
+    char bad[256];
+    if (!phase_wants_v4(ph) || nfsurl_parse(ph->target, &url, bad, sizeof bad) < 0)
+        return NULL;
+    int target = 0;
+    for (size_t i = 0; i < url.path_len; i++)
+        target += url.path[i] != '/' && (i == 0 || url.path[i - 1] == '/');
+    int most = LIBNFS_V4_COMPOUND_OPS - LIBNFS_V4_WALK_OPS;
+    if (target + below <= most)
+        return NULL;
+    snprintf(why, len,
+             "over NFSv4 this phase's deepest directory is %d components below the server's "
+             "root (the target's %d, herd's %d: herd-<id>/...), and herd and libnfs 4.0 walk a "
+             "directory in one COMPOUND of a LOOKUP per component (%d operations); NFSv4 "
+             "servers cap a COMPOUND (Linux 6.1's nfsd at %d operations, ganesha 4.3 at 100): "
+             "at most %d components, "
+             "so a target at most %d deep here; use NFSv3 (nfs_version = 3: one LOOKUP per "
+             "call) or a shallower target",
+             target + below, target, below, target + below + LIBNFS_V4_WALK_OPS,
+             LIBNFS_V4_COMPOUND_OPS, most, most - below);
+    return "target";
+}
+
 static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
 {
     struct nfsurl url;
@@ -248,7 +247,7 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "must be 3 or 4");
         return "nfs_version";
     }
-    if (phase_wants_v4(ph) && phase_writes_data(ph) && !libnfs_compound_payload_ok()) {
+    if (phase_wants_v4(ph) && libnfs_phase_writes_data(ph) && !libnfs_compound_payload_ok()) {
         snprintf(why, len,
                  "this libnfs (%s) cannot write over NFSv4 (its WRITE COMPOUND fails to "
                  "encode above ~3.9 KiB, and its call buffer is not where herd's own WRITEs "
@@ -269,7 +268,8 @@ static const char *libnfs_check(const struct phase *ph, char *why, size_t len)
     }
     if (ph->kind == KIND_MIX && phase_wants_v4(ph))
         return libnfs_check_mix4(ph, why, len);
-    if (phase_wants_v4(ph) && phase_writes_data(ph) && ph->think_time >= LIBNFS_V4_MAX_HOLD) {
+    if (phase_wants_v4(ph) && libnfs_phase_writes_data(ph) &&
+        ph->think_time >= LIBNFS_V4_MAX_HOLD) {
         snprintf(why, len,
                  "an NFSv4 file open %g s between two calls may outlive the client's lease "
                  "(herd's READs and WRITEs renew it, nothing does while a rank thinks; "
@@ -314,19 +314,6 @@ static void libnfs_prime(void *ctx, const struct phase *ph)
     const struct libnfs_ctx *c = ctx;
     if (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)
         prefault_heap(c->rchunk > c->wchunk ? c->rchunk : c->wchunk, 3 * (size_t)c->inflight + 1);
-}
-
-/* backend.h's client_memory: a data phase's stream slots and libnfs's own
- * buffer per RPC in flight (prime's 3 x inflight + 1 chunks of at most a
- * block, the server's 1 MiB assumed), else a block; and a context's own
- * state and its fiber's stack pages (measured: about 34 KiB connected). */
-static uint64_t libnfs_client_memory(const struct phase *ph)
-{
-    uint64_t chunk = ph->block_size < LIBNFS_DEFAULT_XFER ? ph->block_size : LIBNFS_DEFAULT_XFER;
-    uint64_t buffers = chunk;
-    if (job_kind_caps(ph->kind) & JOB_KIND_BLOCKS)
-        buffers = (3 * (uint64_t)libnfs_inflight(ph, chunk, chunk) + 1) * chunk;
-    return buffers + LIBNFS_CLIENT_STATE;
 }
 
 static int libnfs_configure(void *ctx, const struct phase *ph)
@@ -377,6 +364,19 @@ static void libnfs_window(void *ctx, uint32_t *read, uint32_t *write)
     const struct libnfs_ctx *c = ctx;
     *read = stream_window_kept(&c->rwin);
     *write = stream_window_kept(&c->wwin);
+}
+
+/* Open: a context not found broken whose socket has seen neither the
+ * server's close (POLLRDHUP: a FIN) nor a reset (POLLHUP, POLLERR). */
+static bool libnfs_connected(void *ctx)
+{
+    const struct libnfs_ctx *c = ctx;
+    if (!c || c->broken || !c->nfs)
+        return false;
+    struct pollfd pfd = {.fd = nfs_get_fd(c->nfs), .events = POLLIN | POLLRDHUP};
+    if (pfd.fd < 0 || poll(&pfd, 1, 0) < 0)
+        return false;
+    return !(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 static void libnfs_disconnect(void *ctx)
@@ -918,9 +918,11 @@ const struct backend_ops backend_libnfs = {
     .keys = libnfs_keys,
     .nkeys = sizeof libnfs_keys / sizeof libnfs_keys[0],
     .check = libnfs_check,
+    .check_depth = libnfs_check_depth,
     .connect = libnfs_connect,
     .clients = true,
     .client_memory = libnfs_client_memory,
+    .client_fds = libnfs_client_fds,
     .configure = libnfs_configure,
     .prime = libnfs_prime,
     .disconnect = libnfs_disconnect,
@@ -948,5 +950,6 @@ const struct backend_ops backend_libnfs = {
     .observe = libnfs_observe,
     .describe = libnfs_describe,
     .window = libnfs_window,
+    .connected = libnfs_connected,
     .advise = libnfs_advise,
 };

@@ -15,6 +15,7 @@
 #include <nfsc/libnfs-raw-nfs4.h>
 
 #include "libnfs_ctx.h"
+#include "localerr.h"
 #include "rpcwait.h"
 #include "signals.h"
 
@@ -167,7 +168,10 @@ int libnfs_errno(struct libnfs_ctx *c, int rc)
     int named = libnfs_status_name_errno(c->status);
     if ((err == ERANGE || err == EFAULT) && named)
         err = named;
-    if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
+    int local = localerr_of(msg); /* this host's: never the server's */
+    if (local)
+        err = -local;
+    else if (msg && (strstr(msg, "timed out") || strstr(msg, "timeout") || strstr(msg, "Timeout")))
         err = ETIMEDOUT;
     else if (msg && (strstr(msg, "nfs_service failed") || strstr(msg, "socket")))
         err = ECONNRESET; /* the server closed or lost the connection */

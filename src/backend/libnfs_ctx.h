@@ -5,9 +5,11 @@
  * READs, WRITEs and COMMITs of herd's own NFSv4 opens), libnfs_open4.c
  * (NFSv4 opens), libnfs_mount.c (the connection), libnfs_io.c (a file's stream
  * calls), libnfs_lock.c (byte-range locks over NLM and NFSv4), and
- * backend_libnfs.c (the ops table: paths, opens, reads and writes).
- * Each calls only files before it. Nothing outside the backend includes
- * it; the rest of herd sees backend.h. */
+ * backend_libnfs.c (the ops table: paths, opens, reads and writes);
+ * libnfs_budget.c (what a client takes: its window's ceiling, memory and
+ * descriptors) calls none of them. Each calls only files before it.
+ * Nothing outside the backend includes it; the rest of herd sees
+ * backend.h. */
 #ifndef HERD_LIBNFS_CTX_H
 #define HERD_LIBNFS_CTX_H
 
@@ -31,8 +33,16 @@ struct nfs_fh {
 
 #define LIBNFS_PATH_MAX 1400
 #define LIBNFS_DEFAULT_XFER (1u << 20)
-#define LIBNFS_CLIENT_STATE (64u << 10) /* one client's context, beyond its I/O buffers */
-#define LIBNFS_V4_MAX_HOLD 30           /* seconds: below the shortest common lease */
+#define LIBNFS_V4_MAX_HOLD 30 /* seconds: below the shortest common lease */
+
+/* The libnfs backend's job-file options (backend_libnfs.c's rows), in
+ * the phase's backend_opts block. */
+struct libnfs_opts {
+    uint64_t rsize;   /* nfs_rsize: readmax; 0 = what the server offers */
+    uint64_t wsize;   /* nfs_wsize: writemax; 0 = what the server offers */
+    int64_t inflight; /* nfs_inflight: READ/WRITE RPCs in flight per rank, 0 = auto */
+    int64_t version;  /* nfs_version: 3 or 4; 0 = the URL's or 3 */
+};
 
 /* A directory kept by its file handle (libnfs_dirs.c): path is
  * export-absolute ("" for the export's root); fh_len 0: empty. */

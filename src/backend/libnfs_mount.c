@@ -16,6 +16,7 @@
 #include <nfsc/libnfs-raw-nfs4.h>
 
 #include "libnfs_ctx.h"
+#include "localerr.h"
 #include "nfsurl.h"
 #include "rpcwait.h"
 #include "signals.h"
@@ -40,12 +41,19 @@ void libnfs_drop(struct libnfs_ctx *c)
 
 /* A mount that failed: libnfs 4.0 says EPERM ("Operation not permitted")
  * for a host it cannot resolve, EIO for a server that does not answer and
- * EFAULT for one that refuses the mount;
+ * EFAULT for one that refuses the mount, and EIO too where this host had
+ * no descriptor or memory for the socket (localerr.h);
  * tell them apart by its message (msg: the mount's own, else libnfs's). */
 static int libnfs_mount_errno(struct libnfs_ctx *c, int rc, const char *msg)
 {
+    const char *said = c->nfs ? nfs_get_error(c->nfs) : NULL;
+    int local = localerr_of(msg);
+    if (!local)
+        local = localerr_of(said);
+    if (local)
+        return local;
     if (!msg || !msg[0])
-        msg = c->nfs ? nfs_get_error(c->nfs) : NULL;
+        msg = said;
     if (msg && (strstr(msg, "Can not resolv") || strstr(msg, "Invalid address")))
         return -EHOSTUNREACH;
     if (msg && strstr(msg, "refused"))

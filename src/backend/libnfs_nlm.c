@@ -30,6 +30,7 @@
 
 #include <nfsc/libnfs-raw-nlm.h>
 
+#include "localerr.h"
 #include "rpcwait.h"
 
 #define NLM_PROGRAM 100021
@@ -112,7 +113,10 @@ int nlm_open(const char *server, const char *client, double deadline, struct nlm
         rc = nlm_wait_reply(cl, &w);
     else
         rc = -ECONNREFUSED;
-    if (rc == -ECONNRESET)
+    int local = rc < 0 ? localerr_of(rpc_get_error(cl->rpc)) : 0;
+    if (local)
+        rc = local; /* this host's, not the server's */
+    else if (rc == -ECONNRESET)
         rc = -ECONNREFUSED; /* no NLM registered with the portmapper, or none answers */
     if (rc < 0) {
         if (!cl->status)

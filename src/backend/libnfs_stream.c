@@ -144,6 +144,20 @@ unsigned stream_window_kept(const struct stream_window *w)
     return !w->answered ? 0 : w->settled ? w->settled : w->now;
 }
 
+unsigned stream_window_reach(unsigned max, uint64_t replies)
+{
+    struct stream_window w;
+    stream_window_init(&w, max, true);
+    unsigned reached = 1;
+    uint64_t used = 0;
+    for (unsigned i = 0; i < w.ntries && used < replies; i++) {
+        reached = stream_window_size(&w, i);
+        unsigned sample = STREAM_WINDOW_SAMPLE * reached;
+        used += reached + (sample < STREAM_WINDOW_MIN_REPLIES ? STREAM_WINDOW_MIN_REPLIES : sample);
+    }
+    return reached;
+}
+
 /* The largest window tried whose rate came within STREAM_WINDOW_TIE of
  * the fastest's. */
 static unsigned stream_window_choose(const struct stream_window *w)

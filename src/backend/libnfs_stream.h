@@ -131,6 +131,14 @@ void stream_window_resume(struct stream_window *w);
  * RPC of its direction was answered in this phase. */
 unsigned stream_window_kept(const struct stream_window *w);
 
+/* The largest window a probe up to max tries within its first `replies`
+ * replies (each try: its fill, then its timed replies; a try's
+ * STREAM_WINDOW_MIN_SECONDS left out: where replies come faster, a try
+ * takes more of them and the probe is at this window or below): the most
+ * a short run's RPCs have in flight, for the memory a client is
+ * estimated to take (libnfs_budget.h). */
+unsigned stream_window_reach(unsigned max, uint64_t replies);
+
 /* What an RPC's sender calls back with: the bytes written or read (a
  * READ's at data, valid only during the call), or a negative result for
  * rpc_errno; libnfs's nfs_cb. */

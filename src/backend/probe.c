@@ -12,7 +12,10 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "job.h"
 #include "nfsurl.h"
+#include "srcport.h"
 #include "urlserver.h"
 #include "utf8.h"
 
@@ -114,13 +117,41 @@ static bool url_server(const char *url, char *host, size_t hlen, char *port, siz
     return true;
 }
 
+/* Phase ph's export mounted as the run's clients will mount it (from
+ * ordinary ports with clients_per_rank > 1, as the ranks connect) and
+ * dropped at once: 0 with what it found in found, or 1 with the
+ * finding's line on out. */
+static int probe_mount(const struct phase *ph, const char *shown, char *found, size_t len,
+                       FILE *out)
+{
+    const struct backend_ops *be = backend_find(ph->backend);
+    if (!be)
+        return 0; /* job/ refused the name already */
+    if (ph->clients_per_rank > 1)
+        srcport_allow_reserved(false);
+    bool reserved = srcport_reserved();
+    void *ctx;
+    int rc = be->connect(ph->target, ph, NULL, &ctx);
+    if (rc == 0) {
+        be->disconnect(ctx);
+        snprintf(found, len, "; the export mounts from %s, as the run's clients will",
+                 reserved ? "a reserved port (below 1024)" : "an ordinary port (above 1023)");
+        return 0;
+    }
+    char why[600];
+    if (!probe_port_refused(ph, rc, why, sizeof why))
+        snprintf(why, sizeof why, "the server answers, the mount fails: %s", strerror(-rc));
+    fprintf(out, "probe: %s: %s\n", shown, why);
+    return 1;
+}
+
 /* nfs://HOST[:PORT]/... or smb://HOST[:PORT]/...: the name resolves and
- * the port answers. */
-static int probe_server(const char *shown, const char *url, const char *port, FILE *out)
+ * the port answers; an nfs:// export mounts. */
+static int probe_server(const struct phase *ph, const char *shown, const char *port, FILE *out)
 {
     char host[256], given[8];
     snprintf(given, sizeof given, "%s", port);
-    if (!url_server(url, host, sizeof host, given, sizeof given)) {
+    if (!url_server(ph->target, host, sizeof host, given, sizeof given)) {
         fprintf(out, "probe: %s: no server name in the URL\n", shown);
         return 1;
     }
@@ -137,7 +168,10 @@ static int probe_server(const char *shown, const char *url, const char *port, FI
         fprintf(out, "probe: %s: server %s port %s: %s\n", shown, name, given, strerror(-rc));
         return 1;
     }
-    fprintf(out, "probe: %s: ok (server %s answers on port %s)\n", shown, name, given);
+    char mounted[128] = "";
+    if (strcmp(ph->backend, "libnfs") == 0 && probe_mount(ph, shown, mounted, sizeof mounted, out))
+        return 1;
+    fprintf(out, "probe: %s: ok (server %s answers on port %s%s)\n", shown, name, given, mounted);
     return 0;
 }
 
@@ -158,13 +192,34 @@ bool probe_name_unresolved(const char *url, char *why, size_t len)
     return true;
 }
 
-int probe_target(const char *backend, const char *target, uint64_t writes, FILE *out)
+bool probe_port_refused(const struct phase *ph, int rc, char *why, size_t len)
+{
+    const struct backend_ops *be = backend_find(ph->backend);
+    if (rc != -EACCES || ph->clients_per_rank <= 1 || !be || srcport_allow_reserved(true) < 0)
+        return false;
+    void *ctx;
+    int again = be->connect(ph->target, ph, NULL, &ctx);
+    srcport_allow_reserved(false);
+    if (again < 0)
+        return false;
+    be->disconnect(ctx);
+    snprintf(why, len,
+             "%s from ports above 1023: the export serves this host only from a reserved port "
+             "(below 1024), and with clients_per_rank = %lld herd's clients connect from "
+             "ordinary ones (a host has a few hundred reserved ports); run herd where the export "
+             "takes them (inside the server's network namespace: nfs-server.sh exec) or give "
+             "the export the insecure option (ganesha: PrivilegedPort = false)",
+             strerror(EACCES), (long long)ph->clients_per_rank);
+    return true;
+}
+
+int probe_target(const struct phase *ph, uint64_t writes, FILE *out)
 {
     char shown[1024];
-    utf8_escape(target, shown, sizeof shown);
-    if (strcmp(backend, "libnfs") == 0 && strncmp(target, "nfs://", 6) == 0)
-        return probe_server(shown, target, "2049", out);
-    if (strcmp(backend, "smb") == 0 && strncmp(target, "smb://", 6) == 0)
-        return probe_server(shown, target, "445", out);
-    return probe_directory(shown, target, writes, out);
+    utf8_escape(ph->target, shown, sizeof shown);
+    if (strcmp(ph->backend, "libnfs") == 0 && strncmp(ph->target, "nfs://", 6) == 0)
+        return probe_server(ph, shown, "2049", out);
+    if (strcmp(ph->backend, "smb") == 0 && strncmp(ph->target, "smb://", 6) == 0)
+        return probe_server(ph, shown, "445", out);
+    return probe_directory(shown, ph->target, writes, out);
 }

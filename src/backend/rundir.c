@@ -2,9 +2,13 @@
 #include "rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "safepath.h"
@@ -119,6 +123,81 @@ int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, boo
         return rc;
     }
     return 0;
+}
+
+void rundir_owner(char *buf, size_t len, const char *run_id, const char *host)
+{
+    uint64_t token = 0;
+    if (getrandom(&token, sizeof token, GRND_NONBLOCK) != (ssize_t)sizeof token) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        token = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_sec ^
+                (uint64_t)getpid() << 32;
+    }
+    snprintf(buf, len, "run %s, host %s, pid %ld\ntoken %016llx\n", run_id, host, (long)getpid(),
+             (unsigned long long)token);
+}
+
+/* Make a kernel NFS client ask the server for directory path's
+ * attributes (statx AT_STATX_FORCE_SYNC, a GETATTR): when they changed
+ * (another host made a name in it), it drops what it cached of the names
+ * in it, a name it had found missing included. Nothing to do where the
+ * target is not a local directory (libnfs, smb: every look is a call). */
+static void rundir_refresh(const struct backend_ops *be, void *ctx, const char *path)
+{
+    if (!be->local_dir)
+        return;
+    int fd = be->local_dir(ctx, path);
+    if (fd < 0)
+        return; /* the look that follows says why */
+    struct statx sx;
+    (void)statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC, STATX_CTIME,
+                &sx);
+    close(fd);
+}
+
+/* Whether lock holds exactly owner: 0, -ESTALE when it holds other
+ * text, or the -errno of the open or the read. */
+static int rundir_lock_holds(const struct backend_ops *be, void *ctx, const char *lock,
+                             const char *owner)
+{
+    struct backend_file *f;
+    int rc = be->open(ctx, lock, BACKEND_READ, &f);
+    if (rc < 0)
+        return rc;
+    char text[RUNDIR_OWNER_MAX + 1];
+    size_t want = strlen(owner);
+    ssize_t n = be->pread(ctx, f, text, want < RUNDIR_OWNER_MAX ? want + 1 : RUNDIR_OWNER_MAX, 0);
+    be->close(ctx, f);
+    if (n < 0)
+        return (int)n;
+    return (size_t)n == want && memcmp(text, owner, want) == 0 ? 0 : -ESTALE;
+}
+
+int rundir_seen(const struct backend_ops *be, void *ctx, const char *rundir, const char *owner,
+                char *err, size_t errlen)
+{
+    rundir_refresh(be, ctx, "");     /* the target: its entry rundir */
+    rundir_refresh(be, ctx, rundir); /* rundir: its entry of the lock file */
+    struct stat st;
+    int rc = be->stat(ctx, rundir, &st);
+    if (rc == 0 && !S_ISDIR(st.st_mode))
+        rc = -ENOTDIR;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", rundir, strerror(-rc));
+        return rc;
+    }
+    if (!owner[0])
+        return 0;
+    char lock[HERD_PATH_MAX];
+    rundir_lock_path(rundir, lock, sizeof lock);
+    rc = rundir_lock_holds(be, ctx, lock, owner);
+    if (rc == -ESTALE)
+        snprintf(err, errlen, "%s is another directory of that name (its %s is not this run's)",
+                 rundir, RUNDIR_LOCK);
+    else if (rc < 0)
+        snprintf(err, errlen, "%s: %s", lock, strerror(-rc));
+    return rc;
 }
 
 int rundir_close(const struct backend_ops *be, void *ctx, const char *rundir, bool locked,

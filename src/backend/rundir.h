@@ -29,6 +29,26 @@
 int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,
                 const char *owner, bool *created, char *err, size_t errlen);
 
+/* The owner text for rundir_open, into buf: who holds the lock (a first
+ * line: run id, host, pid) and a random token (a second line), so that a
+ * rank that reads it back (rundir_seen) knows it looks at the directory
+ * this run made, not at one of the same name elsewhere. */
+#define RUNDIR_OWNER_MAX 512
+void rundir_owner(char *buf, size_t len, const char *run_id, const char *host);
+
+/* On a rank other than the one that opened it: whether this rank's view
+ * of the target holds that run directory (a target that is a local
+ * directory on one host, the export on another, is not the same place).
+ * The target and then rundir are refreshed first: a kernel NFS client
+ * answers a look from its cached view of a directory (ENOENT for a name
+ * another host has just made) until its attributes expire, and a GETATTR
+ * forced on the directory makes it look the name up again. Then rundir
+ * must be a directory whose lock file holds exactly owner, rundir_open's
+ * text; owner "" (RUNDIR_UNLOCKED: no lock file) asks only for the
+ * directory. 0, or -errno with one line in err. */
+int rundir_seen(const struct backend_ops *be, void *ctx, const char *rundir, const char *owner,
+                char *err, size_t errlen);
+
 /* Remove the lock file (locked: rundir_open made it; else it is not
  * ours), then (remove_dir) the directory itself. A
  * directory still holding entries is left, and said so in err (returns

@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clocksync.h"
 #include "probe.h"
 #include "progress.h"
 #include "results.h"
+#include "rundir.h"
 #include "signals.h"
 #include "units.h"
 
@@ -256,6 +258,26 @@ static double run_measure_margin(const struct run *r)
     return 0.02 + 3 * worst;
 }
 
+/* Why a connect failed, into buf: for a cause on this host (no
+ * descriptor, no memory: localerr.h) words that say so, never the
+ * server's; else its errno's. Returns buf. */
+static const char *run_connect_cause(int rc, char *buf, size_t len)
+{
+    struct rlimit rl = {0};
+    if (rc == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        snprintf(buf, len,
+                 "this rank ran out of file descriptors: %s, its limit is %llu (ulimit -n)",
+                 strerror(EMFILE), (unsigned long long)rl.rlim_cur);
+    else if (rc == -ENFILE)
+        snprintf(buf, len, "this host ran out of file descriptors: %s (fs.file-max)",
+                 strerror(ENFILE));
+    else if (rc == -ENOMEM || rc == -ENOBUFS)
+        snprintf(buf, len, "this rank ran out of memory: %s", strerror(-rc));
+    else
+        snprintf(buf, len, "%s", strerror(-rc));
+    return buf;
+}
+
 /* Every rank connects to the target; a stop heard meanwhile (a connect
  * that waits on a frozen server hears another rank's too) ends the run
  * with its signal's exit code, a rank that cannot connect with 2. 0 when
@@ -282,25 +304,62 @@ static int run_connect(struct run *r)
     if (failed_rank < r->size) {
         char why[400];
         if (r->rank == failed_rank) {
-            if (!(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)))
-                snprintf(why, sizeof why, "%s", strerror(-rc));
+            if (!(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)) &&
+                !probe_port_refused(first, rc, why, sizeof why))
+                run_connect_cause(rc, why, sizeof why);
             fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, why, r->rank);
         }
         run_clients_disconnect(r);
         return 2;
     }
-    if (connected < r->clients)
+    if (connected < r->clients) {
+        char why[200];
         fprintf(stderr,
                 "herd: rank %d: %d of %d clients could not connect (%s); each counts it in "
                 "every phase it tries again\n",
-                r->rank, r->clients - connected, r->clients, strerror(-rc));
+                r->rank, r->clients - connected, r->clients,
+                run_connect_cause(rc, why, sizeof why));
+    }
     return 0;
 }
 
+/* Every I/O rank, once rank 0 has claimed the run directory: each other
+ * rank looks for it through its own view of the target and reads back
+ * its lock file's random token (owner: rank 0's text, "" when it holds
+ * no lock file), so that a rank whose target is another directory (a
+ * node without the export mounted) stops the run before its first phase
+ * instead of writing there; a kernel client's cached view is refreshed
+ * first (rundir_seen). 0, or 2 with one line (the first rank that does
+ * not see it) and rank 0's claim given back; the same on every rank. */
+static int run_rundir_seen(struct run *r, char *owner, size_t len)
+{
+    MPI_Bcast(owner, (int)len, MPI_CHAR, 0, r->comm);
+    owner[len - 1] = '\0';
+    char err[512] = "";
+    int rc = r->rank == 0 ? 0 : rundir_seen(r->be, r->be_ctx, r->rundir, owner, err, sizeof err);
+    int first = rc < 0 ? r->rank : r->size;
+    int count = rc < 0;
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, r->comm);
+    MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT, MPI_SUM, r->comm);
+    if (first == r->size)
+        return 0;
+    char others[48] = "";
+    if (count > 1)
+        snprintf(others, sizeof others, "; %d ranks in all do not", count);
+    if (r->rank == first)
+        fprintf(stderr,
+                "herd: target %s: rank %d (host %s) does not see the run directory rank 0 made "
+                "(%s)%s: is the target the same directory on every host?\n",
+                r->job->phases[0].target, r->rank, r->hostname, err, others);
+    if (r->rank == 0)
+        run_release_rundir(r);
+    return 2;
+}
+
 /* After connect (a backend describes what its connection negotiated):
- * the hosts map, the run directory claimed, the results file made, the
- * claims' tables. 0, or the exit code of a refusal, everything of it
- * released and the target disconnected. */
+ * the hosts map, the run directory claimed and seen by every rank, the
+ * results file made, the claims' tables. 0, or the exit code of a
+ * refusal, everything of it released and the target disconnected. */
 static int run_open_outputs(struct run *r, double sync_seconds, const char *start_utc)
 {
     const struct job *job = r->job;
@@ -313,7 +372,15 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
         return 1;
     }
     r->spread = run_spread_order(r); /* NULL (no memory): ladder steps take ranks 0..N-1 */
-    int refused = r->rank == 0 ? run_claim_places(r) : 0;
+    char owner[RUNDIR_OWNER_MAX] = "";
+    if (r->rank == 0)
+        run_client_reach(r); /* each rank's just before its own look */
+    int refused = r->rank == 0 ? run_claim_places(r, owner, sizeof owner) : 0;
+    MPI_Bcast(&refused, 1, MPI_INT, 0, r->comm);
+    if (!refused && r->rank != 0)
+        run_client_reach(r);
+    if (!refused)
+        refused = run_rundir_seen(r, owner, sizeof owner);
     if (!refused && r->rank == 0 &&
         run_create_results(r, sync_seconds, start_utc, hosts, ranks) != 0) {
         run_release_rundir(r);

@@ -10,16 +10,15 @@
 #include "runner_state.h"
 
 #include <errno.h>
-#include <linux/capability.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fiber.h"
+#include "srcport.h"
 
 _Static_assert(JOB_CLIENTS_MAX <= FIBER_MAX, "clients_per_rank's bound exceeds the fibers' one");
 
@@ -60,36 +59,6 @@ static void run_client_connect_one(void *arg, int k)
     a->rc[k] = run_client_connect(a->r, k);
 }
 
-/* K sockets and more: the soft limit on descriptors up to the hard one. */
-static void run_clients_fd_room(int clients)
-{
-    struct rlimit rl;
-    if (clients <= 1 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
-        return;
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-}
-
-/* Many clients connect from ordinary ports. libnfs binds each socket of
- * a privileged process to a reserved port (below 1024), trying them one
- * by one (and each against /etc/services) until one is free; a host has
- * 512, so past a few hundred clients every connect tried all of them
- * (measured: 1000 clients, 1.15 million binds, 22 s). Without
- * CAP_NET_BIND_SERVICE in its effective set the first bind fails with
- * EACCES, and libnfs stops trying. The server must accept ports above
- * 1023: ganesha does by default, the kernel's nfsd with `insecure`. */
-static void run_clients_ordinary_ports(int clients)
-{
-    if (clients <= 1)
-        return;
-    struct __user_cap_header_struct head = {.version = _LINUX_CAPABILITY_VERSION_3};
-    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-    if (syscall(SYS_capget, &head, data) != 0)
-        return;
-    data[CAP_TO_INDEX(CAP_NET_BIND_SERVICE)].effective &= ~CAP_TO_MASK(CAP_NET_BIND_SERVICE);
-    syscall(SYS_capset, &head, data);
-}
-
 int run_clients_connect(struct run *r, int *first_err)
 {
     const struct phase *first = &r->job->phases[0];
@@ -101,8 +70,8 @@ int run_clients_connect(struct run *r, int *first_err)
         free(rc);
         return 0;
     }
-    run_clients_fd_room(r->clients);
-    run_clients_ordinary_ports(r->clients);
+    if (r->clients > 1) /* thousands of clients could not have a reserved port each */
+        srcport_allow_reserved(false);
     struct run_connect_all a = {.r = r, .rc = rc};
     int ran = fiber_run(r->clients, run_client_connect_one, &a);
     int connected = 0;
@@ -115,6 +84,28 @@ int run_clients_connect(struct run *r, int *first_err)
     }
     free(rc);
     return connected;
+}
+
+void run_client_reach(struct run *r)
+{
+    if (!r->be->scheme) /* a directory path: no connection to lose */
+        return;
+    double until = clock_mono() + r->job->phases[0].op_timeout;
+    struct stat st;
+    /* A backend remakes a connection it found lost on the next call. */
+    while (errtab_connection_lost(r->be->stat(r->be_ctx, r->rundir, &st)) && clock_mono() < until &&
+           !runner_stop_poll(&r->stop))
+        fiber_sleep(RUN_REACH_PAUSE);
+}
+
+int run_clients_open(const struct run *r)
+{
+    if (!r->be->connected)
+        return -1;
+    int open = 0;
+    for (int k = 0; r->client_ctx && k < r->clients; k++)
+        open += r->client_ctx[k] && r->be->connected(r->client_ctx[k]);
+    return open;
 }
 
 void run_clients_disconnect(struct run *r)

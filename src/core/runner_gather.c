@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "connections.h"
 #include "hosts.h"
 #include "results.h"
 #include "results_fallback.h"
@@ -258,7 +259,7 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
     char where[RESULTS_FALLBACK_PATH_MAX];
     int fb = results_fallback_phase(safeout_dirfd(&r->out), r->out.leaf, r->output, ph, sum, data,
                                     stderr, where, sizeof where);
-    fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->output,
+    fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->out.shown,
             fb < 0 ? "nothing (the fallback failed too)" : where);
     if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0]))
         snprintf(r->lost[r->nlost], sizeof r->lost[0], "%s", ph->name);
@@ -291,6 +292,8 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
     units_format_ms(sum->start_skew, skew, sizeof skew);
     fprintf(stderr, "herd: phase %s: %s: %s (%.3f s to the closing barrier, start skew %s)\n",
             ph->name, sum->status, result, sum->t_end - sum->t_start, skew);
+    if (sum->notes[0])
+        fprintf(stderr, "herd: phase %s: %s\n", ph->name, sum->notes);
     if (!isnan(st->offered_per_s))
         fprintf(stderr,
                 "herd: phase %s: offered %.1f calls/s, achieved %.1f/s (%.1f%% of the calls "
@@ -307,11 +310,23 @@ static void run_say_phase(const struct phase *ph, const struct phase_summary *su
                 summary_op_p99(line, OP_RESPONSE) * 1e3);
 }
 
+/* Collective: the run's clients whose connection is open now (after the
+ * phase's closing barrier), summed on rank 0; -1 where a backend cannot
+ * tell. */
+static int64_t run_count_open(const struct run *r)
+{
+    int mine = run_clients_open(r);
+    int64_t v[2] = {mine < 0 ? 0 : mine, mine < 0}, all[2] = {0, 0};
+    run_mpi_ok(MPI_Reduce(v, all, 2, MPI_INT64_T, MPI_SUM, 0, r->comm), "reduce");
+    return all[1] ? -1 : all[0];
+}
+
 struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct phase_ctx *c,
                                  const struct stuck_entry *stuck_mine, size_t nstuck_mine,
                                  struct phase_summary *sum, double started)
 {
     double t_gather = clock_mono();
+    int64_t open = run_count_open(r);
     struct gathered g;
     run_gather_phase(r, ph, c, stuck_mine, nstuck_mine, started, &g);
     struct phase_outcome o = run_agree_outcome(r, c);
@@ -339,7 +354,13 @@ struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct p
     sum->start_skew = hi - lo;
     sum->stuck = g.nstuck;
     /* Holds closer than the clocks' error bound are not called overlapping. */
-    holds_overlap(g.holds, g.nholds, 2 * r->clock_error_max, &sum->overlap);
+    int checked = holds_overlap(g.holds, g.nholds, 2 * r->clock_error_max, &sum->overlap);
+    if (checked < 0)
+        fprintf(stderr,
+                "herd: phase %s: the holds' overlap figures are left out (%s); the holds table is "
+                "whole\n",
+                ph->name,
+                checked == -EINTR ? "a stop came while rank 0 checked them" : strerror(-checked));
     uint64_t errors = 0, verify = 0; /* the error table holds every failed call */
     for (size_t i = 0; i < g.nerrs; i++)
         errors += g.errs[i].count;
@@ -348,6 +369,9 @@ struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct p
     r->total_errors += errors;
     r->total_verify += verify;
     sum->status = phase_status_name(run_phase_status(o, errors, verify));
+    sum->connections_open = open;
+    connections_note(g.errs, g.nerrs, r->clients, (int64_t)r->size * r->clients, open, sum->notes,
+                     sizeof sum->notes);
     struct summary_line *line = &r->lines[r->nlines++];
     summary_compute(ph, sum, g.rows, g.nrows, errors, line);
     struct phase_data data = {

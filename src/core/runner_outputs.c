@@ -98,14 +98,13 @@ static const char *run_output_in_rundir(const struct run *r)
     return which;
 }
 
-int run_claim_places(struct run *r)
+int run_claim_places(struct run *r, char *owner, size_t len)
 {
+    owner[0] = '\0';
     if (run_check_outputs(r) != 0)
         return 2;
     char err[JOB_ERR_MAX];
-    char owner[512];
-    snprintf(owner, sizeof owner, "run %s, host %s, pid %ld\n", r->run_id, r->hostname,
-             (long)getpid());
+    rundir_owner(owner, len, r->run_id, r->hostname);
     bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
     int rc =
         rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
@@ -116,6 +115,8 @@ int run_claim_places(struct run *r)
         return 2;
     r->rundir_held = true;
     r->rundir_locked = rc == 0;
+    if (!r->rundir_locked)
+        owner[0] = '\0'; /* no lock file to read back */
     const char *inside = run_output_in_rundir(r);
     if (inside) {
         fprintf(stderr,
@@ -199,10 +200,14 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         snprintf(clients, sizeof clients, " x %d clients", r->clients);
     fprintf(stderr, "herd: run %s: %d rank%s%s on %d host%s, target %s (%s), results %s%s%s\n",
             r->run_id, r->size, units_plural(r->size), clients, r->nhosts, units_plural(r->nhosts),
-            first->target, r->rundir, r->output, r->job->label[0] ? ", label " : "", r->job->label);
-    if (r->mon.sampler >= 0)
-        fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler,
-                r->mon.sampler_host, first->monitor_interval);
+            first->target, r->rundir, r->out.shown, r->job->label[0] ? ", label " : "",
+            r->job->label);
+    if (r->mon.sampler >= 0) {
+        char host[sizeof r->mon.sampler_host * 6]; /* a host's name is not a job value */
+        utf8_escape(r->mon.sampler_host, host, sizeof host);
+        fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler, host,
+                first->monitor_interval);
+    }
     return 0;
 }
 
@@ -330,7 +335,7 @@ int run_finish(struct run *r, int signal)
     FILE *said = json_out ? stderr : stdout;
     if (!(json_out && r->opts->quiet))
         summary_print(said, r->lines, r->nlines, !r->opts->quiet);
-    fprintf(said, "\nresults: %s (status %s)\n", r->output, status_name);
+    fprintf(said, "\nresults: %s (status %s)\n", r->out.shown, status_name);
     if (r->opts->json && run_write_json(r, status_name, exit_code, said) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;
     if (r->nlost) {
@@ -338,7 +343,7 @@ int run_finish(struct run *r, int signal)
         for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
             fprintf(said, " %s", r->lost[i]);
         fprintf(said, "%s (records in %s.<phase>.lost.csv or on stderr)\n",
-                r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->output);
+                r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->out.shown);
     }
     fflush(stdout);
     free(r->lines);

@@ -189,6 +189,20 @@ void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nlef
  * first error into *first_err (0: none). be_ctx: the first connected. */
 int run_clients_connect(struct run *r, int *first_err);
 void run_clients_disconnect(struct run *r);
+/* Before the run directory is made or looked for: the rank's first
+ * client (be_ctx) gets a connection that answers (a URL's target; a
+ * directory path has none to lose). A server past its
+ * connection limit may have dropped it since it connected (the kernel
+ * nfsd closes its oldest as each new one comes): a look at the run
+ * directory that finds the connection lost is made again on a fresh one,
+ * every RUN_REACH_PAUSE seconds, until op_timeout or a stop. The calls
+ * that follow say what still fails. */
+#define RUN_REACH_PAUSE 0.05
+void run_client_reach(struct run *r);
+/* How many of the rank's clients hold an open connection now (the
+ * backend's connected: looked at without waiting), -1 when the backend
+ * cannot tell. */
+int run_clients_open(const struct run *r);
 /* The clients' contexts of a phase from the rank's base (records:
  * K x iterations rows, filled in rank, client, iteration and host); the
  * first nactive clients do I/O. 0 or -ENOMEM (then run_clients_end). */
@@ -240,8 +254,10 @@ int run_active_hosts(const struct run *r, const struct phase *ph);
 void run_utc_now(char *buf, size_t len);
 /* Rank 0, before anything is written: may the results go where the
  * options say, and may this run have the run directory? Returns 0, or 2
- * (refused, with one line on stderr; nothing was made). */
-int run_claim_places(struct run *r);
+ * (refused, with one line on stderr; nothing was made). owner (len
+ * bytes): the text of its lock file, for the other ranks to read back
+ * (rundir_seen), "" when it holds none. */
+int run_claim_places(struct run *r, char *owner, size_t len);
 /* Rank 0: the results file with the run's header. 0, or 2 on failure. */
 int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
                        const struct host_info *hosts, const struct rank_info *ranks);

@@ -327,6 +327,12 @@ uint64_t job_phase_bytes_per_rank(const struct phase *ph);
  * -EOVERFLOW with one line "FILE:LINE: key 'K': why" in err. */
 int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len);
 
+/* The one line "FILE:LINE: key 'K': why" for phase ph's key (the line
+ * its value came from) of a loaded job, into err: for the rules applied
+ * after loading. */
+void job_key_error(const struct job *job, const struct phase *ph, const char *key, const char *why,
+                   char *err, size_t len);
+
 /* What is legal but almost surely a mistake, for nranks I/O ranks: a meta
  * phase that writes more than JOB_LINT_META_BYTES in all with a file_size
  * from the command line (a plain --set file_size meant for the data

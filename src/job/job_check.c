@@ -333,6 +333,12 @@ void job_phase_validate(struct parse_state *st, const struct phase *ph)
         checks[i](st, ph);
 }
 
+void job_key_error(const struct job *job, const struct phase *ph, const char *key, const char *why,
+                   char *err, size_t len)
+{
+    job_error_format(err, len, job, job->path, job_phase_key_loc(ph, key), key, why);
+}
+
 int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len)
 {
     uint64_t mem = job_host_memory();
@@ -342,7 +348,7 @@ int job_check_scale(const struct job *job, int64_t nranks, char *err, size_t len
         const char *key = phase_scale(ph, nranks, mem, why, sizeof why);
         if (!key)
             continue;
-        job_error_format(err, len, job, job->path, job_phase_key_loc(ph, key), key, why);
+        job_key_error(job, ph, key, why, err, len);
         return -EOVERFLOW;
     }
     return 0;

@@ -28,20 +28,6 @@ static const char *const read_from_choices[] = {"self", "neighbor", NULL};
 static const char *const access_choices[] = {"sequential", "random", "strided", NULL};
 static const char *const arrivals_choices[] = {"fixed", "poisson", NULL}; /* enum pace_arrivals */
 
-/* label's rule beyond every value's (utf8_check: valid UTF-8, no control
- * byte): no C1 control character (U+0080 to U+009F) either. */
-static const char *label_check(const char *v, char *why, size_t len)
-{
-    for (size_t i = 0; v[i]; i++) {
-        unsigned char c = (unsigned char)v[i], next = (unsigned char)v[i + 1];
-        if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
-            snprintf(why, len, "control character U+%04X at byte %zu is not allowed", next, i + 1);
-            return why;
-        }
-    }
-    return NULL;
-}
-
 /* mix's operations (mixspec.h). */
 static const char *mixspec_check(const char *v, char *why, size_t len)
 {
@@ -217,7 +203,7 @@ static const struct job_key core_keys[] = {
      "recorded in the results (root attribute label), the --json summary and the run's "
      "first line; also herd run/check --label TEXT; when neither gives one, the "
      "environment's HERD_LABEL",
-     .scope = KEY_GLOBAL_ONLY, .check = label_check},
+     .scope = KEY_GLOBAL_ONLY},
 };
 JOB_KEY_ROWS_END
 _Static_assert(sizeof core_keys / sizeof core_keys[0] <= JOB_KEYS_MAX, "raise JOB_KEYS_MAX");

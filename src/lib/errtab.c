@@ -122,6 +122,13 @@ uint64_t errtab_count(const struct errtab *t, enum op op, int err)
     return n;
 }
 
+bool errtab_connection_lost(int err)
+{
+    int32_t e = errtab_norm(err);
+    return e == ECONNRESET || e == EPIPE || e == ENOTCONN || e == ECONNABORTED || e == ESHUTDOWN ||
+           e == ECONNREFUSED;
+}
+
 /* clang-format off */
 #define ERRNO_ENTRY(e) {e, #e}
 static const struct {

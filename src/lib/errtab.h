@@ -4,6 +4,7 @@
 #ifndef HERD_ERRTAB_H
 #define HERD_ERRTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,11 @@ void errtab_add_status(struct errtab *t, int rank, enum op op, int err, const ch
 void errtab_absorb(struct errtab *t, const struct errtab *from, int rank, int client);
 /* Count of failures recorded for (op, err), whatever their status. */
 uint64_t errtab_count(const struct errtab *t, enum op op, int err);
+
+/* Whether errno err (either sign) says a connection is gone: the server
+ * closed or reset it (ECONNRESET, EPIPE, ENOTCONN, ECONNABORTED,
+ * ESHUTDOWN) or refused a new one (ECONNREFUSED). */
+bool errtab_connection_lost(int err);
 
 /* The symbolic name of errno e (either sign): "EROFS" for 30, "E<n>" for
  * a value nobody names. */

@@ -17,6 +17,7 @@ enum opt_id {
     OPT_PRINT_JOB,
     OPT_PROBE,
     OPT_RANKS,
+    OPT_RANKS_PER_HOST,
     OPT_STRICT,
     OPT_LABEL,
     OPT_QUIET,
@@ -63,6 +64,9 @@ static const struct cli_option options[] = {
     {OPT_RANKS, "--ranks", "-n", "N", ON_CHECK,
      "the bytes for N ranks, and whether the job\n"
      "scales to them (default 1)"},
+    {OPT_RANKS_PER_HOST, "--ranks-per-host", NULL, "N", ON_CHECK,
+     "the ranks that will share one host (default: all\n"
+     "of -n's): their clients must fit half its memory"},
     {OPT_STRICT, "--strict", NULL, NULL, ON_CHECK, "refuse (exit 2) what it would only warn about"},
     {OPT_SET, "--set", NULL, "KEY=VALUE", ON_RUN | ON_CHECK,
      "a job key's value in every phase it applies to,\n"
@@ -176,6 +180,23 @@ static int refuse(char *err, size_t errlen, const char *before, const char *word
     return -1;
 }
 
+/* A count of ranks (1 to ranks_max) for option `name` into *out: 0, or
+ * -1 with why in err. */
+static int option_ranks(const char *value, const char *name, long ranks_max, long *out, char *err,
+                        size_t errlen)
+{
+    char *end;
+    errno = 0; /* (strtol's overflow) */
+    *out = strtol(value, &end, 10);
+    if (end == value || *end || errno || *out < 1 || *out > ranks_max) {
+        char shown[256];
+        utf8_escape(value, shown, sizeof shown);
+        snprintf(err, errlen, "%s %s: expected a number of ranks (1-%ld)", name, shown, ranks_max);
+        return -1;
+    }
+    return 0;
+}
+
 static int option_apply(const struct cli_option *o, char *value, long ranks_max, struct cli_args *a,
                         char *err, size_t errlen)
 {
@@ -232,18 +253,10 @@ static int option_apply(const struct cli_option *o, char *value, long ranks_max,
         }
         a->sets[a->nsets++] = value;
         break;
-    case OPT_RANKS: {
-        char *end;
-        errno = 0; /* (strtol's overflow) */
-        a->ranks = strtol(value, &end, 10);
-        if (end == value || *end || errno || a->ranks < 1 || a->ranks > ranks_max) {
-            char shown[256];
-            utf8_escape(value, shown, sizeof shown);
-            snprintf(err, errlen, "-n %s: expected a number of ranks (1-%ld)", shown, ranks_max);
-            return -1;
-        }
-        break;
-    }
+    case OPT_RANKS:
+        return option_ranks(value, "-n", ranks_max, &a->ranks, err, errlen);
+    case OPT_RANKS_PER_HOST:
+        return option_ranks(value, "--ranks-per-host", ranks_max, &a->host_ranks, err, errlen);
     }
     return 0;
 }

@@ -47,6 +47,7 @@ struct cli_args {
     bool probe;         /* check: look at the targets (probe.h) */
     const char *label;  /* run, check: --label (main.c makes it --set label=) */
     long ranks;         /* check: -n (default 1) */
+    long host_ranks;    /* check: --ranks-per-host (0: all of -n's) */
     bool help;          /* COMMAND --help, or help [COMMAND|units]: print help_on's help */
     enum cli_cmd help_on;
     char *sets[CLI_SETS_MAX];

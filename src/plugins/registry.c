@@ -11,7 +11,6 @@
 #include "registry.h"
 
 #include "mixspec.h"
-#include "units.h"
 #include "workload.h"
 
 /* The monitor's rows, then each backend's, in backend_at's order; room
@@ -32,27 +31,6 @@ static bool backend_known(const char *name)
 }
 
 /* The monitor's rules, then the backend's own check and lock support. */
-/* A rank's clients' buffers fit in half of this host's memory. */
-static const char *registry_clients_fit(const struct backend_ops *be, const struct phase *ph,
-                                        char *why, size_t len)
-{
-    uint64_t host = job_host_memory();
-    if (ph->clients_per_rank <= 1 || !be->client_memory || !host)
-        return NULL;
-    double need = (double)ph->clients_per_rank * (double)be->client_memory(ph);
-    if (need <= (double)host / 2)
-        return NULL;
-    char each[32], all[32], have[32];
-    units_format_human((double)be->client_memory(ph), each, sizeof each);
-    units_format_human(need, all, sizeof all);
-    units_format_human((double)host, have, sizeof have);
-    snprintf(why, len,
-             "%lld clients x %s each (RPC window x block) = %s per rank, more than half "
-             "of this host's %s: fewer clients, a smaller block_size or nfs_inflight",
-             (long long)ph->clients_per_rank, each, all, have);
-    return "clients_per_rank";
-}
-
 /* A mix phase's calls that the backend has none of. */
 static const char *registry_mix_supported(const struct backend_ops *be, const struct phase *ph,
                                           char *why, size_t len)
@@ -92,9 +70,10 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
                  ph->backend);
         return "clients_per_rank";
     }
-    key = registry_clients_fit(be, ph, why, len);
-    if (!key)
-        key = be->check ? be->check(ph, why, len) : NULL;
+    key = be->check ? be->check(ph, why, len) : NULL;
+    const struct workload_ops *w = workload_find(ph->kind);
+    if (!key && be->check_depth && w)
+        key = be->check_depth(ph, 1 + w->dir_depth, why, len);
     if (!key && (job_kind_caps(ph->kind) & JOB_KIND_LOCKS) && !be->lock) {
         snprintf(why, len, "lock is not supported by the %s backend", ph->backend);
         key = "kind";

@@ -76,6 +76,8 @@ enum run_status { RUN_COMPLETE, RUN_INCOMPLETE, RUN_INTERRUPTED };
 const char *phase_status_name(enum phase_status s);
 const char *run_status_name(enum run_status s);
 
+#define PHASE_NOTES_MAX 256 /* a phase's notes: what it found beside its figures */
+
 /* What the runner knows of a phase as a whole. */
 struct phase_summary {
     int index;          /* 0-based order in the job */
@@ -88,6 +90,11 @@ struct phase_summary {
     struct holds_overlap overlap;   /* lock phases: holds of all ranks together */
     int active_ranks, active_hosts; /* a ladder step: ranks doing I/O and their hosts */
     int active_clients;             /* clients doing I/O, of every rank */
+    /* A phase in which the server dropped or refused connections
+     * (connections_note): the run's clients' connections open at its end,
+     * and the note; notes "" otherwise (then neither is written). */
+    int64_t connections_open;
+    char notes[PHASE_NOTES_MAX];
 };
 
 #define OP_NAME_LEN 16    /* an op's name in a table: "rpc_write" and its NUL fit */

@@ -273,8 +273,8 @@ static int summary_write(const struct h5_types *ty, hid_t g, const struct phase_
     return h5_table_write(g, &table_op_summary, rows, (size_t)n, err, errlen);
 }
 
-/* A phase's attributes: kind, index, times, every key's value, and a
- * ladder step's place. */
+/* A phase's attributes: kind, index, times, every key's value, a
+ * ladder step's place, and its notes where it has any. */
 static int phase_attrs_write(const struct h5_types *ty, hid_t g, const struct phase *ph,
                              const struct phase_summary *sum, char *err, size_t errlen)
 {
@@ -293,20 +293,27 @@ static int phase_attrs_write(const struct h5_types *ty, hid_t g, const struct ph
          h5_attr_i64(g, "active_ranks", sum->active_ranks, err, errlen) < 0 ||
          h5_attr_i64(g, "active_hosts", sum->active_hosts, err, errlen) < 0))
         return -1;
+    if (sum->notes[0] && /* the server dropped or refused connections */
+        (h5_attr_i64(g, "connections_open", sum->connections_open, err, errlen) < 0 ||
+         h5_attr_str(ty->str, g, "notes", sum->notes, err, errlen) < 0))
+        return -1;
     return 0;
 }
 
-/* A lock phase's holds table and its overlap attributes. */
+/* A lock phase's holds table and its overlap attributes; those of an
+ * overlap check cut short (a stop) are left out, but wait_seconds. */
 static int holds_write(hid_t g, const struct phase_summary *sum, const struct phase_data *d,
                        char *err, size_t errlen)
 {
     const struct holds_overlap *o = &sum->overlap;
     if (h5_table_write(g, &table_holds, d->holds, d->nholds, err, errlen) < 0 ||
-        h5_attr_f64(g, "overlap_seconds", o->together, err, errlen) < 0 ||
-        h5_attr_f64(g, "exclusive_overlap_seconds", o->exclusive_clash, err, errlen) < 0 ||
-        h5_attr_i32(g, "max_holders", o->max_holders, err, errlen) < 0 ||
-        h5_attr_f64(g, "wait_seconds", o->wait_seconds, err, errlen) < 0 ||
-        h5_attr_i64(g, "waited_grants", (int64_t)o->waited, err, errlen) < 0)
+        h5_attr_f64(g, "wait_seconds", o->wait_seconds, err, errlen) < 0)
+        return -1;
+    if (o->complete &&
+        (h5_attr_f64(g, "overlap_seconds", o->together, err, errlen) < 0 ||
+         h5_attr_f64(g, "exclusive_overlap_seconds", o->exclusive_clash, err, errlen) < 0 ||
+         h5_attr_i32(g, "max_holders", o->max_holders, err, errlen) < 0 ||
+         h5_attr_i64(g, "waited_grants", (int64_t)o->waited, err, errlen) < 0))
         return -1;
     return 0;
 }

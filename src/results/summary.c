@@ -98,6 +98,7 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
             continue;
         if (t)
             t[nt++] = r->t_end - r->t_start;
+        out->client_seconds += r->t_end > r->t_start ? r->t_end - r->t_start : 0;
         st->bytes += r->bytes;
         st->ops += r->ops;
         st->verify_failures += r->verify_failures;
@@ -478,22 +479,29 @@ static void summary_format_rate(double v, bool none, const char *fmt, char *buf,
         snprintf(buf, len, fmt, v);
 }
 
+double summary_wait_share(const struct summary_line *l)
+{
+    return l->client_seconds > 0 ? l->overlap.wait_seconds / l->client_seconds : NAN;
+}
+
 /* A lock phase's rate (grants/s), how many grants had to wait for another
- * rank's conflicting hold and how long the ranks waited in all (and as a
- * share of the active ranks' time in the phase), and the non-blocking
- * tries refused; n/a where the phase gives no time. */
+ * client's conflicting hold and how long the clients waited in all (and as
+ * a share of the clients' time, summary_wait_share: with clients_per_rank
+ * K, K clients per rank wait), and the non-blocking tries refused; n/a
+ * where the phase gives no time. */
 static void summary_print_waits(FILE *out, const struct summary_line *l)
 {
     const struct phase_stats *st = &l->stats;
-    double t = st->last_done, ranks = (double)st->ranks;
-    char rate[32], share[32];
+    double t = st->last_done;
+    char rate[32], share[32], waited[32];
     summary_format_rate(t > 0 ? (double)st->grants / t : NAN, false, "%.0f", rate, sizeof rate);
-    summary_format_rate(t > 0 && ranks > 0 ? 100 * l->overlap.wait_seconds / (t * ranks) : NAN,
-                        false, "%.0f%%", share, sizeof share);
+    summary_format_rate(100 * summary_wait_share(l), false, "%.0f%%", share, sizeof share);
+    /* "-": a stop cut the overlap check short */
+    summary_format_rate((double)l->overlap.waited, !l->overlap.complete, "%.0f", waited,
+                        sizeof waited);
     fprintf(out,
-            "; grants/s %s; waited %llu of %llu grants, %.3f s waiting (%s of the ranks' time)",
-            rate, (unsigned long long)l->overlap.waited, (unsigned long long)st->grants,
-            l->overlap.wait_seconds, share);
+            "; grants/s %s; waited %s of %llu grants, %.3f s waiting (%s of the clients' time)",
+            rate, waited, (unsigned long long)st->grants, l->overlap.wait_seconds, share);
     if (st->contended)
         fprintf(out, "; %llu tries refused", (unsigned long long)st->contended);
 }
@@ -522,7 +530,9 @@ static void summary_print_params(FILE *out, const struct summary_line *l)
             continue;
         char v[64];
         job_key_format(k, l->ph, v, sizeof v);
-        fprintf(out, "%s %s %s", n++ ? "," : ";", echoed[i].label, v);
+        /* Each of a rank's clients makes its own files (clients_per_rank). */
+        bool per_client = strcmp(k->name, "files") == 0 && l->ph->clients_per_rank > 1;
+        fprintf(out, "%s %s %s", n++ ? "," : ";", per_client ? "files/client" : echoed[i].label, v);
     }
 }
 

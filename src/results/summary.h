@@ -68,9 +68,12 @@ struct summary_line {
     uint64_t errs_other;
     bool all_failed; /* calls were made and every one failed: no rate */
     /* A kind that holds locks (WORKLOAD_HOLDS): its rate is grants/s, its
-     * bytes are tokens (no MiB/s); overlap: its holds together, waits. */
+     * bytes are tokens (no MiB/s); overlap: its holds together, waits;
+     * client_seconds: the clients' time in the phase, what the waits are a
+     * share of (summary_wait_share). */
     bool holds;
     struct holds_overlap overlap;
+    double client_seconds;
     /* iterations > 1: per-iteration MiB/s (bytes of the iteration's rows
      * over its last end - first start), mean and population stddev as
      * IOR prints them; NaN otherwise. */
@@ -160,6 +163,13 @@ bool summary_herd_limited(const struct summary_line *l);
  * calls the schedules offered in the clients' time that were sent, free
  * of the arrivals' randomness that achieved/s carries); NaN without. */
 double summary_achieved_share(const struct phase_stats *st);
+
+/* A lock phase's waits (overlap.wait_seconds, every client's) over the
+ * clients' time in the phase: each row's t_end - t_start summed over the
+ * rows that did work (a row is one client's iteration; a wait lies inside
+ * its client's row), so at most 1 with any number of clients per rank;
+ * NaN when no row did work. */
+double summary_wait_share(const struct summary_line *l);
 
 /* The p99 of op's calls in the phase, seconds; NaN when none; and its
  * p50 (q 0.5) or max (q 1.0). */

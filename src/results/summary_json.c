@@ -1,8 +1,10 @@
 /* summary_json.c — the end-of-run summary as JSON (see summary_json.h).
  * Strings may hold any byte (paths, protocol statuses): valid UTF-8 passes,
- * control characters, '"' and '\' are escaped, and a byte that is not part
- * of valid UTF-8 becomes \udcXX (Python's surrogateescape; os.fsencode
- * gives the byte back). NaN and infinities are null. */
+ * control characters (display controls too, utf8.h: as \u202e, the same
+ * character to a JSON reader, never raw on a terminal), '"' and '\' are
+ * escaped, and a byte that is not part of valid UTF-8 becomes \udcXX
+ * (Python's surrogateescape; os.fsencode gives the byte back). NaN and
+ * infinities are null. */
 #include "summary_json.h"
 
 #include <errno.h>
@@ -30,9 +32,13 @@ static void json_str(FILE *f, const char *text)
             i++;
         } else {
             size_t len = utf8_len((const char *)s + i, n - i);
+            uint32_t code = utf8_display_control((const char *)s + i, len);
             if (len == 0) {
                 fprintf(f, "\\udc%02x", c);
                 i++;
+            } else if (code) {
+                fprintf(f, "\\u%04x", (unsigned)code);
+                i += len;
             } else {
                 fwrite(s + i, 1, len, f);
                 i += len;
@@ -247,7 +253,10 @@ static void json_phase_counts(FILE *f, const struct summary_line *l, bool *first
     json_ku(f, "errors_other", l->errs_other, first);
     json_ku(f, "verify_failures", st->verify_failures, first);
     if (l->holds) { /* lock phases: the grants that waited, the time waited */
-        json_ku(f, "waited_grants", l->overlap.waited, first);
+        if (l->overlap.complete)
+            json_ku(f, "waited_grants", l->overlap.waited, first);
+        else /* a stop cut the overlap check short */
+            json_kd(f, "waited_grants", NAN, first);
         json_kd(f, "wait_seconds", l->overlap.wait_seconds, first);
     }
     json_ku(f, "violations", st->violations, first);

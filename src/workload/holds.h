@@ -7,20 +7,11 @@
 #ifndef HERD_HOLDS_H
 #define HERD_HOLDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct hold {
-    int32_t rank;
-    int32_t exclusive; /* 1 exclusive (write) lock, 0 shared (read) lock */
-    double granted;    /* common clock, s */
-    double released;   /* common clock, s */
-    uint64_t start;    /* locked byte range; len 0 = to the end of the file */
-    uint64_t len;
-    double asked;   /* common clock, s: when the lock call began */
-    int32_t client; /* the rank's client that held it (clients_per_rank) */
-    int32_t pad;
-};
+#include "hold.h"
 
 struct holds {
     struct hold *v;
@@ -42,11 +33,19 @@ struct holds_overlap {
      * two exclusive) that it released only later. */
     double wait_seconds;
     uint64_t waited;
+    /* false: a stop or a lack of memory cut the check short; then only
+     * wait_seconds is known, the other figures are 0. */
+    bool complete;
 };
 
 /* Overlap of n intervals (any order), and their waits. Intervals of
  * different ranks that meet closer than `slack` seconds (the clocks'
- * error) are not counted as overlapping, nor as a reason to wait. */
-void holds_overlap(const struct hold *h, size_t n, double slack, struct holds_overlap *out);
+ * error) are not counted as overlapping, nor as a reason to wait. A sort
+ * and a sweep: O(n log n) for holds that hold one lock per owner at a
+ * time (100,000 holds in well under a second, bench/holds_overlap.sh).
+ * It hears a stop (signals_stop_requested, polled every 1024 steps) and
+ * then ends at once. 0; -EINTR when a stop came, -ENOMEM without memory
+ * (out->complete false either way). */
+int holds_overlap(const struct hold *h, size_t n, double slack, struct holds_overlap *out);
 
 #endif

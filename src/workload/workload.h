@@ -192,6 +192,12 @@ struct workload_ops {
      * made calls in the phase (nmain_ops 1: that one, calls or not; 0: none). */
     int main_ops[WORKLOAD_MAIN_OPS];
     int nmain_ops;
+    /* How far below the run directory the deepest directory its calls
+     * name lies (a backend may cap a path's depth: backend.h's
+     * check_depth): 1 the fileset's directory (its files), 3 mix's trees
+     * (FILESET/NAME-rNNNNNN/n), 4 meta's (FILESET/rNNNNNN/a/dNNNN); 0 the
+     * run directory alone. */
+    int dir_depth;
     /* The first rule of this kind's that ph breaks (after job/'s own: keys
      * in bounds and of this kind): the key at fault, with why written;
      * NULL when none. NULL: no rule of its own. */

@@ -582,7 +582,7 @@ static void io_volume(const struct phase *ph, struct job_volume *v)
 #define IO_WORKLOAD(nm, hlp, ks, caps, op, rm)                                                     \
     {                                                                                              \
         .name = (nm), .help = (hlp), .keys = (ks), .job_caps = (caps), .volume = io_volume,        \
-        .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1,                         \
+        .flags = WORKLOAD_MOVES_BYTES, .main_ops = {(op)}, .nmain_ops = 1, .dir_depth = 1,         \
         .describe = io_describe, .prepare = io_prepare, .run = io_run, .finish = io_finish,        \
         .remove = (rm),                                                                            \
     }

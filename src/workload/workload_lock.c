@@ -285,6 +285,7 @@ const struct workload_ops workload_lock = {
     .flags = WORKLOAD_HOLDS,
     .main_ops = {OP_LOCK},
     .nmain_ops = 1,
+    .dir_depth = 1,
     .describe = lock_describe,
     .prepare = lock_prepare,
     .run = lock_run,

@@ -412,6 +412,7 @@ const struct workload_ops workload_meta = {
     .help = "create, stat, rename and remove a tree of files",
     .main_ops = {OP_OPEN, OP_STAT, OP_RENAME, OP_UNLINK, OP_RMDIR, OP_MKDIR},
     .nmain_ops = 6,
+    .dir_depth = 4,
     .describe = meta_describe,
     .prepare = meta_prepare,
     .run = meta_run,

@@ -698,6 +698,7 @@ const struct workload_ops workload_mix = {
     .volume = mix_volume,
     .main_ops = {OP_GETATTR, OP_READ, OP_WRITE, OP_LOOKUP, OP_READ_FILE, OP_CREATE},
     .nmain_ops = 6,
+    .dir_depth = 3,
     .check = mix_check,
     .describe = mix_describe,
     .prepare = mix_prepare,

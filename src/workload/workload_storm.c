@@ -98,6 +98,7 @@ const struct workload_ops workload_storm = {
     .help = "stat, open, read a block of and close one shared file, all ranks at once",
     .main_ops = {OP_OPEN},
     .nmain_ops = 1,
+    .dir_depth = 1,
     .describe = workload_describe_attempts,
     .prepare = storm_prepare,
     .run = storm_run,

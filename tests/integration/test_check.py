@@ -442,6 +442,48 @@ def test_backend_follows_the_target(herd_bin, tmp_path, target, backend, expect)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["j.ini"]
 
 
+# The directories below the target each kind's calls name: herd-<id>, then
+# the fileset's (data, lock, storm), a mix's tree (FILESET/NAME-rN/n) or a
+# meta tree (FILESET/rN/a/dN); idle: the run directory alone.
+DIRS_BELOW = {"write": 2, "lock": 2, "storm": 2, "mix": 4, "meta": 5, "idle": 1}
+V4_DEEPEST = 47  # 50 operations (Linux 6.1's nfsd's cap) less PUTROOTFH, GETATTR, GETFH
+
+
+def deep_url(components, version):
+    return "nfs://127.0.0.1/" + "/".join(["d"] * components) + f"?version={version}"
+
+
+@pytest.mark.parametrize("kind", sorted(DIRS_BELOW))
+def test_check_refuses_nfsv4_targets_too_deep(herd_bin, tmp_path, kind):
+    """Over NFSv4 herd (and libnfs 4.0's mount) walks a directory in one
+    COMPOUND: PUTROOTFH, a LOOKUP per component from the server's root,
+    GETATTR, GETFH; Linux 6.1's nfsd refuses more than 50 operations,
+    ganesha 4.3 more than 100 (NFS4ERR_RESOURCE), so a phase's deepest
+    directory may be 47 components deep. A target at that depth for the kind is taken; one
+    component more is refused in one line naming the limit and NFSv3;
+    over NFSv3 (a LOOKUP per call) it is taken."""
+    if "libnfs" not in built_backends(herd_bin):
+        pytest.skip("this herd was built without libnfs")
+    below = DIRS_BELOW[kind]
+    phase = {"kind": kind, **({"duration": "1s"} if kind == "idle" else {})}
+
+    def check(components, version):
+        job = write_job(tmp_path / "deep.ini", {"target": deep_url(components, version),
+                                                "file_size": "64K", "block_size": "64K"},
+                        [("p", phase)])
+        return run_cmd([herd_bin, "check", job])
+
+    fits = check(V4_DEEPEST - below, 4)
+    assert fits.returncode == 0, describe(fits)
+    line = one_line_refusal(check(V4_DEEPEST - below + 1, 4), "key 'target': over NFSv4",
+                            f"deepest directory is {V4_DEEPEST + 1} components below the "
+                            "server's root", f"herd's {below}", "(51 operations)",
+                            f"at most {V4_DEEPEST} components",
+                            f"a target at most {V4_DEEPEST - below} deep", "use NFSv3")
+    assert "Linux 6.1's nfsd at 50 operations, ganesha 4.3 at 100" in line, line
+    assert check(V4_DEEPEST - below + 1, 3).returncode == 0
+
+
 def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
     """duration is a key of idle, lock and storm phases like any other:
     --set (or [global]) gives it to those phases and leaves the others

@@ -373,6 +373,60 @@ def test_label_refusals(herd_bin, tmp_path, args, words):
     assert tree(tmp_path) == []
 
 
+# What a terminal or CI log acts on instead of showing (reordering or
+# breaking the line): herd-report's and herd-compare's list
+# (analysis/herd_safe.py), one C1 control standing for its 32.
+DISPLAY_CONTROLS = [0x85, 0x200e, 0x200f, 0x2028, 0x2029, *range(0x202a, 0x202f),
+                    *range(0x2066, 0x206a)]
+
+
+@pytest.mark.parametrize("code", DISPLAY_CONTROLS, ids=lambda c: f"U+{c:04X}")
+def test_display_controls_never_printed_raw(herd_bin, tmp_path, code):
+    """A label (job file, --label, HERD_LABEL) or any other value holding a
+    display control is refused at parse in one line naming the key and the
+    code point; a job file's path holding one is shown escaped (\\u202e,
+    as herd-report shows it). herd never prints the character itself."""
+    ch = chr(code)
+    refused = f"control character U+{code:04X} at byte 2 is not allowed"
+    job = tmp_path / "j.ini"
+    job.write_text(f"[global]\ntarget = {tmp_path}\nlabel = a{ch}b\n[w]\nkind = write\n",
+                   encoding="utf-8")
+    for args, env, words in (([job], None, f"key 'label': {refused}"),
+                             (["--phase", "write", "--set", f"target={tmp_path}",
+                               "--label", f"a{ch}b"], None, f"--set label: {refused}"),
+                             (["--phase", "write", "--set", f"target={tmp_path}{ch}"], None,
+                              "--set target: control character"),
+                             (["--phase", "write", "--set", f"target={tmp_path}"],
+                              {"HERD_LABEL": f"a{ch}b"}, f"HERD_LABEL: {refused}: not used")):
+        proc = subprocess.run([herd_bin, "check", *args], capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, **(env or {})))
+        assert ch not in proc.stdout + proc.stderr, describe(proc)
+        assert words in proc.stderr and proc.stderr.count("\n") == 1, describe(proc)
+        assert proc.returncode == (0 if env else 2), describe(proc)
+    named = tmp_path / f"j{ch}.ini"
+    named.write_text(f"[global]\ntarget = {tmp_path}\n[w]\nkind = write\n", encoding="utf-8")
+    proc = herd_cmd(herd_bin, "check", named)
+    assert proc.returncode == 0 and ch not in proc.stdout + proc.stderr, describe(proc)
+    shown = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    assert proc.stdout.startswith(f"job {tmp_path}/j{shown}.ini: 1 phase"), describe(proc)
+
+
+def test_run_line_escapes_display_controls(herd_bin, tmp_path):
+    """The run's first line and its last name the results file (-o, not a
+    job value) escaped: an RLO in its name reorders nothing."""
+    target = tmp_path / "t"
+    target.mkdir()
+    out = tmp_path / "r\u202e.h5"
+    proc = run_cmd(mpirun_args(herd_bin, 1, "run", "--phase", "write", "--set", f"target={target}",
+                               "--set", "file_size=64K", "--set", "block_size=64K", "-o", out),
+                   env=mpi_env())
+    assert proc.returncode == 0, describe(proc)
+    assert "\u202e" not in proc.stdout + proc.stderr, describe(proc)
+    first = next(l for l in proc.stderr.splitlines() if l.startswith("herd: run "))
+    assert f"results {tmp_path}/r\\u202e.h5" in first, first
+    assert f"results: {tmp_path}/r\\u202e.h5 (status complete)" in proc.stdout, proc.stdout
+    assert out.exists()
+
 @pytest.mark.parametrize("args,words", [
     (["check", "--phase", "write,,read"], "expected kinds, comma separated"),
     (["check", "--phase", "Write"], "expected kinds"),

@@ -11,6 +11,9 @@ embedded ganesha (cluster-configs/local/nfs-server.sh).
 2. Locks over NLM (NFSv3) and NFSv4, 2 ranks x 20 clients, exclusive
    whole-file blocking locks: every client granted count times, no
    violation, holds recorded per (rank, client) and never overlapping.
+   2 ranks x 6 clients queueing for one lock: every wait lies inside its
+   client's row, and the summary's waiting share is the waits over the
+   clients' time (their rows' summed), at most 100 %.
 3. ganesha frozen (SIGSTOP) for longer than op_timeout during a write of
    2 ranks x 100 clients: ETIMEDOUT counted by every client (the errors
    table names all 200), the watchdog's stuck table names all 200, the
@@ -51,7 +54,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from conftest import describe, load_results, write_job
+from conftest import describe, load_results, proc_cmdlines, write_job
 from test_nfs import herd_run_nfs, ns_background, signal_ganesha
 from test_nfs_server import Server, _why_skip, wait_until
 
@@ -170,6 +173,37 @@ def test_locks_per_client(ganesha, herd_bin, tmp_path, version):
     assert all(a[1] <= b[0] + 0.002 for a, b in zip(spans, spans[1:])), "exclusive holds overlap"
 
 
+def test_lock_wait_share_is_of_the_clients_time(ganesha, herd_bin, tmp_path):
+    """With K clients per rank the parties that wait are the clients: the
+    second line's share divides the waits by the clients' time (each row's
+    t_end - t_start, rows that did work), never by the ranks'."""
+    k, nranks, count = 6, 2, 4
+    job = write_job(tmp_path / "q.ini",
+                    {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k},
+                    [("q", {"kind": "lock", "lock_mode": "exclusive", "lock_range": "whole",
+                            "lock_wait": "blocking", "count": count, "lock_hold": "20ms"})])
+    out = tmp_path / "q.h5"
+    proc = herd_run_nfs(ganesha, herd_bin, nranks, job, out)
+    assert proc.returncode == 0, describe(proc)
+    with h5py.File(out, "r") as f:
+        g = f["phases/q"]
+        rows, holds = g["ranks"][()], g["holds"][()]
+        waits = float(g.attrs["wait_seconds"])
+    assert len(rows) == k * nranks and (rows["grants"] == count).all()
+    assert waits > 0 and (holds["granted"] > holds["asked"]).any(), "no client waited"
+    row_of = {(int(r["rank"]), int(r["client"])): r for r in rows}
+    for h in holds:  # a wait lies inside its client's row
+        r = row_of[(int(h["rank"]), int(h["client"]))]
+        assert r["t_start"] <= h["asked"] <= h["granted"] <= r["t_end"], (h, r)
+    worked = rows[rows["ops"] > 0]
+    share = 100 * waits / float((worked["t_end"] - worked["t_start"]).sum())
+    line = next(l for l in proc.stdout.splitlines() if "excl whole wait" in l)
+    m = re.search(r"([0-9.]+) s waiting \((\d+)% of the clients' time\)", line)
+    assert m, line
+    assert float(m.group(1)) == pytest.approx(waits, abs=5e-4)
+    assert abs(int(m.group(2)) - share) <= 0.5 + 1e-9 and int(m.group(2)) <= 100, (share, line)
+
+
 def test_frozen_server_every_client_times_out(ganesha, herd_bin, tmp_path):
     k, nranks, op_timeout = 100, 2, 3
     job = write_job(tmp_path / "f.ini",
@@ -212,8 +246,7 @@ def test_sigterm_stops_every_client(ganesha, herd_bin, tmp_path):
     out = tmp_path / "t.h5"
 
     def term_one_rank():
-        ranks = [int(p) for p in os.listdir("/proc") if p.isdigit()
-                 and _is_herd_rank(int(p), str(out))]
+        ranks = [pid for pid, cmd in proc_cmdlines().items() if _is_herd_rank(cmd, str(out))]
         assert len(ranks) == nranks, ranks
         os.kill(ranks[0], signal.SIGTERM)
 
@@ -225,12 +258,8 @@ def test_sigterm_stops_every_client(ganesha, herd_bin, tmp_path):
     assert len(res.phases["w"].ranks) == k * nranks
 
 
-def _is_herd_rank(pid, out):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
-    except OSError:
-        return False
+def _is_herd_rank(cmdline, out):
+    argv = cmdline.split(b"\0")
     return len(argv) > 1 and argv[0].endswith(b"herd") and out.encode() in argv
 
 

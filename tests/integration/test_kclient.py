@@ -30,6 +30,8 @@ monitor rank on the server host.
    once the server is back. A symbolic link and a FIFO planted in a kept
    run directory: errors (ELOOP, ENXIO), nothing touched, no hang. SIGTERM
    to the rank in one guest: every rank stops, results interrupted, 143.
+   A run directory every guest has just found missing (a miss its
+   kernel client caches) is still seen by every rank at the start.
    The guest agent kills a command whose caller hung up (SIGKILL after 5 s).
 7. The kernel's nfsd as the server (up --server knfsd, its guest on a
    routed subnet): the neighbour-read proof by nfsd's own read counter
@@ -60,7 +62,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MIB, REPO_DIR, describe, write_job
+from conftest import MIB, REPO_DIR, describe, proc_cmdlines, write_job
 from test_virtual_cluster import VCLUSTER, Cluster, pytestmark  # noqa: F401
 
 sys.path.insert(0, str(REPO_DIR / "analysis"))
@@ -176,8 +178,7 @@ def test_up_down_leaves_nothing(tmp_path, herd_bin):
         proc = c.down()
     assert proc.returncode == 0, proc.stderr
     c.assert_gone()
-    left = [p for p in os.listdir("/proc") if p.isdigit()
-            and str(c.state).encode() in open(f"/proc/{p}/cmdline", "rb").read()]
+    left = [pid for pid, cmd in proc_cmdlines().items() if str(c.state).encode() in cmd]
     assert not left, f"processes of the cluster left: {left}"
 
 
@@ -278,6 +279,14 @@ def ganesha_pid(cluster):
     pytest.fail("no ganesha pid in nfs-server.sh status")
 
 
+def size_or_0(path):
+    """A file's size; 0 once it is gone (removed since its directory was listed)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def while_writing(cluster, action, done, nbytes=8 * MIB):
     """action() in a thread, once some file in the export has nbytes (the
     write phase is under way); the unix time it began in done[]. (The
@@ -288,8 +297,7 @@ def while_writing(cluster, action, done, nbytes=8 * MIB):
     def wait_then_act():
         end = time.monotonic() + 60
         while time.monotonic() < end:
-            sizes = [os.stat(os.path.join(d, f)).st_size for d, _, fs in os.walk(export)
-                     for f in fs if os.path.exists(os.path.join(d, f))]
+            sizes = [size_or_0(os.path.join(d, f)) for d, _, fs in os.walk(export) for f in fs]
             if sizes and max(sizes) >= nbytes:
                 done.append(time.time())
                 action()
@@ -404,16 +412,8 @@ def test_seed000_kernel_sweep(herd_bin, tmp_path):
             assert all(f"rsize={name.split('rsize')[1][:-2]}," in o
                        for o in run.hosts["mount_options"]), run.hosts
     finally:
-        left = [d for d in Path("/proc").iterdir() if d.name.isdigit()
-                and _cmdline_has(d, str(tmp))]
+        left = [pid for pid, cmd in proc_cmdlines().items() if str(tmp).encode() in cmd]
         assert not left and not list(tmp.iterdir()), (left, list(tmp.iterdir()))
-
-
-def _cmdline_has(proc_dir, text):
-    try:
-        return text.encode() in (proc_dir / "cmdline").read_bytes()
-    except OSError:
-        return False
 
 
 # ---------------------------------------------------------------- the kernel's nfsd
@@ -450,7 +450,9 @@ def test_knfsd_server_read_counter(kncluster, herd_bin, tmp_path):
     byte (and the run's lock file); the reads were the page cache's, except
     on a host whose open found other attributes than it cached at close
     (it then re-reads the file whole: seen on one host of four against
-    nfsd; docs/results-format.md). Run 2, a neighbour's file: nfsd read all
+    nfsd; docs/results-format.md); beyond the phases nfsd read only the
+    lock file (each other rank's check that it sees the run directory).
+    Run 2, a neighbour's file: nfsd read all
     of it, and md5 of the same file right after fetched nothing (cached);
     run 3, direct = yes on the writing host: all of it. Exact bytes and
     verify in every run."""
@@ -479,16 +481,18 @@ def test_knfsd_server_read_counter(kncluster, herd_bin, tmp_path):
         counts[name] = (after[0] - before[0], after[1] - before[1])
         for p, _ in phases:
             fetched[p] = per_host(client_rows(run, p), "server_read_bytes")
-        # (nfsd's count for the run = what the clients' mountstats fetched in it)
-        assert sum(sum(fetched[p].values()) for p, _ in phases) == counts[name][0], \
-            (name, fetched, counts)
+        # (nfsd's count for the run = what the clients' mountstats fetched in
+        # it, and the other ranks' read-back of the run's lock file at the
+        # start: a line or two each)
+        beyond = counts[name][0] - sum(sum(fetched[p].values()) for p, _ in phases)
+        assert 0 <= beyond < 4096, (name, fetched, counts)
     every = CLIENTS * FILE
     # (what nfsd wrote beyond the files: the run's lock file, a line per run)
     assert every <= counts["self"][1] < every + 4096, counts
     assert set(fetched["read-self"].values()) <= {0, FILE} and counts["self"][0] < every, fetched
-    assert counts["neighbor"][0] == every, counts
+    assert every <= counts["neighbor"][0] < every + 4096, counts
     assert sum(fetched["md5-neighbor"].values()) == 0, fetched
-    assert counts["direct"][0] == every, counts
+    assert every <= counts["direct"][0] < every + 4096, counts
     print(f"\n  nfsd io (read, written) bytes per run: {counts}; same-host read fetched, "
           f"per host: {fetched['read-self']}")
 
@@ -705,6 +709,38 @@ def test_signal_to_one_rank_in_a_guest(kcluster, herd_bin, tmp_path):
     assert (rows["completed"] == 0).all() and (rows["bytes"] < 64 * MIB).all(), \
         f"ranks went on after the signal:\n{rows}"
     assert not (export_dir(kcluster) / "herd-sig").exists(), "the clean-up left the run directory"
+
+
+def guest_sh(cluster, n, line):
+    """LINE in client guest n (1..CLIENTS): its CompletedProcess."""
+    guest = cluster.state / "guests" / f"c{n:02d}"
+    return cluster.run("python3", VC_GUEST, "sh", guest, line, timeout=120)
+
+
+def test_run_directory_seen_through_a_cached_miss(kcluster, herd_bin, tmp_path):
+    """Every guest has just looked for the run directory and found it
+    missing, a miss its kernel client keeps (until the target's attributes
+    expire, acdirmin: 30 s) after rank 0 made it. Each rank's check that
+    it sees the run directory refreshes the target first, so every rank
+    finds it, reads its lock file's token back, and the run ends clean.
+    (Printed: whether a guest's plain stat still missed a directory
+    another guest had just made, the case this test sets up.)"""
+    kcluster.mount("vers=3,hard")
+    mnt = kcluster.state / "mnt"
+    probe = mnt / "herd-probe"
+    assert guest_sh(kcluster, 2, f"! stat {probe}").returncode == 0
+    assert guest_sh(kcluster, 1, f"mkdir {probe}").returncode == 0
+    cached = guest_sh(kcluster, 2, f"! stat {probe}").returncode == 0
+    assert guest_sh(kcluster, 1, f"rmdir {probe}").returncode == 0
+    for n in range(1, CLIENTS + 1):
+        assert guest_sh(kcluster, n, f"! stat {mnt / 'herd-miss'}").returncode == 0
+    job = write_job(tmp_path / "miss.ini", {"block_size": "1M", "run_id": "miss"},
+                    [("w", {"kind": "write", "file_size": "1M"}),
+                     ("r", {"kind": "read", "file_size": "1M", "verify": "yes"})])
+    run = kcluster.herd(herd_bin, job, "miss")
+    assert_clean(run, ["w", "r"])
+    assert not (export_dir(kcluster) / "herd-miss").exists(), "the clean-up left the run directory"
+    print(f"\n  a guest's stat after another's mkdir: {'missed (cached)' if cached else 'found'}")
 
 
 def knfsd_export(cluster, fsid):

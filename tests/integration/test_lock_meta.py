@@ -19,6 +19,10 @@ the overlap_seconds, exclusive_overlap_seconds and max_holders attributes.
    wait_seconds equal what the holds table's asked/granted/released give by
    their definition), one rank never does; contention is n/a for blocking
    locks and the refused share for non-blocking ones.
+   A stop during a lock phase of thousands of holds: rank 0's overlap check
+   hears it and ends (the figures it could not finish are left out, said
+   on stderr), the phase before and the lock phase with its whole holds
+   table are in the file, exit 143.
 6. Meta on unique and shared trees (file_size 4K and 0), in one phase and
    split over phases as jobs/seed003.ini; a create-only phase is cleaned up.
 7. Storm on a missing file (one ENOENT per rank per attempt) and on a
@@ -50,8 +54,11 @@ with libnfs and skip with a message otherwise. Run:
 
 import errno
 import math
+import re
 import shutil
+import signal
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -59,8 +66,8 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import (REPO_DIR, assert_mount_gone, describe, herd_cmd, herd_run, load_results,
-                      mounted_fs, parse_size, tree, write_job)
+from conftest import (REPO_DIR, assert_mount_gone, describe, herd_background, herd_cmd, herd_run,
+                      load_results, mounted_fs, parse_size, signal_ranks, tree, write_job)
 from test_core import RPC_OPS
 
 sys.path.insert(0, str(REPO_DIR / "analysis"))
@@ -673,6 +680,53 @@ def test_blocking_waits_are_reported(herd_bin, tmp_path, target):
             assert int(a["waited_grants"]) >= nranks - 1, (a["waited_grants"], waited)
             assert float(a["wait_seconds"]) > 0.02 * 5, a["wait_seconds"]
             assert waited >= int(a["waited_grants"])
+
+
+def test_stop_cuts_the_overlap_check_short(herd_bin, tmp_path):
+    """SIGTERM to both ranks while they lock their blocks at 2500/s each:
+    the lock phase ends interrupted with thousands of holds, and rank 0's
+    check of them hears the same stop (it polls every 1024 steps) and ends
+    at once instead of running on while a launcher's SIGKILL comes. The
+    phase before is whole, the lock phase is in the file with every hold,
+    wait_seconds (summed before the check) and no figure of the check cut
+    short; the run ends as a stopped run does."""
+    nranks, rate = 2, 2500
+    target = tmp_path / "target"
+    target.mkdir()
+    job = write_job(tmp_path / "stop.ini", lock_global(target, sharing="unique", fileset="w"),
+                    [("w", {"kind": "write", "file_size": "64K", "block_size": "16K"}),
+                     ("lk", {"kind": "lock", "sharing": "shared", "fileset": "locks",
+                             "lock_range": "block", "lock_hold": "0", "rate": rate,
+                             "duration": "300s"})])
+    out = tmp_path / "stop.h5"
+
+    def enough(line):  # a progress line of lk past 30,000 calls: 5 or 6 calls a hold
+        m = re.search(r"lk: 2 ranks \((\d+) calls", line)
+        return m is not None and int(m.group(1)) >= 30000
+
+    with herd_background(herd_bin, nranks, "run", job, "-o", out) as run:
+        assert run.err.wait_for(enough, timeout=240), run.err.rest(5)
+        sent = time.monotonic()
+        signal_ranks(run.pid, signal.SIGTERM)
+        proc, ended = run.wait(timeout=120)
+    print(f"SIGTERM to the end of mpirun: {ended - sent:.3f} s")
+    assert proc.returncode == 143, describe(proc)
+    r = LockResults(out)
+    assert r.res.attrs["status"] == "interrupted"
+    w = r.phase("w")
+    assert w.attrs["status"] == "ok" and (w.ranks["bytes"] == 64 << 10).all()
+    lk = r.phase("lk")
+    holds = r.holds["lk"]
+    assert lk.attrs["status"] == "interrupted"
+    assert len(holds) >= 2048, f"only {len(holds)} holds: too few for the check to poll"
+    assert len(holds) == int(lk.ranks["grants"].sum())
+    assert float(lk.attrs["wait_seconds"]) == pytest.approx(
+        float((holds["granted"] - holds["asked"]).sum()), rel=1e-9, abs=1e-12)
+    for cut in ("overlap_seconds", "exclusive_overlap_seconds", "max_holders", "waited_grants"):
+        assert cut not in lk.attrs, (cut, describe(proc))
+    assert "phase lk: the holds' overlap figures are left out (a stop came while rank 0 " \
+           "checked them)" in proc.stderr, describe(proc)
+    assert "waited - of" in proc.stdout, describe(proc)
 
 
 STORM = {"sharing": "shared", "fileset": "storm", "file_size": "64K", "block_size": "16K"}

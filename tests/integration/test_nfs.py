@@ -844,6 +844,45 @@ def test_check_takes_nfsv4_writes(herd_bin, tmp_path):
         assert p.returncode == 0, describe(p)
 
 
+def test_nfsv4_too_deep_refused_before_the_run(nfs, herd_bin, tmp_path):
+    """Over NFSv4 a directory's walk is one COMPOUND with a LOOKUP per
+    component from the server's root, and servers cap a COMPOUND (Linux
+    6.1's nfsd at 50 operations, ganesha at 100; past it NFS4ERR_RESOURCE:
+    a 90-component target's meta calls failed with EIO and its clean-up
+    left entries, a 120-component one failed at mount with ERANGE). A meta
+    phase (its deepest directory herd-<id>/FILESET/rN/a/dN, 5 below the
+    target) at the deepest target herd check takes runs clean over NFSv4;
+    one component deeper, and 90 components deep, herd run refuses before
+    anything starts (exit 2, one line naming the limit and NFSv3, no
+    results, nothing made); over NFSv3 the 90-component target runs
+    clean."""
+    export = nfs.url.split("/", 3)[3].split("?")[0]
+    deepest = 47 - 5 - len(export.split("/"))  # below the export, for a meta phase
+    far = 90 - len(export.split("/"))
+    made = nfs.cmd("exec", "--state", nfs.state, "--server-fs", "--", "mkdir", "-p",
+                   f"{export_dir(nfs)}/{'/'.join(['d'] * far)}")
+    assert made.returncode == 0, made.stderr
+    base = nfs.url.split("?")[0]
+    tree = [("m", {"kind": "meta", "files": 8, "dirs": 2})]
+    for depth, version, code in ((deepest, 4, 0), (deepest + 1, 4, 2), (far, 4, 2), (far, 3, 0)):
+        target = f"{base}/{'/'.join(['d'] * depth)}?version={version}"
+        job = write_job(tmp_path / f"deep-{depth}-v{version}.ini",
+                        {"backend": "libnfs", "target": target, "op_timeout": 10}, tree)
+        out = tmp_path / f"deep-{depth}-v{version}.h5"
+        proc = herd_run_nfs(nfs, herd_bin, 2, job, out)
+        assert proc.returncode == code, describe(proc)
+        if code == 2:
+            said = [x for x in proc.stderr.splitlines() if x.startswith("herd:")]
+            assert len(said) == 1 and "over NFSv4" in said[0] and "COMPOUND" in said[0] and \
+                "at most 47 components" in said[0] and "use NFSv3" in said[0], describe(proc)
+            assert not out.exists()
+        else:
+            m = load_results(out).phases["m"]
+            assert m.attrs["status"] == "ok" and len(m.errors) == 0, m.error_rows()
+        assert export_listing(nfs) == [f"{export_dir(nfs)}/{'/'.join(['d'] * (k + 1))}"
+                                       for k in range(far)], target
+
+
 def test_nfsv4_mixed_direct_and_meta(nfs, herd_bin, tmp_path):
     """NFSv4 through herd's own OPEN, WRITEs and READs: a write with
     direct (FILE_SYNC4 WRITEs), a read that writes half its blocks in

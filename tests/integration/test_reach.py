@@ -5,11 +5,13 @@ in the server's namespace, NET = 10.78.N; a kernel nfsd's guest at NET.2
 behind the namespace, routed through it.
 
 Everything here runs FROM THE HOST (never through `exec`):
-1. ganesha: `herd check --probe` answers, a 2-rank `herd run` over libnfs
+1. ganesha: `herd check --probe` mounts, a 2-rank `herd run` over libnfs
    writes over NFSv3 and reads back with verify over NFSv3 and NFSv4,
    nfs-cp copies in and out, NLM locks are granted, `env` names the
    server and its file system; another user of the host is refused (the
-   host's side must send from a port below 1024). After stop no link and
+   host's side must send from a port below 1024), and so is
+   clients_per_rank > 1 (ordinary ports), by `herd check --probe` and by
+   the run, each in one line naming the rule. After stop no link and
    no route of the pair is left (`ip -j link`, `ip -j route`).
 2. The kernel nfsd (one guest): the same probe and runs.
 3. Tear-down: the supervisor's own (SIGTERM) deletes the pair; after a
@@ -139,7 +141,8 @@ def probe_from_host(herd_bin, tmp_path, url):
     proc = run_cmd([herd_bin, "check", "--probe", job])
     assert proc.returncode == 0, describe(proc)
     host = url.split("/")[2]
-    assert f"probe: {url}: ok (server {host} answers on port 2049)" in proc.stdout, describe(proc)
+    assert f"probe: {url}: ok (server {host} answers on port 2049; the export mounts from a " \
+        "reserved port (below 1024), as the run's clients will)" in proc.stdout, describe(proc)
 
 
 def write_read_from_host(herd_bin, tmp_path, base, run_id):
@@ -209,13 +212,50 @@ def test_ganesha_reached_from_the_host(made, herd_bin, tmp_path):
               "--clear-groups", "--", "nfs-ls", s.url, timeout=60)
     assert proc.returncode != 0, f"another user listed the export:\n{proc.stdout}"
     assert sh("nfs-ls", s.url).returncode == 0
-    # Many clients a rank bind no reserved port: refused, said as such.
-    job = write_job(tmp_path / "k2.ini", {"backend": "libnfs", "target": s.url,
-                                          "clients_per_rank": 2, "file_size": "64K",
-                                          "block_size": "64K"}, [("w", {"kind": "write"})])
-    proc = herd_run(herd_bin, 1, job, tmp_path / "k2.h5")
+    s.stop()
+    s.assert_clean()
+
+
+RESERVED_RULE = ("Permission denied from ports above 1023: the export serves this host only "
+                 "from a reserved port (below 1024), and with clients_per_rank = {k} herd's "
+                 "clients connect from ordinary ones")
+
+
+def test_many_clients_from_the_host_refused_by_name(made, herd_bin, tmp_path):
+    """clients_per_rank > 1 connects from ordinary ports, which the export
+    refuses the host's side: herd check --probe mounts as the run will and
+    says so in one line (the reserved-port rule, clients_per_rank, where
+    to run), exit 2, as the run's own refusal does; with one client a
+    rank (a reserved port) and inside the namespace (ordinary ports
+    served) the probe mounts."""
+    s = ReachServer(tmp_path / "nfs")
+    made.append(s)
+    s.start("--fs", "tmpfs")
+    k4 = write_job(tmp_path / "k4.ini", {"backend": "libnfs", "target": s.url,
+                                         "clients_per_rank": 4, "file_size": "64K",
+                                         "block_size": "64K"}, [("w", {"kind": "write"})])
+    proc = run_cmd([herd_bin, "check", "--probe", k4])
     assert proc.returncode == 2, describe(proc)
-    assert f"herd: target '{s.url}': Permission denied (rank 0)" in proc.stderr, describe(proc)
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("probe: ")]
+    assert len(lines) == 1 and lines[0].startswith(f"probe: {s.url}: " +
+                                                   RESERVED_RULE.format(k=4)), describe(proc)
+    for words in ("nfs-server.sh exec", "insecure"):
+        assert words in lines[0], describe(proc)
+    assert proc.stderr == "herd: --probe: 1 problem with the target\n", describe(proc)
+
+    proc = herd_run(herd_bin, 1, k4, tmp_path / "k4.h5")
+    assert proc.returncode == 2, describe(proc)
+    said = [x for x in proc.stderr.splitlines() if x.startswith("herd: ")]
+    assert said == [f"herd: target '{s.url}': {lines[0].split(': ', 2)[2]} (rank 0)"], \
+        describe(proc)
+    assert not (tmp_path / "k4.h5").exists()
+
+    probe_from_host(herd_bin, tmp_path, s.url)  # one client a rank: a reserved port
+    proc = s.cmd("exec", "--state", s.state, "--", herd_bin, "check", "--probe", k4)
+    assert proc.returncode == 0, describe(proc)
+    host = s.url.split("/")[2]
+    assert f"probe: {s.url}: ok (server {host} answers on port 2049; the export mounts from an " \
+        "ordinary port (above 1023), as the run's clients will)" in proc.stdout, describe(proc)
     s.stop()
     s.assert_clean()
 

@@ -10,7 +10,9 @@ to one rank ends every rank with the right exit code.
    records go to <results>.<phase>.lost.csv, the file says "incomplete",
    the exit code is 4 and the summary names the missing phases.
 3. A pre-existing run directory: refused unless the job fixes run_id, and
-   then only a real directory of this user that no other run holds.
+   then only a real directory of this user that no other run holds. A
+   rank whose target is another directory (a tmpfs over it in a mount
+   namespace of its own) is refused before the first phase.
 4. keep = no removes what this run made and nothing an earlier run kept.
 5. SIGINT/SIGTERM to one rank stops every rank's phase (each rank's loop
    is cut by the stop, not by its end), exit 128+N.
@@ -22,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import time
@@ -202,6 +205,37 @@ def test_without_fixed_run_id_an_existing_directory_is_never_reused(herd_bin, tm
     assert (target / f"herd-{run_id}").is_dir()
     assert not (target / f"herd-{run_id}" / ".herd-run.lock").exists(), \
         "the lock file outlived its run"
+
+
+def test_a_rank_whose_target_is_another_directory_is_refused(herd_bin, tmp_path):
+    """Rank 1 in a mount namespace of its own with a tmpfs over the target
+    (a node where the export is not mounted and the target is a plain
+    local directory): it does not find the run directory rank 0 made, so
+    the run stops before its first phase, exit 2, with one line naming
+    rank 1 and its host; no results file, nothing written in the tmpfs,
+    and rank 0 gave the run directory back."""
+    require_root()
+    if not shutil.which("unshare"):
+        pytest.skip("unshare (util-linux) is needed for a mount namespace of its own")
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target)
+    out = tmp_path / "o.h5"
+    seen = tmp_path / "tmpfs-after.list"
+    herd = [str(herd_bin), "run", str(job), "-o", str(out)]
+    # rank 1: the tmpfs over the target, herd, then what herd left in it
+    elsewhere = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                 'list=$1; shift; mount -t tmpfs elsewhere "$0" || exit 99; "$@"; rc=$?; '
+                 'ls -A "$0" >"$list"; exit $rc', str(target), str(seen)]
+    proc = run_cmd(["mpirun", "--oversubscribe", "-q", "-np", "1", *herd, ":", "-np", "1",
+                    *elsewhere, *herd], timeout=RUN_TIMEOUT)
+    assert proc.returncode == 2, describe(proc)
+    line = one_line_error(proc)
+    assert f"rank 1 (host {socket.gethostname()}) does not see the run directory" in line, line
+    assert "No such file or directory" in line, line
+    assert seen.read_text() == "", "rank 1 wrote in the other directory"
+    assert not out.exists(), "a refused run left a results file"
+    assert tree(target) == [], "rank 0 kept its run directory"
 
 
 def test_second_run_with_the_same_run_id_is_refused_while_the_first_runs(herd_bin, tmp_path):
@@ -397,8 +431,12 @@ def test_cleanup_against_a_stalled_server_ends_on_sigterm(herd_bin, tmp_path, nf
 
 
 def catches_sigterm(pid):
-    """Whether process pid has its SIGTERM handler installed."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    """Whether process pid has its SIGTERM handler installed (False once it has gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
         if line.startswith("SigCgt:"):
             return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
     return False

@@ -8,17 +8,26 @@
  * empties. Waits: every grant's wait is summed, and a grant waited only
  * when another rank's conflicting hold, granted before it, outlasted its
  * ask (not a shared hold beside a shared one, not its own rank's, not a
- * range it does not meet, not within the clock slack). */
+ * range it does not meet, not within the clock slack). Random timelines
+ * (thousands, small: ties, touching and nested ranges, whole-file and
+ * open-ended ranges, several clients per rank) give exactly what a plain
+ * O(n^2) reading of those definitions gives. A stop (the stop check says
+ * so) cuts a large check short: complete false, wait_seconds still whole;
+ * a small one ends before its first poll. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
 #include "holds.h"
+#include "signals.h"
 
 #define EPS 1e-9
 #define assert_near(a, b) assert_true(fabs((double)(a) - (double)(b)) < EPS)
@@ -39,8 +48,9 @@
 static struct holds_overlap overlap(const struct hold *h, size_t n, double slack)
 {
     /* Poison the output: holds_overlap must set every field. */
-    struct holds_overlap o = {-1.0, -1.0, -1, -1.0, 99};
-    holds_overlap(h, n, slack, &o);
+    struct holds_overlap o = {-1.0, -1.0, -1, -1.0, 99, false};
+    assert_int_equal(holds_overlap(h, n, slack, &o), 0);
+    assert_true(o.complete);
     return o;
 }
 
@@ -339,6 +349,193 @@ static void test_waits(void **state)
     assert_int_equal(o.waited, 1); /* without slack, the last one waited */
 }
 
+/* ---- the same figures read off the definitions, pair by pair ---- */
+
+static uint64_t oracle_end(const struct hold *h)
+{
+    return h->len && h->len <= UINT64_MAX - h->start ? h->start + h->len : UINT64_MAX;
+}
+
+static bool oracle_meet(const struct hold *a, const struct hold *b)
+{
+    return a->start < oracle_end(b) && b->start < oracle_end(a);
+}
+
+static bool oracle_other_owner(const struct hold *a, const struct hold *b)
+{
+    return a->rank != b->rank || a->client != b->client;
+}
+
+/* Whether hold i, shrunk by the slack, holds at instant t. */
+static bool oracle_holds_at(const struct hold *h, double slack, double t)
+{
+    double a = h->granted + slack / 2, b = h->released - slack / 2;
+    return b > a && a < t && t < b;
+}
+
+static int by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Between each two successive grant or release instants, who holds (at
+ * the midpoint): two or more, and an exclusive hold meeting another
+ * owner's. */
+static struct holds_overlap oracle(const struct hold *h, size_t n, double slack)
+{
+    struct holds_overlap o = {.complete = true};
+    double *t = malloc((2 * n + 1) * sizeof *t);
+    assert_non_null(t);
+    for (size_t i = 0; i < n; i++) {
+        t[2 * i] = h[i].granted + slack / 2;
+        t[2 * i + 1] = h[i].released - slack / 2;
+    }
+    qsort(t, 2 * n, sizeof *t, by_double);
+    for (size_t k = 0; k + 1 < 2 * n; k++) {
+        double mid = (t[k] + t[k + 1]) / 2;
+        int holders = 0;
+        bool clash = false;
+        for (size_t i = 0; i < n; i++) {
+            if (!oracle_holds_at(&h[i], slack, mid))
+                continue;
+            holders++;
+            for (size_t j = 0; j < n; j++)
+                clash |= j != i && h[i].exclusive && oracle_holds_at(&h[j], slack, mid) &&
+                         oracle_other_owner(&h[i], &h[j]) && oracle_meet(&h[i], &h[j]);
+        }
+        o.max_holders = holders > o.max_holders ? holders : o.max_holders;
+        o.together += holders >= 2 ? t[k + 1] - t[k] : 0;
+        o.exclusive_clash += clash ? t[k + 1] - t[k] : 0;
+    }
+    for (size_t g = 0; g < n; g++) {
+        o.wait_seconds += h[g].granted > h[g].asked ? h[g].granted - h[g].asked : 0;
+        for (size_t j = 0; j < n; j++)
+            if (oracle_other_owner(&h[g], &h[j]) && (h[g].exclusive || h[j].exclusive) &&
+                oracle_meet(&h[g], &h[j]) && h[j].granted < h[g].granted &&
+                h[j].released > h[g].asked + slack) {
+                o.waited++;
+                break;
+            }
+    }
+    free(t);
+    return o;
+}
+
+/* A start offset: mostly a few small ones, so that ranges nest, touch
+ * and coincide; now and then one near the end of the offsets. */
+static uint64_t random_start(void)
+{
+    static const uint64_t far[] = {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 4};
+    return rand() % 16 ? (uint64_t)(rand() % 8) : far[rand() % 3];
+}
+
+/* A length: 0 (to the end of the file) or 1 to 4, and now and then one
+ * that would run past 2^64. */
+static uint64_t random_len(void)
+{
+    return rand() % 16 ? (uint64_t)(rand() % 5) : UINT64_MAX - 1;
+}
+
+/* n random holds on a grid of quarter seconds (exact sums, many ties). */
+static void random_holds(struct hold *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double asked = (rand() % 40) / 4.0, granted = asked + (rand() % 3) / 4.0;
+        h[i] = (struct hold){.rank = rand() % 3,
+                             .client = rand() % 2,
+                             .exclusive = rand() % 2,
+                             .asked = asked,
+                             .granted = granted,
+                             .released = granted + (rand() % 9) / 4.0,
+                             .start = random_start(),
+                             .len = random_len()};
+    }
+}
+
+static void test_random_against_oracle(void **state)
+{
+    (void)state;
+    static const double slacks[] = {0, 0.25, 0.5};
+    srand(61);
+    struct hold h[24];
+    for (int round = 0; round < 4000; round++) {
+        size_t n = 1 + (size_t)(rand() % 24);
+        random_holds(h, n);
+        double slack = slacks[round % 3];
+        struct holds_overlap got = overlap(h, n, slack), want = oracle(h, n, slack);
+        if (got.max_holders != want.max_holders || got.waited != want.waited ||
+            fabs(got.together - want.together) > EPS ||
+            fabs(got.exclusive_clash - want.exclusive_clash) > EPS ||
+            fabs(got.wait_seconds - want.wait_seconds) > EPS)
+            fail_msg("round %d (n %zu, slack %g): got together %g clash %g max %d waited %llu, "
+                     "want %g %g %d %llu",
+                     round, n, slack, got.together, got.exclusive_clash, got.max_holders,
+                     (unsigned long long)got.waited, want.together, want.exclusive_clash,
+                     want.max_holders, (unsigned long long)want.waited);
+    }
+}
+
+/* ---- a stop ---- */
+
+static int stop_calls;
+
+static bool stop_now(void *arg)
+{
+    (void)arg;
+    stop_calls++;
+    return true;
+}
+
+/* n holds of n clients, each on a block of its own, all at once. */
+static struct hold *many_holds(size_t n)
+{
+    struct hold *h = calloc(n, sizeof *h);
+    assert_non_null(h);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (struct hold){.rank = (int32_t)(i / 100),
+                             .client = (int32_t)(i % 100),
+                             .exclusive = 1,
+                             .asked = 0.0,
+                             .granted = 0.5,
+                             .released = 1.0 + (double)i,
+                             .start = 4096 * i,
+                             .len = 4096};
+    return h;
+}
+
+static void test_stop_cuts_short(void **state)
+{
+    (void)state;
+    size_t n = 10000;
+    struct hold *h = many_holds(n);
+    signals_stop_check(stop_now, NULL);
+    stop_calls = 0;
+    struct holds_overlap o = {.complete = true, .max_holders = -1};
+    assert_int_equal(holds_overlap(h, n, 0, &o), -EINTR);
+    assert_false(o.complete);
+    assert_int_equal(stop_calls, 1); /* it ended at the first poll */
+    assert_near(o.wait_seconds, 0.5 * (double)n);
+    assert_int_equal(o.max_holders, 0);
+    assert_near(o.together, 0);
+
+    /* Fewer steps than a poll's worth: done before it looks. */
+    stop_calls = 0;
+    assert_int_equal(holds_overlap(h, 100, 0, &o), 0);
+    assert_true(o.complete);
+    assert_int_equal(stop_calls, 0);
+    assert_int_equal(o.max_holders, 100);
+    signals_stop_check(NULL, NULL);
+
+    /* Without a stop, the same 10,000: every one held at once, none
+     * clashing (blocks apart), none waiting. */
+    o = overlap(h, n, 0);
+    assert_int_equal(o.max_holders, (int)n);
+    assert_near(o.exclusive_clash, 0);
+    assert_int_equal(o.waited, 0);
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +553,8 @@ int main(void)
         cmocka_unit_test(test_max_holders),
         cmocka_unit_test(test_add_free),
         cmocka_unit_test(test_waits),
+        cmocka_unit_test(test_random_against_oracle),
+        cmocka_unit_test(test_stop_cuts_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

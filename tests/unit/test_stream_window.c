@@ -258,10 +258,32 @@ static void test_a_kept_window_stays_for_the_next_phase(void **state)
     assert_int_equal(tr.w.settled, 2);
 }
 
+/* stream_window_reach: the largest window a probe tries within its first
+ * N replies is the probe's own, reply by reply, when its tries are long
+ * in replies, not in time (replies 5 ms apart). */
+static void test_reach_follows_the_probe(void **state)
+{
+    (void)state;
+    static const unsigned ceilings[] = {1, 2, 4, 6, 16};
+    for (unsigned c = 0; c < sizeof ceilings / sizeof ceilings[0]; c++) {
+        struct stream_window w;
+        stream_window_init(&w, ceilings[c], true);
+        unsigned most = 0;
+        double t = 1.0;
+        for (uint64_t n = 1; n <= 400; n++) {
+            most = w.now > most ? w.now : most; /* the window reply n is awaited at */
+            assert_int_equal(stream_window_reach(ceilings[c], n), most);
+            stream_window_reply(&w, MIB, t += 0.005);
+        }
+        assert_int_equal(most, ceilings[c]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_window_never_moves),
+        cmocka_unit_test(test_reach_follows_the_probe),
         cmocka_unit_test(test_tries_every_window_and_keeps_the_peak),
         cmocka_unit_test(test_a_late_gain_is_found),
         cmocka_unit_test(test_slow_link_tries_only_the_ceiling_again),

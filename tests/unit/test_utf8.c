@@ -1,11 +1,13 @@
 /* test_utf8.c — unit tests for utf8.c: which bytes are valid UTF-8 text
- * without control bytes, how messages escape the others, and where a long
- * string may be cut. */
+ * without control bytes or display controls (C1, line separators, bidi
+ * marks, embeddings, overrides, isolates), how messages escape the others,
+ * and where a long string may be cut. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -60,6 +62,57 @@ static void test_escape(void **state)
     assert_string_equal(out, "");
 }
 
+/* Code point c (below U+10000) as UTF-8 between prefix and suffix. */
+static void encode(char *s, size_t len, const char *prefix, uint32_t c, const char *suffix)
+{
+    char ch[4] = {0};
+    if (c < 0x80) {
+        ch[0] = (char)c;
+    } else if (c < 0x800) {
+        ch[0] = (char)(0xc0 | (c >> 6));
+        ch[1] = (char)(0x80 | (c & 0x3f));
+    } else {
+        ch[0] = (char)(0xe0 | (c >> 12));
+        ch[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        ch[2] = (char)(0x80 | (c & 0x3f));
+    }
+    snprintf(s, len, "%s%s%s", prefix, ch, suffix);
+}
+
+/* Every display control herd-report and herd-compare escape
+ * (analysis/herd_safe.py): refused by utf8_check with its code point,
+ * escaped by utf8_escape as they show it; its neighbours pass. */
+static void test_display_controls(void **state)
+{
+    (void)state;
+    static const uint32_t codes[] = {0x80,   0x85,   0x9f,   0x200e, 0x200f, 0x2028,
+                                     0x2029, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e,
+                                     0x2066, 0x2067, 0x2068, 0x2069};
+    static const uint32_t shown[] = {0x7e, 0xa0, 0x200d, 0x2010, 0x2027, 0x202f, 0x2065, 0x206a};
+    char s[16], why[128], want[64], out[64];
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        uint32_t c = codes[i];
+        encode(s, sizeof s, "ab", c, "z");
+        assert_int_equal(utf8_display_control(s + 2, utf8_len(s + 2, strlen(s + 2))), c);
+        assert_int_equal(utf8_check(s, why, sizeof why), -EILSEQ);
+        snprintf(want, sizeof want, "control character U+%04X at byte 3 is not allowed",
+                 (unsigned)c);
+        assert_string_equal(why, want);
+        utf8_escape(s, out, sizeof out);
+        snprintf(want, sizeof want, c < 0x100 ? "ab\\x%02xz" : "ab\\u%04xz", (unsigned)c);
+        assert_string_equal(out, want);
+    }
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        encode(s, sizeof s, "", shown[i], "");
+        assert_int_equal(utf8_display_control(s, strlen(s)), 0);
+        assert_int_equal(utf8_check(s, why, sizeof why), 0);
+        utf8_escape(s, out, sizeof out);
+        assert_string_equal(out, s);
+    }
+    utf8_escape("a\xe2\x80\xae", out, 7); /* never cut an escape in half */
+    assert_string_equal(out, "a");
+}
+
 static void test_cut(void **state)
 {
     (void)state;
@@ -75,9 +128,8 @@ static void test_cut(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_check),
-        cmocka_unit_test(test_len_is_bounded),
-        cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_check),  cmocka_unit_test(test_len_is_bounded),
+        cmocka_unit_test(test_escape), cmocka_unit_test(test_display_controls),
         cmocka_unit_test(test_cut),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
