@@ -20,6 +20,7 @@
 #include "probe.h"
 #include "registry.h"
 #include "results_tables.h"
+#include "rundir.h"
 #include "runner.h"
 #include "summary.h"
 #include "units.h"
@@ -264,6 +265,11 @@ static int command_check(const struct cli_args *a)
     job_free(&job);
     job = steps;
     check_print_phases(&job, a->ranks, on_host);
+    if (job.run_id[0])
+        printf("note: run_id = %s: a run takes over the run directory an earlier run kept "
+               "(keep = yes), if there is one, and reuses its data files; " RUNDIR_REUSE_CAVEAT
+               "\n",
+               job.run_id);
     const struct phase *first = &job.phases[0];
     if (first->monitor_rank[0])
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",

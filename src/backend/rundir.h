@@ -24,6 +24,16 @@
  * for now (ENOLCK, EAGAIN, EBUSY: its grace period after a restart, or
  * NFS4ERR_DELAY), so no lock file: the run may start (its phases count
  * what the server refuses), unguarded against a second run; err says so. */
+/* What a run that takes over a kept run directory (a fixed run_id) must
+ * be told, after "its data files are an earlier run's": herd checks what
+ * the server answers, and a server with an attribute cache answers for a
+ * file replaced behind its back (docs/architecture.md, "All of this
+ * checks what the server answers"). */
+#define RUNDIR_REUSE_CAVEAT                                                                        \
+    "a data file replaced on the server's own disk (by a link or a FIFO) is seen only when "       \
+    "the server looks again: within its attribute cache time (nfs-ganesha: "                       \
+    "Attr_Expiration_Time, 60 s by default) it writes the file it still holds open and "           \
+    "answers success"
 #define RUNDIR_REFUSED 1
 #define RUNDIR_UNLOCKED 2
 int rundir_open(const struct backend_ops *be, void *ctx, const char *rundir, bool reuse,

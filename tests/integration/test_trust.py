@@ -552,6 +552,29 @@ def test_fifo_as_a_data_file_is_an_error_not_a_hang(herd_bin, tmp_path):
         assert res.phases[name].ranks["bytes"].tolist() == [64 * 1024, 0]
 
 
+def test_taking_over_a_kept_directory_is_said_with_the_cache_caveat(herd_bin, tmp_path):
+    """A data file swapped on an NFS server's own disk is seen only when
+    the server looks again (its attribute cache): herd cannot tell, so
+    `herd check` of a job with a fixed run_id, and a run that takes over
+    a kept run directory, say so in one line; a run that makes its
+    directory does not."""
+    target = tmp_path / "target"
+    target.mkdir()
+    job = small_job(tmp_path, target, run_id="fixed", keep="yes")
+    check = herd_cmd(herd_bin, "check", job)
+    assert check.returncode == 0, describe(check)
+    notes = [line for line in check.stdout.splitlines() if line.startswith("note: run_id = fixed")]
+    assert len(notes) == 1 and "Attr_Expiration_Time" in notes[0], check.stdout
+    first = herd_run(herd_bin, 2, job, tmp_path / "1.h5")
+    assert first.returncode == 0, describe(first)
+    assert "taken over" not in first.stderr
+    second = herd_run(herd_bin, 2, job, tmp_path / "2.h5")
+    assert second.returncode == 0, describe(second)
+    said = [line for line in second.stderr.splitlines() if "taken over" in line]
+    assert len(said) == 1, second.stderr
+    assert said[0].startswith("herd: note: run directory ") and "FIFO" in said[0], said
+
+
 # ---------------------------------------------------------------- 8. many files
 
 
