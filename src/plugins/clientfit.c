@@ -136,7 +136,7 @@ int clientfit_memory(const struct job *job, int64_t ranks_on_host, uint64_t mem,
     uint64_t client = be ? fit_most(be, job, NULL, &at) : 0;
     if (!be || fit_in(client, first->clients_per_rank, ranks_on_host, mem))
         return 0;
-    char each[32], all[32], have[32], ranks[64] = "", fits[400], why[700];
+    char each[32], all[32], have[32], ranks[64] = "", fits[400], why[1024];
     units_format_human((double)client, each, sizeof each);
     units_format_human((double)client * (double)first->clients_per_rank * (double)ranks_on_host,
                        all, sizeof all);
