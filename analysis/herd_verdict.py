@@ -14,7 +14,9 @@ shows. The causes, each with its evidence, in this order (docs/analysis.md,
 "The verdict", defines each threshold once):
 
 - connections refused or reset: failed calls with errno ECONNREFUSED,
-  ECONNRESET, ECONNABORTED, EPIPE or ENOTCONN, or any failed `connect`;
+  ECONNRESET, ECONNABORTED, EPIPE or ENOTCONN, or any failed `connect`,
+  with the connections the server kept (the phase's `connections_open`)
+  where herd noted them;
 - errors: any other failed calls (the most frequent errno);
 - herd itself: its lag p99 at least 1 ms and 10 % of the response p99
   (herd's own `herd_limited` rule, results-format.md "Offered load");
@@ -112,7 +114,9 @@ def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
     phase = str(step.get("phase") or "")
     conn, other, top = _errors(run, phase) if phase in run.phase_names else (0, 0, "")
     if conn:
-        out.append(f"connections refused or reset ({conn:,} failed calls)")
+        kept = run.phase_attrs(phase).get("connections_open")
+        held = f"; the server kept about {int(kept):,} connections" if kept is not None else ""
+        out.append(f"connections refused or reset ({conn:,} failed calls{held})")
     if other:
         out.append(f"errors ({other:,} failed calls, mostly {top})")
     lag, resp = _num(step.get("lag_p99_s")), _num(step.get("response_p99_s"))

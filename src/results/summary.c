@@ -62,6 +62,8 @@ void summary_compute(const struct phase *ph, const struct phase_summary *sum,
     snprintf(out->kind, sizeof out->kind, "%s", job_kind_name(ph->kind));
     workload_find(ph->kind)->describe(ph, out->layout, sizeof out->layout);
     snprintf(out->status, sizeof out->status, "%s", sum->status);
+    snprintf(out->notes, sizeof out->notes, "%s", sum->notes);
+    out->connections_open = sum->connections_open;
     out->t_start = sum->t_start;
     out->t_end = sum->t_end;
     out->start_skew = sum->start_skew;

@@ -48,6 +48,10 @@ struct summary_line {
     char kind[8];
     char layout[64]; /* "unique 16M", "shared 32M segmented" */
     char status[16];
+    /* What the phase found beside its figures (phase_summary's notes: the
+     * server dropped connections at about connections_open), "" if none. */
+    char notes[PHASE_NOTES_MAX];
+    int64_t connections_open;
     double t_start, t_end; /* the phase on the common clock */
     /* The server during the phase (summary_add_monitor); NaN = no samples:
      * cpu busy fraction mean and max, nfsd threads, and the monitored

@@ -251,6 +251,11 @@ static void json_phase_counts(FILE *f, const struct summary_line *l, bool *first
     json_key(f, "errors_by_kind", first);
     json_phase_errors(f, l);
     json_ku(f, "errors_other", l->errs_other, first);
+    json_ks(f, "notes", l->notes, first);
+    if (l->notes[0]) /* the server dropped or refused connections */
+        json_ki(f, "connections_open", l->connections_open, first);
+    else
+        json_kd(f, "connections_open", NAN, first);
     json_ku(f, "verify_failures", st->verify_failures, first);
     if (l->holds) { /* lock phases: the grants that waited, the time waited */
         if (l->overlap.complete)

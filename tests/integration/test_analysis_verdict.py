@@ -84,6 +84,9 @@ def test_verdict_names_the_stall_and_the_refused_connections(capped):
         assert steps["active_clients"].tolist() == STEPS
         errs = [run.errors(f"w.{n}c") for n in STEPS]
         knee = herd_knee.knee(steps)
+        # the connections ganesha kept when it refused more (the phase's
+        # note, connections_open): in the verdict's cause
+        kept = [run.phase_attrs(f"w.{n}c").get("connections_open") for n in STEPS]
     # The clients ganesha refused: ECONNREFUSED (op connect) in the last
     # step, and in an earlier one only if one of its active clients was
     # among them (the clients connect at once: which ones get in is the
@@ -112,7 +115,10 @@ def test_verdict_names_the_stall_and_the_refused_connections(capped):
     assert f"{'latency knee' if grew else 'stalls'} at {STEPS[i]:,} clients on {RANKS} ranks " \
            f"(step {i + 1} of 3): {k['mib_per_s']:,.1f} MiB/s, p99 " \
            f"{herd_knee.human_seconds(k['p99_s'])}" in line, why
-    failed = f"connections refused or reset ({refused[e]:,} failed calls)"
+    # (every client connects at the start, those a step leaves idle too)
+    assert kept[e] is not None and 0 < int(kept[e]) < PER_RANK * RANKS, (kept, refused)
+    failed = (f"connections refused or reset ({refused[e]:,} failed calls; the server kept "
+              f"about {int(kept[e]):,} connections)")
     errors = f"{refused[e]:,} error{'s' if refused[e] != 1 else ''}, 0 stuck"
     if before_errors:
         assert errors in line and failed in line, why

@@ -42,6 +42,7 @@ message otherwise. Run:
 /usr/bin/python3 -m pytest -q -rsx tests/integration/test_clients.py
 """
 
+import json
 import os
 import re
 import signal
@@ -275,11 +276,20 @@ def test_refused_clients_counted_each(ganesha, herd_bin, tmp_path):
                     {"backend": "libnfs", "target": ganesha.url, "clients_per_rank": k,
                      "op_timeout": "20s"},
                     [("w", {"kind": "write", "file_size": "256K", "block_size": "64K"})])
-    out = tmp_path / "r.h5"
-    proc = herd_run_nfs(ganesha, herd_bin, 1, job, out)
+    out, summary = tmp_path / "r.h5", tmp_path / "r.json"
+    proc = herd_run_nfs(ganesha, herd_bin, 1, job, out, "--json", summary)
     assert proc.returncode == 3, describe(proc)
     assert "50 of 100 clients could not connect" in proc.stderr
+    # the phase notes the connections the server kept, in the file, on
+    # stderr and in the JSON summary
     res = load_results(out)
+    attrs = res.phases["w"].attrs
+    assert int(attrs["connections_open"]) == 50, dict(attrs)
+    note = attrs["notes"].decode() if isinstance(attrs["notes"], bytes) else attrs["notes"]
+    assert note.startswith("the server refused connections at about 50: "), note
+    assert f"herd: phase w: {note}" in proc.stderr, describe(proc)
+    (phase,) = json.loads(summary.read_text())["phases"]
+    assert (phase["notes"], phase["connections_open"]) == (note, 50), phase
     rows = res.phases["w"].ranks
     wrote = rows[rows["bytes"] == 256 << 10]
     refused = rows[rows["errors"] > 0]
