@@ -98,6 +98,7 @@ static const struct status_errno status4[] = {
     STATUS_ERRNO(NFS4ERR_BAD_SEQID, ESTALE),
     STATUS_ERRNO(NFS4ERR_OPENMODE, EBADF),
     STATUS_ERRNO(NFS4ERR_SERVERFAULT, EIO),
+    STATUS_ERRNO(NFS4ERR_RESOURCE, EIO), /* a COMPOUND over the server's operations cap */
 };
 
 int libnfs_status_errno(struct libnfs_ctx *c, int st, bool v4)
