@@ -69,8 +69,9 @@ embedded_run() {
 
 # embedded_monitor: the --set arguments and rank count (EMBEDDED_NP) of the
 # monitor for the started server ($state): ganesha: one more rank sampling
-# the server's processes (those in the namespace the monitor runs in) and
-# the loop disk every 200 ms; kernel nfsd: its guest's node_exporter,
+# the server's processes (those in the namespace the monitor runs in:
+# monitor_scope's default inside nfs-server.sh exec) and the loop disk
+# every 200 ms; kernel nfsd: its guest's node_exporter,
 # scraped by rank 0 every 500 ms (the guest has one CPU; each scrape
 # takes a little of it).
 embedded_monitor() {
@@ -82,8 +83,7 @@ embedded_monitor() {
             --set monitor_interval=500ms)
     else
         EMBEDDED_NP=$((RANKS + 1))
-        EMBEDDED_MONITOR=(--set monitor_rank=last --set monitor_interval=200ms
-            --set monitor_scope=ns:/proc/self/ns/net)
+        EMBEDDED_MONITOR=(--set monitor_rank=last --set monitor_interval=200ms)
     fi
 }
 

@@ -15,6 +15,7 @@
 
 #include "connections.h"
 #include "hosts.h"
+#include "monitor_scope.h"
 #include "results.h"
 #include "results_fallback.h"
 #include "units.h"
@@ -421,7 +422,8 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                               const struct client_op_row *ops, size_t nops,
                               const struct client_row *clients, size_t nclients, bool final)
 {
-    struct monitor_append a = {.process_scope = r->job->phases[0].monitor_scope,
+    struct monitor_append a = {.process_scope =
+                                   monitor_scope_effective(r->job->phases[0].monitor_scope),
                                .marks = mark,
                                .nmarks = mark ? 1 : 0,
                                .client_ops = ops,

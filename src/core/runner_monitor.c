@@ -2,6 +2,7 @@
  * runner_monitor.h). */
 #include "runner_monitor.h"
 
+#include "monitor_scope.h"
 #include "monitor_sources.h"
 
 #include <errno.h>
@@ -172,7 +173,7 @@ static struct monitor *serve_start(const struct monitor_link *l, const struct ph
         .interval = g->monitor_interval,
         .local = true,
         .processes = g->monitor_processes,
-        .scope = g->monitor_scope,
+        .scope = monitor_scope_effective(g->monitor_scope),
         .disks = g->monitor_disks,
         .url = "",
         .hostname = hostname,

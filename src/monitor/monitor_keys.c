@@ -23,8 +23,10 @@ const struct job_key monitor_keys[] = {
      "[global] only: command names whose CPU and RSS the monitor records "
      "(kernel nfsd threads included)",
      .scope = KEY_GLOBAL_ONLY},
-    {"monitor_scope", KEY_STRING, PHASE_MEMBER(monitor_scope), NULL, "host",
-     "[global] only: which monitor_processes count: host (all on the monitor host) | "
+    {"monitor_scope", KEY_STRING, PHASE_MEMBER(monitor_scope), NULL, "",
+     "[global] only: which monitor_processes count (unset: host, or inside nfs-server.sh "
+     "exec " MONITOR_SCOPE_BESIDE_SERVER ", the embedded server's): host (all on the monitor "
+     "host) | "
      "ns:PATH (those in the namespace of file PATH: /proc/PID/ns/net, /run/netns/NAME) | "
      "cgroup:PATH (those in cgroup directory PATH or below it); paths of the monitor host",
      .scope = KEY_GLOBAL_ONLY, .check = monitor_scope_check},

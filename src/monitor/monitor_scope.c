@@ -62,7 +62,17 @@ int monitor_scope_parse(const char *text, const char **path, char *why, size_t w
 const char *monitor_scope_check(const char *text, char *why, size_t whylen)
 {
     const char *path;
+    if (!text[0])
+        return NULL;
     return monitor_scope_parse(text, &path, why, whylen) < 0 ? why : NULL;
+}
+
+const char *monitor_scope_effective(const char *configured)
+{
+    if (configured && configured[0])
+        return configured;
+    const char *server = getenv("HERD_SERVER");
+    return server && server[0] ? MONITOR_SCOPE_BESIDE_SERVER : "host";
 }
 
 /* ---- cgroups ---- */

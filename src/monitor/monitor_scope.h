@@ -20,8 +20,16 @@ enum monitor_scope_kind { SCOPE_HOST, SCOPE_NS, SCOPE_CGROUP };
  * cgroup:PATH with PATH absolute. */
 int monitor_scope_parse(const char *text, const char **path, char *why, size_t whylen);
 
-/* monitor_scope_parse for the key table: NULL, or why. */
+/* monitor_scope_parse for the key table: NULL, or why. "" (the key
+ * unset) is taken: monitor_scope_effective resolves it. */
 const char *monitor_scope_check(const char *text, char *why, size_t whylen);
+
+/* The scope a configured monitor_scope means: itself when set; unset (""),
+ * the namespace of the embedded server herd runs beside when it runs
+ * inside `nfs-server.sh exec` (which exports HERD_SERVER), so that another
+ * server on the host is never counted as this one; else "host". */
+#define MONITOR_SCOPE_BESIDE_SERVER "ns:/proc/self/ns/net"
+const char *monitor_scope_effective(const char *configured);
 
 /* Where a cgroup directory sits, as /proc/PID/cgroup names it. */
 struct cgroup_place {

@@ -26,7 +26,9 @@
 5. A run stopped by SIGTERM keeps the samples up to the stop.
 6. monitor_scope: a decoy named ganesha.nfsd (a copy of sleep) outside the
    embedded server's network namespace is counted by the whole-host
-   monitor and not by one confined to the namespace (root); processes in a
+   monitor and not by one confined to the namespace, nor with the key
+   unset inside nfs-server.sh exec (the server's namespace by default;
+   root); processes in a
    cgroup (v1 and v2 hierarchies, made by the test) and below it are
    counted, one outside is not (root); a scope that cannot be opened on the
    monitor host is a note, no process rows, and the run goes on. The scope
@@ -729,7 +731,8 @@ def test_monitor_scope_leaves_out_a_decoy(herd_bin, tmp_path):
         server.start("--fs", "tmpfs", "--size", "256M", "--no-nlm")
         # The decoy runs in this test's network namespace, not the server's.
         with sleepers(decoy, 1):
-            for label, scope in (("host", None), ("ns", f"ns:/proc/{server.pid}/ns/net")):
+            for label, scope in (("host", "host"), ("unset", None),
+                                 ("ns", f"ns:/proc/{server.pid}/ns/net")):
                 job = scope_job(tmp_path / f"{label}.ini", server.url, "ganesha.nfsd", scope,
                                 backend="libnfs")
                 out = tmp_path / f"{label}.h5"
@@ -742,14 +745,19 @@ def test_monitor_scope_leaves_out_a_decoy(herd_bin, tmp_path):
         server.stop(check=False)
     server.assert_clean()
     host, host_scope = rows["host"]
-    assert host_scope == "host"  # the key unset: the whole host, and the file says so
+    assert host_scope == "host"
     # The whole host: our server and the decoy (and any other ganesha here).
     assert len(host) > 0 and np.all(host["processes"] >= 2), host["processes"]
+    # The key unset inside nfs-server.sh exec: the namespace herd runs in,
+    # the server's, and the file says so.
+    unset, unset_scope = rows["unset"]
+    assert unset_scope == "ns:/proc/self/ns/net"
     ns, ns_scope = rows["ns"]
     assert ns_scope == f"ns:/proc/{server.pid}/ns/net"
     # The server's namespace: its one ganesha (many threads), not the decoy (one).
-    assert len(ns) > 0 and np.all(ns["processes"] == 1), ns["processes"]
-    assert np.all(ns["threads"] > 1) and np.all(ns["rss_bytes"] > 0)
+    for counted in (unset, ns):
+        assert len(counted) > 0 and np.all(counted["processes"] == 1), counted["processes"]
+        assert np.all(counted["threads"] > 1) and np.all(counted["rss_bytes"] > 0)
 
 
 def cgroup_hierarchy(version):

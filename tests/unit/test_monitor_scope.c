@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -54,10 +55,30 @@ static void test_parse(void **state)
         snprintf(quoted, sizeof quoted, "'%s'", refused[i]);
         assert_non_null(strstr(why, quoted));
         assert_null(strchr(why, '\n'));
-        assert_ptr_equal(monitor_scope_check(refused[i], why, sizeof why), why);
+        if (refused[i][0]) /* "" is the key unset: monitor_scope_effective's */
+            assert_ptr_equal(monitor_scope_check(refused[i], why, sizeof why), why);
     }
     monitor_scope_parse("ns:relative", &path, why, sizeof why);
     assert_non_null(strstr(why, "must be absolute"));
+}
+
+/* The key unset means the whole host, or beside an embedded server
+ * (nfs-server.sh exec exports HERD_SERVER) that server's namespace; a
+ * value set is itself either way. */
+static void test_effective_scope(void **state)
+{
+    (void)state;
+    char why[256];
+    assert_null(monitor_scope_check("", why, sizeof why));
+    unsetenv("HERD_SERVER");
+    assert_string_equal(monitor_scope_effective(""), "host");
+    assert_string_equal(monitor_scope_effective("cgroup:/x"), "cgroup:/x");
+    setenv("HERD_SERVER", "ganesha", 1);
+    assert_string_equal(monitor_scope_effective(""), "ns:/proc/self/ns/net");
+    assert_string_equal(monitor_scope_effective("host"), "host");
+    setenv("HERD_SERVER", "", 1);
+    assert_string_equal(monitor_scope_effective(""), "host");
+    unsetenv("HERD_SERVER");
 }
 
 /* This machine's layout: cgroup v1 hierarchies with cgroup2 beside them. */
@@ -198,9 +219,8 @@ static void test_open_here(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse),
-        cmocka_unit_test(test_place),
-        cmocka_unit_test(test_member),
+        cmocka_unit_test(test_parse),     cmocka_unit_test(test_effective_scope),
+        cmocka_unit_test(test_place),     cmocka_unit_test(test_member),
         cmocka_unit_test(test_open_here),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
