@@ -256,12 +256,18 @@ if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-rs"]))
 
 
-def test_record_renamed_away_during_the_check(tmp_path, monkeypatch):
+def import_statedir():
+    """The lab's statedir module (cluster-configs/local), imported here."""
     sys.path.insert(0, str(LOCAL_DIR))
     try:
         import statedir
     finally:
         sys.path.remove(str(LOCAL_DIR))
+    return statedir
+
+
+def test_record_renamed_away_during_the_check(tmp_path, monkeypatch):
+    statedir = import_statedir()
     state = tmp_path / "nfs"
     (state / "pid").mkdir(parents=True)
     (state / "pid" / "ganesha").write_text("1 1\n")
@@ -285,11 +291,7 @@ def test_record_renamed_away_during_the_check(tmp_path, monkeypatch):
 def test_directory_removed_during_the_check(tmp_path, monkeypatch):
     """A stop removes the state's pid/ between the check's look at it and
     its listing: skipped, as a pid/ that is not there at all."""
-    sys.path.insert(0, str(LOCAL_DIR))
-    try:
-        import statedir
-    finally:
-        sys.path.remove(str(LOCAL_DIR))
+    statedir = import_statedir()
     state = tmp_path / "nfs"
     (state / "pid").mkdir(parents=True)
     real_scandir = statedir.os.scandir
