@@ -65,6 +65,11 @@ struct backend_ops {
     /* Every call must come from the thread that connected (libsmbclient's
      * contexts are not thread-safe): no read-ahead thread uses it. */
     bool one_thread;
+    /* Each rank's files are its own (a store in the rank's memory: nothing
+     * is shared between ranks): the other ranks do not look for the run
+     * directory rank 0 made (rundir_seen), which only a shared target
+     * shows them. false for every backend of a file system or server. */
+    bool rank_private;
     /* The job-file keys this backend owns (as fio's engines' .options):
      * rows of the key table whose offsets are into the phase's
      * backend_opts block (JOB_OPTS_MEMBER of the backend's own options

@@ -330,13 +330,15 @@ static int run_connect(struct run *r)
  * node without the export mounted) stops the run before its first phase
  * instead of writing there; a kernel client's cached view is refreshed
  * first (rundir_seen). 0, or 2 with one line (the first rank that does
- * not see it) and rank 0's claim given back; the same on every rank. */
+ * not see it) and rank 0's claim given back; the same on every rank.
+ * A backend whose store is each rank's own (rank_private) is not looked
+ * through. */
 static int run_rundir_seen(struct run *r, char *owner, size_t len)
 {
     MPI_Bcast(owner, (int)len, MPI_CHAR, 0, r->comm);
     owner[len - 1] = '\0';
     char err[512] = "";
-    int rc = r->rank == 0 ? 0 : rundir_seen(r->be, r->be_ctx, r->rundir, owner, err, sizeof err);
+    int rc = r->rank == 0 || r->be->rank_private ? 0 : rundir_seen(r->be, r->be_ctx, r->rundir, owner, err, sizeof err);
     int first = rc < 0 ? r->rank : r->size;
     int count = rc < 0;
     MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, r->comm);

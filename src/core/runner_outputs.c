@@ -115,11 +115,6 @@ int run_claim_places(struct run *r, char *owner, size_t len)
         return 2;
     r->rundir_held = true;
     r->rundir_locked = rc == 0;
-    if (reuse && !r->rundir_ours)
-        fprintf(stderr,
-                "herd: note: run directory %s taken over (run_id = %s): its data files "
-                "are an earlier run's; " RUNDIR_REUSE_CAVEAT "\n",
-                r->rundir, r->job->run_id);
     if (!r->rundir_locked)
         owner[0] = '\0'; /* no lock file to read back */
     const char *inside = run_output_in_rundir(r);
@@ -131,6 +126,11 @@ int run_claim_places(struct run *r, char *owner, size_t len)
         run_release_rundir(r);
         return 2;
     }
+    if (reuse && !r->rundir_ours)
+        fprintf(stderr,
+                "herd: note: run directory %s taken over (run_id = %s): its data files "
+                "are an earlier run's; " RUNDIR_REUSE_CAVEAT "\n",
+                r->rundir, r->job->run_id);
     return 0;
 }
 

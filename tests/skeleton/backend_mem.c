@@ -326,6 +326,7 @@ static int mem_rename(void *ctx, const char *from, const char *to)
 
 const struct backend_ops backend_mem = {
     .name = "mem",
+    .rank_private = true, /* each rank's store is its own */
     .keys = mem_keys,
     .nkeys = sizeof mem_keys / sizeof mem_keys[0],
     .connect = mem_connect,
