@@ -338,7 +338,9 @@ static int run_rundir_seen(struct run *r, char *owner, size_t len)
     MPI_Bcast(owner, (int)len, MPI_CHAR, 0, r->comm);
     owner[len - 1] = '\0';
     char err[512] = "";
-    int rc = r->rank == 0 || r->be->rank_private ? 0 : rundir_seen(r->be, r->be_ctx, r->rundir, owner, err, sizeof err);
+    int rc = r->rank == 0 || r->be->rank_private
+                 ? 0
+                 : rundir_seen(r->be, r->be_ctx, r->rundir, owner, err, sizeof err);
     int first = rc < 0 ? r->rank : r->size;
     int count = rc < 0;
     MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, r->comm);
