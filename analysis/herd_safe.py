@@ -166,7 +166,7 @@ ROOT_TEXT = ("tool", "version", "run_id", "status", "start_utc", "end_utc", "com
              "job_path", "job_text", "target", "mpi_version", "hdf5_version", "label",
              "server_fs", "server_disk")
 ROOT_NUMBER = {"epoch_unix": "f", "nranks": "i", "nhosts": "i", "clock_sync_seconds": "f",
-               "exit_code": "i", "startup_seconds": "f"}
+               "exit_code": "i", "startup_seconds": "f", "monitor_client_ranks": "i"}
 STATUSES = ("partial", "complete", "incomplete", "interrupted")
 PHASE_STATUSES = ("ok", "errors", "verify", "interrupted", "deadline")
 # A row of a ladder's steps table may also be a step that never ran (an

@@ -16,6 +16,10 @@
 #   job.ini      a copy of the job file
 #   report/      analysis/herd-report output (index.html); a report that
 #                fails is a warning, not a failure (report.log says why)
+#   herd-<jobid>.out  under Slurm: a copy of the job's output file (sbatch
+#                --output; --error too when it is another file), made at
+#                the end, under its own name; the file stays where Slurm
+#                put it, and a name the directory already has is not copied
 # and prints that directory as its last line on stdout. Exit code: herd's
 # (through the launcher); 2 for bad usage or a job `herd check` refuses (then
 # no directory is made).
@@ -278,6 +282,35 @@ if [ -s "$dir/results.h5" ]; then
     fi
 else
     log "warning: no results.h5, so no report"
+fi
+
+# ---------------------------------------------------------------- Slurm output
+
+# Under Slurm, the job's output file (sbatch --output, and --error when it
+# is another file: this script's standard output and error) is copied
+# beside launch.txt, so that the directory holds all the job printed (but
+# the directory's own name, printed after the copy). The file itself stays
+# where Slurm put it. A name the directory already has is left alone.
+copy_slurm_output() {
+    local fd src dest seen=""
+    for fd in 1 2; do
+        src=$(readlink -- "/proc/$$/fd/$fd" 2>/dev/null) || continue
+        [[ "$src" == /* && -f "$src" ]] || continue # a terminal, a pipe, a deleted file
+        [ -n "$seen" ] && [ "$src" -ef "$seen" ] && continue
+        seen=$src
+        dest=$dir/$(basename -- "$src")
+        [ "$src" -ef "$dest" ] && continue # Slurm writes it into the directory itself
+        if [ -e "$dest" ]; then
+            log "warning: Slurm output $src not copied: $dest exists"
+        elif cp -- "$src" "$dest"; then
+            printf 'slurm out: %s (copied here at the end)\n' "$src" >>"$dir/launch.txt"
+        else
+            log "warning: Slurm output $src could not be copied to $dir"
+        fi
+    done
+}
+if [ -n "${SLURM_JOB_ID:-}" ]; then
+    copy_slurm_output
 fi
 
 printf '%s\n' "$dir"

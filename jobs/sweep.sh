@@ -28,7 +28,8 @@
 # installed); every run's
 # directory goes in it (it is HERD_RESULTS for the runs), with sweep.tsv
 # (what was submitted or run), sweep.log (what this script printed) and the
-# scheduler's output files. Every (job, node count) is checked with
+# scheduler's output files (under Slurm each run's is copied into its run
+# directory at the end too: herd-batch.sh). Every (job, node count) is checked with
 # `herd check` before anything is submitted.
 #
 # Environment: OUT, HERD_RESULTS, HERD, HERD_REPO (as herd-batch.sh);

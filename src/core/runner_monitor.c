@@ -2,6 +2,7 @@
  * runner_monitor.h). */
 #include "runner_monitor.h"
 
+#include "monitor_keys.h"
 #include "monitor_scope.h"
 #include "monitor_sources.h"
 
@@ -35,15 +36,6 @@ static double baseline_wait(double interval)
                                    : w;
 }
 
-/* monitor_host matches a rank's host name exactly or by short name
- * ("srv" for "srv.example.org", either way round). */
-static bool host_matches(const char *hostname, const char *want)
-{
-    size_t a = strcspn(hostname, "."), b = strcspn(want, ".");
-    return strcmp(hostname, want) == 0 ||
-           (a == b && strncmp(hostname, want, a) == 0 && (hostname[a] == '\0' || want[b] == '\0'));
-}
-
 int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,
                          char *err, size_t errlen)
 {
@@ -62,7 +54,7 @@ int runner_monitor_roles(const struct phase *g, const char *hostname, struct mon
         }
         mine = rank == wanted;
     } else if (g->monitor_host[0]) {
-        mine = host_matches(hostname, g->monitor_host);
+        mine = monitor_host_matches(hostname, g->monitor_host);
     }
     int *roles = calloc((size_t)size, sizeof *roles);
     l->monitors = calloc((size_t)size, sizeof *l->monitors);

@@ -163,6 +163,8 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
     const struct phase *first = &r->job->phases[0];
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
     versions_mpi(mpi_version, sizeof mpi_version);
+    summary_cpu_host_find(first->monitor_url, r->mon.sampler >= 0 ? r->mon.sampler_host : "", hosts,
+                          r->nhosts, ranks, r->size, &r->cpu_host);
     run_server_word("HERD_SERVER_FS", RUN_WORD_CHARS "._+-",
                     "a file system's name (letters, digits, '.', '_', '+', '-')", r->server_fs,
                     sizeof r->server_fs);
@@ -190,6 +192,7 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         .monitor_rank = r->mon.sampler,
         .monitor_interval = first->monitor_interval,
         .monitor_url = first->monitor_url,
+        .monitor_client_ranks = r->cpu_host.client_ranks,
     };
     char err[JOB_ERR_MAX];
     /* In place once its header is written; never over what is not ours. */
@@ -285,7 +288,8 @@ static int run_write_json(struct run *r, const char *status_name, int exit_code,
                                   .results_file = r->output,
                                   .job_path = r->job->path,
                                   .nranks = r->size,
-                                  .clients_per_rank = r->clients};
+                                  .clients_per_rank = r->clients,
+                                  .monitor_client_ranks = r->cpu_host.client_ranks};
     char err[512];
     if (run_json_to_stdout(r)) {
         summary_json_print(stdout, &jr, r->lines, r->nlines);
@@ -339,7 +343,7 @@ int run_finish(struct run *r, int signal)
     bool json_out = run_json_to_stdout(r);
     FILE *said = json_out ? stderr : stdout;
     if (!(json_out && r->opts->quiet))
-        summary_print(said, r->lines, r->nlines, !r->opts->quiet);
+        summary_print(said, r->lines, r->nlines, !r->opts->quiet, &r->cpu_host);
     fprintf(said, "\nresults: %s (status %s)\n", r->out.shown, status_name);
     if (r->opts->json && run_write_json(r, status_name, exit_code, said) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;

@@ -72,6 +72,7 @@ struct run {
     uint64_t total_errors, total_verify;
     bool cleanup_unfinished; /* the clean-up was stopped or failed to remove something */
     struct monitor_link mon;
+    struct summary_cpu_host cpu_host; /* rank 0: the host srv cpu is of, its client ranks */
     double epoch_unix;
     bool client_stats;                  /* this rank reads its host's NFS client counters */
     char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */

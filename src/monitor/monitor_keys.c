@@ -68,3 +68,10 @@ const char *monitor_phase_check(const struct phase *ph, char *why, size_t len)
 #endif
     return NULL;
 }
+
+bool monitor_host_matches(const char *hostname, const char *want)
+{
+    size_t a = strcspn(hostname, "."), b = strcspn(want, ".");
+    return strcmp(hostname, want) == 0 ||
+           (a == b && strncmp(hostname, want, a) == 0 && (hostname[a] == '\0' || want[b] == '\0'));
+}

@@ -6,6 +6,7 @@
 #ifndef HERD_MONITOR_KEYS_H
 #define HERD_MONITOR_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "job.h"
@@ -17,5 +18,9 @@ extern const size_t monitor_nkeys;
  * rank that is no number, a URL that is no http(s) URL or one a herd
  * without libcurl cannot scrape): the key, with why written; NULL: none. */
 const char *monitor_phase_check(const struct phase *ph, char *why, size_t len);
+
+/* Whether a host name matches monitor_host's want: exactly or by short
+ * name ("srv" for "srv.example.org", either way round). */
+bool monitor_host_matches(const char *hostname, const char *want);
 
 #endif

@@ -45,6 +45,9 @@ struct run_info {
     int monitor_rank;         /* the rank that samples it, -1 = none */
     double monitor_interval;
     const char *monitor_url; /* scraped by rank 0 ("" = none) */
+    /* I/O ranks on the host the server's CPU was sampled on; -1: not
+     * known to be one of the run's hosts (summary_cpu_host_find). */
+    int monitor_client_ranks;
 };
 
 struct host_info {

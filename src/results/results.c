@@ -75,6 +75,7 @@ static int root_attrs(const struct results *r, const struct run_info *run, char 
         h5_attr_i32(f, "nranks", run->nranks, err, errlen) < 0 ||
         h5_attr_i32(f, "clients_per_rank", run->clients_per_rank, err, errlen) < 0 ||
         h5_attr_i32(f, "nhosts", run->nhosts, err, errlen) < 0 ||
+        h5_attr_i32(f, "monitor_client_ranks", run->monitor_client_ranks, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "command_line", run->command_line, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "job_path", run->job_path, err, errlen) < 0 ||
         h5_attr_str(r->types.str, f, "job_text", run->job_text, err, errlen) < 0 ||

@@ -1,12 +1,18 @@
 /* summary.c — compute and print the end-of-run table (see summary.h). */
 #include "summary.h"
 
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "monitor_keys.h"
+#include "monitor_sources.h"
 #include "units.h"
+#include "utf8.h"
 #include "workload.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -717,9 +723,92 @@ static void summary_print_phase(FILE *out, const struct summary_line *l)
     summary_print_detail(out, l);
 }
 
+/* The host part of a URL: without its port, an IPv6 address without
+ * its brackets. */
+static void summary_url_hostname(const char *url, char *name, size_t len)
+{
+    char hostport[RESULTS_HOST_MAX];
+    monitor_url_host(url, hostport, sizeof hostport);
+    if (hostport[0] == '[')
+        snprintf(name, len, "%.*s", (int)strcspn(hostport + 1, "]"), hostport + 1);
+    else
+        snprintf(name, len, "%.*s", (int)strcspn(hostport, ":"), hostport);
+}
+
+/* localhost, 127.0.0.0/8 or ::1. */
+static bool summary_is_loopback(const char *name)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+    return strcasecmp(name, "localhost") == 0 ||
+           (inet_pton(AF_INET, name, &v4) == 1 && ntohl(v4.s_addr) >> 24 == 127) ||
+           (inet_pton(AF_INET6, name, &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6));
+}
+
+/* The index in hosts of the host monitor_url's node_exporter runs on;
+ * -1 when it is not known to be one of them. */
+static int summary_url_host(const char *monitor_url, const struct host_info *hosts, int nhosts)
+{
+    char name[RESULTS_HOST_MAX];
+    summary_url_hostname(monitor_url, name, sizeof name);
+    if (nhosts > 0 && summary_is_loopback(name))
+        return 0;
+    for (int h = 0; h < nhosts; h++)
+        if (monitor_host_matches(hosts[h].hostname, name))
+            return h;
+    return -1;
+}
+
+void summary_cpu_host_find(const char *monitor_url, const char *sampler_host,
+                           const struct host_info *hosts, int nhosts, const struct rank_info *ranks,
+                           int nranks, struct summary_cpu_host *out)
+{
+    out->name[0] = '\0';
+    out->client_ranks = -1;
+    int host = -1;
+    if (monitor_url[0]) {
+        host = summary_url_host(monitor_url, hosts, nhosts);
+    } else if (sampler_host[0]) {
+        snprintf(out->name, sizeof out->name, "%s", sampler_host);
+        out->client_ranks = 0; /* a host no I/O rank runs on */
+        for (int h = 0; h < nhosts && host < 0; h++)
+            if (strcmp(hosts[h].hostname, sampler_host) == 0)
+                host = h;
+    }
+    if (host < 0)
+        return;
+    snprintf(out->name, sizeof out->name, "%s", hosts[host].hostname);
+    out->client_ranks = 0;
+    for (int i = 0; i < nranks; i++)
+        out->client_ranks += ranks[i].host == host;
+}
+
+/* The server table's legend: what srv cpu covers (the host's CPU, shared
+ * with the client ranks that ran on it, when any did), pkts/s and woken. */
+static void summary_print_cpu_legend(FILE *out, const struct summary_cpu_host *cpu_host)
+{
+    if (!cpu_host || cpu_host->client_ranks <= 0) {
+        fputs("srv cpu = busy share of all the server's CPUs; pkts/s = requests reaching\n"
+              "kernel nfsd's threads per second; woken = the share of them that found an idle\n"
+              "thread (pool_stats: well below 100%, every thread was busy).\n",
+              out);
+        return;
+    }
+    char host[sizeof cpu_host->name * 6]; /* a host's name is not a job value */
+    utf8_escape(cpu_host->name, host, sizeof host);
+    fprintf(out,
+            "srv cpu = busy share of all the CPUs of host %s, shared with %d client rank%s\n"
+            "of this run (the server's alone only where no client runs on its host);\n"
+            "pkts/s = requests reaching kernel nfsd's threads per second; woken = the share\n"
+            "of them that found an idle thread (pool_stats: well below 100%%, every thread\n"
+            "was busy).\n",
+            host, cpu_host->client_ranks, units_plural(cpu_host->client_ranks));
+}
+
 /* The server's table, when a monitor sampled it: its CPU, nfsd threads,
  * the monitored processes and nfsd's pool per phase, with its legend. */
-static void summary_print_server(FILE *out, const struct summary_line *lines, int n)
+static void summary_print_server(FILE *out, const struct summary_line *lines, int n,
+                                 const struct summary_cpu_host *cpu_host)
 {
     bool cpu = false, threads = false, part = false;
     for (int i = 0; i < n; i++) {
@@ -755,10 +844,7 @@ static void summary_print_server(FILE *out, const struct summary_line *lines, in
                 pkts, woken, l->server.covered == 0 ? "  (part)" : "");
         part |= l->server.covered == 0;
     }
-    fputs("srv cpu = busy share of all the server's CPUs; pkts/s = requests reaching\n"
-          "kernel nfsd's threads per second; woken = the share of them that found an idle\n"
-          "thread (pool_stats: well below 100%, every thread was busy).\n",
-          out);
+    summary_print_cpu_legend(out, cpu_host);
     if (part)
         fputs("(part) = the monitor's readings do not span the phase whole (none at or before\n"
               "its start, or at or after its end, from a source): its figures, if any, are of\n"
@@ -766,7 +852,8 @@ static void summary_print_server(FILE *out, const struct summary_line *lines, in
               out);
 }
 
-void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend)
+void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend,
+                   const struct summary_cpu_host *cpu_host)
 {
     fprintf(out, "\n%-16s %-5s %5s %7s %8s %7s %7s %9s %9s %8s %7s %7s %6s %4s %-11s %s\n", "phase",
             "kind", "rows", "min s", "median s", "max s", "last s", "MiB/s", "calls/s", "main/s",
@@ -777,7 +864,7 @@ void summary_print(FILE *out, const struct summary_line *lines, int n, bool lege
         fputc('\n', out);
         summary_print_legend(out);
     }
-    summary_print_server(out, lines, n);
+    summary_print_server(out, lines, n, cpu_host);
 }
 
 /* The errno failing most calls over every op (errs[] is per op, errno and

@@ -136,9 +136,29 @@ void summary_add_monitor(struct summary_line *lines, int n, const struct monitor
  * consecutive phases in step order): at most n; returns how many. */
 size_t summary_ladder_steps(const struct summary_line *lines, int n, const char *ladder,
                             struct step_row *rows);
+/* The host whose CPU the server table's srv cpu is (the monitor's
+ * sampled host), and the run's I/O ranks on it, the clients that share
+ * its CPU with the server. */
+struct summary_cpu_host {
+    char name[RESULTS_HOST_MAX]; /* "" : not known */
+    int client_ranks;            /* I/O ranks on it; -1: not known to be one of the run's hosts */
+};
+/* Find it. With monitor_url (its node_exporter's CPU is preferred):
+ * the URL's host when it is a loopback address (localhost, 127.0.0.0/8,
+ * ::1: the host of I/O rank 0, which scrapes it, hosts[0]) or the name
+ * of one of the run's hosts (exactly or by short name, as monitor_host
+ * matches); any other URL is not known. Without: sampler_host, the
+ * monitor rank's host ("" = no monitor rank: not known), 0 client ranks
+ * when no I/O rank runs there. ranks[i].host indexes hosts. */
+void summary_cpu_host_find(const char *monitor_url, const char *sampler_host,
+                           const struct host_info *hosts, int nhosts, const struct rank_info *ranks,
+                           int nranks, struct summary_cpu_host *out);
 /* The table, its legend (units, each column once; unless !legend: herd
- * run -q) and, when sampled, the server's CPU per phase. */
-void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend);
+ * run -q) and, when sampled, the server's CPU per phase; its legend says
+ * what srv cpu covers when client ranks ran on cpu_host (NULL: not
+ * known). */
+void summary_print(FILE *out, const struct summary_line *lines, int n, bool legend,
+                   const struct summary_cpu_host *cpu_host);
 /* The legend alone (also shown by herd run --help). */
 void summary_print_legend(FILE *out);
 /* The main call's rate (main/s): its calls over all ranks / last_done,

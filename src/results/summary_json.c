@@ -361,6 +361,8 @@ static void json_run(FILE *f, const struct summary_json_run *run, const struct s
     json_ki(f, "ranks", run->nranks, &first);
     json_ki(f, "clients_per_rank", run->clients_per_rank, &first);
     json_ki(f, "clients", (int64_t)run->nranks * run->clients_per_rank, &first);
+    json_kd(f, "monitor_client_ranks",
+            run->monitor_client_ranks >= 0 ? run->monitor_client_ranks : NAN, &first);
     json_kd(f, "mib", 1048576.0, &first);
     json_key(f, "phases", &first);
     fputc('[', f);

@@ -21,6 +21,8 @@ struct summary_json_run {
     const char *job_path;
     int nranks;           /* I/O ranks */
     int clients_per_rank; /* NFS clients each rank ran (1: itself) */
+    /* I/O ranks on the host srv cpu is of; -1: not known (null) */
+    int monitor_client_ranks;
     /* The job's label and HERD_SERVER_FS ("" for none). */
     const char *label, *server_fs, *server_disk;
 };

@@ -5,7 +5,9 @@ that drive the embedded NFS server.
 1. herd-batch.sh with a small job on a tmp directory, 2 ranks: the dated
    directory holds results.h5 (complete, 2 ranks), herd.log, launch.txt
    and report/index.html, and is the last line on stdout. Under a (fake)
-   Slurm environment it launches with srun -n SLURM_NTASKS.
+   Slurm environment it launches with srun -n SLURM_NTASKS, and copies the
+   job's output file (its stdout and stderr) into the dated directory at
+   the end, never over a file of the same name.
 2. A job herd check refuses: exit 2, one line on stderr, no results.
 3. jobs/slurm/herd.sbatch and jobs/pbs/herd.pbs run with plain bash outside
    any scheduler (mpirun, a hostfile, extra mpirun arguments) the same way;
@@ -160,8 +162,13 @@ def test_batch_signalled(herd_bin, tmp_path):
     assert "exit code: 143" in (d / "launch.txt").read_text()
 
 
-def test_batch_srun_under_slurm(herd_bin, tmp_path):
-    """SLURM_JOB_ID set: srun -n SLURM_NTASKS (a fake srun that runs mpirun)."""
+@pytest.mark.parametrize("output", ["herd-4242.out", "herd.log"], ids=["copied", "name-taken"])
+def test_batch_srun_under_slurm(herd_bin, tmp_path, output):
+    """SLURM_JOB_ID set: srun -n SLURM_NTASKS (a fake srun that runs mpirun).
+    The job's output file (its standard output and error, as slurmstepd
+    opens them) is copied into the run's directory at the end, but for the
+    directory's name printed after the copy; the file stays. A name the
+    directory has (herd.log) is not overwritten: a warning says so."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "srun").write_text(
@@ -177,12 +184,22 @@ def test_batch_srun_under_slurm(herd_bin, tmp_path):
     env = job_env(herd_bin, HERD_RESULTS=results, SLURM_JOB_ID=4242, SLURM_NTASKS=3,
                   SLURM_JOB_NODELIST="node[001-003]")
     env["PATH"] = f"{fake}:{env['PATH']}"
-    proc = run_cmd(["bash", BATCH, job, "--set", "file_size=512K"], env=env)
+    out = tmp_path / output
+    proc = run_cmd(["bash", "-c", 'out=$1; shift; exec bash "$@" >"$out" 2>&1', "slurmstepd",
+                    out, BATCH, job, "--set", "file_size=512K"], env=env)
+    proc.stdout = out.read_text()
     d = check_run_dir(proc, results, "small", 3, herd_bin)
     args = (tmp_path / "srun.args").read_text().split("\n")
     assert args[:2] == ["-n", "3"] and herd_bin in args and "--set" in args, args
     launch = (d / "launch.txt").read_text()
     assert "launcher:  srun" in launch and "SLURM_JOB_NODELIST=node[001-003]" in launch, launch
+    if output == "herd.log":
+        assert f"warning: Slurm output {out} not copied: {d}/herd.log exists" in proc.stdout
+        assert "slurm out:" not in launch and "status complete" in (d / "herd.log").read_text()
+    else:
+        assert (d / output).read_text() == proc.stdout[:-len(f"{d}\n")], describe(proc)
+        assert f"slurm out: {out} (copied here at the end)" in launch, launch
+        assert out.is_file()
     with h5py.File(d / "results.h5", "r") as f:
         assert int(f["phases/write"].attrs["file_size"]) == 512 << 10
 

@@ -43,11 +43,16 @@
    holds its replies longer than the run waits (3 s), is said once on
    stderr and in /monitor/notes, the run completes and its first phase is
    not covered; the summary marks such phases "(part)".
+8. Whose CPU srv cpu is: a monitor rank (or a node_exporter on 127.0.0.1)
+   on the host of 2 I/O ranks: the legend says the host's CPU is shared
+   with 2 client ranks, and so do --json and the results file
+   (monitor_client_ranks).
 
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_monitor.py
 """
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -244,10 +249,18 @@ def test_monitor_rank_baseline_before_first_phase(herd_bin, tmp_path):
                      ("pause", {"kind": "idle", "duration": "300ms"}),
                      ("r", {"kind": "read", "ranks_step": 2})])
     out = tmp_path / "r.h5"
-    proc = herd_run(herd_bin, 3, job, out)
+    summary = tmp_path / "summary.json"
+    proc = herd_run(herd_bin, 3, job, out, "--json", summary)
     assert proc.returncode == 0, describe(proc)
     tables, attrs, _ = monitor_tables(out)
     assert attrs["rank"] == 2
+    # The monitor rank samples the host its 2 I/O ranks run on: srv cpu is
+    # that host's CPU, shared with them, and the summary, the JSON and the
+    # results file say so.
+    assert "shared with 2 client ranks" in proc.stdout, proc.stdout
+    assert json.loads(summary.read_text())["monitor_client_ranks"] == 2
+    with h5py.File(out, "r") as f:
+        assert f.attrs["monitor_client_ranks"] == 2
     samples, marks = tables["samples"], tables["marks"]
     phases = [text(p) for p in marks["phase"]]
     assert phases == ["w", "pause", "r.1r", "r.2r"], phases
@@ -670,6 +683,8 @@ def test_node_exporter_scrape(herd_bin, tmp_path, node_exporter):
     assert [rows[p][-1] == "(part)" for p in ("first", "write", "after")] == \
         [not first_whole, True, True], stdout
     assert "(part) = the monitor's readings do not span the phase whole" in stdout, stdout
+    # An exporter on 127.0.0.1 is on rank 0's host, with both I/O ranks.
+    assert "shared with 2 client ranks" in stdout, stdout
     with h5py.File(out, "r") as f:
         assert [bool(f["phases"][n].attrs["monitor_covered"]) for n in f["phases"]] == \
             [first_whole, False, False]

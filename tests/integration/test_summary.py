@@ -75,6 +75,8 @@ def check_json_against_h5(h5, doc):
         assert doc["status"] == text(f.attrs["status"])
         assert doc["exit_code"] == int(f.attrs["exit_code"])
         assert doc["herd_version"] == text(f.attrs["version"])
+        shared = int(f.attrs["monitor_client_ranks"])  # -1: no monitor, or its host not known
+        assert doc["monitor_client_ranks"] == (shared if shared >= 0 else None)
         names = sorted(f["phases"], key=lambda n: int(f["phases"][n].attrs["index"]))
         assert [p["name"] for p in doc["phases"]] == names
         for p in doc["phases"]:

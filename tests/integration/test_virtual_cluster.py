@@ -265,6 +265,11 @@ def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, cluster_factory):
     launch = open(os.path.join(rundir, "launch.txt")).read()
     assert f"launcher:  {SLURM_LAUNCHER}" in launch, launch
     assert f"slurm:     job {job_id}," in launch, launch
+    # The job's output file, copied beside launch.txt at the end: all of it
+    # but the directory's name, printed after the copy.
+    copy = open(os.path.join(rundir, f"herd-{job_id}.out")).read()
+    assert output == copy + rundir + "\n", (output, copy)
+    assert f"slurm out: {tmp_path}/herd-{job_id}.out (copied here at the end)" in launch, launch
     with h5py.File(os.path.join(rundir, "results.h5"), "r") as f:
         assert text(f.attrs["status"]) == "complete" and f.attrs["exit_code"] == 0
         assert f.attrs["nranks"] == 20

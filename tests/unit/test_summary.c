@@ -1,7 +1,9 @@
 /* test_summary.c — unit tests for summary.c's per-client figures: with
  * clients_per_rank = K the rows are one per client and iteration, so a lock
  * phase's waits are a share of the clients' time (never of the ranks'),
- * and a meta phase's files are per client. */
+ * and a meta phase's files are per client; the server table's legend
+ * says what srv cpu covers (the host's CPU shared with the client ranks on
+ * it) and how the sampled host is found. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,16 +32,22 @@ static void job_of(struct job *job, const char *kind, const char *extra, int64_t
     job->phases[0].clients_per_rank = k;
 }
 
-/* The summary's text for one phase line l (its two lines). */
-static char *printed(const struct summary_line *l)
+/* The summary's text for one phase line l (its two lines, and the
+ * server's table when l has its CPU), srv cpu of cpu_host. */
+static char *printed_of(const struct summary_line *l, const struct summary_cpu_host *cpu_host)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
-    summary_print(f, l, 1, false);
+    summary_print(f, l, 1, false, cpu_host);
     fclose(f);
     return buf;
+}
+
+static char *printed(const struct summary_line *l)
+{
+    return printed_of(l, NULL);
 }
 
 /* RANKS x K clients contend for one lock: client i's row runs from the
@@ -130,6 +138,90 @@ static void test_meta_files_per_client(void **state)
     }
 }
 
+/* Hosts c01 (I/O ranks 0-2) and srv (I/O ranks 3-4). */
+static const struct host_info two_hosts[] = {{.hostname = "c01"}, {.hostname = "srv"}};
+static const struct rank_info five_ranks[] = {
+    {.rank = 0, .host = 0}, {.rank = 1, .host = 0}, {.rank = 2, .host = 0},
+    {.rank = 3, .host = 1}, {.rank = 4, .host = 1},
+};
+
+/* The sampled host and its I/O ranks: a monitor rank's host (one without
+ * I/O ranks has 0); a node_exporter on a loopback address is on I/O rank
+ * 0's host (hosts[0]), one named as a run's host (by short name too) is on
+ * it, any other one is not known (-1), whatever the monitor rank. */
+static void test_cpu_host_counts_the_client_ranks_on_it(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *url, *sampler, *name;
+        int client_ranks;
+    } cases[] = {
+        {"", "srv", "srv", 2},
+        {"", "c01", "c01", 3},
+        {"", "mon", "mon", 0},
+        {"", "", "", -1},
+        {"http://127.0.0.1:9100/metrics", "", "c01", 3},
+        {"http://127.3.4.5:9100/metrics", "", "c01", 3},
+        {"http://LocalHost:9100/metrics", "srv", "c01", 3},
+        {"https://[::1]:9100/metrics", "", "c01", 3},
+        {"http://srv.example.org:9100/metrics", "", "srv", 2},
+        {"http://srv/metrics", "", "srv", 2},
+        {"http://10.1.2.3:9100/metrics", "srv", "", -1},
+        {"http://fileserver:9100/metrics", "srv", "", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct summary_cpu_host h;
+        summary_cpu_host_find(cases[i].url, cases[i].sampler, two_hosts, 2, five_ranks, 5, &h);
+        if (strcmp(h.name, cases[i].name) != 0 || h.client_ranks != cases[i].client_ranks)
+            fail_msg("url '%s', sampler '%s': host '%s' with %d client ranks, want '%s' with %d",
+                     cases[i].url, cases[i].sampler, h.name, h.client_ranks, cases[i].name,
+                     cases[i].client_ranks);
+    }
+}
+
+/* The server table's legend: srv cpu is the host's CPU shared with N
+ * client ranks when N > 0, the server's CPUs otherwise (0, or not known). */
+static void test_cpu_legend_says_what_srv_cpu_covers(void **state)
+{
+    (void)state;
+    struct job job;
+    job_of(&job, "write", "", 1);
+    struct phase_summary sum = {.t_start = 1.0, .t_end = 2.0, .status = "ok"};
+    struct summary_line l;
+    summary_compute(&job.phases[0], &sum, NULL, 0, 0, &l);
+    l.server = (struct phase_server){.cpu_mean = 0.5,
+                                     .cpu_max = 0.75,
+                                     .nfsd_threads = NAN,
+                                     .proc_cpu = NAN,
+                                     .proc_thread_max = NAN,
+                                     .nfsd_packets_per_s = NAN,
+                                     .nfsd_woken_share = NAN,
+                                     .covered = 1};
+    static const struct {
+        struct summary_cpu_host host;
+        const char *want;
+    } cases[] = {
+        {{"srv", 2},
+         "srv cpu = busy share of all the CPUs of host srv, shared with 2 client "
+         "ranks\nof this run (the server's alone only where no client runs on its "
+         "host);\n"},
+        {{"srv", 1}, "shared with 1 client rank\n"},
+        {{"srv", 0}, "srv cpu = busy share of all the server's CPUs;"},
+        {{"", -1}, "srv cpu = busy share of all the server's CPUs;"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = printed_of(&l, &cases[i].host);
+        if (!strstr(text, cases[i].want) || !strstr(text, "50.0%") ||
+            (cases[i].host.client_ranks <= 0) != !strstr(text, "shared with"))
+            fail_msg("'%s' not in:\n%s", cases[i].want, text);
+        free(text);
+    }
+    char *text = printed(&l);
+    assert_non_null(strstr(text, "srv cpu = busy share of all the server's CPUs;"));
+    free(text);
+    job_free(&job);
+}
+
 int main(void)
 {
     registry_install();
@@ -137,6 +229,8 @@ int main(void)
         cmocka_unit_test(test_lock_waits_are_a_share_of_the_clients_time),
         cmocka_unit_test(test_one_client_per_rank),
         cmocka_unit_test(test_meta_files_per_client),
+        cmocka_unit_test(test_cpu_host_counts_the_client_ranks_on_it),
+        cmocka_unit_test(test_cpu_legend_says_what_srv_cpu_covers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
