@@ -13,7 +13,7 @@ knfsd, a User-Mode Linux guest):
    and step.
 3. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
    granted over kernel lockd, no violation.
-4. seed003-sync-async.sh with DISK_LATENCY=flush=8ms and ROUNDS=2 (50
+4. seed003-sync-async.sh with DISK_LATENCY=flush=2ms and ROUNDS=2 (20
    files): the modes alternate (sync.1, async.1, sync.2, async.2), the
    table names the disk latency and gives each step's median with both
    rounds' sync/async ratios, the monitor's disk is still ubda alone and
@@ -126,8 +126,10 @@ def test_seed003_knfsd_disk_latency_rounds(herd_bin, tmp_path):
         proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=60)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, describe(proc)
         assert "DISK_LATENCY" in proc.stderr and guests_left(tmp) == []
-    tmp, env = seed_env(herd_bin, tmp_path, FILES=50, RANKS=1, NFS_SERVER="knfsd",
-                        DISK_LATENCY="flush=8ms", ROUNDS=2)
+    # 20 files and a 2 ms flush: four runs whose every sync flush waits
+    # (50 files at 8 ms took over 3 minutes); the mechanism is the same.
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=20, RANKS=1, NFS_SERVER="knfsd",
+                        DISK_LATENCY="flush=2ms", ROUNDS=2)
     proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=600)
     assert proc.returncode == 0, describe(proc)
     assert guests_left(tmp) == []
@@ -137,7 +139,7 @@ def test_seed003_knfsd_disk_latency_rounds(herd_bin, tmp_path):
             assert text(f.attrs["status"]) == "complete", name
             disks = f["monitor/disks"][()]
             assert set(text(d) for d in disks["device"]) == {"ubda"}, (name, disks["device"])
-    assert "disk latency: read=0ms,write=0ms,flush=8ms; medians of 2 rounds" in proc.stdout, \
+    assert "disk latency: read=0ms,write=0ms,flush=2ms; medians of 2 rounds" in proc.stdout, \
         describe(proc)
     steps = {r["phase"]: r for r in read_csv(out / "steps.csv")}
     assert set(steps) == {"create", "stat", "mv", "rm"}, steps
