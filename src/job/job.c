@@ -1,5 +1,6 @@
 /* job.c — job files: parse the INI text with libinih, resolve [global]
- * defaults and --set overrides into phases (the key table: job_keys.c),
+ * defaults and --set overrides into phases (the key table: job_keys.c;
+ * what a phase inherits where its kind refuses it: job_inherit.c),
  * validate them (job_check.c). Messages: job_error.c; lint: job_lint.c;
  * load ladders: job_ladder.c; a loaded job's bytes: job_model.c.
  *
@@ -342,20 +343,6 @@ static void phase_own_defaults(struct parse_state *st, struct phase *ph)
     }
 }
 
-/* The text the job gives a [global]-only key: its last --set, else
- * [global]'s; NULL when neither does. (Checked where it is assigned, as
- * every key is.) */
-static const char *global_given(const struct parse_state *st, const char *key)
-{
-    for (int i = st->nsets - 1; i >= 0; i--)
-        if (strcmp(st->sets[i].key->name, key) == 0)
-            return st->sets[i].value;
-    for (size_t i = st->nraws; i > 0; i--)
-        if (strcmp(st->raws[i - 1].section, "global") == 0 && strcmp(st->raws[i - 1].key, key) == 0)
-            return st->raws[i - 1].value;
-    return NULL;
-}
-
 /* The job's backend: the one it names, if its target's form is that
  * backend's; else the one its target's form asks for (nfs:// libnfs,
  * smb:// smb, a path posix: the registry's target_backend). A
@@ -363,7 +350,9 @@ static const char *global_given(const struct parse_state *st, const char *key)
  * is st's error. (target is [global]-only: one for the whole job.) */
 static const char *backend_resolved(struct parse_state *st)
 {
-    const char *named = global_given(st, "backend"), *target = global_given(st, "target");
+    bool from_set;
+    const char *named = job_global_value(st, "backend", &from_set);
+    const char *target = job_global_value(st, "target", &from_set);
     char why[512];
     if (!target)
         return named ? named : "posix"; /* target missing: refused with the phases */
@@ -493,7 +482,8 @@ static void job_mix_from_apply(struct parse_state *st, struct phase *ph)
 }
 
 /* Phase ph of section i: global's values, then the section's keys and
- * its --set, the kind's defaults, the fileset's name; then validated.
+ * its --set, the kind's defaults, the defaults of what it inherits and
+ * its kind refuses (job_inherit.c), the fileset's name; then validated.
  * false when st failed. */
 static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
 {
@@ -515,6 +505,7 @@ static bool job_resolve_phase(struct parse_state *st, struct phase *ph, int i)
     phase_own_defaults(st, ph);
     if (ph->mix_from[0])
         job_mix_from_apply(st, ph);
+    job_phase_fit_inherited(st, ph);
     if (!ph->fileset[0]) {
         char size[32];
         units_format_size(ph->file_size, size, sizeof size);
@@ -565,8 +556,10 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
     job_resolve_global(&st, &global);
     job_resolve_phases(&st, &global);
     sets_unused(&st);
+    job_inherit_finish(&st);
     free(st.raws);
     free(st.sets);
+    free(st.skips);
     if (st.failed) {
         job_free(job);
         return -1;

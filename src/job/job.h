@@ -1,8 +1,9 @@
 /* job.h — a job file (INI, parsed with libinih) resolved into phases.
  *
  * [global] holds defaults; every other section is a phase, run in file
- * order, inheriting every global key and overriding any. All keys are
- * described once, in the key table (job_keys.c, and each backend's own rows): parsing, validation,
+ * order, inheriting every global key its kind takes (job_inherit.c) and
+ * overriding any. All keys are described once, in the key table
+ * (job_keys.c, and each backend's own rows): parsing, validation,
  * `herd check` output and the results file's phase attributes all read it. */
 #ifndef HERD_JOB_H
 #define HERD_JOB_H
@@ -161,6 +162,7 @@ static inline const void *job_backend_opts(const struct phase *ph)
  * itself, others its includes (struct job's sources). */
 #define JOB_LOC_BASE (1 << 21)
 #define JOB_SOURCES 16
+#define JOB_NOTES_MAX 4096
 
 struct job {
     char path[JOB_PATH_MAX];
@@ -171,6 +173,10 @@ struct job {
     bool keep;                 /* global keep: leave the run directory */
     char run_id[JOB_NAME_MAX]; /* global run_id: reuse target/herd-<run_id> */
     char label[JOB_LABEL_MAX]; /* global label (or HERD_LABEL's: job_label_default) */
+    /* "note: ..." lines, each ending in a newline: one per key that a
+     * phase inherited ([global], a plain --set) and its kind refused,
+     * naming the phases that kept the key's default instead. */
+    char notes[JOB_NOTES_MAX];
 };
 
 enum key_type {
@@ -374,8 +380,9 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
                        size_t len);
 
 int job_lint(const struct job *job, int64_t nranks, char *out, size_t len);
-/* job_lint's lines on out, each as "herd: LINE" (herd check's and, at its
- * start, herd run's); returns how many. */
+/* The job's notes, then job_lint's lines, on out, each as "herd: LINE"
+ * (herd check's and, at its start, herd run's); returns how many
+ * warnings (the notes are none). */
 int job_lint_print(const struct job *job, int64_t nranks, FILE *out);
 
 /* Bytes of physical memory of this host (0 if unknown). */

@@ -68,6 +68,19 @@ int job_line_of(struct parse_state *st, const char *section, const char *key)
     return 0;
 }
 
+const char *job_global_value(const struct parse_state *st, const char *key, bool *from_set)
+{
+    *from_set = true;
+    for (int i = st->nsets - 1; i >= 0; i--)
+        if (!st->sets[i].phase[0] && strcmp(st->sets[i].key->name, key) == 0)
+            return st->sets[i].value;
+    *from_set = false;
+    for (size_t i = st->nraws; i > 0; i--)
+        if (strcmp(st->raws[i - 1].section, "global") == 0 && strcmp(st->raws[i - 1].key, key) == 0)
+            return st->raws[i - 1].value;
+    return NULL;
+}
+
 /* Where a phase's value of key came from (the phase's header line when
  * it is the default). */
 int job_phase_key_loc(const struct phase *ph, const char *key)

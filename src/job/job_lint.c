@@ -1,5 +1,5 @@
 /* job_lint.c — herd check's warnings: what runs but is probably not
- * what was meant (job_lint, job.h). */
+ * what was meant (job_lint, job.h); printed after the job's notes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,12 +37,19 @@ static const struct phase *lint_writer(const struct job *job, int index, const c
     return w;
 }
 
+/* Each line of text (each ending in a newline) on out as "herd: LINE". */
+static void lines_print(const char *text, FILE *out)
+{
+    for (const char *line = text, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+        fprintf(out, "herd: %.*s\n", (int)(nl - line), line);
+}
+
 int job_lint_print(const struct job *job, int64_t nranks, FILE *out)
 {
+    lines_print(job->notes, out);
     char warnings[8192];
     int n = job_lint(job, nranks, warnings, sizeof warnings);
-    for (char *line = warnings, *nl; n > 0 && (nl = strchr(line, '\n')); line = nl + 1)
-        fprintf(out, "herd: %.*s\n", (int)(nl - line), line);
+    lines_print(warnings, out);
     return n;
 }
 

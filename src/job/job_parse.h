@@ -1,7 +1,7 @@
 /* job_parse.h — what the job module's files share while they load a job
- * (job.c reads and resolves, job_keys.c owns the key table, job_check.c
- * validates a resolved phase). Private to src/job/; the rest of herd sees
- * job.h. */
+ * (job.c reads and resolves, job_inherit.c fits inherited values to
+ * kinds, job_keys.c owns the key table, job_check.c validates a resolved
+ * phase). Private to src/job/; the rest of herd sees job.h. */
 #ifndef HERD_JOB_PARSE_H
 #define HERD_JOB_PARSE_H
 
@@ -49,6 +49,15 @@ struct parse_state {
         const char *value;
     } * sets;
     int nsets;
+    /* Each key a phase's kind refused where the phase inherited it
+     * ([global], a plain --set): the phase kept the key's default
+     * (job_inherit.c), which the job's notes say. */
+    struct skip {
+        const struct job_key *key;
+        int phase; /* index into job->phases */
+        char why[256];
+    } * skips;
+    size_t nskips, capskips;
 };
 
 /* Line number of a value that came from --set rather than the file. */
@@ -69,8 +78,23 @@ void job_fail(struct parse_state *st, int line, const char *key, const char *fmt
 /* The line of key in section (or [global]'s when the section does not set
  * it), 0 when neither does. */
 int job_line_of(struct parse_state *st, const char *section, const char *key);
+/* The text the job gives key for every phase: its last plain --set
+ * (*from_set true), else [global]'s; NULL when neither does. */
+const char *job_global_value(const struct parse_state *st, const char *key, bool *from_set);
 /* The location of key's value in phase ph (for messages after loading). */
 int job_phase_key_loc(const struct phase *ph, const char *key);
+
+/* job_inherit.c */
+
+/* Each value ph inherits ([global], a plain --set) that its kind's rule
+ * refuses replaced by the key's default in ph, remembered in st->skips
+ * (a value of ph's own section or --set PHASE.KEY is left for
+ * job_check.c to refuse). */
+void job_phase_fit_inherited(struct parse_state *st, struct phase *ph);
+/* The job's notes from st->skips, one line per key; a key whose
+ * inherited value no phase takes is st's error instead (the first
+ * phase's kind's rule, on the value's line). */
+void job_inherit_finish(struct parse_state *st);
 
 /* job_keys.c */
 

@@ -503,6 +503,43 @@ def test_check_duration_reaches_its_kinds(herd_bin, tmp_path):
                      "write (use deadline to bound others)")
 
 
+def test_global_key_reaches_the_phases_it_fits(herd_bin, tmp_path):
+    """Every [global] key is a default for the phases it fits: iterations =
+    2 gives a write phase 2 iterations, while the meta phase, whose kind
+    runs its steps once, keeps 1; herd check and herd run (2 ranks) say so
+    in one note, once, and exit 0, and the results record what each phase
+    ran. The meta phase's own iterations = 2 is refused as ever."""
+    target = tmp_path / "t"
+    target.mkdir()
+    note = ("herd: note: [global] iterations = 2 does not apply to meta phase [tree] (meta "
+            "phases run their steps once; use several phases): that phase keeps 1")
+    meta = {"kind": "meta", "dirs": 2, "files": 4}
+    job = write_job(tmp_path / "g.ini", {"target": target, "iterations": 2},
+                    [("w", {"kind": "write", "file_size": "64K", "block_size": "16K"}),
+                     ("tree", meta)])
+    check = herd_cmd(herd_bin, "check", job, "-n", 2)
+    assert check.returncode == 0, describe(check)
+    assert check.stderr.splitlines() == [note], describe(check)
+    rows = {ln.split()[1]: ln.split() for ln in check.stdout.splitlines()[2:4]}
+    assert rows["w"][8] == "2" and rows["tree"][8] == "1", check.stdout
+    proc = herd_run(herd_bin, 2, job, tmp_path / "g.h5", quiet=True)
+    assert proc.returncode == 0, describe(proc)
+    assert proc.stderr.splitlines().count(note) == 1, describe(proc)
+    assert sum("note:" in ln for ln in proc.stderr.splitlines()) == 1, describe(proc)
+    res = load_results(tmp_path / "g.h5")
+    w, tree = res.phases["w"], res.phases["tree"]
+    assert w.attrs["iterations"] == 2 and tree.attrs["iterations"] == 1
+    assert sorted(zip(w.ranks["rank"].tolist(), w.ranks["iteration"].tolist())) == \
+        [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted(tree.ranks["rank"].tolist()) == [0, 1]
+    assert tree.attrs["status"] == "ok" and len(tree.errors) == 0, tree.attrs
+    own = write_job(tmp_path / "own.ini", {"target": target},
+                    [("w", {"kind": "write"}), ("tree", dict(meta, iterations=2))])
+    one_line_refusal(herd_cmd(herd_bin, "check", own, "-n", 2),
+                     f"{own}:11: key 'iterations': meta phases run their steps once; use "
+                     "several phases")
+
+
 @pytest.mark.parametrize("value", ["+5", " 5", "5 ", "-0", "5 5", "0x5"])
 def test_check_integers_are_plain_digits(herd_bin, tmp_path, value):
     """An integer is decimal digits, as a size or a duration is: no sign,

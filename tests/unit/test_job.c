@@ -150,6 +150,85 @@ static void test_kind_keys_reach_their_kinds(void **state)
                            "job has none"));
 }
 
+/* A value a phase inherits ([global], a plain --set) reaches the phases
+ * whose kind's rule takes it: a phase whose kind refuses it keeps the
+ * key's default (its value's source: the default), and the job's notes
+ * say so, one line per key, which herd check and herd run print once;
+ * given in the phase's own section or by --set PHASE.KEY, or taken by
+ * no phase at all, it is refused as ever. */
+static void test_global_reaches_phases_it_fits(void **state)
+{
+    (void)state;
+    struct job job;
+    const char *text = "[global]\ntarget = /x\niterations = 2\n[w]\nkind = write\n"
+                       "[tree]\nkind = meta\n";
+    assert_int_equal(load(text, NULL, 0, &job), 0);
+    size_t it = (size_t)(job_key_lookup("iterations") - job_key_at(0));
+    assert_int_equal(job.phases[0].iterations, 2);
+    assert_int_equal(job.phases[0].key_line[it], 3);
+    assert_int_equal(job.phases[1].iterations, 1);
+    assert_int_equal(job.phases[1].key_line[it], 0);
+    assert_string_equal(job.notes,
+                        "note: [global] iterations = 2 does not apply to meta phase [tree] "
+                        "(meta phases run their steps once; use several phases): that phase "
+                        "keeps 1\n");
+    char *printed = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&printed, &size);
+    assert_non_null(out);
+    assert_int_equal(job_lint_print(&job, 2, out), 0); /* a note is no warning */
+    fclose(out);
+    assert_non_null(strstr(printed, "herd: note: [global] iterations = 2 does not apply to meta"));
+    assert_null(strstr(strstr(printed, "note:") + 1, "note:")); /* once */
+    free(printed);
+    job_free(&job);
+    /* one line per key, however many phases keep the default */
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\n[a]\nkind = meta\n"
+                          "[b]\nkind = meta\n",
+                          (char *[]){"iterations=3"}, 1, &job),
+                     0);
+    assert_true(job.phases[0].iterations == 3 && job.phases[1].iterations == 1 &&
+                job.phases[2].iterations == 1);
+    assert_string_equal(job.notes, "note: --set iterations=3 does not apply to meta phase [a], "
+                                   "meta phase [b] (meta phases run their steps once; use "
+                                   "several phases): those phases keep 1\n");
+    job_free(&job);
+    /* a lock phase of block ranges keeps its block_size, the write takes 8 */
+    assert_int_equal(load("[global]\ntarget = /x\nblock_size = 8\nlock_range = block\n"
+                          "[w]\nkind = write\n[l]\nkind = lock\n",
+                          NULL, 0, &job),
+                     0);
+    assert_true(job.phases[0].block_size == 8 && job.phases[1].block_size == 1u << 20);
+    assert_non_null(strstr(job.notes, "note: [global] block_size = 8 does not apply to lock "
+                                      "phase [l] (lock ranges of block_size bytes must hold"));
+    assert_non_null(strstr(job.notes, "that phase keeps 1M\n"));
+    job_free(&job);
+    /* a value that no phase takes is a mistake: refused, on its line */
+    expect_error("[global]\ntarget = /x\niterations = 2\n[tree]\nkind = meta\n[t2]\n"
+                 "kind = meta\n",
+                 "test.ini:3: key 'iterations': meta phases run their steps once; use several "
+                 "phases");
+    assert_int_equal(
+        load("[tree]\nkind = meta\n", (char *[]){"target=/x", "meta_ops=creat"}, 2, &job), -1);
+    assert_string_equal(err, "test.ini: --set meta_ops: 'creat' is not a list of create, stat, "
+                             "rename, unlink, rmdir");
+    /* no value refused: no note */
+    assert_int_equal(load("[global]\ntarget = /x\n[w]\nkind = write\niterations = 2\n"
+                          "[tree]\nkind = meta\n",
+                          NULL, 0, &job),
+                     0);
+    assert_string_equal(job.notes, "");
+    job_free(&job);
+    /* the phase's own value is refused, with today's one line */
+    expect_error("[global]\ntarget = /x\n[w]\nkind = write\n[tree]\nkind = meta\n"
+                 "iterations = 2\n",
+                 "test.ini:7: key 'iterations': meta phases run their steps once; use several "
+                 "phases");
+    assert_int_equal(load(text, (char *[]){"tree.iterations=2"}, 1, &job), -1);
+    assert_string_equal(err, "test.ini: --set iterations: meta phases run their steps once; use "
+                             "several phases");
+}
+
 /* Integers are decimal digits only, as sizes and durations are: no
  * sign, no space. A job file's values come trimmed (libinih), so spaces
  * around one there are fine; a --set value is taken as written, so the
@@ -882,6 +961,7 @@ int main(void)
         cmocka_unit_test(test_backend_of_the_target),
         cmocka_unit_test(test_meta_file_size_own_default),
         cmocka_unit_test(test_kind_keys_reach_their_kinds),
+        cmocka_unit_test(test_global_reaches_phases_it_fits),
         cmocka_unit_test(test_numbers_are_plain),
         cmocka_unit_test(test_set_without_global_section),
         cmocka_unit_test(test_errors_name_line_and_key),
