@@ -20,7 +20,8 @@ that drive the embedded NFS server.
    dependency of the final job); slurm without sbatch and bad arguments:
    exit 2 with one line.
 5. Root, nfs-ganesha and a herd with libnfs only: seed003-sync-async.sh
-   (sync and async exports, 300 files) and seed002-nfs-smb.sh (also samba
+   (sync and async exports, 100 files, 2 rounds: every step's spread, stat
+   marked no measured difference) and seed002-nfs-smb.sh (also samba
    and a herd with libsmbclient: workers 2 and 4 over NFS, smbd with
    sendfile on and off, one 16M file, 2 ranks and a monitor rank, in under
    2 minutes): complete results, ganesha's or smbd's rows in
@@ -30,6 +31,11 @@ that drive the embedded NFS server.
    lock granted, the non-blocking one contended, no errors; with --grace 5
    the first lock phase is all NLM4_DENIED_GRACE_PERIOD (ENOLCK) in the
    results and the printed table, the later ones grant again.
+6. jobs/demo.sh --check runs nothing and prints the demo's job: the
+   seed-001 matrix (12 phases, 16M and 32M files) with each phase's
+   iterations as the demo sets them (sized in jobs/demo.sh so a phase
+   lasts about 1 s or more on a 2-CPU machine: no time is asserted); a
+   bad argument is one line and exit 2.
 
 Everything goes to pytest's tmp_path (HERD_RESULTS, OUT, TMPDIR), nothing
 into the repository. Run:
@@ -458,24 +464,26 @@ def test_seed003_sync_async(herd_bin, tmp_path):
     why = _why_no_server()
     if why:
         pytest.skip(why)
-    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1)
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=100, RANKS=1, ROUNDS=2)
     proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=300)
     assert proc.returncode == 0, describe(proc)
     assert leftovers(tmp) == []
     out = tmp_path / "out"
-    for mode in ("sync", "async"):
-        with h5py.File(out / f"{mode}.h5", "r") as f:
+    for name in ("sync.1", "async.1", "sync.2", "async.2"):
+        with h5py.File(out / f"{name}.h5", "r") as f:
             assert text(f.attrs["status"]) == "complete"
             assert int(f.attrs["nranks"]) == 1
             assert set(f["phases"]) == {"create", "stat", "mv", "rm"}
-            assert int(f["phases/create"].attrs["files"]) == 300
+            assert int(f["phases/create"].attrs["files"]) == 100
             assert text(f["phases/create"].attrs["backend"]) == "libnfs"
+    # (the rounds of a mode are its repeats: runs "sync (sync.1)"...)
     rows = read_csv(out / "compare" / "compare.csv")
     assert {(r["phase"], r["run"]) for r in rows} == \
-        {(ph, m) for ph in ("create", "stat", "mv", "rm") for m in ("sync", "async")}
+        {(ph, f"{m} ({m}.{k})") for ph in ("create", "stat", "mv", "rm")
+         for m in ("sync", "async") for k in (1, 2)}
     assert all(r["status"] == "ok" and r["errors"] == "0" for r in rows), rows
-    assert re.search(r"^create +sync +ok", proc.stdout, re.M), describe(proc)
-    assert re.search(r"^rm +async +ok", proc.stdout, re.M), describe(proc)
+    assert re.search(r"^create +sync \(sync\.1\) +ok", proc.stdout, re.M), describe(proc)
+    assert re.search(r"^rm +async \(async\.2\) +ok", proc.stdout, re.M), describe(proc)
     assert (out / "summary.txt").is_file()
     # The per-step table (issue 18): the mechanism named, and under --sync
     # (dirsync) every rename and unlink writes the loop disk; under --async
@@ -488,6 +496,25 @@ def test_seed003_sync_async(herd_bin, tmp_path):
         assert float(steps[ph]["async_wr_per_item"]) < float(steps[ph]["sync_wr_per_item"]) / 2, \
             steps[ph]
         assert float(steps[ph]["sync_over_async"]) > 0, steps[ph]
+    # Issue 63: each step carries its rounds' spread (per mode, per item)
+    # and the range of the rounds' own sync/async ratios; stat commits
+    # nothing under either mode, so sync added no flushes and it is marked
+    # no measured difference, in steps.csv and in the printed table,
+    # whatever its times came out as.
+    for ph, r in steps.items():
+        assert len(r["rounds"].split()) == 2, r
+        assert float(r["ratio_min"]) <= float(r["sync_over_async"]) <= float(r["ratio_max"]), r
+        for m in ("sync", "async"):
+            assert float(r[f"{m}_ms_per_item_min"]) <= float(r[f"{m}_ms_per_item"]) \
+                <= float(r[f"{m}_ms_per_item_max"]), r
+    assert steps["stat"]["mark"] == "no measured difference (sync added no flushes)", steps["stat"]
+    assert re.search(r"^stat .* no measured difference \(sync added no flushes\)$",
+                     proc.stdout, re.M), describe(proc)
+    for ph in ("create", "mv", "rm"):
+        assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
+        assert "added no flushes" not in steps[ph]["mark"], steps[ph]
+        assert re.search(rf"^{ph} .*\(\d+\.\d+-\d+\.\d+\) +\S", proc.stdout, re.M), \
+            describe(proc)
 
 
 def test_seed002_nfs_smb(herd_bin, tmp_path):
@@ -625,3 +652,30 @@ def test_seed001_locks_grace(herd_bin, tmp_path):
                 (fs, name, phases[name])
         assert re.search(rf"^{fs} +lock-exclusive-whole +lock +ENOLCK +NLM4_DENIED_GRACE_PERIOD +80 +4$",
                          stdout, re.M), stdout
+
+
+# ---------------------------------------------------------------- 6: the demo's job
+
+DEMO = JOBS / "demo.sh"
+# The demo's iterations per seed-001 phase (jobs/demo.sh, README's quick start).
+DEMO_ITERATIONS = {
+    "write-unique-16M": 3, "read-unique-16M": 12, "md5-unique-16M": 3,
+    "write-same-16M": 8, "read-same-16M": 20, "md5-same-16M": 5,
+    "write-unique-32M": 2, "read-unique-32M": 8, "md5-unique-32M": 3,
+    "write-same-32M": 3, "read-same-32M": 12, "md5-same-32M": 3,
+}
+
+
+def test_demo_check_prints_its_job(herd_bin):
+    build = Path(herd_bin).resolve().parent
+    env = job_env(herd_bin, HERD_BUILD_DIR=build)
+    proc = run_cmd(["bash", DEMO, "--check"], env=env, timeout=60)
+    assert proc.returncode == 0, describe(proc)
+    rows = [line.split() for line in proc.stdout.splitlines() if re.match(r"^\d+\s", line)]
+    assert [r[1] for r in rows] == list(DEMO_ITERATIONS), describe(proc)
+    for r in rows:  # phase kind sharing shared_mode fileset file block iter ...
+        assert r[6] == r[1].rsplit("-", 1)[1] and r[8] == str(DEMO_ITERATIONS[r[1]]), r
+    assert "total for 8 ranks" in proc.stdout, describe(proc)
+    bad = run_cmd(["bash", DEMO, "--bogus"], env=env, timeout=30)
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and len(lines) == 1 and "--bogus" in lines[0], describe(bad)

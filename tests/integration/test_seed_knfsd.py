@@ -1,11 +1,12 @@
 """The seed drivers against the kernel's nfsd (nfs-server.sh --server
 knfsd, a User-Mode Linux guest):
 
-1. seed003-sync-async.sh with NFS_SERVER=knfsd (300 files, 1 rank): both
-   runs complete, the per-step table names the kernel's mechanism, and
-   the guest disk's cache flushes per file (from the guest's
-   node_exporter) show it: under `sync` every rename and unlink flushes
-   the disk at least once, under `async` none does while the step runs.
+1. seed003-sync-async.sh with NFS_SERVER=knfsd (300 files, 1 rank, 1
+   round): both runs complete, the per-step table names the kernel's
+   mechanism, and the guest disk's cache flushes per file (from the
+   guest's node_exporter) show it: under `sync` every rename and unlink
+   flushes the disk at least once, under `async` none does while the step
+   runs.
 2. seed002-threads.sh (nfsd threads 1 and 4, a read ladder of 1 and 2
    ranks): each run's ladder steps carry the guest's pool_stats figures
    (requests per second > 0, a woken share in [0, 1]), nfsd_threads in
@@ -13,7 +14,7 @@ knfsd, a User-Mode Linux guest):
    and step.
 3. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
    granted over kernel lockd, no violation.
-4. seed003-sync-async.sh with DISK_LATENCY=flush=2ms and ROUNDS=2 (20
+4. seed003-sync-async.sh with DISK_LATENCY=flush=2ms and ROUNDS=2 (50
    files): the modes alternate (sync.1, async.1, sync.2, async.2), the
    table names the disk latency and gives each step's median with both
    rounds' sync/async ratios, the monitor's disk is still ubda alone and
@@ -74,7 +75,7 @@ def guests_left(tmp):
 
 
 def test_seed003_knfsd_sync_async(herd_bin, tmp_path):
-    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1, NFS_SERVER="knfsd")
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1, ROUNDS=1, NFS_SERVER="knfsd")
     proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=300)
     assert proc.returncode == 0, describe(proc)
     assert guests_left(tmp) == []
@@ -126,9 +127,9 @@ def test_seed003_knfsd_disk_latency_rounds(herd_bin, tmp_path):
         proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=60)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, describe(proc)
         assert "DISK_LATENCY" in proc.stderr and guests_left(tmp) == []
-    # 20 files and a 2 ms flush: four runs whose every sync flush waits
-    # (50 files at 8 ms took over 3 minutes); the mechanism is the same.
-    tmp, env = seed_env(herd_bin, tmp_path, FILES=20, RANKS=1, NFS_SERVER="knfsd",
+    # A 2 ms flush: four runs whose every sync flush waits
+    # (at 8 ms they took over 3 minutes); the mechanism is the same.
+    tmp, env = seed_env(herd_bin, tmp_path, FILES=50, RANKS=1, NFS_SERVER="knfsd",
                         DISK_LATENCY="flush=2ms", ROUNDS=2)
     proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=600)
     assert proc.returncode == 0, describe(proc)
