@@ -14,6 +14,10 @@
 # counts the tests: "tests: N passed, M failed".
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# The scripts' `python3` is Debian's, the one install.sh equips: a version
+# manager's shim first on PATH (pyenv's) costs a shell and a lookup on each
+# of the suite's thousands of calls, seconds each on a busy machine.
+export PATH="/usr/bin:$PATH"
 build=${HERD_BUILD_DIR:-$repo/build}
 asan=$build-asan
 t0=$SECONDS
