@@ -659,9 +659,9 @@ def test_seed001_locks_grace(herd_bin, tmp_path):
 DEMO = JOBS / "demo.sh"
 # The demo's iterations per seed-001 phase (jobs/demo.sh, README's quick start).
 DEMO_ITERATIONS = {
-    "write-unique-16M": 3, "read-unique-16M": 12, "md5-unique-16M": 3,
+    "write-unique-16M": 4, "read-unique-16M": 16, "md5-unique-16M": 4,
     "write-same-16M": 8, "read-same-16M": 20, "md5-same-16M": 5,
-    "write-unique-32M": 2, "read-unique-32M": 8, "md5-unique-32M": 3,
+    "write-unique-32M": 3, "read-unique-32M": 8, "md5-unique-32M": 3,
     "write-same-32M": 3, "read-same-32M": 12, "md5-same-32M": 3,
 }
 
