@@ -7,7 +7,8 @@ monitor rank on the server host.
 
 1. up and down: every guest boots and mounts with the options asked (the
    results' /hosts has them, as the kernel reports them); nothing is left
-   after down (guests, their helpers, holders, server, state directory).
+   after down (guests, their helpers, holders, server, state directory),
+   of either cluster of this file.
 2. A 4-host write/read/md5 matrix over NFSv3 and NFSv4.2 (unique and
    shared files, read_from = neighbor, verify): exact bytes, no error, no
    verify failure; the kernel's mountstats deltas (/monitor/clients) equal
@@ -129,13 +130,27 @@ class KernelCluster(Cluster):
         return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def kcluster(tmp_path_factory):
-    c = KernelCluster(tmp_path_factory.mktemp("kclient") / "vc")
-    yield c
+def down_leaves_nothing(c):
+    """vcluster.sh down: exit 0, and nothing of the cluster is left
+    (guests, their helpers, holders, server, state directory, processes
+    naming it)."""
     proc = c.down()
     assert proc.returncode == 0, proc.stderr
     c.assert_gone()
+    left = [pid for pid, cmd in proc_cmdlines().items() if str(c.state).encode() in cmd]
+    assert not left, f"processes of the cluster left: {left}"
+
+
+# The cluster's first mount has the options test_up_mounts_as_asked looks
+# for; every other test mounts with its own.
+UP_MOUNT_OPTS = "vers=3,rsize=12288,wsize=12288"
+
+
+@pytest.fixture(scope="module")
+def kcluster(tmp_path_factory):
+    c = KernelCluster(tmp_path_factory.mktemp("kclient") / "vc", mount_opts=UP_MOUNT_OPTS)
+    yield c
+    down_leaves_nothing(c)
 
 
 def per_host(frame, column):
@@ -155,31 +170,28 @@ def assert_clean(run, phases):
         assert p["errors"] == 0 and p["verify_failures"] == 0, name
 
 
-def test_up_down_leaves_nothing(tmp_path, herd_bin):
-    c = KernelCluster(tmp_path / "vc", mount_opts="vers=3,rsize=12288,wsize=12288")
-    try:
-        guests = [h for h in c.hosts if h[4] == "guest"]
-        assert [h[0] for h in guests] == [f"c{i:02d}" for i in range(1, CLIENTS + 1)]
-        status = subprocess.run(["bash", str(VCLUSTER), "status", "--state", str(c.state)],
-                                capture_output=True, text=True)
-        assert status.returncode == 0 and "state=up" in status.stdout, describe(status)
-        assert "mount_opts=vers=3,rsize=12288,wsize=12288" in status.stdout
-        job = write_job(tmp_path / "w.ini", {"block_size": "64K"},
-                        [("w", {"kind": "write", "file_size": "1M"})])
-        run = c.herd(herd_bin, job, "opts")
-        hosts = run.hosts.set_index("hostname")
-        for name, *_ in guests:
-            opts = hosts.loc[name, "mount_options"]
-            assert hosts.loc[name, "fstype"] == "nfs", opts
-            assert "vers=3" in opts and "rsize=12288" in opts and "wsize=12288" in opts, opts
-        boot = dict(line.split() for line in (c.state / "boot-times").read_text().splitlines())
-        print(f"\n  boot to agent, seconds after the first start: {boot}")
-    finally:
-        proc = c.down()
-    assert proc.returncode == 0, proc.stderr
-    c.assert_gone()
-    left = [pid for pid, cmd in proc_cmdlines().items() if str(c.state).encode() in cmd]
-    assert not left, f"processes of the cluster left: {left}"
+def test_up_mounts_as_asked(kcluster, herd_bin, tmp_path):
+    """The module's cluster as up left it (this test runs first on it):
+    every guest booted and mounted with the options asked, which the
+    results' /hosts has as the kernel reports them. Its teardown is the
+    down half: nothing is left (down_leaves_nothing)."""
+    c = kcluster
+    guests = [h for h in c.hosts if h[4] == "guest"]
+    assert [h[0] for h in guests] == [f"c{i:02d}" for i in range(1, CLIENTS + 1)]
+    status = subprocess.run(["bash", str(VCLUSTER), "status", "--state", str(c.state)],
+                            capture_output=True, text=True)
+    assert status.returncode == 0 and "state=up" in status.stdout, describe(status)
+    assert f"mount_opts={UP_MOUNT_OPTS}" in status.stdout
+    job = write_job(tmp_path / "w.ini", {"block_size": "64K"},
+                    [("w", {"kind": "write", "file_size": "1M"})])
+    run = c.herd(herd_bin, job, "opts")
+    hosts = run.hosts.set_index("hostname")
+    for name, *_ in guests:
+        opts = hosts.loc[name, "mount_options"]
+        assert hosts.loc[name, "fstype"] == "nfs", opts
+        assert "vers=3" in opts and "rsize=12288" in opts and "wsize=12288" in opts, opts
+    boot = dict(line.split() for line in (c.state / "boot-times").read_text().splitlines())
+    print(f"\n  boot to agent, seconds after the first start: {boot}")
 
 
 @pytest.mark.parametrize("vers", ["3", "4.2"])
@@ -438,9 +450,7 @@ def kncluster(tmp_path_factory):
     c = KernelCluster(tmp_path_factory.mktemp("kclient-knfsd") / "vc",
                       server_args=["--server", "knfsd"])
     yield c
-    proc = c.down()
-    assert proc.returncode == 0, proc.stderr
-    c.assert_gone()
+    down_leaves_nothing(c)
 
 
 def test_knfsd_server_read_counter(kncluster, herd_bin, tmp_path):
