@@ -507,8 +507,10 @@ def test_seed003_sync_async(herd_bin, tmp_path):
         for m in ("sync", "async"):
             assert float(r[f"{m}_ms_per_item_min"]) <= float(r[f"{m}_ms_per_item"]) \
                 <= float(r[f"{m}_ms_per_item_max"]), r
-    assert steps["stat"]["mark"] == "no measured difference (sync added no flushes)", steps["stat"]
-    assert re.search(r"^stat .* no measured difference \(sync added no flushes\)$",
+    # (or, where a short stat step shared every round's samples with its
+    # neighbours' flushes, because the rounds' times overlap)
+    assert steps["stat"]["mark"].startswith("no measured difference ("), steps["stat"]
+    assert re.search(r"^stat .* no measured difference \((sync added no flushes|rounds overlap)\)$",
                      proc.stdout, re.M), describe(proc)
     for ph in ("create", "mv", "rm"):
         assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
