@@ -163,6 +163,20 @@ def cluster_factory(tmp_path):
         c.assert_gone()
 
 
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory):
+    """One Slurm cluster of 20 hosts for the module's Slurm tests, which
+    each wait until its queue is empty: a Slurm cluster's up and down is
+    most of such a test's time. Down leaves nothing."""
+    if _NO_SLURM:
+        pytest.skip(f"Slurm is not installed ({', '.join(_NO_SLURM)} missing)")
+    c = Cluster(tmp_path_factory.mktemp("slurm") / "vc", 1, clients=20, slurm=True)
+    yield c
+    proc = c.down()
+    assert proc.returncode == 0, proc.stderr
+    c.assert_gone()
+
+
 def test_down_kills_what_ignores_sigterm(tmp_path, cluster_factory):
     cluster = cluster_factory(slots=1, clients=1)
     holder = {h[0]: h[1] for h in cluster.hosts}
@@ -249,8 +263,8 @@ def slurm_env(herd_bin, results):
 
 
 @needs_slurm
-def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, cluster_factory):
-    cluster = cluster_factory(slots=1, clients=20, slurm=True)
+def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, slurm_cluster):
+    cluster = slurm_cluster
     job = virtual_job(tmp_path / "seed.ini", "4M")
     out = tmp_path / "herd-%j.out"
     proc = cluster.run("sbatch", "--wait", "--parsable", "--nodes=21", "--nodelist=srv",
@@ -289,8 +303,8 @@ def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, cluster_factory):
 
 
 @needs_slurm
-def test_slurm_scancel(herd_bin, tmp_path, cluster_factory):
-    cluster = cluster_factory(slots=1, clients=4, slurm=True)
+def test_slurm_scancel(herd_bin, tmp_path, slurm_cluster):
+    cluster = slurm_cluster  # 4 of its 20 hosts
     job = write_job(tmp_path / "long.ini", {"backend": "libnfs"},
                     [("write", {"kind": "write", "file_size": "1M"}),
                      ("idle", {"kind": "idle", "duration": "300s"})])
@@ -320,8 +334,8 @@ def test_slurm_scancel(herd_bin, tmp_path, cluster_factory):
 
 
 @needs_slurm
-def test_slurm_sweep(herd_bin, tmp_path, cluster_factory):
-    cluster = cluster_factory(slots=1, clients=20, slurm=True)
+def test_slurm_sweep(herd_bin, tmp_path, slurm_cluster):
+    cluster = slurm_cluster
     job = write_job(tmp_path / "tiny.ini", {"backend": "libnfs"},
                     [("write", {"kind": "write", "file_size": "1M"}),
                      ("read", {"kind": "read", "file_size": "1M", "read_from": "neighbor"})])
