@@ -245,19 +245,6 @@ static void sets_parse(struct parse_state *st, char *const *sets, int nsets)
     }
 }
 
-/* Whether --set s reaches phase (NULL: [global]). A key of some kinds
- * reaches only those phases, never [global] (whose value every phase
- * would inherit); a [global]-only key reaches only [global]. */
-static bool set_reaches(const struct set *s, const struct phase *ph)
-{
-    if (!ph)
-        return !s->phase[0] && !s->key->kinds;
-    if (s->phase[0])
-        return strcmp(s->phase, ph->name) == 0;
-    return s->key->scope != KEY_GLOBAL_ONLY &&
-           (!s->key->kinds || (s->key->kinds & KIND_BIT(ph->kind)));
-}
-
 /* Apply the --set values that reach ph (global: the [global] values),
  * after its own. */
 static void sets_apply(struct parse_state *st, struct phase *ph, bool global)
@@ -265,7 +252,7 @@ static void sets_apply(struct parse_state *st, struct phase *ph, bool global)
     char why[256];
     for (int i = 0; i < st->nsets && !st->failed; i++) {
         struct set *s = &st->sets[i];
-        if (!set_reaches(s, global ? NULL : ph))
+        if (!job_set_reaches(s, global ? NULL : ph))
             continue;
         const char *bad = job_key_assign(s->key, ph, s->value, why, sizeof why);
         if (bad)
@@ -283,7 +270,7 @@ static void sets_unused(struct parse_state *st)
             continue;
         bool used = false;
         for (int p = 0; p < st->job->nphases && !used; p++)
-            used = set_reaches(s, &st->job->phases[p]);
+            used = job_set_reaches(s, &st->job->phases[p]);
         if (!used) {
             char kinds[64];
             job_fail(st, LINE_SET, s->key->name, "applies to %s phases, and the job has none",
@@ -294,7 +281,7 @@ static void sets_unused(struct parse_state *st)
 
 /* A key of some kinds keeps its default in a phase of another kind: a
  * [global] value is the default of the phases it applies to only, as a
- * --set reaches only those (set_reaches). The phase's own section or a
+ * --set reaches only those (job_set_reaches). The phase's own section or a
  * --set PHASE.KEY giving it is refused by job_check.c, which reads where
  * values came from, not what they are. */
 static void phase_kind_defaults(struct parse_state *st, struct phase *ph)
@@ -310,18 +297,6 @@ static void phase_kind_defaults(struct parse_state *st, struct phase *ph)
     }
 }
 
-/* Whether ph's own section or a --set that reaches it gives key. */
-static bool phase_gives(const struct parse_state *st, const struct phase *ph, const char *key)
-{
-    for (size_t i = 0; i < st->nraws; i++)
-        if (strcmp(st->raws[i].section, ph->name) == 0 && strcmp(st->raws[i].key, key) == 0)
-            return true;
-    for (int i = 0; i < st->nsets; i++)
-        if (strcmp(st->sets[i].key->name, key) == 0 && set_reaches(&st->sets[i], ph))
-            return true;
-    return false;
-}
-
 /* The kind's own defaults (job_registry.kind_own_defaults): each key
  * that neither ph's section nor the command line gives takes the kind's
  * value, whatever [global] says. */
@@ -333,7 +308,7 @@ static void phase_own_defaults(struct parse_state *st, struct phase *ph)
         const char *eq = strchr(*own, '=');
         snprintf(key, sizeof key, "%.*s", eq ? (int)(eq - *own) : 0, *own);
         const struct job_key *k = job_key_lookup(key);
-        if (k && phase_gives(st, ph, key))
+        if (k && job_phase_gives(st, ph, key, false))
             continue;
         if (!k || job_key_assign(k, ph, eq + 1, why, sizeof why)) {
             job_fail(st, 0, key, "internal: bad default of kind %s", job_kind_name(ph->kind));
@@ -350,9 +325,8 @@ static void phase_own_defaults(struct parse_state *st, struct phase *ph)
  * is st's error. (target is [global]-only: one for the whole job.) */
 static const char *backend_resolved(struct parse_state *st)
 {
-    bool from_set;
-    const char *named = job_global_value(st, "backend", &from_set);
-    const char *target = job_global_value(st, "target", &from_set);
+    const char *named = job_global_value(st, "backend", NULL);
+    const char *target = job_global_value(st, "target", NULL);
     char why[512];
     if (!target)
         return named ? named : "posix"; /* target missing: refused with the phases */

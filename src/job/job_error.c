@@ -70,6 +70,8 @@ int job_line_of(struct parse_state *st, const char *section, const char *key)
 
 const char *job_global_value(const struct parse_state *st, const char *key, bool *from_set)
 {
+    bool set_unused;
+    from_set = from_set ? from_set : &set_unused;
     *from_set = true;
     for (int i = st->nsets - 1; i >= 0; i--)
         if (!st->sets[i].phase[0] && strcmp(st->sets[i].key->name, key) == 0)
@@ -79,6 +81,29 @@ const char *job_global_value(const struct parse_state *st, const char *key, bool
         if (strcmp(st->raws[i - 1].section, "global") == 0 && strcmp(st->raws[i - 1].key, key) == 0)
             return st->raws[i - 1].value;
     return NULL;
+}
+
+bool job_set_reaches(const struct set *s, const struct phase *ph)
+{
+    if (!ph)
+        return !s->phase[0] && !s->key->kinds;
+    if (s->phase[0])
+        return strcmp(s->phase, ph->name) == 0;
+    return s->key->scope != KEY_GLOBAL_ONLY &&
+           (!s->key->kinds || (s->key->kinds & KIND_BIT(ph->kind)));
+}
+
+bool job_phase_gives(const struct parse_state *st, const struct phase *ph, const char *key,
+                     bool own)
+{
+    for (size_t i = 0; i < st->nraws; i++)
+        if (strcmp(st->raws[i].section, ph->name) == 0 && strcmp(st->raws[i].key, key) == 0)
+            return true;
+    for (int i = 0; i < st->nsets; i++)
+        if (strcmp(st->sets[i].key->name, key) == 0 && (!own || st->sets[i].phase[0]) &&
+            job_set_reaches(&st->sets[i], ph))
+            return true;
+    return false;
 }
 
 /* Where a phase's value of key came from (the phase's header line when

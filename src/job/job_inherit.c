@@ -11,18 +11,6 @@
 #include "job.h"
 #include "job_parse.h"
 
-/* Whether ph's own section or a --set PHASE.KEY gives key. */
-static bool phase_owns(const struct parse_state *st, const struct phase *ph, const char *key)
-{
-    for (size_t i = 0; i < st->nraws; i++)
-        if (strcmp(st->raws[i].section, ph->name) == 0 && strcmp(st->raws[i].key, key) == 0)
-            return true;
-    for (int i = 0; i < st->nsets; i++)
-        if (strcmp(st->sets[i].phase, ph->name) == 0 && strcmp(st->sets[i].key->name, key) == 0)
-            return true;
-    return false;
-}
-
 /* Key k's default in a phase of kind: the kind's own (kind_own_defaults),
  * else the key's; NULL for a required key. */
 static const char *kind_default(enum phase_kind kind, const struct job_key *k)
@@ -66,7 +54,7 @@ void job_phase_fit_inherited(struct parse_state *st, struct phase *ph)
         const char *fallback = k ? kind_default(ph->kind, k) : NULL;
         size_t i = k ? (size_t)(k - job_key_at(0)) : 0;
         char bad[256];
-        if (!fallback || !ph->key_line[i] || phase_owns(st, ph, name))
+        if (!fallback || !ph->key_line[i] || job_phase_gives(st, ph, name, true))
             return; /* the phase's own value, or the default: job_check.c refuses it */
         if (job_key_assign(k, ph, fallback, bad, sizeof bad)) {
             job_fail(st, 0, name, "internal: bad default of kind %s", job_kind_name(ph->kind));
@@ -124,7 +112,8 @@ static bool inherited_taken(const struct parse_state *st, const struct job_key *
 {
     size_t i = (size_t)(k - job_key_at(0));
     for (int p = 0; p < st->job->nphases; p++)
-        if (st->job->phases[p].key_line[i] && !phase_owns(st, &st->job->phases[p], k->name))
+        if (st->job->phases[p].key_line[i] &&
+            !job_phase_gives(st, &st->job->phases[p], k->name, true))
             return true;
     return false;
 }

@@ -79,10 +79,20 @@ void job_fail(struct parse_state *st, int line, const char *key, const char *fmt
  * it), 0 when neither does. */
 int job_line_of(struct parse_state *st, const char *section, const char *key);
 /* The text the job gives key for every phase: its last plain --set
- * (*from_set true), else [global]'s; NULL when neither does. */
+ * (*from_set true; from_set may be NULL), else [global]'s; NULL when
+ * neither does. */
 const char *job_global_value(const struct parse_state *st, const char *key, bool *from_set);
 /* The location of key's value in phase ph (for messages after loading). */
 int job_phase_key_loc(const struct phase *ph, const char *key);
+
+/* Whether --set s reaches phase (NULL: [global]). A key of some kinds
+ * reaches only those phases, never [global] (whose value every phase
+ * would inherit); a [global]-only key reaches only [global]. */
+bool job_set_reaches(const struct set *s, const struct phase *ph);
+/* Whether ph's own section or a --set that reaches it gives key; own:
+ * only a --set PHASE.KEY of ph counts, not a plain --set. */
+bool job_phase_gives(const struct parse_state *st, const struct phase *ph, const char *key,
+                     bool own);
 
 /* job_inherit.c */
 

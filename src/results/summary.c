@@ -10,8 +10,8 @@
 #include <strings.h>
 
 #include "monitor_keys.h"
-#include "monitor_sources.h"
 #include "units.h"
+#include "urlserver.h"
 #include "utf8.h"
 #include "workload.h"
 
@@ -723,18 +723,6 @@ static void summary_print_phase(FILE *out, const struct summary_line *l)
     summary_print_detail(out, l);
 }
 
-/* The host part of a URL: without its port, an IPv6 address without
- * its brackets. */
-static void summary_url_hostname(const char *url, char *name, size_t len)
-{
-    char hostport[RESULTS_HOST_MAX];
-    monitor_url_host(url, hostport, sizeof hostport);
-    if (hostport[0] == '[')
-        snprintf(name, len, "%.*s", (int)strcspn(hostport + 1, "]"), hostport + 1);
-    else
-        snprintf(name, len, "%.*s", (int)strcspn(hostport, ":"), hostport);
-}
-
 /* localhost, 127.0.0.0/8 or ::1. */
 static bool summary_is_loopback(const char *name)
 {
@@ -749,12 +737,15 @@ static bool summary_is_loopback(const char *name)
  * -1 when it is not known to be one of them. */
 static int summary_url_host(const char *monitor_url, const struct host_info *hosts, int nhosts)
 {
-    char name[RESULTS_HOST_MAX];
-    summary_url_hostname(monitor_url, name, sizeof name);
-    if (nhosts > 0 && summary_is_loopback(name))
+    const char *server = strstr(monitor_url, "://");
+    struct urlserver u;
+    char why[128];
+    if (urlserver_parse(server ? server + 3 : monitor_url, &u, why, sizeof why) < 0)
+        return -1;
+    if (nhosts > 0 && summary_is_loopback(u.host))
         return 0;
     for (int h = 0; h < nhosts; h++)
-        if (monitor_host_matches(hosts[h].hostname, name))
+        if (monitor_host_matches(hosts[h].hostname, u.host))
             return h;
     return -1;
 }
