@@ -300,7 +300,7 @@ copy_slurm_output() {
         seen=$src
         dest=$dir/$(basename -- "$src")
         [ "$src" -ef "$dest" ] && continue # Slurm writes it into the directory itself
-        if [ -e "$dest" ]; then
+        if [ -e "$dest" ] || [ -L "$dest" ]; then # a dangling link too: never written through
             log "warning: Slurm output $src not copied: $dest exists"
         elif cp -- "$src" "$dest"; then
             printf 'slurm out: %s (copied here at the end)\n' "$src" >>"$dir/launch.txt"
