@@ -31,11 +31,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libsmbclient.h>
-
 #include "backend.h"
 #include "job.h"
 #include "safepath.h"
+#include "smb_lib.h"
 #include "smbneg.h"
 #include "urlserver.h"
 
@@ -59,6 +58,10 @@ struct smb_ctx {
 struct backend_file {
     SMBCFILE *file;
 };
+
+/* libsmbclient's calls (smb_lib.h), loaded by the first check or connect
+ * of an smb target: a run without one never maps Samba's libraries. */
+static const struct smb_lib *lib;
 
 static bool smb_url_has_userinfo(const char *target)
 {
@@ -213,6 +216,11 @@ static const char *smb_check(const struct phase *ph, char *why, size_t len)
         snprintf(why, len, "O_DIRECT has no meaning over libsmbclient: set direct = no");
         return "direct";
     }
+    char loading[200];
+    if (!(lib = smb_lib_load(loading, sizeof loading))) {
+        snprintf(why, len, "%s", loading);
+        return "backend";
+    }
     if (!o->guest) { /* read here, so that check and run refuse a bad one */
         char secret[SMB_SECRET_MAX], what[160];
         int rc = smb_read_secret(o->password_file, secret, sizeof secret, what, sizeof what);
@@ -245,7 +253,7 @@ static void smb_auth(SMBCCTX *smb, const char *server, const char *share, char *
     (void)share;
     (void)workgroup;
     (void)wglen;
-    struct smb_ctx *c = smbc_getOptionUserData(smb);
+    struct smb_ctx *c = lib->getOptionUserData(smb);
     snprintf(user, (size_t)userlen, "%s", c->guest ? "" : c->user);
     snprintf(password, (size_t)pwlen, "%s", c->guest ? "" : c->password);
 }
@@ -253,7 +261,7 @@ static void smb_auth(SMBCCTX *smb, const char *server, const char *share, char *
 static void smb_drop(struct smb_ctx *c)
 {
     if (c->smb)
-        smbc_free_context(c->smb, 1);
+        lib->free_context(c->smb, 1);
     c->smb = NULL;
 }
 
@@ -261,30 +269,30 @@ static void smb_drop(struct smb_ctx *c)
  * the server answers; -errno when the share cannot be reached. */
 static int smb_open_context(struct smb_ctx *c)
 {
-    c->smb = smbc_new_context();
+    c->smb = lib->new_context();
     if (!c->smb)
         return -ENOMEM;
-    smbc_setOptionUserData(c->smb, c);
-    smbc_setFunctionAuthDataWithContext(c->smb, smb_auth);
-    smbc_setOptionNoAutoAnonymousLogin(c->smb, !c->guest);
-    smbc_setOptionProtocols(c->smb, smb_protocols[c->min_protocol], smb_protocols[c->max_protocol]);
+    lib->setOptionUserData(c->smb, c);
+    lib->setFunctionAuthDataWithContext(c->smb, smb_auth);
+    lib->setOptionNoAutoAnonymousLogin(c->smb, !c->guest);
+    lib->setOptionProtocols(c->smb, smb_protocols[c->min_protocol], smb_protocols[c->max_protocol]);
     static const smbc_smb_encrypt_level levels[] = {
         [SMB_ENCRYPT_DEFAULT] = SMBC_ENCRYPTLEVEL_DEFAULT,
         [SMB_ENCRYPT_OFF] = SMBC_ENCRYPTLEVEL_NONE,
         [SMB_ENCRYPT_DESIRED] = SMBC_ENCRYPTLEVEL_REQUEST,
         [SMB_ENCRYPT_REQUIRED] = SMBC_ENCRYPTLEVEL_REQUIRE};
-    smbc_setOptionSmbEncryptionLevel(c->smb, levels[c->encryption]);
-    smbc_setTimeout(c->smb, c->timeout_ms > 0 ? c->timeout_ms : 0);
-    if (!smbc_init_context(c->smb)) {
+    lib->setOptionSmbEncryptionLevel(c->smb, levels[c->encryption]);
+    lib->setTimeout(c->smb, c->timeout_ms > 0 ? c->timeout_ms : 0);
+    if (!lib->init_context(c->smb)) {
         int err = errno ? errno : EINVAL;
-        smbc_free_context(c->smb, 0);
+        lib->free_context(c->smb, 0);
         c->smb = NULL;
         return -err;
     }
     /* The first call logs in: the share's root must answer. */
     struct stat st;
     errno = 0;
-    int rc = smbc_getFunctionStat(c->smb)(c->smb, c->target, &st);
+    int rc = lib->getFunctionStat(c->smb)(c->smb, c->target, &st);
     int err = errno ? errno : EIO;
     if (rc < 0) {
         smb_drop(c);
@@ -306,6 +314,9 @@ static int smb_timeout_ms(double seconds)
 static int smb_connect(const char *target, const struct phase *ph, const char *client, void **ctx)
 {
     (void)client; /* one connection per process (check refuses clients_per_rank) */
+    char loading[200];
+    if (!(lib = smb_lib_load(loading, sizeof loading)))
+        return -ELIBACC; /* smb_check said why */
     struct smb_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
@@ -368,7 +379,7 @@ static int smb_configure(void *ctx, const struct phase *ph)
     c->timeout_ms = smb_timeout_ms(ph ? ph->op_timeout : 60);
     int rc = smb_ready(c);
     if (rc == 0)
-        smbc_setTimeout(c->smb, c->timeout_ms);
+        lib->setTimeout(c->smb, c->timeout_ms);
     return rc;
 }
 
@@ -432,7 +443,7 @@ static int smb_open(void *ctx, const char *path, int flags, struct backend_file 
     if (!bf)
         return -ENOMEM;
     errno = 0;
-    bf->file = smbc_getFunctionOpen(c->smb)(c->smb, url, oflags, 0644);
+    bf->file = lib->getFunctionOpen(c->smb)(c->smb, url, oflags, 0644);
     if (!bf->file) {
         rc = smb_errno(c);
         free(bf);
@@ -447,7 +458,7 @@ static int smb_seek(struct smb_ctx *c, struct backend_file *f, uint64_t offset)
     if (c->broken)
         return -ENOTCONN;
     errno = 0;
-    off_t at = smbc_getFunctionLseek(c->smb)(c->smb, f->file, (off_t)offset, SEEK_SET);
+    off_t at = lib->getFunctionLseek(c->smb)(c->smb, f->file, (off_t)offset, SEEK_SET);
     return at == (off_t)offset ? 0 : smb_errno(c);
 }
 
@@ -462,8 +473,8 @@ static ssize_t smb_move(struct smb_ctx *c, struct backend_file *f, char *buf, si
     size_t done = 0;
     while (done < len) {
         errno = 0;
-        ssize_t n = write ? smbc_getFunctionWrite(c->smb)(c->smb, f->file, buf + done, len - done)
-                          : smbc_getFunctionRead(c->smb)(c->smb, f->file, buf + done, len - done);
+        ssize_t n = write ? lib->getFunctionWrite(c->smb)(c->smb, f->file, buf + done, len - done)
+                          : lib->getFunctionRead(c->smb)(c->smb, f->file, buf + done, len - done);
         if (n < 0)
             return smb_errno(c);
         if (n == 0) {
@@ -501,7 +512,7 @@ static int smb_close(void *ctx, struct backend_file *f)
     /* On a broken context the handle died with it: only free our side. */
     if (!c->broken && c->smb) {
         errno = 0;
-        if (smbc_getFunctionClose(c->smb)(c->smb, f->file) < 0)
+        if (lib->getFunctionClose(c->smb)(c->smb, f->file) < 0)
             rc = smb_errno(c);
     }
     free(f);
@@ -521,22 +532,22 @@ static int smb_close(void *ctx, struct backend_file *f)
 
 static int smb_stat(void *ctx, const char *path, struct stat *st)
 {
-    SMB_PATH_CALL(smbc_getFunctionStat(c->smb)(c->smb, url, st))
+    SMB_PATH_CALL(lib->getFunctionStat(c->smb)(c->smb, url, st))
 }
 
 static int smb_unlink(void *ctx, const char *path)
 {
-    SMB_PATH_CALL(smbc_getFunctionUnlink(c->smb)(c->smb, url))
+    SMB_PATH_CALL(lib->getFunctionUnlink(c->smb)(c->smb, url))
 }
 
 static int smb_mkdir(void *ctx, const char *path)
 {
-    SMB_PATH_CALL(smbc_getFunctionMkdir(c->smb)(c->smb, url, 0755))
+    SMB_PATH_CALL(lib->getFunctionMkdir(c->smb)(c->smb, url, 0755))
 }
 
 static int smb_rmdir(void *ctx, const char *path)
 {
-    SMB_PATH_CALL(smbc_getFunctionRmdir(c->smb)(c->smb, url))
+    SMB_PATH_CALL(lib->getFunctionRmdir(c->smb)(c->smb, url))
 }
 
 static int smb_rename(void *ctx, const char *from, const char *to)
@@ -549,14 +560,22 @@ static int smb_rename(void *ctx, const char *from, const char *to)
     if (rc < 0)
         return rc;
     errno = 0;
-    return smbc_getFunctionRename(c->smb)(c->smb, a, c->smb, b) < 0 ? smb_errno(c) : 0;
+    return lib->getFunctionRename(c->smb)(c->smb, a, c->smb, b) < 0 ? smb_errno(c) : 0;
+}
+
+/* The library's own version: loads it (herd --version, a --json summary). */
+static const char *smb_version(void)
+{
+    char why[200];
+    const struct smb_lib *loaded = smb_lib_load(why, sizeof why);
+    return loaded ? loaded->version() : NULL;
 }
 
 const struct backend_ops backend_smb = {
     .name = "smb",
     .scheme = "smb",
     .library = "libsmbclient",
-    .version = smbc_version,
+    .version = smb_version,
     .one_thread = true,
     .keys = smb_keys,
     .nkeys = sizeof smb_keys / sizeof smb_keys[0],

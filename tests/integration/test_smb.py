@@ -21,6 +21,10 @@ beside ganesha, on the same loop-mounted xfs export.
    direct) and credentials in the URL, with the reason.
 7. A monitor rank records smbd's CPU (monitor_processes = smbd) and the
    report's server table shows it.
+8. libsmbclient is loaded by the first smb target, never by another job
+   (the loader's own account, LD_DEBUG=files); a library that cannot be
+   loaded (an empty file bound over it in a mount namespace of the test's
+   own) is one line at `herd check`, naming it.
 
 Needs root, nfs-ganesha, samba and smbclient (skips with a message
 otherwise) and herd built with libsmbclient. Run:
@@ -31,6 +35,7 @@ import errno
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import h5py
@@ -399,3 +404,61 @@ def test_monitor_records_smbd(smb, herd_bin, tmp_path):
     assert proc.returncode == 0, describe(proc)
     html = (rep / "index.html").read_text()
     assert re.search(r"smbd[^<]* CPU mean", html), "the server table has no smbd column"
+
+
+# ---------------------------------------------------------------- 8. loaded on demand
+
+SMB_SONAME = "libsmbclient.so.0"
+
+
+def loaded_libraries(herd_bin, job):
+    """The shared objects `herd check JOB` mapped, by the dynamic loader's
+    own account (LD_DEBUG=files: a "file=NAME [0];  needed by" or
+    "dynamically loaded by" line per object)."""
+    proc = subprocess.run([str(herd_bin), "check", str(job)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "LD_DEBUG": "files"})
+    return proc, set(re.findall(r"file=(\S+) \[0\];\s+(?:needed|dynamically)", proc.stderr))
+
+
+def test_libsmbclient_loaded_only_for_smb_targets(herd_bin, tmp_path):
+    posix = write_job(tmp_path / "p.ini", {"target": str(tmp_path)}, [("w", {"kind": "write"})])
+    proc, libs = loaded_libraries(herd_bin, posix)
+    assert proc.returncode == 0, describe(proc)
+    assert "libhdf5" in " ".join(libs), libs  # the loader's account is there
+    assert not [lib for lib in libs if "smb" in lib or "samba" in lib], sorted(libs)
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    pw.chmod(0o600)
+    smb_job = write_job(tmp_path / "s.ini", {
+        "backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
+        "smb_password_file": pw, "fsync": "no"}, [("w", {"kind": "write"})])
+    proc, libs = loaded_libraries(herd_bin, smb_job)
+    assert proc.returncode == 0, describe(proc)
+    assert SMB_SONAME in libs, sorted(libs)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a mount namespace of its own)")
+def test_unloadable_libsmbclient_is_one_line(herd_bin, tmp_path):
+    library = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+    paths = re.findall(rf"^\s*{re.escape(SMB_SONAME)} \(libc6,x86-64\) => (\S+)$", library,
+                       re.M)
+    if not paths:
+        pytest.skip(f"{SMB_SONAME} not in the loader's cache")
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    pw.chmod(0o600)
+    job = write_job(tmp_path / "s.ini", {
+        "backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
+        "smb_password_file": pw, "fsync": "no"}, [("w", {"kind": "write"})])
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    # the bind mount lives and dies with the namespace unshare makes
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount --bind "$1" "$2" && exec "$3" check "$4"', "sh", str(empty),
+         os.path.realpath(paths[0]), str(herd_bin), str(job)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, describe(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "key 'backend'" in lines[0] and SMB_SONAME in lines[0], lines
+
