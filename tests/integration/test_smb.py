@@ -420,19 +420,24 @@ def loaded_libraries(herd_bin, job):
     return proc, set(re.findall(r"file=(\S+) \[0\];\s+(?:needed|dynamically)", proc.stderr))
 
 
+def smb_write_job(tmp_path):
+    """A job that passes `herd check`: one write phase to an smb:// target,
+    as user herd with a password file of mode 0600."""
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    pw.chmod(0o600)
+    return write_job(tmp_path / "s.ini", {
+        "backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
+        "smb_password_file": pw, "fsync": "no"}, [("w", {"kind": "write"})])
+
+
 def test_libsmbclient_loaded_only_for_smb_targets(herd_bin, tmp_path):
     posix = write_job(tmp_path / "p.ini", {"target": str(tmp_path)}, [("w", {"kind": "write"})])
     proc, libs = loaded_libraries(herd_bin, posix)
     assert proc.returncode == 0, describe(proc)
     assert "libhdf5" in " ".join(libs), libs  # the loader's account is there
     assert not [lib for lib in libs if "smb" in lib or "samba" in lib], sorted(libs)
-    pw = tmp_path / "pw"
-    pw.write_text("secret\n")
-    pw.chmod(0o600)
-    smb_job = write_job(tmp_path / "s.ini", {
-        "backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
-        "smb_password_file": pw, "fsync": "no"}, [("w", {"kind": "write"})])
-    proc, libs = loaded_libraries(herd_bin, smb_job)
+    proc, libs = loaded_libraries(herd_bin, smb_write_job(tmp_path))
     assert proc.returncode == 0, describe(proc)
     assert SMB_SONAME in libs, sorted(libs)
 
@@ -444,12 +449,7 @@ def test_unloadable_libsmbclient_is_one_line(herd_bin, tmp_path):
                        re.M)
     if not paths:
         pytest.skip(f"{SMB_SONAME} not in the loader's cache")
-    pw = tmp_path / "pw"
-    pw.write_text("secret\n")
-    pw.chmod(0o600)
-    job = write_job(tmp_path / "s.ini", {
-        "backend": "smb", "target": "smb://127.0.0.1/export", "smb_user": "herd",
-        "smb_password_file": pw, "fsync": "no"}, [("w", {"kind": "write"})])
+    job = smb_write_job(tmp_path)
     empty = tmp_path / "empty.so"
     empty.write_bytes(b"")
     # the bind mount lives and dies with the namespace unshare makes
