@@ -1,26 +1,24 @@
 """The seed drivers against the kernel's nfsd (nfs-server.sh --server
 knfsd, a User-Mode Linux guest):
 
-1. seed003-sync-async.sh with NFS_SERVER=knfsd (300 files, 1 rank, 1
-   round): both runs complete, the per-step table names the kernel's
-   mechanism, and the guest disk's cache flushes per file (from the
-   guest's node_exporter) show it: under `sync` every rename and unlink
-   flushes the disk at least once, under `async` none does while the step
-   runs.
-2. seed002-threads.sh (nfsd threads 1 and 4, a read ladder of 1 and 2
+1. seed002-threads.sh (nfsd threads 1 and 4, a read ladder of 1 and 2
    ranks): each run's ladder steps carry the guest's pool_stats figures
    (requests per second > 0, a woken share in [0, 1]), nfsd_threads in
    the samples says 1 and 4, and threads.csv holds a row per thread count
    and step.
-3. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
+2. seed001-locks.sh --server knfsd (xfs, 4 ranks): every lock phase
    granted over kernel lockd, no violation.
-4. seed003-sync-async.sh with DISK_LATENCY=flush=2ms and ROUNDS=2 (50
-   files): the modes alternate (sync.1, async.1, sync.2, async.2), the
-   table names the disk latency and gives each step's median with both
-   rounds' sync/async ratios, the monitor's disk is still ubda alone and
-   the flushes per file are as without a delay. A bad DISK_LATENCY, or
+3. seed003-sync-async.sh with NFS_SERVER=knfsd, DISK_LATENCY=flush=2ms
+   and ROUNDS=2 (50 files, 1 rank): the modes alternate (sync.1, async.1,
+   sync.2, async.2), every run completes, the per-step table names the
+   kernel's mechanism and the disk latency and gives each step's median
+   with both rounds' sync/async ratios; the monitor's disk is ubda alone,
+   and the guest disk's cache flushes per file (from the guest's
+   node_exporter) show the mechanism: under `sync` every rename and
+   unlink flushes the disk at least once, under `async` none does while
+   the step runs. A bad DISK_LATENCY, or
    one for ganesha, is one line and exit 2 before any server starts.
-5. seed002-threads.sh with DISK_LATENCY=read=5ms (threads 1 and 2, 2
+4. seed002-threads.sh with DISK_LATENCY=read=5ms (threads 1 and 2, 2
    ranks): a run per thread count and ladder step (tN.rK.h5, its one
    step K ranks), threads.csv a row each, and every step's reads came
    from the disk: the guest disk's read bytes while the step ran are at
@@ -74,30 +72,6 @@ def guests_left(tmp):
     return left
 
 
-def test_seed003_knfsd_sync_async(herd_bin, tmp_path):
-    tmp, env = seed_env(herd_bin, tmp_path, FILES=300, RANKS=1, ROUNDS=1, NFS_SERVER="knfsd")
-    proc = run_cmd(["bash", JOBS / "seed003-sync-async.sh"], env=env, timeout=300)
-    assert proc.returncode == 0, describe(proc)
-    assert guests_left(tmp) == []
-    out = tmp_path / "out"
-    for mode in ("sync", "async"):
-        with h5py.File(out / f"{mode}.h5", "r") as f:
-            assert text(f.attrs["status"]) == "complete"
-            assert set(f["phases"]) == {"create", "stat", "mv", "rm"}
-            disks = f["monitor/disks"][()]
-            assert set(text(d) for d in disks["device"]) == {"ubda"}, disks["device"]
-    assert "mechanism: kernel nfsd, export option sync" in proc.stdout, describe(proc)
-    steps = {r["phase"]: r for r in read_csv(out / "steps.csv")}
-    print({ph: (r["sync_fl_per_item"], r["async_fl_per_item"], r["sync_over_async"])
-           for ph, r in steps.items()})
-    for ph in ("mv", "rm"):
-        assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
-        # async commits nothing per item; xfs still forces its log on its
-        # own every 30 s (xfssyncd_centisecs), which a slow step can meet
-        # (0.01 per item seen in an 8.5 s rm step).
-        assert float(steps[ph]["async_fl_per_item"]) <= 0.05, steps[ph]
-
-
 def test_seed002_threads_knfsd(herd_bin, tmp_path):
     tmp, env = seed_env(herd_bin, tmp_path, THREADS="1 4", RANKS=2, FILE_SIZE="16M")
     proc = run_cmd(["bash", JOBS / "seed002-threads.sh"], env=env, timeout=300)
@@ -138,16 +112,23 @@ def test_seed003_knfsd_disk_latency_rounds(herd_bin, tmp_path):
     for name in ("sync.1", "async.1", "sync.2", "async.2"):
         with h5py.File(out / f"{name}.h5", "r") as f:
             assert text(f.attrs["status"]) == "complete", name
+            assert set(f["phases"]) == {"create", "stat", "mv", "rm"}, name
             disks = f["monitor/disks"][()]
             assert set(text(d) for d in disks["device"]) == {"ubda"}, (name, disks["device"])
+    assert "mechanism: kernel nfsd, export option sync" in proc.stdout, describe(proc)
     assert "disk latency: read=0ms,write=0ms,flush=2ms; medians of 2 rounds" in proc.stdout, \
         describe(proc)
     steps = {r["phase"]: r for r in read_csv(out / "steps.csv")}
     assert set(steps) == {"create", "stat", "mv", "rm"}, steps
+    print({ph: (r["sync_fl_per_item"], r["async_fl_per_item"], r["sync_over_async"])
+           for ph, r in steps.items()})
     for ph, r in steps.items():
         assert len(r["rounds"].split()) == 2, r
     for ph in ("mv", "rm"):
         assert float(steps[ph]["sync_fl_per_item"]) >= 1.0, steps[ph]
+        # async commits nothing per item; xfs still forces its log on its
+        # own every 30 s (xfssyncd_centisecs), which a slow step can meet
+        # (0.01 per item seen in an 8.5 s rm step).
         assert float(steps[ph]["async_fl_per_item"]) <= 0.05, steps[ph]
 
 
