@@ -16,10 +16,11 @@
 #   job.ini      a copy of the job file
 #   report/      analysis/herd-report output (index.html); a report that
 #                fails is a warning, not a failure (report.log says why)
-#   herd-<jobid>.out  under Slurm: a copy of the job's output file (sbatch
-#                --output; --error too when it is another file), made at
-#                the end, under its own name; the file stays where Slurm
-#                put it, and a name the directory already has is not copied
+#   herd-<jobid>.out  under Slurm: the job's output file (sbatch --output;
+#                --error too when it is another file), moved here at the
+#                end under its own name (renamed on the same file system, so
+#                Slurm's last lines land here too; copied from another one,
+#                where the file stays); a name the directory has is left
 # and prints that directory as its last line on stdout. Exit code: herd's
 # (through the launcher); 2 for bad usage or a job `herd check` refuses (then
 # no directory is made).
@@ -287,21 +288,31 @@ fi
 # ---------------------------------------------------------------- Slurm output
 
 # Under Slurm, the job's output file (sbatch --output, and --error when it
-# is another file: this script's standard output and error) is copied
-# beside launch.txt, so that the directory holds all the job printed (but
-# the directory's own name, printed after the copy). The file itself stays
-# where Slurm put it. A name the directory already has is left alone.
-copy_slurm_output() {
+# is another file: this script's standard output and error) goes beside
+# launch.txt, so that the directory holds all the job printed and the
+# submit directory keeps no stray herd-<jobid>.out. On the same file system
+# it is renamed (Slurm's open descriptor follows it: the directory's name,
+# printed last, lands in it too); from another one it is copied (all but
+# that last line) and stays where Slurm put it. A name the directory
+# already has is left alone, and neither mv nor cp writes through a link.
+move_slurm_output() {
     local fd src dest seen=""
     for fd in 1 2; do
         src=$(readlink -- "/proc/$$/fd/$fd" 2>/dev/null) || continue
-        [[ "$src" == /* && -f "$src" ]] || continue # a terminal, a pipe, a deleted file
+        [[ "$src" == /* && -f "$src" && ! -L "$src" ]] || continue # a terminal, a pipe, a deleted file
         [ -n "$seen" ] && [ "$src" -ef "$seen" ] && continue
         seen=$src
         dest=$dir/$(basename -- "$src")
         [ "$src" -ef "$dest" ] && continue # Slurm writes it into the directory itself
         if [ -e "$dest" ] || [ -L "$dest" ]; then # a dangling link too: never written through
-            log "warning: Slurm output $src not copied: $dest exists"
+            log "warning: Slurm output $src left where it is: $dest exists"
+        elif [ "$(stat -c %d -- "$src")" = "$(stat -c %d -- "$dir")" ]; then
+            # (mv -n skips a name made meanwhile: then src is still there)
+            if mv -n -T -- "$src" "$dest" && [ ! -e "$src" ]; then
+                printf 'slurm out: moved here from %s at the end\n' "$src" >>"$dir/launch.txt"
+            else
+                log "warning: Slurm output $src could not be moved to $dir"
+            fi
         elif cp -- "$src" "$dest"; then
             printf 'slurm out: %s (copied here at the end)\n' "$src" >>"$dir/launch.txt"
         else
@@ -310,7 +321,7 @@ copy_slurm_output() {
     done
 }
 if [ -n "${SLURM_JOB_ID:-}" ]; then
-    copy_slurm_output
+    move_slurm_output
 fi
 
 printf '%s\n' "$dir"

@@ -5,9 +5,10 @@ that drive the embedded NFS server.
 1. herd-batch.sh with a small job on a tmp directory, 2 ranks: the dated
    directory holds results.h5 (complete, 2 ranks), herd.log, launch.txt
    and report/index.html, and is the last line on stdout. Under a (fake)
-   Slurm environment it launches with srun -n SLURM_NTASKS, and copies the
+   Slurm environment it launches with srun -n SLURM_NTASKS, and moves the
    job's output file (its stdout and stderr) into the dated directory at
-   the end, never over a file of the same name.
+   the end (copies it from another file system), never over a file of
+   the same name.
 2. A job herd check refuses: exit 2, one line on stderr, no results.
 3. jobs/slurm/herd.sbatch and jobs/pbs/herd.pbs run with plain bash outside
    any scheduler (mpirun, a hostfile, extra mpirun arguments) the same way;
@@ -46,6 +47,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -168,13 +170,31 @@ def test_batch_signalled(herd_bin, tmp_path):
     assert "exit code: 143" in (d / "launch.txt").read_text()
 
 
-@pytest.mark.parametrize("output", ["herd-4242.out", "herd.log"], ids=["copied", "name-taken"])
-def test_batch_srun_under_slurm(herd_bin, tmp_path, output):
+@pytest.mark.parametrize("output,results_in", [
+    ("herd-4242.out", "tmp"), ("herd-4242.out", "/dev/shm"), ("herd.log", "tmp")],
+    ids=["moved", "copied-across", "name-taken"])
+def test_batch_srun_under_slurm(herd_bin, tmp_path, output, results_in):
     """SLURM_JOB_ID set: srun -n SLURM_NTASKS (a fake srun that runs mpirun).
     The job's output file (its standard output and error, as slurmstepd
-    opens them) is copied into the run's directory at the end, but for the
-    directory's name printed after the copy; the file stays. A name the
-    directory has (herd.log) is not overwritten: a warning says so."""
+    opens them) is moved into the run's directory at the end on the same
+    file system (all of it: the directory's name printed after lands there
+    too, and the submit directory keeps nothing); from another file system
+    (results on /dev/shm) it is copied, but for that last line, and stays.
+    A name the directory has (herd.log) is not overwritten: a warning says
+    so."""
+    if results_in != "tmp":
+        if os.stat(results_in).st_dev == os.stat(tmp_path).st_dev:
+            pytest.skip(f"{results_in} is on the file system of {tmp_path}")
+        shm = Path(tempfile.mkdtemp(prefix="herd-test-batch.", dir=results_in))
+        try:
+            batch_under_slurm(herd_bin, tmp_path, output, shm / "results")
+        finally:
+            shutil.rmtree(shm)
+    else:
+        batch_under_slurm(herd_bin, tmp_path, output, tmp_path / "results")
+
+
+def batch_under_slurm(herd_bin, tmp_path, output, results):
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "srun").write_text(
@@ -186,22 +206,28 @@ def test_batch_srun_under_slurm(herd_bin, tmp_path, output):
         "exec mpirun --oversubscribe -np \"$n\" \"$@\"\n")
     (fake / "srun").chmod(0o755)
     job = small_job(tmp_path)
-    results = tmp_path / "results"
     env = job_env(herd_bin, HERD_RESULTS=results, SLURM_JOB_ID=4242, SLURM_NTASKS=3,
                   SLURM_JOB_NODELIST="node[001-003]")
     env["PATH"] = f"{fake}:{env['PATH']}"
     out = tmp_path / output
     proc = run_cmd(["bash", "-c", 'out=$1; shift; exec bash "$@" >"$out" 2>&1', "slurmstepd",
                     out, BATCH, job, "--set", "file_size=512K"], env=env)
-    proc.stdout = out.read_text()
+    moved = output != "herd.log" and results.is_relative_to(tmp_path)
+    dirs = list(results.iterdir())
+    assert len(dirs) == 1, dirs
+    proc.stdout = (dirs[0] / output if moved else out).read_text()
     d = check_run_dir(proc, results, "small", 3, herd_bin)
     args = (tmp_path / "srun.args").read_text().split("\n")
     assert args[:2] == ["-n", "3"] and herd_bin in args and "--set" in args, args
     launch = (d / "launch.txt").read_text()
     assert "launcher:  srun" in launch and "SLURM_JOB_NODELIST=node[001-003]" in launch, launch
     if output == "herd.log":
-        assert f"warning: Slurm output {out} not copied: {d}/herd.log exists" in proc.stdout
+        assert f"warning: Slurm output {out} left where it is: {d}/herd.log exists" \
+            in proc.stdout
         assert "slurm out:" not in launch and "status complete" in (d / "herd.log").read_text()
+    elif moved:
+        assert not out.exists()
+        assert f"slurm out: moved here from {out} at the end" in launch, launch
     else:
         assert (d / output).read_text() == proc.stdout[:-len(f"{d}\n")], describe(proc)
         assert f"slurm out: {out} (copied here at the end)" in launch, launch

@@ -274,16 +274,20 @@ def test_slurm_sbatch_20_nodes(herd_bin, tmp_path, slurm_cluster):
     assert proc.returncode == 0, describe(proc)
     job_id = proc.stdout.strip().split(";")[0]
     assert cluster.job_state(job_id) == ("COMPLETED", "0:0")
-    output = (tmp_path / f"herd-{job_id}.out").read_text()
-    rundir = output.strip().splitlines()[-1]
+    # The job's output file, moved beside launch.txt at the end (the same
+    # file system): all of it, the directory's name printed last included,
+    # and none left in the submit directory.
+    rundirs = list((tmp_path / "results").iterdir())
+    assert len(rundirs) == 1, rundirs
+    rundir = str(rundirs[0])
+    output = open(os.path.join(rundir, f"herd-{job_id}.out")).read()
+    assert output.strip().splitlines()[-1] == rundir, output
+    assert not (tmp_path / f"herd-{job_id}.out").exists()
     launch = open(os.path.join(rundir, "launch.txt")).read()
     assert f"launcher:  {SLURM_LAUNCHER}" in launch, launch
     assert f"slurm:     job {job_id}," in launch, launch
-    # The job's output file, copied beside launch.txt at the end: all of it
-    # but the directory's name, printed after the copy.
-    copy = open(os.path.join(rundir, f"herd-{job_id}.out")).read()
-    assert output == copy + rundir + "\n", (output, copy)
-    assert f"slurm out: {tmp_path}/herd-{job_id}.out (copied here at the end)" in launch, launch
+    assert f"slurm out: moved here from {tmp_path}/herd-{job_id}.out at the end" in launch, \
+        launch
     with h5py.File(os.path.join(rundir, "results.h5"), "r") as f:
         assert text(f.attrs["status"]) == "complete" and f.attrs["exit_code"] == 0
         assert f.attrs["nranks"] == 20
