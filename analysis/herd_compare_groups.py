@@ -14,40 +14,62 @@ columns of groups.csv, which are GROUP_COLUMNS.
 """
 import math
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 import herd_knee
 import herd_results
 
+if TYPE_CHECKING:  # types only: this module takes its tables from herd_results
+    import pandas as pd
+
 NO_FIGURE_KINDS = ("idle",)
 META_UNIT = "items/s"
 
-GROUP_COLUMNS = ["phase", "step", "unit", "label", "n", "median", "min", "max", "ratio",
-                 "ratio_min", "ratio_max", "within_noise", "seconds_median", "seconds_min",
-                 "seconds_max", "time_ratio", "not_ok", "runs"]
+GROUP_COLUMNS = [
+    "phase",
+    "step",
+    "unit",
+    "label",
+    "n",
+    "median",
+    "min",
+    "max",
+    "ratio",
+    "ratio_min",
+    "ratio_max",
+    "within_noise",
+    "seconds_median",
+    "seconds_min",
+    "seconds_max",
+    "time_ratio",
+    "not_ok",
+    "runs",
+]
 
 
 @dataclass(frozen=True)
 class Figure:
     """One run's main figure of one phase (or meta step)."""
+
     phase: str
-    step: str      # "" but for a meta step: create, stat, rename, unlink, rmdir
-    unit: str      # MiB/s, items/s, grants/s, calls/s
-    value: float   # NaN: none measured
+    step: str  # "" but for a meta step: create, stat, rename, unlink, rmdir
+    unit: str  # MiB/s, items/s, grants/s, calls/s
+    value: float  # NaN: none measured
     seconds: float  # last_done; a meta step's step_s
-    ok: bool       # the phase's status was ok
+    ok: bool  # the phase's status was ok
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, str]:
         return (self.phase, self.step, self.unit)
 
 
 @dataclass
 class Spread:
     """The finite values of one figure over the runs of one label."""
-    values: list = field(default_factory=list)
+
+    values: list[float] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -69,6 +91,7 @@ class Spread:
 @dataclass
 class Group:
     """One row of groups.csv: a figure of one phase (step) over one label's runs."""
+
     phase: str
     step: str
     unit: str
@@ -76,7 +99,7 @@ class Group:
     value: Spread
     seconds: Spread
     not_ok: int
-    runs: list
+    runs: list[str]
     ratio: float = math.nan
     ratio_min: float = math.nan
     ratio_max: float = math.nan
@@ -89,7 +112,7 @@ class Group:
         return f"{self.phase}: {self.step}" if self.step else self.phase
 
 
-def _finite(v) -> float:
+def _finite(v: Any) -> float:
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -97,17 +120,20 @@ def _finite(v) -> float:
     return v if math.isfinite(v) else math.nan
 
 
-def meta_steps(run, phase: str) -> list:
+def meta_steps(run: herd_results.Run, phase: str) -> list[tuple[str, str]]:
     """[(step, op)] of a meta phase in the order it ran them; [] for a
     file of an older herd without meta_steps."""
     table = run.meta_steps(phase)
     if not len(table):
         return []
-    return [(str(s), str(o)) for s, o in table[["step", "op"]].drop_duplicates()
-            .itertuples(index=False)]
+    return [
+        (str(s), str(o)) for s, o in table[["step", "op"]].drop_duplicates().itertuples(index=False)
+    ]
 
 
-def _step_rate(run, phase: str, op: str, summary) -> tuple:
+def _step_rate(
+    run: herd_results.Run, phase: str, op: str, summary: "pd.DataFrame"
+) -> tuple[float, float]:
     """(items_per_s, step_s) of a meta step's item call: op_summary's, or
     from meta_steps by the same rule when the op_summary lacks them."""
     if op in summary.index and "items_per_s" in summary.columns:
@@ -118,7 +144,9 @@ def _step_rate(run, phase: str, op: str, summary) -> tuple:
     return _finite(rate["items_per_s"]), _finite(rate["step_s"])
 
 
-def _meta_figures(run, ph, steps: list) -> list:
+def _meta_figures(
+    run: herd_results.Run, ph: "pd.Series", steps: list[tuple[str, str]]
+) -> list[Figure]:
     summary = run.op_summary(ph["phase"]).set_index("op")
     out = []
     for step, op in steps:
@@ -127,7 +155,7 @@ def _meta_figures(run, ph, steps: list) -> list:
     return out
 
 
-def _phase_figure(ph) -> Figure:
+def _phase_figure(ph: "pd.Series") -> Figure:
     last = _finite(ph["last_done"])
     if ph["kind"] in herd_knee.DATA_KINDS:  # the kinds whose figure is MiB/s
         unit, value = "MiB/s", _finite(ph["mib_per_s"])
@@ -139,7 +167,7 @@ def _phase_figure(ph) -> Figure:
     return Figure(ph["phase"], "", unit, value, last, ph["status"] == "ok")
 
 
-def run_figures(run) -> list:
+def run_figures(run: herd_results.Run) -> list[Figure]:
     """Every main figure of one run, in phase order (Figure)."""
     out = []
     for _, ph in run.phases.iterrows():
@@ -178,27 +206,33 @@ def _compare(group: Group, ref: Group) -> None:
         group.within_noise = noise(a, b)
 
 
-def label_order(labels: list) -> list:
+def label_order(labels: list[str]) -> list[str]:
     """The distinct labels in the order of their first file: the first is the reference."""
     return list(dict.fromkeys(labels))
 
 
-def group_rows(runs: list, labels: list) -> list:
+def group_rows(runs: list[herd_results.Run], labels: list[str]) -> list[Group]:
     """Group per (phase, step, unit) and label, figures in phase order of
     first appearance, labels in label_order; runs[i] is named labels[i]."""
     figures = [{f.key: f for f in run_figures(r)} for r in runs]
     keys = list(dict.fromkeys(k for per_run in figures for k in per_run))
-    rows = []
+    rows: list[Group] = []
     for key in keys:
-        by_label = {}
+        by_label: dict[str, Group] = {}
         for label in label_order(labels):
-            mine = [(r, f[key]) for r, f, l in zip(runs, figures, labels)
-                    if l == label and key in f]
+            mine = [
+                (r, f[key]) for r, f, l in zip(runs, figures, labels) if l == label and key in f
+            ]
             by_label[label] = Group(
-                key[0], key[1], key[2], label,
+                key[0],
+                key[1],
+                key[2],
+                label,
                 Spread([x.value for _, x in mine if x.value == x.value]),
                 Spread([x.seconds for _, x in mine if x.seconds == x.seconds]),
-                sum(1 for _, x in mine if not x.ok), [r.label for r, _ in mine])
+                sum(1 for _, x in mine if not x.ok),
+                [r.label for r, _ in mine],
+            )
         ref = next(iter(by_label.values()))
         for group in by_label.values():
             _compare(group, ref)
@@ -207,6 +241,7 @@ def group_rows(runs: list, labels: list) -> list:
 
 
 # ---------------------------------------------------------------- text
+
 
 def number(v: float) -> str:
     """A figure as the verdict prints it: 1,234 / 56.7 / 0.0123; '-' for none."""
@@ -245,9 +280,9 @@ def noise_text(group: Group, ref: Group) -> str:
     return "within noise"
 
 
-def verdict_pairs(rows: list) -> list:
+def verdict_pairs(rows: list[Group]) -> list[tuple[Group, Group]]:
     """[(group, reference group)] of every label but the reference, in row order."""
-    ref = {}
+    ref: dict[tuple[str, str, str], Group] = {}
     out = []
     for g in rows:
         key = (g.phase, g.step, g.unit)
@@ -263,19 +298,38 @@ def verdict_line(group: Group, ref: Group) -> str:
     run pairs' range of ratios and the noise mark. Names as they are: pass
     the line through herd_safe.line or .html to show it."""
     name, a, b = group.name, ref.label, group.label
-    pairs = "" if group.value.n < 2 and ref.value.n < 2 else \
-        f"; run pairs {times(group.ratio_min)} to {times(group.ratio_max)}"
-    return (f"{name} ({group.unit}): {b} / {a} = {times(group.ratio)}, "
-            f"{noise_text(group, ref)} "
-            f"[{spread_text(b, group.value)} vs {spread_text(a, ref.value)}{pairs}]")
+    pairs = (
+        ""
+        if group.value.n < 2 and ref.value.n < 2
+        else f"; run pairs {times(group.ratio_min)} to {times(group.ratio_max)}"
+    )
+    return (
+        f"{name} ({group.unit}): {b} / {a} = {times(group.ratio)}, "
+        f"{noise_text(group, ref)} "
+        f"[{spread_text(b, group.value)} vs {spread_text(a, ref.value)}{pairs}]"
+    )
 
 
-def group_record(g: Group) -> dict:
+def group_record(g: Group) -> dict[str, Any]:
     """groups.csv's row of one Group (GROUP_COLUMNS)."""
     noise_cell = "" if g.within_noise is None else ("yes" if g.within_noise else "no")
-    return {"phase": g.phase, "step": g.step, "unit": g.unit, "label": g.label,
-            "n": g.value.n, "median": g.value.median, "min": g.value.lo, "max": g.value.hi,
-            "ratio": g.ratio, "ratio_min": g.ratio_min, "ratio_max": g.ratio_max,
-            "within_noise": noise_cell, "seconds_median": g.seconds.median,
-            "seconds_min": g.seconds.lo, "seconds_max": g.seconds.hi,
-            "time_ratio": g.time_ratio, "not_ok": g.not_ok, "runs": " ".join(g.runs)}
+    return {
+        "phase": g.phase,
+        "step": g.step,
+        "unit": g.unit,
+        "label": g.label,
+        "n": g.value.n,
+        "median": g.value.median,
+        "min": g.value.lo,
+        "max": g.value.hi,
+        "ratio": g.ratio,
+        "ratio_min": g.ratio_min,
+        "ratio_max": g.ratio_max,
+        "within_noise": noise_cell,
+        "seconds_median": g.seconds.median,
+        "seconds_min": g.seconds.lo,
+        "seconds_max": g.seconds.hi,
+        "time_ratio": g.time_ratio,
+        "not_ok": g.not_ok,
+        "runs": " ".join(g.runs),
+    }

@@ -36,7 +36,7 @@ result names them.
 """
 import math
 import re
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Optional
 
 DATA_KINDS = ("write", "read", "md5")
 NOT_RUN = "not-run"  # a steps-table row of a step that did not run
@@ -49,7 +49,7 @@ Steps = Any  # a ladder's steps: a DataFrame or any sequence of mappings (_rows)
 LOAD_COLUMNS = {"ranks": "active_ranks", "clients": "active_clients", "rate": "offered_per_s"}
 
 
-def file_slug(name, taken):
+def file_slug(name: Any, taken: set[str]) -> str:
     """A ladder name from a results file (untrusted: any bytes) as a safe,
     unique file-name part: only letters, digits, '.', '_' and '-', no
     leading dot, at most 60 characters; a name already in taken (a set,
@@ -65,19 +65,19 @@ def file_slug(name, taken):
     return unique
 
 
-def throughput_metric(kind):
+def throughput_metric(kind: Optional[str]) -> str:
     """The step column a kind's load curve plots: MiB/s when it moves data."""
     return "mib_per_s" if kind in DATA_KINDS else "ops_per_s"
 
 
-def step_rows(steps):
+def step_rows(steps: Steps) -> list[dict[str, Any]]:
     """Steps as a list of dicts, whatever the container."""
     if hasattr(steps, "to_dict"):
         return steps.to_dict("records")
     return [dict(r) for r in steps]
 
 
-def _number(value):
+def _number(value: Any) -> float:
     """A float, NaN for anything that is not a finite number."""
     try:
         v = float(value)
@@ -86,12 +86,12 @@ def _number(value):
     return v if math.isfinite(v) else math.nan
 
 
-def _count(value):
+def _count(value: Any) -> float:
     v = _number(value)
     return 0 if math.isnan(v) else v
 
 
-def human_seconds(seconds):
+def human_seconds(seconds: float) -> str:
     """3 ms, 250 us, 1.5 s: the p99 bound as the rule line shows it."""
     if math.isnan(seconds):
         return "-"
@@ -101,7 +101,13 @@ def human_seconds(seconds):
     return f"{seconds * 1e9:.3g} ns"
 
 
-def knee(steps, growth=0.10, p99_factor=4.0, metric=None, kept=0.95):
+def knee(
+    steps: Steps,
+    growth: float = 0.10,
+    p99_factor: float = 4.0,
+    metric: Optional[str] = None,
+    kept: float = 0.95,
+) -> dict[str, Any]:
     """The knee and the first error step of a ladder (see the module text).
 
     steps: rows with step, active_ranks, the metric column (mib_per_s or
@@ -118,8 +124,10 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None, kept=0.95):
     of the calls due (units / due) and its response p99 stayed under
     p99_factor x step 1's; metric stays the throughput its plots draw."""
     if not growth >= 0 or not p99_factor > 0 or not 0 < kept <= 1:
-        raise ValueError(f"knee: growth {growth} must be >= 0, p99_factor {p99_factor} > 0 "
-                         f"and kept {kept} in (0, 1]")
+        raise ValueError(
+            f"knee: growth {growth} must be >= 0, p99_factor {p99_factor} > 0 "
+            f"and kept {kept} in (0, 1]"
+        )
     every = step_rows(steps)
     # Row positions of the steps that ran: the climb is over these alone,
     # and the indexes returned are positions in steps.
@@ -133,27 +141,45 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None, kept=0.95):
     p99_key = "response_p99_s" if rated else "p99_s"
     base_p99 = _number(rows[0].get(p99_key)) if rows else math.nan
     bound = p99_factor * base_p99
-    out = {"saturation": None, "saturation_index": None, "first_error": None,
-           "first_error_index": None, "metric": metric, "unit": unit, "p99_bound": bound,
-           "stopped": None, "stopped_index": None, "growth": growth, "p99_factor": p99_factor,
-           "not_run": [r.get("step") for r in not_run],
-           "not_run_note": str(not_run[0].get("note") or "") if not_run else ""}
+    out = {
+        "saturation": None,
+        "saturation_index": None,
+        "first_error": None,
+        "first_error_index": None,
+        "metric": metric,
+        "unit": unit,
+        "p99_bound": bound,
+        "stopped": None,
+        "stopped_index": None,
+        "growth": growth,
+        "p99_factor": p99_factor,
+        "not_run": [r.get("step") for r in not_run],
+        "not_run_note": str(not_run[0].get("note") or "") if not_run else "",
+    }
     what = "response p99" if rated else "p99"
-    p99_text = (f"{what} < {p99_factor:g} x step 1's ({human_seconds(bound)})"
-                if not math.isnan(bound) else f"{what} not bounded (step 1 has none)")
+    p99_text = (
+        f"{what} < {p99_factor:g} x step 1's ({human_seconds(bound)})"
+        if not math.isnan(bound)
+        else f"{what} not bounded (step 1 has none)"
+    )
     if rated:
-        rule = ("knee = last step of the climb from step 1 in which each step sent "
-                f">= {100 * kept:g}% of the calls due with {{p99}}; "
-                "first error = first step with errors or stuck calls")
+        rule = (
+            "knee = last step of the climb from step 1 in which each step sent "
+            f">= {100 * kept:g}% of the calls due with {{p99}}; "
+            "first error = first step with errors or stuck calls"
+        )
     else:
-        rule = ("knee = last step of the climb from step 1 in which each step's {unit} grew "
-                "> {growth:g}% over the previous step with {p99}; "
-                "first error = first step with errors or stuck calls")
+        rule = (
+            "knee = last step of the climb from step 1 in which each step's {unit} grew "
+            "> {growth:g}% over the previous step with {p99}; "
+            "first error = first step with errors or stuck calls"
+        )
     out["rule"] = rule.format(unit=unit, growth=100 * growth, p99=p99_text)
     # Over several runs, each with its own step 1: one bound per run
     # (describe gives it), the rule without a number.
-    out["rule_runs"] = rule.format(unit=unit, growth=100 * growth,
-                                   p99=f"{what} < {p99_factor:g} x the run's own step 1 {what}")
+    out["rule_runs"] = rule.format(
+        unit=unit, growth=100 * growth, p99=f"{what} < {p99_factor:g} x the run's own step 1 {what}"
+    )
     if not rows:
         return out
     climb, first = 0, 0 if rated else 1
@@ -161,19 +187,31 @@ def knee(steps, growth=0.10, p99_factor=4.0, metric=None, kept=0.95):
         p99 = _number(rows[i].get(p99_key))
         bounded = math.isnan(bound) or p99 < bound
         if rated:
-            share = _number(rows[i].get("units")) / _number(rows[i].get("due")) \
-                if _number(rows[i].get("due")) > 0 else math.nan
+            share = (
+                _number(rows[i].get("units")) / _number(rows[i].get("due"))
+                if _number(rows[i].get("due")) > 0
+                else math.nan
+            )
             paid = not share < kept  # NaN (nothing due): no evidence against it
             gain = f"sent {100 * share:.1f}% of the calls due"
         else:
             before, now = _number(rows[i - 1].get(metric)), _number(rows[i].get(metric))
             paid = now > (1.0 + growth) * before if not math.isnan(before) else False
-            gain = unit + " " + (f"{round(100 * (now / before - 1)) + 0:+d}%"
-                                 if before > 0 and not math.isnan(now) else f"{now:.4g}")
+            gain = (
+                unit
+                + " "
+                + (
+                    f"{round(100 * (now / before - 1)) + 0:+d}%"
+                    if before > 0 and not math.isnan(now)
+                    else f"{now:.4g}"
+                )
+            )
         if not (paid and bounded):
             out["stopped_index"] = ran[i]
             over = f", {what} {human_seconds(p99)} over {p99_factor:g} x step 1's"
-            out["stopped"] = f"step {rows[i].get('step', i + 1)}: {gain}" + ("" if bounded else over)
+            out["stopped"] = f"step {rows[i].get('step', i + 1)}: {gain}" + (
+                "" if bounded else over
+            )
             break
         climb = i
     out["saturation_index"] = ran[climb]
@@ -221,8 +259,10 @@ def knee_text(result: Mapping[str, Any], steps: Steps) -> str:
         where = f"{step_load(k, kind)}, achieved {rate_text(k.get('achieved_per_s'))}/s"
     else:
         wider = ("active_ranks", "rank") if kind == "clients" else ("active_hosts", "host")
-        where = (f"{step_load(k, kind)} on {plural(k.get(wider[0]), wider[1])}, "
-                 f"{_number(k.get(result['metric'])):,.1f} {result['unit']}")
+        where = (
+            f"{step_load(k, kind)} on {plural(k.get(wider[0]), wider[1])}, "
+            f"{_number(k.get(result['metric'])):,.1f} {result['unit']}"
+        )
     return f"knee: step {result['saturation']} ({where})"
 
 
@@ -245,25 +285,30 @@ def describe(result: Mapping[str, Any], steps: Steps) -> str:
     if result["first_error_index"] is None:
         return text + "; first error: none"
     e = rows[result["first_error_index"]]
-    return (text + f"; first error: step {result['first_error']} "
-            f"({step_load(e, ladder_kind(steps))}, {plural(e.get('errors'), 'error')}, "
-            f"{step_int(e.get('stuck'))} stuck)")
+    return (
+        text + f"; first error: step {result['first_error']} "
+        f"({step_load(e, ladder_kind(steps))}, {plural(e.get('errors'), 'error')}, "
+        f"{step_int(e.get('stuck'))} stuck)"
+    )
 
 
-def _not_run_text(result):
+def _not_run_text(result: Mapping[str, Any]) -> str:
     """'; not run: step 3 (step rl.200ps broke stop_when (...))', or ''."""
     steps = result.get("not_run") or []
     if not steps:
         return ""
-    names = f"step {step_int(steps[0])}" if len(steps) == 1 else \
-        f"steps {step_int(steps[0])} to {step_int(steps[-1])}"
+    names = (
+        f"step {step_int(steps[0])}"
+        if len(steps) == 1
+        else f"steps {step_int(steps[0])} to {step_int(steps[-1])}"
+    )
     note = str(result.get("not_run_note") or "")
     if note.startswith("not run: "):
-        note = note[len("not run: "):]
+        note = note[len("not run: ") :]
     return f"; not run: {names}" + (f" ({note})" if note else "")
 
 
-def step_int(value):
+def step_int(value: Any) -> str:
     v = _number(value)
     return "-" if math.isnan(v) else f"{int(v):,}"
 
@@ -274,6 +319,6 @@ def rate_text(value: Any) -> str:
     return "-" if math.isnan(v) else f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
-def plural(value, noun):
+def plural(value: Any, noun: str) -> str:
     """'1 rank', '4 ranks', '- ranks' (unknown)."""
     return f"{step_int(value)} {noun}{'' if _number(value) == 1 else 's'}"

@@ -23,7 +23,9 @@ from typing import Any, Callable, Sequence
 
 MAX_WORKERS = 4  # processes at most, and never more than the CPUs this one may use
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_TASKS: list = []  # the tasks of the run_all in progress, which forked workers inherit
+_TASKS: list[
+    Callable[[], Any]
+] = []  # the tasks of the run_all in progress, which forked workers inherit
 
 
 def _die_with(parent: int) -> None:
@@ -49,7 +51,7 @@ def workers_for(count: int) -> int:
     return max(1, min(MAX_WORKERS, cpus or 1, count))
 
 
-def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> list:
+def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> list[Any]:
     """Each task run once; their results in task order. With one worker
     (workers_for) or without fork, here, in order. Otherwise in forked
     workers, which take the tasks at positions `first` (the longest ones,
@@ -70,11 +72,12 @@ def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> li
     _TASKS = tasks
     try:
         context = multiprocessing.get_context("fork")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
-                                                    initializer=_die_with,
-                                                    initargs=(os.getpid(),)) as pool:
-            order = list(dict.fromkeys([i for i in first if 0 <= i < len(tasks)]
-                                       + list(range(len(tasks)))))
+        with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_die_with, initargs=(os.getpid(),)
+        ) as pool:
+            order = list(
+                dict.fromkeys([i for i in first if 0 <= i < len(tasks)] + list(range(len(tasks))))
+            )
             submitted = {i: pool.submit(_run, i) for i in order}
             futures = [submitted[i] for i in range(len(tasks))]
             concurrent.futures.wait(futures)

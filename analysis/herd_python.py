@@ -34,6 +34,10 @@ import shutil
 import subprocess
 import sys
 
+# typing's names, not list[str] or X | None: this module runs under whatever
+# python3 started the tool, before any other Python is picked (3.6 parses it).
+from typing import List, NoReturn, Optional, Tuple
+
 # Both tools import all four: numpy and pandas themselves, h5py through
 # herd_results and herd_safe, matplotlib through herd_plots (herd-compare
 # when it draws).
@@ -44,13 +48,15 @@ DEBIAN = "python3-numpy python3-pandas python3-h5py python3-matplotlib"
 # echoes its arguments does not), with the major version; its second line
 # the modules of argv that it cannot find, as missing_here judges them.
 # Python 2 parses it too.
-PROBE = ("import sys\n"
-         "sys.stdout.write('herd-python' + '-probe %d\\n' % sys.version_info[0])\n"
-         "import importlib.util\n"
-         "def lacks(m):\n"
-         "    s = importlib.util.find_spec(m)\n"
-         "    return s is None or s.origin in (None, 'namespace')\n"
-         "print(' '.join(m for m in sys.argv[1:] if lacks(m)))\n")
+PROBE = (
+    "import sys\n"
+    "sys.stdout.write('herd-python' + '-probe %d\\n' % sys.version_info[0])\n"
+    "import importlib.util\n"
+    "def lacks(m):\n"
+    "    s = importlib.util.find_spec(m)\n"
+    "    return s is None or s.origin in (None, 'namespace')\n"
+    "print(' '.join(m for m in sys.argv[1:] if lacks(m)))\n"
+)
 PROBE_MARKER = "herd-python-probe"
 PROBE_TIMEOUT = 60  # seconds: a Python on a slow shared file system starts in far less
 # The search (step 3): the file that names the Python recorded at install
@@ -65,18 +71,20 @@ class Refusal(Exception):
     """Why a Python cannot run the tool, as the rest of one line."""
 
 
-def shown(text):
+def shown(text: str) -> str:
     """text on one line: characters that are not printable escaped."""
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
-def lacking(missing):
+def lacking(missing: List[str]) -> str:
     """The end of the line about a Python without the modules in missing."""
-    return (f"no module {', '.join(missing)}: install {'it' if len(missing) == 1 else 'them'} "
-            f"for that Python (Debian: {DEBIAN}), or name one that has them")
+    return (
+        f"no module {', '.join(missing)}: install {'it' if len(missing) == 1 else 'them'} "
+        f"for that Python (Debian: {DEBIAN}), or name one that has them"
+    )
 
 
-def lacks(module):
+def lacks(module: str) -> bool:
     """True when the running Python cannot import module: not found, or
     only a directory of that name (a namespace package: Debian's
     /usr/lib/python3.X/dist-packages/numpy holds only numpy's compiled
@@ -85,14 +93,15 @@ def lacks(module):
     return spec is None or spec.origin in (None, "namespace")
 
 
-def missing_here():
+def missing_here() -> List[str]:
     """The modules in NEEDED that the running Python cannot import."""
     return [m for m in NEEDED if lacks(m)]
 
 
-def locate(want):
+def locate(want: str) -> str:
     """The program of want: want itself when it holds a '/', else the first
     executable of that name on PATH."""
+    path: Optional[str]
     if "/" in want:
         path = want
         if not os.path.lexists(path):
@@ -108,13 +117,17 @@ def locate(want):
     return path
 
 
-def probe(path):
+def probe(path: str) -> List[str]:
     """Run PROBE under path once: the modules in NEEDED it lacks; refuse
     unless it answers as a Python 3."""
     try:
-        proc = subprocess.run([path, "-c", PROBE, *NEEDED], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              timeout=PROBE_TIMEOUT)
+        proc = subprocess.run(
+            [path, "-c", PROBE, *NEEDED],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=PROBE_TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         raise Refusal(f"not a Python: no answer to a Python test in {PROBE_TIMEOUT} s")
     except OSError as e:
@@ -122,8 +135,10 @@ def probe(path):
     lines = proc.stdout.decode("utf-8", "replace").splitlines()
     head = lines[0].split() if lines else []
     if len(head) != 2 or head[0] != PROBE_MARKER:
-        raise Refusal(f"not a Python: {shown(path)} did not answer a Python test "
-                      f"(exit status {proc.returncode})")
+        raise Refusal(
+            f"not a Python: {shown(path)} did not answer a Python test "
+            f"(exit status {proc.returncode})"
+        )
     if head[1] != "3":
         raise Refusal(f"{shown(path)} is Python {shown(head[1])}, not Python 3")
     if proc.returncode != 0 or len(lines) != 2:
@@ -131,13 +146,13 @@ def probe(path):
     return lines[1].split()
 
 
-def restart(path, mark, value):
+def restart(path: str, mark: str, value: str) -> NoReturn:
     """Start the tool again under path, with mark=value in its environment."""
     os.environ[mark] = value
     os.execv(path, [path, sys.argv[0], *sys.argv[1:]])
 
 
-def start_under(tool, want):
+def start_under(tool: str, want: str) -> NoReturn:
     """Exec the tool under HERD_PYTHON once it is shown to be fit; exit 2
     with one line otherwise."""
     try:
@@ -154,25 +169,29 @@ def start_under(tool, want):
     sys.exit(2)
 
 
-def recorded():
+def recorded() -> Optional[str]:
     """The Python recorded at install (RECORDED next to this module), or
     None (a checkout, or an install that found none)."""
     try:
-        text = pathlib.Path(__file__).resolve().with_name(RECORDED).read_text(
-            encoding="utf-8", errors="surrogateescape")
+        text = (
+            pathlib.Path(__file__)
+            .resolve()
+            .with_name(RECORDED)
+            .read_text(encoding="utf-8", errors="surrogateescape")
+        )
     except OSError:
         return None
     first = text.splitlines()[0].strip() if text.strip() else ""
     return first or None
 
 
-def candidates():
+def candidates() -> List[Tuple[str, str]]:
     """(program, what it is) in the order the search tries them."""
     found = [(recorded(), "recorded at install"), ("python3", "on PATH"), (DEBIAN_PYTHON, "")]
     return [(program, what) for program, what in found if program]
 
 
-def search(tool, missing):
+def search(tool: str, missing: List[str]) -> NoReturn:
     """Exec the tool under the first candidate with every module in NEEDED;
     exit 2 with one line naming each one tried when there is none."""
     running = os.path.abspath(sys.executable) if sys.executable else ""
@@ -197,17 +216,21 @@ def search(tool, missing):
     give_up(tool, tried)
 
 
-def give_up(tool, tried):
+def give_up(tool: str, tried: List[Tuple[str, str, str]]) -> NoReturn:
     """One line naming each (Python, what it is, its problem) tried; exit 2."""
-    names = "; ".join(f"{shown(path)}{f' ({what})' if what else ''}: {problem}"
-                      for path, what, problem in tried)
-    print(f"{tool}: no Python with {', '.join(NEEDED)}: {names}. Install them for one "
-          f"(Debian: {DEBIAN}), or name one that has them: HERD_PYTHON=/path/to/python3 "
-          f"{tool} ...", file=sys.stderr)
+    names = "; ".join(
+        f"{shown(path)}{f' ({what})' if what else ''}: {problem}" for path, what, problem in tried
+    )
+    print(
+        f"{tool}: no Python with {', '.join(NEEDED)}: {names}. Install them for one "
+        f"(Debian: {DEBIAN}), or name one that has them: HERD_PYTHON=/path/to/python3 "
+        f"{tool} ...",
+        file=sys.stderr,
+    )
     sys.exit(2)
 
 
-def ensure(tool):
+def ensure(tool: str) -> None:
     """Re-exec under HERD_PYTHON when it names another Python; else keep the
     running Python when it has every module in NEEDED, else re-exec under
     the first candidate that has them; exit 2 with one line when none does."""
@@ -224,10 +247,10 @@ def ensure(tool):
     search(tool, missing)
 
 
-def summary(doc):
+def summary(doc: Optional[str]) -> str:
     """A tool's docstring's first paragraph as one line: its --help's
     description, whole (a first line alone ends mid-sentence)."""
-    return " ".join(doc.strip().split("\n\n")[0].split())
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
 if __name__ == "__main__":

@@ -40,9 +40,13 @@ import os
 import pathlib
 import re
 import stat
+from typing import TYPE_CHECKING, Any, Collection, Optional
 
 import h5py
 import numpy as np
+
+if TYPE_CHECKING:  # csv_frame's type only: this module does not import pandas
+    import pandas as pd
 
 # ---------------------------------------------------------------- showing
 
@@ -54,21 +58,22 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # Characters that move the cursor, end a line, or reorder text on display.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_KEEP_LINES = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # '_' inside a word (errno_name) is no emphasis in CommonMark: left as it is.
 _MD_SPECIAL = re.compile(r"([\\|`*\[\]~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 _CSV_FORMULA = ("=", "+", "-", "@")
 
 
-def _surrogate(m):
+def _surrogate(m: re.Match[str]) -> str:
     code = ord(m.group())
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"
     return f"\\u{code:04x}"
 
 
-def _control(m):
+def _control(m: re.Match[str]) -> str:
     c = m.group()
     if c in _NAMED:
         return _NAMED[c]
@@ -76,7 +81,7 @@ def _control(m):
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def text(value):
+def text(value: Any) -> str:
     """Any value as a str that encodes as UTF-8: bytes decoded (invalid
     bytes as \\xNN), lone surrogates as \\xNN or \\uNNNN."""
     if isinstance(value, (bytes, bytearray, np.bytes_)):
@@ -91,31 +96,42 @@ def text(value):
     return _SURROGATE.sub(_surrogate, value)
 
 
-def line(value):
+def line(value: Any) -> str:
     """text() on one line: control and bidi characters escaped."""
     return _CONTROL.sub(_control, text(value))
 
 
-def html(value):
+def html(value: Any) -> str:
     """line(), escaped for HTML element text and quoted attribute values."""
-    return (line(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#x27;"))
+    return (
+        line(value)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
 
 
-def html_block(value):
+def html_block(value: Any) -> str:
     """text() with its lines kept (for <pre>), other controls escaped, HTML-escaped."""
     shown = _CONTROL_KEEP_LINES.sub(_control, text(value))
-    return (shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&#x27;"))
+    return (
+        shown.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
 
 
-def md_cell(value):
+def md_cell(value: Any) -> str:
     """line() for one Markdown table cell: no markup, no cell break."""
     shown = _MD_SPECIAL.sub(r"\\\1", line(value))
     return shown.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def csv_text(value):
+def csv_text(value: Any) -> str:
     """line() for a CSV cell, with a leading formula character defused."""
     shown = line(value)
     if shown.startswith(_CSV_FORMULA) and not _is_number(shown):
@@ -123,7 +139,7 @@ def csv_text(value):
     return shown
 
 
-def _is_number(s):
+def _is_number(s: str) -> bool:
     try:
         float(s)
         return True
@@ -131,42 +147,65 @@ def _is_number(s):
         return False
 
 
-def csv_frame(frame):
+def csv_frame(frame: "pd.DataFrame") -> "pd.DataFrame":
     """A copy of frame whose text cells and column names went through csv_text."""
     out = frame.copy()
     out.columns = [c if isinstance(c, (int, float)) else csv_text(c) for c in frame.columns]
     for i, col in enumerate(frame.columns):
         series = frame.iloc[:, i]
         if series.dtype == object:
-            out.iloc[:, i] = [v if v is None or isinstance(v, (int, float, np.number))
-                              else csv_text(v) for v in series]
+            out.iloc[:, i] = [
+                v if v is None or isinstance(v, (int, float, np.number)) else csv_text(v)
+                for v in series
+            ]
     return out
 
 
-def plot_text(value, limit=PLOT_TEXT_MAX):
+def plot_text(value: Any, limit: int = PLOT_TEXT_MAX) -> str:
     """line(), cut to limit characters: a label matplotlib draws as it is
     (herd's figures set text.parse_math off, so '$' is only a dollar)."""
     shown = line(value)
-    return shown if len(shown) <= limit else shown[:limit - 1] + "…"
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 # ---------------------------------------------------------------- checking
 
-COMPRESSION_RATIO = 1100         # declared bytes per stored byte a dataset may claim
-SLACK_BYTES = 1 << 20            # any dataset may declare this much (fill values, tiny tables)
-MAX_STRING_FIELD = 4096          # bytes in one fixed-length string field
-MAX_ROW_BYTES = 1 << 16          # bytes in one table row
-MAX_FIELDS = 256                 # fields in one table
-MAX_BUCKETS = 1 << 16            # latency histogram length
+COMPRESSION_RATIO = 1100  # declared bytes per stored byte a dataset may claim
+SLACK_BYTES = 1 << 20  # any dataset may declare this much (fill values, tiny tables)
+MAX_STRING_FIELD = 4096  # bytes in one fixed-length string field
+MAX_ROW_BYTES = 1 << 16  # bytes in one table row
+MAX_FIELDS = 256  # fields in one table
+MAX_BUCKETS = 1 << 16  # latency histogram length
 MAX_ATTR_TEXT = {"job_text": 4 << 20, "command_line": 1 << 20}
 MAX_ATTR_TEXT_DEFAULT = 64 << 10
-MAX_COUNT = 1 << 24              # nranks, nhosts, phase index
+MAX_COUNT = 1 << 24  # nranks, nhosts, phase index
 
-ROOT_TEXT = ("tool", "version", "run_id", "status", "start_utc", "end_utc", "command_line",
-             "job_path", "job_text", "target", "mpi_version", "hdf5_version", "label",
-             "server_fs", "server_disk")
-ROOT_NUMBER = {"epoch_unix": "f", "nranks": "i", "nhosts": "i", "clock_sync_seconds": "f",
-               "exit_code": "i", "startup_seconds": "f", "monitor_client_ranks": "i"}
+ROOT_TEXT = (
+    "tool",
+    "version",
+    "run_id",
+    "status",
+    "start_utc",
+    "end_utc",
+    "command_line",
+    "job_path",
+    "job_text",
+    "target",
+    "mpi_version",
+    "hdf5_version",
+    "label",
+    "server_fs",
+    "server_disk",
+)
+ROOT_NUMBER = {
+    "epoch_unix": "f",
+    "nranks": "i",
+    "nhosts": "i",
+    "clock_sync_seconds": "f",
+    "exit_code": "i",
+    "startup_seconds": "f",
+    "monitor_client_ranks": "i",
+}
 STATUSES = ("partial", "complete", "incomplete", "interrupted")
 PHASE_STATUSES = ("ok", "errors", "verify", "interrupted", "deadline")
 # A row of a ladder's steps table may also be a step that never ran (an
@@ -174,9 +213,16 @@ PHASE_STATUSES = ("ok", "errors", "verify", "interrupted", "deadline")
 NOT_RUN = "not-run"
 STEP_STATUSES = PHASE_STATUSES + (NOT_RUN,)
 LADDER_KIND = "ladder"  # the kind of a /phases/<ladder> group: a steps table, not a phase
-PHASE_NUMBER = {"index": "i", "t_start": "f", "t_end": "f", "elapsed": "f", "start_skew": "f",
-                "gather_seconds": "f", "write_seconds": "f",
-                "rate": "f"}  # the job key rate: calls/s per client, 0 = a closed loop
+PHASE_NUMBER = {
+    "index": "i",
+    "t_start": "f",
+    "t_end": "f",
+    "elapsed": "f",
+    "start_skew": "f",
+    "gather_seconds": "f",
+    "write_seconds": "f",
+    "rate": "f",
+}  # the job key rate: calls/s per client, 0 = a closed loop
 # Job keys of the offered load stored as phase attributes: strings.
 PHASE_TEXT = ("kind", "status", "arrivals", "rate_steps", "rate_curve", "stop_when")
 # herd's stored phase summary (src/results/summary.c): counts are integers, never
@@ -184,12 +230,39 @@ PHASE_TEXT = ("kind", "status", "arrivals", "rate_steps", "rate_curve", "stop_wh
 # row did work), rates finite. summary_offered_per_s is NaN in a closed
 # loop, summary_achieved_per_s when no row did work; late <= units (a late
 # call is one of the calls sent).
-SUMMARY_COUNTS = ("rows", "ranks", "bytes", "ops", "errors", "verify_failures", "grants",
-                  "contended", "violations", "stuck", "units", "late", "due")
-SUMMARY_FLOATS = ("t_min", "t_median", "t_max", "first_done", "last_done", "mib_per_s",
-                  "ops_per_s", "cpu_mean", "cpu_max", "nfsd_threads", "proc_cpu",
-                  "proc_thread_max", "nfsd_packets_per_s", "nfsd_woken_share",
-                  "offered_per_s", "achieved_per_s")
+SUMMARY_COUNTS = (
+    "rows",
+    "ranks",
+    "bytes",
+    "ops",
+    "errors",
+    "verify_failures",
+    "grants",
+    "contended",
+    "violations",
+    "stuck",
+    "units",
+    "late",
+    "due",
+)
+SUMMARY_FLOATS = (
+    "t_min",
+    "t_median",
+    "t_max",
+    "first_done",
+    "last_done",
+    "mib_per_s",
+    "ops_per_s",
+    "cpu_mean",
+    "cpu_max",
+    "nfsd_threads",
+    "proc_cpu",
+    "proc_thread_max",
+    "nfsd_packets_per_s",
+    "nfsd_woken_share",
+    "offered_per_s",
+    "achieved_per_s",
+)
 SUMMARY_RATES = ("mib_per_s", "ops_per_s")
 LOAD_RATES = ("offered_per_s", "achieved_per_s")  # rates that may be NaN
 PHASE_NUMBER.update({f"summary_{k}": "i" for k in SUMMARY_COUNTS})
@@ -208,13 +281,14 @@ AT_MOST = (("late", "units"),)
 # Fields the format does not name must be plain numbers or strings (the
 # format lets later versions add fields).
 _KINDS = {"int32": "i", "uint64": "u", "float64": "f"}
+# A table's spec: {field: kind} and the required fields.
+TableSpec = tuple[dict[str, str], tuple[str, ...]]
 
 
-def _load_tables():
+def _load_tables() -> dict[str, dict[str, str]]:
     path = pathlib.Path(__file__).resolve().with_name("herd_tables.json")
     tables = json.loads(path.read_text(encoding="utf-8"))["tables"]
-    return {t["path"]: {name: _KINDS.get(kind, "S") for name, kind in t["columns"]}
-            for t in tables}
+    return {t["path"]: {name: _KINDS.get(kind, "S") for name, kind in t["columns"]} for t in tables}
 
 
 COLUMNS = _load_tables()
@@ -230,23 +304,48 @@ REQUIRED = {
     "/monitor/disks": ("t", "dt", "device", "write_bytes", "read_bytes", "busy"),
     "/monitor/clients": ("phase", "host", "connects"),
     "/monitor/client_ops": ("phase", "host", "op", "ops", "retrans", "timeouts", "rtt_ms"),
-    "/phases/<ladder>/steps": ("step", "phase", "status", "active_ranks", "active_hosts",
-                               "mib_per_s", "ops_per_s", "main_op", "p50_s", "p99_s", "max_s",
-                               "errors", "top_errno", "stuck"),
+    "/phases/<ladder>/steps": (
+        "step",
+        "phase",
+        "status",
+        "active_ranks",
+        "active_hosts",
+        "mib_per_s",
+        "ops_per_s",
+        "main_op",
+        "p50_s",
+        "p99_s",
+        "max_s",
+        "errors",
+        "top_errno",
+        "stuck",
+    ),
 }
 
 
-def _table_key(path):
+def _table_key(path: str) -> str:
     """TABLES' key of a table: its dataset name ("phase/ranks" for a
     phase's ranks, beside the root's)."""
     return "phase/ranks" if path == PHASE + "ranks" else path.rsplit("/", 1)[1]
 
 
-TABLES = {_table_key(path): (kinds, REQUIRED.get(path, ())) for path, kinds in COLUMNS.items()}
+TABLES: dict[str, TableSpec] = {
+    _table_key(path): (kinds, REQUIRED.get(path, ())) for path, kinds in COLUMNS.items()
+}
 # Integer fields that are indexes or counts: never negative.
-NON_NEGATIVE = ("rank", "host", "iteration", "errno", "index", "exclusive", "completed", "step",
-                "active_ranks", "active_hosts")
-PHASE_TABLES = tuple(p[len(PHASE):] for p in COLUMNS if p.startswith(PHASE))
+NON_NEGATIVE = (
+    "rank",
+    "host",
+    "iteration",
+    "errno",
+    "index",
+    "exclusive",
+    "completed",
+    "step",
+    "active_ranks",
+    "active_hosts",
+)
+PHASE_TABLES = tuple(p[len(PHASE) :] for p in COLUMNS if p.startswith(PHASE))
 REQUIRED_PHASE_TABLES = ("ranks", "errors")
 NUMBER_KINDS = "iufb"
 # Attribute kinds accepted for a documented kind (a wider reader is harmless;
@@ -258,7 +357,7 @@ class FormatError(ValueError):
     """The file does not have the documented layout, or declares more than it holds."""
 
 
-def check_path(path):
+def check_path(path: str) -> int:
     """A results path must be a non-empty regular file (a FIFO or a device
     would hang or never end; a directory is not a file)."""
     try:
@@ -279,18 +378,20 @@ def check_path(path):
 class _Budget:
     """Bytes the whole file may make a reader allocate."""
 
-    def __init__(self, file_size):
+    def __init__(self, file_size: int) -> None:
         self.file_size = file_size
         self.left = COMPRESSION_RATIO * file_size + 16 * SLACK_BYTES
 
-    def take(self, nbytes, where):
+    def take(self, nbytes: int, where: str) -> None:
         self.left -= nbytes
         if self.left < 0:
-            raise FormatError(f"{where}: the datasets declare more data than a "
-                              f"{self.file_size}-byte file can hold")
+            raise FormatError(
+                f"{where}: the datasets declare more data than a "
+                f"{self.file_size}-byte file can hold"
+            )
 
 
-def _child(group, name, where):
+def _child(group: h5py.Group, name: str, where: str) -> Optional[h5py.HLObject]:
     """group[name] through a hard link only (no soft or external links)."""
     link = group.get(name, getlink=True)
     if link is None:
@@ -300,7 +401,7 @@ def _child(group, name, where):
     return group[name]
 
 
-def _names(group, where, limit=1 << 20):
+def _names(group: h5py.Group, where: str, limit: int = 1 << 20) -> list[str]:
     try:
         names = list(group.keys())
     except (OSError, RuntimeError, ValueError, UnicodeError) as e:
@@ -310,7 +411,9 @@ def _names(group, where, limit=1 << 20):
     return names
 
 
-def _group(parent, name, where, required=True):
+def _group(
+    parent: h5py.Group, name: str, where: str, required: bool = True
+) -> Optional[h5py.Group]:
     obj = _child(parent, name, where)
     if obj is None:
         if required:
@@ -321,12 +424,17 @@ def _group(parent, name, where, required=True):
     return obj
 
 
-def _kind(obj):
-    return "dataset" if isinstance(obj, h5py.Dataset) else \
-        "group" if isinstance(obj, h5py.Group) else type(obj).__name__
+def _kind(obj: object) -> str:
+    return (
+        "dataset"
+        if isinstance(obj, h5py.Dataset)
+        else "group"
+        if isinstance(obj, h5py.Group)
+        else type(obj).__name__
+    )
 
 
-def _dataset(ds, where, budget):
+def _dataset(ds: h5py.Dataset, where: str, budget: _Budget) -> int:
     """Storage and size checks of one dataset; returns the declared bytes."""
     if not isinstance(ds, h5py.Dataset):
         raise FormatError(f"{where}: is a {_kind(ds)}, not a dataset")
@@ -344,13 +452,15 @@ def _dataset(ds, where, budget):
     stored = min(ds.id.get_storage_size(), budget.file_size)
     ratio = COMPRESSION_RATIO if dcpl.get_nfilters() else 1
     if declared > SLACK_BYTES + ratio * stored:
-        raise FormatError(f"{where}: declares {shape} x {itemsize} bytes "
-                          f"({declared} bytes) but stores {stored} bytes")
+        raise FormatError(
+            f"{where}: declares {shape} x {itemsize} bytes "
+            f"({declared} bytes) but stores {stored} bytes"
+        )
     budget.take(declared, where)
     return declared
 
 
-def _table(ds, where, spec, budget):
+def _table(ds: h5py.Dataset, where: str, spec: TableSpec, budget: _Budget) -> None:
     """A 1-D compound dataset with the documented field kinds."""
     kinds, required = spec
     _dataset(ds, where, budget)
@@ -360,8 +470,9 @@ def _table(ds, where, spec, budget):
     if dt.names is None:
         raise FormatError(f"{where}: is {dt}, not a table (compound type)")
     if len(dt.names) > MAX_FIELDS or dt.itemsize > MAX_ROW_BYTES:
-        raise FormatError(f"{where}: rows of {len(dt.names)} fields, {dt.itemsize} bytes: "
-                          "too large")
+        raise FormatError(
+            f"{where}: rows of {len(dt.names)} fields, {dt.itemsize} bytes: " "too large"
+        )
     for name in required:
         if name not in dt.names:
             raise FormatError(f"{where}: no field {line(name)!r}")
@@ -378,13 +489,22 @@ def _table(ds, where, spec, budget):
             want_text = "a number or fixed-length string"
         else:
             ok = got == want or (want == "i" and got == "b") or (want == "u" and got == "b")
-            want_text = {"i": "an integer", "u": "an unsigned integer", "f": "a float",
-                         "S": "a fixed-length string"}[want]
+            want_text = {
+                "i": "an integer",
+                "u": "an unsigned integer",
+                "f": "a float",
+                "S": "a fixed-length string",
+            }[want]
         if not ok:
             raise FormatError(f"{where}: field {line(name)!r} is {field}, not {want_text}")
 
 
-def _attrs(obj, where, text_names=(), numbers=None):
+def _attrs(
+    obj: h5py.HLObject,
+    where: str,
+    text_names: Collection[str] = (),
+    numbers: Optional[dict[str, str]] = None,
+) -> dict[str, Any]:
     """Every attribute scalar (or one element) of a plain type, checked
     before its value is read; returns {name: value} of the strings and of
     the documented numbers (those whose values are checked)."""
@@ -432,29 +552,31 @@ def _attrs(obj, where, text_names=(), numbers=None):
     return out
 
 
-def _str(value):
+def _str(value: Any) -> Any:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
-def _finite(attrs, name, where):
+def _finite(attrs: dict[str, Any], name: str, where: str) -> None:
     if name in attrs and not math.isfinite(float(attrs[name])):
         raise FormatError(f"{where} attribute {name!r}: {attrs[name]} is not a finite number")
 
 
-def _count(attrs, name, where):
+def _count(attrs: dict[str, Any], name: str, where: str) -> None:
     if name in attrs and not 0 <= int(attrs[name]) <= MAX_COUNT:
-        raise FormatError(f"{where} attribute {name!r}: {attrs[name]} is not a count "
-                          f"(0 to {MAX_COUNT})")
+        raise FormatError(
+            f"{where} attribute {name!r}: {attrs[name]} is not a count " f"(0 to {MAX_COUNT})"
+        )
 
 
-def _root(f):
+def _root(f: h5py.File) -> bool:
     a = _attrs(f, "/", ROOT_TEXT, ROOT_NUMBER)
     if _str(a.get("tool")) != "herd":
         return False
     status = _str(a.get("status", "partial"))
     if status not in STATUSES:
-        raise FormatError(f"/ attribute 'status': {line(status)!r} is not one of "
-                          f"{', '.join(STATUSES)}")
+        raise FormatError(
+            f"/ attribute 'status': {line(status)!r} is not one of " f"{', '.join(STATUSES)}"
+        )
     for name in ("nranks", "nhosts"):
         _count(a, name, "/")
     for name in ("epoch_unix",):
@@ -462,7 +584,7 @@ def _root(f):
     return True
 
 
-def _phase(g, where, budget):
+def _phase(g: h5py.Group, where: str, budget: _Budget) -> None:
     a = _attrs(g, where, PHASE_TEXT, PHASE_NUMBER)
     if _str(a.get("kind")) == LADDER_KIND:
         _ladder(g, where, budget)
@@ -471,8 +593,10 @@ def _phase(g, where, budget):
         return  # cut off while being written: the tools skip it
     status = _str(a["status"])
     if status not in PHASE_STATUSES:
-        raise FormatError(f"{where} attribute 'status': {line(status)!r} is not one of "
-                          f"{', '.join(PHASE_STATUSES)}")
+        raise FormatError(
+            f"{where} attribute 'status': {line(status)!r} is not one of "
+            f"{', '.join(PHASE_STATUSES)}"
+        )
     for name in ("kind", "t_start", "t_end"):
         if name not in a:
             raise FormatError(f"{where}: no {name!r} attribute")
@@ -504,7 +628,7 @@ def _phase(g, where, budget):
                 _dataset(obj, at, budget)
 
 
-def _ladder(g, where, budget):
+def _ladder(g: h5py.Group, where: str, budget: _Budget) -> None:
     """A load ladder's group: attributes ladder and steps, one steps table."""
     a = _attrs(g, where, ("ladder",), {"steps": "i"})
     if "ladder" not in a:
@@ -516,7 +640,7 @@ def _ladder(g, where, budget):
     _table(ds, f"{where}/steps", TABLES["steps"], budget)
 
 
-def _summary(a, where):
+def _summary(a: dict[str, Any], where: str) -> None:
     for key in SUMMARY_COUNTS:
         name = f"summary_{key}"
         if name in a and int(a[name]) < 0:
@@ -527,31 +651,41 @@ def _summary(a, where):
             continue
         value = float(a[name])
         if value < 0 or math.isinf(value) or (key in SUMMARY_RATES and math.isnan(value)):
-            raise FormatError(f"{where} attribute {name!r}: {value} is not a "
-                              f"{'rate' if key in SUMMARY_RATES + LOAD_RATES else 'time'} (>= 0)")
+            raise FormatError(
+                f"{where} attribute {name!r}: {value} is not a "
+                f"{'rate' if key in SUMMARY_RATES + LOAD_RATES else 'time'} (>= 0)"
+            )
     for small, big in AT_MOST:
         low, high = f"summary_{small}", f"summary_{big}"
         if low in a and high in a and int(a[low]) > int(a[high]):
-            raise FormatError(f"{where} attribute {low!r}: {a[low]} is more than "
-                              f"{high} ({a[high]})")
+            raise FormatError(
+                f"{where} attribute {low!r}: {a[low]} is more than " f"{high} ({a[high]})"
+            )
 
 
-def _latency(g, where, budget):
+def _latency(g: h5py.Group, where: str, budget: _Budget) -> None:
     _attrs(g, where)
     length = None
     for name in _names(g, where, limit=4096):
         at = f"{where}/{line(name)}"
         ds = _child(g, name, at)
         _dataset(ds, at, budget)
+        assert ds is not None  # _dataset refused anything but a dataset
         if ds.ndim != 1 or ds.dtype.kind not in "iu" or ds.shape[0] > MAX_BUCKETS:
-            raise FormatError(f"{at}: is {ds.dtype}{list(ds.shape)}, not a histogram of "
-                              f"at most {MAX_BUCKETS} integer buckets")
+            raise FormatError(
+                f"{at}: is {ds.dtype}{list(ds.shape)}, not a histogram of "
+                f"at most {MAX_BUCKETS} integer buckets"
+            )
         if length is not None and ds.shape[0] != length:
             raise FormatError(f"{at}: {ds.shape[0]} buckets, the others have {length}")
         length = ds.shape[0]
         if not name.startswith("bucket_"):
-            a = _attrs(ds, at, (), {"count": "u", "p50_ns": "u", "p99_ns": "u",
-                                    "max_ns": "u", "mean_ns": "f"})
+            a = _attrs(
+                ds,
+                at,
+                (),
+                {"count": "u", "p50_ns": "u", "p99_ns": "u", "max_ns": "u", "mean_ns": "f"},
+            )
             for key in ("count", "p50_ns", "p99_ns", "max_ns"):
                 if key in a and int(a[key]) < 0:
                     raise FormatError(f"{at} attribute {key!r}: {a[key]} is negative")
@@ -562,11 +696,20 @@ def _latency(g, where, budget):
 
 
 # What HDF5 and h5py raise on a damaged file (and numpy on absurd values).
-READ_ERRORS = (OSError, RuntimeError, KeyError, TypeError, IndexError, OverflowError,
-                AttributeError, MemoryError, ValueError)
+READ_ERRORS = (
+    OSError,
+    RuntimeError,
+    KeyError,
+    TypeError,
+    IndexError,
+    OverflowError,
+    AttributeError,
+    MemoryError,
+    ValueError,
+)
 
 
-def validate(f, path):
+def validate(f: h5py.File, path: str) -> bool:
     """Check an open h5py.File against docs/results-format.md before any
     value is read. Returns False for an HDF5 file that is not herd's (no
     tool = herd), True when the layout is herd's; raises FormatError (one
@@ -576,11 +719,12 @@ def validate(f, path):
     except FormatError:
         raise
     except READ_ERRORS as e:
-        raise FormatError(f"damaged herd results file ({type(e).__name__}: "
-                          f"{line(e)[:300]})") from None
+        raise FormatError(
+            f"damaged herd results file ({type(e).__name__}: " f"{line(e)[:300]})"
+        ) from None
 
 
-def _validate(f, path):
+def _validate(f: h5py.File, path: str) -> bool:
     size = os.path.getsize(path)
     budget = _Budget(size)
     if not _root(f):
@@ -596,8 +740,12 @@ def _validate(f, path):
         _table(usage, "/usage", TABLES["usage"], budget)
     cleanup = _group(f, "cleanup", "/cleanup", required=False)
     if cleanup is not None and "errors" in cleanup:
-        _table(_child(cleanup, "errors", "/cleanup/errors"), "/cleanup/errors",
-               TABLES["errors"], budget)
+        _table(
+            _child(cleanup, "errors", "/cleanup/errors"),
+            "/cleanup/errors",
+            TABLES["errors"],
+            budget,
+        )
     for name in _names(phases, "/phases"):
         where = f"/phases/{line(name)}"
         _phase(_group(phases, name, where), where, budget)
@@ -615,7 +763,7 @@ def _validate(f, path):
     return True
 
 
-def read_table(ds, where=None):
+def read_table(ds: h5py.Dataset, where: Optional[str] = None) -> np.ndarray:
     """Read one table (validated before) as a numpy array, re-checking its
     size against the file, and checking that index and count fields are
     not negative."""
@@ -629,16 +777,28 @@ def read_table(ds, where=None):
         raise FormatError(f"{where}: declares {declared} bytes but stores {stored}")
     rows = ds[()]
     for name in NON_NEGATIVE:
-        if name in dt.names and dt.fields[name][0].kind == "i" and len(rows) \
-                and rows[name].min() < 0:
-            raise FormatError(f"{where}: field {name!r} has a negative value "
-                              f"({rows[name].min()})")
+        if (
+            name in dt.names
+            and dt.fields[name][0].kind == "i"
+            and len(rows)
+            and rows[name].min() < 0
+        ):
+            raise FormatError(
+                f"{where}: field {name!r} has a negative value " f"({rows[name].min()})"
+            )
     for small, big in AT_MOST:
-        if small in dt.names and big in dt.names and len(rows) \
-                and dt.fields[small][0].kind in "iu" and dt.fields[big][0].kind in "iu":
+        if (
+            small in dt.names
+            and big in dt.names
+            and len(rows)
+            and dt.fields[small][0].kind in "iu"
+            and dt.fields[big][0].kind in "iu"
+        ):
             over = np.flatnonzero(rows[small] > rows[big])
             if len(over):
                 i = int(over[0])
-                raise FormatError(f"{where}: row {i}: {small} {rows[small][i]} is more than "
-                                  f"{big} {rows[big][i]}")
+                raise FormatError(
+                    f"{where}: row {i}: {small} {rows[small][i]} is more than "
+                    f"{big} {rows[big][i]}"
+                )
     return rows

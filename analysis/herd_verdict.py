@@ -33,10 +33,13 @@ Run.ladder_steps gives them; it writes nothing.
 """
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import herd_knee
 import herd_results
+
+if TYPE_CHECKING:  # a type only: this module reads tables through herd_results
+    import pandas as pd
 
 CONNECTION_ERRNOS = ("ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ENOTCONN")
 LAG_FLOOR_S, LAG_SHARE = 1e-3, 0.10  # herd_limited (src/results/summary.c)
@@ -48,10 +51,35 @@ WOKEN_LOW = 0.25
 FAILURE_CAUSES = ("connections refused", "errors (")  # the causes that are failed calls
 
 
+class StepsTable(Protocol):
+    """A ladder's steps as verdicts() reads them (herd-report's Table)."""
+
+    @property
+    def frame(self) -> "pd.DataFrame":
+        ...
+
+
+class Curve(Protocol):
+    """One ladder as verdicts() reads it (herd-report's LoadCurve)."""
+
+    @property
+    def ladder(self) -> str:
+        ...
+
+    @property
+    def table(self) -> StepsTable:
+        ...
+
+    @property
+    def knee(self) -> Mapping[str, Any]:
+        ...
+
+
 @dataclass
 class Verdict:
     """One line of the first screen: what (a ladder or phase), the
     sentence, and the causes named in it (for tests and herd-compare)."""
+
     subject: str
     text: str
     causes: list[str] = field(default_factory=list)
@@ -121,8 +149,10 @@ def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
         out.append(f"errors ({other:,} failed calls, mostly {top})")
     lag, resp = _num(step.get("lag_p99_s")), _num(step.get("response_p99_s"))
     if lag >= LAG_FLOOR_S and lag >= LAG_SHARE * resp:
-        out.append(f"herd itself (its lag p99 {herd_knee.human_seconds(lag)} of a response "
-                   f"p99 {herd_knee.human_seconds(resp)}: add ranks)")
+        out.append(
+            f"herd itself (its lag p99 {herd_knee.human_seconds(lag)} of a response "
+            f"p99 {herd_knee.human_seconds(resp)}: add ranks)"
+        )
     t0, elapsed = _num(step.get("t_start")), _num(step.get("elapsed"))
     if not math.isnan(t0) and not math.isnan(elapsed):
         device, busy, iowait = _disk(run, t0, t0 + elapsed)
@@ -132,7 +162,9 @@ def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
             out.append(f"disk wait (CPUs {_pct(iowait)} in iowait)")
     cpu = _num(step.get("cpu_mean"))
     if cpu >= CPU_BUSY:
-        out.append(f"server CPU saturated (mean {_pct(cpu)}, max {_pct(_num(step.get('cpu_max')))})")
+        out.append(
+            f"server CPU saturated (mean {_pct(cpu)}, max {_pct(_num(step.get('cpu_max')))})"
+        )
     thread = _num(step.get("proc_thread_max"))
     if thread >= THREAD_BUSY:
         out.append(f"one server thread at {_pct(thread)} of a core")
@@ -140,11 +172,17 @@ def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
     if woken < WOKEN_LOW:
         threads = _num(step.get("nfsd_threads"))
         one = threads == 1
-        pool = "the one nfsd thread" if one else (
-            f"all {threads:.0f} nfsd threads" if threads > 1 else "every nfsd thread")
+        pool = (
+            "the one nfsd thread"
+            if one
+            else (f"all {threads:.0f} nfsd threads" if threads > 1 else "every nfsd thread")
+        )
         idle = "it idle" if one else "one idle"
-        share = f"no request found {idle}" if woken == 0 else \
-            f"only {_pct(woken)} of requests found {idle}"
+        share = (
+            f"no request found {idle}"
+            if woken == 0
+            else f"only {_pct(woken)} of requests found {idle}"
+        )
         out.append(f"{pool} busy ({share})")
     return out
 
@@ -169,11 +207,15 @@ def _figures(step: Mapping[str, Any], kind: herd_knee.LadderKind, metric: str) -
     if kind == "rate":
         units, due = _num(step.get("units")), _num(step.get("due"))
         sent = f" ({100 * units / due:.1f}% of the calls due sent)" if due > 0 else ""
-        return (f"achieved {herd_knee.rate_text(step.get('achieved_per_s'))}/s{sent}, response p99 "
-                f"{herd_knee.human_seconds(_num(step.get('response_p99_s')))}")
+        return (
+            f"achieved {herd_knee.rate_text(step.get('achieved_per_s'))}/s{sent}, response p99 "
+            f"{herd_knee.human_seconds(_num(step.get('response_p99_s')))}"
+        )
     unit = herd_knee.UNITS.get(metric, metric)
-    return (f"{_num(step.get(metric)):,.1f} {unit}, p99 "
-            f"{herd_knee.human_seconds(_num(step.get('p99_s')))}")
+    return (
+        f"{_num(step.get(metric)):,.1f} {unit}, p99 "
+        f"{herd_knee.human_seconds(_num(step.get('p99_s')))}"
+    )
 
 
 def _where(step: Mapping[str, Any], kind: herd_knee.LadderKind) -> str:
@@ -183,7 +225,7 @@ def _where(step: Mapping[str, Any], kind: herd_knee.LadderKind) -> str:
     return load
 
 
-def _end_of_climb(rows: list[dict], knee: Mapping[str, Any]) -> tuple[Any, Any, str]:
+def _end_of_climb(rows: list[dict[str, Any]], knee: Mapping[str, Any]) -> tuple[Any, Any, str]:
     """(the stall step's row position, the position where the climb ended,
     why it ended): the knee and the step after it, or when an earlier
     step (or that one) had errors or stuck calls, the step before the
@@ -194,13 +236,16 @@ def _end_of_climb(rows: list[dict], knee: Mapping[str, Any]) -> tuple[Any, Any, 
     if e is not None and (j is None or e <= j):
         before = [n for n, r in enumerate(rows[:e]) if r.get("status") != herd_knee.NOT_RUN]
         i, j = (before[-1] if before else e), e
-        why = (f"{herd_knee.plural(rows[e].get('errors'), 'error')}, "
-               f"{herd_knee.step_int(rows[e].get('stuck'))} stuck")
+        why = (
+            f"{herd_knee.plural(rows[e].get('errors'), 'error')}, "
+            f"{herd_knee.step_int(rows[e].get('stuck'))} stuck"
+        )
     return i, j, why
 
 
-def ladder_verdict(run: herd_results.Run, name: str, steps: Any,
-                   knee: Mapping[str, Any]) -> Verdict:
+def ladder_verdict(
+    run: herd_results.Run, name: str, steps: herd_knee.Steps, knee: Mapping[str, Any]
+) -> Verdict:
     """A ladder's line: where it stalls in the ladder's units (the knee, or
     the step before the first one with errors), what it achieved there,
     and the likely cause read where the climb ended (_end_of_climb)."""
@@ -219,8 +264,9 @@ def ladder_verdict(run: herd_results.Run, name: str, steps: Any,
         else:
             text = f"ladder {name}: no stall up to {at}: {_figures(rows[i], kind, metric)}"
         if found:
-            text += ("; limits seen: " if len(ran) == 1 else "; limits seen at the last step: ") \
-                + "; ".join(found)
+            text += (
+                "; limits seen: " if len(ran) == 1 else "; limits seen at the last step: "
+            ) + "; ".join(found)
         elif len(ran) > 1:
             text += "; the server kept up, so add load to find its limit"
         return Verdict(name, text, found)
@@ -228,17 +274,23 @@ def ladder_verdict(run: herd_results.Run, name: str, steps: Any,
     beyond = f" ({why})" if j == i else f"; beyond it, at {_where(rows[j], kind)}: {why}"
     # Throughput still paying off where only the p99 bound ended the climb:
     # a knee in latency (the hockey stick's), not a stall.
-    grew = kind != "rate" and j != i and _num(rows[j].get(metric)) > \
-        (1 + knee.get("growth", 0.10)) * _num(rows[i].get(metric)) and \
-        not _num(rows[j].get("errors")) > 0
-    text = (f"ladder {name}: {'latency knee' if grew else 'stalls'} at {at}: "
-            f"{_figures(rows[i], kind, metric)}{beyond}. "
-            "Likely cause: " + ("; ".join(found) if found else _seen(rows[j])))
+    grew = (
+        kind != "rate"
+        and j != i
+        and _num(rows[j].get(metric)) > (1 + knee.get("growth", 0.10)) * _num(rows[i].get(metric))
+        and not _num(rows[j].get("errors")) > 0
+    )
+    text = (
+        f"ladder {name}: {'latency knee' if grew else 'stalls'} at {at}: "
+        f"{_figures(rows[i], kind, metric)}{beyond}. "
+        "Likely cause: " + ("; ".join(found) if found else _seen(rows[j]))
+    )
     e = knee.get("first_error_index")
     if e is not None and e > j:  # errors further up the ladder: their own cause
         failed = [c for c in causes(run, rows[e]) if c.startswith(FAILURE_CAUSES)]
-        text += (f". First errors at {_where(rows[e], kind)}: "
-                 + ("; ".join(failed) or herd_knee.plural(rows[e].get("errors"), "error")))
+        text += f". First errors at {_where(rows[e], kind)}: " + (
+            "; ".join(failed) or herd_knee.plural(rows[e].get("errors"), "error")
+        )
         found += [c for c in failed if c not in found]
     return Verdict(name, text, found, stalled=True)
 
@@ -271,12 +323,13 @@ def phase_verdict(run: herd_results.Run, row: Mapping[str, Any]) -> Verdict:
     return Verdict(name, text, found)
 
 
-def verdicts(run: herd_results.Run, curves: Sequence[Any]) -> list[Verdict]:
+def verdicts(run: herd_results.Run, curves: Sequence[Curve]) -> list[Verdict]:
     """The first section: one line per ladder (curves: herd-report's
     LoadCurve, with ladder, table.frame and knee), then one per phase
     outside every ladder."""
     out = [ladder_verdict(run, c.ladder, c.table.frame, c.knee) for c in curves]
-    in_ladders = set()
+    in_ladders: set[str] = set()
+
     for c in curves:
         in_ladders.update(str(p) for p in c.table.frame["phase"])
     for row in run.phases.to_dict("records"):

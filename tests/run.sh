@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh — the README's test command: check the C formatting, the layering
-# rules, function complexity and commit subjects (.ci/), install what is missing, build with
+# rules, function complexity, the analysis tools' Python (types, lint,
+# formatting) and commit subjects (.ci/), install what is missing, build with
 # -Werror, and run every test (cmocka unit tests,
 # mpirun integration tests) with ctest, after the unit tests and a smoke run
 # under AddressSanitizer and UBSan (which stop at their first report).
@@ -55,28 +56,34 @@ ctest_counted() {
     return "$rc"
 }
 
-# clang-format is a check tool, not a build dependency: install.sh leaves it out.
-check_format() {
-    if ! command -v clang-format >/dev/null; then
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo=sudo
-        $sudo apt-get update -q &&
-            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
-                clang-format || return 1
-    fi
-    "$repo/.ci/format-check"
+# install_missing PACKAGE PROBE...: unless the command PROBE succeeds,
+# apt-get install PACKAGE (as root, else with sudo). The check tools are not
+# build dependencies: install.sh leaves them out.
+install_missing() {
+    local package=$1 sudo=""
+    shift
+    "$@" >/dev/null 2>&1 && return 0
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -q &&
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+            "$package"
 }
 
-# pmccabe likewise: a check tool for .ci/complexity-check.
+check_format() {
+    install_missing clang-format command -v clang-format && "$repo/.ci/format-check"
+}
+
+# pmccabe: .ci/complexity-check's tool.
 check_complexity() {
-    if ! command -v pmccabe >/dev/null; then
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo=sudo
-        $sudo apt-get update -q &&
-            DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
-                pmccabe || return 1
-    fi
-    "$repo/.ci/complexity-check"
+    install_missing pmccabe command -v pmccabe && "$repo/.ci/complexity-check"
+}
+
+# mypy, pyflakes and black for Debian's python3: .ci/python-check's tools.
+check_python() {
+    install_missing python3-mypy /usr/bin/python3 -c "import mypy" &&
+        install_missing python3-pyflakes /usr/bin/python3 -c "import pyflakes" &&
+        install_missing black /usr/bin/python3 -c "import black" &&
+        "$repo/.ci/python-check"
 }
 
 build_werror() {
@@ -92,11 +99,13 @@ build_asan() {
 # The format, layering and complexity checks first: seconds, and they name
 # the files to fix (.ci/layers-check: no include cycle, HDF5 and MPI only
 # where docs/architecture.md allows them; .ci/complexity-check: no function
-# past the McCabe and length cutoffs; .ci/subjects-check: commit subjects
-# of at most 72 characters, a blank line before the body).
+# past the McCabe and length cutoffs; .ci/python-check: analysis/ typed,
+# clean and formatted by mypy, pyflakes and black; .ci/subjects-check: commit
+# subjects of at most 72 characters, a blank line before the body).
 stage format check_format
 stage layers /usr/bin/python3 "$repo/.ci/layers-check"
 stage complexity check_complexity
+stage python check_python
 stage subjects /usr/bin/python3 "$repo/.ci/subjects-check"
 # install.sh builds without -Werror (a user's build); the tests' builds
 # must be warning-free. Only the flag changes, so this rebuild is short.
