@@ -340,6 +340,9 @@ class Run:
 
     def __init__(self, path: Union[str, os.PathLike[str]]) -> None:
         self.path = str(path)
+        # The default name of a run: the file's name without .h5
+        # (herd-compare makes it longer where two runs share it).
+        self.label = os.path.splitext(os.path.basename(self.path))[0]
         try:  # a regular, non-empty file: a FIFO would hang h5py
             herd_safe.check_path(self.path)
         except herd_safe.FormatError as e:
@@ -434,11 +437,6 @@ class Run:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    @property
-    def label(self) -> str:
-        """The file's name without .h5: the default name of a run."""
-        return os.path.splitext(os.path.basename(self.path))[0]
 
     @property
     def given_label(self) -> str:
@@ -1247,6 +1245,24 @@ def _table(dataset: h5py.Dataset) -> pd.DataFrame:
     if names and all(rows.dtype.fields[n][0].shape == () for n in names):
         return _decode(pd.DataFrame({n: rows[n] for n in names}, columns=list(names)))
     return _decode(pd.DataFrame(rows))
+
+
+def distinct_names(paths: Sequence[str]) -> list[str]:
+    """Each results file's name without .h5, with as many of its parent
+    directories as tell it apart from the others' ('demo-1/xfs' and
+    'demo-2/xfs' for two xfs.h5); the path as given where even that does
+    not (the same file twice)."""
+    parts = [os.path.normpath(os.path.splitext(p)[0]).split(os.sep) for p in paths]
+    names = []
+    for mine in parts:
+        for depth in range(1, len(mine) + 1):
+            tail = mine[-depth:]
+            if sum(other[-depth:] == tail for other in parts) == 1:
+                names.append("/".join(tail))
+                break
+        else:
+            names.append("/".join(mine))
+    return names
 
 
 def load(path: Union[str, os.PathLike[str]]) -> Run:

@@ -135,6 +135,19 @@ def _disk(run: herd_results.Run, t0: float, t1: float) -> tuple[str, float, floa
     return device, busy, iowait
 
 
+def _shared_cpu(run: herd_results.Run) -> str:
+    """What the server CPU figure also counts when client ranks of the run
+    share the sampled host (the root attribute monitor_client_ranks > 0):
+    '; the host's CPUs, shared with N client ranks of this run'; else ''."""
+    try:
+        ranks = int(run.attrs.get("monitor_client_ranks", -1))
+    except (TypeError, ValueError):
+        return ""
+    if ranks <= 0:
+        return ""
+    return f"; the host's CPUs, shared with {ranks:,} client rank{'' if ranks == 1 else 's'} of this run"
+
+
 def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
     """The limits one step (a steps row, or phase_step of a phase) shows,
     each with its figure, in the module's order; [] when none."""
@@ -163,7 +176,8 @@ def causes(run: herd_results.Run, step: Mapping[str, Any]) -> list[str]:
     cpu = _num(step.get("cpu_mean"))
     if cpu >= CPU_BUSY:
         out.append(
-            f"server CPU saturated (mean {_pct(cpu)}, max {_pct(_num(step.get('cpu_max')))})"
+            f"server CPU saturated (mean {_pct(cpu)}, max {_pct(_num(step.get('cpu_max')))}"
+            f"{_shared_cpu(run)})"
         )
     thread = _num(step.get("proc_thread_max"))
     if thread >= THREAD_BUSY:

@@ -23,6 +23,8 @@ are repeats identical to a's: their ranges overlap a's by construction.
    screen, each link of the table of contents leads to its heading, every
    image loads (skips when chromium or selenium is missing).
 5. A label holding <script> is escaped on the page and in groups.md.
+6. Files of one name in two directories are two runs, named by their
+   directories.
 
 Tests assert counts and the mechanism, never elapsed time.
 Run: /usr/bin/python3 -m pytest -q -rs tests/integration/test_analysis_compare.py
@@ -299,3 +301,17 @@ def test_hostile_label_is_escaped(runs, tmp_path):
     assert "<script" not in md and "&lt;script&gt;" in md
     rows = read_csv(out / "groups.csv")
     assert {r["label"] for r in rows} == {"a", HOSTILE}
+
+
+def test_files_of_one_name_are_told_apart(runs, tmp_path):
+    """Two results files of one name in two directories (each demo run
+    writes xfs.h5): named by their directories, two runs, not one name
+    twice."""
+    for where, src in (("one", runs["a"][0]), ("two", runs["b"][0])):
+        (tmp_path / where).mkdir()
+        shutil.copyfile(src, tmp_path / where / "x.h5")
+    out = tmp_path / "cmp"
+    proc = tool(tmp_path / "one" / "x.h5", tmp_path / "two" / "x.h5", "--label", "file",
+                "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    assert {r["label"] for r in read_csv(out / "groups.csv")} == {"one/x", "two/x"}, proc.stdout

@@ -206,6 +206,7 @@ class NoMonitor:
     """A run with no errors, no phases and no monitor tables: causes() on
     step figures alone."""
     phase_names: list[str] = []
+    attrs: dict = {}
 
     @staticmethod
     def disks():
@@ -225,6 +226,12 @@ def test_each_cause_on_its_threshold():
     assert named() == []
     assert named(cpu_mean=0.84, cpu_max=1.0) == []
     assert named(cpu_mean=0.85, cpu_max=0.9) == ["server CPU saturated (mean 85%, max 90%)"]
+    # client ranks of the run on the sampled host: their load is in the figure
+    shared = NoMonitor()
+    shared.attrs = {"monitor_client_ranks": 2}
+    assert herd_verdict.causes(shared, {"phase": "x", "cpu_mean": 1.0, "cpu_max": 1.0}) == \
+        ["server CPU saturated (mean 100%, max 100%; the host's CPUs, shared with 2 client "
+         "ranks of this run)"]
     assert named(proc_thread_max=0.89) == []
     assert named(proc_thread_max=0.9) == ["one server thread at 90% of a core"]
     assert named(nfsd_woken_share=0.25) == []
