@@ -531,6 +531,9 @@ def test_compare_ratios(runs, tmp_path):
     proc = tool(COMPARE, clean, faulty, "--label", "nranks", "-o", tmp_path / "scale")
     assert proc.returncode == 0, describe(proc)
     assert "4 (clean)" in proc.stdout  # equal labels are told apart by file name
+    # the srv cpu column's legend: the clean run's monitor rank shared its host
+    assert "srv cpu = the monitored server host's busy share of all its CPUs over the phase, " \
+        f"shared with client ranks of the run (4 (clean): {RANKS})" in proc.stdout, proc.stdout
     proc = tool(COMPARE, clean, faulty, "--label", "file_size", "-o", tmp_path / "size")
     assert proc.returncode == 0, describe(proc)
     assert (tmp_path / "size" / "compare.png").exists()
