@@ -49,6 +49,7 @@ CPU_BUSY = 0.85
 THREAD_BUSY = 0.90
 WOKEN_LOW = 0.25
 FAILURE_CAUSES = ("connections refused", "errors (")  # the causes that are failed calls
+FALL_SHARE = 0.25  # a step this far below the ladder's best: the server collapses
 
 
 class StepsTable(Protocol):
@@ -257,6 +258,44 @@ def _end_of_climb(rows: list[dict[str, Any]], knee: Mapping[str, Any]) -> tuple[
     return i, j, why
 
 
+def _collapse(
+    run: herd_results.Run,
+    rows: list[dict[str, Any]],
+    said: set[int],
+    kind: herd_knee.LadderKind,
+    metric: str,
+) -> str:
+    """' Throughput peaks at P: figures, then falls N% by Q: cause' when a
+    step after the ladder's best one falls FALL_SHARE or more below it (a
+    server that collapses under more load, past a knee in latency), read
+    at the first such step Q; '' when none does, for a ladder in offered
+    load (its knee already says what was missed), or when Q is a step the
+    verdict named already (said)."""
+    if kind == "rate":
+        return ""
+    ran = [
+        n
+        for n, r in enumerate(rows)
+        if r.get("status") != herd_knee.NOT_RUN and not math.isnan(_num(r.get(metric)))
+    ]
+    if not ran:
+        return ""
+    peak = max(ran, key=lambda n: _num(rows[n].get(metric)))
+    best = _num(rows[peak].get(metric))
+    fell = [n for n in ran if n > peak and _num(rows[n].get(metric)) <= (1 - FALL_SHARE) * best]
+    if not fell or fell[0] in said or not best > 0:
+        return ""
+    q = fell[0]
+    drop = 100 * (1 - _num(rows[q].get(metric)) / best)
+    found = causes(run, rows[q])
+    return (
+        f" Throughput peaks at {_where(rows[peak], kind)}: {_figures(rows[peak], kind, metric)}, "
+        f"then falls {drop:.0f}% by {_where(rows[q], kind)}: "
+        + ("; ".join(found) if found else _seen(rows[q]))
+        + "."
+    )
+
+
 def ladder_verdict(
     run: herd_results.Run, name: str, steps: herd_knee.Steps, knee: Mapping[str, Any]
 ) -> Verdict:
@@ -302,10 +341,16 @@ def ladder_verdict(
     e = knee.get("first_error_index")
     if e is not None and e > j:  # errors further up the ladder: their own cause
         failed = [c for c in causes(run, rows[e]) if c.startswith(FAILURE_CAUSES)]
-        text += f". First errors at {_where(rows[e], kind)}: " + (
-            "; ".join(failed) or herd_knee.plural(rows[e].get("errors"), "error")
+        head = "First errors" if _num(rows[e].get("errors")) > 0 else "First stuck calls"
+        text += f". {head} at {_where(rows[e], kind)}: " + (
+            "; ".join(failed)
+            or f"{herd_knee.plural(rows[e].get('errors'), 'error')}, "
+            f"{herd_knee.step_int(rows[e].get('stuck'))} stuck"
         )
         found += [c for c in failed if c not in found]
+    collapse = _collapse(run, rows, {i, j}, kind, metric)
+    if collapse:
+        text += "." + collapse
     return Verdict(name, text, found, stalled=True)
 
 

@@ -21,7 +21,10 @@ none.
    its folded sections is a few screens, not the 14,000 px of before.
 3. herd-compare names where each run's ladder stalls: the same line.
 4. The verdict's causes on the step figures alone, one by one: each
-   threshold (docs/analysis.md) on either side of its line.
+   threshold (docs/analysis.md) on either side of its line; the CPU cause
+   names the client ranks that shared the host.
+5. A ladder that peaks past its latency knee and then falls 25 % or more:
+   the peak, the fall and its cause; stuck calls without errors named so.
 
 Needs root and nfs-ganesha (skips otherwise); the browser part also
 chromium, chromium-driver and python3-selenium. Counts and relations only.
@@ -246,3 +249,27 @@ def test_each_cause_on_its_threshold():
     # In the module's order, several at once.
     both = named(cpu_mean=0.95, cpu_max=1.0, nfsd_woken_share=0.01, nfsd_threads=8)
     assert [c.split(" (")[0] for c in both] == ["server CPU saturated", "all 8 nfsd threads busy"]
+
+
+def test_collapse_past_the_peak_is_named():
+    """A ladder whose throughput peaks past a knee in latency and then
+    falls (the figures of a kernel nfsd under 2 x 500 clients): the
+    verdict names the peak, the fall and the cause read where it fell;
+    stuck calls without errors are named as such. No fall: no such
+    sentence."""
+    import pandas as pd
+    steps = pd.DataFrame({
+        "step": [1, 2, 3, 4], "active_ranks": [2] * 4, "active_clients": [10, 100, 500, 1000],
+        "mib_per_s": [25.2, 43.8, 13.1, 11.6], "p99_s": [0.0121, 0.109, 0.403, 0.520],
+        "errors": [0] * 4, "stuck": [0, 0, 0, 778], "status": ["ok"] * 4,
+        "cpu_mean": [0.69, 0.63, 0.99, 0.99], "cpu_max": [0.8, 0.8, 1.0, 1.0]})
+    text = herd_verdict.ladder_verdict(NoMonitor(), "write", steps,
+                                       herd_knee.knee(steps, metric="mib_per_s")).text
+    assert "latency knee at 10 clients on 2 ranks" in text, text
+    assert "First stuck calls at 1,000 clients on 2 ranks: 0 errors, 778 stuck" in text, text
+    assert "Throughput peaks at 100 clients on 2 ranks: 43.8 MiB/s, p99 109 ms, then falls " \
+        "70% by 500 clients on 2 ranks: server CPU saturated (mean 99%, max 100%)." in text, text
+    steps["mib_per_s"] = [25.2, 43.8, 40.0, 39.0]  # under 25 % below the peak
+    text = herd_verdict.ladder_verdict(NoMonitor(), "write", steps,
+                                       herd_knee.knee(steps, metric="mib_per_s")).text
+    assert "Throughput peaks" not in text, text
