@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # client_memory.sh — herd's estimate of what one virtual client holds
 # (the figure on `herd check`'s memory line, which the per-host memory
-# rule of clients_per_rank uses: src/backend/libnfs_budget.c) against the
+# rule of clients_per_rank uses: src/backend/libnfs/libnfs_budget.c) against the
 # RSS of real runs, for write, read+verify and meta jobs at several block
 # sizes, windows, file sizes and client counts. One rank of K clients
 # against the embedded ganesha (tmpfs); measured per client: the rank's

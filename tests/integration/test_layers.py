@@ -65,10 +65,11 @@ def append(path, text):
                        "\nvoid progress_tick(struct progress_count *c)\n{\n    (void)c;\n}\n")),
      "src/workload/workload_io.c: uses progress_tick, defined in src/core/progress.c: "
      "workload/ may not use core/"),
-    (lambda s: append(s / "backend/libnfs_ctx.c",
+    (lambda s: append(s / "backend/libnfs/libnfs_ctx.c",
                       "\nstatic void again(struct libnfs_ctx *c) { libnfs_drop(c); }\n"),
-     "call cycle between files: src/backend/libnfs_call.c <-> src/backend/libnfs_ctx.c <-> "
-     "src/backend/libnfs_dirs.c <-> src/backend/libnfs_mount.c <-> src/backend/libnfs_rpc.c"),
+     "call cycle between files: src/backend/libnfs/libnfs_call.c <-> "
+     "src/backend/libnfs/libnfs_ctx.c <-> src/backend/libnfs/libnfs_dirs.c <-> "
+     "src/backend/libnfs/libnfs_mount.c <-> src/backend/libnfs/libnfs_rpc.c"),
 ])
 def test_each_broken_rule_is_named(tmp_path, plant, said):
     src = tmp_path / "src"

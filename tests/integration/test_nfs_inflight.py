@@ -1,5 +1,5 @@
 """READ and WRITE RPCs in flight over libnfs (nfs_inflight,
-src/backend/libnfs_stream.c) against the embedded userspace NFS server.
+src/backend/libnfs/libnfs_stream.c) against the embedded userspace NFS server.
 
 1. nfs_inflight 1, 8 and 0 (the default rule), 4 ranks: write, read with verify and md5 of
    unique files whose blocks (48K) are not a multiple of wsize (32K), and
@@ -151,7 +151,7 @@ def test_inflight_moves_exact_bytes(nfs, herd_bin, tmp_path, inflight, rsize_kib
 
 def test_paced_calls_in_flight_move_exact_bytes(nfs, herd_bin, tmp_path):
     """Under a rate, nfs_inflight = 8 lets each client keep up to 8 calls
-    outstanding (src/backend/libnfs_queue.c): each sent at its instant,
+    outstanding (src/backend/libnfs/libnfs_queue.c): each sent at its instant,
     none ahead of it (no read-ahead), each cut into its own RPCs (48K
     blocks: three 16K READs, a 32K and a 16K WRITE). Bytes exact, every
     read verified, every call counted once as a unit, the RPCs exactly

@@ -1,7 +1,8 @@
 """Byte-range locks over NFS without a mount: the lock phase
 (src/workload/workload_lock.c) with backend = libnfs against the embedded server
-(cluster-configs/local/nfs-server.sh), NFSv3 through NLM (src/backend/libnfs_nlm.c)
-and NFSv4 through LOCK/LOCKU (src/backend/backend_libnfs.c).
+(cluster-configs/local/nfs-server.sh), NFSv3 through NLM
+(src/backend/libnfs/libnfs_nlm.c) and NFSv4 through LOCK/LOCKU
+(src/backend/libnfs/libnfs_lock.c).
 
 1. 8 and 20 ranks, NFSv3 and NFSv4: exclusive whole-file locks (blocking
    and non-blocking), exclusive block ranges (non-blocking, never

@@ -1,5 +1,5 @@
 /* test_stream_window.c — unit tests for the RPC window's tries
- * (libnfs_stream.h, nfs_inflight = 0): replies come from a model server
+ * (libnfs_window.h, nfs_inflight = 0): replies come from a model server
  * whose rate depends on the window only; the window must try 1, 2, 4, ...
  * up to its ceiling and back down (the windows near the fastest only),
  * each try long enough, and keep the largest window within
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "libnfs_stream.h"
+#include "libnfs_window.h"
 
 #define MIB (1u << 20)
 

@@ -1,6 +1,6 @@
 /* rpcwait.h — wait for one asynchronous libnfs RPC on an rpc_context: the
  * one loop every wait of the libnfs backend goes through (its mount,
- * libnfs's own calls and herd's in backend_libnfs.c and libnfs_rpc.c, the
+ * libnfs's own calls and herd's in libnfs_call.c and libnfs_rpc.c, the
  * NLM client, the NFSv4 lock calls, the READs and WRITEs in flight of
  * libnfs_stream.c). It serves the context's socket until the caller's
  * callback sets *done, the deadline passes, a stop is requested (a signal

@@ -4,8 +4,10 @@
  * libnfs_dirs.c (directories kept by handle), libnfs_data4.c (the
  * READs, WRITEs and COMMITs of herd's own NFSv4 opens), libnfs_open4.c
  * (NFSv4 opens), libnfs_mount.c (the connection), libnfs_io.c (a file's stream
- * calls), libnfs_lock.c (byte-range locks over NLM and NFSv4), and
- * backend_libnfs.c (the ops table: paths, opens, reads and writes);
+ * calls), libnfs_lock.c (byte-range locks over NLM and NFSv4),
+ * libnfs_path.c (the ops that name a path), libnfs_file.c (opens, reads,
+ * writes, closes) and backend_libnfs.c (the ops table, the checks, the
+ * connection's set-up);
  * libnfs_budget.c (what a client takes: its window's ceiling, memory and
  * descriptors) calls none of them. Each calls only files before it.
  * Nothing outside the backend includes it; the rest of herd sees
@@ -296,5 +298,44 @@ void libnfs_lock_ctx_free(struct libnfs_ctx *lk);
 /* The backend's lock op (backend.h). */
 int libnfs_lock(void *ctx, struct backend_file *f, enum backend_lock kind, bool wait,
                 uint64_t start, uint64_t len);
+
+/* libnfs_path.c: the backend's ops that name a path (backend.h), and
+ * what opens share with them. */
+
+/* Every call that names a path starts here: the path rule (safepath.h),
+ * its export-absolute form into buf, then a live connection (a broken one
+ * is retried once). 0 or -errno. */
+int libnfs_begin(struct libnfs_ctx *c, const char *path, char *buf, size_t len);
+/* The leaf's lstat, and its handle (h->len 0 where the server's LOOKUP
+ * cannot be used): a LOOKUP in its parent's kept handle; else its
+ * directories checked first, then by name. 0 or -errno. */
+int libnfs_leaf_id(struct libnfs_ctx *c, const char *p, struct nfs_stat_64 *st,
+                   struct libnfs_handle *h);
+int libnfs_stat(void *ctx, const char *path, struct stat *st);
+int libnfs_readdir(void *ctx, const char *path, uint64_t *entries);
+int libnfs_unlink(void *ctx, const char *path);
+int libnfs_mkdir(void *ctx, const char *path);
+int libnfs_rmdir(void *ctx, const char *path);
+int libnfs_rename(void *ctx, const char *from, const char *to);
+
+/* libnfs_file.c: the backend's ops on a file (backend.h). */
+
+int libnfs_open(void *ctx, const char *path, int flags, struct backend_file **f);
+ssize_t libnfs_pread(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset);
+ssize_t libnfs_pread_lend(void *ctx, struct backend_file *f, void *buf, size_t len, uint64_t offset,
+                          const void **data);
+void libnfs_advise(void *ctx, struct backend_file *f, uint64_t offset, uint64_t length);
+ssize_t libnfs_pwrite(void *ctx, struct backend_file *f, const void *buf, size_t len,
+                      uint64_t offset);
+void *libnfs_pwrite_buffer(void *ctx, struct backend_file *f, size_t len, uint64_t want,
+                           uint64_t **note);
+int libnfs_submit(void *ctx, struct backend_file *f, bool write, void *buf, size_t len,
+                  uint64_t offset, uint64_t tag);
+int libnfs_reap(void *ctx, struct backend_file *f, double until, struct backend_done *done);
+int libnfs_fsync(void *ctx, struct backend_file *f);
+int libnfs_close(void *ctx, struct backend_file *f);
+int libnfs_fstat(void *ctx, struct backend_file *f, struct stat *st);
+int libnfs_fsetattr(void *ctx, struct backend_file *f, int mode, int64_t size);
+int libnfs_faccess(void *ctx, struct backend_file *f);
 
 #endif
