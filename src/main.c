@@ -1,6 +1,8 @@
-/* main.c — herd's commands: run, check, keys, help, version (the
- * options and help text are cli.c's). `run` needs MPI; the rest do not
- * start it. */
+/* main.c — herd's commands: run, check, keys, tables, mix-from, help,
+ * version (the options and help text are cli.c's). `run` needs MPI; the
+ * rest do not start it. Before MPI starts, `run` makes glibc keep freed
+ * memory (prefault_keep_freed): the client libraries allocate a buffer
+ * per RPC, which glibc's defaults map and fault in anew each time. */
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>

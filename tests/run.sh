@@ -99,11 +99,13 @@ build_asan() {
 # The format, layering and complexity checks first: seconds, and they name
 # the files to fix (.ci/layers-check: no include cycle, HDF5 and MPI only
 # where docs/architecture.md allows them; .ci/complexity-check: no function
-# past the McCabe and length cutoffs; .ci/python-check: analysis/ typed,
+# past the McCabe and length cutoffs; .ci/docs-check: the skeletons' line
+# counts docs/extending.md quotes; .ci/python-check: analysis/ typed,
 # clean and formatted by mypy, pyflakes and black; .ci/subjects-check: commit
 # subjects of at most 72 characters, a blank line before the body).
 stage format check_format
 stage layers /usr/bin/python3 "$repo/.ci/layers-check"
+stage docs /usr/bin/python3 "$repo/.ci/docs-check"
 stage complexity check_complexity
 stage python check_python
 stage subjects /usr/bin/python3 "$repo/.ci/subjects-check"

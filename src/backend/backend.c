@@ -1,4 +1,7 @@
-/* backend.c — the list of backends built into this herd. */
+/* backend.c — the list of backends built into this herd (and one built
+ * from a file outside src/: -DHERD_EXTRA_BACKEND, docs/extending.md), and
+ * which backend a target's form asks for (backend_for_target: a URL's
+ * scheme, else a path, posix's). */
 #include "backend.h"
 
 #include <stdio.h>

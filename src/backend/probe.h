@@ -5,7 +5,10 @@
  * (2049, or the URL's; 445 for SMB), and an nfs:// export that mounts
  * from the ports the run's clients will use (reserved ones, or ordinary
  * ones with clients_per_rank > 1: srcport.h). It creates nothing: a
- * connection is closed, and a mount dropped, as soon as it is made. */
+ * connection is closed, and a mount dropped, as soon as it is made.
+ * After a failed connect, herd run asks here too whether the server's
+ * name resolves and whether an export that refused ordinary ports serves
+ * a reserved one, so that its message names the cause. */
 #ifndef HERD_PROBE_H
 #define HERD_PROBE_H
 

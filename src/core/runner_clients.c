@@ -6,7 +6,10 @@
  * table, holds, histograms, workload state and call in flight; to the
  * workload it is a rank of its own (workload.h). After the phase its
  * tables join the rank's, tagged with the client, for the gather. With
- * K = 1 the same code runs on the rank's stack, without fibers. */
+ * K = 1 the same code runs on the rank's stack, without fibers. The
+ * clients' own barrier: the last to arrive passes the rank's. Before the
+ * run directory is made or looked for, the rank's first client is made
+ * to answer (a connection found lost is made again, up to op_timeout). */
 #include "runner_state.h"
 
 #include <errno.h>

@@ -1,6 +1,9 @@
 /* runner_ladder.c — which ranks do I/O in a load ladder's step (the
  * step's active ranks spread over hosts, the others wait), a ladder's
- * stop rule and a rate_curve's rates. */
+ * stop rule and a rate_curve's rates. After each step rank 0 tests
+ * stop_when on the step's summary and broadcasts the verdict: the steps
+ * after a broken rule do not run (each recorded as not-run, with the
+ * reason). */
 #include "runner_state.h"
 
 #include <math.h>

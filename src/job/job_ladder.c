@@ -1,5 +1,7 @@
-/* job_ladder.c — load ladders: a phase with ranks_active or ranks_step
- * becomes one phase per step (job_expand_ladders, job.h). */
+/* job_ladder.c — load ladders: a phase with a ladder in ranks
+ * (ranks_active, ranks_step), clients (clients_active) or rate
+ * (rate_steps, rate_curve) becomes one phase per step
+ * (job_expand_ladders, job.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* job_lint.c — herd check's warnings: what runs but is probably not
- * what was meant (job_lint, job.h); printed after the job's notes. */
+ * what was meant (job_lint, job.h); printed after the job's notes, by
+ * herd run too (rank 0, before the first phase). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* errtab.h — per-rank error accounting: one entry per (op, errno,
- * protocol status) with a count and the first failing path and time.
- * Nothing here aborts. */
+ * protocol status) with a count and the first failing path and time;
+ * also an errno's symbolic name and which errnos say a connection was
+ * lost or refused. Nothing here aborts. */
 #ifndef HERD_ERRTAB_H
 #define HERD_ERRTAB_H
 

@@ -1,6 +1,8 @@
 /* workload.c — what all workloads share: the stop test, error counting,
- * claims and the naming of data files (the registry of kinds is
- * workload_kinds.c, above every kind). */
+ * claims, the open loop of `rate` (workload_pace, workload_paced) and
+ * the naming of data files (<rundir>/<fileset>/r000007.dat for rank 7's
+ * own file, shared.dat for a shared one). The registry of kinds is
+ * workload_kinds.c, above every kind. */
 #include "workload.h"
 
 #include <errno.h>

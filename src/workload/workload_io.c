@@ -14,7 +14,9 @@
  * would cost its size in memory): `access` does not change an md5 phase.
  * rwmix_read = P in a write or read phase reads P % of the blocks (chosen
  * by access_reads) and writes the pattern into the others, so the file
- * still holds the pattern afterwards.
+ * still holds the pattern afterwards. Under `rate`, with a backend that
+ * keeps calls in flight (queue_depth > 1), up to that many blocks are
+ * outstanding per client, each timed from its instant and its send.
  *
  * A write phase claims (workload_claim_file) each file as it creates it:
  * the first open of a file asks for a new one (BACKEND_EXCL) and opens

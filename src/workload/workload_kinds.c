@@ -1,5 +1,6 @@
 /* workload_kinds.c — the registry of phase kinds: each kind's ops table
- * by its enum phase_kind (workload.h). Apart from workload.c, whose
+ * by its enum phase_kind (workload.h): a kind's number is its place in
+ * the table. Apart from workload.c, whose
  * helpers every kind calls, so that no two files call each other. */
 #include <stddef.h>
 
