@@ -328,7 +328,13 @@ def test_slurm_scancel(herd_bin, tmp_path, slurm_cluster):
     assert proc.returncode == 0, describe(proc)
     cluster.wait_idle(120)
     assert cluster.job_state(job_id)[0] == "CANCELLED"
-    rundir = output.read_text().strip().splitlines()[-1]
+    # (herd-batch.sh moved the output file into the run's directory at the end)
+    rundirs = list((tmp_path / "results").iterdir())
+    assert len(rundirs) == 1, rundirs
+    rundir = str(rundirs[0])
+    assert not output.exists()
+    moved = open(os.path.join(rundir, f"herd-{job_id}.out")).read()
+    assert moved.strip().splitlines()[-1] == rundir, moved
     with h5py.File(os.path.join(rundir, "results.h5"), "r") as f:
         assert text(f.attrs["status"]) == "interrupted" and f.attrs["exit_code"] == 143
         assert list(f["phases"]) == ["write", "idle"]
