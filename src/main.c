@@ -43,8 +43,10 @@ static void print_keys(void)
     printf("%-*s %-*s %s\n", wname, "key", wdef, "default", "meaning");
     for (size_t i = 0; i < job_key_count(); i++) {
         const struct job_key *k = job_key_at(i);
-        printf("%-*s %-*s %s\n", wname, k->name, wdef,
-               k->fallback ? (k->fallback[0] ? k->fallback : "(unset)") : "(required)", k->help);
+        const char *fallback = "(required)";
+        if (k->fallback)
+            fallback = k->fallback[0] ? k->fallback : "(unset)";
+        printf("%-*s %-*s %s\n", wname, k->name, wdef, fallback, k->help);
     }
 }
 
@@ -212,14 +214,14 @@ static void check_print_phases(const struct job *job, long ranks, long on_host)
         units_format_human(client * clients / (double)(ranks > 0 ? ranks : 1), per, sizeof per);
         units_format_human(client * clients, all, sizeof all);
         /* A kind that holds locks locks the fileset's one shared file. */
-        bool shared =
-            ph->sharing == SHARING_SHARED || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS);
+        bool holds = workload_find(ph->kind)->flags & WORKLOAD_HOLDS;
+        bool shared = ph->sharing == SHARING_SHARED || holds;
+        const char *mode = "-";
+        if (shared && !holds)
+            mode = ph->shared_mode == SHARED_SEGMENTED ? "segmented" : "same-content";
         printf("%-3d %-20s %-5s %-7s %-12s %-16s %7s %7s %5lld %11s %11s\n", i + 1, ph->name,
-               job_kind_name(ph->kind), shared ? "shared" : "unique",
-               !shared || (workload_find(ph->kind)->flags & WORKLOAD_HOLDS) ? "-"
-               : ph->shared_mode == SHARED_SEGMENTED                        ? "segmented"
-                                                                            : "same-content",
-               ph->fileset, file, block, (long long)ph->iterations, per, all);
+               job_kind_name(ph->kind), shared ? "shared" : "unique", mode, ph->fileset, file,
+               block, (long long)ph->iterations, per, all);
     }
     char total[32];
     units_format_human(grand, total, sizeof total);

@@ -100,12 +100,14 @@ build_asan() {
 # the files to fix (.ci/layers-check: no include cycle, HDF5 and MPI only
 # where docs/architecture.md allows them; .ci/complexity-check: no function
 # past the McCabe and length cutoffs; .ci/docs-check: the skeletons' line
-# counts docs/extending.md quotes; .ci/python-check: analysis/ typed,
+# counts docs/extending.md quotes; .ci/ternary-check: no conditional
+# expression nested in another; .ci/python-check: analysis/ typed,
 # clean and formatted by mypy, pyflakes and black; .ci/subjects-check: commit
 # subjects of at most 72 characters, a blank line before the body).
 stage format check_format
 stage layers /usr/bin/python3 "$repo/.ci/layers-check"
 stage docs /usr/bin/python3 "$repo/.ci/docs-check"
+stage ternary /usr/bin/python3 "$repo/.ci/ternary-check"
 stage complexity check_complexity
 stage python check_python
 stage subjects /usr/bin/python3 "$repo/.ci/subjects-check"

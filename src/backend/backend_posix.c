@@ -163,6 +163,24 @@ static int posix_leaf(struct posix_ctx *c, const char *path, int *dirfd, const c
     return 0;
 }
 
+/* The check of a file opened without O_CREAT (fd, or -1 with errno set):
+ * 0 when it is a regular file fit for oflags, its O_NONBLOCK cleared;
+ * else the errno to fail with. */
+static int posix_open_check(int fd, int oflags)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return errno;
+    if (!S_ISREG(st.st_mode))
+        return ENOTSUP;
+    if ((oflags & O_ACCMODE) != O_RDONLY && st.st_nlink > 1)
+        return EMLINK;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        return errno;
+    return 0;
+}
+
 static int posix_open(void *ctx, const char *path, int flags, struct backend_file **f)
 {
     struct posix_ctx *c = ctx;
@@ -208,15 +226,7 @@ static int posix_open(void *ctx, const char *path, int flags, struct backend_fil
      * file with another name (a hard link) when it would be written:
      * herd makes no hard links, so that other name is not the run's. */
     bf->fd = openat(dirfd, leaf, oflags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-    struct stat st;
-    int fl = -1;
-    int err = bf->fd < 0                                            ? errno
-              : fstat(bf->fd, &st) != 0                             ? errno
-              : !S_ISREG(st.st_mode)                                ? ENOTSUP
-              : (oflags & O_ACCMODE) != O_RDONLY && st.st_nlink > 1 ? EMLINK
-              : (fl = fcntl(bf->fd, F_GETFL)) < 0                   ? errno
-              : fcntl(bf->fd, F_SETFL, fl & ~O_NONBLOCK) != 0       ? errno
-                                                                    : 0;
+    int err = posix_open_check(bf->fd, oflags);
     if (err) {
         if (bf->fd >= 0)
             close(bf->fd);
@@ -447,14 +457,17 @@ static int posix_lock(void *ctx, struct backend_file *f, enum backend_lock kind,
 {
     (void)ctx;
     struct flock fl = {
-        .l_type = kind == BACKEND_UNLOCK        ? F_UNLCK
-                  : kind == BACKEND_LOCK_SHARED ? F_RDLCK
-                                                : F_WRLCK,
+        .l_type = F_WRLCK,
         .l_whence = SEEK_SET,
         .l_start = (off_t)start,
         .l_len = (off_t)len,
     };
-    return fcntl(f->fd, wait ? F_SETLKW : F_SETLK, &fl) < 0 ? -errno : 0;
+    if (kind == BACKEND_UNLOCK)
+        fl.l_type = F_UNLCK;
+    else if (kind == BACKEND_LOCK_SHARED)
+        fl.l_type = F_RDLCK;
+    int cmd = wait ? F_SETLKW : F_SETLK;
+    return fcntl(f->fd, cmd, &fl) < 0 ? -errno : 0;
 }
 
 static int posix_local_dir(void *ctx, const char *path)

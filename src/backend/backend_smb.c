@@ -340,10 +340,11 @@ static int smb_connect(const char *target, const struct phase *ph, const char *c
     if (rc == 0) {
         char host[256];
         int port = smb_host_port(c->target, host, sizeof host);
-        c->neg_rc = port <= 0 || port > 65535
-                        ? -EINVAL
-                        : smbneg_probe(host, port, c->min_protocol, c->max_protocol,
-                                       c->timeout_ms > 0 ? c->timeout_ms : 10000, &c->neg);
+        int timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 10000;
+        c->neg_rc = -EINVAL;
+        if (port > 0 && port <= 65535)
+            c->neg_rc =
+                smbneg_probe(host, port, c->min_protocol, c->max_protocol, timeout_ms, &c->neg);
     }
     if (rc < 0) {
         explicit_bzero(c->password, sizeof c->password);
@@ -395,13 +396,15 @@ static void smb_describe(void *ctx, char *fstype, size_t flen, char *options, si
         return;
     }
     const struct smbneg_result *n = &c->neg;
+    const char *signing = "off";
+    if (n->signing_required)
+        signing = "required";
+    else if (n->signing_enabled)
+        signing = "enabled";
     snprintf(options, olen,
              "dialect=%s,signing=%s,encryption=%s,cipher=%s,rsize=%u,wsize=%u,min=%s,max=%s",
-             smbneg_dialect_name(n->dialect),
-             n->signing_required  ? "required"
-             : n->signing_enabled ? "enabled"
-                                  : "off",
-             levels[c->encryption], smbneg_cipher_name(n->cipher), n->max_read, n->max_write,
+             smbneg_dialect_name(n->dialect), signing, levels[c->encryption],
+             smbneg_cipher_name(n->cipher), n->max_read, n->max_write,
              smb_protocols[c->min_protocol], smb_protocols[c->max_protocol]);
 }
 
@@ -434,7 +437,9 @@ static int smb_open(void *ctx, const char *path, int flags, struct backend_file 
     int rc = smb_url(c, path, url, sizeof url);
     if (rc < 0)
         return rc;
-    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
+    int oflags = O_RDONLY;
+    if (flags & BACKEND_WRITE)
+        oflags = (flags & BACKEND_READ) ? O_RDWR : O_WRONLY;
     if (flags & BACKEND_CREATE)
         oflags |= O_CREAT;
     if ((flags & BACKEND_CREATE) && (flags & BACKEND_EXCL))

@@ -80,7 +80,9 @@ static void progress_show(const struct progress *p, double bytes, double calls, 
 {
     if (p->quiet)
         return;
-    double frac = p->total ? bytes / (double)p->total : (final ? 1.0 : 0.0);
+    double frac = final ? 1.0 : 0.0;
+    if (p->total)
+        frac = bytes / (double)p->total;
     frac = frac > 1.0 ? 1.0 : frac;
     /* A live rate while it runs; the closing line gives the amount only:
      * the phase's rate is the phase line's (and the table's), over its

@@ -107,7 +107,9 @@ static int run_phase_prepare(struct run *r, const struct workload_ops *wl, struc
 {
     struct phase_ctx *c = cp->base;
     const struct phase *ph = c->ph;
-    int prep = !ok ? -ENOMEM : active ? run_clients_prepare(cp, wl, run_prepare) : 0;
+    int prep = -ENOMEM;
+    if (ok)
+        prep = active ? run_clients_prepare(cp, wl, run_prepare) : 0;
     for (int k = 0; ok && k < cp->n; k++)
         c->prepare_late |= cp->c[k].prepare_late;
     if (c->prepare_late && r->rank == 0)
@@ -150,12 +152,12 @@ static void run_phase_work(struct run *r, const struct workload_ops *wl, struct 
 {
     struct phase_ctx *c = cp->base;
     bool io = wl->flags & WORKLOAD_MOVES_BYTES;
+    /* calls: one client's live; many clients' at the end */
+    const uint64_t *calls = NULL;
+    if (!io)
+        calls = cp->n == 1 && cp->c ? cp->c[0].op_count : c->op_count;
     progress_begin(progress, r->comm, c->ph->name, c->index, workers,
-                   io ? job_phase_bytes_per_rank(c->ph) * (uint64_t)nactive : 0,
-                   /* calls: one client's live; many clients' at the end */
-                   io                    ? NULL
-                   : cp->n == 1 && cp->c ? cp->c[0].op_count
-                                         : c->op_count);
+                   io ? job_phase_bytes_per_rank(c->ph) * (uint64_t)nactive : 0, calls);
     if (go)
         run_clients_work(cp);
     progress_end(progress);

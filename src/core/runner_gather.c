@@ -145,7 +145,9 @@ void *run_gather(const struct run *r, const void *mine, size_t n, size_t size, s
         displs[i] = (int)sum;
         sum += (uint64_t)counts[i];
     }
-    void *all = r->rank == 0 && good ? malloc(sum ? (size_t)sum : 1) : NULL;
+    void *all = NULL;
+    if (r->rank == 0 && good)
+        all = malloc(sum ? (size_t)sum : 1);
     if (r->rank == 0 && good && !all)
         good = false;
     if (!run_all_ok(r, good && bytes >= 0)) {
@@ -237,7 +239,9 @@ static enum phase_status run_phase_status(struct phase_outcome o, uint64_t error
         return PHASE_INTERRUPTED;
     if (o.deadline)
         return PHASE_DEADLINE;
-    return errors ? PHASE_ERRORS : wrong_data ? PHASE_VERIFY : PHASE_OK;
+    if (errors)
+        return PHASE_ERRORS;
+    return wrong_data ? PHASE_VERIFY : PHASE_OK;
 }
 
 /* Rank 0: the phase into the results file, or, when the file cannot take

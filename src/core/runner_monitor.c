@@ -31,9 +31,9 @@ enum { TAG_START = 7101, TAG_FLUSH, TAG_BATCH, TAG_EXIT, TAG_READY };
 static double baseline_wait(double interval)
 {
     double w = 2 * interval;
-    return w < BASELINE_WAIT_MIN   ? BASELINE_WAIT_MIN
-           : w > BASELINE_WAIT_MAX ? BASELINE_WAIT_MAX
-                                   : w;
+    if (w < BASELINE_WAIT_MIN)
+        return BASELINE_WAIT_MIN;
+    return w > BASELINE_WAIT_MAX ? BASELINE_WAIT_MAX : w;
 }
 
 int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,

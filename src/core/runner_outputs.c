@@ -91,9 +91,11 @@ static const char *run_output_in_rundir(const struct run *r)
     if (fd < 0)
         return NULL;
     bool json_file = r->opts->json && !run_json_to_stdout(r);
-    const char *which = safeout_beneath(&r->out, fd)                 ? "-o"
-                        : json_file && safeout_beneath(&r->json, fd) ? "--json"
-                                                                     : NULL;
+    const char *which = NULL;
+    if (safeout_beneath(&r->out, fd))
+        which = "-o";
+    else if (json_file && safeout_beneath(&r->json, fd))
+        which = "--json";
     close(fd);
     return which;
 }
@@ -254,11 +256,16 @@ static void run_write_ladders(struct run *r)
  * stop signal, 0 for none): its status and its exit code. */
 static int run_outcome(const struct run *r, int signal, enum run_status *status)
 {
-    *status = signal ? RUN_INTERRUPTED : r->nlost ? RUN_INCOMPLETE : RUN_COMPLETE;
-    return signal                                                          ? 128 + signal
-           : r->nlost                                                      ? EXIT_RESULTS_LOST
-           : (r->total_errors || r->total_verify || r->cleanup_unfinished) ? 3
-                                                                           : 0;
+    if (signal) {
+        *status = RUN_INTERRUPTED;
+        return 128 + signal;
+    }
+    if (r->nlost) {
+        *status = RUN_INCOMPLETE;
+        return EXIT_RESULTS_LOST;
+    }
+    *status = RUN_COMPLETE;
+    return r->total_errors || r->total_verify || r->cleanup_unfinished ? 3 : 0;
 }
 
 void run_record_outcome(struct run *r, int signal)

@@ -565,7 +565,11 @@ const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len)
         if (!(k->kinds & KIND_BIT(kind)))
             continue;
         n++;
-        const char *sep = n == 1 ? "" : n == total ? " and " : ", ";
+        const char *sep = ", ";
+        if (n == 1)
+            sep = "";
+        else if (n == total)
+            sep = " and ";
         used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, names[kind]);
     }
     return buf;
@@ -606,9 +610,11 @@ const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, s
         if (!k->bounds)
             continue;
         const void *field = job_key_value(k, ph);
-        double v = k->type == KEY_SIZE  ? (double)*(const uint64_t *)field
-                   : k->type == KEY_INT ? (double)*(const int64_t *)field
-                                        : *(const double *)field;
+        double v = *(const double *)field;
+        if (k->type == KEY_SIZE)
+            v = (double)*(const uint64_t *)field;
+        else if (k->type == KEY_INT)
+            v = (double)*(const int64_t *)field;
         char lo[32], hi[32];
         bound_format(k, k->min, lo, sizeof lo);
         bound_format(k, k->max, hi, sizeof hi);

@@ -133,7 +133,9 @@ static void ladder_rate_step(const struct phase *ph, struct phase *st, double v,
     else
         snprintf(suffix, len, ".%gps", v);
     st->rate = curve ? 0 : v;
-    st->curve_percent = !curve ? 0 : v == 0 ? -1 : v;
+    st->curve_percent = 0;
+    if (curve)
+        st->curve_percent = v == 0 ? -1 : v;
     (void)ph;
 }
 
@@ -178,17 +180,18 @@ int job_expand_ladders(const struct job *job, int64_t nranks, struct job *out, c
         double rates[JOB_STEPS_MAX];
         bool curve = false;
         bool in_rate = ph->rate_steps[0] || ph->rate_curve[0];
-        int n = !job_phase_is_ladder(ph) ? 1
-                : in_rate                ? ladder_rate_steps(ph, rates, &curve)
-                                         : ladder_counts(ph, nranks, steps, why, sizeof why);
+        int n = 1;
+        if (job_phase_is_ladder(ph))
+            n = in_rate ? ladder_rate_steps(ph, rates, &curve)
+                        : ladder_counts(ph, nranks, steps, why, sizeof why);
         if (n < 0 && in_rate)
             snprintf(why, sizeof why, "'%s' is not a rising list of %s",
                      curve ? ph->rate_curve : ph->rate_steps,
                      curve ? "percents (10,50,100)" : "rates (10,20,50)");
         if (n < 0) {
-            const char *key = in_rate                 ? (curve ? "rate_curve" : "rate_steps")
-                              : ph->clients_active[0] ? "clients_active"
-                                                      : "ranks_active";
+            const char *key = ph->clients_active[0] ? "clients_active" : "ranks_active";
+            if (in_rate)
+                key = curve ? "rate_curve" : "rate_steps";
             job_error_format(err, len, job, job->path, job_phase_key_loc(ph, key), key, why);
             free(out->text);
             out->text = NULL;

@@ -27,9 +27,13 @@ static int job_bytes_read(const char *path, enum job_source from, char **text)
 {
     char *buf = NULL;
     size_t cap = 0;
-    long n = from == JOB_STDIN   ? textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap)
-             : from == JOB_NAMED ? textfile_read_given(path, JOB_FILE_MAX, &buf, &cap)
-                                 : textfile_read(path, JOB_FILE_MAX, &buf, &cap);
+    long n;
+    if (from == JOB_STDIN)
+        n = textfile_read_fd(STDIN_FILENO, JOB_FILE_MAX, &buf, &cap);
+    else if (from == JOB_NAMED)
+        n = textfile_read_given(path, JOB_FILE_MAX, &buf, &cap);
+    else
+        n = textfile_read(path, JOB_FILE_MAX, &buf, &cap);
     if (n >= 0 && strlen(buf) != (size_t)n)
         n = -EILSEQ; /* a NUL byte: not a text file */
     if (n < 0) {
@@ -283,8 +287,10 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
     }
     char *text = NULL;
     /* standard input only as the job itself: an include "-" is a file */
-    bool stdin_ = !from && strcmp(path, JOBTEXT_STDIN) == 0;
-    int rc = job_bytes_read(path, from ? JOB_INCLUDE : stdin_ ? JOB_STDIN : JOB_NAMED, &text);
+    enum job_source source = JOB_INCLUDE;
+    if (!from)
+        source = strcmp(path, JOBTEXT_STDIN) == 0 ? JOB_STDIN : JOB_NAMED;
+    int rc = job_bytes_read(path, source, &text);
     if (rc < 0 && !o->failed)
         o->rc = rc;
     if (rc < 0) {
@@ -295,7 +301,7 @@ static void text_add(struct out *o, const char *path, int depth, const char *fro
         return;
     }
     int index = o->nsources++;
-    const char *shown = stdin_ ? JOBTEXT_STDIN_NAME : path;
+    const char *shown = source == JOB_STDIN ? JOBTEXT_STDIN_NAME : path;
     out_marker(o, index, 1, shown);
     text_lines(o, shown, index, text, depth);
     free(text);

@@ -3,6 +3,7 @@
  * spaces, no trailing garbage. */
 #include "units.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ static int units_size_shift(const char *s)
     static const char letters[] = "KMGT";
     if (*s == '\0' || strcmp(s, "B") == 0)
         return 0;
-    const char *at = *s ? strchr(letters, *s >= 'a' ? *s - 'a' + 'A' : *s) : NULL;
+    const char *at = strchr(letters, toupper((unsigned char)*s));
     if (!at)
         return -1;
     s++;

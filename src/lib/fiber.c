@@ -154,8 +154,13 @@ static int fiber_arm(struct fiber_loop *l, int fd, short events)
         ev.events |= EPOLLOUT;
     int op = l->registered[fd] ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(l->epfd, op, fd, &ev) != 0) {
-        op = errno == ENOENT ? EPOLL_CTL_ADD : errno == EEXIST ? EPOLL_CTL_MOD : -1;
-        if (op < 0 || epoll_ctl(l->epfd, op, fd, &ev) != 0)
+        if (errno == ENOENT)
+            op = EPOLL_CTL_ADD;
+        else if (errno == EEXIST)
+            op = EPOLL_CTL_MOD;
+        else
+            return -errno;
+        if (epoll_ctl(l->epfd, op, fd, &ev) != 0)
             return -errno;
     }
     l->registered[fd] = true;

@@ -73,7 +73,9 @@ uint64_t hist_quantile(const struct hist *h, double q)
         q = 1.0;
     /* Rank of the sample wanted, 1-based: the smallest r with r >= q*n. */
     double want = ceil(q * (double)n);
-    uint64_t rank = want < 1.0 ? 1 : (want >= (double)n ? n : (uint64_t)want);
+    uint64_t rank = 1;
+    if (want >= 1.0)
+        rank = want >= (double)n ? n : (uint64_t)want;
     uint64_t seen = 0;
     for (int i = 0; i < HIST_BUCKETS; i++) {
         seen += h->counts[i];

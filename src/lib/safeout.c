@@ -44,12 +44,17 @@ static void safeout_reset(struct safeout *o)
 
 static const char *safeout_type_name(mode_t mode)
 {
-    return S_ISLNK(mode)                    ? "a symbolic link"
-           : S_ISDIR(mode)                  ? "a directory"
-           : S_ISCHR(mode) || S_ISBLK(mode) ? "a device"
-           : S_ISFIFO(mode)                 ? "a FIFO"
-           : S_ISSOCK(mode)                 ? "a socket"
-                                            : "not a regular file";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
 }
 
 /* The entry at o->leaf, when force may replace it: remember which file it

@@ -12,8 +12,14 @@ size_t utf8_len(const char *s, size_t n)
         return 0;
     if (p[0] < 0x80)
         return 1;
-    size_t len = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (len == 0 || p[0] > 0xf4 || len > n)
+    size_t len = 2;
+    if (p[0] >= 0xf0)
+        len = 4;
+    else if (p[0] >= 0xe0)
+        len = 3;
+    else if (p[0] < 0xc2)
+        return 0;
+    if (p[0] > 0xf4 || len > n)
         return 0;
     for (size_t i = 1; i < len; i++)
         if ((p[i] & 0xc0) != 0x80)

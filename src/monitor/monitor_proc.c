@@ -490,6 +490,19 @@ static void sample_processes(struct proc_source *s, double t, double dt, struct 
     }
 }
 
+/* Why disk d gave no sample: n, the bytes of /proc/diskstats read (or
+ * -errno); rc, procfs_parse_diskstats's answer (1: not listed). */
+static const char *proc_disk_problem(const struct disk *d, long n, int rc)
+{
+    if (!d->device[0])
+        return "no block device found for it";
+    if (n < 0)
+        return strerror((int)-n);
+    if (rc == 1)
+        return "not in /proc/diskstats";
+    return "/proc/diskstats not in the expected format";
+}
+
 static void sample_disks(struct proc_source *s, double t, double dt, struct monitor_batch *out,
                          bool emit)
 {
@@ -505,10 +518,7 @@ static void sample_disks(struct proc_source *s, double t, double dt, struct moni
         if (rc != 0) {
             if (!d->noted)
                 monitor_add_note(out, t, s->host, SOURCE, "disk '%s': %s", d->spec,
-                                 !d->device[0] ? "no block device found for it"
-                                 : n < 0       ? strerror((int)-n)
-                                 : rc == 1     ? "not in /proc/diskstats"
-                                               : "/proc/diskstats not in the expected format");
+                                 proc_disk_problem(d, n, rc));
             d->noted = true;
             continue;
         }

@@ -268,9 +268,11 @@ struct monitor_scope *monitor_scope_open(const char *text, char *why, size_t why
         return NULL;
     }
     s->kind = (enum monitor_scope_kind)kind;
-    const char *bad = kind == SCOPE_NS       ? scope_open_ns(s, path)
-                      : kind == SCOPE_CGROUP ? scope_open_cgroup(s, path)
-                                             : NULL;
+    const char *bad = NULL;
+    if (kind == SCOPE_NS)
+        bad = scope_open_ns(s, path);
+    else if (kind == SCOPE_CGROUP)
+        bad = scope_open_cgroup(s, path);
     if (bad) {
         snprintf(why, whylen, "monitor_scope '%s': %s", text, bad);
         monitor_scope_close(s);

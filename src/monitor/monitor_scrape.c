@@ -476,9 +476,9 @@ static void *scrape_open(const struct monitor_config *cfg, char *err, size_t err
 {
     /* a scrape may take one interval, at least SCRAPE_TIMEOUT_MIN (a busy
      * server answers slowly: a missed scrape is a gap), at most 10 s */
-    double timeout = cfg->interval < SCRAPE_TIMEOUT_MIN ? SCRAPE_TIMEOUT_MIN
-                     : cfg->interval > 10               ? 10
-                                                        : cfg->interval;
+    double timeout = cfg->interval > 10 ? 10 : cfg->interval;
+    if (cfg->interval < SCRAPE_TIMEOUT_MIN)
+        timeout = SCRAPE_TIMEOUT_MIN;
     return scrape_source_open(cfg->url, timeout, cfg->clock, err, errlen);
 }
 

@@ -120,9 +120,9 @@ int mixfrom_correct(const struct mixfrom *target, const struct mixfrom *replay,
     for (int i = 0; i < target->nshares; i++) {
         int op = target->share_op[i];
         double had = mixspec_share(ran, op), got = mixfrom_share(replay, op);
-        w[op] = had > 0 && got > 0 ? had * target->share[i] / got
-                : had > 0          ? had
-                                   : target->share[i];
+        w[op] = target->share[i];
+        if (had > 0)
+            w[op] = got > 0 ? had * target->share[i] / got : had;
     }
     mix_text(w, mix, mixlen);
     return 0;

@@ -18,7 +18,9 @@ enum value_kind { VALUE_SECONDS, VALUE_PERCENT, VALUE_COUNT };
 
 static enum value_kind metric_kind(enum stop_metric m)
 {
-    return m <= STOP_MAX ? VALUE_SECONDS : m == STOP_ERRORS ? VALUE_COUNT : VALUE_PERCENT;
+    if (m <= STOP_MAX)
+        return VALUE_SECONDS;
+    return m == STOP_ERRORS ? VALUE_COUNT : VALUE_PERCENT;
 }
 
 /* A decimal number at *p (digits, at most one '.'), *p moved past it. */
@@ -93,7 +95,10 @@ static int cmp_at(const char **p, enum stop_cmp *c)
     if (s[0] != '<' && s[0] != '>')
         return -1;
     bool eq = s[1] == '=';
-    *c = s[0] == '>' ? (eq ? STOP_GE : STOP_GT) : (eq ? STOP_LE : STOP_LT);
+    if (s[0] == '>')
+        *c = eq ? STOP_GE : STOP_GT;
+    else
+        *c = eq ? STOP_LE : STOP_LT;
     *p += eq ? 2 : 1;
     return 0;
 }

@@ -32,6 +32,26 @@ static bool backend_known(const char *name)
 
 /* The monitor's rules, then the backend's own check and lock support. */
 /* A mix phase's calls that the backend has none of. */
+/* Whether backend be has the call op needs (true for an op every backend has). */
+static bool registry_backend_has(const struct backend_ops *be, enum op op)
+{
+    switch (op) {
+    case OP_GETATTR:
+        return be->fstat != NULL;
+    case OP_SETATTR:
+    case OP_TRUNCATE:
+        return be->fsetattr != NULL;
+    case OP_ACCESS:
+        return be->faccess != NULL;
+    case OP_READDIR:
+        return be->readdir != NULL;
+    case OP_LOCK:
+        return be->lock != NULL;
+    default:
+        return true;
+    }
+}
+
 static const char *registry_mix_supported(const struct backend_ops *be, const struct phase *ph,
                                           char *why, size_t len)
 {
@@ -40,13 +60,7 @@ static const char *registry_mix_supported(const struct backend_ops *be, const st
         return NULL; /* the key's own check said what is wrong with the text */
     for (int i = 0; i < spec.n; i++) {
         enum op op = (enum op)spec.op[i];
-        bool have = op == OP_GETATTR                        ? be->fstat != NULL
-                    : op == OP_SETATTR || op == OP_TRUNCATE ? be->fsetattr != NULL
-                    : op == OP_ACCESS                       ? be->faccess != NULL
-                    : op == OP_READDIR                      ? be->readdir != NULL
-                    : op == OP_LOCK                         ? be->lock != NULL
-                                                            : true;
-        if (!have) {
+        if (!registry_backend_has(be, op)) {
             snprintf(why, len, "%s is not supported by the %s backend: leave it out of the mix",
                      op_name(op), ph->backend);
             return "mix";

@@ -35,7 +35,9 @@ bool connections_note(const struct err_entry *errs, size_t n, int clients_per_ra
     free(seen);
     if (lost + refused == 0)
         return false;
-    const char *verb = lost && refused ? "dropped and refused" : lost ? "dropped" : "refused";
+    const char *verb = lost ? "dropped" : "refused";
+    if (lost && refused)
+        verb = "dropped and refused";
     snprintf(note, len,
              "the server %s connections at about %lld: %lld of the %lld clients' connections "
              "were open at the phase's end; %lld clients lost theirs (ECONNRESET and the like), "

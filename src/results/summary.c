@@ -568,7 +568,11 @@ double summary_op_quantile(const struct summary_line *l, int op, double q)
     const struct summary_op *o = summary_find_op(l, op);
     if (!o)
         return NAN;
-    return q >= 1.0 ? o->max : q >= 0.99 ? o->p99 : q >= 0.9 ? o->p90 : o->p50;
+    if (q >= 1.0)
+        return o->max;
+    if (q >= 0.99)
+        return o->p99;
+    return q >= 0.9 ? o->p90 : o->p50;
 }
 
 double summary_op_p99(const struct summary_line *l, int op)

@@ -16,7 +16,9 @@
 static double watchdog_period(double threshold)
 {
     double p = threshold / 4;
-    return p < 0.01 ? 0.01 : p > 1.0 ? 1.0 : p;
+    if (p < 0.01)
+        return 0.01;
+    return p > 1.0 ? 1.0 : p;
 }
 
 struct watchdog {

@@ -101,9 +101,11 @@ static void io_place(struct phase_ctx *c, struct io_state *s)
     s->offset = (ph->sharing == SHARING_SHARED && ph->shared_mode == SHARED_SEGMENTED)
                     ? (uint64_t)owner * ph->file_size
                     : 0;
+    int file_rank = s->file_index;
+    if (file_rank < 0)
+        file_rank = ph->shared_mode == SHARED_SEGMENTED ? owner : -1;
     for (int64_t i = 0; i < ph->iterations; i++)
-        c->records[i].file_rank =
-            s->file_index < 0 ? (ph->shared_mode == SHARED_SEGMENTED ? owner : -1) : s->file_index;
+        c->records[i].file_rank = file_rank;
 }
 
 /* md5: the expected digest of each file's range, before the clock
@@ -487,9 +489,13 @@ static bool io_file(struct phase_ctx *c, struct rank_record *r, int64_t iteratio
     if (in_order && be->advise && ph->rate <= 0)
         be->advise(c->be_ctx, f, s->offset, s->length);
     uint64_t wrong = 0;
-    bool ok = ph->kind == KIND_MD5 ? io_digest(c, r, f, path, s->expected[fi], &wrong)
-              : s->depth > 1       ? io_transfer_queued(c, r, f, path, key, iteration, &wrong)
-                                   : io_transfer(c, r, f, path, key, iteration, &wrong);
+    bool ok;
+    if (ph->kind == KIND_MD5)
+        ok = io_digest(c, r, f, path, s->expected[fi], &wrong);
+    else if (s->depth > 1)
+        ok = io_transfer_queued(c, r, f, path, key, iteration, &wrong);
+    else
+        ok = io_transfer(c, r, f, path, key, iteration, &wrong);
 
     if (ph->kind == KIND_WRITE && ph->fsync && ok) {
         t0 = op_begin(c, OP_FSYNC, path);

@@ -177,7 +177,8 @@ static void lock_attempt(struct phase_ctx *c, struct rank_record *r, uint64_t at
     /* Refused because someone holds it: not an error. */
     bool contended = !wait && (rc == -EAGAIN || rc == -EACCES);
     /* Wait-for-grant time: the histogram only, not the row's t_io. */
-    workload_done(c, r, OP_LOCK, t0, contended ? 0 : timed_out ? -ETIMEDOUT : rc, s->path, NULL);
+    int outcome = timed_out ? -ETIMEDOUT : rc;
+    workload_done(c, r, OP_LOCK, t0, contended ? 0 : outcome, s->path, NULL);
     if (contended) {
         r->contended++;
         return;
@@ -262,14 +263,16 @@ static const char *lock_check(const struct phase *ph, char *why, size_t len)
 
 static void lock_describe(const struct phase *ph, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s %s %s",
-             ph->lock_mode == LOCK_EXCLUSIVE ? "excl"
-             : ph->lock_mode == LOCK_SHARED  ? "shared"
-                                             : "mixed",
-             ph->lock_range == LOCK_WHOLE   ? "whole"
-             : ph->lock_range == LOCK_BLOCK ? "block"
-                                            : "overlap",
-             ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
+    const char *mode = "mixed", *range = "overlap";
+    if (ph->lock_mode == LOCK_EXCLUSIVE)
+        mode = "excl";
+    else if (ph->lock_mode == LOCK_SHARED)
+        mode = "shared";
+    if (ph->lock_range == LOCK_WHOLE)
+        range = "whole";
+    else if (ph->lock_range == LOCK_BLOCK)
+        range = "block";
+    snprintf(buf, len, "%s %s %s", mode, range, ph->lock_wait == LOCK_BLOCKING ? "wait" : "nowait");
 }
 
 static const char *const lock_keys[] = {"duration",  "count",      "lock_mode",    "lock_range",

@@ -324,7 +324,9 @@ static void meta_remove(struct phase_ctx *c, int pass)
     if (pass == 0) {
         const struct meta_made *m = meta_made_find(s.base);
         /* No create step of mine on this tree: no files of mine in it. */
-        int64_t files = meta_made_lost ? c->ph->files : m ? m->files : 0;
+        int64_t files = m ? m->files : 0;
+        if (meta_made_lost)
+            files = c->ph->files;
         struct stat st;
         for (char tree = 'a'; tree <= 'b'; tree++) {
             workload_path(s.path, sizeof s.path, "%s/%c", s.base, tree);

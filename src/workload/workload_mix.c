@@ -521,7 +521,10 @@ static void mix_call(struct phase_ctx *c, struct rank_record *r, enum op op)
         workload_path(s->path, sizeof s->path, "%s/x%llu", s->data,
                       (unsigned long long)(mix_random(s) * 1e9));
         rc = c->be->stat(c->be_ctx, s->path, &st);
-        rc = rc == -ENOENT ? 0 : rc == 0 ? -EEXIST : rc;
+        if (rc == -ENOENT)
+            rc = 0;
+        else if (rc == 0)
+            rc = -EEXIST;
         break;
     case OP_CREATE:
     case OP_UNLINK:

@@ -21,7 +21,9 @@ unsigned libnfs_inflight(int64_t set, uint64_t rchunk, uint64_t wchunk)
         return (unsigned)set;
     uint64_t chunk = rchunk > wchunk ? rchunk : wchunk;
     uint64_t n = chunk ? LIBNFS_INFLIGHT_AUTO_BYTES / chunk : LIBNFS_INFLIGHT_AUTO;
-    return n < 2 ? 2 : n > LIBNFS_INFLIGHT_AUTO ? LIBNFS_INFLIGHT_AUTO : (unsigned)n;
+    if (n < 2)
+        return 2;
+    return n > LIBNFS_INFLIGHT_AUTO ? LIBNFS_INFLIGHT_AUTO : (unsigned)n;
 }
 
 bool libnfs_phase_writes_data(const struct phase *ph)

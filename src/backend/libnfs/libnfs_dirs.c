@@ -298,9 +298,11 @@ int libnfs_dir_get(struct libnfs_ctx *c, const char *p, struct libnfs_dir **out,
 static void op_name(nfs_argop4 *op, enum nfs_opnum4 num, const char *leaf)
 {
     libnfs_op(op, num);
-    component4 *name = num == OP_REMOVE   ? &op->nfs_argop4_u.opremove.target
-                       : num == OP_CREATE ? &op->nfs_argop4_u.opcreate.objname
-                                          : &op->nfs_argop4_u.oplookup.objname;
+    component4 *name = &op->nfs_argop4_u.oplookup.objname;
+    if (num == OP_REMOVE)
+        name = &op->nfs_argop4_u.opremove.target;
+    else if (num == OP_CREATE)
+        name = &op->nfs_argop4_u.opcreate.objname;
     name->utf8string_len = (u_int)strlen(leaf);
     name->utf8string_val = (char *)leaf;
 }

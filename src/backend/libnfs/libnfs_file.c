@@ -78,7 +78,9 @@ static int libnfs_open_found(struct libnfs_ctx *c, const char *p, int oflags,
  * root the user may not read) the create goes by name, GUARDED, after the directories' check. */
 static int libnfs_open_once(struct libnfs_ctx *c, const char *p, int flags, struct backend_file *f)
 {
-    int oflags = (flags & BACKEND_WRITE) ? ((flags & BACKEND_READ) ? O_RDWR : O_WRONLY) : O_RDONLY;
+    int oflags = O_RDONLY;
+    if (flags & BACKEND_WRITE)
+        oflags = (flags & BACKEND_READ) ? O_RDWR : O_WRONLY;
     if (flags & BACKEND_DIRECT)
         oflags |= O_SYNC; /* no client cache to bypass: ask for stable writes */
     bool create = flags & BACKEND_CREATE, excl = create && (flags & BACKEND_EXCL);
@@ -206,9 +208,13 @@ static ssize_t libnfs_transfer(void *ctx, struct backend_file *f, void *rbuf, co
         return began;
     const char *why;
     struct stream_io io = libnfs_io(ctx, f, &why);
-    ssize_t rc = lend   ? stream_pread_lend(f->stream, &io, rbuf, len, offset, lend)
-                 : rbuf ? stream_pread(f->stream, &io, rbuf, len, offset)
-                        : stream_pwrite(f->stream, &io, wbuf, len, offset);
+    ssize_t rc;
+    if (lend)
+        rc = stream_pread_lend(f->stream, &io, rbuf, len, offset, lend);
+    else if (rbuf)
+        rc = stream_pread(f->stream, &io, rbuf, len, offset);
+    else
+        rc = stream_pwrite(f->stream, &io, wbuf, len, offset);
     libnfs_io_done(f, ctx, why);
     return rc;
 }

@@ -234,10 +234,11 @@ static int libnfs_lock_try(struct libnfs_ctx *c, struct backend_file *f, enum ba
         }
         if (!f->lk_owner && kind != BACKEND_UNLOCK && (rc = lk_establish(c, f)) < 0)
             return rc;
-        rc = kind == BACKEND_UNLOCK
-                 ? lk_unlock(f->lk, f->fh, start, len)
-                 : lk_lock(f->lk, f->fh, kind == BACKEND_LOCK_SHARED ? F_RDLCK : F_WRLCK, start,
-                           len);
+        int type = kind == BACKEND_LOCK_SHARED ? F_RDLCK : F_WRLCK;
+        if (kind == BACKEND_UNLOCK)
+            rc = lk_unlock(f->lk, f->fh, start, len);
+        else
+            rc = lk_lock(f->lk, f->fh, type, start, len);
         libnfs_note(c, rc < 0 ? f->lk->status : NULL);
         return rc;
     }

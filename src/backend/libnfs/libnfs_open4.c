@@ -144,9 +144,11 @@ static int open_send(struct libnfs_ctx *c, const struct libnfs_dir *d, const cha
     OPEN4args *a = &ops[1].nfs_argop4_u.opopen;
     a->seqid = o->seqid;
     int acc = oflags & O_ACCMODE;
-    a->share_access = acc == O_RDWR     ? OPEN4_SHARE_ACCESS_BOTH
-                      : acc == O_WRONLY ? OPEN4_SHARE_ACCESS_WRITE
-                                        : OPEN4_SHARE_ACCESS_READ;
+    a->share_access = OPEN4_SHARE_ACCESS_READ;
+    if (acc == O_RDWR)
+        a->share_access = OPEN4_SHARE_ACCESS_BOTH;
+    else if (acc == O_WRONLY)
+        a->share_access = OPEN4_SHARE_ACCESS_WRITE;
     a->share_deny = OPEN4_SHARE_DENY_NONE;
     a->owner.clientid = o->clientid;
     a->owner.owner.owner_len = (u_int)strlen(owner);

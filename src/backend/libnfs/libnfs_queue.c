@@ -87,9 +87,10 @@ static void queue_replied(int err, struct nfs_context *nfs, void *data, void *pr
     struct queue_call *k = p->call;
     double t = clock_mono();
     rpc_observe(k->q->obs, k->write, t - p->sent);
-    size_t n = err <= 0 ? 0 : (size_t)err < p->len ? (size_t)err : p->len;
+    size_t n = rpc_reply_bytes(err, p->len);
     if (err < 0 || (k->write && err == 0)) {
-        k->err = k->err ? k->err : err < 0 ? err : -EIO;
+        if (!k->err)
+            k->err = err < 0 ? err : -EIO;
     } else if (!k->write) {
         memcpy(k->buf + p->at, data, n);
         if (n < p->len && p->at + n < k->short_at)

@@ -96,7 +96,11 @@ static bool xdr_owner(struct xdr_in *x, bool user, uint32_t *id)
     s[strcspn(s, "@")] = '\0';
     struct passwd *pw = user ? getpwnam(s) : NULL;
     struct group *gr = user ? NULL : getgrnam(s);
-    *id = pw ? pw->pw_uid : gr ? gr->gr_gid : 65534;
+    *id = 65534; /* nobody */
+    if (pw)
+        *id = pw->pw_uid;
+    else if (gr)
+        *id = gr->gr_gid;
     return true;
 }
 

@@ -109,7 +109,7 @@ static void stream_replied(int err, struct nfs_context *nfs, void *data, void *p
     struct nfs_stream *s = sl->s;
     double t = clock_mono();
     rpc_observe(s->obs, sl->write, t - sl->sent);
-    size_t n = err <= 0 ? 0 : (size_t)err < sl->len ? (size_t)err : sl->len;
+    size_t n = rpc_reply_bytes(err, sl->len);
     if (n)
         stream_window_reply(sl->win, n, t);
     if (!sl->write && n) {
@@ -232,12 +232,14 @@ static int stream_send(struct nfs_stream *s, const struct stream_io *io, struct 
     sl->dest = NULL;
     sl->direct = false;
     sl->state = SLOT_BUSY;
-    int rc =
-        io->send ? io->send(io->send_arg, io->nfs, sl->write, sl->offset, sl->len,
-                            sl->write ? sl->buf : NULL, stream_replied, sl)
-        : sl->write
-            ? nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf, stream_replied, sl)
-            : nfs_pread_async(io->nfs, io->fh, sl->offset, sl->len, stream_replied, sl);
+    int rc;
+    if (io->send)
+        rc = io->send(io->send_arg, io->nfs, sl->write, sl->offset, sl->len,
+                      sl->write ? sl->buf : NULL, stream_replied, sl);
+    else if (sl->write)
+        rc = nfs_pwrite_async(io->nfs, io->fh, sl->offset, sl->len, sl->buf, stream_replied, sl);
+    else
+        rc = nfs_pread_async(io->nfs, io->fh, sl->offset, sl->len, stream_replied, sl);
     if (rc < 0) { /* not queued: no callback will come */
         sl->state = SLOT_FREE;
         return io->rpc_errno(io->arg, rc, sl->write, sl->len);

@@ -47,7 +47,9 @@ void stream_window_resume(struct stream_window *w)
 
 unsigned stream_window_kept(const struct stream_window *w)
 {
-    return !w->answered ? 0 : w->settled ? w->settled : w->now;
+    if (!w->answered)
+        return 0;
+    return w->settled ? w->settled : w->now;
 }
 
 unsigned stream_window_reach(unsigned max, uint64_t replies)

@@ -23,6 +23,15 @@ struct rpc_observer {
  * any array NULL: not counted). */
 void rpc_observe(const struct rpc_observer *obs, bool write, double seconds);
 
+/* The bytes a reply carried of a call of len bytes: err, libnfs's count
+ * (or -errno), capped at len; 0 for an error or an empty reply. */
+static inline size_t rpc_reply_bytes(int err, size_t len)
+{
+    if (err <= 0)
+        return 0;
+    return (size_t)err < len ? (size_t)err : len;
+}
+
 /* The RPCs of one direction (READ or WRITE) a rank's streams keep in
  * flight, shared by its files. Fixed: max. Probing (nfs_inflight = 0):
  * the window tries 1, 2, 4, ... up to max, then the same windows down
