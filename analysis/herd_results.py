@@ -1247,6 +1247,16 @@ def _table(dataset: h5py.Dataset) -> pd.DataFrame:
     return _decode(pd.DataFrame(rows))
 
 
+def monitor_client_ranks(attrs: Mapping[str, Any]) -> int:
+    """The run's client ranks on the host its monitor sampled (the root
+    attribute monitor_client_ranks: whose CPU "srv cpu" also counts); -1
+    when not known (no monitor, an older herd, a value that is no count)."""
+    value = attrs.get("monitor_client_ranks", -1)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        return -1
+    return int(value)
+
+
 def distinct_names(paths: Sequence[str]) -> list[str]:
     """Each results file's name without .h5, with as many of its parent
     directories as tell it apart from the others' ('demo-1/xfs' and

@@ -140,10 +140,7 @@ def _shared_cpu(run: herd_results.Run) -> str:
     """What the server CPU figure also counts when client ranks of the run
     share the sampled host (the root attribute monitor_client_ranks > 0):
     '; the host's CPUs, shared with N client ranks of this run'; else ''."""
-    try:
-        ranks = int(run.attrs.get("monitor_client_ranks", -1))
-    except (TypeError, ValueError):
-        return ""
+    ranks = herd_results.monitor_client_ranks(run.attrs)
     if ranks <= 0:
         return ""
     return f"; the host's CPUs, shared with {ranks:,} client rank{'' if ranks == 1 else 's'} of this run"
