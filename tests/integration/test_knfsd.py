@@ -96,9 +96,11 @@ NRANKS = 4
 # A vanished server's errnos: a call that got no answer, a reconnect refused
 # or unreachable once ARP for the guest failed, a connection lost.
 VANISHED_ERRNOS = CONNECTION_ERRNOS | {errno.EHOSTUNREACH}
-# Open MPI's shared-memory segments: other jobs make and remove them in
-# /dev/shm at any time (they are not UML's).
-OTHERS_SHM = re.compile(r"^(vader_segment|sm_segment|ompi)\.")
+# What UML leaves in /dev/shm if it dies before unlinking its guest memory
+# (arch/um/os-Linux/mem.c names it vm_file-XXXXXX). Only these count: other
+# jobs (Open MPI's vader_segment.*, open_mpi.0000, ...) make and remove their
+# own entries there at any time.
+UML_SHM = re.compile(r"^vm_file-")
 
 
 def _why_skip_knfsd():
@@ -126,9 +128,9 @@ pytestmark = pytest.mark.skipif(_WHY is not None, reason=_WHY or "")
 
 
 def shm_listing():
-    """/dev/shm's entries that are not Open MPI's."""
+    """/dev/shm's entries that UML makes."""
     with contextlib.suppress(OSError):
-        return {n for n in os.listdir("/dev/shm") if not OTHERS_SHM.match(n)}
+        return {n for n in os.listdir("/dev/shm") if UML_SHM.match(n)}
     return set()
 
 
