@@ -20,7 +20,6 @@
 #include "jobtext.h"
 #include "prefault.h"
 #include "probe.h"
-#include "registry.h"
 #include "results_tables.h"
 #include "rundir.h"
 #include "runner.h"
@@ -464,7 +463,6 @@ int main(int argc, char **argv)
 {
     struct cli_args a;
     char err[512];
-    registry_install();
     if (cli_parse(argc, argv, JOB_RANKS_MAX, &a, err, sizeof err) < 0 ||
         label_as_set(&a, err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);

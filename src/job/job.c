@@ -297,12 +297,12 @@ static void phase_kind_defaults(struct parse_state *st, struct phase *ph)
     }
 }
 
-/* The kind's own defaults (job_registry.kind_own_defaults): each key
+/* The kind's own defaults (struct job_kind's own_defaults): each key
  * that neither ph's section nor the command line gives takes the kind's
  * value, whatever [global] says. */
 static void phase_own_defaults(struct parse_state *st, struct phase *ph)
 {
-    const char *const *own = job_registry()->kind_own_defaults[ph->kind];
+    const char *const *own = job_kind_at(ph->kind)->own_defaults;
     char why[256], key[64];
     for (; own && *own && !st->failed; own++) {
         const char *eq = strchr(*own, '=');

@@ -28,7 +28,7 @@ enum phase_kind {
 };
 #define JOB_KINDS_MAX 32 /* a kind is a bit of job_key.kinds */
 /* What a kind does with its fileset's files, for the job's own rules and
- * lint (job_registry.kind_caps, job_kind_caps). */
+ * lint (struct job_kind's caps, job_kind_caps). */
 enum job_kind_cap {
     JOB_KIND_WRITES = 1, /* writes the files: later phases may read them */
     JOB_KIND_READS = 2,  /* reads them: an earlier phase (or run) must write them */
@@ -41,7 +41,7 @@ enum job_kind_cap {
 };
 /* What one rank of a phase moves, as its kind counts it: unit bytes,
  * a x b times, key the one to name when that is too much; unit 0:
- * nothing (job_registry.kind_volume). */
+ * nothing (struct job_kind's volume). */
 struct job_volume {
     uint64_t unit, a, b;
     const char *key;
@@ -132,6 +132,13 @@ struct phase {
      * keys with offsets into this block (JOB_OPTS_MEMBER) and reads them
      * back through its own struct (job_backend_opts). */
     _Alignas(8) unsigned char backend_opts[JOB_BACKEND_OPTS_MAX];
+    /* The kinds' own options, opaque here as the backend's are: a kind
+     * declares its own keys with offsets into a struct of its own
+     * (JOB_OPTS_MEMBER, struct job_kind's own_keys); the key table lays
+     * every kind's struct end to end in this block, so that a phase holds
+     * each kind's values (their defaults, or [global]'s) as it holds the
+     * core keys', and a kind reads its own through job_kind_opts. */
+    _Alignas(8) unsigned char kind_opts[JOB_KIND_OPTS_MAX];
     /* Line each key's value came from, indexed like job_key_at(): > 0 a
      * line of the file, -1 --set, 0 the default. */
     int key_line[JOB_KEYS_MAX];
@@ -139,10 +146,14 @@ struct phase {
 
 /* A backend's options struct, as its key rows and its code see it:
  * JOB_OPTS_FIT(type) after the struct, JOB_OPTS_MEMBER(type, f) in a row,
- * job_backend_opts(ph) to read them. */
+ * job_backend_opts(ph) to read them. A kind's likewise:
+ * JOB_KIND_OPTS_FIT(type), JOB_OPTS_MEMBER, job_kind_opts(ph). */
 #define JOB_OPTS_FIT(type)                                                                         \
     _Static_assert(sizeof(type) <= JOB_BACKEND_OPTS_MAX && _Alignof(type) <= 8,                    \
                    #type " does not fit struct phase's backend_opts")
+#define JOB_KIND_OPTS_FIT(type)                                                                    \
+    _Static_assert(sizeof(type) <= JOB_KIND_OPTS_MAX && _Alignof(type) <= 8,                       \
+                   #type " does not fit struct phase's kind_opts")
 #define JOB_OPTS_MEMBER(type, f) offsetof(type, f), sizeof(((type *)0)->f)
 /* Where a row of a key every backend shares stores its value: member f
  * of struct phase. */
@@ -200,15 +211,15 @@ enum key_scope { KEY_ANY_SECTION, KEY_GLOBAL_ONLY };
 struct job_key {
     const char *name;
     enum key_type type;
-    size_t offset;              /* into struct phase; a backend's: into backend_opts */
-    size_t size;                /* of the field, for strings */
+    size_t offset; /* into struct phase; a backend's: into backend_opts; a kind's: kind_opts */
+    size_t size;   /* of the field, for strings */
     const char *const *choices; /* KEY_ENUM: NULL-terminated, index = value */
     const char *fallback;       /* default as text; NULL = required */
     const char *help;
     /* Where the key may appear and what it applies to; job_load refuses it
      * elsewhere with "applies to ...". */
     enum key_scope scope;
-    unsigned kinds; /* KIND_BIT()s of the kinds that name it (job_registry.kind_keys);
+    unsigned kinds; /* KIND_BIT()s of the kinds that name it (struct job_kind's keys);
                        0 = every kind */
     /* With kinds: what to do instead in a phase of another kind, added to
      * the refusal ("use deadline to bound others"); NULL = nothing. */
@@ -219,6 +230,10 @@ struct job_key {
      * value a phase of another backend reports. */
     const char *backend;
     const void *defaults;
+    /* Set by the table for the rows a kind declares (struct job_kind's
+     * own_keys): the value lives in the phase's kind_opts, offset past
+     * the kinds before it there; kinds is that kind's bit. */
+    bool kind_own;
     /* KEY_STRING: what is wrong with a value (NULL: nothing), asked
      * wherever the key is set; NULL = any text that fits the field. */
     const char *(*check)(const char *value, char *why, size_t whylen);
@@ -232,8 +247,9 @@ struct job_key {
 };
 enum key_bound { KEY_MIN = 1, KEY_ABOVE = 2, KEY_MAX = 4 };
 
-/* The key table: herd's own rows (job_keys.c), then each built-in
- * backend's, in the registry's order; job_key_at(i) for i below
+/* The key table: herd's own rows (job_keys.c), then each kind's own
+ * (in kind order), then the monitor's and each built-in backend's, in
+ * the registry's order; job_key_at(i) for i below
  * job_key_count(). Built on first use. */
 size_t job_key_count(void);
 const struct job_key *job_key_at(size_t i);
@@ -243,48 +259,67 @@ const struct job_key *job_key_at(size_t i);
 const void *job_key_value(const struct job_key *k, const struct phase *ph);
 /* The key called name, or NULL. */
 const struct job_key *job_key_lookup(const char *name);
+/* The options struct of ph's kind (its own_keys' values): where the
+ * table placed that kind's struct in ph->kind_opts. */
+const void *job_kind_opts(const struct phase *ph);
 
 /* What the plug-ins above job/ (backends, the monitor, the workloads'
  * records) add to the job model, so that job/ names none of them: their
- * key rows, which backends exist, their rules on a resolved phase, and
- * the size of what a phase gathers to rank 0. The registry
- * (plugins/registry.h) installs it once, before the first job_key_* call
- * or job_load; the key table aborts if it was not. */
+ * key rows, the kinds, which backends exist, their rules on a resolved
+ * phase, and the size of what a phase gathers to rank 0. */
 struct job_key_set {
     const char *backend; /* the one backend its rows apply to; NULL: every backend */
     const struct job_key *keys;
     size_t nkeys;
 };
+/* One phase kind, as job/ sees it (the kind's ops table, workload.h,
+ * has these and the runner's steps). */
+struct job_kind {
+    const char *name; /* the kind key's choice */
+    const char *help; /* what a phase of it does, in a few words */
+    /* The core keys that apply to it and not to every kind (NULL-ended
+     * names): a key some kinds name applies to those only. */
+    const char *const *keys;
+    /* "KEY=VALUE" defaults of its own (NULL-ended, or NULL): a phase of
+     * it takes VALUE unless its own section or the command line gives
+     * KEY ([global] and the key's default do not reach it). */
+    const char *const *own_defaults;
+    unsigned caps; /* enum job_kind_cap bits */
+    /* Its own keys, as a backend's (fio's .options and
+     * .option_struct_size): rows whose offsets are into a struct of its
+     * own (JOB_OPTS_MEMBER) of opts_size bytes, which it reads with
+     * job_kind_opts; NULL, 0: none. They apply to this kind only. */
+    const struct job_key *own_keys;
+    size_t nown_keys;
+    size_t opts_size;
+    /* The first rule of the kind that ph breaks: the key at fault, with
+     * why written; NULL when none. NULL: no rule of its own. */
+    const char *(*check)(const struct phase *ph, char *why, size_t len);
+    /* What one rank of ph moves (v zeroed before); NULL: nothing. */
+    void (*volume)(const struct phase *ph, struct job_volume *v);
+};
+/* The registry: one constant table, defined at compile time by
+ * plugins/registry.c with JOB_REGISTRY, so that it is there before
+ * anything asks (nothing installs it). job/ reaches it through the
+ * section JOB_REGISTRY puts it in, whose start the linker names: a
+ * program linked without it does not link. */
 struct job_registry {
-    const struct job_key_set *key_sets; /* after job/'s own rows, in this order */
-    size_t nkey_sets;
+    /* Entry i of the kinds (in enum phase_kind's order) and of the key
+     * sets (after job/'s own rows, in this order), into *out; false past
+     * the last. */
+    bool (*kind_at)(size_t i, struct job_kind *out);
+    bool (*key_set_at)(size_t i, struct job_key_set *out);
     bool (*backend_known)(const char *name);
     /* The backend of a job that names `named` (NULL: none) and target:
      * backend.h's backend_for_target. */
     const char *(*target_backend)(const char *named, const char *target, char *why, size_t len);
-    /* The kinds' names in enum phase_kind's order, NULL-ended, and their
-     * help, "NAME: what it does" each: the kind key's choices and help. */
-    const char *const *kind_names;
-    const char *kinds_help;
-    /* Per kind, the core keys that apply to it and not to every kind
-     * (NULL-ended names): a key some kinds name applies to those only. */
-    const char *const *const *kind_keys;
-    /* Per kind, "KEY=VALUE" defaults of its own (NULL-ended, or NULL): a
-     * phase of it takes VALUE unless its own section or the command line
-     * gives KEY ([global] and the key's default do not reach it). */
-    const char *const *const *kind_own_defaults;
-    /* The first rule of ph's kind that ph breaks: the key at fault, with
-     * why written; NULL when none. */
-    const char *(*kind_check)(const struct phase *ph, char *why, size_t len);
-    const unsigned *kind_caps; /* per kind, enum job_kind_cap bits */
-    void (*kind_volume)(const struct phase *ph, struct job_volume *v);
     /* The first plug-in rule ph breaks: the key at fault, with why
      * written; NULL when none. */
     const char *(*phase_check)(const struct phase *ph, char *why, size_t len);
     size_t record_bytes; /* one iteration's record of one rank */
     size_t hold_bytes;   /* one granted lock's record */
 };
-void job_registry_set(const struct job_registry *registry);
+#define JOB_REGISTRY __attribute__((used, section("herd_registry")))
 
 /* One --set argument, split: "KEY=VALUE" (phase NULL: every phase the
  * key applies to) or "PHASE.KEY=VALUE" (split at the last '.' before the

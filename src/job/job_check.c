@@ -220,7 +220,7 @@ static void phase_check_sizes(struct parse_state *st, const struct phase *ph)
 static void phase_check_kind(struct parse_state *st, const struct phase *ph)
 {
     char why[512];
-    const char *key = job_registry()->kind_check(ph, why, sizeof why);
+    const char *key = job_kind_check(ph, why, sizeof why);
     if (key)
         PHASE_BAD(key, "%s", why);
     else if (ph->read_from == READ_NEIGHBOR && ph->sharing == SHARING_SHARED &&

@@ -11,11 +11,11 @@
 #include "job.h"
 #include "job_parse.h"
 
-/* Key k's default in a phase of kind: the kind's own (kind_own_defaults),
+/* Key k's default in a phase of kind: the kind's own (own_defaults),
  * else the key's; NULL for a required key. */
 static const char *kind_default(enum phase_kind kind, const struct job_key *k)
 {
-    const char *const *own = job_registry()->kind_own_defaults[kind];
+    const char *const *own = job_kind_at(kind)->own_defaults;
     size_t len = strlen(k->name);
     for (; own && *own; own++)
         if (strncmp(*own, k->name, len) == 0 && (*own)[len] == '=')
@@ -49,7 +49,7 @@ void job_phase_fit_inherited(struct parse_state *st, struct phase *ph)
     const char *name;
     /* a value out of its bounds is the bounds rule's to name, wherever it came from */
     while (!st->failed && !job_key_out_of_bounds(ph, why, sizeof why) &&
-           (name = job_registry()->kind_check(ph, why, sizeof why)) != NULL) {
+           (name = job_kind_check(ph, why, sizeof why)) != NULL) {
         const struct job_key *k = job_key_lookup(name);
         const char *fallback = k ? kind_default(ph->kind, k) : NULL;
         size_t i = k ? (size_t)(k - job_key_at(0)) : 0;

@@ -2,8 +2,8 @@
  * default, help, where it applies (scope, kinds, backend) and its bounds;
  * a value parsed into a phase and formatted back. The job model's own
  * rows are here; the plug-ins declare theirs (the monitor's, each
- * backend's backend_ops.keys), and the table joins the sets the registry
- * installed (job_registry_set). */
+ * backend's backend_ops.keys), and the table joins the sets and the
+ * kinds the registry lists (job.h's struct job_registry). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -212,6 +212,16 @@ _Static_assert(sizeof core_keys / sizeof core_keys[0] <= JOB_KEYS_MAX, "raise JO
  * its defaults block (table_build). */
 static struct job_key table[JOB_KEYS_MAX];
 static size_t table_len;
+/* The registry's kinds at their numbers, each with where its options
+ * struct lies in a phase's kind_opts, and the kind key's choices (their
+ * names, NULL-ended) and help (table_kinds). */
+static struct table_kind {
+    struct job_kind kind;
+    size_t opts_base;
+} kinds[JOB_KINDS_MAX];
+static size_t nkinds;
+static const char *kind_choices[JOB_KINDS_MAX + 1];
+static char kinds_help[1024];
 static _Alignas(8) unsigned char table_defaults[JOB_BACKENDS_MAX][JOB_BACKEND_OPTS_MAX];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -249,32 +259,44 @@ static void table_add(const struct job_key *row, const char *backend, void *defa
         table_broken(k->name, why);
 }
 
-static const struct job_registry *registry;
-
-void job_registry_set(const struct job_registry *r)
-{
-    registry = r;
-}
+/* The registry plugins/registry.c defines (JOB_REGISTRY): the one
+ * object in its section, which the linker bounds. */
+extern const struct job_registry __start_herd_registry[];
 
 const struct job_registry *job_registry(void)
 {
-    if (!registry)
-        table_broken("(every)", "used before the registry was installed (registry_install)");
-    return registry;
+    return __start_herd_registry;
 }
 
-static void table_build(void)
+/* Each kind at its number, its name a choice of the kind key, and
+ * "what the phase does: NAME (HELP) | ..." for the key's help. */
+static void table_kinds(const struct job_registry *r)
 {
-    const struct job_registry *r = job_registry();
-    for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++) {
-        table_add(&core_keys[i], NULL, NULL);
-        if (strcmp(core_keys[i].name, "kind") == 0) {
-            table[table_len - 1].choices = r->kind_names;
-            table[table_len - 1].help = r->kinds_help;
-        }
+    struct job_kind kind;
+    size_t used = (size_t)snprintf(kinds_help, sizeof kinds_help, "what the phase does:");
+    size_t opts_end = 0;
+    for (; r->kind_at(nkinds, &kind); nkinds++) {
+        if (nkinds == JOB_KINDS_MAX || !kind.name || !kind.help)
+            table_broken("kind", "more than JOB_KINDS_MAX kinds, or one without name or help");
+        size_t base = (opts_end + 7) & ~(size_t)7; /* JOB_KIND_OPTS_FIT: aligned to 8 at most */
+        if (base + kind.opts_size > JOB_KIND_OPTS_MAX)
+            table_broken(kind.name, "its options do not fit JOB_KIND_OPTS_MAX");
+        opts_end = base + kind.opts_size;
+        kinds[nkinds] = (struct table_kind){kind, base};
+        kind_choices[nkinds] = kind.name;
+        if (used < sizeof kinds_help)
+            used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
+                                     nkinds ? " |" : "", kind.name, kind.help);
     }
-    for (size_t kind = 0; r->kind_names[kind]; kind++)
-        for (const char *const *name = r->kind_keys[kind]; name && *name; name++) {
+    if (used >= sizeof kinds_help)
+        table_broken("kind", "the kinds' help is longer than its buffer");
+}
+
+/* Mark each core key a kind names as applying to that kind. */
+static void table_kind_keys(void)
+{
+    for (size_t kind = 0; kind < nkinds; kind++)
+        for (const char *const *name = kinds[kind].kind.keys; name && *name; name++) {
             size_t i = 0;
             while (i < table_len && strcmp(table[i].name, *name) != 0)
                 i++;
@@ -282,14 +304,50 @@ static void table_build(void)
                 table_broken(*name, "a kind's key that is not a core key");
             table[i].kinds |= KIND_BIT(kind);
         }
+}
+
+/* Each kind's own rows, marked as its own and placed at its options
+ * struct in kind_opts. */
+static void table_kind_own_keys(void)
+{
+    for (size_t kind = 0; kind < nkinds; kind++) {
+        const struct table_kind *t = &kinds[kind];
+        for (size_t i = 0; i < t->kind.nown_keys; i++) {
+            const struct job_key *row = &t->kind.own_keys[i];
+            if (row->offset + row->size > t->kind.opts_size) /* JOB_OPTS_MEMBER's size */
+                table_broken(row->name, "outside its kind's options struct");
+            if (row->type == KEY_PATTERN)
+                table_broken(row->name, "a pattern is a core key");
+            table_add(row, NULL, NULL);
+            struct job_key *k = &table[table_len - 1];
+            k->kind_own = true;
+            k->kinds = KIND_BIT(kind);
+            k->offset += t->opts_base;
+        }
+    }
+}
+
+static void table_build(void)
+{
+    const struct job_registry *r = job_registry();
+    table_kinds(r);
+    for (size_t i = 0; i < sizeof core_keys / sizeof core_keys[0]; i++) {
+        table_add(&core_keys[i], NULL, NULL);
+        if (strcmp(core_keys[i].name, "kind") == 0) {
+            table[table_len - 1].choices = kind_choices;
+            table[table_len - 1].help = kinds_help;
+        }
+    }
+    table_kind_keys();
+    table_kind_own_keys();
     size_t nbackends = 0;
-    for (size_t n = 0; n < r->nkey_sets; n++) {
-        const struct job_key_set *set = &r->key_sets[n];
-        if (set->backend && nbackends == JOB_BACKENDS_MAX)
-            table_broken(set->backend, "more than JOB_BACKENDS_MAX backends");
-        void *defaults = set->backend ? table_defaults[nbackends++] : NULL;
-        for (size_t i = 0; i < set->nkeys; i++)
-            table_add(&set->keys[i], set->backend, defaults);
+    struct job_key_set set;
+    for (size_t n = 0; r->key_set_at(n, &set); n++) {
+        if (set.backend && nbackends == JOB_BACKENDS_MAX)
+            table_broken(set.backend, "more than JOB_BACKENDS_MAX backends");
+        void *defaults = set.backend ? table_defaults[nbackends++] : NULL;
+        for (size_t i = 0; i < set.nkeys; i++)
+            table_add(&set.keys[i], set.backend, defaults);
     }
 }
 
@@ -312,15 +370,37 @@ static bool key_is_foreign(const struct job_key *k, const struct phase *ph)
 
 const void *job_key_value(const struct job_key *k, const struct phase *ph)
 {
+    if (k->kind_own)
+        return ph->kind_opts + k->offset;
     if (!k->backend)
         return (const char *)ph + k->offset;
     const unsigned char *block = key_is_foreign(k, ph) ? k->defaults : ph->backend_opts;
     return block + k->offset;
 }
 
+const struct job_kind *job_kind_at(enum phase_kind kind)
+{
+    job_key_count(); /* the table and the kinds, built once */
+    return (size_t)kind < nkinds ? &kinds[kind].kind : NULL;
+}
+
+const void *job_kind_opts(const struct phase *ph)
+{
+    job_key_count(); /* the kinds' places, set once */
+    return ph->kind_opts + kinds[ph->kind].opts_base;
+}
+
 const char *job_kind_name(enum phase_kind kind)
 {
-    return job_registry()->kind_names[kind];
+    return job_kind_at(kind)->name;
+}
+
+const char *job_kind_check(const struct phase *ph, char *why, size_t len)
+{
+    const struct job_kind *kind = job_kind_at(ph->kind);
+    if (!kind || !kind->check)
+        return NULL;
+    return kind->check(ph, why, len);
 }
 
 const char *job_meta_step_name(enum meta_step step)
@@ -362,7 +442,7 @@ bool job_key_applies(const char *name, enum phase_kind kind)
 
 unsigned job_kind_caps(enum phase_kind kind)
 {
-    return job_registry()->kind_caps[kind];
+    return job_kind_at(kind)->caps;
 }
 
 const struct job_key *job_key_lookup(const char *name)
@@ -508,6 +588,8 @@ const char *job_key_assign(const struct job_key *k, struct phase *ph, const char
     _Alignas(8) unsigned char scratch[JOB_BACKEND_OPTS_MAX];
     unsigned char *block = key_is_foreign(k, ph) ? scratch : ph->backend_opts;
     void *field = k->backend ? (void *)(block + k->offset) : (void *)((char *)ph + k->offset);
+    if (k->kind_own)
+        field = ph->kind_opts + k->offset;
     return value_parse(k, field, ph, v, why, whylen);
 }
 
@@ -560,8 +642,8 @@ const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len)
     size_t used = 0;
     int n = 0, total = __builtin_popcount(k->kinds);
     buf[0] = '\0';
-    const char *const *names = job_registry()->kind_names;
-    for (int kind = 0; names[kind] && used < len; kind++) {
+    job_key_count(); /* the kinds, built once */
+    for (size_t kind = 0; kind < nkinds && used < len; kind++) {
         if (!(k->kinds & KIND_BIT(kind)))
             continue;
         n++;
@@ -570,7 +652,7 @@ const char *job_key_kinds_text(const struct job_key *k, char *buf, size_t len)
             sep = "";
         else if (n == total)
             sep = " and ";
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, names[kind]);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", sep, kinds[kind].kind.name);
     }
     return buf;
 }

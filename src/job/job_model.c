@@ -18,7 +18,9 @@ void job_free(struct job *job)
 void job_phase_volume(const struct phase *ph, struct job_volume *v)
 {
     *v = (struct job_volume){0, 0, 0, "file_size"};
-    job_registry()->kind_volume(ph, v);
+    const struct job_kind *kind = job_kind_at(ph->kind);
+    if (kind && kind->volume)
+        kind->volume(ph, v);
 }
 
 int job_phase_bytes(const struct phase *ph, uint64_t *bytes)

@@ -120,8 +120,13 @@ int64_t job_rwmix_parse(const char *text);
 /* The first key whose resolved value in ph is outside its row's bounds,
  * with the rule it breaks in why; NULL when none. */
 const struct job_key *job_key_out_of_bounds(const struct phase *ph, char *why, size_t len);
-/* The installed registry (job_registry_set); aborts when there is none. */
+/* The program's registry (job.h's JOB_REGISTRY), there from the start. */
 const struct job_registry *job_registry(void);
+/* Kind kind as the registry lists it; NULL when there is none. */
+const struct job_kind *job_kind_at(enum phase_kind kind);
+/* The first rule of ph's kind that ph breaks: the key at fault, with
+ * why written; NULL when none. */
+const char *job_kind_check(const struct phase *ph, char *why, size_t len);
 
 /* job_check.c */
 

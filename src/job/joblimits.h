@@ -12,6 +12,7 @@
 #define JOB_KEYS_MAX 96           /* job_key_count() <= JOB_KEYS_MAX */
 #define JOB_BACKENDS_MAX 8        /* backends built into one herd */
 #define JOB_BACKEND_OPTS_MAX 1536 /* bytes of a backend's options in struct phase */
+#define JOB_KIND_OPTS_MAX 256     /* bytes of the kinds' own options in struct phase */
 #define JOB_FILE_MAX (1 << 20)    /* a job file is at most 1 MiB */
 #define JOB_META_MAX 10000000     /* meta: files and dirs per rank, at most */
 #define JOB_DURATION_MAX 604800.0 /* every duration: at most one week */

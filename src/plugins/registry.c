@@ -1,7 +1,7 @@
-/* registry.c — the plug-ins joined for the job model (registry.h). */
-#include <pthread.h>
+/* registry.c — the plug-ins joined for the job model (registry.h): one
+ * constant table, registry_table, that job/ reaches through its section
+ * (job.h's JOB_REGISTRY). */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "backend.h"
 #include "holds.h"
@@ -12,18 +12,6 @@
 
 #include "mixspec.h"
 #include "workload.h"
-
-/* The monitor's rows, then each backend's, in backend_at's order; room
- * for one backend too many, which the key table refuses by name. */
-static struct job_key_set key_sets[1 + JOB_BACKENDS_MAX + 1];
-static struct job_registry registry;
-/* The kinds' names and help, from the workloads (registry_kinds). */
-static const char *kind_names[JOB_KINDS_MAX + 1];
-static const char *const *kind_keys[JOB_KINDS_MAX];
-static const char *const *kind_own_defaults[JOB_KINDS_MAX];
-static unsigned kind_caps[JOB_KINDS_MAX];
-static char kinds_help[1024];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static bool backend_known(const char *name)
 {
@@ -95,75 +83,47 @@ static const char *registry_phase_check(const struct phase *ph, char *why, size_
     return key ? key : registry_mix_supported(be, ph, why, len);
 }
 
-/* A registry herd cannot run with is a build's mistake: say which and stop. */
-static void registry_broken(const char *what)
+/* Kind i (its number), as job/ sees it: the job part of its ops table. */
+static bool registry_kind_at(size_t i, struct job_kind *out)
 {
-    fprintf(stderr, "herd: internal: registry: %s\n", what);
-    abort();
-}
-
-/* Each kind's name at its enum value, and "what the phase does: NAME
- * (HELP) | ..." for the kind key's help. */
-static void registry_kinds(void)
-{
-    const struct workload_ops *w;
-    size_t used = (size_t)snprintf(kinds_help, sizeof kinds_help, "what the phase does:");
-    for (size_t i = 0; (w = workload_at(i)); i++) {
-        if (i == JOB_KINDS_MAX || !w->name || !w->help)
-            registry_broken("more than JOB_KINDS_MAX kinds, or one without name or help");
-        kind_names[i] = w->name;
-        kind_keys[i] = w->keys;
-        kind_own_defaults[i] = w->own_defaults;
-        kind_caps[i] = w->job_caps;
-        if (used < sizeof kinds_help)
-            used += (size_t)snprintf(kinds_help + used, sizeof kinds_help - used, "%s %s (%s)",
-                                     i ? " |" : "", w->name, w->help);
-    }
-    if (used >= sizeof kinds_help)
-        registry_broken("the kinds' help is longer than its buffer");
-}
-
-static const char *registry_kind_check(const struct phase *ph, char *why, size_t len)
-{
-    const struct workload_ops *w = workload_find(ph->kind);
-    return w && w->check ? w->check(ph, why, len) : NULL;
-}
-
-static void registry_kind_volume(const struct phase *ph, struct job_volume *v)
-{
-    const struct workload_ops *w = workload_find(ph->kind);
-    if (w && w->volume)
-        w->volume(ph, v);
-}
-
-static void registry_build(void)
-{
-    registry_kinds();
-    size_t n = 0;
-    key_sets[n++] = (struct job_key_set){NULL, monitor_keys, monitor_nkeys};
-    const struct backend_ops *b;
-    for (size_t i = 0; (b = backend_at(i)) && n < sizeof key_sets / sizeof key_sets[0]; i++)
-        key_sets[n++] = (struct job_key_set){b->name, b->keys, b->nkeys};
-    registry = (struct job_registry){
-        .key_sets = key_sets,
-        .nkey_sets = n,
-        .backend_known = backend_known,
-        .target_backend = backend_for_target,
-        .kind_names = kind_names,
-        .kinds_help = kinds_help,
-        .kind_keys = kind_keys,
-        .kind_own_defaults = kind_own_defaults,
-        .kind_check = registry_kind_check,
-        .kind_caps = kind_caps,
-        .kind_volume = registry_kind_volume,
-        .phase_check = registry_phase_check,
-        .record_bytes = sizeof(struct rank_record),
-        .hold_bytes = sizeof(struct hold),
+    const struct workload_ops *w = workload_at(i);
+    if (!w)
+        return false;
+    *out = (struct job_kind){
+        .name = w->name,
+        .help = w->help,
+        .keys = w->keys,
+        .own_defaults = w->own_defaults,
+        .caps = w->job_caps,
+        .own_keys = w->own_keys,
+        .nown_keys = w->nown_keys,
+        .opts_size = w->opts_size,
+        .check = w->check,
+        .volume = w->volume,
     };
-    job_registry_set(&registry);
+    return true;
 }
 
-void registry_install(void)
+/* The monitor's rows, then each backend's, in backend_at's order. */
+static bool registry_key_set_at(size_t i, struct job_key_set *out)
 {
-    pthread_once(&once, registry_build);
+    if (i == 0) {
+        *out = (struct job_key_set){NULL, monitor_keys, monitor_nkeys};
+        return true;
+    }
+    const struct backend_ops *b = backend_at(i - 1);
+    if (!b)
+        return false;
+    *out = (struct job_key_set){b->name, b->keys, b->nkeys};
+    return true;
 }
+
+JOB_REGISTRY const struct job_registry registry_table = {
+    .kind_at = registry_kind_at,
+    .key_set_at = registry_key_set_at,
+    .backend_known = backend_known,
+    .target_backend = backend_for_target,
+    .phase_check = registry_phase_check,
+    .record_bytes = sizeof(struct rank_record),
+    .hold_bytes = sizeof(struct hold),
+};

@@ -183,6 +183,13 @@ struct workload_ops {
      * gives the key; neither [global]'s value nor the key's default
      * reaches it. */
     const char *const *own_defaults;
+    /* Its own keys, as a backend's (backend_ops.keys): rows with
+     * JOB_OPTS_MEMBER offsets into a struct NAME_opts of opts_size bytes
+     * (JOB_KIND_OPTS_FIT after it), read with job_kind_opts(ph); they
+     * apply to this kind only. NULL, 0, 0: none. */
+    const struct job_key *own_keys;
+    size_t nown_keys;
+    size_t opts_size;
     unsigned job_caps; /* what it does with its fileset's files: enum job_kind_cap bits */
     /* What one rank of ph moves (job.h's job_volume, zeroed before);
      * NULL: nothing. */

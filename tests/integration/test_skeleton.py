@@ -14,7 +14,10 @@ herd keys lists it as a kind; the keys it names (count) apply to it and its
 rule (sharing = shared) refuses a phase in one line; a run through the
 ordinary runner makes exactly count x ranks stat calls, stores them as the
 phase's main op, and the analysis reads the phase like any other. A missing
-file is one ENOENT per call, counted, exit 3.
+file is one ENOENT per call, counted, exit 3. Its own key, getattr_burst
+(a row in its own file, over its own options struct), is listed by `herd
+keys`, bounded, refused in a phase of another kind, written into every
+phase's attributes and applied: count x burst x ranks stat calls.
 
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_skeleton.py
 """
@@ -113,13 +116,19 @@ def test_skeleton_kind_is_a_kind(mem_herd, tmp_path):
     assert keys.returncode == 0, describe(keys)
     kind = next(l for l in keys.stdout.splitlines() if l.startswith("kind "))
     assert "| getattr (stat one shared file, all ranks at once)" in kind, kind
+    burst = next(l for l in keys.stdout.splitlines() if l.startswith("getattr_burst "))
+    assert burst.split()[1] == "1" and "stats in a row per attempt" in burst, burst
     posix = {"target": str(tmp_path), "file_size": "64K", "block_size": "64K"}
     for phase, why in (({"kind": "getattr", "count": 5},
                         "key 'sharing': getattr asks for the fileset's shared file"),
                        ({"kind": "write", "count": 5},
                         "key 'count': applies to lock, storm, mix and getattr phases only"),
                        ({"kind": "getattr", "sharing": "shared", "verify": "yes"},
-                        "key 'verify': applies to read and mix phases only, not to getattr")):
+                        "key 'verify': applies to read and mix phases only, not to getattr"),
+                       ({"kind": "write", "getattr_burst": 2},
+                        "key 'getattr_burst': applies to getattr phases only, not to write"),
+                       ({"kind": "getattr", "sharing": "shared", "getattr_burst": 0},
+                        "key 'getattr_burst': must be 1 to 1000")):
         job = write_job(tmp_path / "bad.ini", posix, [("g", phase)])
         line = one_error_line(run_cmd([str(mem_herd), "check", str(job)]))
         assert why in line, line
@@ -140,7 +149,8 @@ def test_skeleton_kind_runs(mem_herd, tmp_path):
                      "sharing": "shared"},
                     [("lost", {"kind": "getattr", "count": 7, "fileset": "none"}),
                      ("w", {"kind": "write"}),
-                     ("g", {"kind": "getattr", "count": 50})])
+                     ("g", {"kind": "getattr", "count": 50}),
+                     ("b", {"kind": "getattr", "count": 20, "getattr_burst": 3})])
     out = tmp_path / "g.h5"
     done = run_cmd(mpirun_args(mem_herd, 2, "run", job, "-o", out))
     assert done.returncode == 3, describe(done)  # 3: the lost file's ENOENTs
@@ -150,6 +160,11 @@ def test_skeleton_kind_runs(mem_herd, tmp_path):
     assert g.attrs["summary_main_op"] == "stat" and g.attrs["count"] == 50
     assert int(g.ranks["ops"].sum()) == 2 * 50 and int(g.ranks["errors"].sum()) == 0
     assert int(g.latency["stat"]["counts"].sum()) == 2 * 50
+    assert g.attrs["getattr_burst"] == 1 and res.phases["w"].attrs["getattr_burst"] == 1
+    b = res.phases["b"]
+    assert b.attrs["getattr_burst"] == 3 and b.attrs["count"] == 20
+    assert int(b.ranks["ops"].sum()) == 2 * 20 * 3 and int(b.ranks["errors"].sum()) == 0
+    assert int(b.latency["stat"]["counts"].sum()) == 2 * 20 * 3
     lost = res.phases["lost"]
     errors = lost.error_rows()  # a row per rank, op and errno
     assert {r["errno_name"] for r in errors} == {"ENOENT"}, errors

@@ -4,13 +4,29 @@
  * clients polling one file (a job's status file, a lock's marker) costs
  * the server, and how the clients' attribute caches absorb it. Each stat
  * is timed into the latency histograms; a missing file is one ENOENT per
- * call, counted. Write the file first with sharing = shared and the same
- * fileset. Built into herd with cmake -DHERD_EXTRA_KIND=<this file>. */
+ * call, counted. Its own key, getattr_burst, makes each attempt that
+ * many stats in a row. Write the file first with sharing = shared and
+ * the same fileset. Built into herd with cmake -DHERD_EXTRA_KIND=<this
+ * file>. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "workload.h"
+
+/* Its own keys (docs/extending.md): an options struct and one row a key. */
+struct getattr_opts {
+    int64_t burst; /* stats in a row per attempt */
+};
+JOB_KIND_OPTS_FIT(struct getattr_opts);
+
+JOB_KEY_ROWS_BEGIN
+static const struct job_key getattr_own_keys[] = {
+    {"getattr_burst", KEY_INT, JOB_OPTS_MEMBER(struct getattr_opts, burst), NULL, "1",
+     "getattr: stats in a row per attempt (a client that polls in bursts)",
+     .bounds = KEY_MIN | KEY_MAX, .min = 1, .max = 1000},
+};
+JOB_KEY_ROWS_END
 
 static int getattr_prepare(struct phase_ctx *c)
 {
@@ -28,14 +44,17 @@ static void getattr_run(struct phase_ctx *c)
 {
     const struct phase *ph = c->ph;
     const char *path = c->state;
+    const struct getattr_opts *o = job_kind_opts(ph);
     for (int64_t i = 0; i < ph->iterations; i++) {
         struct rank_record *r = &c->records[i];
         r->t_start = clock_now(c->clock);
-        for (int64_t k = 0; workload_attempt_due(c, r, k); k++) {
-            struct stat st;
-            double t0 = op_begin(c, OP_STAT, path);
-            workload_done(c, r, OP_STAT, t0, c->be->stat(c->be_ctx, path, &st), path, &r->t_io);
-        }
+        for (int64_t k = 0; workload_attempt_due(c, r, k); k++)
+            for (int64_t b = 0; b < o->burst; b++) {
+                struct stat st;
+                double t0 = op_begin(c, OP_STAT, path);
+                int rc = c->be->stat(c->be_ctx, path, &st);
+                workload_done(c, r, OP_STAT, t0, rc, path, &r->t_io);
+            }
         r->completed = r->errors == 0 && !workload_should_stop(c);
         r->t_end = clock_now(c->clock);
     }
@@ -63,6 +82,9 @@ const struct workload_ops workload_getattr = {
     .name = "getattr",
     .help = "stat one shared file, all ranks at once",
     .keys = getattr_keys,
+    .own_keys = getattr_own_keys,
+    .nown_keys = sizeof getattr_own_keys / sizeof getattr_own_keys[0],
+    .opts_size = sizeof(struct getattr_opts),
     .job_caps = JOB_KIND_READS,
     .main_ops = {OP_STAT},
     .nmain_ops = 1,

@@ -22,7 +22,6 @@
 #include "clientfit.h"
 #include "job.h"
 #include "localerr.h"
-#include "registry.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * 1024)
@@ -168,7 +167,6 @@ static void test_local_messages(void **state)
 
 int main(void)
 {
-    registry_install();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_fixed_window, teardown),
         cmocka_unit_test_teardown(test_file_and_kind_bound_it, teardown),

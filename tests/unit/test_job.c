@@ -18,7 +18,6 @@
 #include "jobtext.h"
 #include "pace.h"
 #include "record.h"
-#include "registry.h"
 
 static char err[JOB_ERR_MAX];
 
@@ -982,6 +981,5 @@ int main(void)
         cmocka_unit_test(test_backend_options_block),
         cmocka_unit_test(test_set_split),
     };
-    registry_install();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,6 @@
 
 #include "job.h"
 #include "jobtext.h"
-#include "registry.h"
 
 static char dir[] = "/tmp/herd-test-jobtext-XXXXXX";
 static char err[JOB_ERR_MAX];
@@ -245,6 +244,5 @@ int main(void)
         cmocka_unit_test(test_text_as_run),
         cmocka_unit_test(test_given_descriptor),
     };
-    registry_install();
     return cmocka_run_group_tests(tests, dir_make, dir_remove);
 }

@@ -16,7 +16,6 @@
 #include <cmocka.h>
 
 #include "job.h"
-#include "registry.h"
 #include "summary.h"
 
 enum { RANKS = 2, K = 4, CLIENTS = RANKS * K };
@@ -224,7 +223,6 @@ static void test_cpu_legend_says_what_srv_cpu_covers(void **state)
 
 int main(void)
 {
-    registry_install();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_waits_are_a_share_of_the_clients_time),
         cmocka_unit_test(test_one_client_per_rank),
