@@ -24,6 +24,7 @@ line of DIR/config, its agent's secret DIR/secret (fresh for every boot).
 Standard library only (Debian 12's python3)."""
 
 import ipaddress
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,14 +35,35 @@ import knfsd  # noqa: E402  (the agent protocol and its port)
 TRAILER = b"\0exit "
 
 
+def in_cluster_network(state):
+    """Whether this process is in the network namespace of one of the
+    cluster's namespace hosts (STATE/hosts: NAME PID START ADDR ROLE), the
+    only place the guests' bridge addresses lead to the guests: from any
+    other, a connect to them would leave through the default route."""
+    mine = os.stat("/proc/self/ns/net").st_ino
+    for line in (Path(state) / "hosts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 5 or fields[4] == "guest" or not fields[1].isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{fields[1]}/ns/net").st_ino == mine:
+                return True
+        except OSError:  # (a host gone since the list was written)
+            continue
+    return False
+
+
 def guest_of(guest_dir):
-    """(address, secret file) of the guest whose directory is guest_dir;
-    OSError when its config cannot be read, ValueError when it names no
-    IPv4 address."""
+    """(address, secret file) of the guest whose directory is guest_dir
+    (STATE/guests/NAME); OSError when its config cannot be read,
+    ValueError when it names no IPv4 address or this process is outside
+    the cluster's network."""
     addr = ""
     for line in (Path(guest_dir) / "config").read_text().splitlines():
         if line.startswith("addr="):
             addr = line.removeprefix("addr=")
+    if not in_cluster_network(Path(guest_dir).resolve().parent.parent):
+        raise ValueError("not inside the cluster's network: run it through vcluster.sh exec")
     return str(ipaddress.IPv4Address(addr)), Path(guest_dir) / "secret"
 
 

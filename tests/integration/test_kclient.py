@@ -566,7 +566,8 @@ def test_guest_agent_obeys_only_the_host_side(kcluster):
     wrong and a short one, and nothing at all: each gets exactly "error:
     not authorized" and the command (a touch in the share directory, which
     the host sees) never runs. The host side's own commands work, and
-    `read` stays beneath /proc."""
+    `read` stays beneath /proc; from outside the cluster's network the
+    host side refuses to connect at all."""
     guest = kcluster.state / "guests" / "c01"
     addr = next(h[3] for h in kcluster.hosts if h[0] == "c01")
     marker = kcluster.share / "forged"
@@ -584,6 +585,13 @@ def test_guest_agent_obeys_only_the_host_side(kcluster):
     assert proc.returncode == 0 and proc.stdout == "A B|C|", describe(proc)
     proc = kcluster.run("python3", VC_GUEST, "send", guest, "read", "/proc/self/root/etc/hostname")
     assert proc.returncode == 1 and "not beneath /proc or /sys" in proc.stdout, describe(proc)
+    # Outside the cluster's network the guest's address would leave by the
+    # default route: refused before any connect (tried from an empty
+    # namespace of this test's, where nothing could leave had it tried).
+    proc = subprocess.run(["unshare", "--net", "python3", VC_GUEST, "sh", str(guest), "true"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 255 and "not inside the cluster's network" in proc.stderr, \
+        describe(proc)
 
 
 def proc_ids(pid):
@@ -793,7 +801,10 @@ def test_export_change_gives_estale(kncluster, herd_bin, tmp_path):
     results (exit 3). After a remount a fresh run is clean. No step races
     a clock: once phase r reads, every rank is held (SIGSTOP) until the
     new export is in place, and each has seconds of paced reads left (19 s
-    in all: holding the ranks of 4 guests takes seconds on a busy machine)."""
+    in all: holding the ranks of 4 guests takes seconds on a busy machine).
+    64 MiB files: tried with 16 MiB in 256K blocks, the kernel's read-ahead
+    (15 x rsize on NFS) had each file cached before the export changed,
+    and no READ was left to fail."""
     kncluster.mount("vers=3,hard")
     job = write_then_read_job(tmp_path / "stale.ini", 64 * MIB, think_time="300ms")
     out = kncluster.share / "stale.h5"
