@@ -5,7 +5,8 @@
 # -Werror, and run every test (cmocka unit tests,
 # mpirun integration tests) with ctest, after the unit tests and a smoke run
 # under AddressSanitizer and UBSan (which stop at their first report).
-# The tests run two at a time (HERD_TEST_JOBS, default 2; 1: one by one).
+# The tests run in three slots at a time (HERD_TEST_JOBS, default 3; 1:
+# one by one; tests/CMakeLists.txt gives the guests' tests two slots).
 # Tests that need root (tmpfs and loop mounts, the embedded NFS server)
 # skip with a message otherwise. Arguments go to the last ctest.
 #
@@ -125,7 +126,7 @@ else
     failures+=("sanitizers (not run)")
 fi
 if ((built)); then
-    stage tests ctest_counted "$build" --timeout 900 -j"${HERD_TEST_JOBS:-2}" "$@"
+    stage tests ctest_counted "$build" --timeout 900 -j"${HERD_TEST_JOBS:-3}" "$@"
 else
     stamp "stage tests skipped: no build"
     failures+=("tests (not run)")
