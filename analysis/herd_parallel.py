@@ -3,6 +3,8 @@ side by side in forked processes: herd-report's figures take most of its
 time, each on one CPU.
 
     run_all(tasks) -> [result, ...]   each task a callable without arguments
+    run_beside(tasks, beside) -> ([result, ...], beside())
+                                      the same, and beside run here meanwhile
 
 The workers are forked from this process (concurrent.futures'
 ProcessPoolExecutor with the fork start method), so they share what it has
@@ -58,11 +60,22 @@ def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> li
     so that the short ones fill in beside them) before the others in
     order: when all have ended, the first exception of a task, in task
     order, is raised here; a task whose worker died is run again here."""
+    return run_beside(tasks, lambda: None, first)[0]
+
+
+def run_beside(
+    tasks: Sequence[Callable[[], Any]], beside: Callable[[], Any], first: Sequence[int] = ()
+) -> tuple[list[Any], Any]:
+    """run_all(tasks, first), and beside() run here while the workers run
+    them (after them when they run here): work of this process that the
+    tasks do not need, such as tables, which would otherwise come before
+    them or after. Returns the tasks' results and beside's; an exception
+    of beside is raised once the workers have ended."""
     global _TASKS
     tasks = list(tasks)
     workers = workers_for(len(tasks))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [task() for task in tasks]
+        return [task() for task in tasks], beside()
     sys.stdout.flush()  # nothing buffered here is written twice
     sys.stderr.flush()
     # The objects made so far out of the collector's sight: a worker's
@@ -80,6 +93,7 @@ def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> li
             )
             submitted = {i: pool.submit(_run, i) for i in order}
             futures = [submitted[i] for i in range(len(tasks))]
+            here = beside()
             concurrent.futures.wait(futures)
     finally:
         _TASKS = []
@@ -93,4 +107,4 @@ def run_all(tasks: Sequence[Callable[[], Any]], first: Sequence[int] = ()) -> li
             raise error
         else:
             results.append(future.result())
-    return results
+    return results, here

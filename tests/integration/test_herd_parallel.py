@@ -9,6 +9,9 @@
    caller, and the rest of the results are those of the workers.
 4. One task, or one usable CPU: the tasks run in the caller, in order.
 5. The caller SIGKILLed while its workers run: no worker is left.
+6. run_beside: the side work runs in the caller while the workers run
+   the tasks (it sees them running), its result beside theirs; its
+   exception is raised once the workers have ended.
 
 Counts and processes only; no timing.
 Run: /usr/bin/python3 -m pytest -q tests/integration/test_herd_parallel.py
@@ -83,6 +86,52 @@ def test_one_worker_runs_in_the_caller(monkeypatch):
     assert herd_parallel.workers_for(10) == 1
     results = herd_parallel.run_all([pid_and(1), pid_and(2)])
     assert results == [(os.getpid(), 1), (os.getpid(), 2)]
+
+
+def test_beside_runs_in_the_caller_while_the_workers_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(herd_parallel, "workers_for", lambda count: 2)
+    started = tmp_path / "started"
+    release = tmp_path / "release"
+
+    def task(i):
+        def run():
+            with open(started, "a") as f:
+                f.write(f"{i}\n")
+            deadline = time.monotonic() + 30
+            while not release.exists():  # until the side work has seen it start
+                assert time.monotonic() < deadline, "the side work never ran"
+                time.sleep(0.01)
+            return os.getpid(), i
+        return run
+
+    def beside():
+        deadline = time.monotonic() + 30
+        while not started.exists():
+            assert time.monotonic() < deadline, "no task started beside the side work"
+            time.sleep(0.01)
+        release.write_text("")
+        return os.getpid()
+
+    results, here = herd_parallel.run_beside([task(0), task(1)], beside)
+    assert here == os.getpid()
+    assert [r[1] for r in results] == [0, 1]
+    assert os.getpid() not in {r[0] for r in results}
+
+    def fails():
+        raise ValueError("beside")
+
+    done = tmp_path / "done"
+
+    def slow():
+        time.sleep(0.5)
+        done.write_text("")
+        return 1
+
+    with pytest.raises(ValueError, match="beside"):
+        herd_parallel.run_beside([slow, slow], fails)
+    assert done.exists()  # raised once the workers had ended
+    monkeypatch.setattr(herd_parallel, "workers_for", lambda count: 1)
+    assert herd_parallel.run_beside([pid_and(3)], os.getpid) == ([(os.getpid(), 3)], os.getpid())
 
 
 def test_workers_die_with_the_report(tmp_path):
