@@ -156,10 +156,10 @@ static int probe_targets(const struct job *job, long ranks)
  * limit. */
 static void check_print_clients(const struct job *job, long ranks, long on_host)
 {
-    const struct phase *first = &job->phases[0];
+    const struct run_settings *set = &job->settings;
     struct clientfit_client c;
     clientfit_client(job, &c);
-    double k = (double)first->clients_per_rank;
+    double k = (double)set->clients_per_rank;
     char each[32] = "?", rank[32] = "?", host[32] = "?", have[32];
     if (c.memory) {
         units_format_human((double)c.memory, each, sizeof each);
@@ -169,7 +169,7 @@ static void check_print_clients(const struct job *job, long ranks, long on_host)
     units_format_human((double)job_host_memory(), have, sizeof have);
     printf("clients: %lld per rank, %lld in all, each a separate NFS client with its own "
            "connection, file or region and RPC window, on one event loop per rank\n",
-           (long long)first->clients_per_rank, (long long)first->clients_per_rank * ranks);
+           (long long)set->clients_per_rank, (long long)set->clients_per_rank * ranks);
     printf("memory: %s per client at most (phase %s: RPC window and block buffers, and its "
            "state), %s per rank, %s for the %ld rank%s on one host (%s); at most half of this "
            "host's %s\n",
@@ -190,12 +190,12 @@ static void check_print_clients(const struct job *job, long ranks, long on_host)
  * bytes of the whole job on `ranks` ranks. */
 static void check_print_phases(const struct job *job, long ranks, long on_host)
 {
-    const struct phase *first = &job->phases[0];
+    const struct run_settings *set = &job->settings;
     char path[JOB_ERR_MAX]; /* the job's values passed utf8_check; its path did not */
     utf8_escape(job->path, path, sizeof path);
     printf("job %s: %d phase%s, target %s (backend %s)%s%s%s\n", path, job->nphases,
-           units_plural(job->nphases), first->target, first->backend,
-           job->keep ? ", run directory kept" : "", job->label[0] ? ", label " : "", job->label);
+           units_plural(job->nphases), set->target, set->backend,
+           set->keep ? ", run directory kept" : "", set->label[0] ? ", label " : "", set->label);
     printf("%-3s %-20s %-5s %-7s %-12s %-16s %7s %7s %5s %11s %11s\n", "#", "phase", "kind",
            "sharing", "shared_mode", "fileset", "file", "block", "iter", "per rank", "all ranks");
     double grand = 0; /* the sum of phases may pass 2^64; each phase does not */
@@ -208,7 +208,7 @@ static void check_print_phases(const struct job *job, long ranks, long on_host)
         double client = (double)job_phase_bytes_per_rank(ph);
         long n = ph->active_ranks > 0 ? (long)ph->active_ranks : ranks; /* a ladder step's */
         double clients = ph->active_clients > 0 ? (double)ph->active_clients
-                                                : (double)n * (double)ph->clients_per_rank;
+                                                : (double)n * (double)set->clients_per_rank;
         grand += client * clients; /* job_check_scale: no overflow */
         units_format_human(client * clients / (double)(ranks > 0 ? ranks : 1), per, sizeof per);
         units_format_human(client * clients, all, sizeof all);
@@ -225,7 +225,7 @@ static void check_print_phases(const struct job *job, long ranks, long on_host)
     char total[32];
     units_format_human(grand, total, sizeof total);
     printf("total for %ld rank%s: %s\n", ranks, units_plural(ranks), total);
-    if (first->clients_per_rank > 1)
+    if (set->clients_per_rank > 1)
         check_print_clients(job, ranks, on_host);
 }
 
@@ -268,15 +268,14 @@ static int command_check(const struct cli_args *a)
     job_free(&job);
     job = steps;
     check_print_phases(&job, a->ranks, on_host);
-    if (job.run_id[0])
+    if (job.settings.run_id[0])
         printf("note: run_id = %s: a run takes over the run directory an earlier run kept "
                "(keep = yes), if there is one, and reuses its data files; " RUNDIR_REUSE_CAVEAT
                "\n",
-               job.run_id);
-    const struct phase *first = &job.phases[0];
-    if (first->monitor_rank[0])
+               job.settings.run_id);
+    if (job.settings.monitor_rank[0])
         printf("monitor_rank = %s: run it with %ld ranks (%ld doing I/O, 1 monitoring)\n",
-               first->monitor_rank, a->ranks + 1, a->ranks);
+               job.settings.monitor_rank, a->ranks + 1, a->ranks);
     /* Legal but almost surely a mistake: warned, or refused with --strict. */
     int nwarn = job_lint_print(&job, a->ranks, stderr);
     int problems = a->probe ? probe_targets(&job, a->ranks) : 0;

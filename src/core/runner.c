@@ -28,8 +28,8 @@
 /* Rank 0 names the run; everyone learns the name. */
 static void run_make_id(struct run *r, int world_rank)
 {
-    if (r->job->run_id[0]) {
-        snprintf(r->run_id, sizeof r->run_id, "%s", r->job->run_id);
+    if (r->job->settings.run_id[0]) {
+        snprintf(r->run_id, sizeof r->run_id, "%s", r->job->settings.run_id);
     } else if (world_rank == 0) {
         time_t now = time(NULL);
         struct tm tm;
@@ -75,7 +75,7 @@ static int run_prepare(struct run *r, const struct workload_ops *wl, struct phas
     if (backend && r->be->configure) {
         int rc = r->be->configure(c->be_ctx, ph);
         if (rc < 0)
-            workload_fail(c, NULL, OP_CONNECT, rc, ph->target);
+            workload_fail(c, NULL, OP_CONNECT, rc, r->job->settings.target);
     }
     c->deadline_at = ph->deadline > 0 ? clock_now(&r->clock) + ph->deadline : 0;
     int prep = wl->prepare(c);
@@ -91,10 +91,12 @@ static int run_prepare(struct run *r, const struct workload_ops *wl, struct phas
  * ranks wait in a barrier that hears a stop and leaves the CPU. */
 static void run_monitor_begin(struct run *r, const struct phase *ph)
 {
-    if (!runner_monitor_wanted(&r->mon, ph))
+    const struct run_settings *set = &r->job->settings;
+    if (!runner_monitor_wanted(&r->mon, set))
         return;
     char err[512];
-    if (r->rank == 0 && runner_monitor_begin(&r->mon, ph, &r->clock, &r->stop, err, sizeof err) < 0)
+    if (r->rank == 0 &&
+        runner_monitor_begin(&r->mon, set, ph->name, &r->clock, &r->stop, err, sizeof err) < 0)
         fprintf(stderr, "herd: monitor: %s\n", err);
     runner_stop_barrier(&r->stop);
 }
@@ -141,7 +143,7 @@ static double run_phase_start(struct run *r, struct phase_ctx *c, struct phase_s
     clock_sleep_until(&r->clock, t_start);
     double started = clock_now(&r->clock);
     if (c->index == 0 && r->rank == 0)
-        r->startup_seconds = clock_mono() - r->opts->t_init;
+        r->rec.startup_seconds = clock_mono() - r->opts->t_init;
     return started;
 }
 
@@ -286,8 +288,8 @@ static const char *run_connect_cause(int rc, char *buf, size_t len)
  * every rank is connected. */
 static int run_connect(struct run *r)
 {
-    const struct phase *first = &r->job->phases[0];
-    r->be = backend_find(first->backend);
+    const struct run_settings *set = &r->job->settings;
+    r->be = backend_find(set->backend);
     int rc = 0;
     int connected = run_clients_connect(r, &rc);
     /* One client: it must connect. Many: a client the server refused
@@ -299,17 +301,19 @@ static int run_connect(struct run *r)
     if (sig) {
         if (r->rank == 0)
             fprintf(stderr, "herd: stopped by signal %d while connecting to '%s': nothing ran\n",
-                    sig, first->target);
+                    sig, set->target);
         run_clients_disconnect(r);
         return 128 + sig;
     }
     if (failed_rank < r->size) {
         char why[400];
         if (r->rank == failed_rank) {
-            if (!(rc == -EHOSTUNREACH && probe_name_unresolved(first->target, why, sizeof why)) &&
-                !probe_port_refused(first, rc, why, sizeof why))
+            /* the backend's options: in the phase, alike in each (run_settings) */
+            const struct phase *opts = &r->job->phases[0];
+            if (!(rc == -EHOSTUNREACH && probe_name_unresolved(set->target, why, sizeof why)) &&
+                !probe_port_refused(opts, rc, why, sizeof why))
                 run_connect_cause(rc, why, sizeof why);
-            fprintf(stderr, "herd: target '%s': %s (rank %d)\n", first->target, why, r->rank);
+            fprintf(stderr, "herd: target '%s': %s (rank %d)\n", set->target, why, r->rank);
         }
         run_clients_disconnect(r);
         return 2;
@@ -356,7 +360,7 @@ static int run_rundir_seen(struct run *r, char *owner, size_t len)
         fprintf(stderr,
                 "herd: target %s: rank %d (host %s) does not see the run directory rank 0 made "
                 "(%s)%s: is the target the same directory on every host?\n",
-                r->job->phases[0].target, r->rank, r->hostname, err, others);
+                r->job->settings.target, r->rank, r->hostname, err, others);
     if (r->rank == 0)
         run_release_rundir(r);
     return 2;
@@ -401,12 +405,12 @@ static int run_open_outputs(struct run *r, double sync_seconds, const char *star
     if (!refused && !run_all_ok(r, r->claims.mine && r->claims.any))
         refused = 1;
     if (refused) {
-        if (r->rank == 0 && r->results) {
+        if (r->rank == 0 && r->rec.results) {
             char err[512];
-            results_close(r->results, "partial", "", refused, -1, err, sizeof err);
-            r->results = NULL;
+            results_close(r->rec.results, "partial", "", refused, -1, err, sizeof err);
+            r->rec.results = NULL;
             run_release_rundir(r);
-            free(r->lines);
+            free(r->rec.lines);
         }
         workload_claims_free(&r->claims);
         run_clients_disconnect(r);
@@ -468,7 +472,7 @@ static struct phase_outcome run_phases(struct run *r)
         run_monitor_final(r); /* the steps after it did not run: its readings end here */
     if (r->rank == 0)
         run_record_outcome(r, o.signal);
-    if (!job->keep) {
+    if (!job->settings.keep) {
         runner_stop_stage(&r->stop, RUNNER_STAGE_CLEANUP); /* later stops end the clean-up */
         if (r->be->configure)
             r->be->configure(r->be_ctx, NULL); /* no phase's faults or sizes */
@@ -525,14 +529,11 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     struct run r = {.job = job,
                     .opts = opts,
                     .comm = MPI_COMM_WORLD,
-                    .startup_seconds = -1,
-                    .out = SAFEOUT_NONE,
-                    .json = SAFEOUT_NONE};
+                    .rec = {.out = SAFEOUT_NONE, .json = SAFEOUT_NONE, .startup_seconds = -1}};
     int world_rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     signals_install();
     signals_follow_parent();
-    const struct phase *first = &job->phases[0];
 
     char start_utc[40];
     run_utc_now(start_utc, sizeof start_utc);
@@ -554,7 +555,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     if (gethostname(hostname, sizeof hostname - 1) != 0)
         snprintf(hostname, sizeof hostname, "unknown");
     char err[512];
-    if (runner_monitor_roles(first, hostname, &r.mon, err, sizeof err) < 0) {
+    if (runner_monitor_roles(&job->settings, hostname, &r.mon, err, sizeof err) < 0) {
         if (world_rank == 0)
             fprintf(stderr, "herd: %s\n", err);
         free(r.mon.monitors);
@@ -566,7 +567,7 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
     MPI_Comm_set_errhandler(r.comm, MPI_ERRORS_RETURN);
     int exit_code;
     if (r.mon.is_monitor) {
-        exit_code = runner_monitor_serve(&r.mon, first, &r.clock, hostname);
+        exit_code = runner_monitor_serve(&r.mon, &job->settings, &r.clock, hostname);
         free(r.mon.monitors);
     } else {
         MPI_Comm_rank(r.comm, &r.rank);
@@ -591,10 +592,10 @@ int runner_run(const struct job *job, const struct runner_opts *opts)
         else
             free(r.mon.monitors);
         free(r.rank_host);
-        free(r.samples);
-        free(r.procs);
-        safeout_close(&r.out);
-        safeout_close(&r.json);
+        free(r.rec.samples);
+        free(r.rec.procs);
+        safeout_close(&r.rec.out);
+        safeout_close(&r.rec.json);
     }
     MPI_Comm_free(&r.comm);
     return exit_code;

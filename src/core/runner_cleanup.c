@@ -81,7 +81,7 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft)
     r->cleanup_unfinished = stopped[0] || stopped[1];
     if (r->cleanup_unfinished && r->rank == 0)
         fprintf(stderr, "herd: clean-up stopped (%s): what this run made in %s/%s is left\n",
-                stopped[0] ? "signal" : "after its time limit", job->phases[0].target, r->rundir);
+                stopped[0] ? "signal" : "after its time limit", job->settings.target, r->rundir);
     bool ok = true;
     *left = run_gather(r, errs.entries, errs.n, sizeof(struct err_entry), nleft, &ok);
     errtab_free(&errs);
@@ -103,6 +103,6 @@ void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nlef
                 op_name((enum op)left[i].op), left[i].rank, strerror(left[i].err),
                 left[i].count > 1 ? ", and more like it" : "");
     char err[512];
-    if (r->results && results_write_cleanup(r->results, left, nleft, err, sizeof err) < 0)
+    if (r->rec.results && results_write_cleanup(r->rec.results, left, nleft, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
 }

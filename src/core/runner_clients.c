@@ -42,10 +42,12 @@ static const char *run_client_name(const struct run *r, int k, char *buf, size_t
  * phase when it could not): 0 or -errno, client_ctx[k] NULL on failure. */
 static int run_client_connect(struct run *r, int k)
 {
-    const struct phase *first = &r->job->phases[0];
+    /* The backend reads its options ([global]-only, alike in every
+     * phase) from the phase it is handed. */
+    const struct phase *opts = &r->job->phases[0];
     char name[96];
     const char *who = run_client_name(r, k, name, sizeof name);
-    int rc = r->be->connect(first->target, first, who, &r->client_ctx[k]);
+    int rc = r->be->connect(r->job->settings.target, opts, who, &r->client_ctx[k]);
     if (rc < 0)
         r->client_ctx[k] = NULL;
     return rc;
@@ -64,8 +66,8 @@ static void run_client_connect_one(void *arg, int k)
 
 int run_clients_connect(struct run *r, int *first_err)
 {
-    const struct phase *first = &r->job->phases[0];
-    r->clients = first->clients_per_rank > 1 ? (int)first->clients_per_rank : 1;
+    int64_t per_rank = r->job->settings.clients_per_rank;
+    r->clients = per_rank > 1 ? (int)per_rank : 1;
     r->client_ctx = calloc((size_t)r->clients, sizeof *r->client_ctx);
     int *rc = calloc((size_t)r->clients, sizeof *rc);
     *first_err = -ENOMEM;
@@ -201,7 +203,7 @@ static int run_client_reconnect(struct client_phase *cp, int k)
         return 0;
     int rc = run_client_connect(r, k);
     if (rc < 0) {
-        workload_fail(c, NULL, OP_CONNECT, rc, c->ph->target);
+        workload_fail(c, NULL, OP_CONNECT, rc, r->job->settings.target);
         return rc;
     }
     c->be_ctx = r->client_ctx[k];

@@ -43,7 +43,7 @@ bool run_mpi_ok(int rc, const char *what)
 int run_map_hosts(struct run *r, struct host_info **hosts_out, struct rank_info **ranks_out)
 {
     struct host_info me;
-    hosts_describe(r->job->phases[0].target, &me);
+    hosts_describe(r->job->settings.target, &me);
     if (r->be->describe)
         r->be->describe(r->be_ctx, me.fstype, sizeof me.fstype, me.mount_options,
                         sizeof me.mount_options);
@@ -252,23 +252,24 @@ static void run_record_phase(struct run *r, const struct phase *ph, const struct
 {
     char err[512];
     double t_write = clock_mono();
-    int rc = r->results ? results_write_phase(r->results, ph, sum, data, err, sizeof err) : -1;
+    int rc =
+        r->rec.results ? results_write_phase(r->rec.results, ph, sum, data, err, sizeof err) : -1;
     if (rc == 0) {
-        if (results_phase_timing(r->results, ph->name, t_write - t_gather, clock_mono() - t_write,
-                                 err, sizeof err) < 0)
+        if (results_phase_timing(r->rec.results, ph->name, t_write - t_gather,
+                                 clock_mono() - t_write, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
         return;
     }
-    if (r->results)
+    if (r->rec.results)
         fprintf(stderr, "herd: results: %s\n", err);
     char where[RESULTS_FALLBACK_PATH_MAX];
-    int fb = results_fallback_phase(safeout_dirfd(&r->out), r->out.leaf, r->output, ph, sum, data,
-                                    stderr, where, sizeof where);
-    fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name, r->out.shown,
-            fb < 0 ? "nothing (the fallback failed too)" : where);
-    if (r->nlost < (int)(sizeof r->lost / sizeof r->lost[0]))
-        snprintf(r->lost[r->nlost], sizeof r->lost[0], "%s", ph->name);
-    r->nlost++;
+    int fb = results_fallback_phase(safeout_dirfd(&r->rec.out), r->rec.out.leaf, r->output, ph, sum,
+                                    data, stderr, where, sizeof where);
+    fprintf(stderr, "herd: phase %s is not in %s; its records are in %s\n", ph->name,
+            r->rec.out.shown, fb < 0 ? "nothing (the fallback failed too)" : where);
+    if (r->rec.nlost < (int)(sizeof r->rec.lost / sizeof r->rec.lost[0]))
+        snprintf(r->rec.lost[r->rec.nlost], sizeof r->rec.lost[0], "%s", ph->name);
+    r->rec.nlost++;
 }
 
 /* The phase's line on stderr: its status and its result, the figure the
@@ -377,7 +378,7 @@ struct phase_outcome run_collect(struct run *r, const struct phase *ph, struct p
     sum->connections_open = open;
     connections_note(g.errs, g.nerrs, r->clients, (int64_t)r->size * r->clients, open, sum->notes,
                      sizeof sum->notes);
-    struct summary_line *line = &r->lines[r->nlines++];
+    struct summary_line *line = &r->rec.lines[r->rec.nlines++];
     summary_compute(ph, sum, g.rows, g.nrows, errors, line);
     struct phase_data data = {
         .rows = g.rows,
@@ -427,7 +428,7 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                               const struct client_row *clients, size_t nclients, bool final)
 {
     struct monitor_append a = {.process_scope =
-                                   monitor_scope_effective(r->job->phases[0].monitor_scope),
+                                   monitor_scope_effective(r->job->settings.monitor_scope),
                                .marks = mark,
                                .nmarks = mark ? 1 : 0,
                                .client_ops = ops,
@@ -436,15 +437,17 @@ static void run_write_monitor(struct run *r, const struct monitor_mark *mark,
                                .nclients = nclients};
     runner_monitor_collect(&r->mon, final, &a.batch);
     const struct monitor_batch *b = &a.batch;
-    run_keep((void **)&r->samples, &r->nsamples, b->samples, b->nsamples, sizeof *b->samples);
-    run_keep((void **)&r->procs, &r->nprocs, b->processes, b->nprocesses, sizeof *b->processes);
+    run_keep((void **)&r->rec.samples, &r->rec.nsamples, b->samples, b->nsamples,
+             sizeof *b->samples);
+    run_keep((void **)&r->rec.procs, &r->rec.nprocs, b->processes, b->nprocesses,
+             sizeof *b->processes);
     for (size_t i = 0; i < b->nnotes; i++)
         fprintf(stderr, "herd: monitor %s on %s: %s\n", b->notes[i].source, b->notes[i].host,
                 b->notes[i].text);
     bool any = b->nsamples || b->nmetrics || b->nprocesses || b->ndisks || b->nnotes || a.nmarks ||
                nops || nclients;
     char err[512];
-    if (r->results && any && results_write_monitor(r->results, &a, err, sizeof err) < 0)
+    if (r->rec.results && any && results_write_monitor(r->rec.results, &a, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
     monitor_batch_free(&a.batch);
 }

@@ -88,12 +88,12 @@ int run_active_hosts(const struct run *r, const struct phase *ph)
 static void run_ladder_not_run(struct run *r, int index)
 {
     const struct phase *ph = &r->job->phases[index];
-    if (r->nlines >= r->job->nphases)
+    if (r->rec.nlines >= r->job->nphases)
         return;
     struct phase_summary sum = run_step_summary(r, ph, index);
     sum.status = "not-run";
     sum.t_start = sum.t_end = NAN;
-    summary_not_run(ph, &sum, r->ladder_reason, &r->lines[r->nlines++]);
+    summary_not_run(ph, &sum, r->rec.ladder_reason, &r->rec.lines[r->rec.nlines++]);
 }
 
 bool run_ladder_skip(struct run *r, int index)
@@ -103,7 +103,7 @@ bool run_ladder_skip(struct run *r, int index)
         return false;
     if (ph->curve_percent > 0 && !(r->curve_max > 0) && !r->ladder_stopped[0]) {
         snprintf(r->ladder_stopped, sizeof r->ladder_stopped, "%s", ph->ladder);
-        snprintf(r->ladder_reason, sizeof r->ladder_reason,
+        snprintf(r->rec.ladder_reason, sizeof r->rec.ladder_reason,
                  "not run: the curve's maximum (%s.max) did no work to take a percent of",
                  ph->ladder);
     }
@@ -134,7 +134,7 @@ static void run_stop_values(const struct phase *ph, const struct summary_line *l
 }
 
 /* Rank 0: whether step ph (its line l) breaks its ladder's stop rule;
- * if so, why into r->ladder_reason and on stderr. */
+ * if so, why into r->rec.ladder_reason and on stderr. */
 static bool run_stop_verdict(struct run *r, const struct phase *ph, const struct summary_line *l)
 {
     struct stop_rule rule;
@@ -148,8 +148,8 @@ static bool run_stop_verdict(struct run *r, const struct phase *ph, const struct
         return false;
     char cond[96];
     stoprule_describe(&rule, broken, v, cond, sizeof cond);
-    snprintf(r->ladder_reason, sizeof r->ladder_reason, "not run: step %s broke stop_when (%s)",
-             ph->name, cond);
+    snprintf(r->rec.ladder_reason, sizeof r->rec.ladder_reason,
+             "not run: step %s broke stop_when (%s)", ph->name, cond);
     fprintf(stderr, "herd: ladder %s: step %s broke stop_when (%s): its later steps are not run\n",
             ph->ladder, ph->name, cond);
     return true;
@@ -161,7 +161,8 @@ void run_ladder_after(struct run *r, int index)
     if (!ph->ladder[0])
         return;
     double verdict[2] = {0, r->curve_max}; /* stopped, the curve's maximum */
-    const struct summary_line *l = r->rank == 0 && r->nlines ? &r->lines[r->nlines - 1] : NULL;
+    const struct summary_line *l =
+        r->rank == 0 && r->rec.nlines ? &r->rec.lines[r->rec.nlines - 1] : NULL;
     if (l && strcmp(l->name, ph->name) == 0) {
         if (ph->curve_percent < 0) /* the curve's closed-loop maximum */
             verdict[1] =

@@ -36,7 +36,7 @@ static double baseline_wait(double interval)
     return w > BASELINE_WAIT_MAX ? BASELINE_WAIT_MAX : w;
 }
 
-int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,
+int runner_monitor_roles(const struct run_settings *g, const char *hostname, struct monitor_link *l,
                          char *err, size_t errlen)
 {
     int rank, size;
@@ -157,7 +157,7 @@ static void send_batch(struct monitor_batch *b, int to)
 /* The sampler rank, at TAG_START: sample this host on the schedule from
  * t_first and tell I/O rank 0 once the baseline is in, or that it is not
  * after the bounded wait (a start that failed is a note in early). */
-static struct monitor *serve_start(const struct monitor_link *l, const struct phase *g,
+static struct monitor *serve_start(const struct monitor_link *l, const struct run_settings *g,
                                    const struct clock *clock, const char *hostname, double t_first,
                                    struct monitor_batch *early)
 {
@@ -180,7 +180,7 @@ static struct monitor *serve_start(const struct monitor_link *l, const struct ph
     return m;
 }
 
-int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
+int runner_monitor_serve(const struct monitor_link *l, const struct run_settings *g,
                          const struct clock *clock, const char *hostname)
 {
     int rank;
@@ -222,25 +222,25 @@ int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
     }
 }
 
-bool runner_monitor_wanted(const struct monitor_link *l, const struct phase *g)
+bool runner_monitor_wanted(const struct monitor_link *l, const struct run_settings *g)
 {
     return l->sampler >= 0 || g->monitor_url[0];
 }
 
 /* I/O rank 0: a note for the first rows that source on host had no
- * baseline when the first phase (g) was announced. */
-static void note_no_baseline(struct monitor_link *l, const struct phase *g,
-                             const struct clock *clock, const char *host, const char *source,
-                             double waited)
+ * baseline when the first phase (called phase) was announced. */
+static void note_no_baseline(struct monitor_link *l, const char *phase, const struct clock *clock,
+                             const char *host, const char *source, double waited)
 {
     monitor_add_note(&l->early, clock_now(clock), host, source,
                      "no baseline reading within %g s: phase %s started without one, its "
                      "figures miss its beginning",
-                     waited, g->name);
+                     waited, phase);
 }
 
-int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const struct clock *clock,
-                         struct runner_stop *stop, char *err, size_t errlen)
+int runner_monitor_begin(struct monitor_link *l, const struct run_settings *g, const char *phase,
+                         const struct clock *clock, struct runner_stop *stop, char *err,
+                         size_t errlen)
 {
     double t_first = clock_now(clock), waited = baseline_wait(g->monitor_interval);
     double deadline = clock_mono() + waited;
@@ -276,11 +276,11 @@ int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const st
     if (stopped) /* the first phase does not run: nothing to say */
         return rc;
     if (l->sampler >= 0 && !sampler_in)
-        note_no_baseline(l, g, clock, l->sampler_host, monitor_source_proc.name, waited);
+        note_no_baseline(l, phase, clock, l->sampler_host, monitor_source_proc.name, waited);
     if (l->scrape && !scrape_in) {
         char host[MONITOR_HOST_MAX];
         monitor_url_host(g->monitor_url, host, sizeof host);
-        note_no_baseline(l, g, clock, host, monitor_source_scrape.name, waited);
+        note_no_baseline(l, phase, clock, host, monitor_source_scrape.name, waited);
     }
     return rc;
 }

@@ -28,28 +28,29 @@ struct monitor_link {
     bool ready_pending;         /* I/O rank 0: the sampler's baseline answer is still due */
 };
 
-/* Collective over MPI_COMM_WORLD: decide the roles from the [global]
+/* Collective over MPI_COMM_WORLD: decide the roles from the run's
  * monitor keys in g. Returns 0, or -1 on every rank with err (for world
  * rank 0 to print) when the keys cannot be met. */
-int runner_monitor_roles(const struct phase *g, const char *hostname, struct monitor_link *l,
+int runner_monitor_roles(const struct run_settings *g, const char *hostname, struct monitor_link *l,
                          char *err, size_t errlen);
 
 /* A monitor rank's whole run: wait for messages from I/O rank 0 and
  * answer them; returns the exit code it sends at the end. */
-int runner_monitor_serve(const struct monitor_link *l, const struct phase *g,
+int runner_monitor_serve(const struct monitor_link *l, const struct run_settings *g,
                          const struct clock *clock, const char *hostname);
 
-/* Whether the [global] keys in g ask for any monitor (same on every rank). */
-bool runner_monitor_wanted(const struct monitor_link *l, const struct phase *g);
-/* I/O rank 0, before the first phase's start is announced (g: that
- * phase): start the sampler rank's and the scraper's sampling now, on
+/* Whether the run's monitor keys in g ask for any monitor (same on every rank). */
+bool runner_monitor_wanted(const struct monitor_link *l, const struct run_settings *g);
+/* I/O rank 0, before the first phase's start is announced (phase: its
+ * name; g: the run's monitor keys): start the sampler rank's and the scraper's sampling now, on
  * one schedule of the common clock, and wait until each source has its
  * baseline reading, for a bounded time (runner_monitor.c:
  * BASELINE_WAIT_*) or until a stop. A source still without one is noted (once, in the rows
  * the first collect returns): the first phase then starts without it.
  * Returns 0 or -1 with err (a bad monitor_url). */
-int runner_monitor_begin(struct monitor_link *l, const struct phase *g, const struct clock *clock,
-                         struct runner_stop *stop, char *err, size_t errlen);
+int runner_monitor_begin(struct monitor_link *l, const struct run_settings *g, const char *phase,
+                         const struct clock *clock, struct runner_stop *stop, char *err,
+                         size_t errlen);
 /* I/O rank 0: move every row sampled so far into out; final stops the
  * sampling. */
 void runner_monitor_collect(struct monitor_link *l, bool final, struct monitor_batch *out);

@@ -60,7 +60,7 @@ static int run_check_outputs(struct run *r)
 {
     char err[JOB_ERR_MAX], shown[256];
     utf8_escape(r->output, shown, sizeof shown);
-    if (safeout_prepare(&r->out, shown, r->output, r->opts->force, results_file_check,
+    if (safeout_prepare(&r->rec.out, shown, r->output, r->opts->force, results_file_check,
                         "a results file", err, sizeof err) < 0) {
         fprintf(stderr, "herd: %s\n", err);
         return 2;
@@ -68,11 +68,11 @@ static int run_check_outputs(struct run *r)
     if (!r->opts->json || run_json_to_stdout(r))
         return 0;
     utf8_escape(r->opts->json, shown, sizeof shown);
-    if (safeout_names(&r->out, r->opts->json)) {
+    if (safeout_names(&r->rec.out, r->opts->json)) {
         fprintf(stderr, "herd: --json %s: names the results file (-o): refused\n", shown);
         return 2;
     }
-    if (safeout_prepare(&r->json, shown, r->opts->json, r->opts->force, summary_json_file_check,
+    if (safeout_prepare(&r->rec.json, shown, r->opts->json, r->opts->force, summary_json_file_check,
                         "an earlier herd JSON summary", err, sizeof err) < 0) {
         fprintf(stderr, "herd: --json %s%s\n", err, run_json_stdout_hint(r->opts->json));
         return 2;
@@ -92,9 +92,9 @@ static const char *run_output_in_rundir(const struct run *r)
         return NULL;
     bool json_file = r->opts->json && !run_json_to_stdout(r);
     const char *which = NULL;
-    if (safeout_beneath(&r->out, fd))
+    if (safeout_beneath(&r->rec.out, fd))
         which = "-o";
-    else if (json_file && safeout_beneath(&r->json, fd))
+    else if (json_file && safeout_beneath(&r->rec.json, fd))
         which = "--json";
     close(fd);
     return which;
@@ -107,12 +107,13 @@ int run_claim_places(struct run *r, char *owner, size_t len)
         return 2;
     char err[JOB_ERR_MAX];
     rundir_owner(owner, len, r->run_id, r->hostname);
-    bool reuse = r->job->run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
+    bool reuse =
+        r->job->settings.run_id[0] != '\0'; /* a fixed run_id may take up its kept directory */
     int rc =
         rundir_open(r->be, r->be_ctx, r->rundir, reuse, owner, &r->rundir_ours, err, sizeof err);
     if (rc != 0) /* refused, not made (a read-only or full target), or not locked */
         fprintf(stderr, "herd: %s%s: %s\n", rc == RUNDIR_UNLOCKED ? "warning: target " : "target ",
-                r->job->phases[0].target, err);
+                r->job->settings.target, err);
     if (rc != 0 && rc != RUNDIR_UNLOCKED) /* nothing runs */
         return 2;
     r->rundir_held = true;
@@ -124,7 +125,8 @@ int run_claim_places(struct run *r, char *owner, size_t len)
         fprintf(stderr,
                 "herd: %s %s: inside the run directory %s, which the run writes and removes: "
                 "refused\n",
-                inside, strcmp(inside, "-o") == 0 ? r->out.shown : r->json.shown, r->rundir);
+                inside, strcmp(inside, "-o") == 0 ? r->rec.out.shown : r->rec.json.shown,
+                r->rundir);
         run_release_rundir(r);
         return 2;
     }
@@ -132,7 +134,7 @@ int run_claim_places(struct run *r, char *owner, size_t len)
         fprintf(stderr,
                 "herd: note: run directory %s taken over (run_id = %s): its data files "
                 "are an earlier run's; " RUNDIR_REUSE_CAVEAT "\n",
-                r->rundir, r->job->run_id);
+                r->rundir, r->job->settings.run_id);
     return 0;
 }
 
@@ -162,47 +164,47 @@ static void run_server_word(const char *name, const char *allowed, const char *w
 int run_create_results(struct run *r, double sync_seconds, const char *start_utc,
                        const struct host_info *hosts, const struct rank_info *ranks)
 {
-    const struct phase *first = &r->job->phases[0];
+    const struct run_settings *set = &r->job->settings;
     char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
     versions_mpi(mpi_version, sizeof mpi_version);
-    summary_cpu_host_find(first->monitor_url, r->mon.sampler >= 0 ? r->mon.sampler_host : "", hosts,
-                          r->nhosts, ranks, r->size, &r->cpu_host);
+    summary_cpu_host_find(set->monitor_url, r->mon.sampler >= 0 ? r->mon.sampler_host : "", hosts,
+                          r->nhosts, ranks, r->size, &r->rec.cpu_host);
     run_server_word("HERD_SERVER_FS", RUN_WORD_CHARS "._+-",
-                    "a file system's name (letters, digits, '.', '_', '+', '-')", r->server_fs,
-                    sizeof r->server_fs);
+                    "a file system's name (letters, digits, '.', '_', '+', '-')", r->rec.server_fs,
+                    sizeof r->rec.server_fs);
     run_server_word("HERD_SERVER_DISK", RUN_WORD_CHARS "=,.",
-                    "a disk's delays (letters, digits, '=', ',', '.')", r->server_disk,
-                    sizeof r->server_disk);
+                    "a disk's delays (letters, digits, '=', ',', '.')", r->rec.server_disk,
+                    sizeof r->rec.server_disk);
     struct run_info info = {
         .version = HERD_VERSION,
         .run_id = r->run_id,
-        .label = r->job->label,
-        .server_fs = r->server_fs,
-        .server_disk = r->server_disk,
+        .label = set->label,
+        .server_fs = r->rec.server_fs,
+        .server_disk = r->rec.server_disk,
         .command_line = r->opts->command_line,
         .job_path = r->job->path,
         .job_text = r->job->text,
         .start_utc = start_utc,
         .epoch_unix = r->epoch_unix,
         .mpi_version = mpi_version,
-        .target = first->target,
+        .target = set->target,
         .nranks = r->size,
         .clients_per_rank = r->clients,
         .nhosts = r->nhosts,
         .clock_sync_seconds = sync_seconds,
         .monitor_host = r->mon.sampler >= 0 ? r->mon.sampler_host : "",
         .monitor_rank = r->mon.sampler,
-        .monitor_interval = first->monitor_interval,
-        .monitor_url = first->monitor_url,
-        .monitor_client_ranks = r->cpu_host.client_ranks,
+        .monitor_interval = set->monitor_interval,
+        .monitor_url = set->monitor_url,
+        .monitor_client_ranks = r->rec.cpu_host.client_ranks,
     };
     char err[JOB_ERR_MAX];
     /* In place once its header is written; never over what is not ours. */
-    r->results = results_create(&r->out, r->output, &info, hosts, r->nhosts, ranks, r->size, err,
-                                sizeof err);
-    r->lines = calloc((size_t)r->job->nphases, sizeof *r->lines);
-    if (!r->results || !r->lines) {
-        fprintf(stderr, "herd: %s\n", r->results ? "out of memory" : err);
+    r->rec.results = results_create(&r->rec.out, r->output, &info, hosts, r->nhosts, ranks, r->size,
+                                    err, sizeof err);
+    r->rec.lines = calloc((size_t)r->job->nphases, sizeof *r->rec.lines);
+    if (!r->rec.results || !r->rec.lines) {
+        fprintf(stderr, "herd: %s\n", r->rec.results ? "out of memory" : err);
         return 2;
     }
     char clients[48] = ""; /* "2 ranks x 1000 clients" */
@@ -210,13 +212,12 @@ int run_create_results(struct run *r, double sync_seconds, const char *start_utc
         snprintf(clients, sizeof clients, " x %d clients", r->clients);
     fprintf(stderr, "herd: run %s: %d rank%s%s on %d host%s, target %s (%s), results %s%s%s\n",
             r->run_id, r->size, units_plural(r->size), clients, r->nhosts, units_plural(r->nhosts),
-            first->target, r->rundir, r->out.shown, r->job->label[0] ? ", label " : "",
-            r->job->label);
+            set->target, r->rundir, r->rec.out.shown, set->label[0] ? ", label " : "", set->label);
     if (r->mon.sampler >= 0) {
         char host[sizeof r->mon.sampler_host * 6]; /* a host's name is not a job value */
         utf8_escape(r->mon.sampler_host, host, sizeof host);
         fprintf(stderr, "herd: monitor: rank %d samples %s every %gs\n", r->mon.sampler, host,
-                first->monitor_interval);
+                set->monitor_interval);
     }
     return 0;
 }
@@ -226,8 +227,9 @@ void run_release_rundir(struct run *r)
     if (!r->rundir_held)
         return;
     char err[JOB_ERR_MAX];
-    if (rundir_close(r->be, r->be_ctx, r->rundir, r->rundir_locked, !r->job->keep && r->rundir_ours,
-                     !r->cleanup_unfinished, err, sizeof err) < 0)
+    if (rundir_close(r->be, r->be_ctx, r->rundir, r->rundir_locked,
+                     !r->job->settings.keep && r->rundir_ours, !r->cleanup_unfinished, err,
+                     sizeof err) < 0)
         fprintf(stderr, "herd: %s\n", err);
     r->rundir_held = r->rundir_locked = false;
 }
@@ -236,17 +238,17 @@ void run_release_rundir(struct run *r)
  * table per load ladder, in job order. */
 static void run_write_ladders(struct run *r)
 {
-    struct step_row *rows = r->nlines ? malloc((size_t)r->nlines * sizeof *rows) : NULL;
-    for (int i = 0; rows && i < r->nlines; i++) {
-        const char *ladder = r->lines[i].ladder;
+    struct step_row *rows = r->rec.nlines ? malloc((size_t)r->rec.nlines * sizeof *rows) : NULL;
+    for (int i = 0; rows && i < r->rec.nlines; i++) {
+        const char *ladder = r->rec.lines[i].ladder;
         bool seen = false;
         for (int k = 0; k < i && !seen; k++)
-            seen = strcmp(r->lines[k].ladder, ladder) == 0;
+            seen = strcmp(r->rec.lines[k].ladder, ladder) == 0;
         if (!ladder[0] || seen)
             continue;
-        size_t n = summary_ladder_steps(r->lines, r->nlines, ladder, rows);
+        size_t n = summary_ladder_steps(r->rec.lines, r->rec.nlines, ladder, rows);
         char err[512];
-        if (results_write_steps(r->results, ladder, rows, n, err, sizeof err) < 0)
+        if (results_write_steps(r->rec.results, ladder, rows, n, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }
     free(rows);
@@ -260,7 +262,7 @@ static int run_outcome(const struct run *r, int signal, enum run_status *status)
         *status = RUN_INTERRUPTED;
         return 128 + signal;
     }
-    if (r->nlost) {
+    if (r->rec.nlost) {
         *status = RUN_INCOMPLETE;
         return EXIT_RESULTS_LOST;
     }
@@ -274,8 +276,8 @@ void run_record_outcome(struct run *r, int signal)
     int exit_code = run_outcome(r, signal, &status);
     char end_utc[40], err[512];
     run_utc_now(end_utc, sizeof end_utc);
-    if (r->results && results_status(r->results, run_status_name(status), end_utc, exit_code,
-                                     r->startup_seconds, err, sizeof err) < 0)
+    if (r->rec.results && results_status(r->rec.results, run_status_name(status), end_utc,
+                                         exit_code, r->rec.startup_seconds, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
 }
 
@@ -287,48 +289,48 @@ void run_record_outcome(struct run *r, int signal)
 static int run_write_json(struct run *r, const char *status_name, int exit_code, FILE *said)
 {
     struct summary_json_run jr = {.run_id = r->run_id,
-                                  .label = r->job->label,
-                                  .server_fs = r->server_fs,
-                                  .server_disk = r->server_disk,
+                                  .label = r->job->settings.label,
+                                  .server_fs = r->rec.server_fs,
+                                  .server_disk = r->rec.server_disk,
                                   .status = status_name,
                                   .exit_code = exit_code,
                                   .results_file = r->output,
                                   .job_path = r->job->path,
                                   .nranks = r->size,
                                   .clients_per_rank = r->clients,
-                                  .monitor_client_ranks = r->cpu_host.client_ranks};
+                                  .monitor_client_ranks = r->rec.cpu_host.client_ranks};
     char err[512];
     if (run_json_to_stdout(r)) {
-        summary_json_print(stdout, &jr, r->lines, r->nlines);
+        summary_json_print(stdout, &jr, r->rec.lines, r->rec.nlines);
         if (fflush(stdout) == 0 && !ferror(stdout))
             return 0;
         fprintf(stderr, "herd: --json -: the summary could not be written to standard output\n");
         return -1;
     }
-    if (summary_json_write(&r->json, &jr, r->lines, r->nlines, err, sizeof err) == 0) {
-        fprintf(said, "summary: %s\n", r->json.shown);
+    if (summary_json_write(&r->rec.json, &jr, r->rec.lines, r->rec.nlines, err, sizeof err) == 0) {
+        fprintf(said, "summary: %s\n", r->rec.json.shown);
         return 0;
     }
     fprintf(stderr, "herd: --json %s\n", err);
-    if (safeout_remove_old(&r->json, err, sizeof err) < 0)
+    if (safeout_remove_old(&r->rec.json, err, sizeof err) < 0)
         fprintf(stderr, "herd: --json %s\n", err);
-    fprintf(said, "summary: NOT written to %s (see the error above)\n", r->json.shown);
+    fprintf(said, "summary: NOT written to %s (see the error above)\n", r->rec.json.shown);
     return -1;
 }
 
 int run_finish(struct run *r, int signal)
 {
     const struct summary_sources sampled = {.proc = r->mon.sampler >= 0,
-                                            .node_exporter = r->job->phases[0].monitor_url[0]};
-    summary_add_monitor(r->lines, r->nlines, r->samples, r->nsamples, r->procs, r->nprocs,
-                        &sampled);
-    for (int i = 0; i < r->nlines; i++) {
-        const struct summary_line *l = &r->lines[i];
+                                            .node_exporter = r->job->settings.monitor_url[0]};
+    summary_add_monitor(r->rec.lines, r->rec.nlines, r->rec.samples, r->rec.nsamples, r->rec.procs,
+                        r->rec.nprocs, &sampled);
+    for (int i = 0; i < r->rec.nlines; i++) {
+        const struct summary_line *l = &r->rec.lines[i];
         const struct phase_server s = l->server;
         char err[512];
         if ((!isnan(s.cpu_mean) || !isnan(s.nfsd_threads) || !isnan(s.proc_cpu) ||
              !isnan(s.proc_thread_max) || !isnan(s.nfsd_packets_per_s) || s.covered >= 0) &&
-            results_phase_server(r->results, l->name, &s, err, sizeof err) < 0)
+            results_phase_server(r->rec.results, l->name, &s, err, sizeof err) < 0)
             fprintf(stderr, "herd: results: %s\n", err);
     }
     run_write_ladders(r);
@@ -337,32 +339,35 @@ int run_finish(struct run *r, int signal)
     char end_utc[40], err[512];
     run_utc_now(end_utc, sizeof end_utc);
     const char *status_name = run_status_name(status);
-    if (results_close(r->results, status_name, end_utc, exit_code, r->startup_seconds, err,
+    if (results_close(r->rec.results, status_name, end_utc, exit_code, r->rec.startup_seconds, err,
                       sizeof err) < 0) {
         fprintf(stderr, "herd: results: %s\n", err);
         status_name = "partial"; /* what the file still says */
         if (!signal)
             exit_code = EXIT_RESULTS_LOST;
     }
-    r->results = NULL;
+    r->rec.results = NULL;
     /* With --json -, standard output holds the JSON alone: the rest to
      * stderr, the table there only without -q. */
     bool json_out = run_json_to_stdout(r);
     FILE *said = json_out ? stderr : stdout;
     if (!(json_out && r->opts->quiet))
-        summary_print(said, r->lines, r->nlines, !r->opts->quiet, &r->cpu_host);
-    fprintf(said, "\nresults: %s (status %s)\n", r->out.shown, status_name);
+        summary_print(said, r->rec.lines, r->rec.nlines, !r->opts->quiet, &r->rec.cpu_host);
+    fprintf(said, "\nresults: %s (status %s)\n", r->rec.out.shown, status_name);
     if (r->opts->json && run_write_json(r, status_name, exit_code, said) < 0 && !signal)
         exit_code = EXIT_RESULTS_LOST;
-    if (r->nlost) {
-        fprintf(said, "not in the results file: %d phase%s:", r->nlost, units_plural(r->nlost));
-        for (int i = 0; i < r->nlost && i < (int)(sizeof r->lost / sizeof r->lost[0]); i++)
-            fprintf(said, " %s", r->lost[i]);
+    if (r->rec.nlost) {
+        fprintf(said, "not in the results file: %d phase%s:", r->rec.nlost,
+                units_plural(r->rec.nlost));
+        for (int i = 0; i < r->rec.nlost && i < (int)(sizeof r->rec.lost / sizeof r->rec.lost[0]);
+             i++)
+            fprintf(said, " %s", r->rec.lost[i]);
         fprintf(said, "%s (records in %s.<phase>.lost.csv or on stderr)\n",
-                r->nlost > (int)(sizeof r->lost / sizeof r->lost[0]) ? " ..." : "", r->out.shown);
+                r->rec.nlost > (int)(sizeof r->rec.lost / sizeof r->rec.lost[0]) ? " ..." : "",
+                r->rec.out.shown);
     }
     fflush(stdout);
-    free(r->lines);
+    free(r->rec.lines);
     return exit_code;
 }
 
@@ -380,8 +385,8 @@ void run_write_usage(struct run *r)
     struct usage_row *all = r->rank == 0 ? calloc((size_t)r->size, sizeof *all) : NULL;
     MPI_Gather(&mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0, r->comm);
     char err[512];
-    if (r->rank == 0 && all && r->results &&
-        results_write_usage(r->results, all, (size_t)r->size, err, sizeof err) < 0)
+    if (r->rank == 0 && all && r->rec.results &&
+        results_write_usage(r->rec.results, all, (size_t)r->size, err, sizeof err) < 0)
         fprintf(stderr, "herd: results: %s\n", err);
     free(all);
 }

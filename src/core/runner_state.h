@@ -35,15 +35,36 @@ struct results;
 /* HERD_SERVER_FS: a file system's name, at most this long less one. */
 #define RUN_SERVER_FS_MAX 33
 
-/* Everything one rank knows about the run as a whole. */
+/* Rank 0's recording of the run (the other ranks leave it empty): where
+ * the results go, what they hold so far, the phases missing there, and
+ * what the run's header and summary say of the server and the start. */
+struct run_recording {
+    struct safeout out;         /* the results file's place (safeout.h) */
+    struct safeout json;        /* the --json summary's place */
+    struct results *results;    /* the results file, open */
+    char lost[8][JOB_NAME_MAX]; /* phases not in the results file (first 8) */
+    int nlost;
+    struct summary_line *lines; /* the summary's line of each phase */
+    int nlines;
+    struct monitor_sample *samples; /* every server sample so far */
+    size_t nsamples;
+    struct monitor_process *procs; /* every named process's row so far */
+    size_t nprocs;
+    char server_fs[RUN_SERVER_FS_MAX]; /* HERD_SERVER_FS, "" = not given */
+    char server_disk[96];              /* HERD_SERVER_DISK, "" = not given */
+    struct summary_cpu_host cpu_host;  /* the host srv cpu is of, its client ranks */
+    double startup_seconds;            /* MPI_Init to the first phase's start */
+    char ladder_reason[STEP_NOTE_MAX]; /* why a stop_when ended a ladder, for its steps not run */
+};
+
+/* Everything one rank knows about the run as a whole: the phase engine
+ * every rank runs, and (rec) rank 0's recording. */
 struct run {
     const struct job *job;
     const struct runner_opts *opts;
     MPI_Comm comm;  /* the I/O ranks (monitor ranks are not in it) */
     int rank, size; /* in comm */
     char run_id[64];
-    char server_fs[RUN_SERVER_FS_MAX]; /* rank 0: HERD_SERVER_FS, "" = not given */
-    char server_disk[96];              /* rank 0: HERD_SERVER_DISK, "" = not given */
     char rundir[HERD_PATH_MAX];
     struct clock clock;
     double start_margin;    /* seconds between announcing and starting a phase */
@@ -57,37 +78,24 @@ struct run {
     int clients;                    /* clients_per_rank (K) */
     void **client_ctx;              /* [clients]: each client's context, NULL while not connected */
     char output[JOB_PATH_MAX + 96]; /* results file path */
-    struct safeout out;             /* rank 0: the results file's place (safeout.h) */
-    struct safeout json;            /* rank 0: the --json summary's place */
-    struct results *results;        /* rank 0 only */
     bool rundir_held;               /* rank 0 claimed the run directory: released at the end */
     bool rundir_locked;             /* ... and holds its lock file (RUNDIR_UNLOCKED: not) */
     bool rundir_ours;               /* this run made the run directory */
     struct claims claims;           /* what this run made, for the clean-up */
     struct runner_stop stop;
-    char lost[8][JOB_NAME_MAX]; /* rank 0: phases not in the results file (first 8) */
-    int nlost;
-    struct summary_line *lines;
-    int nlines;
+    struct run_recording rec; /* rank 0 only */
     uint64_t total_errors, total_verify;
     bool cleanup_unfinished; /* the clean-up was stopped or failed to remove something */
     struct monitor_link mon;
-    struct summary_cpu_host cpu_host; /* rank 0: the host srv cpu is of, its client ranks */
     double epoch_unix;
     bool client_stats;                  /* this rank reads its host's NFS client counters */
     char mount_point[RESULTS_HOST_MAX]; /* of the target, when on a kernel NFS mount */
-    struct monitor_sample *samples;     /* rank 0: every server sample so far */
-    size_t nsamples;
-    struct monitor_process *procs; /* rank 0: every named process's row so far */
-    size_t nprocs;
-    double startup_seconds; /* rank 0: MPI_Init to the first phase's start */
-    int *spread;            /* each rank's place in the host-spread order (ladder steps) */
-    MPI_Comm step_comm;     /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
+    int *spread;        /* each rank's place in the host-spread order (ladder steps) */
+    MPI_Comm step_comm; /* a ladder step's active ranks; MPI_COMM_NULL otherwise */
     /* The job as run (ladders expanded): a rate_curve step's rate is set
      * here before it runs, from the curve's first step. */
     struct job *steps;
     char ladder_stopped[JOB_NAME_MAX]; /* the ladder a stop_when ended ("" none) */
-    char ladder_reason[STEP_NOTE_MAX]; /* rank 0: why, for its steps not run */
     double curve_max;                  /* a rate_curve's closed-loop units/s per client */
 };
 
@@ -185,7 +193,7 @@ void run_cleanup(struct run *r, struct err_entry **left, size_t *nleft);
 void run_report_cleanup(struct run *r, const struct err_entry *left, size_t nleft);
 
 /* runner_clients.c */
-/* Connect the rank's clients (K: the first phase's clients_per_rank), on
+/* Connect the rank's clients (K: the run's clients_per_rank), on
  * fibers when K > 1, each under its own name. How many connected; the
  * first error into *first_err (0: none). be_ctx: the first connected. */
 int run_clients_connect(struct run *r, int *first_err);

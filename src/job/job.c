@@ -380,6 +380,27 @@ static int job_parse_text(struct parse_state *st, const char *path, const char *
     return 0;
 }
 
+/* The run-wide settings (struct run_settings) from the resolved [global]. */
+static void settings_fill(struct run_settings *set, const struct phase *global)
+{
+    memset(set, 0, sizeof *set);
+    snprintf(set->target, sizeof set->target, "%s", global->target);
+    snprintf(set->backend, sizeof set->backend, "%s", global->backend);
+    set->keep = global->keep;
+    snprintf(set->run_id, sizeof set->run_id, "%s", global->run_id);
+    set->clients_per_rank = global->clients_per_rank;
+    snprintf(set->link, sizeof set->link, "%s", global->link);
+    snprintf(set->label, sizeof set->label, "%s", global->label);
+    snprintf(set->monitor_host, sizeof set->monitor_host, "%s", global->monitor_host);
+    snprintf(set->monitor_rank, sizeof set->monitor_rank, "%s", global->monitor_rank);
+    set->monitor_interval = global->monitor_interval;
+    snprintf(set->monitor_processes, sizeof set->monitor_processes, "%s",
+             global->monitor_processes);
+    snprintf(set->monitor_scope, sizeof set->monitor_scope, "%s", global->monitor_scope);
+    snprintf(set->monitor_disks, sizeof set->monitor_disks, "%s", global->monitor_disks);
+    snprintf(set->monitor_url, sizeof set->monitor_url, "%s", global->monitor_url);
+}
+
 /* [global] resolved into global: the backend first (its rows' defaults
  * fill the phase's options block), then every default, then [global]'s
  * keys, then plain --set. */
@@ -399,10 +420,7 @@ static void job_resolve_global(struct parse_state *st, struct phase *global)
     if (!st->failed)
         section_apply(st, "global", global, false);
     sets_apply(st, global, true);
-    struct job *job = st->job;
-    job->keep = global->keep;
-    snprintf(job->run_id, sizeof job->run_id, "%s", global->run_id);
-    snprintf(job->label, sizeof job->label, "%s", global->label);
+    settings_fill(&st->job->settings, global);
     if (!st->failed && global->run_id[0] && !job_name_ok(global->run_id))
         job_fail(st, job_line_of(st, "global", "run_id"), "run_id",
                  "'%s' may hold only letters, digits, '_', '.' and '-', not starting with '.' "
@@ -543,14 +561,14 @@ int job_load(const char *path, const char *text, char *const *sets, int nsets, s
 
 int job_label_default(struct job *job, const char *value, char *why, size_t len)
 {
-    if (job->label[0] || !value || !value[0] || job->nphases == 0)
+    if (job->settings.label[0] || !value || !value[0] || job->nphases == 0)
         return 0;
     const struct job_key *k = job_key_lookup("label");
-    if (job_key_assign(k, &job->phases[0], value, why, len)) {
+    if (job_key_assign(k, &job->phases[0], value, why, len)) { /* label's rule, on a phase */
         job->phases[0].label[0] = '\0';
         return -1;
     }
-    snprintf(job->label, sizeof job->label, "%s", value);
+    snprintf(job->settings.label, sizeof job->settings.label, "%s", value);
     for (int i = 1; i < job->nphases; i++)
         snprintf(job->phases[i].label, sizeof job->phases[i].label, "%s", value);
     return 0;

@@ -55,7 +55,10 @@ enum sharing { SHARING_UNIQUE, SHARING_SHARED };
 enum shared_mode { SHARED_SAME_CONTENT, SHARED_SEGMENTED };
 enum read_from { READ_SELF, READ_NEIGHBOR };
 
-/* One phase with every key resolved (globals inherited, overrides applied). */
+/* One phase with every key resolved (globals inherited, overrides applied).
+ * Its [global]-only members (target, backend, keep, run_id, link, label,
+ * clients_per_rank, monitor_*) are the same in every phase: the key
+ * table's copies; the run reads them from struct run_settings. */
 struct phase {
     char name[JOB_NAME_MAX];
     int line; /* line of the [section] header */
@@ -175,15 +178,41 @@ static inline const void *job_backend_opts(const struct phase *ph)
 #define JOB_SOURCES 16
 #define JOB_NOTES_MAX 4096
 
+/* The run-wide settings: the values of herd's own [global]-only keys
+ * (KEY_GLOBAL_ONLY rows of struct phase's members), which describe the
+ * run as a whole. job_load fills them once from [global] and the plain
+ * --set; code that needs one reads it here (struct job's settings), not
+ * from a phase. Each phase still holds a copy of the same value, only
+ * because the key table places every key's value in a phase
+ * (PHASE_MEMBER): job_load's checks, herd check, herd tables and the
+ * results file's phase attributes read the keys from there. The
+ * backend's own [global]-only options stay in the phases' backend_opts,
+ * which the backend reads from the phase it is handed (job_backend_opts). */
+struct run_settings {
+    char target[JOB_PATH_MAX];
+    char backend[16];
+    bool keep;                 /* leave the run directory */
+    char run_id[JOB_NAME_MAX]; /* reuse target/herd-<run_id>; "" = a fresh id */
+    int64_t clients_per_rank;  /* the NFS clients each rank runs (1: itself) */
+    char link[JOB_NAME_MAX];   /* the link the clients saw, a label */
+    char label[JOB_LABEL_MAX]; /* free text (or HERD_LABEL's: job_label_default) */
+    /* the server monitor */
+    char monitor_host[JOB_NAME_MAX]; /* ranks on this host sample instead of I/O */
+    char monitor_rank[16];           /* "" | "last" | a rank number: that rank samples */
+    double monitor_interval;
+    char monitor_processes[256];
+    char monitor_scope[JOB_PATH_MAX]; /* host | ns:PATH | cgroup:PATH (monitor_scope.h) */
+    char monitor_disks[JOB_PATH_MAX];
+    char monitor_url[JOB_PATH_MAX];
+};
+
 struct job {
     char path[JOB_PATH_MAX];
     char *text; /* the job file as parsed (includes and ${VAR} done: jobtext.h) */
     char sources[JOB_SOURCES][JOB_PATH_MAX]; /* file of each source index */
     struct phase *phases;
     int nphases;
-    bool keep;                 /* global keep: leave the run directory */
-    char run_id[JOB_NAME_MAX]; /* global run_id: reuse target/herd-<run_id> */
-    char label[JOB_LABEL_MAX]; /* global label (or HERD_LABEL's: job_label_default) */
+    struct run_settings settings; /* the [global]-only keys' values */
     /* "note: ..." lines, each ending in a newline: one per key that a
      * phase inherited ([global], a plain --set) and its kind refused,
      * naming the phases that kept the key's default instead. */

@@ -88,7 +88,7 @@ int job_lint(const struct job *job, int64_t nranks, char *out, size_t len)
                      writer->name, (long long)writer->seed);
             n++;
         }
-        if (reads && !job->run_id[0] && !writer) {
+        if (reads && !job->settings.run_id[0] && !writer) {
             lint_add(job, ph, "fileset", out, len,
                      "%s phase [%s] reads fileset '%s', which no earlier phase writes (and no "
                      "fixed run_id names an earlier run's files): every open will fail",

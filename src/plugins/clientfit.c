@@ -18,9 +18,8 @@
 /* The backend's estimate of a client, when job has clients; else NULL. */
 static const struct backend_ops *fit_backend(const struct job *job)
 {
-    const struct phase *first = &job->phases[0];
-    const struct backend_ops *be = backend_find(first->backend);
-    return first->clients_per_rank > 1 && be && be->client_memory ? be : NULL;
+    const struct backend_ops *be = backend_find(job->settings.backend);
+    return job->settings.clients_per_rank > 1 && be && be->client_memory ? be : NULL;
 }
 
 /* The most one client holds over job's phases with tune's settings
@@ -69,7 +68,7 @@ static bool fit_try(const struct backend_ops *be, const struct job *job,
                     const char *name, const char *value, struct fit_offer *offer)
 {
     uint64_t m = fit_most(be, job, tune, NULL);
-    if (m >= now || !fit_in(m, job->phases[0].clients_per_rank, ranks, mem))
+    if (m >= now || !fit_in(m, job->settings.clients_per_rank, ranks, mem))
         return false;
     char each[32];
     units_format_human((double)m, each, sizeof each);
@@ -131,15 +130,14 @@ int clientfit_memory(const struct job *job, int64_t ranks_on_host, uint64_t mem,
                      char *err, size_t len)
 {
     const struct backend_ops *be = fit_backend(job);
-    const struct phase *first = &job->phases[0];
+    int64_t clients = job->settings.clients_per_rank;
     int at = 0;
     uint64_t client = be ? fit_most(be, job, NULL, &at) : 0;
-    if (!be || fit_in(client, first->clients_per_rank, ranks_on_host, mem))
+    if (!be || fit_in(client, clients, ranks_on_host, mem))
         return 0;
     char each[32], all[32], have[32], ranks[64] = "", fits[400], why[1024];
     units_format_human((double)client, each, sizeof each);
-    units_format_human((double)client * (double)first->clients_per_rank * (double)ranks_on_host,
-                       all, sizeof all);
+    units_format_human((double)client * (double)clients * (double)ranks_on_host, all, sizeof all);
     units_format_human((double)mem, have, sizeof have);
     if (ranks_on_host > 1)
         snprintf(ranks, sizeof ranks, " x %lld ranks", (long long)ranks_on_host);
@@ -147,9 +145,8 @@ int clientfit_memory(const struct job *job, int64_t ranks_on_host, uint64_t mem,
     snprintf(why, sizeof why,
              "%lld clients x %s each (phase %s: RPC window and block buffers, and its state)%s "
              "on %s = %s, more than half of its %s: %s",
-             (long long)first->clients_per_rank, each, job->phases[at].name, ranks, host, all, have,
-             fits);
-    job_key_error(job, first, "clients_per_rank", why, err, len);
+             (long long)clients, each, job->phases[at].name, ranks, host, all, have, fits);
+    job_key_error(job, &job->phases[0], "clients_per_rank", why, err, len); /* its line */
     return -ENOMEM;
 }
 
@@ -169,7 +166,7 @@ long clientfit_fds_need(const struct job *job, long in_use)
 {
     struct clientfit_client c;
     clientfit_client(job, &c);
-    return in_use + CLIENTFIT_FDS_LATER + (long)job->phases[0].clients_per_rank * (long)c.fds;
+    return in_use + CLIENTFIT_FDS_LATER + (long)job->settings.clients_per_rank * (long)c.fds;
 }
 
 /* The soft limit raised to the hard one (where the hard one is unlimited:
@@ -186,7 +183,6 @@ static int fit_raise(struct rlimit rl, long need)
 int clientfit_fds(const struct job *job, long in_use, bool raise, const char *who, char *err,
                   size_t len)
 {
-    const struct phase *first = &job->phases[0];
     struct clientfit_client c;
     struct rlimit rl;
     clientfit_client(job, &c);
@@ -208,9 +204,10 @@ int clientfit_fds(const struct job *job, long in_use, bool raise, const char *wh
         "%lld clients need about %ld file descriptors in a rank (%u each, and %ld of herd, "
         "MPI and HDF5), more than the limit of %s (%llu: ulimit -n; hard limit %llu): raise it "
         "(ulimit -n %ld, or nofile in /etc/security/limits.conf)%s",
-        (long long)first->clients_per_rank, need, c.fds, own, who, (unsigned long long)rl.rlim_cur,
+        (long long)job->settings.clients_per_rank, need, c.fds, own, who,
+        (unsigned long long)rl.rlim_cur,
         (unsigned long long)(rl.rlim_max == RLIM_INFINITY ? rl.rlim_cur : rl.rlim_max), need,
         fewer);
-    job_key_error(job, first, "clients_per_rank", why, err, len);
+    job_key_error(job, &job->phases[0], "clients_per_rank", why, err, len); /* its line */
     return -EMFILE;
 }

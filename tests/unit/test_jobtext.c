@@ -92,7 +92,7 @@ static void test_value_adds_no_lines(void **state)
     setenv("HERD_TEST_T", "/x", 1);
     assert_int_equal(load(text), 0);
     assert_int_equal(job.nphases, 1);
-    assert_false(job.keep);
+    assert_false(job.settings.keep);
     job_free(&job);
 }
 
