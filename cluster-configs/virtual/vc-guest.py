@@ -46,9 +46,13 @@ def in_cluster_network(state):
         if len(fields) < 5 or fields[4] == "guest" or not fields[1].isdigit():
             continue
         try:
-            if os.stat(f"/proc/{fields[1]}/ns/net").st_ino == mine:
+            # (the host's own process, not one that took its PID since:
+            # its start time, field 22 of /proc/PID/stat, as vc-agent checks)
+            with open(f"/proc/{fields[1]}/stat") as f:
+                start = f.read().rsplit(")", 1)[1].split()[19]
+            if start == fields[2] and os.stat(f"/proc/{fields[1]}/ns/net").st_ino == mine:
                 return True
-        except OSError:  # (a host gone since the list was written)
+        except (OSError, IndexError):  # (a host gone since the list was written)
             continue
     return False
 
