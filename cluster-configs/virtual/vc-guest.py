@@ -35,7 +35,7 @@ import knfsd  # noqa: E402  (the agent protocol and its port)
 TRAILER = b"\0exit "
 
 
-def in_cluster_network(state):
+def in_cluster_network(state: "str | Path") -> bool:
     """Whether this process is in the network namespace of one of the
     cluster's namespace hosts (STATE/hosts: NAME PID START ADDR ROLE), the
     only place the guests' bridge addresses lead to the guests: from any
@@ -57,7 +57,7 @@ def in_cluster_network(state):
     return False
 
 
-def guest_of(guest_dir):
+def guest_of(guest_dir: "str | Path") -> "tuple[str, Path]":
     """(address, secret file) of the guest whose directory is guest_dir
     (STATE/guests/NAME); OSError when its config cannot be read,
     ValueError when it names no IPv4 address or this process is outside
